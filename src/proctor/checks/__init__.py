@@ -1,0 +1,35 @@
+"""Check registry: one module per check type, found by name."""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from proctor.checks.base import CheckType
+
+# Suite assertions, then scenario invariants. Adding a check type = adding a module + a name here.
+MODULES = (
+    "exit_code", "output_contains", "output_equals", "error_contains", "file_exists",
+    "file_contains", "ran", "not_ran", "run_count", "verify",
+    "command_exit", "file_absent", "file_content", "sql", "http_mock_assertions", "custom",
+    "llm_as_judge",
+)
+
+
+@cache
+def registry() -> dict[str, CheckType]:
+    types = {}
+    for mod in MODULES:
+        check = importlib.import_module(f"proctor.checks.{mod}").CHECK
+        types[check.name] = check
+    return types
+
+
+def assertion_types() -> dict[str, CheckType]:
+    return {n: c for n, c in registry().items() if c.assertion}
+
+
+def invariant_types() -> dict[str, CheckType]:
+    return {n: c for n, c in registry().items() if c.invariant}

@@ -1,0 +1,74 @@
+"""The Check contract. A check type is one module declaring `CHECK = CheckType(...)`:
+its name, its config model (which also gives the JSON Schema and the docs table), and an
+async `evaluate(config, ctx) -> CheckOutcome`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from proctor.model import CheckOutcome, CommandRecord, RunOptions, TaskDef, Trial
+
+if TYPE_CHECKING:
+    from proctor.record.recorder import Recorder
+    from proctor.sandbox.base import Sandbox
+    from proctor.services.base import ServiceHandle
+
+
+class CheckConfig(BaseModel):
+    """Base of every check's config: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class CheckContext:
+    """Everything a check may look at once the agent has finished."""
+
+    task: TaskDef
+    trial: Trial
+    sandbox: Sandbox
+    commands: list[CommandRecord]  # agent commands only, in order
+    agent_output: str
+    recorder: Recorder
+    options: RunOptions = field(default_factory=RunOptions)
+    services: dict[str, ServiceHandle] = field(default_factory=dict)
+    secrets: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def workdir(self) -> Path:
+        return self.sandbox.workdir
+
+    @property
+    def last_command(self) -> CommandRecord | None:
+        return self.commands[-1] if self.commands else None
+
+    def resolve(self, path: str) -> Path:
+        """A path from the spec: relative ones are inside the workdir."""
+        p = Path(path)
+        return p if p.is_absolute() else self.workdir / p
+
+
+Evaluate = Callable[[Any, CheckContext], Awaitable[CheckOutcome]]
+
+
+@dataclass(frozen=True)
+class CheckType:
+    name: str
+    summary: str  # one line: passes when ...
+    config: type[CheckConfig]
+    evaluate: Evaluate
+    assertion: bool = False  # allowed in a suite task's `assert` list
+    invariant: bool = False  # allowed as a scenario invariant's `check.type`
+    scalar_field: str | None = None  # `- TYPE: value` in an assert list fills this field
+
+
+def cut(text: str, limit: int = 2000) -> str:
+    """Observed values quoted in failure messages are cut at 2,000 characters."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... [{len(text) - limit} more characters]"

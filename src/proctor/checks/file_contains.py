@@ -1,0 +1,26 @@
+"""`file_contains: {path, text}` — the file exists and contains text."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from proctor.checks.base import CheckConfig, CheckContext, CheckType
+from proctor.model import CheckOutcome
+
+
+class Config(CheckConfig):
+    path: str = Field(description="File to read; relative paths are inside the workdir.")
+    text: str = Field(description="Substring the file must contain.")
+
+
+async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
+    raise NotImplementedError
+
+
+CHECK = CheckType(
+    name="file_contains",
+    summary="the file exists and contains text as a substring",
+    config=Config,
+    evaluate=evaluate,
+    assertion=True,
+)

@@ -1,0 +1,279 @@
+"""Command line. Thin on purpose: parse arguments, call one function, map errors to exit codes.
+
+Everything heavy is imported inside the command that needs it, so `proctor --help` is instant.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import click
+
+FORMATS = ("json", "junit", "md", "html")
+
+
+def _split_formats(values: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        for f in v.split(","):
+            f = f.strip()
+            if not f:
+                continue
+            if f not in FORMATS:
+                raise click.BadParameter(f"unknown format {f!r} (valid: {', '.join(FORMATS)})")
+            out.append(f)
+    return out
+
+
+def _guard(fn: Callable[[], int | None]) -> None:
+    """Run a command body: user errors become one line + exit code, Ctrl-C exits 130."""
+    from proctor.errors import ProctorError, SpecError
+
+    try:
+        code = fn() or 0
+    except SpecError as e:
+        for issue in e.issues:
+            click.echo(str(issue), err=True)
+        code = e.exit_code
+    except ProctorError as e:
+        click.echo(f"proctor: {e}", err=True)
+        code = e.exit_code
+    except KeyboardInterrupt:
+        click.echo("proctor: interrupted", err=True)
+        code = 130
+    sys.exit(code)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="proctor", message="proctor %(version)s")
+def main() -> None:
+    """proctor: how well do AI agents do real work through a shell?
+
+    \b
+    Two kinds of spec, one engine:
+      suite     can agents use my CLI?      cli, providers, tasks with intent + assert
+      scenario  did my agent do the right   version: 1, task.prompt, services,
+                thing?                      invariants with weights and gates
+
+    \b
+    Start here:
+      proctor init my-bench            write a commented example suite and scenario
+      proctor validate my-bench        check specs: FILE:LINE:COL: field: message
+      proctor check my-bench           oracle must pass, nop must fail (lint the benchmark)
+      proctor run my-bench --agent oracle
+      proctor run suite.yaml --model openai/gpt-4.1 --repeat 3
+      proctor show .proctor/runs/<run>  what the agent did, check by check
+
+    Exit codes: 0 all passed (or thresholds met), 1 a trial failed or errored,
+    2 invalid spec or usage, 130 interrupted.
+    """
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+def validate(paths: tuple[str, ...]) -> None:
+    """Parse and check specs (files or directories); print every problem at once.
+
+    Errors print as FILE:LINE:COL: field.path: message and exit 2; warnings print as
+    FILE:LINE:COL: warning: ... and do not change the exit code.
+    """
+    def body() -> int:
+        from proctor.spec.load import validate_paths
+
+        return validate_paths(list(paths))
+
+    _guard(body)
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of both spec dialects (for editors and yaml-language-server)."""
+    def body() -> int:
+        import json
+
+        from proctor.spec.schema import json_schema
+
+        click.echo(json.dumps(json_schema(), indent=2))
+        return 0
+
+    _guard(body)
+
+
+@main.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Overwrite existing files.")
+def init(directory: str, force: bool) -> None:
+    """Write a commented example suite and scenario into DIRECTORY (default: here)."""
+    def body() -> int:
+        from proctor.spec.init import write_examples
+
+        for path in write_examples(directory, force=force):
+            click.echo(f"wrote {path}")
+        return 0
+
+    _guard(body)
+
+
+def _run_options(f: Callable) -> Callable:
+    opts = [
+        click.option("--agent", type=click.Choice(["llm", "oracle", "nop", "command"]),
+                     help="Override every task's agent. oracle runs each task's solution; "
+                          "nop runs nothing."),
+        click.option("--model", "models", multiple=True, metavar="PROVIDER/MODEL",
+                     help="Model(s) to run (repeatable); overrides the spec's providers."),
+        click.option("--task", "tasks", multiple=True, metavar="ID",
+                     help="Only these task ids (repeatable)."),
+        click.option("--category", "categories", multiple=True, metavar="NAME",
+                     help="Only tasks in these categories (repeatable)."),
+        click.option("--repeat", type=click.IntRange(1, 100),
+                     help="Trials per task and model (overrides the spec)."),
+        click.option("--concurrency", type=click.IntRange(1, 1024),
+                     help="Trials at once (default: the spec's, else 3)."),
+        click.option("--output-dir", type=click.Path(file_okay=False),
+                     help="Write the run here (this directory becomes the run directory)."),
+        click.option("--format", "formats", multiple=True, metavar="FMT[,FMT]",
+                     help="Reports to write: json,junit,md,html (json is always written)."),
+        click.option("--backend", type=click.Choice(["local", "docker"]), default="local",
+                     show_default=True, help="Where trials run."),
+        click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
+                     show_default=True, help="Run trials in this process, or on a Ray cluster."),
+        click.option("--keep", is_flag=True, help="Keep each trial's workdir for inspection."),
+        click.option("--quiet", "-q", is_flag=True, help="No progress bar or table."),
+        click.option("--config", "config_path", type=click.Path(dir_okay=False),
+                     help="proctor.toml to read (default: ./proctor.toml if present)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _options(**kw) -> object:
+    from proctor.config import load_config
+    from proctor.model import RunOptions
+
+    return RunOptions(
+        agent=kw.get("agent"),
+        models=list(kw.get("models") or ()),
+        tasks=list(kw.get("tasks") or ()),
+        categories=list(kw.get("categories") or ()),
+        repeat=kw.get("repeat"),
+        concurrency=kw.get("concurrency"),
+        output_dir=kw.get("output_dir"),
+        formats=_split_formats(kw.get("formats") or ()) or ["json"],
+        resume=kw.get("resume"),
+        backend=kw.get("backend") or "local",
+        executor=kw.get("executor") or "local",
+        keep=bool(kw.get("keep")),
+        quiet=bool(kw.get("quiet")),
+        config=load_config(kw.get("config_path")),
+    )
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@_run_options
+@click.option("--resume", type=click.Path(file_okay=False), metavar="RUN_DIR",
+              help="Finish an interrupted run: only trials missing from RUN_DIR are run.")
+def run(paths: tuple[str, ...], **kw) -> None:
+    """Run specs (files or directories of *.yaml) and report verdicts.
+
+    \b
+    Examples:
+      proctor run examples/ --agent oracle
+      proctor run suite.yaml --model openai/gpt-4.1 --model anthropic/claude-sonnet-4-5
+      proctor run scenario.yaml --repeat 5 --format junit,md
+      proctor run --resume .proctor/runs/20261122T101500Z-ab12cd
+    """
+    def body() -> int:
+        from proctor.runner import run_main
+
+        return run_main(list(paths), _options(**kw))
+
+    _guard(body)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--concurrency", type=click.IntRange(1, 1024), help="Trials at once.")
+@click.option("--quiet", "-q", is_flag=True, help="Only print problems.")
+def check(paths: tuple[str, ...], concurrency: int | None, quiet: bool) -> None:
+    """Lint a benchmark: every task's solution must pass (oracle) and doing nothing must fail
+    (nop). Names every task whose solution fails and every task whose checks pass vacuously."""
+    def body() -> int:
+        from proctor.lint import check_main
+
+        return check_main(list(paths), concurrency=concurrency, quiet=quiet)
+
+    _guard(body)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--format", "formats", multiple=True, metavar="FMT[,FMT]",
+              help="json,junit,md,html (default: md to the terminal).")
+def report(run_dir: str, formats: tuple[str, ...]) -> None:
+    """Re-render the reports of a finished run."""
+    def body() -> int:
+        from proctor.report import report_main
+
+        return report_main(run_dir, _split_formats(formats))
+
+    _guard(body)
+
+
+@main.command()
+@click.argument("run_a", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_b", type=click.Path(exists=True, file_okay=False))
+def compare(run_a: str, run_b: str) -> None:
+    """Per-task and per-model differences between two runs, with statistics."""
+    def body() -> int:
+        from proctor.compare import compare_main
+
+        return compare_main(run_a, run_b)
+
+    _guard(body)
+
+
+@main.command()
+@click.option("--limit", default=20, show_default=True, help="How many runs to list.")
+def runs(limit: int) -> None:
+    """List stored runs, newest first."""
+    def body() -> int:
+        from proctor.store import runs_main
+
+        return runs_main(limit=limit)
+
+    _guard(body)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("trial", required=False)
+def show(run_dir: str, trial: str | None) -> None:
+    """Print a run's trials, or one TRIAL's trace, checks and audit log."""
+    def body() -> int:
+        from proctor.report.show import show_main
+
+        return show_main(run_dir, trial)
+
+    _guard(body)
+
+
+@main.command("mock-llm")
+@click.option("--script", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="YAML/JSON script of responses (see docs/models.md).")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=0, type=int, help="Port (0 picks a free one; printed on start).")
+def mock_llm(script: str, host: str, port: int) -> None:
+    """Serve a scripted model over the OpenAI Chat Completions and Anthropic Messages APIs."""
+    def body() -> int:
+        from proctor.providers.mock_server import serve_main
+
+        return serve_main(script, host=host, port=port)
+
+    _guard(body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+"""The dialect-free representation every stage after loading works on.
+
+Both spec dialects load into `TaskDef`s: "a task with a prompt, an environment, an agent and a
+list of checks with weight/gate". The planner turns them into `Trial`s; executing a trial gives
+a `TrialResult`. All of these are plain, picklable dataclasses so an executor can ship them to
+another process or machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Status = Literal["pass", "fail", "error"]
+AgentType = Literal["llm", "command", "oracle", "nop"]
+
+
+@dataclass
+class CheckDef:
+    """One assertion (suite) or invariant (scenario)."""
+
+    name: str  # invariant key, or "TYPE#INDEX" for an assertion
+    type: str  # registry name, e.g. "file_contains", "sql"
+    config: Any  # the validated pydantic config model of that check type
+    weight: float = 1.0
+    gate: bool = False
+    description: str = ""
+
+
+@dataclass
+class ServiceDef:
+    name: str
+    kind: Literal["postgres", "mysql", "http_mock", "container"]
+    config: dict[str, Any]  # validated fields: image, seed, routes, record, default_response, wait_for, env, ...
+
+
+@dataclass
+class SecretDef:
+    name: str
+    value: str | None  # resolved when the spec loads; None when generated per trial
+    generated: bool = False
+
+
+@dataclass
+class AgentDef:
+    type: AgentType = "llm"
+    model: str | None = None
+    command: str | None = None  # for type=command; may contain {{prompt}}
+    max_turns: int = 5
+    timeout: float = 300.0
+
+
+@dataclass
+class Thresholds:
+    default: float | None = None  # percent, 0-100
+    models: dict[str, float] = field(default_factory=dict)
+    tolerance: float = 0.0
+    behavior: Literal["error", "informational"] = "error"
+
+
+@dataclass
+class TaskDef:
+    id: str
+    dialect: Literal["suite", "scenario"]
+    source: str  # path of the spec file this came from
+    base_dir: str  # directory relative paths (scaffold, scripts, seeds) resolve against
+    prompt: str  # suite intent or scenario task.prompt; may hold {{ params.X }}
+    agent: AgentDef
+    checks: list[CheckDef]
+    description: str = ""
+    category: str | None = None
+    difficulty: str | None = None
+    # LLM agent context (suite dialect)
+    cli: str | None = None
+    version_command: str | None = None
+    help_modes: list[str] = field(default_factory=lambda: ["injected"])
+    system_prompt: str | None = None
+    models: list[str] = field(default_factory=list)  # providers; empty = configured default
+    # environment
+    env: dict[str, str] = field(default_factory=dict)  # suite env, then task env, merged
+    setup: list[str] = field(default_factory=list)  # shell commands run before the agent
+    files: dict[str, str] = field(default_factory=dict)  # path -> content written before setup
+    packages: list[str] = field(default_factory=list)
+    scaffold: str | None = None  # directory copied into the workdir
+    workdir: str | None = None  # fixed workdir instead of a fresh temp dir
+    base_image: str | None = None
+    resources: dict[str, Any] = field(default_factory=dict)
+    network: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 300.0  # seconds for the agent
+    solution: list[str] = field(default_factory=list)  # what the oracle agent runs
+    services: list[ServiceDef] = field(default_factory=list)
+    secrets: list[SecretDef] = field(default_factory=list)
+    forbidden: dict[str, Any] = field(default_factory=dict)
+    # trials and verdicts
+    repeat: int = 1  # replicas per (model, help mode, params)
+    matrix: dict[str, list[Any]] = field(default_factory=dict)
+    pass_threshold: float = 1.0
+    replica_aggregation: Literal["all", "any", "majority", "mean"] = "all"
+    thresholds: Thresholds | None = None
+    redact_env: list[str] = field(default_factory=list)
+    redact_patterns: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Trial:
+    """One execution: a task with one model, help mode, params and replica number."""
+
+    id: str  # deterministic, so --resume can tell which trials are done
+    task_id: str
+    agent: AgentType
+    model: str | None
+    help_mode: str | None
+    replica: int
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CommandRecord:
+    """A command the agent ran (or, for a command agent, a process it executed)."""
+
+    command: str  # the shell string, or argv joined for recorded execs; what `ran` matches
+    argv: list[str]
+    cwd: str
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    started_at: float  # unix time
+    duration_s: float
+    timed_out: bool = False
+    truncated: bool = False
+    source: Literal["agent", "exec"] = "agent"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CheckOutcome:
+    """What a check's evaluate() returns."""
+
+    passed: bool
+    score: float | None = None  # None -> 1.0 if passed else 0.0
+    message: str = ""
+    error: str | None = None  # the check itself could not run -> trial status error
+    details: dict[str, Any] | None = None
+
+    def final_score(self) -> float:
+        if self.score is None:
+            return 1.0 if self.passed else 0.0
+        return min(1.0, max(0.0, float(self.score)))
+
+
+@dataclass
+class CheckResult:
+    name: str
+    type: str
+    passed: bool
+    score: float
+    weight: float
+    gate: bool
+    message: str
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ForbiddenResult:
+    rule: str
+    violated: bool
+    details: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TrialResult:
+    id: str
+    task_id: str
+    model: str | None
+    help_mode: str | None
+    replica: int
+    params: dict[str, Any]
+    status: Status
+    composite_score: float
+    error: str | None = None
+    checks: list[CheckResult] = field(default_factory=list)
+    forbidden: list[ForbiddenResult] = field(default_factory=list)
+    turns: int = 0
+    tokens: dict[str, int] = field(default_factory=lambda: {"input": 0, "output": 0})
+    cost_usd: float | None = None
+    duration_s: float = 0.0
+    agent: str | None = None
+    category: str | None = None
+    started_at: str | None = None
+    output: str = ""  # the agent's final message / stdout, cut
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrialResult:
+        d = dict(d)
+        d["checks"] = [CheckResult(**c) for c in d.get("checks", [])]
+        d["forbidden"] = [ForbiddenResult(**f) for f in d.get("forbidden", [])]
+        known = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+@dataclass
+class RunOptions:
+    """Everything `proctor run` was asked for, beyond the specs themselves."""
+
+    agent: AgentType | None = None  # overrides every task's agent
+    models: list[str] = field(default_factory=list)  # --model, overrides providers
+    tasks: list[str] = field(default_factory=list)  # --task filters
+    categories: list[str] = field(default_factory=list)  # --category filters
+    repeat: int | None = None
+    concurrency: int | None = None
+    output_dir: str | None = None
+    formats: list[str] = field(default_factory=lambda: ["json"])
+    resume: str | None = None
+    backend: Literal["local", "docker"] = "local"
+    executor: Literal["local", "ray"] = "local"
+    keep: bool = False  # keep trial workdirs
+    quiet: bool = False
+    output_limit: int = 1_000_000  # bytes kept per stream per command
+    config: dict[str, Any] = field(default_factory=dict)  # proctor.toml contents
