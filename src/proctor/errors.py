@@ -44,3 +44,8 @@ class SetupError(ProctorError):
 
     Raised before any trial runs; exit code 2 like other input errors.
     """
+
+
+class ServiceError(Exception):
+    """A backing service failed for one trial (server died, clone failed). The trial is
+    `error` with this message; the run goes on."""

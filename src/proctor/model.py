@@ -99,6 +99,8 @@ class TaskDef:
     thresholds: Thresholds | None = None
     redact_env: list[str] = field(default_factory=list)
     redact_patterns: list[str] = field(default_factory=list)
+    concurrency: int | None = None  # the suite's `concurrency`; --concurrency overrides
+    audit: dict[str, Any] = field(default_factory=dict)  # scenario `audit` block, as written
 
 
 @dataclass

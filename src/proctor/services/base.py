@@ -2,13 +2,24 @@
 
 One `Service` per declared service per run: `start()` once (a server, a template database),
 `provision()` per trial (a fresh database cloned from the template, a fresh recording mock),
-`stop()` at the end, always, even on Ctrl-C.
+`stop()` at the end, always, even on Ctrl-C. `proctor.services.create()` builds one from a
+`ServiceDef`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
+
+
+@dataclass
+class ServiceContext:
+    """What a service may need from the run that owns it."""
+
+    run_id: str
+    base_dir: Path  # the spec file's directory: relative seed paths resolve here
+    tmp_dir: Path  # a run-private scratch directory (data dirs, sockets); removed by the runner
 
 
 @dataclass
@@ -21,7 +32,7 @@ class ServiceHandle:
     port: int
     url: str
     env: dict[str, str] = field(default_factory=dict)  # injected into the agent's environment
-    credentials: dict[str, Any] = field(default_factory=dict)  # user, password, database, ...
+    credentials: dict[str, Any] = field(default_factory=dict)  # user, password, database, dsn, ...
 
     def context(self) -> dict[str, Any]:
         """The entry for this service in a custom check's stdin context."""
@@ -29,7 +40,18 @@ class ServiceHandle:
                 **self.credentials}
 
     async def requests(self) -> list[dict[str, Any]]:
-        """Recorded HTTP requests (http_mock with record: true); empty otherwise."""
+        """Recorded HTTP requests (http_mock with record: true), oldest first; empty otherwise.
+
+        Each: {"method", "path", "query", "headers", "body", "time", "status", "response_body"}.
+        The runner writes each one to the trial's audit.jsonl as an `http_call` event.
+        """
+        return []
+
+    async def db_writes(self) -> list[dict[str, Any]]:
+        """Tables this trial's database saw writes to: [{"table", "inserts", "updates", "deletes"}].
+
+        The runner writes each one to audit.jsonl as a `db_write` event (and the
+        `db_writes_outside` forbidden rule reads them)."""
         return []
 
     async def release(self) -> None:
@@ -39,8 +61,12 @@ class ServiceHandle:
 class Service(Protocol):
     name: str
 
-    async def start(self) -> None: ...
+    async def start(self) -> None:
+        """Bring the service up once per run. Raises SetupError on bad input (a seed with an
+        SQL error, a missing server binary): the run stops before any trial."""
 
-    async def provision(self, trial_id: str) -> ServiceHandle: ...
+    async def provision(self, trial_id: str) -> ServiceHandle:
+        """A fresh, isolated instance for one trial. Raises ServiceError when the service is
+        down (the trial becomes `error`); a later call restarts it."""
 
     async def stop(self) -> None: ...

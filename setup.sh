@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One command from a fresh clone to a working proctor:
+#   1. system packages the sandboxes and services use (PostgreSQL, MariaDB, strace, git, jq, ...)
+#   2. .venv/ with proctor and its test tools (the CLI lands at .venv/bin/proctor)
+#   3. a first run on the bundled examples, with no API key (oracle agent)
+# Flags: --no-system (skip apt), --no-demo (skip the example run).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+system=1 demo=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-system) system=0 ;;
+    --no-demo) demo=0 ;;
+    *) echo "usage: ./setup.sh [--no-system] [--no-demo]" >&2; exit 2 ;;
+  esac
+done
+
+packages=(postgresql mariadb-server mariadb-client strace git jq sqlite3 curl)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ "$system" = 1 ] && [ ${#missing[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "==> installing system packages: ${missing[*]}"
+    $sudo apt-get update -qq
+    # Services are started per run by proctor itself, never by the package's init scripts.
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "warning: no apt-get; install these yourself: ${missing[*]}" >&2
+  fi
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv"
+  "$python" -m venv .venv
+fi
+echo "==> installing proctor into .venv"
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[dev]'
+
+if [ "$demo" = 1 ]; then
+  echo "==> running the bundled examples with the oracle agent (no API key needed)"
+  .venv/bin/proctor run examples/ --agent oracle --format json,junit,md,html
+fi
