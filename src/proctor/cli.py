@@ -225,12 +225,19 @@ def report(run_dir: str, formats: tuple[str, ...]) -> None:
 @main.command()
 @click.argument("run_a", type=click.Path(exists=True, file_okay=False))
 @click.argument("run_b", type=click.Path(exists=True, file_okay=False))
-def compare(run_a: str, run_b: str) -> None:
-    """Per-task and per-model differences between two runs, with statistics."""
+@click.option("--fail-on-regression", is_flag=True,
+              help="Exit 1 if a task or model got significantly worse from A to B.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=0.05, show_default=True,
+              help="Significance level (Holm-adjusted Fisher's exact test).")
+def compare(run_a: str, run_b: str, fail_on_regression: bool, alpha: float) -> None:
+    """Per-task and per-model differences between two runs, with statistics.
+
+    Exit 0 unless --fail-on-regression is given and a regression is significant."""
     def body() -> int:
         from proctor.compare import compare_main
 
-        return compare_main(run_a, run_b)
+        return compare_main(run_a, run_b, fail_on_regression=fail_on_regression, alpha=alpha)
 
     _guard(body)
 

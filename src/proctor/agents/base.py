@@ -34,16 +34,14 @@ class AgentEnv:
     sandbox: Sandbox
     recorder: Recorder
     options: RunOptions
+    solution: list[str] = field(default_factory=list)  # rendered; what the oracle runs
     commands: list[CommandRecord] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (e.g. --help text)
 
-    async def run_command(self, command: str, timeout: float | None = None,
-                          trace: bool = False) -> CommandRecord:
-        """Run one agent command in the sandbox and record it."""
-        res = await self.sandbox.exec(
-            command, timeout=timeout or self.task.timeout, trace=trace
-        )
-        rec = CommandRecord(
+    async def run_command(self, command: str, timeout: float | None = None) -> CommandRecord:
+        """Run one agent command (`sh -c`) in the sandbox and record it."""
+        res = await self.sandbox.exec(command, timeout=timeout or self.task.timeout)
+        return self.record(CommandRecord(
             command=command,
             argv=["sh", "-c", command],
             cwd=str(self.sandbox.workdir),
@@ -54,11 +52,14 @@ class AgentEnv:
             duration_s=res.duration_s,
             timed_out=res.timed_out,
             truncated=res.truncated,
-        )
+        ))
+
+    def record(self, rec: CommandRecord) -> CommandRecord:
+        """Add a command to what the checks see, the trace and the audit log."""
         self.commands.append(rec)
         self.recorder.trace({"type": "command", **rec.to_dict()})
-        self.recorder.audit("command", {"command": command, "exit_code": res.exit_code,
-                                        "cwd": rec.cwd, "duration_s": res.duration_s})
+        self.recorder.audit("command", {"command": rec.command, "exit_code": rec.exit_code,
+                                        "cwd": rec.cwd, "source": rec.source})
         return rec
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from proctor.checks.base import CheckConfig, CheckContext, CheckType
+from proctor.checks._common import command_ref, outputs, render_text
+from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
 
 
@@ -15,7 +16,23 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    res = await ctx.sandbox.exec(render_text(ctx, cfg.command), timeout=cfg.timeout)
+    details = {"exit_code": res.exit_code, "timed_out": res.timed_out,
+               "stdout": cut(res.stdout), "stderr": cut(res.stderr)}
+    if not res.timed_out and res.exit_code == cfg.exit_code:
+        return CheckOutcome(passed=True, details=details,
+                            message=f"`{cut(cfg.command, 200)}` exited with {cfg.exit_code}")
+    if res.timed_out:
+        status = f"timed out after {cfg.timeout:g}s"
+    elif res.exit_code is None:
+        status = "could not run"
+    else:
+        status = f"exited with {res.exit_code}"
+    return CheckOutcome(
+        passed=False, details=details,
+        message=f"{command_ref(cfg.command)} {status}, expected exit code {cfg.exit_code}\n"
+        + outputs(res.stdout, res.stderr),
+    )
 
 
 CHECK = CheckType(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from proctor.checks.base import CheckConfig, CheckContext, CheckType
+from proctor.checks._common import block, command_ref, exit_status, no_command
+from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
 
 
@@ -13,7 +14,19 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    last = ctx.last_command
+    if last is None:
+        return no_command()
+    details = {"command": cut(last.command), "exit_code": last.exit_code, "timed_out": last.timed_out}
+    if last.exit_code == cfg.code and not last.timed_out:
+        return CheckOutcome(passed=True, message=f"the last command exited with {cfg.code}",
+                            details=details)
+    n = len(ctx.commands)
+    msg = (f"the last command (#{n} of {n}: {command_ref(last.command)}) {exit_status(last)}, "
+           f"expected {cfg.code}")
+    if last.stderr.strip():
+        msg += "\n" + block("stderr", last.stderr, from_end=True)
+    return CheckOutcome(passed=False, message=msg, details=details)
 
 
 CHECK = CheckType(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from proctor.checks._common import FileText, block, load_file
 from proctor.checks.base import CheckConfig, CheckContext, CheckType
 from proctor.model import CheckOutcome
 
@@ -14,7 +15,16 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    file = await load_file(ctx, cfg.path)
+    if not isinstance(file, FileText):
+        return file
+    if cfg.text in file.text:
+        return CheckOutcome(passed=True, message=f"{cfg.path} contains '{cfg.text}'")
+    return CheckOutcome(
+        passed=False,
+        message=f"'{cfg.text}' not found in {cfg.path} ({file.describe()})\n"
+        + block("content", file.text),
+    )
 
 
 CHECK = CheckType(

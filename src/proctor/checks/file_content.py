@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import Field, model_validator
 
-from proctor.checks.base import CheckConfig, CheckContext, CheckType
+from proctor.checks._common import FileText, block, load_file
+from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
 
 
@@ -22,7 +25,44 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    regex = None
+    if cfg.pattern is not None:
+        try:
+            regex = re.compile(cfg.pattern, re.MULTILINE)
+        except re.error as e:  # caught when the spec loads; reaching here is the check's fault
+            return CheckOutcome(passed=False, error=f"invalid pattern '{cfg.pattern}': {e}")
+    file = await load_file(ctx, cfg.path)
+    if not isinstance(file, FileText):
+        return file
+    text = file.text
+    failures, held = [], []
+    if cfg.contains is not None:
+        if cfg.contains in text:
+            held.append("contains")
+        else:
+            failures.append(f"does not contain '{cfg.contains}'")
+    if cfg.not_contains is not None:
+        at = text.find(cfg.not_contains)
+        if at < 0:
+            held.append("not_contains")
+        else:
+            line_no = text.count("\n", 0, at) + 1
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            line = text[start:end if end >= 0 else len(text)]
+            failures.append(f"contains '{cfg.not_contains}' (line {line_no}: {cut(line, 200)})")
+    if regex is not None:
+        if regex.search(text):
+            held.append("pattern")
+        else:
+            failures.append(f"does not match pattern '{cfg.pattern}' (re.search, re.MULTILINE)")
+    if not failures:
+        return CheckOutcome(passed=True, message=f"{cfg.path}: {', '.join(held)} hold")
+    return CheckOutcome(
+        passed=False,
+        message=f"{cfg.path} ({file.describe()}) " + "; ".join(failures) + "\n"
+        + block("content", text),
+    )
 
 
 CHECK = CheckType(

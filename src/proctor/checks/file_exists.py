@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from proctor.checks._common import kind_of, not_found, render_text
 from proctor.checks.base import CheckConfig, CheckContext, CheckType
 from proctor.model import CheckOutcome
 
@@ -13,7 +14,10 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    path = ctx.resolve(render_text(ctx, cfg.path))
+    if path.exists():
+        return CheckOutcome(passed=True, message=f"{cfg.path} exists ({kind_of(path)})")
+    return CheckOutcome(passed=False, message=not_found(cfg.path, path))
 
 
 CHECK = CheckType(

@@ -20,7 +20,25 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    # The model side (prompt, parsing, retry on a malformed answer) is proctor.providers.judge.
+    from proctor.providers.judge import JudgeError, build_prompt, judge, judge_input
+
+    try:
+        text = await judge_input(cfg.input_from, ctx)
+        verdict = await judge(cfg.model, build_prompt(cfg.criteria, cfg.rubric, cfg.input_from, text),
+                              temperature=cfg.temperature, config=ctx.options.config,
+                              recorder=ctx.recorder, base_dir=ctx.task.base_dir)
+    except JudgeError as e:
+        return CheckOutcome(passed=False, score=0.0, error=str(e))
+    passed = verdict.score >= cfg.pass_threshold  # proctor decides, not the judge's `passed`
+    return CheckOutcome(
+        passed=passed, score=verdict.score,
+        message=f"judge score {verdict.score:.2f} {'>=' if passed else '<'} "
+                f"{cfg.pass_threshold:g}: {verdict.reason}",
+        details={"score": verdict.score, "reason": verdict.reason, "model": cfg.model,
+                 "judge_passed": verdict.judge_passed, "tokens": verdict.tokens,
+                 "answers": verdict.attempts, "input_from": cfg.input_from},
+    )
 
 
 CHECK = CheckType(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from proctor.checks._common import numbered
+from proctor.checks._match import compile_pattern, matching
 from proctor.checks.base import CheckConfig, CheckContext, CheckType
 from proctor.model import CheckOutcome
 
@@ -13,7 +15,20 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    pattern = compile_pattern(cfg.pattern)
+    hits = matching(pattern, ctx.commands)
+    n = len(ctx.commands)
+    if not hits:
+        return CheckOutcome(
+            passed=True,
+            message=f"none of {n} agent command{'s' if n != 1 else ''} matches {pattern.describe()}",
+        )
+    k = len(hits)
+    return CheckOutcome(
+        passed=False,
+        message=f"{k} of {n} agent command{'s' if n != 1 else ''} match{'es' if k == 1 else ''} "
+        f"{pattern.describe()}: {numbered(hits)}",
+    )
 
 
 CHECK = CheckType(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from proctor.checks._common import block, command_ref, no_command
 from proctor.checks.base import CheckConfig, CheckContext, CheckType
 from proctor.model import CheckOutcome
 
@@ -13,7 +14,16 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    last = ctx.last_command
+    if last is None:
+        return no_command()
+    if cfg.text in last.stdout:
+        return CheckOutcome(passed=True, message=f"the last command's stdout contains '{cfg.text}'")
+    return CheckOutcome(
+        passed=False,
+        message=f"'{cfg.text}' not found in the stdout of the last command "
+        f"({command_ref(last.command)})\n" + block("stdout", last.stdout),
+    )
 
 
 CHECK = CheckType(

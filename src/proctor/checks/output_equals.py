@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from proctor.checks.base import CheckConfig, CheckContext, CheckType
+from proctor.checks._common import command_ref, no_command
+from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
 
 
@@ -13,7 +14,18 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    last = ctx.last_command
+    if last is None:
+        return no_command()
+    expected, observed = cfg.text.strip(), last.stdout.strip()
+    if observed == expected:
+        return CheckOutcome(passed=True, message="the last command's stdout equals the expected text")
+    # repr() so that differences in inner whitespace and newlines are visible.
+    return CheckOutcome(
+        passed=False,
+        message=f"the stdout of the last command ({command_ref(last.command)}) does not equal "
+        f"the expected text (both stripped)\nexpected: {cut(expected)!r}\nobserved: {cut(observed)!r}",
+    )
 
 
 CHECK = CheckType(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from proctor.checks.base import CheckConfig, CheckContext, CheckType
+from proctor.checks._common import ran_summary
+from proctor.checks._match import compile_pattern, matching
+from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
 
 
@@ -13,7 +15,18 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    pattern = compile_pattern(cfg.pattern)
+    hits = matching(pattern, ctx.commands)
+    if hits:
+        i, rec = hits[0]
+        return CheckOutcome(
+            passed=True,
+            message=f"command #{i} matches {pattern.describe()}: {cut(rec.command, 200)}",
+        )
+    return CheckOutcome(
+        passed=False,
+        message=f"no agent command matches {pattern.describe()} ({ran_summary(ctx.commands)})",
+    )
 
 
 CHECK = CheckType(

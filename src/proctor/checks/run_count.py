@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from proctor.checks._common import numbered, ran_summary
+from proctor.checks._match import compile_pattern, matching
 from proctor.checks.base import CheckConfig, CheckContext, CheckType
 from proctor.model import CheckOutcome
 
@@ -21,7 +23,23 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    pattern = compile_pattern(cfg.pattern)
+    hits = matching(pattern, ctx.commands)
+    count = len(hits)
+    if cfg.max is None:
+        expected = f"at least {cfg.min}"
+    elif cfg.min == cfg.max:
+        expected = f"exactly {cfg.min}"
+    else:
+        expected = f"{cfg.min} to {cfg.max}"
+    counted = (f"{count} agent command{'s' if count != 1 else ''} "
+               f"match{'es' if count == 1 else ''} {pattern.describe()}")
+    details = {"count": count, "min": cfg.min, "max": cfg.max}
+    if cfg.min <= count and (cfg.max is None or count <= cfg.max):
+        return CheckOutcome(passed=True, message=f"{counted} (expected {expected})", details=details)
+    seen = numbered(hits) if hits else ran_summary(ctx.commands)
+    return CheckOutcome(passed=False, message=f"{counted}, expected {expected}: {seen}",
+                        details=details)
 
 
 CHECK = CheckType(

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from proctor.checks.base import CheckConfig, CheckContext, CheckType
+from proctor.checks._common import command_ref, outputs, render_text
+from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
 
 
@@ -17,7 +18,41 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    raise NotImplementedError
+    res = await ctx.sandbox.exec(render_text(ctx, cfg.run), timeout=cfg.timeout)
+    ref = f"verify command {command_ref(cfg.run)}"
+    details = {"exit_code": res.exit_code, "timed_out": res.timed_out,
+               "stdout": cut(res.stdout), "stderr": cut(res.stderr)}
+    if res.timed_out:
+        return CheckOutcome(
+            passed=False, details=details,
+            message=f"{ref} timed out after {cfg.timeout:g}s (output checks skipped)\n"
+            + outputs(res.stdout, res.stderr),
+        )
+    if res.exit_code != 0:
+        status = "could not run" if res.exit_code is None else f"exited with {res.exit_code}"
+        return CheckOutcome(
+            passed=False, details=details,
+            message=f"{ref} {status}, expected 0 (output checks skipped)\n"
+            + outputs(res.stdout, res.stderr),
+        )
+    failures = []
+    if cfg.output_contains is not None and cfg.output_contains not in res.stdout:
+        failures.append(f"its stdout does not contain '{cfg.output_contains}'")
+    if cfg.output_equals is not None and res.stdout.strip() != cfg.output_equals.strip():
+        failures.append(
+            f"its stdout (stripped) is not {cut(cfg.output_equals.strip())!r} "
+            f"but {cut(res.stdout.strip())!r}"
+        )
+    if failures:
+        return CheckOutcome(
+            passed=False, details=details,
+            message=f"{ref} exited with 0 but " + "; and ".join(failures) + "\n"
+            + outputs(res.stdout, res.stderr),
+        )
+    checked = [k for k in ("output_contains", "output_equals") if getattr(cfg, k) is not None]
+    extra = f"; {' and '.join(checked)} hold" if checked else ""
+    return CheckOutcome(passed=True, details=details,
+                        message=f"verify command `{cut(cfg.run, 200)}` exited with 0{extra}")
 
 
 CHECK = CheckType(

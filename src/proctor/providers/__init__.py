@@ -1,0 +1,118 @@
+"""Model providers by `provider/model` name: openai/…, anthropic/…, any OpenAI-compatible
+server configured in proctor.toml, and mock/… (scripted). See docs/models.md.
+
+`get_provider` builds one (wrapped in retries and the per-provider concurrency limit);
+`preflight` / `preflight_run` check, before anything runs, that every model a run needs can
+be called (known provider, configured alias, API key present, mock script found).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from proctor.errors import UsageError
+from proctor.providers.base import ModelResponse, Provider, ProviderError, ToolCall, Usage
+from proctor.providers.prices import cost_usd, price_of
+from proctor.providers.retry import RetryingProvider, RetryPolicy
+from proctor.providers.settings import (
+    default_model,
+    provider_settings,
+    resolve_model,
+    split_model,
+)
+
+if TYPE_CHECKING:
+    from proctor.model import TaskDef, Trial
+
+__all__ = [
+    "ModelResponse", "Provider", "ProviderError", "RetryPolicy", "ToolCall", "Usage",
+    "cost_usd", "default_model", "get_provider", "model_for", "preflight", "preflight_run",
+    "price_of", "resolve_model",
+]
+
+
+def get_provider(model: str, config: dict[str, Any], *, base_dir: str | None = None,
+                 solution: list[str] | None = None) -> Provider:
+    """A ready Provider for `model` (aliases resolved). `base_dir` and `solution` serve the
+    mock models: script paths are relative to the spec; mock/solver replays the solution."""
+    model = resolve_model(model, config)
+    provider, name = split_model(model)
+    s = provider_settings(provider, config)
+    inner: Provider
+    if s.kind == "mock":
+        from proctor.providers.mock import MockProvider, script_for
+
+        inner = MockProvider(model, script_for(name, base_dir, solution))
+    elif s.kind == "anthropic":
+        from proctor.providers.anthropic import AnthropicProvider
+
+        inner = AnthropicProvider(model, name, s)
+    else:
+        from proctor.providers.openai import OpenAIProvider
+
+        inner = OpenAIProvider(model, name, s)
+    return RetryingProvider(inner, s.retry, limit_key=provider, limit=s.max_concurrency)
+
+
+def model_for(trial_model: str | None, task: TaskDef, config: dict[str, Any]) -> str:
+    """The model an llm trial uses: the trial's, the task's agent.model, or the default."""
+    model = trial_model or task.agent.model or default_model(config)
+    if not model:
+        raise UsageError(f"task {task.id}: no model to run the llm agent with: give "
+                         "`providers` in the spec, --model, PROCTOR_MODEL, or `model` in "
+                         "proctor.toml")
+    return model
+
+
+def preflight(models: Iterable[str], config: dict[str, Any],
+              base_dirs: Iterable[str | None] = (None,)) -> None:
+    """Raise one UsageError listing every model that cannot be called (exit 2, nothing runs)."""
+    problems: list[str] = []
+    base_dirs = list(base_dirs)
+    for model in dict.fromkeys(models):
+        try:
+            resolved = resolve_model(model, config)
+            provider, name = split_model(resolved)
+            s = provider_settings(provider, config)
+        except UsageError as e:
+            problems.append(str(e))
+            continue
+        if s.kind == "mock":
+            from proctor.providers.mock import BUILTIN, resolve_script_path
+
+            if name not in BUILTIN and not any(resolve_script_path(name, d) for d in base_dirs):
+                problems.append(f"{resolved}: mock script {name!r} not found (next to the spec, "
+                                f"or relative to the current directory)")
+        elif s.api_key_env and not s.key():
+            problems.append(f"{resolved}: no API key: set {s.api_key_env}"
+                            + ("" if provider in ("openai", "anthropic") else
+                               f" (or api_key in [providers.{provider}] of proctor.toml)"))
+    if problems:
+        raise UsageError("; ".join(dict.fromkeys(problems)))
+
+
+def preflight_run(tasks: list[TaskDef], trials: list[Trial], config: dict[str, Any]) -> None:
+    """`preflight` for a planned run: the model of every llm trial and every llm_as_judge."""
+    by_id = {t.id: t for t in tasks}
+    models: list[str] = []
+    dirs: list[str | None] = [None]
+    problems: list[str] = []
+    for trial in trials:
+        task = by_id[trial.task_id]
+        if trial.agent == "llm":
+            try:
+                models.append(model_for(trial.model, task, config))
+            except UsageError as e:
+                problems.append(str(e))
+    for task_id in dict.fromkeys(t.task_id for t in trials):
+        task = by_id[task_id]
+        dirs.append(task.base_dir)
+        models += [getattr(c.config, "model", None) or "paragon-fast"
+                   for c in task.checks if c.type == "llm_as_judge"]
+    try:
+        preflight(models, config, dict.fromkeys(dirs))
+    except UsageError as e:
+        problems.append(str(e))
+    if problems:
+        raise UsageError("; ".join(dict.fromkeys(problems)))

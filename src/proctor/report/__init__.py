@@ -1,0 +1,84 @@
+"""Everything that turns a finished run's data into things people read.
+
+* `write_reports(run_dir, results, formats)`: results.json, junit.xml, summary.md, report.html
+* `report_main(run_dir, formats)`: `proctor report`
+* `terminal.print_summary(results, console)`: the tables at the end of `proctor run`
+* `show.show_main(run_dir, trial)`: `proctor show`
+
+Renderers are pure functions of the results dict (plus run.json for page headers); nothing here
+runs trials or changes verdicts."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+FILES = {"json": "results.json", "junit": "junit.xml", "md": "summary.md", "html": "report.html"}
+
+
+def render(fmt: str, results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
+    """The text of one report format."""
+    if fmt == "json":
+        return json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n"
+    if fmt == "junit":
+        from proctor.report.junit import render_junit
+
+        return render_junit(results, run)
+    if fmt == "md":
+        from proctor.report.markdown import render_markdown
+
+        return render_markdown(results, run)
+    if fmt == "html":
+        from proctor.report.html import render_html
+
+        return render_html(results, run)
+    raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(FILES)})")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    # A reader (CI uploading artifacts, a second `proctor report`) never sees half a file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _run_config(run_dir: Path) -> dict[str, Any]:
+    try:
+        cfg = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return cfg if isinstance(cfg, dict) else {}
+
+
+def write_reports(run_dir: Path, results: dict[str, Any], formats: list[str]) -> list[Path]:
+    """Write each asked format into `run_dir` (json rewrites results.json); return the paths,
+    in the order asked, each once."""
+    run_dir = Path(run_dir)
+    run = _run_config(run_dir)
+    paths: list[Path] = []
+    for fmt in dict.fromkeys(formats):
+        if fmt not in FILES:
+            raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(FILES)})")
+        path = run_dir / FILES[fmt]
+        _write_atomic(path, render(fmt, results, run))
+        paths.append(path)
+    return paths
+
+
+def report_main(run_dir: str | Path, formats: list[str]) -> int:
+    """`proctor report RUN_DIR [--format ...]`: with formats, write them and print their paths;
+    without, print the markdown summary to stdout (pipe it into $GITHUB_STEP_SUMMARY)."""
+    from proctor.report.data import load_run
+
+    run = load_run(run_dir)
+    if formats:
+        for path in write_reports(run.dir, run.results, formats):
+            print(path)
+        return 0
+    from proctor.report.markdown import render_markdown
+
+    sys.stdout.write(render_markdown(run.results, run.config))
+    return 0

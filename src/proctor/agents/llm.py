@@ -1,0 +1,206 @@
+"""`llm`: the built-in tool-calling agent (SPEC §4).
+
+The model gets a system prompt (what it is, the CLI and its help per help mode, the spec's
+`system_prompt`), the task prompt, and one tool, `run_command`. Each tool call runs through
+`env.run_command` (recorded, so the checks see it) and the model sees the exit code, stdout
+and stderr, each cut to `[llm] output_limit` characters. The loop ends when the model
+answers without a tool call, or after `max_turns` rounds of tool calls. A model call that
+still fails after the retries ends the trial as `error`, never `fail`.
+
+`turns` counts model responses, so it never exceeds `max_turns`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from proctor.agents.base import AgentEnv, AgentResult
+from proctor.errors import UsageError
+from proctor.model import CommandRecord
+
+RUN_COMMAND: dict[str, Any] = {
+    "name": "run_command",
+    "description": "Run a shell command with `sh -c` in the working directory. Returns its "
+                   "exit code, stdout and stderr.",
+    "parameters": {
+        "type": "object",
+        "properties": {"command": {"type": "string", "description": "The shell command."}},
+        "required": ["command"],
+    },
+}
+TOOLS = [RUN_COMMAND]
+
+BASE_PROMPT = (
+    "You are an agent that completes tasks by running shell commands. Use the run_command "
+    "tool to run a command with `sh -c` in the working directory; you will see its exit code, "
+    "stdout and stderr. Work step by step and check the results. When the task is complete, "
+    "reply with a short summary and no tool call."
+)
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """proctor.toml `[llm]`."""
+
+    output_limit: int = 8000  # characters of stdout, and of stderr, the model sees per command
+    max_tokens: int = 4096  # per model response
+    temperature: float | None = None  # None: the provider's default (some models allow no other)
+    help_limit: int = 20000  # characters of `<cli> --help` injected
+    help_timeout: float = 30.0
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> LLMSettings:
+        conf = config.get("llm") or {}
+        try:
+            return cls(**{k: conf[k] for k in cls.__dataclass_fields__ if k in conf})
+        except TypeError as e:
+            raise UsageError(f"[llm] in proctor.toml: {e}") from None
+
+
+def system_prompt(cli: str | None, help_mode: str | None, help_text: str | None,
+                  extra: str | None) -> str:
+    parts = [BASE_PROMPT]
+    if cli:
+        about = f"The task is about the command-line tool `{cli}`."
+        if help_mode == "injected":
+            about += f" This is the output of `{cli} --help`:\n\n<help>\n{help_text or ''}\n</help>"
+        elif help_mode == "discoverable":
+            about += f" Run `{cli} --help` to learn how to use it."
+        parts.append(about)
+    if extra:
+        parts.append(extra.strip())
+    return "\n\n".join(parts)
+
+
+def cut(text: str, limit: int, what: str) -> str:
+    """Keep the head and the tail (errors are often at the end), say how much went."""
+    if len(text) <= limit:
+        return text
+    head = limit // 2
+    tail = limit - head
+    gone = len(text) - limit
+    return (f"{text[:head]}\n[... {gone} of {len(text)} characters of {what} cut ...]\n"
+            f"{text[len(text) - tail:]}")
+
+
+def tool_result(rec: CommandRecord, limit: int) -> str:
+    if rec.timed_out:
+        head = "exit code: none (the command timed out and was killed)"
+    else:
+        head = f"exit code: {rec.exit_code}"
+    out = [head,
+           "stdout:\n" + (cut(rec.stdout, limit, "stdout") if rec.stdout else "(empty)"),
+           "stderr:\n" + (cut(rec.stderr, limit, "stderr") if rec.stderr else "(empty)")]
+    if rec.truncated:
+        out.append("(output beyond the sandbox's capture limit was dropped)")
+    return "\n".join(out)
+
+
+async def help_text(env: AgentEnv, cli: str, settings: LLMSettings) -> str:
+    """`<cli> --help`, run in the sandbox once per run and cached in `env.shared`."""
+    key = f"llm.help:{cli}"
+    if key in env.shared:
+        return env.shared[key]
+    lock = env.shared.setdefault(f"llm.help-lock:{cli}", asyncio.Lock())
+    async with lock:  # concurrent trials wait for the first one instead of all running it
+        if key in env.shared:
+            return env.shared[key]
+        res = await env.sandbox.exec(f"{cli} --help", timeout=settings.help_timeout)
+        text = (res.stdout.strip() or res.stderr.strip())
+        if not text:
+            text = f"(`{cli} --help` printed nothing; exit code {res.exit_code})"
+        env.shared[key] = text = cut(text, settings.help_limit, "help text")
+        return text
+
+
+class LLMAgent:
+    async def run(self, env: AgentEnv) -> AgentResult:
+        from proctor.providers import (
+            ProviderError,
+            cost_usd,
+            get_provider,
+            model_for,
+            price_of,
+            resolve_model,
+        )
+
+        config = env.options.config
+        try:
+            settings = LLMSettings.from_config(config)
+            model = resolve_model(model_for(env.trial.model, env.task, config), config)
+            provider = get_provider(model, config, base_dir=env.task.base_dir,
+                                    solution=env.solution or env.task.solution)
+        except UsageError as e:
+            return AgentResult(error=str(e))
+        try:
+            system = await self._system_prompt(env, settings)
+            result = await self._loop(env, provider, model, system, settings, ProviderError)
+        finally:
+            await provider.aclose()
+        result.cost_usd = cost_usd(price_of(model, config), result.tokens_in, result.tokens_out)
+        return result
+
+    async def _system_prompt(self, env: AgentEnv, settings: LLMSettings) -> str:
+        task = env.task
+        mode = env.trial.help_mode or (task.help_modes[0] if task.cli and task.help_modes else None)
+        help_ = await help_text(env, task.cli, settings) if task.cli and mode == "injected" else None
+        return system_prompt(task.cli, mode, help_, task.system_prompt)
+
+    async def _loop(self, env: AgentEnv, provider: Any, model: str, system: str,
+                    settings: LLMSettings, provider_error: type[Exception]) -> AgentResult:
+        res = AgentResult()
+        messages: list[dict[str, Any]] = [{"role": "user", "content": env.prompt}]
+        max_turns = env.task.agent.max_turns
+        traced = 0  # messages already in the trace: each model_call carries only the new ones
+        reason = "answer"
+        while True:
+            try:
+                resp = await provider.complete(system, messages, TOOLS, settings.temperature,
+                                               settings.max_tokens)
+            except provider_error as e:
+                env.recorder.trace({"type": "model_call", "model": model, "turn": res.turns + 1,
+                                    "request": {"history": traced, "messages": messages[traced:]},
+                                    "error": str(e), "retries": getattr(e, "retries", [])})
+                res.error, reason = str(e), "error"
+                break
+            res.turns += 1
+            res.tokens_in += resp.usage.input
+            res.tokens_out += resp.usage.output
+            calls = [c.to_dict() for c in resp.tool_calls]
+            request: dict[str, Any] = {"history": traced, "messages": messages[traced:]}
+            if res.turns == 1:
+                request.update(system=system, tools=TOOLS)
+            env.recorder.trace({
+                "type": "model_call", "model": model, "turn": res.turns, "request": request,
+                "response": {"text": resp.text, "tool_calls": calls},
+                "usage": {"input": resp.usage.input, "output": resp.usage.output},
+                "latency_s": round(resp.latency_s, 6), "attempt": resp.attempt,
+                "retries": resp.retries})
+            traced = len(messages)
+            res.output = resp.text
+            if not calls:
+                break
+            messages.append({"role": "assistant", "content": resp.text, "tool_calls": calls})
+            for call in resp.tool_calls:
+                content = await self._run_tool(env, call.name, call.arguments, settings)
+                messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                                 "content": content})
+            if res.turns >= max_turns:
+                reason = "max_turns"
+                break
+        env.recorder.trace({"type": "agent_stop", "reason": reason, "turns": res.turns,
+                            "tokens": {"input": res.tokens_in, "output": res.tokens_out}})
+        return res
+
+    async def _run_tool(self, env: AgentEnv, name: str, args: dict[str, Any],
+                        settings: LLMSettings) -> str:
+        # Mistakes are told to the model (it can correct itself), never raised.
+        if name != "run_command":
+            return f"error: unknown tool {name!r}; the only tool is run_command"
+        command = args.get("command")
+        if not isinstance(command, str) or not command.strip():
+            return "error: run_command needs a non-empty string argument `command`"
+        rec = await env.run_command(command)
+        return tool_result(rec, settings.output_limit)

@@ -1,0 +1,10 @@
+"""`nop`: does nothing. `proctor check` uses it to find checks that pass vacuously."""
+
+from __future__ import annotations
+
+from proctor.agents.base import AgentEnv, AgentResult
+
+
+class NopAgent:
+    async def run(self, env: AgentEnv) -> AgentResult:
+        return AgentResult()

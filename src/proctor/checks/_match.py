@@ -1,0 +1,56 @@
+"""Command patterns shared by `ran`, `not_ran` and `run_count` (and `validate`'s warning).
+
+A pattern is a regular expression searched (`re.search`) in each agent command string
+(`CommandRecord.command`). A pattern that is not a valid regex is matched as a literal
+substring instead, as in cli-bench; `regex_error()` tells `validate` to warn about it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from proctor.model import CommandRecord
+
+
+@dataclass(frozen=True)
+class CommandPattern:
+    source: str
+    regex: re.Pattern[str] | None  # None when `source` is not a valid regex
+    error: str | None = None  # why it is not a valid regex
+
+    @property
+    def literal(self) -> bool:
+        return self.regex is None
+
+    def search(self, text: str) -> bool:
+        if self.regex is None:
+            return self.source in text
+        return self.regex.search(text) is not None
+
+    def describe(self) -> str:
+        """`'git commit.*-m'`, plus a note when the pattern is matched literally."""
+        if self.literal:
+            return f"'{self.source}' (not a valid regex: {self.error}; matched as a literal substring)"
+        return f"'{self.source}'"
+
+
+@lru_cache(maxsize=256)
+def compile_pattern(pattern: str) -> CommandPattern:
+    """The compiled regex, or the literal-substring fallback when it does not compile."""
+    try:
+        return CommandPattern(pattern, re.compile(pattern))
+    except re.error as e:
+        return CommandPattern(pattern, None, str(e))
+
+
+def regex_error(pattern: str) -> str | None:
+    """Why `pattern` is not a valid regex (it will be matched literally), or None."""
+    return compile_pattern(pattern).error
+
+
+def matching(pattern: CommandPattern, commands: Iterable[CommandRecord]) -> list[tuple[int, CommandRecord]]:
+    """(1-based position, record) of every command whose string matches, in order."""
+    return [(i, c) for i, c in enumerate(commands, 1) if pattern.search(c.command)]

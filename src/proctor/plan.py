@@ -1,0 +1,73 @@
+"""Specs → trials: task × model × help mode × matrix params × replica.
+
+A trial's id is a pure function of those coordinates, so `--resume` can tell which trials of a
+run are already done.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any
+
+from proctor.model import RunOptions, TaskDef, Trial
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=,-]+")
+
+
+def trial_id(task_id: str, model: str | None, help_mode: str | None,
+             params: dict[str, Any], replica: int) -> str:
+    parts = [task_id]
+    if model:
+        parts.append(model.replace("/", "-"))
+    if help_mode:
+        parts.append(help_mode)
+    if params:
+        parts.append(",".join(f"{k}={v}" for k, v in sorted(params.items())))
+    parts.append(f"r{replica}")
+    return _UNSAFE.sub("-", ".".join(parts))[:200]
+
+
+def select(tasks: list[TaskDef], options: RunOptions) -> list[TaskDef]:
+    """--task and --category filters (each repeatable; a task passes if it matches any)."""
+    out = tasks
+    if options.tasks:
+        wanted = set(options.tasks)
+        out = [t for t in out if t.id in wanted]
+    if options.categories:
+        cats = set(options.categories)
+        out = [t for t in out if t.category in cats]
+    return out
+
+
+def agent_for(task: TaskDef, options: RunOptions) -> str:
+    return options.agent or task.agent.type
+
+
+def models_for(task: TaskDef, options: RunOptions) -> list[str | None]:
+    """The models an llm-agent task runs with: --model, else the spec's, else the configured
+    default (None here; the LLM layer resolves it)."""
+    if agent_for(task, options) != "llm":
+        return [None]
+    return list(options.models or task.models) or [None]
+
+
+def plan(tasks: list[TaskDef], options: RunOptions) -> list[Trial]:
+    trials: list[Trial] = []
+    for task in tasks:
+        agent = agent_for(task, options)
+        help_modes: list[str | None] = (
+            list(task.help_modes) if agent == "llm" and task.dialect == "suite" else [None])
+        keys = sorted(task.matrix)
+        combos = [dict(zip(keys, values, strict=True))
+                  for values in itertools.product(*(task.matrix[k] for k in keys))]
+        repeat = options.repeat or task.repeat
+        for model in models_for(task, options):
+            for mode in help_modes:
+                for params in combos:
+                    for replica in range(repeat):
+                        trials.append(Trial(
+                            id=trial_id(task.id, model, mode, params, replica),
+                            task_id=task.id, agent=agent, model=model, help_mode=mode,
+                            replica=replica, params=params))
+    return trials

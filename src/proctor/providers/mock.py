@@ -1,0 +1,83 @@
+"""`mock/…`: a scripted model in this process (same scripts as `proctor mock-llm`).
+
+  mock/solver         runs the task's `solution` commands, one per turn, then answers "done"
+  mock/done           answers "done" at once, running nothing
+  mock/PATH.yaml      a script file (relative to the spec's directory, else the cwd)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from proctor.errors import UsageError
+from proctor.providers.base import (
+    Message,
+    ModelResponse,
+    ProviderError,
+    Tool,
+    Usage,
+    retryable_status,
+)
+from proctor.providers.script import Fault, Script, ScriptState, estimate_tokens, load_script
+
+BUILTIN = ("solver", "done")
+
+
+def resolve_script_path(name: str, base_dir: str | None) -> Path | None:
+    """The script file `mock/NAME` refers to, or None if it is not found."""
+    for root in (base_dir, None):
+        p = Path(root) / name if root else Path(name)
+        if p.is_file():
+            return p
+    return None
+
+
+def script_for(name: str, base_dir: str | None, solution: list[str] | None) -> Script:
+    if name == "solver":
+        return Script.solver(list(solution or []))
+    if name == "done":
+        return Script()
+    path = resolve_script_path(name, base_dir)
+    if path is None:
+        raise UsageError(f"mock/{name}: no such script (built-in mock models: "
+                         f"{', '.join('mock/' + b for b in BUILTIN)}; otherwise give a script "
+                         "path relative to the spec's directory)")
+    return load_script(path)
+
+
+def first_user_text(messages: list[Message]) -> str:
+    for m in messages:
+        if m.get("role") == "user":
+            return str(m.get("content") or "")
+    return ""
+
+
+class MockProvider:
+    def __init__(self, name: str, script: Script):
+        self.name = name
+        self.state = ScriptState(script)
+
+    async def complete(self, system: str, messages: list[Message], tools: list[Tool],
+                       temperature: float | None = None, max_tokens: int = 4096) -> ModelResponse:
+        turn_no = sum(1 for m in messages if m.get("role") == "assistant")
+        r = self.state.reply(system, first_user_text(messages), turn_no)
+        if isinstance(r, Fault):
+            if r.status == "malformed":
+                raise ProviderError("malformed response (scripted)", retryable=True)
+            status = int(r.status)
+            raise ProviderError(f"HTTP {status}: {r.message}", status=status,
+                                retryable=retryable_status(status),
+                                retry_after=r.retry_after)
+        if r.delay:
+            await asyncio.sleep(r.delay)
+        usage = r.usage
+        if usage is None:
+            chars_in = len(system) + sum(len(str(m.get("content") or "")) for m in messages)
+            chars_out = len(r.text) + sum(len(json.dumps(c.arguments)) for c in r.tool_calls)
+            usage = Usage(estimate_tokens(chars_in), estimate_tokens(chars_out))
+        return ModelResponse(text=r.text, tool_calls=r.tool_calls, usage=usage, raw=None)
+
+    async def aclose(self) -> None:
+        pass

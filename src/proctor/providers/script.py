@@ -1,0 +1,203 @@
+"""Mock model scripts: what `mock/…` models and `proctor mock-llm` answer.
+
+The same engine serves both. A conversation is picked by its first user message / system
+prompt (`when`), and the reply is its turn number N, where N = the number of assistant
+messages already in the request. That makes the script stateless per conversation, so
+concurrent trials each walk their own copy. Faults (`fail`) are the only state: each fires
+once for its (conversation, turn) before the turn answers normally, so a retry succeeds.
+Format: docs/models.md "Mock models".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from proctor.errors import UsageError
+from proctor.providers.base import ToolCall, Usage
+
+RUN_COMMAND = "run_command"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class UsageSpec(_Strict):
+    input: int = Field(ge=0)
+    output: int = Field(ge=0)
+
+
+class FaultSpec(_Strict):
+    status: int | Literal["malformed"] = Field(
+        description="HTTP status to answer with (429, 500, ...), or `malformed`: a 200 whose "
+        "body is not valid JSON.")
+    retry_after: float | None = Field(None, ge=0, description="Retry-After header, seconds.")
+    times: int = Field(1, ge=1, description="How many consecutive requests get this fault.")
+
+
+class ToolSpec(_Strict):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Turn(_Strict):
+    say: str | None = Field(None, description="Text of the reply. Alone, it is a final answer.")
+    run: list[str] = Field(default_factory=list, description="run_command tool call(s).")
+    tool: list[ToolSpec] = Field(default_factory=list, description="Any other tool call(s).")
+    fail: list[FaultSpec] = Field(default_factory=list, description="Faults before the reply.")
+    retry_after: float | None = Field(None, ge=0, description="Default Retry-After of `fail`s.")
+    usage: UsageSpec | None = None
+    delay: float = Field(0, ge=0, description="Seconds to wait before answering (latency).")
+
+    @field_validator("run", "tool", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        return v if isinstance(v, list) else [v]
+
+    @field_validator("fail", mode="before")
+    @classmethod
+    def _faults(cls, v: Any) -> list[Any]:  # `fail: 429`, `fail: [429, 500]`, `fail: {status: …}`
+        v = v if isinstance(v, list) else [v]
+        return [{"status": f} if isinstance(f, int | str) else f for f in v]
+
+    @model_validator(mode="after")
+    def _has_reply(self) -> Turn:
+        if self.say is None and not self.run and not self.tool:
+            raise ValueError("a turn needs `say`, `run` or `tool` (what to answer after any `fail`)")
+        return self
+
+    def tool_calls(self, turn_no: int) -> list[ToolCall]:
+        calls = [(RUN_COMMAND, {"command": c}) for c in self.run]
+        calls += [(t.name, t.arguments) for t in self.tool]
+        return [ToolCall(f"call_{turn_no}_{i}", n, a) for i, (n, a) in enumerate(calls)]
+
+
+class When(_Strict):
+    prompt_contains: str | None = None
+    prompt_matches: str | None = Field(None, description="Regex searched in the first user message.")
+    system_contains: str | None = None
+
+    def matches(self, system: str, prompt: str) -> bool:
+        return ((self.prompt_contains is None or self.prompt_contains in prompt)
+                and (self.prompt_matches is None or re.search(self.prompt_matches, prompt) is not None)
+                and (self.system_contains is None or self.system_contains in system))
+
+
+class Conversation(_Strict):
+    when: When | None = None
+    turns: list[Turn] = Field(default_factory=list)
+    end: str | None = Field(None, description="Final answer once the turns run out.")
+    usage: UsageSpec | None = None
+
+
+class Script(_Strict):
+    turns: list[Turn] = Field(default_factory=list)
+    conversations: list[Conversation] = Field(default_factory=list)
+    end: str = Field("done", description="Final answer once the turns run out.")
+    usage: UsageSpec | None = Field(None, description="Usage of every reply (else estimated).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        return {"turns": v} if isinstance(v, list) else v
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Script:
+        if self.turns and self.conversations:
+            raise ValueError("give `turns` or `conversations`, not both")
+        if not self.conversations:
+            self.conversations = [Conversation(turns=self.turns)]
+        return self
+
+    @classmethod
+    def solver(cls, solution: list[str]) -> Script:
+        """mock/solver: run the task's solution commands one per turn, then answer done."""
+        return cls(turns=[Turn(run=[c]) for c in solution], end="done")
+
+
+def load_script(path: str | Path) -> Script:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"mock script {p}: {e.strerror or e}") from None
+    try:
+        if p.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except (ValueError, ImportError) as e:
+        raise UsageError(f"mock script {p}: not valid YAML/JSON: {e}") from None
+    try:
+        return Script.model_validate(data if data is not None else {})
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc']) or '<root>'}: {err['msg']}"
+            for err in e.errors()
+        )
+        raise UsageError(f"mock script {p}: {problems}") from None
+
+
+@dataclass
+class Reply:
+    text: str
+    tool_calls: list[ToolCall]
+    usage: Usage | None  # None: the caller estimates it
+    delay: float = 0.0
+
+
+@dataclass
+class Fault:
+    status: int | str  # an HTTP status, or "malformed"
+    retry_after: float | None = None
+    message: str = ""
+
+
+class ScriptState:
+    """Answers requests from a Script; remembers only how many faults each turn has fired."""
+
+    def __init__(self, script: Script):
+        self.script = script
+        self._faults_fired: dict[tuple[int, str, int], int] = {}
+
+    def reply(self, system: str, prompt: str, turn_no: int) -> Reply | Fault:
+        ci = next((i for i, c in enumerate(self.script.conversations)
+                   if c.when is None or c.when.matches(system, prompt)), None)
+        if ci is None:
+            return Fault(400, message="no conversation of the mock script matches this prompt")
+        conv = self.script.conversations[ci]
+        usage_spec = conv.usage or self.script.usage
+        if turn_no >= len(conv.turns):
+            end = conv.end if conv.end is not None else self.script.end
+            return Reply(end, [], _usage(usage_spec))
+        turn = conv.turns[turn_no]
+        if turn.fail:
+            key = (ci, hashlib.blake2b(f"{system}\0{prompt}".encode(), digest_size=8).hexdigest(),
+                   turn_no)
+            fired = self._faults_fired.get(key, 0)
+            plan = [f for f in turn.fail for _ in range(f.times)]
+            if fired < len(plan):
+                self._faults_fired[key] = fired + 1
+                f = plan[fired]
+                return Fault(f.status, f.retry_after if f.retry_after is not None else turn.retry_after,
+                             f"scripted fault {f.status} at turn {turn_no}")
+        return Reply(turn.say or "", turn.tool_calls(turn_no), _usage(turn.usage or usage_spec),
+                     turn.delay)
+
+
+def _usage(spec: UsageSpec | None) -> Usage | None:
+    return Usage(spec.input, spec.output) if spec else None
+
+
+def estimate_tokens(chars: int) -> int:
+    """Scripts without `usage` report about one token per four characters."""
+    return max(1, (chars + 3) // 4)

@@ -1,0 +1,326 @@
+"""Reading a run directory and the small views every report format shares.
+
+Reports read `results.json` (SPEC §5) and nothing the runner keeps in memory, so `proctor
+report` re-renders a finished run exactly as `proctor run` did. Per-model extras (turns, tokens,
+cost per success) are computed here from the trials, so they need no extra results keys."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proctor.errors import UsageError
+from proctor.stats import mean, wilson
+
+# ANSI escape sequences and C0/C1 control characters (keeping \t and \n): agent output is
+# untrusted and must not move a terminal's cursor, retitle it, or break an XML file.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean(text: Any) -> str:
+    """Printable text: no escape sequences or control characters (\\r\\n becomes \\n)."""
+    if text is None:
+        return ""
+    s = str(text).replace("\r\n", "\n")
+    s = _ANSI.sub("", s)
+    return _CONTROL.sub("", s)
+
+
+def cut(text: Any, limit: int) -> str:
+    """Clean and cut to `limit` characters, saying how much was left out."""
+    s = clean(text)
+    if len(s) <= limit:
+        return s
+    return s[:limit] + f"… [{len(s) - limit} more characters]"
+
+
+def one_line(text: Any, limit: int = 200) -> str:
+    """Whitespace collapsed to single spaces, then cut: for table cells and attributes."""
+    return cut(" ".join(clean(text).split()), limit)
+
+
+# ---- formatting -----------------------------------------------------------------------------
+
+
+def pct(x: float | None, digits: int = 0) -> str:
+    return "–" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def ci_text(ci: Iterable[float] | None) -> str:
+    if not ci:
+        return "–"
+    lo, hi = list(ci)[:2]
+    return f"{100 * lo:.0f}–{100 * hi:.0f}%"
+
+
+def seconds(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x < 60:
+        return f"{x:.1f}s"
+    m, s = divmod(int(round(x)), 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m"
+
+
+def count(n: float | None) -> str:
+    """Token counts: 950, 12.3k, 4.1M."""
+    if n is None:
+        return "–"
+    if n < 1000:
+        return f"{n:.0f}"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def usd(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x == float("inf"):
+        return "∞"
+    return f"${x:.4f}" if x < 1 else f"${x:.2f}"
+
+
+def params_text(params: dict[str, Any] | None) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
+
+
+# ---- the run --------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    dir: Path
+    results: dict[str, Any]
+    config: dict[str, Any] = field(default_factory=dict)  # run.json, {} when absent
+    complete: bool = True  # False when read from results.jsonl (the run did not finish)
+
+    @property
+    def trials(self) -> list[dict[str, Any]]:
+        return self.results.get("trials") or []
+
+    def trial_dir(self, trial_id: str) -> Path:
+        return self.dir / "trials" / trial_id
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read {path}: {e}") from None
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every parseable JSON object line; a torn last line (crash mid-write) is skipped."""
+    out: list[dict[str, Any]] = []
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(obj, dict):
+                    out.append(obj)
+    except FileNotFoundError:
+        return []
+    return out
+
+
+def load_run(run_dir: str | Path, *, allow_partial: bool = False) -> Run:
+    """The run in `run_dir`. Without results.json, `allow_partial` reads results.jsonl (the
+    trials finished so far, last line per trial id wins, as after a --resume)."""
+    d = Path(run_dir)
+    if not d.is_dir():
+        raise UsageError(f"{d} is not a directory")
+    config = _read_json(d / "run.json") if (d / "run.json").is_file() else {}
+    if (d / "results.json").is_file():
+        results = _read_json(d / "results.json")
+        if not isinstance(results, dict) or not isinstance(results.get("trials"), list):
+            raise UsageError(f"{d / 'results.json'} is not a proctor results file (no trials list)")
+        return Run(d, results, config if isinstance(config, dict) else {})
+    if (d / "results.jsonl").is_file() and allow_partial:
+        by_id = {t["id"]: t for t in read_jsonl(d / "results.jsonl") if "id" in t}
+        trials = list(by_id.values())
+        results = {
+            "run_id": config.get("run_id", d.name),
+            "started_at": config.get("started_at"),
+            "finished_at": None,
+            "summary": summarize(trials),
+            "trials": trials,
+            "tasks": [],
+            "models": [],
+        }
+        return Run(d, results, config if isinstance(config, dict) else {}, complete=False)
+    if (d / "results.jsonl").is_file() or (d / "run.json").is_file():
+        raise UsageError(
+            f"{d} has no results.json: the run did not finish "
+            f"(finish it with: proctor run --resume {d})"
+        )
+    raise UsageError(f"{d} is not a run directory (no results.json or run.json)")
+
+
+def summarize(trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """The SPEC §5 summary block, for trials that have no results.json yet."""
+    n = len(trials)
+    passed = sum(t.get("status") == "pass" for t in trials)
+    errored = sum(t.get("status") == "error" for t in trials)
+    return {
+        "trials": n,
+        "passed": passed,
+        "failed": n - passed - errored,
+        "errored": errored,
+        "pass_rate": passed / n if n else 0.0,
+    }
+
+
+# ---- shared views ---------------------------------------------------------------------------
+
+
+def model_label(model: str | None, trials: list[dict[str, Any]] | None = None) -> str:
+    """A model's display name; trials without a model (oracle, nop, command) show their agent."""
+    if model:
+        return model
+    agents = {t.get("agent") for t in trials or [] if not t.get("model") and t.get("agent")}
+    return f"({agents.pop()})" if len(agents) == 1 else "(no model)"
+
+
+def headline(results: dict[str, Any]) -> dict[str, Any]:
+    """Totals and the overall pass rate with its Wilson interval."""
+    s = results.get("summary") or summarize(results.get("trials") or [])
+    n, passed = int(s.get("trials", 0)), int(s.get("passed", 0))
+    return {
+        "trials": n,
+        "passed": passed,
+        "failed": int(s.get("failed", 0)),
+        "errored": int(s.get("errored", 0)),
+        "pass_rate": float(s.get("pass_rate", passed / n if n else 0.0)),
+        "ci95": wilson(passed, n),
+    }
+
+
+def _usage(trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean turns/duration, total tokens, cost per success for a group of trials."""
+    passed = sum(t.get("status") == "pass" for t in trials)
+    costs = [t["cost_usd"] for t in trials if t.get("cost_usd") is not None]
+    total_cost = sum(costs) if costs else None
+    tokens_in = sum(int((t.get("tokens") or {}).get("input") or 0) for t in trials)
+    tokens_out = sum(int((t.get("tokens") or {}).get("output") or 0) for t in trials)
+    if total_cost is None:
+        per_success = None
+    elif passed:
+        per_success = total_cost / passed
+    else:
+        per_success = float("inf") if total_cost > 0 else None
+    return {
+        "trials": len(trials),
+        "passed": passed,
+        "errored": sum(t.get("status") == "error" for t in trials),
+        "avg_turns": mean([float(t.get("turns") or 0) for t in trials]),
+        "avg_duration": mean([float(t.get("duration_s") or 0.0) for t in trials]),
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost": total_cost,
+        "cost_per_success": per_success,
+    }
+
+
+def model_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per `models` entry (trials' models when there is none), with usage figures."""
+    trials = results.get("trials") or []
+    entries = results.get("models") or []
+    if not entries:
+        seen: dict[Any, None] = {}
+        for t in trials:
+            seen.setdefault(t.get("model"), None)
+        entries = []
+        for m in seen:
+            group = [t for t in trials if t.get("model") == m]
+            p = sum(t.get("status") == "pass" for t in group)
+            entries.append({"model": m, "pass_rate": p / len(group), "ci95": wilson(p, len(group)),
+                            "threshold": None, "met": None})
+    rows = []
+    for e in entries:
+        group = [t for t in trials if t.get("model") == e.get("model")]
+        row = dict(e)
+        row.update(_usage(group))
+        row["label"] = model_label(e.get("model"), group)
+        if row.get("ci95") is None:
+            row["ci95"] = wilson(row["passed"], row["trials"])
+        rows.append(row)
+    return rows
+
+
+def _matches(entry: dict[str, Any], trial: dict[str, Any]) -> bool:
+    """A tasks entry covers a trial when every grouping key the entry carries agrees."""
+    if trial.get("task_id") != entry.get("task_id") or trial.get("model") != entry.get("model"):
+        return False
+    if "help_mode" in entry and trial.get("help_mode") != entry.get("help_mode"):
+        return False
+    return not ("params" in entry and (trial.get("params") or {}) != (entry.get("params") or {}))
+
+
+def task_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per `tasks` entry (task × model), with its trials' usage figures."""
+    trials = results.get("trials") or []
+    entries = results.get("tasks") or []
+    if not entries:  # partial run: group trials by (task, model), no verdict yet
+        seen: dict[tuple[Any, Any], None] = {}
+        for t in trials:
+            seen.setdefault((t.get("task_id"), t.get("model")), None)
+        entries = [{"task_id": k[0], "model": k[1], "status": None} for k in seen]
+    rows = []
+    for e in entries:
+        group = [t for t in trials if _matches(e, t)]
+        row = dict(e)
+        row.update(_usage(group))
+        row["label"] = model_label(e.get("model"), group)
+        if row.get("pass_rate") is None:
+            row["pass_rate"] = row["passed"] / row["trials"] if row["trials"] else 0.0
+        rows.append(row)
+    return rows
+
+
+def failed_checks(results: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(trial, check) for every check that did not pass, in trial order."""
+    out = []
+    for t in results.get("trials") or []:
+        for c in t.get("checks") or []:
+            if not c.get("passed"):
+                out.append((t, c))
+    return out
+
+
+def violated_rules(trial: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in trial.get("forbidden") or [] if f.get("violated")]
+
+
+def status_of(trial: dict[str, Any]) -> str:
+    s = trial.get("status")
+    return s if s in ("pass", "fail", "error") else "error"
+
+
+def find_trial(trials: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """A trial by exact id or unique id prefix; a clear usage error otherwise."""
+    for t in trials:
+        if t.get("id") == key:
+            return t
+    hits = [t for t in trials if str(t.get("id", "")).startswith(key)]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise UsageError(f"no trial {key!r} in this run (list them with: proctor show RUN_DIR)")
+    names = ", ".join(str(t.get("id")) for t in hits[:5])
+    more = f" and {len(hits) - 5} more" if len(hits) > 5 else ""
+    raise UsageError(f"{key!r} matches {len(hits)} trials: {names}{more}; give more of the id")

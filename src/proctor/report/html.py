@@ -1,0 +1,461 @@
+"""report.html: one self-contained page (inline CSS, JS and SVG; nothing fetched) to read a run.
+
+Charts are SVG drawn here, so the page works offline, in CI artifact viewers and with scripts
+off; the small script only sorts, filters and expands the trial table. Every string from the
+run goes through `e()`: agent output is untrusted, and a Content-Security-Policy forbids any
+network access even if something slipped through."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections import Counter
+from typing import Any
+from urllib.parse import quote
+
+from proctor.report import data
+from proctor.stats import quantile
+
+OUTPUT_LIMIT = 4000
+MESSAGE_LIMIT = 2000
+STATUS_COLOR = {"pass": "var(--pass)", "fail": "var(--fail)", "error": "var(--error)",
+                "flaky": "var(--flaky)"}
+
+
+def e(value: Any, limit: int | None = None) -> str:
+    """Escaped text (also safe inside a quoted attribute)."""
+    s = data.clean(value) if limit is None else data.cut(value, limit)
+    return html.escape(s, quote=True)
+
+
+def _num(x: float) -> str:
+    return f"{x:.1f}".rstrip("0").rstrip(".")
+
+
+# ---- charts (SVG) ---------------------------------------------------------------------------
+
+
+def _short(label: str, n: int = 26) -> str:
+    return label if len(label) <= n else label[: n - 1] + "…"
+
+
+def chart_models(rows: list[dict[str, Any]]) -> str:
+    """Horizontal bars: pass rate per model, whiskers for the 95% CI, a tick for thresholds."""
+    left, plot, right, row_h, top = 170, 260, 50, 30, 22
+    height = top + row_h * len(rows) + 8
+    width = left + plot + right
+    out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="pass rate per model">']
+    for p in (0, 25, 50, 75, 100):
+        x = left + plot * p / 100
+        out.append(f'<line x1="{_num(x)}" y1="{top - 4}" x2="{_num(x)}" y2="{height - 6}" '
+                   f'class="grid"/><text x="{_num(x)}" y="{top - 8}" class="axis" '
+                   f'text-anchor="middle">{p}%</text>')
+    for i, r in enumerate(rows):
+        y = top + i * row_h
+        rate = float(r.get("pass_rate") or 0.0)
+        lo, hi = (list(r.get("ci95") or (0.0, 1.0)) + [0.0, 1.0])[:2]
+        label = data.clean(r["label"])
+        cy = y + row_h / 2
+        out.append(f'<g><title>{e(label)}: {data.pct(rate)} ({r["passed"]}/{r["trials"]}), '
+                   f'95% CI {data.ci_text((lo, hi))}</title>')
+        out.append(f'<text x="{left - 8}" y="{_num(cy + 4)}" text-anchor="end" '
+                   f'class="label">{e(_short(label))}</text>')
+        out.append(f'<rect x="{left}" y="{_num(y + 7)}" width="{_num(plot * rate)}" '
+                   f'height="{row_h - 14}" rx="3" class="bar"/>')
+        x1, x2 = left + plot * lo, left + plot * hi
+        out.append(f'<path d="M{_num(x1)} {_num(cy)}H{_num(x2)}M{_num(x1)} {_num(cy - 6)}'
+                   f'V{_num(cy + 6)}M{_num(x2)} {_num(cy - 6)}V{_num(cy + 6)}" class="whisker"/>')
+        th = r.get("threshold")
+        if th is not None:
+            tx = left + plot * min(100.0, max(0.0, float(th))) / 100
+            cls = "thr met" if r.get("met") else "thr missed"
+            out.append(f'<path d="M{_num(tx)} {y + 3}V{y + row_h - 3}" class="{cls}"/>')
+        out.append(f'<text x="{left + plot + 8}" y="{_num(cy + 4)}" class="value">'
+                   f'{data.pct(rate)}</text></g>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _histogram(counts: list[int], labels: list[str], colors: list[str], title: str) -> str:
+    left, plot_w, plot_h, top, bottom = 34, 420, 120, 14, 34
+    width, height = left + plot_w + 10, top + plot_h + bottom
+    peak = max(counts) if counts and max(counts) else 1
+    n = max(1, len(counts))
+    bw = plot_w / n
+    out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{e(title)}">']
+    for frac in (0, 0.5, 1):
+        y = top + plot_h * (1 - frac)
+        out.append(f'<line x1="{left}" y1="{_num(y)}" x2="{left + plot_w}" y2="{_num(y)}" '
+                   f'class="grid"/><text x="{left - 6}" y="{_num(y + 4)}" class="axis" '
+                   f'text-anchor="end">{_num(peak * frac)}</text>')
+    for i, c in enumerate(counts):
+        h = plot_h * c / peak
+        x = left + i * bw
+        out.append(f'<g><title>{e(labels[i])}: {c} trial{"s" if c != 1 else ""}</title>'
+                   f'<rect x="{_num(x + 2)}" y="{_num(top + plot_h - h)}" '
+                   f'width="{_num(max(bw - 4, 1))}" height="{_num(h)}" rx="2" '
+                   f'style="fill:{colors[i]}"/></g>')
+    step = max(1, math.ceil(n / 6))
+    for i in range(0, n, step):
+        out.append(f'<text x="{_num(left + i * bw + bw / 2)}" y="{top + plot_h + 16}" '
+                   f'class="axis" text-anchor="middle">{e(labels[i])}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def chart_scores(trials: list[dict[str, Any]]) -> str:
+    counts = [0] * 10
+    for t in trials:
+        s = min(1.0, max(0.0, float(t.get("composite_score") or 0.0)))
+        counts[min(9, int(s * 10))] += 1
+    labels = [f"{i / 10:.1f}–{(i + 1) / 10:.1f}" for i in range(10)]
+    colors = [f"hsl({12 * i + 6} 62% 50%)" for i in range(10)]
+    return _histogram(counts, labels, colors, "composite score distribution")
+
+
+def _nice_step(span: float, bins: int = 10) -> float:
+    raw = span / bins if span > 0 else 1.0
+    mag = 10 ** math.floor(math.log10(raw))
+    return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+
+
+def chart_durations(trials: list[dict[str, Any]]) -> str:
+    durations = [float(t.get("duration_s") or 0.0) for t in trials]
+    step = _nice_step(max(durations, default=0.0))
+    n = max(1, math.floor(max(durations, default=0.0) / step) + 1)
+    counts = [0] * n
+    for d in durations:
+        counts[min(n - 1, int(d // step))] += 1
+    labels = [f"{_num(i * step)}s" for i in range(n)]
+    return _histogram(counts, labels, ["var(--accent)"] * n, "trial duration distribution")
+
+
+def heat_map(results: dict[str, Any]) -> str:
+    """Tasks down, models across; each cell coloured by pass rate, labelled with counts."""
+    rows = data.task_rows(results)
+    models: dict[Any, str] = {}
+    for r in rows:
+        models.setdefault(r.get("model"), r["label"])
+    tasks: dict[Any, dict[Any, dict[str, Any]]] = {}
+    for r in rows:
+        tasks.setdefault(r.get("task_id"), {})[r.get("model")] = r
+    out = ['<div class="scroll"><table class="heat"><thead><tr><th>task</th>']
+    out += [f'<th title="{e(label)}">{e(_short(label, 22))}</th>' for label in models.values()]
+    out.append("</tr></thead><tbody>")
+    for task, cells in tasks.items():
+        out.append(f'<tr><th scope="row">{e(task)}</th>')
+        for m in models:
+            r = cells.get(m)
+            if r is None:
+                out.append('<td class="none">–</td>')
+                continue
+            rate = float(r.get("pass_rate") or 0.0)
+            status = r.get("status") or ""
+            badge = (f' <span class="badge {e(status)}">{e(status)}</span>'
+                     if status in ("flaky", "error") else "")
+            out.append(f'<td class="cell" style="--h:{round(120 * rate)}" '
+                       f'title="{e(task)} · {e(r["label"])}: {r["passed"]}/{r["trials"]} passed, '
+                       f'status {e(status or "–")}">{data.pct(rate)} '
+                       f'<small>{r["passed"]}/{r["trials"]}</small>{badge}</td>')
+        out.append("</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+# ---- tables ---------------------------------------------------------------------------------
+
+
+def models_table(results: dict[str, Any]) -> str:
+    out = ['<div class="scroll"><table class="grid-table"><thead><tr><th>model</th>'
+           '<th class="n">passed</th><th class="n">pass rate</th><th class="n">95% CI</th>'
+           '<th class="n">threshold</th><th class="n">avg turns</th><th class="n">tokens in</th>'
+           '<th class="n">tokens out</th><th class="n">$ / success</th></tr></thead><tbody>']
+    for r in data.model_rows(results):
+        th = r.get("threshold")
+        met = ("–" if th is None else
+               f'{_num(float(th))}% <span class="badge {"pass" if r.get("met") else "fail"}">'
+               f'{"met" if r.get("met") else "missed"}</span>')
+        turns = r.get("avg_turns")
+        out.append(
+            f'<tr><td>{e(r["label"])}</td><td class="n">{r["passed"]}/{r["trials"]}</td>'
+            f'<td class="n">{data.pct(r.get("pass_rate"), 1)}</td>'
+            f'<td class="n">{data.ci_text(r.get("ci95"))}</td><td class="n">{met}</td>'
+            f'<td class="n">{"–" if turns is None else f"{turns:.1f}"}</td>'
+            f'<td class="n">{data.count(r["tokens_in"])}</td>'
+            f'<td class="n">{data.count(r["tokens_out"])}</td>'
+            f'<td class="n">{e(data.usd(r.get("cost_per_success")))}</td></tr>')
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _checks_table(t: dict[str, Any]) -> str:
+    checks = t.get("checks") or []
+    if not checks:
+        return '<p class="muted">No checks ran.</p>'
+    out = ['<table class="checks"><thead><tr><th>check</th><th>type</th><th>result</th>'
+           '<th class="n">score</th><th class="n">weight</th><th>gate</th><th>message</th>'
+           "</tr></thead><tbody>"]
+    for c in checks:
+        ok = bool(c.get("passed"))
+        out.append(
+            f'<tr class="{"ok" if ok else "bad"}"><td><code>{e(c.get("name"))}</code></td>'
+            f'<td>{e(c.get("type"))}</td>'
+            f'<td><span class="badge {"pass" if ok else "fail"}">{"pass" if ok else "fail"}'
+            f'</span></td><td class="n">{float(c.get("score") or 0.0):.2f}</td>'
+            f'<td class="n">{_num(float(c.get("weight", 1.0) or 0.0))}</td>'
+            f'<td>{"gate" if c.get("gate") else ""}</td>'
+            f'<td><pre class="msg">{e(c.get("message"), MESSAGE_LIMIT)}</pre></td></tr>')
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _forbidden(t: dict[str, Any]) -> str:
+    rules = t.get("forbidden") or []
+    if not rules:
+        return ""
+    items = "".join(
+        f'<li><span class="badge {"fail" if f.get("violated") else "pass"}">'
+        f'{"violated" if f.get("violated") else "ok"}</span> <code>{e(f.get("rule"))}</code>'
+        f'{" — " + e(f.get("details"), MESSAGE_LIMIT) if f.get("details") else ""}</li>'
+        for f in rules)
+    return f"<h4>Forbidden rules</h4><ul class=\"rules\">{items}</ul>"
+
+
+def _trial_body(t: dict[str, Any], columns: int) -> str:
+    status = data.status_of(t)
+    model = data.model_label(t.get("model"), [t])
+    tokens = t.get("tokens") or {}
+    tin, tout = int(tokens.get("input") or 0), int(tokens.get("output") or 0)
+    score = float(t.get("composite_score") or 0.0)
+    duration = float(t.get("duration_s") or 0.0)
+    cost = t.get("cost_usd")
+    params = data.params_text(t.get("params"))
+    search = " ".join(data.clean(x) for x in (t.get("id"), t.get("task_id"), model,
+                                               t.get("help_mode"), params, status)).lower()
+    attrs = {
+        "id": t.get("id"), "task": t.get("task_id"), "model": model, "status": status,
+        "score": f"{score:.4f}", "turns": str(int(t.get("turns") or 0)), "tokens": str(tin + tout),
+        "cost": "" if cost is None else f"{float(cost):.6f}", "duration": f"{duration:.3f}",
+        "search": search,
+    }
+    data_attrs = " ".join(f'data-{k}="{e(v)}"' for k, v in attrs.items())
+    tid = data.clean(t.get("id"))
+    link = quote(tid, safe="")
+    detail = [f'<div class="meta">task <b>{e(t.get("task_id"))}</b> · model <b>{e(model)}</b>']
+    if t.get("help_mode"):
+        detail.append(f' · help mode <b>{e(t.get("help_mode"))}</b>')
+    if params:
+        detail.append(f" · params <code>{e(params)}</code>")
+    detail.append(f' · replica {int(t.get("replica") or 0)}')
+    if t.get("agent"):
+        detail.append(f' · agent {e(t.get("agent"))}')
+    detail.append(f' · <a href="trials/{link}/trace.jsonl">trace</a> · '
+                  f'<a href="trials/{link}/audit.jsonl">audit</a></div>')
+    if t.get("error"):
+        detail.append(f'<h4>Error</h4><pre class="err">{e(t.get("error"), MESSAGE_LIMIT)}</pre>')
+    detail.append("<h4>Checks</h4>" + _checks_table(t) + _forbidden(t))
+    if t.get("output"):
+        detail.append(f'<h4>Agent output</h4><pre class="out">{e(t.get("output"), OUTPUT_LIMIT)}'
+                      "</pre>")
+    return (
+        f'<tbody {data_attrs}><tr class="trial">'
+        f'<td><button class="toggle" aria-expanded="false" title="show checks">▸</button> '
+        f"<code>{e(tid)}</code></td>"
+        f"<td>{e(t.get('task_id'))}</td><td>{e(model)}</td>"
+        f'<td><span class="badge {status}">{status}</span></td>'
+        f'<td class="n">{score:.2f}</td><td class="n">{int(t.get("turns") or 0)}</td>'
+        f'<td class="n">{data.count(tin)} / {data.count(tout)}</td>'
+        f'<td class="n">{e(data.usd(cost))}</td><td class="n">{data.seconds(duration)}</td></tr>'
+        f'<tr class="detail"><td colspan="{columns}">{"".join(detail)}</td></tr></tbody>'
+    )
+
+
+def trials_table(results: dict[str, Any]) -> str:
+    trials = results.get("trials") or []
+    heads = [("id", "trial", "text"), ("task", "task", "text"), ("model", "model", "text"),
+             ("status", "status", "text"), ("score", "score", "num"), ("turns", "turns", "num"),
+             ("tokens", "tokens in / out", "num"), ("cost", "cost", "num"),
+             ("duration", "duration", "num")]
+    models = sorted({data.model_label(t.get("model"), [t]) for t in trials})
+    statuses = Counter(data.status_of(t) for t in trials)
+    controls = (
+        '<div class="controls"><input id="q" type="search" placeholder="filter trials…" '
+        'aria-label="filter trials"><select id="fstatus" aria-label="status">'
+        '<option value="">all statuses</option>'
+        + "".join(f'<option value="{s}">{s} ({statuses[s]})</option>'
+                  for s in ("pass", "fail", "error") if statuses[s])
+        + '</select><select id="fmodel" aria-label="model"><option value="">all models</option>'
+        + "".join(f'<option value="{e(m)}">{e(m)}</option>' for m in models)
+        + f'</select><span class="muted"><span id="shown">{len(trials)}</span> of {len(trials)} '
+        "shown · click a row for its checks</span></div>"
+    )
+    head = "".join(
+        f'<th data-key="{k}" data-type="{kind}" class="{"n" if kind == "num" else ""}" '
+        f'tabindex="0">{label}</th>' for k, label, kind in heads)
+    bodies = "".join(_trial_body(t, len(heads)) for t in trials)
+    return (f'{controls}<div class="scroll"><table id="trials" class="grid-table">'
+            f"<thead><tr>{head}</tr></thead>{bodies}</table></div>")
+
+
+# ---- the page -------------------------------------------------------------------------------
+
+
+def _meta(results: dict[str, Any], run: dict[str, Any]) -> str:
+    bits = []
+    for label, value in (("started", results.get("started_at")),
+                         ("finished", results.get("finished_at"))):
+        if value:
+            bits.append(f"{label} {e(value)}")
+    versions = run.get("versions")
+    if isinstance(versions, dict) and versions.get("proctor"):
+        bits.append(f"proctor {e(versions.get('proctor'))}")
+    host = run.get("host")
+    if isinstance(host, dict):
+        host = host.get("hostname") or host.get("name")
+    if host:
+        bits.append(f"host {e(host)}")
+    specs = run.get("specs")
+    if isinstance(specs, list) and specs:
+        names = ", ".join(data.clean(s if isinstance(s, str) else s.get("path", s))
+                          for s in specs[:5])
+        more = f" +{len(specs) - 5}" if len(specs) > 5 else ""
+        bits.append(f"specs {e(names)}{more}")
+    return " · ".join(bits)
+
+
+def _cards(results: dict[str, Any]) -> str:
+    h = data.headline(results)
+    cards = [("trials", str(h["trials"]), ""), ("passed", str(h["passed"]), "pass"),
+             ("failed", str(h["failed"]), "fail" if h["failed"] else ""),
+             ("errored", str(h["errored"]), "error" if h["errored"] else ""),
+             ("pass rate", data.pct(h["pass_rate"], 1), "")]
+    out = "".join(f'<div class="card {cls}"><div class="k">{k}</div><div class="v">{v}</div>'
+                  f"</div>" for k, v, cls in cards)
+    out += (f'<div class="card"><div class="k">95% CI</div>'
+            f'<div class="v small">{data.ci_text(h["ci95"])}</div></div>')
+    return f'<div class="cards">{out}</div>'
+
+
+def render_html(results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
+    """The whole report page."""
+    run = run or {}
+    trials = results.get("trials") or []
+    model_rows = data.model_rows(results)
+    missed = [r for r in model_rows if r.get("met") is False]
+    banner = ""
+    if missed:
+        banner = ('<div class="banner">Threshold missed: '
+                  + ", ".join(f"<b>{e(r['label'])}</b> ({data.pct(r.get('pass_rate'))} &lt; "
+                              f"{_num(float(r['threshold']))}%)" for r in missed) + "</div>")
+    durations = [float(t.get("duration_s") or 0.0) for t in trials]
+    med, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
+    run_id = e(results.get("run_id") or run.get("run_id") or "")
+    body = f"""
+<header><h1>proctor <span class="muted">run</span> {run_id}</h1>
+<p class="muted">{_meta(results, run)}</p></header>
+{_cards(results)}{banner}
+<section class="charts">
+<figure><figcaption>Pass rate by model <span class="muted">(bars: pass rate; whiskers: 95%
+Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figure>
+<figure><figcaption>Composite score <span class="muted">(trials per score bin)</span>
+</figcaption>{chart_scores(trials)}</figure>
+<figure><figcaption>Duration <span class="muted">(median {data.seconds(med)}, p90
+{data.seconds(p90)})</span></figcaption>{chart_durations(trials)}</figure>
+</section>
+<section><h2>Tasks × models</h2>{heat_map(results)}</section>
+<section><h2>Models</h2>{models_table(results)}</section>
+<section><h2>Trials</h2>{trials_table(results)}</section>
+<footer class="muted">Written by proctor. Pass rates count every repeat and replica as one
+trial; intervals are 95% Wilson score intervals.</footer>"""
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>proctor run {run_id}</title><style>{CSS}</style>"
+        "<noscript><style>tr.detail{display:table-row!important}.toggle{display:none}</style>"
+        f"</noscript></head><body>{body}<script>{JS}</script></body></html>\n"
+    )
+
+
+CSS = """
+:root{--bg:#fff;--fg:#1d2330;--muted:#6b7280;--line:#e5e7eb;--panel:#f8fafc;--accent:#4f6bed;
+--pass:#16a34a;--fail:#dc2626;--error:#d97706;--flaky:#9333ea;--heat-l:86%;--heat-s:62%}
+@media (prefers-color-scheme:dark){:root{--bg:#0f1420;--fg:#e5e7eb;--muted:#9ca3af;
+--line:#273043;--panel:#151c2c;--accent:#7c93ff;--heat-l:30%;--heat-s:45%}}
+*{box-sizing:border-box}
+body{margin:0 auto;max-width:1200px;padding:24px;background:var(--bg);color:var(--fg);
+font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px}h4{margin:14px 0 6px}
+code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+pre{white-space:pre-wrap;word-break:break-word;margin:0}
+.muted{color:var(--muted)}a{color:var(--accent)}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:16px 0}
+.card{flex:1 1 120px;background:var(--panel);border:1px solid var(--line);border-radius:10px;
+padding:10px 14px}.card .k{color:var(--muted);font-size:12px;text-transform:uppercase}
+.card .v{font-size:24px;font-weight:650}.card .v.small{font-size:18px;padding-top:5px}
+.card.pass .v{color:var(--pass)}.card.fail .v{color:var(--fail)}.card.error .v{color:var(--error)}
+.banner{border-left:4px solid var(--fail);background:var(--panel);padding:8px 12px;margin:8px 0}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(340px,1fr));gap:14px}
+figure{margin:0;background:var(--panel);border:1px solid var(--line);border-radius:10px;
+padding:12px}figcaption{font-weight:600;margin-bottom:6px}svg{width:100%;height:auto}
+svg text{fill:var(--fg);font-size:11px}svg .axis{fill:var(--muted);font-size:10px}
+svg .grid{stroke:var(--line)}svg .bar{fill:var(--accent);opacity:.85}
+svg .whisker{stroke:var(--fg);stroke-width:1.5;fill:none}svg .value{font-weight:600}
+svg .thr{stroke-width:3;stroke-dasharray:3 2}svg .thr.met{stroke:var(--pass)}
+svg .thr.missed{stroke:var(--fail)}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;width:100%}th,td{padding:6px 8px;text-align:left;
+vertical-align:top;border-bottom:1px solid var(--line)}th{font-weight:600;white-space:nowrap}
+.n{text-align:right;font-variant-numeric:tabular-nums}
+.heat td.cell{background:hsl(var(--h) var(--heat-s) var(--heat-l));text-align:center;
+white-space:nowrap}.heat td.none{text-align:center;color:var(--muted)}
+.heat small{opacity:.75}
+.badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:11px;font-weight:600;
+color:#fff;background:var(--muted)}.badge.pass{background:var(--pass)}
+.badge.fail{background:var(--fail)}.badge.error{background:var(--error)}
+.badge.flaky{background:var(--flaky)}
+.controls{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin-bottom:8px}
+.controls input,.controls select{font:inherit;padding:5px 8px;border:1px solid var(--line);
+border-radius:6px;background:var(--bg);color:var(--fg)}.controls input{flex:1 1 220px}
+#trials thead th{cursor:pointer;user-select:none}#trials th[data-dir=asc]::after{content:" ▲"}
+#trials th[data-dir=desc]::after{content:" ▼"}
+#trials tr.trial{cursor:pointer}#trials tr.trial:hover{background:var(--panel)}
+#trials tbody:not(.open) tr.detail{display:none}#trials tr.detail>td{background:var(--panel)}
+.toggle{border:0;background:none;color:var(--muted);cursor:pointer;font-size:12px;padding:0 4px}
+tbody.open .toggle{transform:rotate(90deg)}
+table.checks{margin:4px 0;background:var(--bg)}table.checks tr.bad td{background:
+color-mix(in srgb,var(--fail) 8%,transparent)}pre.msg{max-height:14em;overflow:auto}
+pre.out,pre.err{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:8px;
+max-height:24em;overflow:auto}ul.rules{margin:4px 0;padding-left:18px}
+.meta{margin:4px 0 2px}footer{margin:32px 0 8px;font-size:12px}
+"""
+
+JS = """
+(function(){
+var table=document.getElementById('trials');if(!table)return;
+var q=document.getElementById('q'),fs=document.getElementById('fstatus'),
+fm=document.getElementById('fmodel'),shown=document.getElementById('shown');
+function filter(){var text=q.value.toLowerCase(),s=fs.value,m=fm.value,n=0;
+Array.prototype.forEach.call(table.tBodies,function(tb){var ok=(!s||tb.dataset.status===s)&&
+(!m||tb.dataset.model===m)&&(!text||tb.dataset.search.indexOf(text)>=0);tb.hidden=!ok;
+if(ok)n++;});shown.textContent=n;}
+[q,fs,fm].forEach(function(el){el.addEventListener('input',filter);});
+function sort(th){var key=th.dataset.key,num=th.dataset.type==='num',
+dir=th.dataset.dir==='asc'?'desc':'asc';
+table.tHead.querySelectorAll('th').forEach(function(o){delete o.dataset.dir;
+o.removeAttribute('aria-sort');});th.dataset.dir=dir;
+th.setAttribute('aria-sort',dir==='asc'?'ascending':'descending');
+var bodies=Array.prototype.slice.call(table.tBodies);bodies.sort(function(a,b){
+var x=a.dataset[key],y=b.dataset[key],c;if(num){x=x===''?-Infinity:parseFloat(x);
+y=y===''?-Infinity:parseFloat(y);c=x-y;}else{c=x.localeCompare(y,undefined,{numeric:true});}
+return dir==='asc'?c:-c;});bodies.forEach(function(b){table.appendChild(b);});}
+table.tHead.addEventListener('click',function(ev){var th=ev.target.closest('th[data-key]');
+if(th)sort(th);});
+table.tHead.addEventListener('keydown',function(ev){var th=ev.target.closest('th[data-key]');
+if(th&&(ev.key==='Enter'||ev.key===' ')){ev.preventDefault();sort(th);}});
+table.addEventListener('click',function(ev){var row=ev.target.closest('tr.trial');
+if(!row||ev.target.closest('a'))return;var tb=row.parentNode;tb.classList.toggle('open');
+row.querySelector('.toggle').setAttribute('aria-expanded',tb.classList.contains('open'));});
+})();
+"""

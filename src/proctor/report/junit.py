@@ -1,0 +1,170 @@
+"""junit.xml: the run as JUnit XML, the one test format every CI system reads.
+
+Layout (valid against the Jenkins JUnit schema, junit-10.xsd, that CI tools validate with):
+
+* one <testsuite> per task variant: task × model × help mode × params. Its <properties> say
+  which (the schema has no properties on a testcase, so they live on the suite);
+* one <testcase> per trial: classname "TASK_ID/MODEL" (just TASK_ID without a model), name the
+  trial id, time its duration;
+* a failed trial has one <failure>: message names each failed check (and violated forbidden
+  rule), the body gives every message; an errored trial has an <error> with the error;
+* <system-out> holds the agent's output, cut.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from datetime import datetime
+from typing import Any
+
+from proctor.report import data
+
+OUTPUT_LIMIT = 4000  # characters of agent output per testcase
+MESSAGE_LIMIT = 2000  # characters per check message in a failure body
+ATTR_LIMIT = 500  # characters of a failure's message attribute
+
+# Characters XML 1.0 cannot carry at all, even escaped (control chars go in data.clean).
+_XML_ILLEGAL = re.compile("[\ud800-\udfff\ufffe\uffff]")
+
+
+def text(value: Any, limit: int | None = None) -> str:
+    s = data.clean(value) if limit is None else data.cut(value, limit)
+    return _XML_ILLEGAL.sub("\ufffd", s)
+
+
+def attr(value: Any, limit: int = ATTR_LIMIT) -> str:
+    return _XML_ILLEGAL.sub("\ufffd", data.one_line(value, limit))
+
+
+def _timestamp(iso: Any) -> str | None:
+    """ISO 8601 as xs:dateTime without fractions (what JUnit consumers parse), or None."""
+    if not iso:
+        return None
+    try:
+        dt = datetime.fromisoformat(str(iso).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt.replace(microsecond=0).isoformat()
+
+
+def _hostname(run: dict[str, Any] | None) -> str | None:
+    host = (run or {}).get("host")
+    if isinstance(host, dict):
+        host = host.get("hostname") or host.get("name")
+    return attr(host, 200) if host else None
+
+
+def _variant(t: dict[str, Any]) -> tuple[Any, ...]:
+    return (t.get("task_id"), t.get("model"), t.get("help_mode"),
+            tuple(sorted((k, str(v)) for k, v in (t.get("params") or {}).items())))
+
+
+def _suite_name(t: dict[str, Any]) -> str:
+    extra = [x for x in (t.get("model"), t.get("help_mode"), data.params_text(t.get("params")))
+             if x]
+    return f"{t.get('task_id')} [{', '.join(extra)}]" if extra else str(t.get("task_id"))
+
+
+def _failure(t: dict[str, Any]) -> tuple[str, str, str]:
+    """(message, type, body) of a failed trial."""
+    checks = [c for c in t.get("checks") or [] if not c.get("passed")]
+    rules = data.violated_rules(t)
+    heads, body = [], []
+    for c in checks:
+        heads.append(f"{c.get('name')}: {data.one_line(c.get('message') or 'failed', 120)}")
+        gate = ", gate" if c.get("gate") else ""
+        body.append(f"{c.get('name')} ({c.get('type')}, weight {c.get('weight', 1)}{gate}, "
+                    f"score {float(c.get('score') or 0):.2f}):\n"
+                    f"{data.cut(c.get('message') or 'failed', MESSAGE_LIMIT)}")
+    for f in rules:
+        heads.append(f"forbidden {f.get('rule')}: {data.one_line(f.get('details'), 120)}")
+        body.append(f"forbidden rule {f.get('rule')} violated:\n"
+                    f"{data.cut(f.get('details') or '', MESSAGE_LIMIT)}")
+    score = float(t.get("composite_score") or 0.0)
+    if not heads:  # partial scores below the pass threshold, nothing failed outright
+        heads.append(f"composite score {score:.2f} below the pass threshold")
+    kinds = {c.get("type") for c in checks} | ({"forbidden"} if rules else set())
+    kind = kinds.pop() if len(kinds) == 1 else "checks"
+    body.append(f"composite score: {score:.2f}")
+    return "; ".join(heads), kind or "checks", "\n\n".join(body)
+
+
+def _testcase(t: dict[str, Any]) -> ET.Element:
+    model = t.get("model")
+    case = ET.Element("testcase", {
+        "name": attr(t.get("id")),
+        "classname": attr(f"{t.get('task_id')}/{model}" if model else t.get("task_id")),
+        "time": f"{float(t.get('duration_s') or 0.0):.3f}",
+    })
+    status = data.status_of(t)
+    if status == "error":
+        err = t.get("error") or "the trial errored"
+        el = ET.SubElement(case, "error", {"message": attr(err), "type": "error"})
+        el.text = text(err, MESSAGE_LIMIT)
+    elif status == "fail":
+        message, kind, body = _failure(t)
+        el = ET.SubElement(case, "failure", {"message": attr(message), "type": attr(kind, 100)})
+        el.text = text(body)
+    output = t.get("output")
+    if output:
+        ET.SubElement(case, "system-out").text = text(output, OUTPUT_LIMIT)
+    return case
+
+
+def _properties(first: dict[str, Any], entry: dict[str, Any] | None) -> dict[str, str]:
+    props = {"task_id": first.get("task_id"), "model": first.get("model"),
+             "help_mode": first.get("help_mode"), "agent": first.get("agent"),
+             "category": first.get("category")}
+    for k, v in sorted((first.get("params") or {}).items()):
+        props[f"param.{k}"] = v
+    if entry:
+        props["task_status"] = entry.get("status")
+        props["task_pass_rate"] = entry.get("pass_rate")
+    return {k: attr(v, 300) for k, v in props.items() if v is not None}
+
+
+def render_junit(results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
+    """The whole junit.xml document."""
+    trials = results.get("trials") or []
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for t in trials:
+        groups.setdefault(_variant(t), []).append(t)
+    # Task verdicts (flaky etc.) come from the `tasks` entries of the same task and model.
+    verdicts = {(e.get("task_id"), e.get("model")): e for e in results.get("tasks") or []}
+    hostname = _hostname(run)
+
+    root = ET.Element("testsuites", {"name": attr(f"proctor {results.get('run_id', '')}".strip())})
+    totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
+    for i, group in enumerate(groups.values()):
+        first = group[0]
+        failures = sum(data.status_of(t) == "fail" for t in group)
+        errors = sum(data.status_of(t) == "error" for t in group)
+        duration = sum(float(t.get("duration_s") or 0.0) for t in group)
+        suite_attrs = {"name": attr(_suite_name(first)), "tests": str(len(group)),
+                       "failures": str(failures), "errors": str(errors), "skipped": "0",
+                       "time": f"{duration:.3f}", "id": str(i)}
+        stamp = _timestamp(min((t.get("started_at") or "" for t in group), default="")
+                           or results.get("started_at"))
+        if stamp:
+            suite_attrs["timestamp"] = stamp
+        if hostname:
+            suite_attrs["hostname"] = hostname
+        suite = ET.SubElement(root, "testsuite", suite_attrs)
+        props = _properties(first, verdicts.get((first.get("task_id"), first.get("model"))))
+        if props:
+            pe = ET.SubElement(suite, "properties")
+            for k, v in props.items():
+                ET.SubElement(pe, "property", {"name": k, "value": v})
+        for t in group:
+            suite.append(_testcase(t))
+        totals["tests"] += len(group)
+        totals["failures"] += failures
+        totals["errors"] += errors
+        totals["time"] += duration
+    root.set("tests", str(totals["tests"]))
+    root.set("failures", str(totals["failures"]))
+    root.set("errors", str(totals["errors"]))
+    root.set("time", f"{totals['time']:.3f}")
+    ET.indent(root, space="  ")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

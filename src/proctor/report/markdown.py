@@ -1,0 +1,138 @@
+"""summary.md: a run summary for a CI job page (GitHub's $GITHUB_STEP_SUMMARY, GitLab notes).
+
+Everything from a trial is untrusted: table cells are escaped so a `|` or `<script>` in agent
+output stays text, and quoted output goes into fenced blocks whose fence is longer than any
+backtick run inside. Long lists are capped: GitHub rejects a step summary over 1 MiB."""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from proctor.report import data
+
+MAX_FAILURES = 50  # failing checks listed; the rest are counted
+MAX_ERRORS = 30
+MESSAGE_LIMIT = 500
+ICON = {"pass": "✅ pass", "fail": "❌ fail", "flaky": "⚠️ flaky", "error": "💥 error"}
+
+_INLINE_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
+def cell(text: Any, limit: int = 120) -> str:
+    """Text safe inside a GFM table cell: one line, HTML and markdown punctuation escaped."""
+    s = html.escape(data.one_line(text, limit), quote=False)
+    return _INLINE_SPECIAL.sub(r"\\\1", s)
+
+
+def code(text: Any, limit: int = 120) -> str:
+    """An inline code span (not for table cells): no escapes work inside one, so the fence is
+    longer than any backtick run in the text."""
+    s = data.one_line(text, limit)
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def html_text(text: Any, limit: int = 150) -> str:
+    """Text inside raw HTML (<summary>), where markdown escapes would show literally."""
+    return html.escape(data.one_line(text, limit))
+
+
+def code_block(text: Any, limit: int = MESSAGE_LIMIT) -> str:
+    body = data.cut(text, limit)
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{body}\n{fence}"
+
+
+def _table(header: list[str], rows: list[list[str]], align: list[str]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
+    """The whole summary as GitHub-flavoured markdown."""
+    h = data.headline(results)
+    run_id = results.get("run_id") or (run or {}).get("run_id") or "run"
+    verdict = "✅" if h["trials"] and h["passed"] == h["trials"] else "❌"
+    lines = [
+        f"## {verdict} proctor run {code(run_id, 80)}",
+        "",
+        f"**{h['passed']}/{h['trials']} trials passed** · {h['failed']} failed · "
+        f"{h['errored']} errored · pass rate **{data.pct(h['pass_rate'])}** "
+        f"(95% CI {data.ci_text(h['ci95'])})",
+    ]
+    missed = [r for r in data.model_rows(results) if r.get("met") is False]
+    if missed:
+        names = ", ".join(code(r["label"], 60) for r in missed)
+        lines += ["", f"**Threshold missed:** {names}"]
+
+    lines += ["", "### Models", ""]
+    rows = []
+    for r in data.model_rows(results):
+        th = r.get("threshold")
+        met = "–" if th is None else f"{th:g}% {'✅' if r.get('met') else '❌'}"
+        turns = r.get("avg_turns")
+        rows.append([
+            cell(r["label"]), f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate")),
+            data.ci_text(r.get("ci95")), met, "–" if turns is None else f"{turns:.1f}",
+            data.count(r["tokens_in"]), data.count(r["tokens_out"]),
+            data.usd(r.get("cost_per_success")),
+        ])
+    lines += _table(
+        ["model", "passed", "pass rate", "95% CI", "threshold", "avg turns", "tokens in",
+         "tokens out", "$ / success"],
+        rows, [":--", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "--:"],
+    )
+
+    lines += ["", "### Tasks", ""]
+    rows = []
+    for r in data.task_rows(results):
+        rows.append([
+            cell(r.get("task_id")), cell(r["label"]), ICON.get(r.get("status") or "", "–"),
+            f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate")),
+            data.seconds(r.get("avg_duration")),
+        ])
+    lines += _table(["task", "model", "status", "passed", "pass rate", "avg duration"],
+                    rows, [":--", ":--", ":--", "--:", "--:", "--:"])
+
+    lines += _failures(results) + _errors(results)
+    return "\n".join(lines) + "\n"
+
+
+def _failures(results: dict[str, Any]) -> list[str]:
+    failed = data.failed_checks(results)
+    rules = [(t, f) for t in results.get("trials") or [] for f in data.violated_rules(t)]
+    if not failed and not rules:
+        return []
+    out = ["", f"### Failing checks ({len(failed)})", ""]
+    for t, c in failed[:MAX_FAILURES]:
+        gate = " (gate)" if c.get("gate") else ""
+        out.append(f"- {code(t.get('id'), 100)} · **{cell(c.get('name'), 80)}**{gate} "
+                   f"({cell(c.get('type'), 40)}): {cell(c.get('message') or 'failed', 300)}")
+    if len(failed) > MAX_FAILURES:
+        out.append(f"- … and {len(failed) - MAX_FAILURES} more (see report.html or results.json)")
+    if rules:
+        out += ["", f"### Forbidden rules violated ({len(rules)})", ""]
+        for t, f in rules[:MAX_FAILURES]:
+            out.append(f"- {code(t.get('id'), 100)} · **{cell(f.get('rule'), 80)}**: "
+                       f"{cell(f.get('details') or 'violated', 300)}")
+    return out
+
+
+def _errors(results: dict[str, Any]) -> list[str]:
+    errored = [t for t in results.get("trials") or [] if t.get("status") == "error"]
+    if not errored:
+        return []
+    out = ["", f"### Errors ({len(errored)})", ""]
+    for t in errored[:MAX_ERRORS]:
+        out += [f"<details><summary><code>{html_text(t.get('id'), 100)}</code>: "
+                f"{html_text(t.get('error') or 'error')}</summary>", "",
+                code_block(t.get("error") or "(no message)"), "", "</details>"]
+    if len(errored) > MAX_ERRORS:
+        out.append(f"\n… and {len(errored) - MAX_ERRORS} more errored trials")
+    return out

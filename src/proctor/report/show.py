@@ -1,0 +1,269 @@
+"""`proctor show RUN_DIR [TRIAL]`: the trials of a run, or what one agent did, step by step.
+
+All text from the run is printed as rich `Text` (never as markup) after `data.clean`, so agent
+output can neither inject rich markup nor terminal escape sequences."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from proctor.report import data
+from proctor.report.terminal import status_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+OUTPUT_LINES = 12  # lines of stdout/stderr per command
+OUTPUT_CHARS = 1500
+MESSAGE_CHARS = 600
+
+
+def show_main(run_dir: str | Path, trial: str | None) -> int:
+    """Without TRIAL list the run's trials; with TRIAL (id or unique prefix) print its record."""
+    from rich.console import Console
+
+    run = data.load_run(run_dir, allow_partial=True)
+    console = Console(highlight=False)
+    if trial is None:
+        print_trial_list(run, console)
+    else:
+        print_trial(run, data.find_trial(run.trials, trial), console)
+    return 0
+
+
+def print_trial_list(run: data.Run, console: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    state = "" if run.complete else " (unfinished: trials so far)"
+    title = Text(f"run {data.clean(run.results.get('run_id') or run.dir.name)}{state}")
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("trial", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("duration", justify="right", no_wrap=True)
+    table.add_column("note", overflow="ellipsis", no_wrap=True, max_width=60)
+    for t in run.trials:
+        note = t.get("error") or _first_failure(t)
+        table.add_row(Text(data.clean(t.get("id"))), status_text(data.status_of(t)),
+                      f"{float(t.get('composite_score') or 0.0):.2f}",
+                      data.seconds(t.get("duration_s")),
+                      Text(data.one_line(note, 120), style="dim"))
+    console.print(table)
+    if not run.trials:
+        console.print("no trials recorded yet")
+    else:
+        console.print(Text(f"\nproctor show {run.dir} TRIAL  (an id or a unique prefix)",
+                           style="dim"))
+
+
+def _first_failure(t: dict[str, Any]) -> str:
+    for c in t.get("checks") or []:
+        if not c.get("passed"):
+            return f"{c.get('name')}: {c.get('message') or 'failed'}"
+    for f in data.violated_rules(t):
+        return f"forbidden {f.get('rule')}: {f.get('details') or ''}"
+    return ""
+
+
+def _block(text: Any, lines: int = OUTPUT_LINES, chars: int = OUTPUT_CHARS) -> str:
+    """The first `lines` lines of a stream, cut, with a note of what was left out."""
+    s = data.cut(text, chars).rstrip("\n")
+    parts = s.split("\n")
+    if len(parts) > lines:
+        s = "\n".join(parts[:lines]) + f"\n… [{len(parts) - lines} more lines]"
+    return s
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.split("\n"))
+
+
+def _command(ev: dict[str, Any]) -> Any:
+    from rich.text import Text
+
+    t = Text()
+    code = ev.get("exit_code")
+    ok = code == 0
+    t.append("$ ", style="bold")
+    t.append(data.one_line(ev.get("command") or " ".join(ev.get("argv") or []), 400),
+             style="bold")
+    meta = "timed out" if ev.get("timed_out") else f"exit {code}"
+    t.append(f"   [{meta}, {data.seconds(ev.get('duration_s'))}]",
+             style="green" if ok else "red")
+    if ev.get("source") == "exec":
+        t.append(" (recorded exec)", style="dim")
+    for stream, style in (("stdout", ""), ("stderr", "yellow")):
+        if ev.get(stream):
+            t.append("\n" + _indent(_block(ev[stream])), style=style)
+    if ev.get("truncated"):
+        t.append("\n    (output was capped while recording)", style="dim")
+    return t
+
+
+def _model_call(ev: dict[str, Any]) -> Any:
+    from rich.text import Text
+
+    usage = ev.get("usage") or {}
+    t = Text()
+    t.append("◆ model ", style="cyan bold")
+    t.append(data.one_line(ev.get("model") or "", 80), style="cyan")
+    t.append(f"  {data.count(usage.get('input'))} in / {data.count(usage.get('output'))} out"
+             f", {data.seconds(ev.get('latency_s'))}", style="dim")
+    if (ev.get("attempt") or 1) > 1:
+        t.append(f", attempt {ev.get('attempt')}", style="yellow")
+    response = ev.get("response") or {}
+    if isinstance(response, dict):
+        content = response.get("content")
+        if isinstance(content, list):  # content blocks
+            content = " ".join(str(b.get("text", "")) if isinstance(b, dict) else str(b)
+                               for b in content)
+        if content:
+            t.append("\n    " + data.one_line(content, 300))
+        for call in response.get("tool_calls") or []:
+            t.append("\n    → ", style="cyan")
+            t.append(data.one_line(_tool_call_text(call), 300))
+    return t
+
+
+def _tool_call_text(call: Any) -> str:
+    if not isinstance(call, dict):
+        return str(call)
+    fn = call.get("function") if isinstance(call.get("function"), dict) else call
+    name = fn.get("name") or "tool"
+    args = fn.get("arguments", fn.get("input", ""))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return f"{name}({args})"
+    if isinstance(args, dict) and set(args) == {"command"}:
+        return f"{name}: {args['command']}"
+    return f"{name}({json.dumps(args, ensure_ascii=False)})"
+
+
+def _trace_event(ev: dict[str, Any]) -> Any:
+    from rich.text import Text
+
+    kind = ev.get("type")
+    if kind == "command":
+        return _command(ev)
+    if kind == "model_call":
+        return _model_call(ev)
+    if kind == "agent_output":
+        body = ev.get("output", ev.get("text", ev.get("content", "")))
+        return Text("◇ agent output\n", style="bold") + Text(_indent(_block(body)))
+    if kind == "setup":
+        label = ev.get("command") or ev.get("name") or ""
+        code = ev.get("exit_code")
+        return Text(f"· setup {data.one_line(label, 200)}"
+                    + ("" if code is None else f"  [exit {code}]"), style="dim")
+    if kind == "check":
+        return None  # shown in the checks table
+    rest = {k: v for k, v in ev.items() if k not in ("type", "time")}
+    return Text(f"· {data.clean(kind)} {data.one_line(json.dumps(rest, default=str), 200)}",
+                style="dim")
+
+
+def _audit_line(ev: dict[str, Any]) -> Any:
+    from rich.text import Text
+
+    d = ev.get("details") or {}
+    kind = ev.get("type")
+    if kind == "command":
+        s = f"command  {data.one_line(d.get('command') or ' '.join(d.get('argv') or []), 160)}"
+        if d.get("exit_code") is not None:
+            s += f"  [exit {d.get('exit_code')}]"
+    elif kind == "file_write":
+        s = f"file     {data.one_line(d.get('path'), 160)}  ({d.get('size', '?')} bytes)"
+    elif kind == "db_write":
+        s = (f"db       {data.one_line(d.get('service'), 40)}.{data.one_line(d.get('table'), 60)}"
+             f"  +{d.get('inserts', 0)} ~{d.get('updates', 0)} -{d.get('deletes', 0)}")
+    elif kind == "http_call":
+        s = (f"http     {data.one_line(d.get('service'), 40)} {data.one_line(d.get('method'), 10)} "
+             f"{data.one_line(d.get('path'), 160)} → {d.get('status', '?')}")
+    else:
+        s = f"{data.one_line(kind, 20)}  {data.one_line(json.dumps(d, default=str), 160)}"
+    return Text(s)
+
+
+def print_trial(run: data.Run, t: dict[str, Any], console: Console) -> None:
+    from rich.rule import Rule
+    from rich.table import Table
+    from rich.text import Text
+
+    trial_dir = run.trial_dir(str(t.get("id")))
+    head = Text()
+    head.append(data.clean(t.get("id")), style="bold")
+    head.append("  ")
+    head.append_text(status_text(data.status_of(t)))
+    head.append(f"  score {float(t.get('composite_score') or 0.0):.2f}")
+    console.print(head)
+    tokens = t.get("tokens") or {}
+    facts = [f"task {data.clean(t.get('task_id'))}",
+             f"model {data.model_label(t.get('model'), [t])}"]
+    if t.get("help_mode"):
+        facts.append(f"help mode {data.clean(t.get('help_mode'))}")
+    if t.get("params"):
+        facts.append(f"params {data.clean(data.params_text(t.get('params')))}")
+    facts += [f"replica {t.get('replica', 0)}", f"turns {t.get('turns', 0)}",
+              f"tokens {data.count(tokens.get('input'))} in / {data.count(tokens.get('output'))} out",
+              f"cost {data.usd(t.get('cost_usd'))}", f"duration {data.seconds(t.get('duration_s'))}"]
+    console.print(Text(" · ".join(facts), style="dim"))
+    if t.get("error"):
+        console.print(Text("error: ", style="bold yellow") + Text(data.cut(t["error"], 2000)))
+
+    console.print(Rule("trace", align="left"))
+    events = data.read_jsonl(trial_dir / "trace.jsonl")
+    shown = 0
+    for ev in events:
+        item = _trace_event(ev)
+        if item is not None:
+            console.print(item)
+            shown += 1
+    if not shown:
+        console.print(Text("(no trace recorded)", style="dim"))
+    elif t.get("output") and not any(ev.get("type") == "agent_output" for ev in events):
+        console.print(Text("◇ agent output\n", style="bold") + Text(_indent(_block(t["output"]))))
+
+    console.print(Rule("checks", align="left"))
+    checks = t.get("checks") or []
+    if checks:
+        table = Table(show_edge=False, pad_edge=False)
+        table.add_column("check", overflow="fold")
+        table.add_column("result", no_wrap=True)
+        table.add_column("score", justify="right", no_wrap=True)
+        table.add_column("weight", justify="right", no_wrap=True)
+        table.add_column("gate", no_wrap=True)
+        table.add_column("message", overflow="fold", ratio=3)
+        for c in checks:
+            ok = bool(c.get("passed"))
+            table.add_row(Text(f"{data.clean(c.get('name'))} ({data.clean(c.get('type'))})"),
+                          status_text("pass" if ok else "fail"),
+                          f"{float(c.get('score') or 0.0):.2f}",
+                          f"{float(c.get('weight', 1.0) or 0.0):g}",
+                          "gate" if c.get("gate") else "",
+                          Text(data.cut(c.get("message"), MESSAGE_CHARS)))
+        console.print(table)
+    else:
+        console.print(Text("(no checks ran)", style="dim"))
+    rules = t.get("forbidden") or []
+    if rules:
+        console.print(Rule("forbidden", align="left"))
+        for f in rules:
+            line = Text("  VIOLATED " if f.get("violated") else "  ok       ",
+                        style="bold red" if f.get("violated") else "green")
+            line.append(data.clean(f.get("rule")))
+            if f.get("details"):
+                line.append(f"  {data.one_line(f.get('details'), 300)}", style="dim")
+            console.print(line)
+
+    console.print(Rule("audit", align="left"))
+    audit = data.read_jsonl(trial_dir / "audit.jsonl")
+    for ev in audit:
+        console.print(_audit_line(ev))
+    if not audit:
+        console.print(Text("(no audit events)", style="dim"))
+    console.print(Text(f"\nfiles: {trial_dir}", style="dim"))

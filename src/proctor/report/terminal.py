@@ -1,0 +1,122 @@
+"""The tables printed at the end of `proctor run` (and by `proctor report` on a terminal).
+
+Meaning never rests on colour alone: statuses are words (PASS, FAIL, FLAKY, ERROR), so the
+output reads the same with NO_COLOR, in CI logs and when piped. In narrow terminals the
+less important columns are dropped instead of wrapping every cell."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from proctor.report import data
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+STATUS_STYLE = {"pass": "green", "fail": "red", "flaky": "magenta", "error": "yellow"}
+NARROW = 100  # below this width, usage columns go
+
+
+def status_text(status: str | None) -> Any:
+    from rich.text import Text
+
+    if not status:
+        return Text("–")
+    return Text(status.upper(), style=f"bold {STATUS_STYLE.get(status, '')}".strip())
+
+
+def headline_text(results: dict[str, Any]) -> Any:
+    """One line: "12 trials: 9 passed, 2 failed, 1 errored · pass rate 75% (95% CI 47–91%)"."""
+    from rich.text import Text
+
+    h = data.headline(results)
+    t = Text()
+    t.append(f"{h['trials']} trials: ")
+    t.append(f"{h['passed']} passed", style="green")
+    t.append(", ")
+    t.append(f"{h['failed']} failed", style="red" if h["failed"] else "")
+    t.append(", ")
+    t.append(f"{h['errored']} errored", style="yellow" if h["errored"] else "")
+    t.append(" · pass rate ")
+    t.append(data.pct(h["pass_rate"]), style="bold")
+    t.append(f" (95% CI {data.ci_text(h['ci95'])})")
+    return t
+
+
+def task_table(results: dict[str, Any], width: int) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    rows = data.task_rows(results)
+    wide = width >= NARROW
+    show_model = any(r.get("model") for r in rows) or len({r["label"] for r in rows}) > 1
+    table = Table(title="Tasks", title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("task", overflow="fold", ratio=3)
+    if show_model:
+        table.add_column("model", overflow="fold", ratio=2)
+    table.add_column("status", no_wrap=True)
+    table.add_column("pass", justify="right", no_wrap=True)
+    if wide:
+        table.add_column("turns", justify="right", no_wrap=True)
+        table.add_column("duration", justify="right", no_wrap=True)
+    for r in rows:
+        cells: list[Any] = [Text(data.clean(r.get("task_id")))]
+        if show_model:
+            cells.append(Text(data.clean(r["label"])))
+        cells.append(status_text(r.get("status")))
+        cells.append(f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}")
+        if wide:
+            turns = r.get("avg_turns")
+            cells += ["–" if turns is None else f"{turns:.1f}", data.seconds(r.get("avg_duration"))]
+        table.add_row(*cells)
+    return table
+
+
+def model_table(results: dict[str, Any], width: int) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    rows = data.model_rows(results)
+    wide = width >= NARROW
+    has_threshold = any(r.get("threshold") is not None for r in rows)
+    table = Table(title="Models", title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("model", overflow="fold", ratio=2)
+    table.add_column("pass rate", justify="right", no_wrap=True)
+    table.add_column("95% CI", justify="right", no_wrap=True)
+    if wide:
+        table.add_column("tokens in/out", justify="right", no_wrap=True)
+        table.add_column("$/success", justify="right", no_wrap=True)
+    if has_threshold:
+        table.add_column("threshold", justify="right", no_wrap=True)
+    for r in rows:
+        cells: list[Any] = [
+            Text(data.clean(r["label"])),
+            f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}",
+            data.ci_text(r.get("ci95")),
+        ]
+        if wide:
+            cells += [f"{data.count(r['tokens_in'])}/{data.count(r['tokens_out'])}",
+                      data.usd(r.get("cost_per_success"))]
+        if has_threshold:
+            cells.append(threshold_text(r, Text))
+        table.add_row(*cells)
+    return table
+
+
+def threshold_text(row: dict[str, Any], text_cls: Any) -> Any:
+    th, met = row.get("threshold"), row.get("met")
+    if th is None:
+        return text_cls("–")
+    word = "met" if met else "MISSED"
+    return text_cls(f"{th:g}% {word}", style="green" if met else "bold red")
+
+
+def print_summary(results: dict[str, Any], console: Console) -> None:
+    """Print the task and model tables and the headline to `console`."""
+    width = console.width
+    if results.get("trials"):
+        console.print(task_table(results, width))
+        console.print()
+        console.print(model_table(results, width))
+        console.print()
+    console.print(headline_text(results))

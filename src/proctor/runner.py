@@ -1,0 +1,309 @@
+"""`proctor run`: load → plan → execute trials concurrently → score → store → report.
+
+Finished trials are on disk the moment they finish. On Ctrl-C (or SIGTERM) running trials are
+cancelled and cleaned up, services stopped, the temp root removed, and `results.json` written
+for what finished; `--resume RUN_DIR` runs the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from proctor.errors import UsageError
+from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+from proctor.plan import plan, select
+from proctor.store import RunStore, index_run, iso
+
+# Options a resumed run may change; everything else comes from the interrupted run.
+_RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep")
+
+
+@dataclass
+class Planned:
+    store: RunStore
+    tasks: dict[str, TaskDef]
+    trials: list[Trial]
+    options: RunOptions
+    paths: list[str]
+    meta: dict[str, Any]
+
+
+def run_main(paths: list[str], options: RunOptions) -> int:
+    planned = prepare(paths, options)
+    results = run_planned(planned, print_warnings=True)
+    _print_outcome(planned, results)
+    return results["exit_code"]
+
+
+def prepare(paths: list[str], options: RunOptions, *, store: RunStore | None = None) -> Planned:
+    """Everything that can fail on bad input, before anything runs (exit 2)."""
+    from proctor.spec.load import load_specs
+
+    meta: dict[str, Any] = {}
+    if options.resume:
+        store = RunStore.open(options.resume)
+        meta = store.read_meta()
+        paths = paths or meta["paths"]
+        stored = RunOptions(**{**asdict(RunOptions()), **meta.get("options", {})})
+        for name in _RESUME_OVERRIDES:
+            if getattr(options, name) not in (None, False, ["json"]):
+                setattr(stored, name, getattr(options, name))
+        stored.config, stored.resume = options.config, options.resume
+        options = stored
+    if not paths:
+        raise UsageError("no specs given: proctor run PATH... (files or directories of *.yaml)")
+    loaded = load_specs(paths)
+    for w in loaded.warnings:
+        print(w, file=sys.stderr)
+    tasks = select(loaded.tasks, options)
+    if not tasks:
+        raise UsageError(_nothing_selected(options))
+    by_id: dict[str, TaskDef] = {}
+    for t in tasks:
+        if t.id in by_id:
+            raise UsageError(f"task id {t.id!r} is defined in both {by_id[t.id].source} and "
+                             f"{t.source}; task ids must be unique within a run")
+        by_id[t.id] = t
+    trials = plan(tasks, options)
+    _preflight(trials, by_id, options)
+    if options.backend == "docker":
+        from proctor.sandbox.docker import require_docker
+
+        require_docker()
+    if options.executor == "ray":
+        from proctor.executors.ray import require_ray
+
+        require_ray()
+    store = store or RunStore.create(options.output_dir)
+    if not meta:
+        meta = {"run_id": store.run_id, "started_at": iso(), "paths": [str(Path(p).resolve()) for p in paths],
+                "options": _stored_options(options), "versions": _versions(),
+                "host": {"name": os.uname().nodename, "cpus": os.cpu_count(),
+                         "platform": sys.platform}}
+        store.write_meta(meta)
+    return Planned(store, by_id, trials, options, paths, meta)
+
+
+def run_planned(planned: Planned, print_warnings: bool = False) -> dict[str, Any]:
+    store, options = planned.store, planned.options
+    done = store.finished()
+    todo = [t for t in planned.trials if t.id not in done]
+    index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status="running",
+              specs=planned.paths)
+    progress = _progress(len(planned.trials), len(planned.trials) - len(todo), options)
+    interrupted = False
+    try:
+        asyncio.run(_execute(todo, planned, progress.advance))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        interrupted = True
+    finally:
+        progress.close()
+        store.close()
+    results = build_results(planned, store.finished(), interrupted=interrupted)
+    store.write_results(results)
+    status = "interrupted" if interrupted else ("passed" if results["exit_code"] == 0 else "failed")
+    index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status=status,
+              specs=planned.paths, finished_at=results["finished_at"], summary=results["summary"])
+    extra = [f for f in options.formats if f != "json"]
+    if extra:
+        from proctor.report import write_reports
+
+        results["reports"] = [str(p) for p in write_reports(store.dir, results, extra)]
+    if interrupted:
+        raise KeyboardInterrupt
+    return results
+
+
+async def _execute(trials: list[Trial], planned: Planned,
+                   on_result: Callable[[TrialResult], None]) -> None:
+    from proctor.sandbox.local import use_fast_child_watcher
+    from proctor.trial import RunContext, run_trial
+
+    use_fast_child_watcher()
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    loop.add_signal_handler(signal.SIGTERM, main.cancel)
+    store, options = planned.store, planned.options
+    tmp_root = Path(tempfile.mkdtemp(prefix=f"proctor-{store.run_id}-"))
+    run = RunContext(options=options, tmp_root=tmp_root, trial_dir=store.trial_dir)
+    try:
+        needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials}
+        run.services = await _start_services(list(needed.values()), store.run_id, tmp_root)
+        queue = iter(trials)
+
+        async def worker() -> None:
+            for trial in queue:
+                result = await run_trial(trial, planned.tasks[trial.task_id], run)
+                store.append(result)
+                on_result(result)
+
+        workers = min(_concurrency(planned), len(trials)) or 1
+        async with asyncio.TaskGroup() as group:
+            for _ in range(workers):
+                group.create_task(worker())
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        await _stop_services(run.services)
+        shutil.rmtree(tmp_root, ignore_errors=True)
+
+
+async def _start_services(tasks: list[TaskDef], run_id: str, tmp_root: Path) -> dict:
+    from proctor.services import create
+    from proctor.services.base import ServiceContext
+
+    services = {}
+    for task in tasks:
+        for svc in task.services:
+            key = (task.source, svc.name)
+            if key not in services:
+                ctx = ServiceContext(run_id=run_id, base_dir=Path(task.base_dir),
+                                     tmp_dir=tmp_root / "services" / f"{len(services)}-{svc.name}")
+                ctx.tmp_dir.mkdir(parents=True, exist_ok=True)
+                services[key] = create(svc, ctx)
+    started = []
+    try:
+        for service in services.values():
+            await service.start()
+            started.append(service)
+    except BaseException:
+        await _stop_services({i: s for i, s in enumerate(started)})
+        raise
+    return services
+
+
+async def _stop_services(services: dict) -> None:
+    async def stop_all() -> None:
+        for service in services.values():
+            try:
+                await service.stop()
+            except Exception as e:  # keep stopping the others
+                print(f"proctor: stopping service {service.name}: {e}", file=sys.stderr)
+
+    job = asyncio.ensure_future(stop_all())
+    try:
+        await asyncio.shield(job)
+    except asyncio.CancelledError:
+        await job
+        raise
+
+
+def build_results(planned: Planned, finished: dict[str, TrialResult],
+                  interrupted: bool = False) -> dict[str, Any]:
+    from proctor.scoring import summarize
+
+    trials = [finished[t.id] for t in planned.trials if t.id in finished]
+    scored = summarize(trials, planned.tasks.values())
+    missing = len(planned.trials) - len(trials)
+    if missing and not interrupted:
+        scored["exit_code"] = 1
+    return {
+        "run_id": planned.store.run_id,
+        "started_at": planned.meta["started_at"],
+        "finished_at": iso(),
+        "complete": missing == 0,
+        "interrupted": interrupted,
+        "summary": scored["summary"],
+        "trials": [t.to_dict() for t in trials],
+        "tasks": scored["tasks"],
+        "models": scored["models"],
+        "exit_code": scored["exit_code"],
+    }
+
+
+def _concurrency(planned: Planned) -> int:
+    if planned.options.concurrency:
+        return planned.options.concurrency
+    given = [t.concurrency for t in planned.tasks.values() if t.concurrency]
+    return max(given) if given else 3
+
+
+def _preflight(trials: list[Trial], tasks: dict[str, TaskDef], options: RunOptions) -> None:
+    """Missing API keys and unknown providers are found before any trial runs."""
+    models = sorted({t.model or "" for t in trials if t.agent == "llm"})
+    judges = sorted({c.config.model for t in tasks.values() for c in t.checks
+                     if c.type == "llm_as_judge"})
+    if not models and not judges:
+        return
+    from proctor.providers import preflight
+
+    preflight([m or None for m in models] + judges, options.config)
+
+
+def _nothing_selected(options: RunOptions) -> str:
+    filters = [f"--task {t}" for t in options.tasks] + [f"--category {c}" for c in options.categories]
+    if filters:
+        return f"no task matches {' '.join(filters)}"
+    return "the specs hold no tasks"
+
+
+def _stored_options(options: RunOptions) -> dict[str, Any]:
+    d = asdict(options)
+    d.pop("config", None)  # proctor.toml may hold credentials; it is re-read on resume
+    d.pop("resume", None)
+    return d
+
+
+def _versions() -> dict[str, str]:
+    from proctor import __version__
+
+    return {"proctor": __version__, "python": sys.version.split()[0]}
+
+
+class _Progress:
+    """A live bar on a terminal; nothing otherwise (CI logs get the final table)."""
+
+    def __init__(self, total: int, done: int, enabled: bool):
+        self.bar = None
+        self.counts = {"pass": 0, "fail": 0, "error": 0}
+        if not enabled:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("[bold]running"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
+                            transient=True)
+        self.task = self.bar.add_task("trials", total=total, completed=done, counts="")
+        self.bar.start()
+
+    def advance(self, result: TrialResult) -> None:
+        self.counts[result.status] = self.counts.get(result.status, 0) + 1
+        if self.bar is not None:
+            c = self.counts
+            text = f"[green]{c['pass']} pass[/] [red]{c['fail']} fail[/] [yellow]{c['error']} error[/]"
+            self.bar.update(self.task, advance=1, counts=text)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _progress(total: int, done: int, options: RunOptions) -> _Progress:
+    return _Progress(total, done, not options.quiet and sys.stderr.isatty())
+
+
+def _print_outcome(planned: Planned, results: dict[str, Any]) -> None:
+    s = results["summary"]
+    if not planned.options.quiet:
+        try:
+            from rich.console import Console
+
+            from proctor.report.terminal import print_summary
+
+            print_summary(results, Console())
+        except ImportError:
+            pass
+    print(f"{s['passed']}/{s['trials']} passed, {s['failed']} failed, {s['errored']} errored "
+          f"({time.strftime('%H:%M:%S')})")
+    print(f"run: {planned.store.dir}")
+    for path in results.get("reports", []):
+        print(f"report: {path}")

@@ -1,0 +1,175 @@
+"""Database seeds: where the SQL comes from, and which line a failing statement starts on."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from proctor.errors import SetupError
+
+
+@dataclass(frozen=True)
+class Seed:
+    label: str  # what error messages call it: the file's path, or "inline seed of service 'db'"
+    sql: str
+    path: Path | None = None  # the file, when the seed is one
+
+    @property
+    def key(self) -> str:
+        """Same SQL, same template."""
+        return hashlib.sha256(self.sql.encode()).hexdigest()[:12]
+
+
+def load_seed(service: str, config: dict[str, Any], base_dir: Path) -> Seed | None:
+    """The seed of a database service, from `seed_file` (a path), `seed_sql` (inline SQL) or
+    `seed` (either: a value with a newline or a `;` is SQL, anything else a path). Relative
+    paths resolve against the spec file's directory."""
+    if config.get("seed_sql"):
+        return Seed(f"inline seed of service {service!r}", str(config["seed_sql"]))
+    raw = config.get("seed_file") or config.get("seed")
+    if not raw:
+        return None
+    if isinstance(raw, dict):  # seed: {file: x} / {sql: y}
+        if raw.get("sql"):
+            return Seed(f"inline seed of service {service!r}", str(raw["sql"]))
+        raw = raw.get("file") or raw.get("path")
+        if not raw:
+            return None
+    text = str(raw)
+    if "seed_file" not in config and ("\n" in text or ";" in text):
+        return Seed(f"inline seed of service {service!r}", text)
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        path = base_dir / path
+    try:
+        sql = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise SetupError(f"service {service!r}: seed file not found: {path}") from None
+    except OSError as e:
+        raise SetupError(f"service {service!r}: cannot read seed file {path}: {e.strerror}") from e
+    return Seed(str(path), sql, path)
+
+
+@dataclass(frozen=True)
+class Statement:
+    start_line: int  # 1-based line of the statement's first token
+    end_line: int  # line of its terminating `;` (or of the last token)
+
+
+_COPY_STDIN = re.compile(r"^\s*COPY\b.*\bFROM\s+STDIN\b", re.IGNORECASE | re.DOTALL)
+
+
+def statements(sql: str) -> list[Statement]:
+    """Split PostgreSQL (psql) SQL into statements, respecting quotes, dollar quotes,
+    comments, backslash meta-commands and `COPY ... FROM stdin` data. Only used to turn the
+    line psql reports (a statement's last line) into the line the statement starts on."""
+    out: list[Statement] = []
+    i, n, line = 0, len(sql), 1
+    start: int | None = None  # line of the current statement's first token
+    text_start = 0
+    depth = 0  # nested /* */ comments
+
+    def finish(end_line: int, end: int) -> None:
+        nonlocal start
+        if start is not None:
+            out.append(Statement(start, end_line))
+            if _COPY_STDIN.match(sql[text_start:end]):
+                skip_copy_data()
+        start = None
+
+    def skip_copy_data() -> None:
+        nonlocal i, line
+        nl = sql.find("\n", i)
+        if nl < 0:
+            i = n
+            return
+        line += 1
+        i = nl + 1
+        while i < n:
+            nl = sql.find("\n", i)
+            row = sql[i:nl if nl >= 0 else n]
+            i = n if nl < 0 else nl + 1
+            if nl >= 0:
+                line += 1
+            if row.rstrip("\r") == "\\.":
+                return
+
+    while i < n:
+        c = sql[i]
+        if depth:
+            if sql.startswith("*/", i):
+                depth -= 1
+                i += 2
+                continue
+            if sql.startswith("/*", i):
+                depth += 1
+                i += 2
+                continue
+            line += c == "\n"
+            i += 1
+            continue
+        if c == "\n":
+            line += 1
+            i += 1
+            continue
+        if c.isspace():
+            i += 1
+            continue
+        if sql.startswith("--", i):
+            nl = sql.find("\n", i)
+            i = n if nl < 0 else nl
+            continue
+        if sql.startswith("/*", i):
+            depth = 1
+            i += 2
+            continue
+        if start is None:
+            start, text_start = line, i
+            if c == "\\":  # a psql meta-command: ends at the end of the line
+                nl = sql.find("\n", i)
+                i = n if nl < 0 else nl
+                finish(line, i)
+                continue
+        if c == ";":
+            i += 1
+            finish(line, i)
+            continue
+        if c in "'\"":
+            escapes = c == "'" and i > 0 and sql[i - 1] in "eE"
+            j = i + 1
+            while j < n:
+                if escapes and sql[j] == "\\":
+                    j += 2
+                    continue
+                if sql[j] == c:
+                    if j + 1 < n and sql[j + 1] == c:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            line += sql.count("\n", i, j)
+            i = j + 1
+            continue
+        if c == "$":
+            m = re.match(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$", sql[i:i + 64])
+            if m:
+                tag = m.group(0)
+                close = sql.find(tag, i + len(tag))
+                j = n if close < 0 else close + len(tag)
+                line += sql.count("\n", i, j)
+                i = j
+                continue
+        i += 1
+    if start is not None:
+        out.append(Statement(start, line))
+    return out
+
+
+def statement_start(sql: str, reported_line: int) -> int:
+    """The start line of the statement psql reported as failing at `reported_line` (psql
+    reports the line where the statement ends). Ambiguous or unknown: the reported line."""
+    hits = [s for s in statements(sql) if s.end_line == reported_line]
+    return hits[0].start_line if len(hits) == 1 else reported_line

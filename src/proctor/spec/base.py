@@ -1,0 +1,36 @@
+"""What every spec model shares: unknown keys are errors, and a few field types."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME_RULE = "letters, digits and _, not starting with a digit"
+
+
+class SpecModel(BaseModel):
+    # Numbers where text is expected are taken as text (`output_equals: 100`), as YAML users expect.
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+
+def _env_value(v: Any) -> Any:
+    # `DEBUG: true` and `PORT: 8080` mean the strings a shell would see.
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    return "" if v is None else v
+
+
+def _env_names(v: Any) -> Any:
+    if isinstance(v, dict):
+        bad = [str(k) for k in v if not ENV_NAME.match(str(k))]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not an environment variable name ({ENV_NAME_RULE})")
+    return v
+
+
+EnvMap = Annotated[dict[str, Annotated[str, BeforeValidator(_env_value)]], BeforeValidator(_env_names)]

@@ -1,0 +1,117 @@
+"""Scenario `secrets:`: the model, and resolving each value when the spec loads."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+from pydantic import Field, field_validator, model_validator
+
+from proctor.spec.base import ENV_NAME, ENV_NAME_RULE, SpecModel
+
+SOURCE_KINDS = ("env", "env:VAR", "file:PATH", "command:CMD")
+COMMAND_TIMEOUT = 30  # seconds a `command:` secret may take
+
+
+class Secret(SpecModel):
+    """A value the agent may use but no trace, log, result or report shows (it is written as
+    `[REDACTED:NAME]`). Give `source` or `from`, not both; the default is `source: env`."""
+
+    name: str = Field(description="The name used in `{{ secrets.NAME }}`; the value is also "
+                      "exported to the sandbox as the environment variable NAME.")
+    source: str | None = Field(
+        None, description="Where the value comes from: `env` (variable NAME, the default), "
+        "`env:OTHER`, `file:PATH` (relative to the spec file; surrounding whitespace stripped) "
+        "or `command:CMD` (its stdout, stripped)."
+    )
+    from_: str | None = Field(
+        None, alias="from",
+        description="`static://VALUE` (a literal value) or `generated` (64 random hex "
+        "characters, new for every trial).",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not ENV_NAME.match(v):
+            raise ValueError(f"secret name {v!r} must be an environment variable name ({ENV_NAME_RULE})")
+        return v
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, v: str) -> str:
+        kind, _, arg = v.partition(":")
+        if kind not in ("env", "file", "command") or (kind != "env" and not arg.strip()):
+            raise ValueError(f"unknown secret source {v!r} (valid: {', '.join(SOURCE_KINDS)})")
+        return v
+
+    @field_validator("from_")
+    @classmethod
+    def _from(cls, v: str) -> str:
+        if v != "generated" and not v.startswith("static://"):
+            raise ValueError(f"unknown secret origin {v!r} (valid: static://VALUE, generated)")
+        return v
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> Secret:
+        if self.source is not None and self.from_ is not None:
+            raise ValueError("give either `source` or `from`, not both")
+        return self
+
+    @property
+    def generated(self) -> bool:
+        return self.from_ == "generated"
+
+
+class SecretUnavailable(Exception):
+    """The secret's value cannot be read now."""
+
+
+def resolve(secret: Secret, base_dir: str) -> str | None:
+    """The secret's value now; None for `from: generated` (a new value per trial)."""
+    name = secret.name
+    if secret.from_ is not None:
+        return None if secret.generated else secret.from_.removeprefix("static://")
+    kind, _, arg = (secret.source or "env").partition(":")
+    if kind == "env":
+        var = arg.strip() or name
+        value = os.environ.get(var)
+        if not value:
+            raise SecretUnavailable(f"secret {name!r}: environment variable {var} is not set; "
+                                    f"export {var}=... or change `source`")
+        return value
+    if kind == "file":
+        path = os.path.join(base_dir, os.path.expanduser(arg.strip()))
+        try:
+            with open(path, encoding="utf-8") as f:
+                value = f.read().strip()
+        except (OSError, UnicodeDecodeError) as e:
+            reason = getattr(e, "strerror", None) or e
+            raise SecretUnavailable(f"secret {name!r}: cannot read {path}: {reason}") from None
+        if not value:
+            raise SecretUnavailable(f"secret {name!r}: {path} is empty")
+        return value
+    return _run(name, arg, base_dir)
+
+
+def _run(name: str, command: str, base_dir: str) -> str:
+    # Own process group, killed whole on timeout, so nothing the command started outlives it.
+    with subprocess.Popen(["sh", "-c", command], cwd=base_dir, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=COMMAND_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise SecretUnavailable(f"secret {name!r}: command did not finish within "
+                                    f"{COMMAND_TIMEOUT} s") from None
+    if proc.returncode != 0:
+        last = (err.strip().splitlines() or [""])[-1][:200]
+        raise SecretUnavailable(f"secret {name!r}: command exited with {proc.returncode}"
+                                + (f": {last}" if last else ""))
+    value = out.strip()
+    if not value:
+        raise SecretUnavailable(f"secret {name!r}: command printed nothing")
+    return value

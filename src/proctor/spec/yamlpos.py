@@ -1,0 +1,182 @@
+"""YAML with positions: plain Python data plus the node tree, so any value's line:col can be
+found when (and only when) something is wrong with it.
+
+libyaml composes the node tree (fast, in C); our converter turns nodes into data in one pass,
+catching what PyYAML silently accepts: duplicate keys, non-scalar keys.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
+_SCALARS = SafeConstructor.yaml_constructors
+
+Path = tuple[str | int, ...]
+
+
+class YamlError(Exception):
+    """A file that is not readable YAML; line and col are 1-based."""
+
+    def __init__(self, line: int, col: int, message: str):
+        super().__init__(message)
+        self.line, self.col, self.message = line, col, message
+
+
+@dataclass
+class Doc:
+    """One parsed file."""
+
+    file: str  # as shown in messages
+    abspath: str
+    data: Any
+    root: Node | None
+    duplicates: list[tuple[Node, Node]] = field(default_factory=list)  # (first key, repeated key)
+
+    @property
+    def base_dir(self) -> str:
+        return os.path.dirname(self.abspath)
+
+
+def parse(text: str, file: str, abspath: str) -> Doc:
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        what = " ".join(p for p in (e.context, e.problem) if p) or "invalid YAML"
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise YamlError(line, col, f"YAML syntax error: {what}") from None
+    except yaml.YAMLError as e:  # e.g. a reader error without a mark
+        raise YamlError(1, 1, f"YAML syntax error: {e}") from None
+    finally:
+        loader.dispose()
+    conv = _Converter()
+    try:
+        data = conv.convert(root) if root is not None else None
+    except RecursionError:
+        raise YamlError(1, 1, "YAML is nested too deeply") from None
+    return Doc(file, abspath, data, root, conv.duplicates)
+
+
+class _Converter:
+    def __init__(self) -> None:
+        self.ctor = SafeConstructor()
+        self.memo: dict[int, Any] = {}  # anchors/aliases share one node object
+        self.duplicates: list[tuple[Node, Node]] = []
+
+    def convert(self, node: Node) -> Any:
+        if isinstance(node, ScalarNode):
+            if node.tag == _STR:
+                return node.value
+            ctor = _SCALARS.get(node.tag)
+            if ctor is None:
+                raise YamlError(*_pos(node), f"unsupported YAML tag {node.tag!r}; remove it")
+            return ctor(self.ctor, node)
+        done = self.memo.get(id(node))
+        if done is not None:
+            return done
+        if isinstance(node, SequenceNode):
+            out: Any = []
+            self.memo[id(node)] = out
+            out.extend(self.convert(v) for v in node.value)
+            return out
+        assert isinstance(node, MappingNode)
+        if any(k.tag == _MERGE for k, _ in node.value):
+            self.ctor.flatten_mapping(node)  # `<<: *anchor` merges, as PyYAML does
+        out = {}
+        self.memo[id(node)] = out
+        first: dict[Any, Node] = {}
+        for knode, vnode in node.value:
+            if not isinstance(knode, ScalarNode):
+                raise YamlError(*_pos(knode), "a mapping key must be a plain value, not a list or mapping")
+            key = self.convert(knode)
+            if key in first:
+                self.duplicates.append((first[key], knode))
+            first[key] = knode
+            out[key] = self.convert(vnode)
+        return out
+
+
+def _pos(node: Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+def _child(node: Node, elem: str | int) -> tuple[Node, Node] | None:
+    """(key node, value node) of a mapping entry, or (item, item) of a sequence entry."""
+    if isinstance(node, MappingNode):
+        want = elem if isinstance(elem, str) else str(elem)
+        for knode, vnode in reversed(node.value):  # the last duplicate wins, as in the data
+            if isinstance(knode, ScalarNode) and knode.value == want:
+                return knode, vnode
+    elif isinstance(node, SequenceNode) and isinstance(elem, int) and 0 <= elem < len(node.value):
+        item = node.value[elem]
+        return item, item
+    return None
+
+
+def locate(root: Node | None, path: Path, *, key: bool = False) -> tuple[int, int]:
+    """1-based (line, col) of the node at `path`; with key=True, of the mapping key naming it.
+    A path that leaves the tree (a missing field) points at the deepest node that exists."""
+    if root is None:
+        return 1, 1
+    node = root
+    for i, elem in enumerate(path):
+        hit = _child(node, elem)
+        if hit is None:
+            break
+        if key and i == len(path) - 1:
+            return _pos(hit[0])
+        node = hit[1]
+    return _pos(node)
+
+
+def path_of(root: Node | None, target: Node) -> Path:
+    """The path to a node (used only for rare problems found on nodes, e.g. duplicate keys)."""
+    if root is None:
+        return ()
+    stack: list[tuple[Node, Path]] = [(root, ())]
+    seen: set[int] = set()
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, MappingNode):
+            for knode, vnode in node.value:
+                p = (*path, knode.value if isinstance(knode, ScalarNode) else "?")
+                if knode is target:
+                    return p
+                stack.append((vnode, p))
+        elif isinstance(node, SequenceNode):
+            stack.extend((v, (*path, i)) for i, v in enumerate(node.value))
+    return ()
+
+
+def read(path: str, file: str) -> Doc:
+    """Read and parse one file; every way it can fail is a YamlError."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise YamlError(1, 1, f"cannot read file: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise YamlError(*_offset_pos(raw, e.start), "not a UTF-8 text file") from None
+    if "\x00" in text:
+        raise YamlError(*_offset_pos(raw, raw.index(b"\x00")), "not a text file (contains NUL bytes)")
+    return parse(text, file, os.path.abspath(path))
+
+
+def _offset_pos(raw: bytes, offset: int) -> tuple[int, int]:
+    line_start = raw.rfind(b"\n", 0, offset) + 1
+    return raw.count(b"\n", 0, offset) + 1, offset - line_start + 1

@@ -1,0 +1,183 @@
+"""Run directories (SPEC §5) and the SQLite index behind `proctor runs`.
+
+`results.jsonl` gets one line per finished trial, flushed as it finishes: a crash or a kill
+loses nothing finished, and `--resume` reads it to skip what is done. `results.json` is
+written at the end (and on Ctrl-C) from those lines, each trial exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from proctor.errors import UsageError
+from proctor.model import TrialResult
+
+
+def proctor_home() -> Path:
+    """Where runs and the index live: $PROCTOR_HOME, else ./.proctor."""
+    return Path(os.environ.get("PROCTOR_HOME") or ".proctor")
+
+
+def iso(ts: float | None = None) -> str:
+    return datetime.fromtimestamp(ts or time.time(), UTC).isoformat(timespec="seconds")
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+class RunStore:
+    def __init__(self, run_dir: Path, run_id: str):
+        self.dir = run_dir
+        self.run_id = run_id
+        self.trials_dir = run_dir / "trials"
+        self.jsonl_path = run_dir / "results.jsonl"
+        self._jsonl = None
+
+    @classmethod
+    def create(cls, output_dir: str | None) -> RunStore:
+        run_id = new_run_id()
+        run_dir = Path(output_dir) if output_dir else proctor_home() / "runs" / run_id
+        if (run_dir / "results.jsonl").exists():
+            raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to finish "
+                             "it, or choose another --output-dir")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return cls(run_dir.resolve(), run_id)
+
+    @classmethod
+    def open(cls, run_dir: str) -> RunStore:
+        path = Path(run_dir)
+        meta = path / "run.json"
+        if not meta.exists():
+            raise UsageError(f"{run_dir} is not a proctor run directory (no run.json)")
+        return cls(path.resolve(), read_json(meta)["run_id"])
+
+    # run.json ------------------------------------------------------------------------------
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        write_json(self.dir / "run.json", meta)
+
+    def read_meta(self) -> dict[str, Any]:
+        return read_json(self.dir / "run.json")
+
+    # results.jsonl -------------------------------------------------------------------------
+    def finished(self) -> dict[str, TrialResult]:
+        """Every trial already on disk, by id (a trial re-run later replaces the earlier
+        line). A line cut short by a kill is dropped, and the file rewritten without it, so
+        appending can go on safely."""
+        if not self.jsonl_path.exists():
+            return {}
+        done: dict[str, TrialResult] = {}
+        good: list[str] = []
+        raw = self.jsonl_path.read_text(encoding="utf-8", errors="replace")
+        for line in raw.splitlines():
+            try:
+                result = TrialResult.from_dict(json.loads(line))
+            except (ValueError, TypeError, KeyError):
+                continue
+            done[result.id] = result
+            good.append(line)
+        if len(good) != raw.count("\n") or (raw and not raw.endswith("\n")):
+            tmp = self.jsonl_path.with_suffix(".jsonl.tmp")
+            tmp.write_text("".join(line + "\n" for line in good), encoding="utf-8")
+            os.replace(tmp, self.jsonl_path)
+        return done
+
+    def append(self, result: TrialResult) -> None:
+        if self._jsonl is None:
+            self._jsonl = self.jsonl_path.open("a", encoding="utf-8")
+        self._jsonl.write(json.dumps(result.to_dict(), default=str) + "\n")
+        self._jsonl.flush()
+
+    def close(self) -> None:
+        if self._jsonl is not None:
+            os.fsync(self._jsonl.fileno())
+            self._jsonl.close()
+            self._jsonl = None
+
+    def trial_dir(self, trial_id: str) -> Path:
+        return self.trials_dir / trial_id
+
+    def write_results(self, results: dict[str, Any]) -> Path:
+        path = self.dir / "results.json"
+        write_json(path, results)
+        return path
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Atomically: a reader never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot read {path}: {e}") from None
+
+
+# The index -------------------------------------------------------------------------------
+
+_SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT PRIMARY KEY, dir TEXT NOT NULL, started_at TEXT, finished_at TEXT,
+  status TEXT, specs TEXT, trials INTEGER, passed INTEGER, failed INTEGER, errored INTEGER,
+  pass_rate REAL)"""
+
+
+def _index() -> sqlite3.Connection:
+    home = proctor_home()
+    home.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(home / "index.sqlite", timeout=10)
+    db.execute(_SCHEMA)
+    return db
+
+
+def index_run(run_id: str, run_dir: Path, *, started_at: str, status: str, specs: list[str],
+              finished_at: str | None = None, summary: dict[str, Any] | None = None) -> None:
+    s = summary or {}
+    try:
+        with _index() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, str(run_dir), started_at, finished_at, status, json.dumps(specs),
+                 s.get("trials"), s.get("passed"), s.get("failed"), s.get("errored"),
+                 s.get("pass_rate")))
+    except sqlite3.Error:
+        pass  # the index is a convenience; a locked or read-only home must not fail a run
+
+
+def list_runs(limit: int) -> list[dict[str, Any]]:
+    with _index() as db:
+        db.row_factory = sqlite3.Row
+        rows = db.execute("SELECT * FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?",
+                          (limit,)).fetchall()
+    return [dict(r) for r in rows]
+
+
+def runs_main(limit: int = 20) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = list_runs(limit)
+    console = Console()
+    if not rows:
+        console.print(f"no runs yet under {proctor_home()}")
+        return 0
+    table = Table("run", "started", "status", "trials", "pass rate", "specs", "directory",
+                  box=None, header_style="bold")
+    for r in rows:
+        rate = "" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}"
+        specs = ", ".join(Path(s).name for s in json.loads(r["specs"] or "[]"))
+        where = r["dir"] if Path(r["dir"]).exists() else f"{r['dir']} (deleted)"
+        table.add_row(r["run_id"], r["started_at"] or "", r["status"] or "",
+                      str(r["trials"] or 0), rate, specs, where)
+    console.print(table)
+    return 0
