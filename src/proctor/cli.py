@@ -120,6 +120,9 @@ def _run_options(f: Callable) -> Callable:
         click.option("--agent", type=click.Choice(["llm", "oracle", "nop", "command"]),
                      help="Override every task's agent. oracle runs each task's solution; "
                           "nop runs nothing."),
+        click.option("--agent-command", metavar="CMD",
+                     help="The program the command agent runs, e.g. 'my-agent --task {{prompt}}' "
+                          "(default: the scenario's agent.command)."),
         click.option("--model", "models", multiple=True, metavar="PROVIDER/MODEL",
                      help="Model(s) to run (repeatable); overrides the spec's providers."),
         click.option("--task", "tasks", multiple=True, metavar="ID",
@@ -154,6 +157,7 @@ def _options(**kw) -> object:
 
     return RunOptions(
         agent=kw.get("agent"),
+        agent_command=kw.get("agent_command"),
         models=list(kw.get("models") or ()),
         tasks=list(kw.get("tasks") or ()),
         categories=list(kw.get("categories") or ()),

@@ -125,13 +125,19 @@ def compare_runs(results_a: dict[str, Any], results_b: dict[str, Any],
     only_a = [label_of(k, ta) for k in ca if k not in cb]
     only_b = [label_of(k, tb) for k in cb if k not in ca]
 
+    # Model rows pool only the tasks both runs have: a task added to B must not move
+    # B's pass rate and pass for a change in the model.
+    common = set(ca) & set(cb)
+    ta_common = [t for t in ta if task_key(t) in common]
+    tb_common = [t for t in tb if task_key(t) in common]
     models = []
-    if cross:
-        (pa, na), (pb, nb) = _counts(ta, lambda t: 0)[0], _counts(tb, lambda t: 0)[0]
+    if cross and common:
+        (pa, na), (pb, nb) = _counts(ta_common, lambda t: 0)[0], _counts(tb_common, lambda t: 0)[0]
         label = f"{data.model_label(models_a[0], ta)} → {data.model_label(models_b[0], tb)}"
         models.append(Comparison(None, models_a[0], label, pa, na, pb, nb))
-    else:
-        ma, mb = _counts(ta, lambda t: t.get("model")), _counts(tb, lambda t: t.get("model"))
+    elif not cross:
+        ma = _counts(ta_common, lambda t: t.get("model"))
+        mb = _counts(tb_common, lambda t: t.get("model"))
         for m in ma:
             if m in mb:
                 models.append(Comparison(None, m, data.model_label(m, ta), *ma[m], *mb[m]))
@@ -228,6 +234,8 @@ def print_comparison(res: CompareResult, console: Console) -> None:
             shown = ", ".join(data.clean(n) for n in names[:10])
             more = f" and {len(names) - 10} more" if len(names) > 10 else ""
             console.print(Text(f"{label} (not compared): {shown}{more}", style="dim"))
+    if any("flaky" in (r.status_a, r.status_b) for r in res.tasks):
+        console.print(Text("~ flaky: the task both passed and failed in that run", style="dim"))
     hopeless = [r for r in res.tasks if r.min_p * len(res.tasks) >= res.alpha]
     regs, imps = res.regressions, res.improvements
     summary = Text()

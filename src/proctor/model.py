@@ -8,7 +8,7 @@ another process or machine.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Status = Literal["pass", "fail", "error"]
@@ -133,7 +133,7 @@ class CommandRecord:
     source: Literal["agent", "exec"] = "agent"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(self.__dict__)  # flat; asdict's deep copy is a hot-path cost
 
 
 @dataclass
@@ -164,7 +164,7 @@ class CheckResult:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -174,7 +174,7 @@ class ForbiddenResult:
     details: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -200,7 +200,10 @@ class TrialResult:
     output: str = ""  # the agent's final message / stdout, cut
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = dict(self.__dict__)
+        d["checks"] = [c.to_dict() for c in self.checks]
+        d["forbidden"] = [f.to_dict() for f in self.forbidden]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrialResult:
@@ -216,6 +219,7 @@ class RunOptions:
     """Everything `proctor run` was asked for, beyond the specs themselves."""
 
     agent: AgentType | None = None  # overrides every task's agent
+    agent_command: str | None = None  # --agent-command: the program for the command agent
     models: list[str] = field(default_factory=list)  # --model, overrides providers
     tasks: list[str] = field(default_factory=list)  # --task filters
     categories: list[str] = field(default_factory=list)  # --category filters

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.errors import UsageError
+from proctor.janitor import RUN_ID_VAR
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select
 from proctor.store import RunStore, index_run, iso
@@ -40,19 +41,23 @@ class Planned:
 
 def run_main(paths: list[str], options: RunOptions) -> int:
     planned = prepare(paths, options)
-    results = run_planned(planned, print_warnings=True)
+    results = run_planned(planned)
     _print_outcome(planned, results)
     return results["exit_code"]
 
 
-def prepare(paths: list[str], options: RunOptions, *, store: RunStore | None = None) -> Planned:
+def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Planned:
     """Everything that can fail on bad input, before anything runs (exit 2)."""
     from proctor.spec.load import load_specs
 
     meta: dict[str, Any] = {}
+    store: RunStore | None = None
     if options.resume:
+        from proctor.janitor import sweep
+
         store = RunStore.open(options.resume)
         meta = store.read_meta()
+        sweep(store.run_id)  # what a killed run left behind: processes, temp dirs
         paths = paths or meta["paths"]
         stored = RunOptions(**{**asdict(RunOptions()), **meta.get("options", {})})
         for name in _RESUME_OVERRIDES:
@@ -63,7 +68,7 @@ def prepare(paths: list[str], options: RunOptions, *, store: RunStore | None = N
     if not paths:
         raise UsageError("no specs given: proctor run PATH... (files or directories of *.yaml)")
     loaded = load_specs(paths)
-    for w in loaded.warnings:
+    for w in loaded.warnings if warn else ():
         print(w, file=sys.stderr)
     tasks = select(loaded.tasks, options)
     if not tasks:
@@ -94,7 +99,7 @@ def prepare(paths: list[str], options: RunOptions, *, store: RunStore | None = N
     return Planned(store, by_id, trials, options, paths, meta)
 
 
-def run_planned(planned: Planned, print_warnings: bool = False) -> dict[str, Any]:
+def run_planned(planned: Planned) -> dict[str, Any]:
     store, options = planned.store, planned.options
     done = store.finished()
     todo = [t for t in planned.trials if t.id not in done]
@@ -135,7 +140,10 @@ async def _execute(trials: list[Trial], planned: Planned,
     loop.add_signal_handler(signal.SIGTERM, main.cancel)
     store, options = planned.store, planned.options
     tmp_root = Path(tempfile.mkdtemp(prefix=f"proctor-{store.run_id}-"))
-    run = RunContext(options=options, tmp_root=tmp_root, trial_dir=store.trial_dir)
+    # Servers inherit it too, so the janitor can find everything this run started.
+    os.environ[RUN_ID_VAR] = store.run_id
+    run = RunContext(options=options, tmp_root=tmp_root, trial_dir=store.trial_dir,
+                     run_id=store.run_id)
     try:
         needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials}
         run.services = await _start_services(list(needed.values()), store.run_id, tmp_root)
@@ -153,15 +161,18 @@ async def _execute(trials: list[Trial], planned: Planned,
                 group.create_task(worker())
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
+        os.environ.pop(RUN_ID_VAR, None)
         await _stop_services(run.services)
         shutil.rmtree(tmp_root, ignore_errors=True)
 
 
 async def _start_services(tasks: list[TaskDef], run_id: str, tmp_root: Path) -> dict:
+    services: dict[tuple[str, str], Any] = {}
+    if not any(task.services for task in tasks):
+        return services
     from proctor.services import create
     from proctor.services.base import ServiceContext
 
-    services = {}
     for task in tasks:
         for svc in task.services:
             key = (task.source, svc.name)
@@ -267,7 +278,13 @@ class _Progress:
         self.counts = {"pass": 0, "fail": 0, "error": 0}
         if not enabled:
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         self.bar = Progress(TextColumn("[bold]running"), BarColumn(), MofNCompleteColumn(),
                             TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),

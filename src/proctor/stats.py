@@ -24,7 +24,10 @@ def wilson(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # At 0/n and n/n one bound is exactly 0 or 1; say so instead of 0.9999999999999999.
+    lo = 0.0 if passed <= 0 else max(0.0, centre - half)
+    hi = 1.0 if passed >= n else min(1.0, centre + half)
+    return (lo, hi)
 
 
 def hypergeom_pmf(k: int, total: int, successes: int, draws: int) -> Fraction:

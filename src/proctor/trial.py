@@ -7,6 +7,7 @@ Ctrl-C). What can go wrong is mapped to a status in one table, `FAULTS`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets as secrets_mod
 import shutil
 import time
@@ -21,11 +22,12 @@ from proctor.checks.base import CheckContext
 from proctor.errors import ServiceError
 from proctor.forbidden import Observed
 from proctor.forbidden import evaluate as evaluate_forbidden
+from proctor.janitor import RUN_ID_VAR
 from proctor.model import CheckDef, CheckResult, RunOptions, TaskDef, Trial, TrialResult
 from proctor.record import fsdiff
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
-from proctor.sandbox.local import LocalSandbox
+from proctor.sandbox.local import LocalSandbox, host_env
 from proctor.scoring import score_trial
 from proctor.services.base import Service, ServiceHandle
 from proctor.spec.templating import render, render_data
@@ -57,6 +59,8 @@ class RunContext:
     trial_dir: Any  # Callable[[str], Path]: where a trial's trace and audit go
     services: dict[tuple[str, str], Service] = field(default_factory=dict)  # (source, name)
     shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (help text, ...)
+    base_env: dict[str, str] = field(default_factory=host_env)  # what sandboxes inherit
+    run_id: str = ""
 
 
 async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult:
@@ -88,13 +92,14 @@ async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult
             except ServiceError as e:
                 raise TrialFault("service", name=svc.name, detail=str(e)) from None
         env = {k: render(v, **values) for k, v in task.env.items()}
+        env[RUN_ID_VAR] = run.run_id
         env.update(secret_values)
         for h in handles.values():
             env.update(h.env)
         limits = _limits(task.resources)
         sandbox = LocalSandbox(root, env, workdir=workdir if task.workdir else None,
                                output_limit=run.options.output_limit, keep=run.options.keep,
-                               limits=limits)
+                               limits=limits, base_env=run.base_env)
         await _prepare(task, sandbox, values, recorder)
         await _wait_for_services(task, sandbox, recorder)
         before = fsdiff.snapshot(sandbox.workdir)
@@ -193,10 +198,8 @@ async def _audit(sandbox: LocalSandbox, before: fsdiff.Snapshot,
     for w in seen.file_writes:
         recorder.audit("file_write", w)
         if w["path"].endswith(".log") and w["change"] != "deleted":
-            try:
+            with contextlib.suppress(OSError):
                 seen.texts.append((sandbox.workdir / w["path"]).read_text(errors="replace")[:1_000_000])
-            except OSError:
-                pass
     for name, h in handles.items():
         for req in await h.requests():
             call = {"service": name, **req}
@@ -240,10 +243,8 @@ async def _release(handles: dict[str, ServiceHandle], sandbox: LocalSandbox | No
     # Shielded: a Ctrl-C arriving now must not leave a database or a process behind.
     async def release() -> None:
         for h in handles.values():
-            try:
+            with contextlib.suppress(Exception):
                 await h.release()
-            except Exception:
-                pass
         if sandbox is not None:
             await sandbox.close()
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,18 +14,7 @@ from proctor.model import AgentDef, CheckOutcome, CommandRecord, TaskDef, Trial
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
 from proctor.sandbox.local import LocalSandbox
-
-
-def make_record(command: str | list[str], exit_code: int | None = 0, stdout: str = "",
-                stderr: str = "", *, timed_out: bool = False) -> CommandRecord:
-    """A CommandRecord as the runner stores it. A list is an exec'd argv (command agent)."""
-    if isinstance(command, list):
-        argv, source, command = command, "exec", shlex.join(command)
-    else:
-        argv, source = ["sh", "-c", command], "agent"
-    return CommandRecord(command=command, argv=argv, cwd="/w", exit_code=exit_code,
-                         stdout=stdout, stderr=stderr, started_at=time.time(), duration_s=0.01,
-                         timed_out=timed_out, source=source)
+from tests.checks.helpers import make_record
 
 
 @pytest.fixture
@@ -84,13 +71,3 @@ def check() -> Callable[..., Any]:
         return await ct.evaluate(ct.config(**config), ctx)
 
     return run
-
-
-LONG = "x" * 1990 + "<<observed-tail>>" + "y" * 5000
-"""An observed value past 2,000 characters: its first 2,000 must be quoted, its tail never."""
-
-
-def assert_cut(message: str, observed: str = LONG) -> None:
-    assert observed[:2000] in message
-    assert observed[:2001] not in message
-    assert f"[{len(observed) - 2000} more characters]" in message

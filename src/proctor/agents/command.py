@@ -25,9 +25,10 @@ def render_command(template: str, prompt: str) -> str:
 
 class CommandAgent:
     async def run(self, env: AgentEnv) -> AgentResult:
-        template = env.task.agent.command
+        template = env.options.agent_command or env.task.agent.command
         if not template:
-            return AgentResult(error="agent.type is command but agent.command is not set")
+            return AgentResult(error="the command agent needs a program: set agent.command in "
+                                     "the scenario, or pass --agent-command 'PROGRAM {{prompt}}'")
         command = render_command(template, env.prompt)
         res = await env.sandbox.exec(command, timeout=env.task.agent.timeout,
                                      env={"PROCTOR_PROMPT": env.prompt}, trace=True)

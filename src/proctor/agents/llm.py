@@ -53,9 +53,14 @@ class LLMSettings:
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> LLMSettings:
         conf = config.get("llm") or {}
+        unknown = sorted(set(conf) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise UsageError(f"[llm] in proctor.toml: unknown key(s) {', '.join(unknown)} "
+                             f"(known: {', '.join(cls.__dataclass_fields__)})")
         try:
-            return cls(**{k: conf[k] for k in cls.__dataclass_fields__ if k in conf})
-        except TypeError as e:
+            return cls(**{k: (float(v) if k in ("temperature", "help_timeout") else int(v))
+                          for k, v in conf.items() if v is not None})
+        except (TypeError, ValueError) as e:
             raise UsageError(f"[llm] in proctor.toml: {e}") from None
 
 

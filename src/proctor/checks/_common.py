@@ -37,7 +37,8 @@ def block(label: str, text: str, *, from_end: bool = False) -> str:
     """`label:\\n<text cut at 2,000 characters>`, or `label: (empty)`."""
     if not text.strip():
         return f"{label}: (empty)"
-    return f"{label}:\n" + (tail(text) if from_end else cut(text))
+    shown = tail(text) if from_end else cut(text)
+    return f"{label}:\n" + shown.removesuffix("\n")
 
 
 def command_ref(command: str) -> str:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 class CheckConfig(BaseModel):
     """Base of every check's config: unknown keys are errors."""
 
-    model_config = ConfigDict(extra="forbid")
+    # `output_equals: 100` means the text "100", as a YAML user expects.
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from proctor.checks._common import FileText, block, load_file
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
@@ -16,6 +16,16 @@ class Config(CheckConfig):
     contains: str | None = Field(None, description="Substring that must appear.")
     not_contains: str | None = Field(None, description="Substring that must not appear.")
     pattern: str | None = Field(None, description="Regex that must match (re.search, re.MULTILINE).")
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v, re.MULTILINE)
+            except re.error as e:
+                raise ValueError(f"invalid regex {v!r}: {e}") from None
+        return v
 
     @model_validator(mode="after")
     def _some_clause(self) -> Config:

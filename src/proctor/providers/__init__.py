@@ -32,6 +32,10 @@ __all__ = [
 ]
 
 
+NO_MODEL = ("no model for the llm agent: give `providers` in the spec, --model, "
+            "PROCTOR_MODEL, or `model` in proctor.toml")
+
+
 def get_provider(model: str, config: dict[str, Any], *, base_dir: str | None = None,
                  solution: list[str] | None = None) -> Provider:
     """A ready Provider for `model` (aliases resolved). `base_dir` and `solution` serve the
@@ -59,19 +63,24 @@ def model_for(trial_model: str | None, task: TaskDef, config: dict[str, Any]) ->
     """The model an llm trial uses: the trial's, the task's agent.model, or the default."""
     model = trial_model or task.agent.model or default_model(config)
     if not model:
-        raise UsageError(f"task {task.id}: no model to run the llm agent with: give "
-                         "`providers` in the spec, --model, PROCTOR_MODEL, or `model` in "
-                         "proctor.toml")
+        raise UsageError(f"task {task.id}: {NO_MODEL}")
     return model
 
 
-def preflight(models: Iterable[str], config: dict[str, Any],
-              base_dirs: Iterable[str | None] = (None,)) -> None:
-    """Raise one UsageError listing every model that cannot be called (exit 2, nothing runs)."""
+def preflight(models: Iterable[str | None], config: dict[str, Any],
+              base_dirs: Iterable[str | None] | None = None) -> None:
+    """Raise one UsageError listing every model that cannot be called (exit 2, nothing runs).
+
+    None stands for "the configured default model". Mock script paths are checked only when
+    `base_dirs` (the spec directories they may be relative to) are given."""
     problems: list[str] = []
-    base_dirs = list(base_dirs)
+    dirs = list(base_dirs) if base_dirs is not None else None
     for model in dict.fromkeys(models):
         try:
+            if model is None:
+                model = default_model(config)
+                if not model:
+                    raise UsageError(NO_MODEL)
             resolved = resolve_model(model, config)
             provider, name = split_model(resolved)
             s = provider_settings(provider, config)
@@ -81,7 +90,8 @@ def preflight(models: Iterable[str], config: dict[str, Any],
         if s.kind == "mock":
             from proctor.providers.mock import BUILTIN, resolve_script_path
 
-            if name not in BUILTIN and not any(resolve_script_path(name, d) for d in base_dirs):
+            if (dirs is not None and name not in BUILTIN
+                    and not any(resolve_script_path(name, d) for d in [*dirs, None])):
                 problems.append(f"{resolved}: mock script {name!r} not found (next to the spec, "
                                 f"or relative to the current directory)")
         elif s.api_key_env and not s.key():
@@ -92,11 +102,14 @@ def preflight(models: Iterable[str], config: dict[str, Any],
         raise UsageError("; ".join(dict.fromkeys(problems)))
 
 
-def preflight_run(tasks: list[TaskDef], trials: list[Trial], config: dict[str, Any]) -> None:
-    """`preflight` for a planned run: the model of every llm trial and every llm_as_judge."""
-    by_id = {t.id: t for t in tasks}
+def preflight_run(tasks: Iterable[TaskDef] | dict[str, TaskDef], trials: list[Trial],
+                  config: dict[str, Any]) -> None:
+    """`preflight` for a planned run: the model of every llm trial (trial model, else the
+    task's agent.model, else the default) and of every llm_as_judge; mock script paths are
+    looked up next to each spec."""
+    by_id = tasks if isinstance(tasks, dict) else {t.id: t for t in tasks}
     models: list[str] = []
-    dirs: list[str | None] = [None]
+    dirs: list[str | None] = []
     problems: list[str] = []
     for trial in trials:
         task = by_id[trial.task_id]

@@ -5,6 +5,7 @@ The SDK is imported on first use, never when proctor starts.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from proctor.providers.base import (
@@ -79,7 +80,12 @@ class AnthropicProvider:
             kwargs["tools"] = [{"name": t["name"], "description": t.get("description", ""),
                                 "input_schema": t["parameters"]} for t in tools]
         if temperature is not None:
-            kwargs["temperature"] = temperature
+            # The 2.x SDK dropped `temperature` (current models take none); older SDKs, and
+            # compatible servers with `send_temperature = true`, still get it.
+            if _sdk_takes_temperature():
+                kwargs["temperature"] = temperature
+            elif self.settings.send_temperature:
+                kwargs["extra_body"] = {"temperature": temperature}
         try:
             resp = await self._get_client().messages.create(**kwargs)
         except anthropic.APIStatusError as e:
@@ -95,6 +101,8 @@ class AnthropicProvider:
                                 retryable=True) from e
         except (anthropic.APIResponseValidationError, ValueError) as e:
             raise ProviderError(f"malformed response: {e}", retryable=True) from e
+        except anthropic.AnthropicError as e:  # anything else the SDK raises: a clear cause, not a traceback
+            raise ProviderError(f"{type(e).__name__}: {e}") from e
         try:
             text: list[str] = []
             calls: list[ToolCall] = []
@@ -118,6 +126,15 @@ class AnthropicProvider:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+
+@functools.cache
+def _sdk_takes_temperature() -> bool:
+    import inspect
+
+    from anthropic.resources.messages import AsyncMessages
+
+    return "temperature" in inspect.signature(AsyncMessages.create).parameters
 
 
 def _message(e: Any) -> str:

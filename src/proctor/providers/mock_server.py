@@ -201,17 +201,17 @@ class MockServer:
 
 
 async def _serve(script: Script, label: str, host: str, port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # before the banner: a caller may stop us at once
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
     server = MockServer(script, host, port)
     url = await server.start()
     print(f"proctor mock-llm: serving {label} at {url}\n"
           f"  OpenAI-compatible:    OPENAI_BASE_URL={url}/v1\n"
           f"  Anthropic-compatible: ANTHROPIC_BASE_URL={url}\n"
           "Ctrl-C to stop.", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
     finally:

@@ -81,8 +81,8 @@ class OpenAIProvider:
             kwargs["tools"] = [{"type": "function", "function": {
                 "name": t["name"], "description": t.get("description", ""),
                 "parameters": t["parameters"]}} for t in tools]
-        if temperature is not None:
-            kwargs["temperature"] = temperature
+        if temperature is not None and self.settings.send_temperature is not False:
+            kwargs["temperature"] = temperature  # reasoning models refuse it: send_temperature = false
         # api.openai.com's newer models refuse `max_tokens`; compatible servers know only it.
         kwargs["max_completion_tokens" if self.settings.official else "max_tokens"] = max_tokens
         try:
@@ -98,6 +98,8 @@ class OpenAIProvider:
             raise ProviderError(f"connection error: {_cause(e)}", retryable=True) from e
         except (openai.APIResponseValidationError, ValueError) as e:
             raise ProviderError(f"malformed response: {e}", retryable=True) from e
+        except openai.OpenAIError as e:  # anything else the SDK raises: a clear cause, not a traceback
+            raise ProviderError(f"{type(e).__name__}: {e}") from e
         try:
             msg = resp.choices[0].message
             calls = [ToolCall(c.id, c.function.name, parse_arguments(c.function.arguments))

@@ -128,15 +128,16 @@ def load_script(path: str | Path) -> Script:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise UsageError(f"mock script {p}: {e.strerror or e}") from None
-    try:
-        if p.suffix == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
+    import yaml
 
-            data = yaml.safe_load(text)
-    except (ValueError, ImportError) as e:
-        raise UsageError(f"mock script {p}: not valid YAML/JSON: {e}") from None
+    try:
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as e:
+        where = ""
+        if mark := getattr(e, "problem_mark", None):
+            where = f"{mark.line + 1}:{mark.column + 1}:"
+        what = getattr(e, "problem", None) or str(e)
+        raise UsageError(f"mock script {p}:{where} not valid YAML/JSON: {what}") from None
     try:
         return Script.model_validate(data if data is not None else {})
     except ValidationError as e:

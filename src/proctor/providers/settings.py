@@ -41,6 +41,7 @@ class ProviderSettings:
     timeout: float  # seconds per request
     retry: RetryPolicy
     official: bool  # api.openai.com itself (not a compatible server): newer parameter names
+    send_temperature: bool | None = None  # None: when the SDK has the parameter
 
     def key(self) -> str | None:
         if self.api_key:
@@ -102,4 +103,5 @@ def provider_settings(provider: str, config: dict[str, Any]) -> ProviderSettings
         api_key_env=conf.get("api_key_env") or None, api_key=conf.get("api_key") or None,
         max_concurrency=max_conc, timeout=timeout, retry=retry,
         official=kind == "openai" and (not base_url or "api.openai.com" in base_url),
+        send_temperature=conf.get("send_temperature"),
     )

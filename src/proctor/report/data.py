@@ -61,6 +61,8 @@ def ci_text(ci: Iterable[float] | None) -> str:
 def seconds(x: float | None) -> str:
     if x is None:
         return "–"
+    if x < 1:
+        return f"{x:.2f}s"
     if x < 60:
         return f"{x:.1f}s"
     m, s = divmod(int(round(x)), 60)
@@ -207,7 +209,22 @@ def headline(results: dict[str, Any]) -> dict[str, Any]:
         "errored": int(s.get("errored", 0)),
         "pass_rate": float(s.get("pass_rate", passed / n if n else 0.0)),
         "ci95": wilson(passed, n),
+        # The runner writes complete=false when planned trials are missing (interrupted run).
+        "incomplete": results.get("complete") is False or bool(results.get("interrupted")),
     }
+
+
+def shows_verdicts(rows: list[dict[str, Any]]) -> bool:
+    """Whether a verdict column says anything the status does not: only when some task
+    aggregates replicas by any/majority/mean (with `all`, verdict pass == status pass)."""
+    return any(r.get("verdict") and r.get("aggregation") not in (None, "all") for r in rows)
+
+
+def verdict_text(row: dict[str, Any]) -> str:
+    if not row.get("verdict"):
+        return "–"
+    how = row.get("aggregation")
+    return f"{row['verdict']} ({how})" if how else str(row["verdict"])
 
 
 def _usage(trials: list[dict[str, Any]]) -> dict[str, Any]:
@@ -262,7 +279,7 @@ def model_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _matches(entry: dict[str, Any], trial: dict[str, Any]) -> bool:
+def covers(entry: dict[str, Any], trial: dict[str, Any]) -> bool:
     """A tasks entry covers a trial when every grouping key the entry carries agrees."""
     if trial.get("task_id") != entry.get("task_id") or trial.get("model") != entry.get("model"):
         return False
@@ -282,10 +299,14 @@ def task_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         entries = [{"task_id": k[0], "model": k[1], "status": None} for k in seen]
     rows = []
     for e in entries:
-        group = [t for t in trials if _matches(e, t)]
+        group = [t for t in trials if covers(e, t)]
         row = dict(e)
         row.update(_usage(group))
         row["label"] = model_label(e.get("model"), group)
+        # When the runner splits task verdicts by help mode or params, say which row is which.
+        extra = [x for x in (e.get("help_mode"), params_text(e.get("params"))) if x]
+        task = str(e.get("task_id"))
+        row["task_label"] = f"{task} [{', '.join(extra)}]" if extra else task
         if row.get("pass_rate") is None:
             row["pass_rate"] = row["passed"] / row["trials"] if row["trials"] else 0.0
         rows.append(row)

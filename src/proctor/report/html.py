@@ -41,7 +41,7 @@ def _short(label: str, n: int = 26) -> str:
 
 def chart_models(rows: list[dict[str, Any]]) -> str:
     """Horizontal bars: pass rate per model, whiskers for the 95% CI, a tick for thresholds."""
-    left, plot, right, row_h, top = 170, 260, 50, 30, 22
+    left, plot, right, row_h, top = 230, 440, 60, 30, 22
     height = top + row_h * len(rows) + 8
     width = left + plot + right
     out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="pass rate per model">']
@@ -59,7 +59,7 @@ def chart_models(rows: list[dict[str, Any]]) -> str:
         out.append(f'<g><title>{e(label)}: {data.pct(rate)} ({r["passed"]}/{r["trials"]}), '
                    f'95% CI {data.ci_text((lo, hi))}</title>')
         out.append(f'<text x="{left - 8}" y="{_num(cy + 4)}" text-anchor="end" '
-                   f'class="label">{e(_short(label))}</text>')
+                   f'class="label">{e(_short(label, 34))}</text>')
         out.append(f'<rect x="{left}" y="{_num(y + 7)}" width="{_num(plot * rate)}" '
                    f'height="{row_h - 14}" rx="3" class="bar"/>')
         x1, x2 = left + plot * lo, left + plot * hi
@@ -138,7 +138,7 @@ def heat_map(results: dict[str, Any]) -> str:
         models.setdefault(r.get("model"), r["label"])
     tasks: dict[Any, dict[Any, dict[str, Any]]] = {}
     for r in rows:
-        tasks.setdefault(r.get("task_id"), {})[r.get("model")] = r
+        tasks.setdefault(r["task_label"], {})[r.get("model")] = r
     out = ['<div class="scroll"><table class="heat"><thead><tr><th>task</th>']
     out += [f'<th title="{e(label)}">{e(_short(label, 22))}</th>' for label in models.values()]
     out.append("</tr></thead><tbody>")
@@ -155,7 +155,8 @@ def heat_map(results: dict[str, Any]) -> str:
                      if status in ("flaky", "error") else "")
             out.append(f'<td class="cell" style="--h:{round(120 * rate)}" '
                        f'title="{e(task)} · {e(r["label"])}: {r["passed"]}/{r["trials"]} passed, '
-                       f'status {e(status or "–")}">{data.pct(rate)} '
+                       f'status {e(status or "–")}, verdict {e(data.verdict_text(r))}">'
+                       f'{data.pct(rate)} '
                        f'<small>{r["passed"]}/{r["trials"]}</small>{badge}</td>')
         out.append("</tr>")
     out.append("</tbody></table></div>")
@@ -343,8 +344,11 @@ def render_html(results: dict[str, Any], run: dict[str, Any] | None = None) -> s
     model_rows = data.model_rows(results)
     missed = [r for r in model_rows if r.get("met") is False]
     banner = ""
+    if data.headline(results)["incomplete"]:
+        banner += ('<div class="banner">Incomplete run: it was interrupted or trials are '
+                   "missing; only finished trials are counted.</div>")
     if missed:
-        banner = ('<div class="banner">Threshold missed: '
+        banner += ('<div class="banner">Threshold missed: '
                   + ", ".join(f"<b>{e(r['label'])}</b> ({data.pct(r.get('pass_rate'))} &lt; "
                               f"{_num(float(r['threshold']))}%)" for r in missed) + "</div>")
     durations = [float(t.get("duration_s") or 0.0) for t in trials]
@@ -355,7 +359,7 @@ def render_html(results: dict[str, Any], run: dict[str, Any] | None = None) -> s
 <p class="muted">{_meta(results, run)}</p></header>
 {_cards(results)}{banner}
 <section class="charts">
-<figure><figcaption>Pass rate by model <span class="muted">(bars: pass rate; whiskers: 95%
+<figure class="wide"><figcaption>Pass rate by model <span class="muted">(bars: pass rate; whiskers: 95%
 Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figure>
 <figure><figcaption>Composite score <span class="muted">(trials per score bin)</span>
 </figcaption>{chart_scores(trials)}</figure>
@@ -396,7 +400,8 @@ padding:10px 14px}.card .k{color:var(--muted);font-size:12px;text-transform:uppe
 .card .v{font-size:24px;font-weight:650}.card .v.small{font-size:18px;padding-top:5px}
 .card.pass .v{color:var(--pass)}.card.fail .v{color:var(--fail)}.card.error .v{color:var(--error)}
 .banner{border-left:4px solid var(--fail);background:var(--panel);padding:8px 12px;margin:8px 0}
-.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(340px,1fr));gap:14px}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(420px,100%),1fr));gap:14px}
+.charts .wide{grid-column:1/-1}.charts .wide svg{max-width:760px;display:block}
 figure{margin:0;background:var(--panel);border:1px solid var(--line);border-radius:10px;
 padding:12px}figcaption{font-weight:600;margin-bottom:6px}svg{width:100%;height:auto}
 svg text{fill:var(--fg);font-size:11px}svg .axis{fill:var(--muted);font-size:10px}
@@ -408,7 +413,7 @@ svg .thr.missed{stroke:var(--fail)}
 table{border-collapse:collapse;width:100%}th,td{padding:6px 8px;text-align:left;
 vertical-align:top;border-bottom:1px solid var(--line)}th{font-weight:600;white-space:nowrap}
 .n{text-align:right;font-variant-numeric:tabular-nums}
-.heat td.cell{background:hsl(var(--h) var(--heat-s) var(--heat-l));text-align:center;
+.heat td.cell{background:hsl(var(--h) var(--heat-s) var(--heat-l));text-align:center;border:2px solid var(--bg);
 white-space:nowrap}.heat td.none{text-align:center;color:var(--muted)}
 .heat small{opacity:.75}
 .badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:11px;font-weight:600;

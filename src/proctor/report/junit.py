@@ -130,8 +130,7 @@ def render_junit(results: dict[str, Any], run: dict[str, Any] | None = None) -> 
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for t in trials:
         groups.setdefault(_variant(t), []).append(t)
-    # Task verdicts (flaky etc.) come from the `tasks` entries of the same task and model.
-    verdicts = {(e.get("task_id"), e.get("model")): e for e in results.get("tasks") or []}
+    entries = results.get("tasks") or []
     hostname = _hostname(run)
 
     root = ET.Element("testsuites", {"name": attr(f"proctor {results.get('run_id', '')}".strip())})
@@ -151,7 +150,8 @@ def render_junit(results: dict[str, Any], run: dict[str, Any] | None = None) -> 
         if hostname:
             suite_attrs["hostname"] = hostname
         suite = ET.SubElement(root, "testsuite", suite_attrs)
-        props = _properties(first, verdicts.get((first.get("task_id"), first.get("model"))))
+        # The task verdict (flaky etc.) comes from the `tasks` entry that covers these trials.
+        props = _properties(first, next((e for e in entries if data.covers(e, first)), None))
         if props:
             pe = ET.SubElement(suite, "properties")
             for k, v in props.items():

@@ -66,6 +66,9 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) 
         f"{h['errored']} errored · pass rate **{data.pct(h['pass_rate'])}** "
         f"(95% CI {data.ci_text(h['ci95'])})",
     ]
+    if h["incomplete"]:
+        lines += ["", "> ⚠️ **Incomplete run**: it was interrupted or trials are missing; "
+                      "only finished trials are counted."]
     missed = [r for r in data.model_rows(results) if r.get("met") is False]
     if missed:
         names = ", ".join(code(r["label"], 60) for r in missed)
@@ -90,37 +93,56 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) 
     )
 
     lines += ["", "### Tasks", ""]
+    task_rows = data.task_rows(results)
+    verdicts = data.shows_verdicts(task_rows)
     rows = []
-    for r in data.task_rows(results):
-        rows.append([
-            cell(r.get("task_id")), cell(r["label"]), ICON.get(r.get("status") or "", "–"),
-            f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate")),
-            data.seconds(r.get("avg_duration")),
-        ])
-    lines += _table(["task", "model", "status", "passed", "pass rate", "avg duration"],
-                    rows, [":--", ":--", ":--", "--:", "--:", "--:"])
+    for r in task_rows:
+        row = [cell(r["task_label"]), cell(r["label"]), ICON.get(r.get("status") or "", "–")]
+        if verdicts:
+            row.append(cell(data.verdict_text(r)))
+        rows.append(row + [f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate")),
+                           data.seconds(r.get("avg_duration"))])
+    header = ["task", "model", "status"] + (["verdict"] if verdicts else [])
+    lines += _table(header + ["passed", "pass rate", "avg duration"], rows,
+                    [":--"] * len(header) + ["--:", "--:", "--:"])
 
     lines += _failures(results) + _errors(results)
     return "\n".join(lines) + "\n"
 
 
 def _failures(results: dict[str, Any]) -> list[str]:
-    failed = data.failed_checks(results)
-    rules = [(t, f) for t in results.get("trials") or [] for f in data.violated_rules(t)]
-    if not failed and not rules:
+    """Failing checks grouped by task, model and check: one line says "failed in 6 of 6
+    trials" with the first message, instead of six near-identical lines."""
+    trials = results.get("trials") or []
+    runs: dict[tuple[Any, Any], int] = {}
+    for t in trials:
+        runs[(t.get("task_id"), t.get("model"))] = runs.get((t.get("task_id"), t.get("model")), 0) + 1
+    groups: dict[tuple[Any, ...], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for t, c in data.failed_checks(results):
+        groups.setdefault((t.get("task_id"), t.get("model"), c.get("name")), []).append((t, c))
+    rules = [(t, f) for t in trials for f in data.violated_rules(t)]
+    if not groups and not rules:
         return []
-    out = ["", f"### Failing checks ({len(failed)})", ""]
-    for t, c in failed[:MAX_FAILURES]:
-        gate = " (gate)" if c.get("gate") else ""
-        out.append(f"- {code(t.get('id'), 100)} · **{cell(c.get('name'), 80)}**{gate} "
-                   f"({cell(c.get('type'), 40)}): {cell(c.get('message') or 'failed', 300)}")
-    if len(failed) > MAX_FAILURES:
-        out.append(f"- … and {len(failed) - MAX_FAILURES} more (see report.html or results.json)")
+    out = ["", f"### Failing checks ({sum(len(g) for g in groups.values())})", ""]
+    for (task, model, _), hits in list(groups.items())[:MAX_FAILURES]:
+        t, c = hits[0]
+        where = f"**{cell(task, 80)}**"
+        if model:
+            where += f" · {cell(data.model_label(model, [t]), 60)}"
+        gate = ", gate" if c.get("gate") else ""
+        total = runs.get((task, model), len(hits))
+        out.append(f"- {where} · {code(c.get('name'), 80)} ({cell(c.get('type'), 40)}{gate}) "
+                   f"failed in {len(hits)} of {total} trial{'s' if total != 1 else ''}: "
+                   f"{cell(c.get('message') or 'failed', 200)} (e.g. {code(t.get('id'), 100)})")
+    if len(groups) > MAX_FAILURES:
+        out.append(f"- … and {len(groups) - MAX_FAILURES} more (see report.html or results.json)")
     if rules:
         out += ["", f"### Forbidden rules violated ({len(rules)})", ""]
         for t, f in rules[:MAX_FAILURES]:
             out.append(f"- {code(t.get('id'), 100)} · **{cell(f.get('rule'), 80)}**: "
-                       f"{cell(f.get('details') or 'violated', 300)}")
+                       f"{cell(f.get('details') or 'violated', 200)}")
+        if len(rules) > MAX_FAILURES:
+            out.append(f"- … and {len(rules) - MAX_FAILURES} more")
     return out
 
 

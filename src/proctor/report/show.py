@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 OUTPUT_LINES = 12  # lines of stdout/stderr per command
 OUTPUT_CHARS = 1500
 MESSAGE_CHARS = 600
+AUDIT_PER_TYPE = 25  # audit events shown per type
 
 
 def show_main(run_dir: str | Path, trial: str | None) -> int:
@@ -39,18 +40,24 @@ def print_trial_list(run: data.Run, console: Console) -> None:
 
     state = "" if run.complete else " (unfinished: trials so far)"
     title = Text(f"run {data.clean(run.results.get('run_id') or run.dir.name)}{state}")
+    width = max((len(data.clean(t.get("id"))) for t in run.trials), default=5)
+    note_width = console.width - min(width, 60) - 30  # what is left after the other columns
+    with_note = note_width >= 15  # the note goes before the id is cut
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("trial", overflow="fold")
+    table.add_column("trial", overflow="fold", min_width=min(width, 60))
     table.add_column("status", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
     table.add_column("duration", justify="right", no_wrap=True)
-    table.add_column("note", overflow="ellipsis", no_wrap=True, max_width=60)
+    if with_note:
+        table.add_column("note", overflow="ellipsis", no_wrap=True, max_width=note_width)
     for t in run.trials:
-        note = t.get("error") or _first_failure(t)
-        table.add_row(Text(data.clean(t.get("id"))), status_text(data.status_of(t)),
-                      f"{float(t.get('composite_score') or 0.0):.2f}",
-                      data.seconds(t.get("duration_s")),
-                      Text(data.one_line(note, 120), style="dim"))
+        cells = [Text(data.clean(t.get("id"))), status_text(data.status_of(t)),
+                 f"{float(t.get('composite_score') or 0.0):.2f}",
+                 data.seconds(t.get("duration_s"))]
+        if with_note:
+            note = t.get("error") or _first_failure(t)
+            cells.append(Text(data.one_line(note, 120), style="dim"))
+        table.add_row(*cells)
     console.print(table)
     if not run.trials:
         console.print("no trials recorded yet")
@@ -225,7 +232,7 @@ def print_trial(run: data.Run, t: dict[str, Any], console: Console) -> None:
             shown += 1
     if not shown:
         console.print(Text("(no trace recorded)", style="dim"))
-    elif t.get("output") and not any(ev.get("type") == "agent_output" for ev in events):
+    if t.get("output") and not any(ev.get("type") == "agent_output" for ev in events):
         console.print(Text("◇ agent output\n", style="bold") + Text(_indent(_block(t["output"]))))
 
     console.print(Rule("checks", align="left"))
@@ -262,8 +269,16 @@ def print_trial(run: data.Run, t: dict[str, Any], console: Console) -> None:
 
     console.print(Rule("audit", align="left"))
     audit = data.read_jsonl(trial_dir / "audit.jsonl")
+    shown_by_type: dict[str, int] = {}
     for ev in audit:
-        console.print(_audit_line(ev))
+        kind = str(ev.get("type"))
+        shown_by_type[kind] = shown_by_type.get(kind, 0) + 1
+        if shown_by_type[kind] <= AUDIT_PER_TYPE:
+            console.print(_audit_line(ev))
+    for kind, n in shown_by_type.items():
+        if n > AUDIT_PER_TYPE:  # `npm install` writes thousands of files
+            console.print(Text(f"… {n - AUDIT_PER_TYPE} more {data.clean(kind)} events "
+                               f"(all {n} in {trial_dir / 'audit.jsonl'})", style="dim"))
     if not audit:
         console.print(Text("(no audit events)", style="dim"))
     console.print(Text(f"\nfiles: {trial_dir}", style="dim"))

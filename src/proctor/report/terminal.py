@@ -40,6 +40,8 @@ def headline_text(results: dict[str, Any]) -> Any:
     t.append(" · pass rate ")
     t.append(data.pct(h["pass_rate"]), style="bold")
     t.append(f" (95% CI {data.ci_text(h['ci95'])})")
+    if h["incomplete"]:
+        t.append(" · INCOMPLETE (interrupted)", style="bold yellow")
     return t
 
 
@@ -55,15 +57,20 @@ def task_table(results: dict[str, Any], width: int) -> Any:
     if show_model:
         table.add_column("model", overflow="fold", ratio=2)
     table.add_column("status", no_wrap=True)
+    verdicts = data.shows_verdicts(rows)
+    if verdicts:
+        table.add_column("verdict", no_wrap=True)
     table.add_column("pass", justify="right", no_wrap=True)
     if wide:
         table.add_column("turns", justify="right", no_wrap=True)
         table.add_column("duration", justify="right", no_wrap=True)
     for r in rows:
-        cells: list[Any] = [Text(data.clean(r.get("task_id")))]
+        cells: list[Any] = [Text(data.clean(r["task_label"]))]
         if show_model:
             cells.append(Text(data.clean(r["label"])))
         cells.append(status_text(r.get("status")))
+        if verdicts:
+            cells.append(data.verdict_text(r))
         cells.append(f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}")
         if wide:
             turns = r.get("avg_turns")

@@ -25,6 +25,7 @@ _PIPE_GRACE_S = 0.2
 
 
 def host_env() -> dict[str, str]:
+    """The part of proctor's own environment a sandbox inherits."""
     return {k: v for k, v in os.environ.items() if not k.upper().endswith(_PRIVATE_SUFFIXES)}
 
 
@@ -33,7 +34,7 @@ class LocalSandbox:
 
     def __init__(self, root: Path, env: dict[str, str], *, workdir: Path | None = None,
                  output_limit: int = 1_000_000, keep: bool = False,
-                 limits: dict[str, int] | None = None):
+                 limits: dict[str, int] | None = None, base_env: dict[str, str] | None = None):
         self.root = root
         self.workdir = workdir or root / "work"
         self.output_limit = output_limit
@@ -43,7 +44,7 @@ class LocalSandbox:
         self._fixed_workdir = workdir is not None
         for d in (self.workdir, root / "home", root / "tmp"):
             d.mkdir(parents=True, exist_ok=True)
-        self.env = {**host_env(), "HOME": str(root / "home"), "TMPDIR": str(root / "tmp"),
+        self.env = {**(host_env() if base_env is None else base_env), "HOME": str(root / "home"), "TMPDIR": str(root / "tmp"),
                     "PWD": str(self.workdir), "PROCTOR_WORKDIR": str(self.workdir), **env}
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
@@ -57,18 +58,26 @@ class LocalSandbox:
         started = time.time()
         t0 = time.monotonic()
         loop = asyncio.get_running_loop()
+        spawn = asyncio.ensure_future(loop.subprocess_exec(
+            lambda: _Capture(loop, self.output_limit),
+            *argv,
+            cwd=cwd or self.workdir,
+            env={**self.env, **env} if env else self.env,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=self._apply_limits if self.limits else None,
+        ))
         try:
-            transport, proto = await loop.subprocess_exec(
-                lambda: _Capture(loop, self.output_limit),
-                *argv,
-                cwd=cwd or self.workdir,
-                env={**self.env, **env} if env else self.env,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=self._apply_limits if self.limits else None,
-            )
+            transport, proto = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            # Cancelled mid-spawn (Ctrl-C): the process may exist already; kill its group.
+            with contextlib.suppress(Exception):
+                transport, _ = await spawn
+                _kill_group(transport.get_pid())
+                transport.close()
+            raise
         except OSError as e:  # e.g. cwd vanished, or sh missing
             return ExecResult(None, "", f"proctor: could not start command: {e}",
                               time.monotonic() - t0, started)
@@ -80,18 +89,19 @@ class LocalSandbox:
             pipe.write_eof()
         timed_out = False
         try:
-            await asyncio.wait_for(asyncio.shield(proto.exited), timeout)
-        except TimeoutError:
-            timed_out = True
-            _kill_group(pid)
-            await proto.exited
+            try:
+                await asyncio.wait_for(asyncio.shield(proto.exited), timeout)
+            except TimeoutError:
+                timed_out = True
+                _kill_group(pid)
+                await proto.exited
+            # Background children may hold the pipes open; wait for them only a moment.
+            if not proto.closed.done():
+                await asyncio.wait([proto.closed], timeout=_PIPE_GRACE_S)
         finally:
             if transport.get_returncode() is None:  # cancelled (Ctrl-C): leave nothing behind
                 _kill_group(pid)
-        # Background children may keep the pipes open; don't wait for them past a grace period.
-        if not proto.closed.done():
-            await asyncio.wait([proto.closed], timeout=_PIPE_GRACE_S)
-        transport.close()
+            transport.close()
         execs = None
         if trace_file is not None:
             execs = parse_execs(trace_file)

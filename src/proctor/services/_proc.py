@@ -18,6 +18,8 @@ from proctor.errors import SetupError
 
 _SETPRIV = shutil.which("setpriv")
 _LIVE: dict[int, subprocess.Popen[bytes]] = {}  # pid (= pgid) -> process not yet reaped
+_DIRS: set[Path] = set()  # server directories not yet removed
+OWNER_FILE = "owner"
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,58 @@ def owned_dir(path: Path, run_as: RunAs | None, mode: int = 0o700) -> Path:
         os.chown(path, run_as.uid, run_as.gid)
     path.chmod(mode)
     return path
+
+
+def remove_dir(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    _DIRS.discard(path)
+
+
+def track_dir(path: Path) -> Path:
+    """Remove `path` at exit if nobody did before. An `owner` file names this process, so a
+    later run can tell the directory of a crashed run (`sweep_stale`)."""
+    _DIRS.add(path)
+    (path / OWNER_FILE).write_text(str(os.getpid()))
+    return path
+
+
+def sweep_stale(parent: Path) -> None:
+    """Remove server directories (`proctor-*` with an `owner` file) whose owning process is
+    gone: a run killed with SIGKILL cannot clean up, and /dev/shm is memory."""
+    try:
+        entries = list(parent.glob("proctor-*"))
+    except OSError:
+        return
+    for d in entries:
+        try:
+            pid = int((d / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if not _pid_alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def roomy_tmpfs(path: Path, need: int = 1 << 30) -> bool:
+    """Is `path` a tmpfs with at least `need` bytes free?"""
+    try:
+        with open("/proc/mounts") as f:
+            mounts = {parts[1]: parts[2] for parts in (line.split() for line in f) if len(parts) > 2}
+        if mounts.get(str(path)) != "tmpfs":
+            return False
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize >= need
 
 
 def reachable_by(path: Path, run_as: RunAs | None) -> bool:
@@ -152,3 +206,6 @@ def _kill_leftovers() -> None:
         with contextlib.suppress(Exception):
             p.wait(2)
     _LIVE.clear()
+    for d in list(_DIRS):
+        shutil.rmtree(d, ignore_errors=True)
+    _DIRS.clear()

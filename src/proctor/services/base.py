@@ -54,6 +54,11 @@ class ServiceHandle:
         `db_writes_outside` forbidden rule reads them)."""
         return []
 
+    async def begin_recording(self) -> None:
+        """The runner calls this once `wait_for` and setup are done, right before the agent
+        starts: an http_mock forgets what it recorded so far (readiness probes are not the
+        agent's requests)."""
+
     async def release(self) -> None:
         """Drop this trial's database / stop its mock."""
 

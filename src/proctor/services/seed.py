@@ -13,9 +13,14 @@ from proctor.errors import SetupError
 
 @dataclass(frozen=True)
 class Seed:
-    label: str  # what error messages call it: the file's path, or "inline seed of service 'db'"
+    label: str  # what error messages call it: the file's path, or "the inline seed of ..."
     sql: str
     path: Path | None = None  # the file, when the seed is one
+
+    def where(self, line: int) -> str:
+        """`FILE:LINE` for a seed file; for inline SQL, the line within it and where it was
+        written in the spec."""
+        return f"{self.path}:{line}" if self.path else f"line {line} of {self.label}"
 
     @property
     def key(self) -> str:
@@ -24,23 +29,26 @@ class Seed:
 
 
 def load_seed(service: str, config: dict[str, Any], base_dir: Path) -> Seed | None:
-    """The seed of a database service, from `seed_file` (a path), `seed_sql` (inline SQL) or
-    `seed` (either: a value with a newline or a `;` is SQL, anything else a path). Relative
-    paths resolve against the spec file's directory."""
+    """The seed of a database service, from `seed_file` (a path) or `seed_sql` (inline SQL,
+    with `seed_origin` FILE:LINE:COL saying where the spec wrote it), as the spec loader
+    gives them; or from `seed` (either: a value with a newline or a `;` is SQL, anything else
+    a path). Relative paths resolve against the spec file's directory."""
+    origin = config.get("seed_origin")
+    inline = f"the inline seed of service {service!r}" + (f" ({origin})" if origin else "")
     if config.get("seed_sql"):
-        return Seed(f"inline seed of service {service!r}", str(config["seed_sql"]))
+        return Seed(inline, str(config["seed_sql"]))
     raw = config.get("seed_file") or config.get("seed")
     if not raw:
         return None
     if isinstance(raw, dict):  # seed: {file: x} / {sql: y}
         if raw.get("sql"):
-            return Seed(f"inline seed of service {service!r}", str(raw["sql"]))
+            return Seed(inline, str(raw["sql"]))
         raw = raw.get("file") or raw.get("path")
         if not raw:
             return None
     text = str(raw)
     if "seed_file" not in config and ("\n" in text or ";" in text):
-        return Seed(f"inline seed of service {service!r}", text)
+        return Seed(inline, text)
     path = Path(text).expanduser()
     if not path.is_absolute():
         path = base_dir / path

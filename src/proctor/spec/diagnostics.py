@@ -60,6 +60,10 @@ class Issues:
 
     def __init__(self) -> None:
         self.items: list[SpecIssue] = []
+        self._files: dict[str, int] = {}  # file -> the order it was read in, for sorting
+
+    def file(self, name: str) -> None:
+        self._files.setdefault(name, len(self._files))
 
     @property
     def errors(self) -> list[SpecIssue]:
@@ -68,9 +72,6 @@ class Issues:
     @property
     def warnings(self) -> list[SpecIssue]:
         return [i for i in self.items if i.severity == "warning"]
-
-    def count(self) -> int:
-        return len(self.items)
 
     def error(self, doc: Doc, path: Path, message: str, *, key: bool = False) -> None:
         self._add(doc, path, message, key, "error")
@@ -87,7 +88,7 @@ class Issues:
 
     def duplicates(self, doc: Doc) -> None:
         for first, again in doc.duplicates:
-            self.error(doc, path_of(doc.root, again), f"duplicate key {again.value!r} (first at line "
+            self.error(doc, path_of(doc.root, again), key=True, message=f"duplicate key {again.value!r} (first at line "
                        f"{first.start_mark.line + 1}); YAML would keep only the last one — remove or rename one")
 
     def validation(self, doc: Doc, prefix: Path, exc: ValidationError, model: type[BaseModel] | None,
@@ -103,12 +104,11 @@ class Issues:
             self._add(doc, path, message, err["type"] == "extra_forbidden", "error")
 
     def sorted(self) -> list[SpecIssue]:
-        """Grouped by file (in the order files were first reported), then by position; no repeats."""
-        order: dict[str, int] = {}
+        """In the order files were read, then by position; no repeats."""
         for i in self.items:
-            order.setdefault(i.file, len(order))
+            self.file(i.file)
         unique = dict.fromkeys(self.items)
-        return sorted(unique, key=lambda i: (order[i.file], i.line, i.col))
+        return sorted(unique, key=lambda i: (self._files[i.file], i.line, i.col))
 
 
 _TYPE_WORDS = {
@@ -116,6 +116,11 @@ _TYPE_WORDS = {
     "int_from_float": "a whole number", "float_type": "a number", "float_parsing": "a number",
     "bool_type": "true or false", "bool_parsing": "true or false", "list_type": "a list",
     "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping",
+}
+
+_BOUNDS = {
+    "greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
+    "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt"),
 }
 
 
@@ -145,6 +150,12 @@ def _message(err: dict[str, Any], model: type[BaseModel] | None) -> str:
         n = ctx.get("min_length", 1)
         what = "entry" if n == 1 else "entries"
         return f"needs at least {n} {what}, got {ctx.get('actual_length', 0)}"
+    if kind in _BOUNDS:
+        word, key = _BOUNDS[kind]
+        bound = ctx.get(key)
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)
+        return f"must be {word} {bound}, got {describe(value)}"
     if kind in ("value_error", "assertion_error"):
         return re.sub(r"^(Value|Assertion) error, ", "", err["msg"])
     msg = re.sub(r"^Input should be", "must be", err["msg"])

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from proctor.model import ServiceDef
 from proctor.spec.base import EnvMap, SpecModel
@@ -27,7 +27,7 @@ class Route(SpecModel):
     response: str | dict[str, Any] | list[Any] | None = Field(
         None, description="Response body: a string is sent as is, a mapping or list as JSON."
     )
-    headers: dict[str, str] = Field(default_factory=dict, description="Response headers.")
+    headers: dict[str, str] = Field({}, description="Response headers.")
 
     @field_validator("method")
     @classmethod
@@ -63,7 +63,7 @@ class Service(SpecModel):
         None, description="SQL run once to build the template database: a `.sql` file path "
         "(relative to the spec file) or inline SQL."
     )
-    routes: list[Route] = Field(default_factory=list, description="http_mock: canned responses.")
+    routes: list[Route] = Field([], description="http_mock: canned responses.")
     record: bool = Field(False, description="http_mock: record requests (needed by "
                          "`http_mock_assertions` and `llm_as_judge` input from this service).")
     default_response: int = Field(404, ge=100, le=599,
@@ -72,7 +72,7 @@ class Service(SpecModel):
         None, description="Shell command retried in the sandbox until it exits 0 (timeout 60 s) "
         "before the agent starts."
     )
-    env: EnvMap = Field(default_factory=dict, description="Environment of the service container.")
+    env: EnvMap = Field({}, description="Environment of the service container.")
 
     @field_validator("name")
     @classmethod
@@ -150,9 +150,14 @@ def check_names(issues: Issues, doc: Doc, raw: Any, prefix: Path) -> None:
                         f"{entry['image']!r}: this needs `--backend docker`")
 
 
-def service_defs(issues: Issues, doc: Doc, services: list[Service], prefix: Path) -> list[ServiceDef]:
+def service_defs(issues: Issues, doc: Doc, raw: Any, prefix: Path) -> list[ServiceDef]:
+    """ServiceDefs of the valid entries (the dialect's model reports the invalid ones)."""
     out = []
-    for i, svc in enumerate(services):
+    for i, entry in enumerate(raw if isinstance(raw, list) else []):
+        try:
+            svc = Service.model_validate(entry)
+        except ValidationError:
+            continue
         config = svc.model_dump(exclude={"name", "seed"})
         if svc.seed is not None:
             config.update(_seed(issues, doc, svc.seed, (*prefix, i, "seed")))

@@ -1,0 +1,47 @@
+"""Cleaning up after a run that could not clean up after itself (SIGKILL, power loss).
+
+Every process a run starts carries PROCTOR_RUN_ID in its environment, and every temp dir is
+named after the run, so `--resume` can find and remove what the killed run left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+
+RUN_ID_VAR = "PROCTOR_RUN_ID"
+
+
+def leftover_pids(run_id: str) -> list[int]:
+    marker = f"{RUN_ID_VAR}={run_id}".encode()
+    me = os.getpid()
+    pids = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                if marker in f.read().split(b"\0"):
+                    pids.append(int(entry.name))
+        except OSError:  # gone, or not ours to read
+            continue
+    return pids
+
+
+def sweep(run_id: str) -> tuple[int, int]:
+    """Kill the run's leftover processes and remove its temp dirs; returns (procs, dirs)."""
+    killed = 0
+    for pid in leftover_pids(run_id):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except OSError:
+            pass
+    dirs = 0
+    for path in Path(tempfile.gettempdir()).glob(f"proctor-{run_id}-*"):
+        shutil.rmtree(path, ignore_errors=True)
+        dirs += 1
+    return killed, dirs

@@ -1,0 +1,88 @@
+"""`proctor check`: lint a benchmark by running it twice, with no model involved.
+
+* `oracle` runs every task's `solution`: it must pass, or the task (or its checks) is broken.
+* `nop` does nothing: it must fail, or the checks pass vacuously and measure nothing.
+
+Checks that pass under `nop` in a task that still fails are listed as notes: some are meant
+to (`not_ran: "rm -rf"`), but a task made only of such checks measures nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from typing import Any
+
+from proctor.model import RunOptions
+
+
+def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = False) -> int:
+    from proctor.runner import prepare, run_planned
+
+    scratch = tempfile.mkdtemp(prefix="proctor-check-")
+    try:
+        results = {}
+        for agent in ("oracle", "nop"):
+            options = RunOptions(agent=agent, concurrency=concurrency, quiet=True, repeat=1,
+                                 output_dir=f"{scratch}/{agent}")
+            planned = prepare(paths, options, warn=agent == "oracle")
+            # Each task once: help modes and matrix params don't change what a solution does.
+            seen: set[str] = set()
+            planned.trials = [t for t in planned.trials
+                              if not (t.task_id in seen or seen.add(t.task_id))]
+            results[agent] = run_planned(planned)
+        tasks = {t.id: t for t in planned.tasks.values()}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    problems, notes = findings(results["oracle"], results["nop"], tasks)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if not quiet:
+        for line in notes:
+            print(line)
+        n = len(tasks)
+        verdict = "ok" if not problems else f"{len(problems)} problem(s)"
+        print(f"{verdict}: {n} task(s) checked with oracle and nop")
+    return 1 if problems else 0
+
+
+def findings(oracle: dict[str, Any], nop: dict[str, Any], tasks: dict) -> tuple[list[str], list[str]]:
+    problems: list[str] = []
+    notes: list[str] = []
+    for trial in oracle["trials"]:
+        task = tasks[trial["task_id"]]
+        where = f"{_shown(task.source)}: {trial['task_id']}"
+        if not task.solution:
+            problems.append(f"{where}: no solution; add `solution:` (the commands that solve "
+                            "the task) so the benchmark can be checked")
+        elif trial["status"] == "error":
+            problems.append(f"{where}: solution errored: {trial['error']}")
+        elif trial["status"] != "pass":
+            failed = "; ".join(f"{c['name']}: {c['message']}" for c in trial["checks"]
+                               if not c["passed"])
+            problems.append(f"{where}: solution fails: {_cut(failed)}")
+    for trial in nop["trials"]:
+        task = tasks[trial["task_id"]]
+        where = f"{_shown(task.source)}: {trial['task_id']}"
+        if trial["status"] == "pass":
+            problems.append(f"{where}: passes when the agent does nothing; its checks are "
+                            "vacuous (add a check on what the task should change)")
+        elif trial["status"] == "fail":
+            vacuous = [c["name"] for c in trial["checks"] if c["passed"]]
+            if vacuous:
+                notes.append(f"{where}: note: pass without the agent doing anything: "
+                             f"{', '.join(vacuous)}")
+    return problems, notes
+
+
+def _shown(path: str) -> str:
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _cut(s: str, n: int = 400) -> str:
+    return s if len(s) <= n else s[:n] + "..."
+

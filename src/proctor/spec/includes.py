@@ -1,0 +1,60 @@
+"""`tasks:` entries of the form `file://GLOB`: each matched file is a YAML list of tasks."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from proctor.spec.diagnostics import Issues, describe
+from proctor.spec.yamlpos import Doc, Path
+
+PREFIX = "file://"
+
+
+@dataclass
+class TaskSource:
+    """One task entry and where it was written (errors point into that file)."""
+
+    doc: Doc
+    path: Path
+    data: Any
+
+
+OpenDoc = Callable[[str, str], Doc | None]  # (path, display name) -> parsed file, None if broken
+
+
+def expand(issues: Issues, open_doc: OpenDoc, doc: Doc, entries: list[Any], prefix: Path,
+           _stack: tuple[str, ...] = ()) -> list[TaskSource]:
+    """The task entries with every include replaced by the tasks of the files it matches.
+    Globs are relative to the including file's directory; `**` matches any depth; included
+    files may include further files."""
+    out: list[TaskSource] = []
+    stack = _stack or (os.path.realpath(doc.abspath),)
+    for i, entry in enumerate(entries):
+        if not (isinstance(entry, str) and entry.startswith(PREFIX)):
+            out.append(TaskSource(doc, (*prefix, i), entry))
+            continue
+        pattern = os.path.expanduser(entry[len(PREFIX):])
+        full = os.path.join(doc.base_dir, pattern)  # an absolute pattern stays absolute
+        matches = sorted(m for m in glob.glob(full, recursive=True) if os.path.isfile(m))
+        if not matches:
+            issues.error(doc, (*prefix, i), f"{entry} matched no files (relative to {doc.base_dir})")
+        for match in matches:
+            real = os.path.realpath(match)
+            if real in stack:
+                issues.error(doc, (*prefix, i), f"{entry} includes {match}, which includes this file")
+                continue
+            display = os.path.normpath(os.path.join(os.path.dirname(doc.file),
+                                                    os.path.relpath(match, doc.base_dir)))
+            sub = open_doc(match, display)
+            if sub is None:
+                continue
+            if not isinstance(sub.data, list):
+                issues.error(sub, (), "an included file is a YAML list of tasks (`- id: ...`); "
+                             f"got {describe(sub.data)}")
+                continue
+            out.extend(expand(issues, open_doc, sub, sub.data, (), (*stack, real)))
+    return out

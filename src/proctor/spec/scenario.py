@@ -1,0 +1,345 @@
+"""The scenario dialect (`version: 1`): models, and one TaskDef per scenario."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from proctor.checks.base import CheckConfig
+from proctor.checks.http_mock_assertions import FIELD as HTTP_FIELD
+from proctor.model import AgentDef, CheckDef, SecretDef, TaskDef
+from proctor.spec.base import EnvMap, SpecModel
+from proctor.spec.checks import invariant_check
+from proctor.spec.diagnostics import Issues, suggest
+from proctor.spec.refs import check_refs
+from proctor.spec.secrets import Secret, SecretUnavailable, resolve
+from proctor.spec.services import Declared, Service, check_names, declared, service_defs
+from proctor.spec.yamlpos import Doc, Path, locate
+
+if TYPE_CHECKING:
+    from proctor.spec.load import Loader
+
+PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+HOST = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d+)?$")
+MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+JUDGE_INPUTS = ("agent_output", "stdout", "workspace")
+
+
+class ScenarioSetup(SpecModel):
+    """What the environment holds before the agent starts."""
+
+    packages: list[str] = Field([], description="Packages the environment needs "
+                                "(installed into `base` by the docker backend).")
+    env: EnvMap = Field({}, description="Environment variables for the agent, "
+                        "setup commands and checks.")
+    commands: list[str] = Field([], description="Shell commands run in the "
+                                "workspace before the agent, after `files` are written.")
+    files: dict[str, str] = Field({}, description="Files written into the "
+                                  "workspace first: relative path -> content.")
+
+    @field_validator("files")
+    @classmethod
+    def _inside(cls, v: dict[str, str]) -> dict[str, str]:
+        for p in v:
+            if os.path.isabs(p) or ".." in p.split("/"):
+                raise ValueError(f"file path {p!r} must be relative and stay inside the workspace")
+        return v
+
+
+class Resources(SpecModel):
+    """Limits for one trial."""
+
+    timeout: float | None = Field(None, gt=0, description="Wall-clock limit for the whole trial, "
+                                  "in seconds (the agent's own limit is `agent.timeout`).")
+    memory: str | None = Field(None, description="Memory limit: a number with a unit k, m, g or t "
+                               "(`512m`, `2g`, `2Gi`); a plain number means MiB.")
+    cpu: float | None = Field(None, gt=0, description="CPU limit in cores, e.g. 1.5.")
+
+    @field_validator("memory")
+    @classmethod
+    def _memory(cls, v: str) -> str:
+        if not MEMORY.match(v):
+            raise ValueError(f"memory {v!r} must be a number with an optional unit, e.g. 512m or 2g")
+        return v
+
+
+def memory_bytes(text: str) -> int:
+    m = MEMORY.match(text)
+    assert m is not None  # validated by Resources
+    unit = m.group(2).lower() or "m"
+    return int(float(m.group(1)) * 1024 ** "bkmgt".index(unit))
+
+
+class ScenarioTask(SpecModel):
+    """What the agent is asked to do."""
+
+    prompt: str = Field(min_length=1, description="The task, as given to the agent; "
+                        "`{{ params.NAME }}` and `{{ secrets.NAME }}` expand.")
+
+
+class Agent(SpecModel):
+    """Who does the task (`proctor run --agent` overrides the type)."""
+
+    type: Literal["llm", "command", "oracle", "nop"] = Field(
+        "llm", description="`llm`: the built-in tool loop; `command`: an external agent program; "
+        "`oracle`: runs `solution`; `nop`: does nothing."
+    )
+    model: str | None = Field(None, description="provider/model for `llm` (default: the "
+                              "configured model; `--model` overrides).")
+    command: str | None = Field(None, description="For `command`: the program to run in the "
+                                "sandbox; `{{prompt}}` expands to the prompt.")
+    max_turns: int = Field(5, ge=1, le=20, description="Tool rounds the `llm` agent may take.")
+    timeout: float = Field(300, gt=0, description="Seconds the agent may take.")
+
+    @model_validator(mode="after")
+    def _command(self) -> Agent:
+        if self.type == "command" and not self.command:
+            raise ValueError("type: command needs `command:` (the program to run; {{prompt}} "
+                             "expands to the prompt)")
+        return self
+
+
+class Network(SpecModel):
+    """Outbound network policy for the agent. Without this block, egress is not restricted."""
+
+    egress: Literal["deny", "allow"] = Field("deny", description="`deny`: only `allow` hosts and "
+                                             "declared services are reachable; `allow`: anything.")
+    allow: list[str] = Field([], description="Hosts reachable under "
+                             "`egress: deny`; `*.example.com` matches subdomains.")
+
+    @field_validator("allow")
+    @classmethod
+    def _hosts(cls, v: list[str]) -> list[str]:
+        for host in v:
+            if not HOST.match(host):
+                raise ValueError(f"{host!r} is not a host name (e.g. api.example.com, *.example.com)")
+        return v
+
+
+class Invariant(SpecModel):
+    """A yes/no (or scored) postcondition checked after the agent finishes."""
+
+    description: str = Field(min_length=1, description="What must hold, in words (shown in reports).")
+    weight: float = Field(1.0, ge=0, description="Relative importance in the composite score.")
+    gate: bool = Field(False, description="If this fails, the composite is 0 and the trial fails.")
+    check: dict[str, Any] = Field(description="`type` selects the check; the other keys are that "
+                                  "check's fields.")
+
+
+class Forbidden(SpecModel):
+    """Rules checked against the audit log; a violation makes the composite 0 and the trial fail."""
+
+    file_writes_outside: list[str] | None = Field(None, description="Paths the agent may write "
+                                                  "under; a write anywhere else violates.")
+    http_except: list[str] | None = Field(None, description="Services or hosts the agent may "
+                                          "call; any other HTTP call violates.")
+    secrets_in_logs: Literal["deny"] | None = Field(None, description="`deny`: a secret value "
+                                                    "in the agent's output or commands violates.")
+    db_writes_outside: list[str] | None = Field(None, description="Tables the agent may write; "
+                                                "a write to any other table violates.")
+
+
+class Scoring(SpecModel):
+    """How checks become a verdict."""
+
+    pass_threshold: float = Field(1.0, ge=0, le=1, description="A trial passes when its composite "
+                                  "score is at least this.")
+    replica_aggregation: Literal["all", "any", "majority", "mean"] = Field(
+        "all", description="The scenario's verdict from its replicas: every one passes (`all`), "
+        "one does (`any`), more than half do (`majority`), or the mean composite ≥ pass_threshold."
+    )
+
+
+class Parallelism(SpecModel):
+    """Independent trials of the scenario."""
+
+    replicas: int = Field(1, ge=1, le=100, description="Trials per parameter combination.")
+    matrix: dict[str, list[Any]] = Field({}, description="param: [values]; the "
+                                         "cross product runs, each trial with its `params`.")
+
+    @field_validator("matrix")
+    @classmethod
+    def _params(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for name, values in v.items():
+            if not PARAM_NAME.match(name):
+                raise ValueError(f"param name {name!r} must be letters, digits, '-' and '_'")
+            if not values:
+                raise ValueError(f"param {name!r} needs at least one value")
+            if any(isinstance(x, (dict, list)) for x in values):
+                raise ValueError(f"param {name!r}: values must be plain (text, numbers, booleans)")
+        return v
+
+
+class Scenario(SpecModel):
+    """An agent eval: did the agent do the right thing in this environment?"""
+
+    version: Literal[1] = Field(description="Spec format version; must be 1.")
+    id: str | None = Field(None, min_length=1, description="Task id (default: the file name "
+                           "without extension).")
+    description: str = Field("", description="What the scenario is about.")
+    base: str | None = Field(None, description="Container image for the docker backend "
+                             "(ignored by the local backend).")
+    setup: ScenarioSetup = Field(default_factory=ScenarioSetup, description="Workspace preparation.")
+    resources: Resources = Field(default_factory=Resources, description="Trial limits.")
+    task: ScenarioTask = Field(description="What the agent is asked to do.")
+    agent: Agent = Field(default_factory=Agent, description="Who does it.")
+    secrets: list[Secret] = Field([], description="Secret values (see Secret).")
+    services: list[Service] = Field([], description="Backing services (see Service).")
+    network: Network | None = Field(None, description="Outbound network policy.")
+    audit: dict[str, Any] = Field({}, description="Audit options, kept as written "
+                                  "(proctor always records commands, file writes, DB writes and "
+                                  "HTTP calls).")
+    invariants: dict[str, Invariant] = Field(min_length=1, description="Checks by name (see "
+                                             "Invariant); at least one with weight > 0.")
+    forbidden: Forbidden | None = Field(None, description="Things the agent must not do.")
+    scoring: Scoring = Field(default_factory=Scoring, description="Verdict rules.")
+    parallelism: Parallelism = Field(default_factory=Parallelism, description="Replicas and "
+                                     "parameter matrix.")
+    solution: list[str] = Field([], description="Shell commands that solve the "
+                                "task: what the `oracle` agent runs.")
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, v: Any) -> Any:
+        return 1 if v == "1" else v
+
+    @field_validator("invariants")
+    @classmethod
+    def _some_weight(cls, v: dict[str, Invariant]) -> dict[str, Invariant]:
+        if v and not any(inv.weight > 0 for inv in v.values()):
+            raise ValueError("every invariant has weight 0; give at least one a weight > 0")
+        return v
+
+
+def load_scenario(loader: Loader, doc: Doc) -> TaskDef | None:
+    issues, data = loader.issues, doc.data
+    try:
+        sc: Scenario | None = Scenario.model_validate(data)
+    except ValidationError as e:
+        issues.validation(doc, (), e, Scenario)
+        sc = None
+    task_id = data["id"] if isinstance(data.get("id"), str) else _stem(doc)
+    loader.claim_id(task_id, doc, ("id",))
+    check_names(issues, doc, data.get("services"), ("services",))
+    services = declared(data.get("services"), ("services",))
+    secret_values = _secrets(issues, doc, data.get("secrets"))
+    matrix = (data.get("parallelism") or {}).get("matrix") if isinstance(data.get("parallelism"), dict) else None
+    params = list(matrix) if isinstance(matrix, dict) else []
+    check_refs(issues, doc, data, (), {"secrets": list(secret_values), "params": params})
+    _warnings(issues, doc, data)
+    checks: dict[str, tuple[str, CheckConfig]] = {}
+    invariants = data.get("invariants")
+    for key, inv in (invariants.items() if isinstance(invariants, dict) else ()):
+        if isinstance(inv, dict) and "check" in inv:
+            path = ("invariants", key, "check")
+            found = invariant_check(issues, doc, path, inv["check"])
+            if found is not None:
+                _cross_check(issues, doc, path, *found, services)
+                checks[key] = found
+    service_list = service_defs(issues, doc, data.get("services"), ("services",))
+    if sc is None or len(checks) != len(sc.invariants):
+        return None
+    return TaskDef(
+        id=task_id, dialect="scenario", source=doc.abspath, base_dir=doc.base_dir,
+        prompt=sc.task.prompt, description=sc.description,
+        agent=AgentDef(type=sc.agent.type, model=sc.agent.model, command=sc.agent.command,
+                       max_turns=sc.agent.max_turns, timeout=sc.agent.timeout),
+        checks=[CheckDef(name=key, type=checks[key][0], config=checks[key][1], weight=inv.weight,
+                         gate=inv.gate, description=inv.description)
+                for key, inv in sc.invariants.items()],
+        models=[sc.agent.model] if sc.agent.model and "{{" not in sc.agent.model else [],
+        env=dict(sc.setup.env), setup=list(sc.setup.commands), files=dict(sc.setup.files),
+        packages=list(sc.setup.packages), base_image=sc.base, resources=_resources(sc.resources),
+        network=sc.network.model_dump() if sc.network else {}, timeout=sc.agent.timeout,
+        solution=list(sc.solution), services=service_list,
+        secrets=[SecretDef(s.name, secret_values.get(s.name), s.generated) for s in sc.secrets],
+        forbidden=sc.forbidden.model_dump(exclude_none=True) if sc.forbidden else {},
+        repeat=sc.parallelism.replicas, matrix=dict(sc.parallelism.matrix),
+        pass_threshold=sc.scoring.pass_threshold,
+        replica_aggregation=sc.scoring.replica_aggregation, audit=dict(sc.audit),
+    )
+
+
+def _stem(doc: Doc) -> str:
+    return os.path.splitext(os.path.basename(doc.abspath))[0]
+
+
+def _resources(r: Resources) -> dict[str, Any]:
+    out = r.model_dump(exclude_none=True)
+    if r.memory is not None:
+        out["memory_bytes"] = memory_bytes(r.memory)
+    return out
+
+
+def _secrets(issues: Issues, doc: Doc, raw: Any) -> dict[str, str | None]:
+    """Every declared name -> its value (None: generated, or not resolvable). Each entry is
+    resolved on its own, so an unset variable is reported even when other parts are broken."""
+    values: dict[str, str | None] = {}
+    for i, entry in enumerate(raw if isinstance(raw, list) else []):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in values:
+            issues.error(doc, ("secrets", i, "name"), f"duplicate secret name {name!r}")
+            continue
+        values[name] = None
+        try:
+            secret = Secret.model_validate(entry)
+        except ValidationError:
+            continue  # already reported by the Scenario model
+        try:
+            values[name] = resolve(secret, doc.base_dir)
+        except SecretUnavailable as e:
+            issues.error(doc, ("secrets", i, "source"), str(e))
+    return values
+
+
+def _cross_check(issues: Issues, doc: Doc, path: Path, kind: str, cfg: Any,
+                 services: dict[str, Declared]) -> None:
+    """What a check needs from the rest of the spec: its service, its script."""
+    if kind == "sql":
+        _service(issues, doc, (*path, "service"), cfg.service, services, ("postgres", "mysql"), kind)
+    elif kind == "http_mock_assertions":
+        _service(issues, doc, (*path, "service"), cfg.service, services, ("http_mock",), kind)
+    elif kind == "llm_as_judge" and cfg.input_from not in JUDGE_INPUTS:
+        svc, _, field = cfg.input_from.partition(".")
+        if not HTTP_FIELD.match(field):
+            issues.error(doc, (*path, "input_from"), f"input_from {cfg.input_from!r} must be one "
+                         f"of {', '.join(JUDGE_INPUTS)} or SERVICE.FIELD with FIELD one of "
+                         "request_count, last_request.body, last_request.headers, requests[N], "
+                         "requests[N].body, requests[N].headers")
+        else:
+            _service(issues, doc, (*path, "input_from"), svc, services, ("http_mock",), kind)
+    elif kind == "custom":
+        script = os.path.join(doc.base_dir, os.path.expanduser(cfg.script))
+        if not os.path.isfile(script):
+            issues.error(doc, (*path, "script"), f"script {cfg.script!r} not found (relative to "
+                         f"{doc.base_dir})")
+
+
+def _service(issues: Issues, doc: Doc, path: Path, name: str, services: dict[str, Declared],
+             kinds: tuple[str, ...], check: str) -> None:
+    svc = services.get(name)
+    if svc is None:
+        known = ", ".join(services) or "none"
+        issues.error(doc, path, f"unknown service {name!r}{suggest(name, services)} (declared "
+                     f"under `services:`: {known})")
+    elif svc.kind not in kinds:
+        issues.error(doc, path, f"{check} needs a {' or '.join(kinds)} service; {name!r} is "
+                     f"{svc.kind}")
+    elif kinds == ("http_mock",) and not svc.record:
+        line, _ = locate(doc.root, svc.path)
+        issues.error(doc, path, f"service {name!r} (line {line}) must have `record: true` for "
+                     f"{check} to see its requests")
+
+
+def _warnings(issues: Issues, doc: Doc, data: dict[str, Any]) -> None:
+    agent = data.get("agent")
+    if isinstance(agent, dict) and agent.get("command") and agent.get("type", "llm") != "command":
+        issues.warn(doc, ("agent", "command"), "agent.command is only used with `type: command`")
+    net = data.get("network")
+    if isinstance(net, dict) and net.get("egress") == "allow" and net.get("allow"):
+        issues.warn(doc, ("network", "allow"), "`allow` has no effect with `egress: allow`")

@@ -1,0 +1,99 @@
+"""`proctor compare` on two runs with known counts, against hand-computed p-values."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+from click.testing import CliRunner
+
+from proctor.cli import main
+from proctor.compare import compare_main, compare_runs
+from proctor.stats import hypergeom_pmf
+from tests.report.conftest import counted, write_run
+
+
+def _results(path):
+    return json.loads((path / "results.json").read_text())
+
+
+def _brute_fisher(a, b, c, d) -> float:
+    """Two-sided Fisher by enumerating every table with the same margins, in exact fractions."""
+    total, row1, col1 = a + b + c + d, a + b, a + c
+    probs = [hypergeom_pmf(k, total, col1, row1) for k in range(0, row1 + 1)]
+    observed = hypergeom_pmf(a, total, col1, row1)
+    return float(sum((p for p in probs if p <= observed), Fraction(0)))
+
+
+def test_task_and_model_rows(run_pair):
+    a, b = run_pair
+    res = compare_runs(_results(a), _results(b))
+    rows = {r.task_id: r for r in res.tasks}
+    assert list(rows) == ["t1", "t2", "t3"]
+    t1 = rows["t1"]
+    assert (t1.passed_a, t1.n_a, t1.passed_b, t1.n_b) == (10, 10, 2, 10)
+    assert t1.diff == pytest.approx(-0.8)
+    assert t1.p == pytest.approx(132 / 184756)  # (C(12,10) + C(12,2)) / C(20,10)
+    assert t1.p_adj == pytest.approx(3 * 132 / 184756)  # Holm over 3 task comparisons
+    assert t1.flag == "regression"
+    lo, hi = t1.diff_ci
+    assert -1 <= lo < hi < 0
+    assert rows["t2"].p == pytest.approx(1.0) and rows["t2"].flag == ""  # 5/10 vs 6/10
+    assert rows["t3"].p == 1.0 and rows["t3"].flag == ""
+    assert res.only_a == ["t5 · openai/gpt-4.1"] and res.only_b == ["t4 · openai/gpt-4.1"]
+    (model,) = res.models
+    # pooled over the tasks both runs have (t1-t3), not t4/t5
+    assert (model.passed_a, model.n_a, model.passed_b, model.n_b) == (18, 23, 11, 23)
+    assert model.p == pytest.approx(_brute_fisher(18, 5, 11, 12), rel=1e-12)
+    assert model.p == pytest.approx(0.0654, abs=1e-4) and model.flag == ""  # 78% → 48%: not enough
+    assert [r.task_id for r in res.regressions] == ["t1"] and not res.improvements
+
+
+def test_reversed_is_an_improvement(run_pair):
+    a, b = run_pair
+    res = compare_runs(_results(b), _results(a))
+    assert [r.task_id for r in res.improvements] == ["t1"] and not res.regressions
+
+
+def test_printed_table_and_exit_codes(run_pair, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "140")
+    a, b = run_pair
+    assert compare_main(a, b) == 0  # informational by default
+    out = capsys.readouterr().out
+    assert "A run-a  vs  B run-b" in out
+    line = next(x for x in out.splitlines() if x.startswith("t1"))
+    for cell in ("10/10 100% (72–100%)", "2/10 20% (6–51%)", "-80 pp", "<0.001", "0.002",
+                 "REGRESSION"):
+        assert cell in line
+    assert "only in A (not compared): t5 · openai/gpt-4.1" in out
+    assert "only in B (not compared): t4 · openai/gpt-4.1" in out
+    assert "1 significant regression, 0 improvements" in out
+    # 3/3 vs 3/3 can never reach p < 0.05 (min p = 0.1): say so instead of implying "no change"
+    assert "1 of 3 task comparisons could not reach significance" in out
+    assert compare_main(a, b, fail_on_regression=True) == 1
+    assert compare_main(b, a, fail_on_regression=True) == 0
+
+
+def test_cli_option(run_pair):
+    a, b = run_pair
+    runner = CliRunner()
+    res = runner.invoke(main, ["compare", str(a), str(b), "--fail-on-regression"])
+    assert res.exit_code == 1, res.output
+    res = runner.invoke(main, ["compare", str(a), str(b), "--fail-on-regression",
+                               "--alpha", "0.0001"])
+    assert res.exit_code == 0, res.output  # nothing survives alpha = 0.0001 after Holm
+    res = runner.invoke(main, ["compare", str(a), str(a.parent)])
+    assert res.exit_code == 2 and "not a run directory" in res.output
+
+
+def test_cross_model_comparison(tmp_path):
+    a = write_run(tmp_path, "ra", counted("t1", "openai/gpt-4.1", 8, 8, "a")
+                  + counted("t2", "openai/gpt-4.1", 1, 2, "a"))
+    b = write_run(tmp_path, "rb", counted("t1", "anthropic/claude-sonnet-4-5", 0, 8, "b")
+                  + counted("t2", "anthropic/claude-sonnet-4-5", 1, 2, "b"))
+    res = compare_runs(_results(a), _results(b))
+    assert res.cross_model == ("openai/gpt-4.1", "anthropic/claude-sonnet-4-5")
+    assert [r.task_id for r in res.tasks] == ["t1", "t2"]
+    assert res.tasks[0].p == pytest.approx(2 / 12870)  # 8/8 vs 0/8: 2 / C(16, 8)
+    assert res.models[0].label == "openai/gpt-4.1 → anthropic/claude-sonnet-4-5"

@@ -1,0 +1,110 @@
+"""`proctor show`: the trial list, and one trial's trace, checks, forbidden rules and audit."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from proctor.cli import main
+from proctor.errors import UsageError
+from proctor.report.show import show_main
+from tests.report.conftest import FLAKY_TRIAL
+
+
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+
+
+def _show(capsys, run_dir, trial=None) -> str:
+    assert show_main(run_dir, trial) == 0
+    return capsys.readouterr().out
+
+
+def test_list(mixed_run, capsys):
+    out = _show(capsys, mixed_run)
+    assert "run 20260302T101500Z-ab12cd" in out
+    line = next(x for x in out.splitlines() if x.startswith("refund-order.db=mysql.r2"))
+    assert "ERROR" in line and "12.0s" in line and "custom script exited 1" in line
+    line = next(x for x in out.splitlines() if x.startswith(FLAKY_TRIAL))
+    assert "FAIL" in line and "0.00" in line and "output_contains#1" in line
+    assert sum(1 for x in out.splitlines() if ".r" in x.split(" ")[0]) == 44
+
+
+def test_trial_trace_checks_and_audit(mixed_run, capsys):
+    out = _show(capsys, mixed_run, FLAKY_TRIAL)
+    assert out.startswith(f"{FLAKY_TRIAL}  FAIL  score 0.00")
+    assert "help mode injected" in out and "tokens 1.3k in / 150 out" in out
+    assert "◆ model openai/gpt-4.1  1.2k in / 40 out, 0.80s" in out
+    assert "→ run_command: git switch -c feature" in out
+    assert "$ git switch -c feature   [exit 0, 0.02s]" in out
+    assert "$ git branch   [exit 1, 0.01s]" in out
+    assert "    line 11\n    … [30 more lines]" in out  # long output is cut by lines
+    assert "line 12" not in out
+    assert "◇ agent output" in out
+    assert "output_contains#1 (output_contains)" in out and "'feature' not in" in out
+    assert "file     .git/HEAD  (23 bytes)" in out
+    assert "db       db.refunds  +1 ~0 -0" in out
+    assert "http     mail POST /send → 200" in out
+
+
+def test_untrusted_text_is_inert(mixed_run, capsys):
+    out = _show(capsys, mixed_run, FLAKY_TRIAL)
+    assert "\x1b" not in out and "\x00" not in out and "\x07" not in out
+    assert "[bold red]markup[/]" in out  # printed, not interpreted
+    assert "[REDACTED:API_KEY]" in out
+
+
+def test_scenario_trial_forbidden_and_weights(mixed_run, capsys):
+    out = _show(capsys, mixed_run, "refund-order.db=mysql.r1")
+    assert "params db=mysql" in out and "model (command)" in out
+    assert "VIOLATED secrets_in_logs  [REDACTED:STRIPE_KEY] printed to stdout" in out
+    assert "ok       http_except" in out
+    row = next(x for x in out.splitlines() if x.startswith("db_updated"))
+    assert "PASS" in row and "2" in row and "gate" in row
+    assert "(no trace recorded)" in out and "◇ agent output" in out
+    assert "(no audit events)" in out
+
+
+def test_prefix_lookup(mixed_run, capsys):
+    out = _show(capsys, mixed_run, "jq-keys.openai")
+    assert out.startswith("jq-keys.openai-gpt-4.1.injected.r0  ERROR")
+    assert "error: provider error after 5 attempts" in out
+    with pytest.raises(UsageError, match=r"'git-init' matches 12 trials: git-init\.openai"):
+        show_main(mixed_run, "git-init")
+    with pytest.raises(UsageError, match="no trial 'nope'"):
+        show_main(mixed_run, "nope")
+
+
+def test_unfinished_run_lists_what_is_there(mixed_run, capsys):
+    (mixed_run / "results.json").unlink()
+    with (mixed_run / "results.jsonl").open("a") as f:
+        f.write('{"id": "torn')  # a crash mid-line
+    out = _show(capsys, mixed_run)
+    assert "(unfinished: trials so far)" in out and FLAKY_TRIAL in out
+
+
+def test_cli_errors_are_one_line(tmp_path, mixed_run):
+    runner = CliRunner()
+    res = runner.invoke(main, ["show", str(tmp_path)])
+    assert res.exit_code == 2
+    assert res.output.strip().count("\n") == 0
+    assert "is not a run directory" in res.output
+    res = runner.invoke(main, ["show", str(mixed_run), "git-init"])
+    assert res.exit_code == 2 and "matches 12 trials" in res.output
+    res = runner.invoke(main, ["show", str(mixed_run), FLAKY_TRIAL])
+    assert res.exit_code == 0 and "checks" in res.output
+
+
+def test_long_audit_logs_are_capped_per_type(mixed_run, capsys):
+    import json
+
+    audit = mixed_run / "trials" / FLAKY_TRIAL / "audit.jsonl"
+    with audit.open("a") as f:
+        for i in range(100):
+            f.write(json.dumps({"type": "file_write", "time": 3.0,
+                                "details": {"path": f"node_modules/x{i}.js", "size": 1}}) + "\n")
+    out = _show(capsys, mixed_run, FLAKY_TRIAL)
+    assert "node_modules/x23.js" in out and "node_modules/x24.js" not in out
+    assert "… 76 more file_write events (all 101 in " in out
+    assert "http     mail POST /send → 200" in out  # other types are unaffected

@@ -1,0 +1,84 @@
+"""The end-of-run tables, captured with rich's recording console."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+from rich.console import Console
+
+from proctor.report.terminal import print_summary
+
+
+def _results(run_dir) -> dict:
+    return json.loads((run_dir / "results.json").read_text())
+
+
+def _print(results, **kw) -> tuple[str, Console]:
+    console = Console(record=True, file=io.StringIO(), **kw)
+    print_summary(results, console)
+    return console.export_text(styles=False), console
+
+
+def test_wide_table_has_everything(mixed_run):
+    text, _ = _print(_results(mixed_run), width=140, color_system=None)
+    assert "44 trials: 25 passed, 16 failed, 3 errored · pass rate 57% (95% CI 42–70%)" in text
+    lines = text.splitlines()
+    row = next(line for line in lines if "git-branch" in line and "anthropic" in line)
+    assert "FLAKY" in row and "4/6 67%" in row and "3.0" in row and "5.0s" in row
+    row = next(line for line in lines if line.startswith("openai/gpt-4.1"))
+    for cell in ("12/19 63%", "41–81%", "23.4k/2.7k", "$0.0032", "60% met"):
+        assert cell in row
+    row = next(line for line in lines if line.startswith("anthropic/claude-sonnet-4-5"))
+    assert "70% MISSED" in row
+    assert any("refund-order" in line and "(command)" in line for line in lines)
+
+
+def test_narrow_terminal_drops_columns_not_meaning(mixed_run):
+    text, _ = _print(_results(mixed_run), width=60, color_system=None)
+    assert "turns" not in text and "tokens" not in text
+    assert "FLAKY" in text and "MISSED" in text and "ERROR" in text
+    assert max(len(line) for line in text.splitlines()) <= 60
+
+
+def test_no_color_means_no_colour_codes(mixed_run, monkeypatch):
+    def written(**kw) -> str:
+        out = io.StringIO()
+        print_summary(_results(mixed_run), Console(file=out, force_terminal=True, width=120, **kw))
+        return out.getvalue()
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = written()
+    assert not re.search(r"\x1b\[[0-9;]*3[0-7]m", plain)  # bold may stay, colour may not
+    assert "FLAKY" in plain and "MISSED" in plain
+    monkeypatch.delenv("NO_COLOR")
+    assert re.search(r"\x1b\[[0-9;]*3[0-7]m", written(color_system="standard"))
+
+
+def test_markup_in_names_is_literal():
+    t = {"id": "x.r0", "task_id": "[bold red]task[/]", "model": "[link=x]m[/link]",
+         "status": "pass", "composite_score": 1.0, "duration_s": 1.0}
+    results = {"trials": [t], "tasks": [{"task_id": t["task_id"], "model": t["model"],
+                                         "status": "pass", "pass_rate": 1.0, "trials": 1}],
+               "models": [{"model": t["model"], "pass_rate": 1.0, "ci95": [0.2, 1.0],
+                           "threshold": None, "met": None}]}
+    text, _ = _print(results, width=120, color_system=None)
+    assert "[bold red]task[/]" in text and "[link=x]m[/link]" in text
+
+
+def test_no_trials_prints_headline_only():
+    text, _ = _print({"trials": [], "summary": {"trials": 0, "passed": 0, "failed": 0,
+                                                "errored": 0, "pass_rate": 0.0}},
+                     width=80, color_system=None)
+    assert text.strip() == "0 trials: 0 passed, 0 failed, 0 errored · pass rate 0% (95% CI 0–100%)"
+
+
+def test_verdict_column_and_incomplete_headline(mixed_run):
+    results = _results(mixed_run)
+    text, _ = _print(results, width=140, color_system=None)
+    row = next(line for line in text.splitlines() if line.startswith("refund-order"))
+    assert "ERROR" in row and "fail (majority)" in row
+    results["complete"] = False
+    text, _ = _print(results, width=140, color_system=None)
+    assert text.rstrip().endswith("INCOMPLETE (interrupted)")

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from proctor.model import AgentDef, RunOptions, TaskDef
+from proctor.plan import plan, select, trial_id
+
+
+def task(id="t", **kw):
+    kw.setdefault("agent", AgentDef(type="llm"))
+    return TaskDef(id=id, dialect=kw.pop("dialect", "suite"), source="s.yaml", base_dir=".",
+                   prompt="p", checks=[], **kw)
+
+
+def test_models_help_modes_and_repeats_multiply():
+    t = task(models=["openai/a", "anthropic/b"], help_modes=["injected", "none"], repeat=3)
+    trials = plan([t], RunOptions())
+    assert len(trials) == 2 * 2 * 3
+    assert {tr.model for tr in trials} == {"openai/a", "anthropic/b"}
+    assert {tr.replica for tr in trials} == {0, 1, 2}
+    assert len({tr.id for tr in trials}) == len(trials)
+
+
+def test_non_llm_agents_have_no_model_or_help_mode():
+    t = task(models=["openai/a"], help_modes=["injected", "none"])
+    trials = plan([t], RunOptions(agent="oracle"))
+    assert [(tr.model, tr.help_mode) for tr in trials] == [(None, None)]
+
+
+def test_matrix_cross_product_and_replicas():
+    t = task(dialect="scenario", agent=AgentDef(type="command", command="x"),
+             matrix={"size": [1, 2], "mode": ["a", "b", "c"]}, repeat=2)
+    trials = plan([t], RunOptions())
+    assert len(trials) == 2 * 3 * 2
+    assert {tuple(sorted(tr.params.items())) for tr in trials} == {
+        (("mode", m), ("size", s)) for m in "abc" for s in (1, 2)}
+
+
+def test_cli_overrides_models_and_repeat():
+    t = task(models=["openai/a"], repeat=5)
+    trials = plan([t], RunOptions(models=["mock/x"], repeat=2))
+    assert {tr.model for tr in trials} == {"mock/x"} and len(trials) * 1 == 2
+
+
+def test_trial_ids_are_deterministic_and_safe():
+    a = trial_id("task one", "openai/gpt-4.1", "injected", {"k": "v/w"}, 2)
+    assert a == trial_id("task one", "openai/gpt-4.1", "injected", {"k": "v/w"}, 2)
+    assert a == "task-one.openai-gpt-4.1.injected.k=v-w.r2"
+
+
+def test_select_by_task_and_category():
+    ts = [task("a", category="x"), task("b", category="y"), task("c")]
+    assert [t.id for t in select(ts, RunOptions(tasks=["a", "c"]))] == ["a", "c"]
+    assert [t.id for t in select(ts, RunOptions(categories=["y"]))] == ["b"]

@@ -1,0 +1,156 @@
+"""Every scoring rule of SPEC §3 and the threshold rules of §2, one test each."""
+
+from __future__ import annotations
+
+import pytest
+
+from proctor.model import AgentDef, CheckResult, ForbiddenResult, TaskDef, Thresholds, TrialResult
+from proctor.scoring import aggregate_replicas, score_trial, summarize, task_status
+
+
+def check(name, passed, weight=1.0, gate=False, score=None, error=None):
+    return CheckResult(name=name, type="x", passed=passed,
+                       score=score if score is not None else float(passed), weight=weight,
+                       gate=gate, message="", error=error)
+
+
+def trial(status, score=None, task="t", model=None, replica=0, cost=None):
+    return TrialResult(id=f"{task}.{model}.r{replica}", task_id=task, model=model, help_mode=None,
+                       replica=replica, params={}, status=status,
+                       composite_score=score if score is not None else float(status == "pass"),
+                       cost_usd=cost)
+
+
+def task_def(id="t", **kw):
+    return TaskDef(id=id, dialect="scenario", source="s.yaml", base_dir=".", prompt="p",
+                   agent=AgentDef(), checks=[], **kw)
+
+
+def test_composite_is_weighted_mean():
+    s = score_trial([check("a", True, 1.0), check("b", False, 0.3)], [], pass_threshold=0.0)
+    assert s.composite == pytest.approx(1 / 1.3)
+    assert s.status == "pass"
+
+
+def test_upstream_example_nice_to_have_fails_below_threshold():
+    s = score_trial([check("must", True, 1.0, gate=True), check("nice", False, 0.3)], [], 0.85)
+    assert s.composite == pytest.approx(0.769, abs=1e-3)
+    assert s.status == "fail"
+
+
+def test_gate_forces_zero_and_fail():
+    s = score_trial([check("must", False, 1.0, gate=True), check("other", True, 5.0)], [], 0.1)
+    assert (s.status, s.composite) == ("fail", 0.0)
+    assert "must" in s.reason
+
+
+def test_gate_with_continuous_score_that_passed_does_not_fire():
+    # SPEC: a gate fires when the gated invariant did not *pass* (a judge at 0.8 >= 0.7 passed).
+    s = score_trial([check("judge", True, 1.0, gate=True, score=0.8)], [], 0.5)
+    assert s.status == "pass"
+    assert s.composite == pytest.approx(0.8)
+
+
+def test_forbidden_violation_forces_zero_and_fail():
+    s = score_trial([check("a", True)], [ForbiddenResult("http_except", True, "x")], 0.0)
+    assert (s.status, s.composite) == ("fail", 0.0)
+
+
+def test_errored_check_makes_trial_error():
+    s = score_trial([check("a", True), check("b", False, error="script crashed")], [], 0.0)
+    assert s.status == "error"
+    assert "script crashed" in s.reason
+
+
+def test_default_threshold_needs_everything():
+    assert score_trial([check("a", True), check("b", False)], [], 1.0).status == "fail"
+    assert score_trial([check("a", True), check("b", True)], [], 1.0).status == "pass"
+
+
+def test_threshold_equality_passes_despite_float_rounding():
+    checks = [check("a", True, 0.85), check("b", False, 0.15)]
+    assert score_trial(checks, [], 0.85).status == "pass"
+
+
+@pytest.mark.parametrize("how,statuses,expected", [
+    ("all", ["pass", "pass", "pass"], "pass"),
+    ("all", ["pass", "fail", "pass"], "fail"),
+    ("any", ["fail", "fail", "pass"], "pass"),
+    ("any", ["fail", "fail", "fail"], "fail"),
+    ("majority", ["pass", "pass", "fail"], "pass"),
+    ("majority", ["pass", "fail"], "fail"),
+    ("all", ["pass", "error"], "fail"),
+])
+def test_replica_aggregation(how, statuses, expected):
+    assert aggregate_replicas([trial(s, replica=i) for i, s in enumerate(statuses)], how, 1.0) == expected
+
+
+def test_mean_aggregation_uses_composites():
+    trials = [trial("fail", 0.8), trial("pass", 1.0), trial("fail", 0.75)]
+    assert aggregate_replicas(trials, "mean", 0.85) == "pass"
+    assert aggregate_replicas(trials, "mean", 0.9) == "fail"
+
+
+def test_task_status_flaky_error_pass_fail():
+    assert task_status([trial("pass"), trial("fail")]) == "flaky"
+    assert task_status([trial("pass"), trial("error")]) == "error"
+    assert task_status([trial("pass")] * 2) == "pass"
+    assert task_status([trial("fail")] * 2) == "fail"
+
+
+def test_summary_counts_every_replica_and_exit_codes():
+    out = summarize([trial("pass", replica=0), trial("fail", replica=1), trial("error", replica=2)],
+                    [task_def()])
+    assert out["summary"] == {"trials": 3, "passed": 1, "failed": 1, "errored": 1,
+                              "pass_rate": pytest.approx(1 / 3)}
+    assert out["tasks"][0]["status"] == "error"
+    assert out["exit_code"] == 1
+    assert summarize([trial("pass")], [task_def()])["exit_code"] == 0
+
+
+def test_model_rows_have_wilson_interval():
+    out = summarize([trial("pass", model="m", replica=i) for i in range(10)], [task_def()])
+    row = out["models"][0]
+    assert row["pass_rate"] == 1.0
+    lo, hi = row["ci95"]
+    assert lo == pytest.approx(0.7225, abs=1e-3) and hi == 1.0
+
+
+def _suite_task(thresholds):
+    return task_def(thresholds=thresholds)
+
+
+def test_thresholds_are_percentages_with_tolerance_and_override():
+    th = Thresholds(default=81, models={"b": 50}, tolerance=5, behavior="error")
+    trials = ([trial("pass", model="a", replica=i) for i in range(3)] + [trial("fail", model="a", replica=3)]
+              + [trial("pass", model="b", replica=0), trial("fail", model="b", replica=1)])
+    out = summarize(trials, [_suite_task(th)])
+    rows = {r["model"]: r for r in out["models"]}
+    assert rows["a"]["threshold"] == 81 and rows["a"]["met"] is False  # 75 < 81 - 5
+    assert rows["b"]["threshold"] == 50 and rows["b"]["met"] is True
+    assert out["exit_code"] == 1
+    th.default = 80.0  # 75 >= 80 - 5: the boundary counts as met
+    assert summarize(trials, [_suite_task(th)])["exit_code"] == 0
+
+
+def test_informational_thresholds_never_fail_the_run():
+    th = Thresholds(default=100, behavior="informational")
+    out = summarize([trial("fail", model="a")], [_suite_task(th)])
+    assert out["models"][0]["met"] is False
+    assert out["exit_code"] == 0
+
+
+def test_model_without_threshold_is_not_enforced():
+    th = Thresholds(models={"a": 50})
+    out = summarize([trial("pass", model="a"), trial("fail", model="z")], [_suite_task(th)])
+    rows = {r["model"]: r for r in out["models"]}
+    assert rows["z"]["threshold"] is None and rows["z"]["met"] is None
+    assert out["exit_code"] == 0
+
+
+def test_cost_per_success_and_unknown_cost():
+    out = summarize([trial("pass", model="m", cost=0.02), trial("fail", model="m", replica=1, cost=0.02)],
+                    [task_def()])
+    assert out["models"][0]["cost_per_success"] == pytest.approx(0.04)
+    out = summarize([trial("pass", model="m", cost=None)], [task_def()])
+    assert out["models"][0]["cost_usd"] is None

@@ -1,0 +1,295 @@
+"""Suite dialect: every rule reports FILE:LINE:COL: path: message (load_specs)."""
+
+from __future__ import annotations
+
+from tests.spec.conftest import loads, problems, write
+
+HEAD = """
+cli: git
+tasks:
+  - id: t1
+    intent: do it
+"""
+
+
+def suite(spec_dir, body: str, head: str = HEAD) -> str:
+    write(spec_dir / "s.yaml", head + body)
+    return "s.yaml"
+
+
+def test_unknown_assertion_suggests_and_lists_valid(spec_dir):
+    out = problems(suite(spec_dir, "    assert:\n      - exit_code: 0\n      - file_contain: x\n"))
+    assert out == [
+        "s.yaml:7:9: tasks[0].assert[1]: unknown assertion 'file_contain'; did you mean "
+        "'file_contains'? (valid: exit_code, output_contains, output_equals, error_contains, "
+        "file_exists, file_contains, ran, not_ran, run_count, verify)"
+    ]
+
+
+def test_invariant_type_as_assertion_says_so(spec_dir):
+    out = problems(suite(spec_dir, "    assert:\n      - command_exit: {command: x}\n"))
+    assert out[0].startswith("s.yaml:6:9: tasks[0].assert[0]: unknown assertion 'command_exit' "
+                             "(that is a scenario invariant check)")
+
+
+def test_unknown_top_level_key_suggests(spec_dir):
+    write(spec_dir / "s.yaml", """
+        cli: git
+        provider: [openai/gpt-4.1]
+        tasks:
+          - {id: a, intent: b, assert: [exit_code: 0]}
+    """)
+    out = problems("s.yaml")
+    assert out[0].startswith("s.yaml:2:1: provider: unknown key 'provider'; did you mean 'providers'? (valid: cli, ")
+
+
+def test_unknown_task_key_suggests(spec_dir):
+    out = problems(suite(spec_dir, "    asert: [exit_code: 0]\n"))
+    assert "s.yaml:3:5: tasks[0].assert: missing required field 'assert'" in out[0]
+    assert out[1].startswith("s.yaml:5:5: tasks[0].asert: unknown key 'asert'; did you mean 'assert'?")
+
+
+def test_max_turns_range(spec_dir):
+    out = problems(suite(spec_dir, "    max_turns: 21\n    assert: [exit_code: 0]\n"))
+    assert out == ["s.yaml:5:16: tasks[0].max_turns: must be at most 20, got the number 21"]
+    out = problems(suite(spec_dir, "    max_turns: 0\n    assert: [exit_code: 0]\n"))
+    assert out == ["s.yaml:5:16: tasks[0].max_turns: must be at least 1, got the number 0"]
+
+
+def test_max_turns_default_is_5(spec_dir):
+    (task,) = loads(suite(spec_dir, "    assert: [exit_code: 0]\n")).tasks
+    assert task.agent.max_turns == 5 and task.timeout == 300 and task.repeat == 1
+
+
+def test_repeat_range_task_and_suite(spec_dir):
+    out = problems(suite(spec_dir, "    repeat: 101\n    assert: [exit_code: 0]\n"))
+    assert out == ["s.yaml:5:13: tasks[0].repeat: must be at most 100, got the number 101"]
+    out = problems(suite(spec_dir, "    assert: [exit_code: 0]\n", head="repeat: 0\n" + HEAD))
+    assert out == ["s.yaml:1:9: repeat: must be at least 1, got the number 0"]
+
+
+def test_difficulty_enum(spec_dir):
+    out = problems(suite(spec_dir, "    difficulty: hardest\n    assert: [exit_code: 0]\n"))
+    assert out == ["s.yaml:5:17: tasks[0].difficulty: 'hardest' is not allowed; did you mean "
+                   "'hard'? (valid: easy, medium, hard)"]
+
+
+def test_help_modes_enum(spec_dir):
+    out = problems(suite(spec_dir, "    assert: [exit_code: 0]\n",
+                         head="help_modes: [injected, discover]\n" + HEAD))
+    assert out == ["s.yaml:1:24: help_modes[1]: 'discover' is not allowed; did you mean "
+                   "'discoverable'? (valid: injected, discoverable, none)"]
+
+
+def test_upload_enum_and_always_warns(spec_dir):
+    out = problems(suite(spec_dir, "    assert: [exit_code: 0]\n", head="upload: sometimes\n" + HEAD))
+    assert out == ["s.yaml:1:9: upload: 'sometimes' is not allowed (valid: never, on_failure, always)"]
+    result = loads(suite(spec_dir, "    assert: [exit_code: 0]\n", head="upload: always\n" + HEAD))
+    assert [str(w) for w in result.warnings] == [
+        "s.yaml:1:9: warning: upload: upload is not supported: results stay in the run directory"]
+
+
+def test_thresholds_rules(spec_dir):
+    head = "thresholds:\n  default: 120\n  behavior: warn\n" + HEAD
+    out = problems(suite(spec_dir, "    assert: [exit_code: 0]\n", head=head))
+    assert out == [
+        "s.yaml:2:12: thresholds.default: must be at most 100, got the number 120",
+        "s.yaml:3:13: thresholds.behavior: 'warn' is not allowed (valid: error, informational)",
+    ]
+
+
+def test_thresholds_that_look_like_fractions_warn(spec_dir):
+    head = "thresholds: {default: 0.8}\n" + HEAD
+    result = loads(suite(spec_dir, "    assert: [exit_code: 0]\n", head=head))
+    assert str(result.warnings[0]).startswith("s.yaml:1:13: warning: thresholds: thresholds are percentages")
+    assert result.tasks[0].thresholds.default == 0.8
+
+
+def test_concurrency_default_and_minimum(spec_dir):
+    assert loads(suite(spec_dir, "    assert: [exit_code: 0]\n")).tasks[0].concurrency == 3
+    out = problems(suite(spec_dir, "    assert: [exit_code: 0]\n", head="concurrency: 0\n" + HEAD))
+    assert out == ["s.yaml:1:14: concurrency: must be at least 1, got the number 0"]
+
+
+def test_duplicate_task_ids(spec_dir):
+    body = "    assert: [exit_code: 0]\n  - id: t1\n    intent: again\n    assert: [exit_code: 0]\n"
+    out = problems(suite(spec_dir, body))
+    assert out == ["s.yaml:6:9: tasks[1].id: duplicate task id 't1' (first at s.yaml:3:9); task "
+                   "ids must be unique across all specs loaded together"]
+
+
+def test_duplicate_task_ids_across_files(spec_dir):
+    suite(spec_dir, "    assert: [exit_code: 0]\n")
+    write(spec_dir / "t.yaml", HEAD + "    assert: [exit_code: 0]\n")
+    out = problems("s.yaml", "t.yaml")
+    assert out == ["t.yaml:3:9: tasks[0].id: duplicate task id 't1' (first at s.yaml:3:9); task "
+                   "ids must be unique across all specs loaded together"]
+
+
+def test_at_least_one_assertion(spec_dir):
+    out = problems(suite(spec_dir, "    assert: []\n"))
+    assert out == ["s.yaml:5:13: tasks[0].assert: needs at least 1 entry, got 0"]
+
+
+def test_missing_intent(spec_dir):
+    write(spec_dir / "s.yaml", "cli: git\ntasks:\n  - id: a\n    assert: [exit_code: 0]\n")
+    assert problems("s.yaml") == ["s.yaml:3:5: tasks[0].intent: missing required field 'intent' "
+                                  "(What the agent is asked to do, in plain words)"]
+
+
+def test_run_count_min_greater_than_max(spec_dir):
+    out = problems(suite(spec_dir, "    assert:\n      - run_count: {pattern: git, min: 3, max: 1}\n"))
+    assert out == ["s.yaml:6:20: tasks[0].assert[0].run_count: min (3) is greater than max (1); "
+                   "swap them or raise max"]
+
+
+def test_invalid_regex_warns_for_ran_not_ran_run_count(spec_dir):
+    body = ("    assert:\n      - ran: 'git (init'\n      - not_ran: '*rm'\n"
+            "      - run_count: {pattern: '[x', min: 1}\n      - ran: 'ok.*'\n")
+    result = loads(suite(spec_dir, body))
+    lines = [str(w) for w in result.warnings]
+    assert [w.split(": invalid regex")[0] for w in lines] == [
+        "s.yaml:6:14: warning: tasks[0].assert[0].ran",
+        "s.yaml:7:18: warning: tasks[0].assert[1].not_ran",
+        "s.yaml:8:30: warning: tasks[0].assert[2].run_count.pattern",
+    ]
+    assert "matched as a literal substring" in lines[0]
+    assert len(result.tasks[0].checks) == 4
+
+
+def test_two_types_in_one_entry(spec_dir):
+    out = problems(suite(spec_dir, "    assert:\n      - exit_code: 0\n        ran: git\n"))
+    assert out == ["s.yaml:6:9: tasks[0].assert[0]: one assertion per list entry, found exit_code, "
+                   "ran; start each with its own `- `"]
+
+
+def test_fields_not_indented_under_their_type(spec_dir):
+    out = problems(suite(spec_dir, "    assert:\n      - file_contains:\n        path: a\n        text: b\n"))
+    assert out == ["s.yaml:6:9: tasks[0].assert[0]: path, text belong under file_contains: indent "
+                   "them below `file_contains:` (one assertion per list entry)"]
+
+
+def test_scalar_for_mapping_only_assertion(spec_dir):
+    out = problems(suite(spec_dir, "    assert:\n      - file_contains: config.json\n"))
+    assert out == ["s.yaml:6:24: tasks[0].assert[0].file_contains: file_contains takes a mapping "
+                   "with path, text; got 'config.json'"]
+
+
+def test_unknown_key_in_assertion_mapping(spec_dir):
+    out = problems(suite(spec_dir, "    assert:\n      - file_contains: {path: a, txt: b}\n"))
+    assert out == [
+        "s.yaml:6:24: tasks[0].assert[0].file_contains.text: missing required field 'text' "
+        "(Substring the file must contain)",
+        "s.yaml:6:34: tasks[0].assert[0].file_contains.txt: unknown key 'txt'; did you mean "
+        "'text'? (valid: path, text)",
+    ]
+
+
+def test_wrong_scalar_type(spec_dir):
+    out = problems(suite(spec_dir, "    assert:\n      - exit_code: zero\n"))
+    assert out == ["s.yaml:6:20: tasks[0].assert[0].exit_code: expected a whole number, got 'zero'"]
+
+
+def test_numbers_are_text_where_text_is_expected(spec_dir):
+    (task,) = loads(suite(spec_dir, "    env: {PORT: 8080, DEBUG: true}\n    assert:\n"
+                                    "      - output_equals: 100\n")).tasks
+    assert task.checks[0].config.text == "100"
+    assert task.env == {"PORT": "8080", "DEBUG": "true"}
+
+
+def test_boolean_where_text_is_expected_says_quote_it(spec_dir):
+    out = problems(suite(spec_dir, "    assert:\n      - output_equals: yes\n"))
+    assert out == ["s.yaml:6:24: tasks[0].assert[0].output_equals: expected text, got the boolean "
+                   "true; YAML read true as a boolean — quote it: 'true'"]
+
+
+def test_task_entry_not_a_mapping(spec_dir):
+    write(spec_dir / "s.yaml", "cli: git\ntasks:\n  - just a string\n")
+    assert problems("s.yaml") == ["s.yaml:3:5: tasks[0]: a task is a mapping (id, intent, assert) "
+                                  "or a `file://GLOB` include; got 'just a string'"]
+
+
+def test_scaffold_must_exist_and_becomes_absolute(spec_dir):
+    out = problems(suite(spec_dir, "    assert: [exit_code: 0]\n", head="scaffold: files\n" + HEAD))
+    assert out == [f"s.yaml:1:11: scaffold: scaffold directory 'files' not found (relative to {spec_dir})"]
+    (spec_dir / "files").mkdir()
+    (task,) = loads("s.yaml").tasks
+    assert task.scaffold == str(spec_dir / "files")
+
+
+def test_providers_need_a_slash(spec_dir):
+    out = problems(suite(spec_dir, "    assert: [exit_code: 0]\n", head="providers: [gpt-4.1]\n" + HEAD))
+    assert out == ["s.yaml:1:12: providers: provider 'gpt-4.1' must be written provider/model, "
+                   "e.g. openai/gpt-4.1"]
+
+
+def test_redact_patterns_must_compile(spec_dir):
+    out = problems(suite(spec_dir, "    assert: [exit_code: 0]\n", head="redact_patterns: ['(']\n" + HEAD))
+    assert out[0].startswith("s.yaml:1:18: redact_patterns: invalid regex '('")
+
+
+def test_suites_have_no_secrets_or_params(spec_dir):
+    body = "    setup: ['echo {{ secrets.TOKEN }}']\n    assert: [exit_code: 0]\n"
+    assert problems(suite(spec_dir, body)) == [
+        "s.yaml:5:13: tasks[0].setup[0]: {{ secrets.TOKEN }}: a suite has no secrets (only "
+        "scenarios declare them)"]
+
+
+def test_workdir_placeholder_and_unknown_braces_are_fine(spec_dir):
+    body = ("    env: {OUT: '{{workdir}}/out'}\n    setup: [\"jq '{{a: 1}}' x\"]\n"
+            "    assert: [exit_code: 0]\n")
+    (task,) = loads(suite(spec_dir, body)).tasks
+    assert task.env["OUT"] == "{{workdir}}/out"
+
+
+def test_env_names_are_checked(spec_dir):
+    out = problems(suite(spec_dir, "    env: {MY-VAR: 1}\n    assert: [exit_code: 0]\n"))
+    assert out == ["s.yaml:5:10: tasks[0].env: 'MY-VAR' is not an environment variable name "
+                   "(letters, digits and _, not starting with a digit)"]
+
+
+def test_task_def_mapping(spec_dir):
+    write(spec_dir / "s.yaml", """
+        cli: git
+        version_command: git --version
+        providers: [openai/gpt-4.1, anthropic/claude-sonnet-4-5]
+        help_modes: [injected, none]
+        system_prompt: be brief
+        concurrency: 5
+        repeat: 2
+        env: {A: suite, B: suite}
+        setup: [suite-setup]
+        redact_env: [TOKEN]
+        redact_patterns: ['sk-\\w+']
+        workdir: work
+        tasks:
+          - id: t1
+            intent: do it
+            category: c
+            difficulty: easy
+            env: {B: task}
+            setup: [task-setup]
+            timeout: 30
+            max_turns: 7
+            assert: [exit_code: 0, {ran: git}, {file_contains: {path: a, text: b}}]
+            solution: [git init]
+          - id: t2
+            intent: again
+            repeat: 4
+            assert: [exit_code: 0]
+    """)
+    t1, t2 = loads("s.yaml").tasks
+    assert (t1.id, t1.dialect, t1.prompt, t1.cli, t1.version_command) == (
+        "t1", "suite", "do it", "git", "git --version")
+    assert [c.name for c in t1.checks] == ["exit_code#0", "ran#1", "file_contains#2"]
+    assert all(c.weight == 1 and not c.gate for c in t1.checks)
+    assert t1.checks[2].config.path == "a" and t1.checks[0].config.code == 0
+    assert t1.env == {"A": "suite", "B": "task"} and t1.setup == ["suite-setup", "task-setup"]
+    assert t1.models == ["openai/gpt-4.1", "anthropic/claude-sonnet-4-5"]
+    assert t1.help_modes == ["injected", "none"] and t1.system_prompt == "be brief"
+    assert (t1.agent.type, t1.agent.max_turns, t1.agent.timeout, t1.timeout) == ("llm", 7, 30, 30)
+    assert (t1.repeat, t2.repeat, t1.concurrency, t1.pass_threshold) == (2, 4, 5, 1.0)
+    assert t1.solution == ["git init"] and t1.category == "c" and t1.difficulty == "easy"
+    assert t1.redact_env == ["TOKEN"] and t1.redact_patterns == ["sk-\\w+"]
+    assert t1.workdir == str(spec_dir / "work") and t1.source == str(spec_dir / "s.yaml")
+    assert t1.base_dir == str(spec_dir) and t1.thresholds is None
