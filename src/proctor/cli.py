@@ -141,7 +141,11 @@ def _run_options(f: Callable) -> Callable:
                      show_default=True, help="Where trials run."),
         click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
                      show_default=True, help="Run trials in this process, or on a Ray cluster."),
-        click.option("--keep", is_flag=True, help="Keep each trial's workdir for inspection."),
+        click.option("--keep", is_flag=True,
+                     help="Keep each trial's sandbox (workdir, HOME, TMPDIR) under RUN_DIR/workdirs/."),
+        click.option("--output-limit", type=click.IntRange(1_000), metavar="BYTES",
+                     help="Bytes of stdout and of stderr kept per command (default 1000000); "
+                          "the rest is counted and dropped."),
         click.option("--quiet", "-q", is_flag=True, help="No progress bar or table."),
         click.option("--config", "config_path", type=click.Path(dir_okay=False),
                      help="proctor.toml to read (default: ./proctor.toml if present)."),
@@ -169,6 +173,7 @@ def _options(**kw) -> object:
         backend=kw.get("backend") or "local",
         executor=kw.get("executor") or "local",
         keep=bool(kw.get("keep")),
+        **({"output_limit": kw["output_limit"]} if kw.get("output_limit") else {}),
         quiet=bool(kw.get("quiet")),
         config=load_config(kw.get("config_path")),
     )

@@ -142,7 +142,8 @@ async def _execute(trials: list[Trial], planned: Planned,
     tmp_root = Path(tempfile.mkdtemp(prefix=f"proctor-{store.run_id}-"))
     # Servers inherit it too, so the janitor can find everything this run started.
     os.environ[RUN_ID_VAR] = store.run_id
-    run = RunContext(options=options, tmp_root=tmp_root, trial_dir=store.trial_dir,
+    sandbox_root = store.dir / "workdirs" if options.keep else tmp_root
+    run = RunContext(options=options, sandbox_root=sandbox_root, trial_dir=store.trial_dir,
                      run_id=store.run_id)
     try:
         needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials}
@@ -239,15 +240,14 @@ def _concurrency(planned: Planned) -> int:
 
 
 def _preflight(trials: list[Trial], tasks: dict[str, TaskDef], options: RunOptions) -> None:
-    """Missing API keys and unknown providers are found before any trial runs."""
-    models = sorted({t.model or "" for t in trials if t.agent == "llm"})
-    judges = sorted({c.config.model for t in tasks.values() for c in t.checks
-                     if c.type == "llm_as_judge"})
-    if not models and not judges:
+    """Missing API keys, unknown providers and missing mock scripts are found before any
+    trial runs (exit 2)."""
+    if not any(t.agent == "llm" for t in trials) and not any(
+            c.type == "llm_as_judge" for t in tasks.values() for c in t.checks):
         return
-    from proctor.providers import preflight
+    from proctor.providers import preflight_run
 
-    preflight([m or None for m in models] + judges, options.config)
+    preflight_run(tasks, trials, options.config)
 
 
 def _nothing_selected(options: RunOptions) -> str:

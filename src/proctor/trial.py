@@ -55,7 +55,7 @@ class RunContext:
     """What every trial of a run shares."""
 
     options: RunOptions
-    tmp_root: Path  # per-trial sandboxes go here
+    sandbox_root: Path  # per-trial sandboxes go here (a temp dir; RUN_DIR/workdirs with --keep)
     trial_dir: Any  # Callable[[str], Path]: where a trial's trace and audit go
     services: dict[tuple[str, str], Service] = field(default_factory=dict)  # (source, name)
     shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (help text, ...)
@@ -83,7 +83,7 @@ async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult
     handles: dict[str, ServiceHandle] = {}
     sandbox: LocalSandbox | None = None
     try:
-        root = run.tmp_root / trial.id
+        root = run.sandbox_root / trial.id
         workdir = Path(task.workdir) if task.workdir else root / "work"
         values = {"params": trial.params, "secrets": secret_values, "workdir": str(workdir)}
         for svc in task.services:

@@ -139,3 +139,9 @@ def test_init_writes_examples_that_validate_and_refuses_to_overwrite(spec_dir):
     assert run_proctor("init", "bench", "--force", cwd=spec_dir).returncode == 0
     assert (spec_dir / "bench" / "scenario.yaml").read_text().startswith("# proctor scenario")
 
+
+
+def test_a_file_named_twice_is_read_once(repo):
+    f = f"{FIXTURES}/valid/hello-world.yaml"
+    proc = run_proctor("validate", f, f, f"{FIXTURES}/valid", cwd=repo)
+    assert (proc.returncode, proc.stdout) == (0, "ok: 13 file(s), 23 task(s)\n")

@@ -9,18 +9,14 @@ import subprocess
 import pytest
 
 from proctor.spec.load import load_specs
+from tests.conftest import REPO
 
 VALID = "tests/fixtures/specs/valid"
 
 
 @pytest.fixture(scope="module")
-def tasks(repo_root=None):
-    here = os.getcwd()
-    os.chdir(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    try:
-        result = load_specs([VALID])
-    finally:
-        os.chdir(here)
+def tasks():
+    result = load_specs([str(REPO / VALID)])
     assert result.warnings == []
     return {t.id: t for t in result.tasks}
 

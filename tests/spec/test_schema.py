@@ -15,7 +15,7 @@ VALID = sorted(glob.glob("tests/fixtures/specs/valid/**/*.y*ml", recursive=True)
 
 
 @pytest.fixture(scope="module")
-def validator(repo_root=None):
+def validator():
     schema = json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)

@@ -293,3 +293,21 @@ def test_task_def_mapping(spec_dir):
     assert t1.redact_env == ["TOKEN"] and t1.redact_patterns == ["sk-\\w+"]
     assert t1.workdir == str(spec_dir / "work") and t1.source == str(spec_dir / "s.yaml")
     assert t1.base_dir == str(spec_dir) and t1.thresholds is None
+
+
+def test_duplicate_yaml_keys_are_errors(spec_dir):
+    out = problems(suite(spec_dir, "    assert: [exit_code: 0]\n    intent: again\n"))
+    assert out == ["s.yaml:6:5: tasks[0].intent: duplicate key 'intent' (first at line 4); YAML "
+                   "would keep only the last one — remove or rename one"]
+
+
+def test_unknown_keys_in_services_and_routes(spec_dir):
+    head = ("services:\n  - name: api\n    type: http_mock\n    routes: [{path: /x, body: ok}]\n"
+            "    recrd: true\n" + HEAD)
+    out = problems(suite(spec_dir, "    assert: [exit_code: 0]\n", head=head))
+    assert out == [
+        "s.yaml:4:25: services[0].routes[0].body: unknown key 'body' (valid: method, path, status, "
+        "response, headers)",
+        "s.yaml:5:5: services[0].recrd: unknown key 'recrd'; did you mean 'record'? (valid: name, "
+        "type, image, seed, routes, record, default_response, wait_for, env)",
+    ]

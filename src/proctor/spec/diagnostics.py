@@ -79,8 +79,9 @@ class Issues:
     def warn(self, doc: Doc, path: Path, message: str, *, key: bool = False) -> None:
         self._add(doc, path, message, key, "warning")
 
-    def at(self, file: str, line: int, col: int, message: str, path: str = "") -> None:
-        self.items.append(SpecIssue(file, line, col, path, message))
+    def at(self, file: str, line: int, col: int, message: str) -> None:
+        """A problem with a whole file (unreadable, not YAML), before any data exists."""
+        self.items.append(SpecIssue(file, line, col, "", message))
 
     def _add(self, doc: Doc, path: Path, message: str, key: bool, severity: str) -> None:
         line, col = locate(doc.root, path, key=key)
@@ -88,8 +89,10 @@ class Issues:
 
     def duplicates(self, doc: Doc) -> None:
         for first, again in doc.duplicates:
-            self.error(doc, path_of(doc.root, again), key=True, message=f"duplicate key {again.value!r} (first at line "
-                       f"{first.start_mark.line + 1}); YAML would keep only the last one — remove or rename one")
+            line = first.start_mark.line + 1
+            self.error(doc, path_of(doc.root, again), f"duplicate key {again.value!r} (first at "
+                       f"line {line}); YAML would keep only the last one — remove or rename one",
+                       key=True)
 
     def validation(self, doc: Doc, prefix: Path, exc: ValidationError, model: type[BaseModel] | None,
                    *, scalar: bool = False) -> None:

@@ -130,20 +130,22 @@ class Loader:
         return self._docs[real]
 
     def _discover(self, paths: list[str]) -> list[tuple[str, bool]]:
-        """(file, named explicitly?) in a stable order; directories are searched recursively."""
-        out: list[tuple[str, bool]] = []
+        """(file, named explicitly?) in a stable order, each file once; directories are searched
+        recursively."""
+        out: dict[str, tuple[str, bool]] = {}
         for p in paths:
             self.issues.file(p)
             if os.path.isdir(p):
                 found = _yaml_files(p)
                 if not found:
                     self.issues.at(p, 1, 1, "no .yaml or .yml files in this directory")
-                out.extend((f, False) for f in found)
+                for f in found:
+                    out.setdefault(os.path.realpath(f), (f, False))
             elif os.path.exists(p):
-                out.append((p, True))
+                out.setdefault(os.path.realpath(p), (p, True))
             else:
                 self.issues.at(p, 1, 1, "no such file or directory")
-        return out
+        return list(out.values())
 
     def _not_a_spec(self, doc: Doc, explicit: bool) -> None:
         data: Any = doc.data
@@ -176,5 +178,5 @@ def _yaml_files(top: str) -> list[str]:
     found = []
     for d, dirs, files in os.walk(top):
         dirs[:] = sorted(x for x in dirs if not x.startswith("."))  # .git, .proctor (runs), ...
-        found.extend(os.path.join(d, f) for f in sorted(files) if f.endswith(SUFFIXES))
+        found.extend(os.path.normpath(os.path.join(d, f)) for f in sorted(files) if f.endswith(SUFFIXES))
     return found

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from proctor import model
-from proctor.model import AgentDef, CheckDef, ServiceDef, TaskDef
+from proctor.model import AgentDef, CheckDef, TaskDef
 from proctor.spec.base import EnvMap, SpecModel
 from proctor.spec.checks import assertion
 from proctor.spec.diagnostics import describe
@@ -142,15 +142,19 @@ def load_suite(loader: Loader, doc: Doc) -> list[TaskDef]:
     check_names(issues, doc, data.get("services"), ("services",))
     check_refs(issues, doc, {k: v for k, v in data.items() if k != "tasks"}, (), NO_NAMES)
     _warnings(loader, doc, data)
-    services = service_defs(issues, doc, data.get("services"), ("services",))
-    scaffold = _scaffold(loader, doc, data.get("scaffold"))
+    # Resolved once, against the suite file (tasks may come from included files elsewhere).
+    shared = {
+        "services": service_defs(issues, doc, data.get("services"), ("services",)),
+        "scaffold": _scaffold(loader, doc, data.get("scaffold")),
+        "workdir": _abs(doc, suite.workdir) if suite else None,
+    }
     entries = data.get("tasks")
     sources = expand(issues, loader.open_doc, doc, entries, ("tasks",)) if isinstance(entries, list) else []
     tasks = []
     for src in sources:
         task = _task(loader, src)
         if task is not None and suite is not None:
-            tasks.append(_task_def(suite, task, src, services, scaffold))
+            tasks.append(_task_def(suite, *task, src, shared))
     return tasks
 
 
@@ -179,9 +183,8 @@ def _task(loader: Loader, src: TaskSource) -> tuple[SuiteTask, list[CheckDef]] |
     return task, checks
 
 
-def _task_def(suite: Suite, found: tuple[SuiteTask, list[CheckDef]], src: TaskSource,
-              services: list[ServiceDef], scaffold: str | None) -> TaskDef:
-    task, checks = found
+def _task_def(suite: Suite, task: SuiteTask, checks: list[CheckDef], src: TaskSource,
+              shared: dict[str, Any]) -> TaskDef:
     t = suite.thresholds
     return TaskDef(
         id=task.id, dialect="suite", source=src.doc.abspath, base_dir=src.doc.base_dir,
@@ -191,12 +194,11 @@ def _task_def(suite: Suite, found: tuple[SuiteTask, list[CheckDef]], src: TaskSo
         cli=suite.cli, version_command=suite.version_command, help_modes=list(suite.help_modes),
         system_prompt=suite.system_prompt, models=list(suite.providers),
         env={**suite.env, **task.env}, setup=[*suite.setup, *task.setup],
-        scaffold=scaffold, workdir=_abs(src.doc, suite.workdir), timeout=task.timeout,
-        solution=list(task.solution), services=services,
+        timeout=task.timeout, solution=list(task.solution),
         repeat=task.repeat or suite.repeat,
         thresholds=model.Thresholds(t.default, dict(t.models), t.tolerance, t.behavior) if t else None,
         redact_env=list(suite.redact_env), redact_patterns=list(suite.redact_patterns),
-        concurrency=suite.concurrency,
+        concurrency=suite.concurrency, **shared,
     )
 
 

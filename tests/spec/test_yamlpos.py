@@ -1,0 +1,54 @@
+"""YAML with positions."""
+
+from __future__ import annotations
+
+import pytest
+
+from proctor.spec.yamlpos import YamlError, locate, parse
+
+TEXT = """\
+base: &base
+  image: postgres:16
+  env: {A: "1"}
+services:
+  - name: db
+    <<: *base
+  - name: other
+    port: 0x10
+"""
+
+
+def test_positions_of_values_and_keys():
+    doc = parse(TEXT, "f.yaml", "/f.yaml")
+    assert locate(doc.root, ("services", 1, "name")) == (7, 11)
+    assert locate(doc.root, ("services", 1, "name"), key=True) == (7, 5)
+    assert locate(doc.root, ("services", 0, "missing")) == (5, 5)  # deepest node that exists
+    assert locate(doc.root, ()) == (1, 1)
+
+
+def test_merge_keys_and_anchors_resolve_like_pyyaml():
+    doc = parse(TEXT, "f.yaml", "/f.yaml")
+    assert doc.data["services"][0] == {"image": "postgres:16", "env": {"A": "1"}, "name": "db"}
+    assert doc.data["services"][1]["port"] == 16
+    assert locate(doc.root, ("services", 0, "image")) == (2, 10)  # where the merged value was written
+
+
+def test_duplicate_keys_are_remembered():
+    doc = parse("a: 1\nb: 2\na: 3\n", "f.yaml", "/f.yaml")
+    assert doc.data == {"a": 3, "b": 2}
+    ((first, again),) = doc.duplicates
+    assert (first.start_mark.line, again.start_mark.line) == (0, 2)
+
+
+def test_non_scalar_keys_are_errors():
+    with pytest.raises(YamlError) as e:
+        parse("? [a, b]\n: 1\n", "f.yaml", "/f.yaml")
+    assert (e.value.line, e.value.col) == (1, 3)
+
+
+def test_unreadable_files_are_yaml_errors(tmp_path):
+    from proctor.spec.yamlpos import read
+
+    with pytest.raises(YamlError) as e:
+        read(str(tmp_path), "dir.yaml")
+    assert e.value.message == "cannot read file: Is a directory"
