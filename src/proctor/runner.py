@@ -73,12 +73,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     tasks = select(loaded.tasks, options)
     if not tasks:
         raise UsageError(_nothing_selected(options))
-    by_id: dict[str, TaskDef] = {}
-    for t in tasks:
-        if t.id in by_id:
-            raise UsageError(f"task id {t.id!r} is defined in both {by_id[t.id].source} and "
-                             f"{t.source}; task ids must be unique within a run")
-        by_id[t.id] = t
+    by_id = {t.id: t for t in tasks}  # the loader guarantees unique ids across files
     trials = plan(tasks, options)
     _preflight(trials, by_id, options)
     if options.backend == "docker":

@@ -64,6 +64,23 @@ class RunContext:
 
 
 async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult:
+    """One trial, bounded by the scenario's `resources.timeout` when it has one."""
+    limit = task.resources.get("timeout")
+    if not limit:
+        return await _run_trial(trial, task, run)
+    t0 = time.monotonic()
+    try:
+        return await asyncio.wait_for(_run_trial(trial, task, run), limit)
+    except TimeoutError:
+        return TrialResult(id=trial.id, task_id=trial.task_id, model=trial.model,
+                           help_mode=trial.help_mode, replica=trial.replica,
+                           params=trial.params, status="error", composite_score=0.0,
+                           error=f"the trial took longer than resources.timeout ({limit:g}s)",
+                           agent=trial.agent, category=task.category,
+                           duration_s=round(time.monotonic() - t0, 4))
+
+
+async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult:
     t0 = time.monotonic()
     started = time.time()
     secret_values = {s.name: s.value if not s.generated else secrets_mod.token_hex(32)
@@ -257,16 +274,4 @@ async def _release(handles: dict[str, ServiceHandle], sandbox: LocalSandbox | No
 
 
 def _limits(resources: dict[str, Any]) -> dict[str, int]:
-    limits = {}
-    if mem := resources.get("memory"):
-        limits["memory"] = _bytes(mem)
-    return limits
-
-
-def _bytes(value: Any) -> int:
-    """'512m', '2g', '1024k', or a number of bytes."""
-    if isinstance(value, int | float):
-        return int(value)
-    s = str(value).strip().lower().rstrip("ib").rstrip("b")
-    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}.get(s[-1:], 1)
-    return int(float(s.rstrip("kmgt")) * scale)
+    return {"memory": resources["memory_bytes"]} if resources.get("memory_bytes") else {}

@@ -71,11 +71,11 @@ async def test_variables_work_for_the_mysql_clients_and_pymysql(my):
         assert dump.returncode == 0 and "INSERT INTO `customers`" in dump.stdout, dump.stderr
         url = urlparse(h.env["DATABASE_URL"])
         assert url.scheme == "mysql"
-        with pymysql.connect(host=url.hostname, port=url.port, user=url.username,
-                             password=url.password, database=url.path.lstrip("/")) as conn:
-            with conn.cursor() as cur:
-                cur.execute("SELECT name FROM customers ORDER BY id")
-                assert [r[0] for r in cur.fetchall()] == ["Ada", "Grace", "Alan"]
+        conn = pymysql.connect(host=url.hostname, port=url.port, user=url.username,
+                               password=url.password, database=url.path.lstrip("/"))
+        with conn, conn.cursor() as cur:
+            cur.execute("SELECT name FROM customers ORDER BY id")
+            assert [r[0] for r in cur.fetchall()] == ["Ada", "Grace", "Alan"]
         assert h.context()["kind"] == "mysql"
     finally:
         await h.release()

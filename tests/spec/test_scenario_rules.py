@@ -282,6 +282,8 @@ def test_resources(spec_dir):
     body = OK_INVARIANT + "resources: {memory: 2g, cpu: 1.5, timeout: 600}\n"
     (task,) = loads(scenario(spec_dir, body)).tasks
     assert task.resources == {"timeout": 600, "memory": "2g", "memory_bytes": 2 << 30, "cpu": 1.5}
+    (task,) = loads(scenario(spec_dir, OK_INVARIANT + "resources: {memory: 512}\n")).tasks
+    assert task.resources == {"memory": "512m", "memory_bytes": 512 << 20}  # a plain number is MiB
 
 
 def test_forbidden_rules(spec_dir):
@@ -353,3 +355,8 @@ def test_defaults(spec_dir):
     assert (t.agent.type, t.agent.max_turns, t.timeout, t.repeat) == ("llm", 5, 300, 1)
     assert (t.pass_threshold, t.replica_aggregation, t.network, t.forbidden) == (1.0, "all", {}, {})
     assert t.checks[0].weight == 1.0 and t.checks[0].gate is False
+
+
+def test_numeric_ids_are_text(spec_dir):
+    (task,) = loads(scenario(spec_dir, OK_INVARIANT, head="id: 42\n" + HEAD)).tasks
+    assert task.id == "42"

@@ -41,6 +41,7 @@ T = TypeVar("T")
 SOCKET_PATH_MAX = 100  # sun_path is 108 bytes; leave room for ".s.PGSQL.NNNNN"
 POOL_SIZE = 2  # trial databases kept cloned ahead, per template
 SHM = Path("/dev/shm")
+DIR_VAR = "PROCTOR_DB_DIR"  # where server data directories go (default: /dev/shm if roomy)
 
 
 @dataclass
@@ -91,7 +92,13 @@ class DbServer(ABC):
         stay short), else under the system tmp."""
         run_as = _proc.server_user(self.run_as_user)
         parent = self.ctx.tmp_dir
-        if _proc.roomy_tmpfs(SHM) and _proc.reachable_by(SHM, run_as):
+        chosen = os.environ.get(DIR_VAR)
+        if chosen:
+            parent = Path(chosen)
+            if not _proc.reachable_by(parent, run_as):
+                raise SetupError(f"{DIR_VAR}={chosen}: the {self.kind} server's user "
+                                 f"({run_as.name if run_as else '?'}) cannot reach it")
+        elif _proc.roomy_tmpfs(SHM) and _proc.reachable_by(SHM, run_as):
             parent = SHM
         elif not (_proc.reachable_by(parent, run_as) and len(str(parent)) < SOCKET_PATH_MAX - 40):
             parent = Path(tempfile.gettempdir())
@@ -102,7 +109,7 @@ class DbServer(ABC):
         _proc.track_dir(base)
         if run_as is not None:
             os.chown(base, run_as.uid, run_as.gid)
-        self.in_memory = parent == SHM
+        self.in_memory = _proc.is_tmpfs(parent)
         return base
 
     def env(self) -> dict[str, str]:

@@ -94,13 +94,24 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def roomy_tmpfs(path: Path, need: int = 1 << 30) -> bool:
-    """Is `path` a tmpfs with at least `need` bytes free?"""
+def is_tmpfs(path: Path) -> bool:
+    """Is `path` on a tmpfs (memory)? The longest mount point containing it decides."""
     try:
         with open("/proc/mounts") as f:
-            mounts = {parts[1]: parts[2] for parts in (line.split() for line in f) if len(parts) > 2}
-        if mounts.get(str(path)) != "tmpfs":
-            return False
+            mounts = [(p[1], p[2]) for p in (line.split() for line in f) if len(p) > 2]
+    except OSError:
+        return False
+    target = str(path.resolve())
+    best = max((m for m in mounts if target == m[0] or target.startswith(m[0].rstrip("/") + "/")),
+               key=lambda m: len(m[0]), default=("", ""))
+    return best[1] == "tmpfs"
+
+
+def roomy_tmpfs(path: Path, need: int = 1 << 30) -> bool:
+    """Is `path` a tmpfs with at least `need` bytes free?"""
+    if not is_tmpfs(path):
+        return False
+    try:
         st = os.statvfs(path)
     except OSError:
         return False

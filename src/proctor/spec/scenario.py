@@ -61,9 +61,10 @@ class Resources(SpecModel):
     @field_validator("memory")
     @classmethod
     def _memory(cls, v: str) -> str:
-        if not MEMORY.match(v):
+        m = MEMORY.match(v)
+        if not m:
             raise ValueError(f"memory {v!r} must be a number with an optional unit, e.g. 512m or 2g")
-        return v
+        return v.strip() if m.group(2) else f"{m.group(1)}m"  # the unit always written out
 
 
 def memory_bytes(text: str) -> int:
@@ -221,12 +222,14 @@ def load_scenario(loader: Loader, doc: Doc) -> TaskDef | None:
     except ValidationError as e:
         issues.validation(doc, (), e, Scenario)
         sc = None
-    task_id = data["id"] if isinstance(data.get("id"), str) else _stem(doc)
+    raw_id = data.get("id")
+    task_id = str(raw_id) if isinstance(raw_id, (str, int)) and raw_id != "" else _stem(doc)
     loader.claim_id(task_id, doc, ("id",))
     check_names(issues, doc, data.get("services"), ("services",))
     services = declared(data.get("services"), ("services",))
     secret_values = _secrets(issues, doc, data.get("secrets"))
-    matrix = (data.get("parallelism") or {}).get("matrix") if isinstance(data.get("parallelism"), dict) else None
+    parallelism = data.get("parallelism")
+    matrix = parallelism.get("matrix") if isinstance(parallelism, dict) else None
     params = list(matrix) if isinstance(matrix, dict) else []
     check_refs(issues, doc, data, (), {"secrets": list(secret_values), "params": params})
     _warnings(issues, doc, data)

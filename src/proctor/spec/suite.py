@@ -164,8 +164,8 @@ def _task(loader: Loader, src: TaskSource) -> tuple[SuiteTask, list[CheckDef]] |
         issues.error(doc, src.path, "a task is a mapping (id, intent, assert) or a `file://GLOB` "
                      f"include; got {describe(raw)}")
         return None
-    if isinstance(raw.get("id"), str):
-        loader.claim_id(raw["id"], doc, (*src.path, "id"))
+    if isinstance(raw.get("id"), (str, int)):  # `id: 42` is the id "42"
+        loader.claim_id(str(raw["id"]), doc, (*src.path, "id"))
     try:
         task: SuiteTask | None = SuiteTask.model_validate(raw)
     except ValidationError as e:
