@@ -114,11 +114,19 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
         for h in handles.values():
             env.update(h.env)
         limits = _limits(task.resources)
+        hosts_file = None
+        if handles:
+            from proctor.services.hosts import write_hosts_file
+
+            hosts_file = write_hosts_file(handles.values(), root)
         sandbox = LocalSandbox(root, env, workdir=workdir if task.workdir else None,
                                output_limit=run.options.output_limit, keep=run.options.keep,
-                               limits=limits, base_env=run.base_env)
-        await _prepare(task, sandbox, values, recorder)
+                               limits=limits, base_env=run.base_env, hosts_file=hosts_file)
+        await _prepare_workspace(task, sandbox, values)
         await _wait_for_services(task, sandbox, recorder)
+        await _run_setup(task, sandbox, values, recorder)
+        for h in handles.values():  # readiness probes and setup traffic are not the agent's
+            await h.begin_recording()
         before = fsdiff.snapshot(sandbox.workdir)
 
         env_ = AgentEnv(task=task, trial=trial, prompt=render(task.prompt, **values),
@@ -159,7 +167,7 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
     return result
 
 
-async def _prepare(task: TaskDef, sandbox: LocalSandbox, values: dict, recorder: Recorder) -> None:
+async def _prepare_workspace(task: TaskDef, sandbox: LocalSandbox, values: dict) -> None:
     try:
         for rel, content in task.files.items():
             await sandbox.write_file(render(rel, **values), render(content, **values).encode())
@@ -167,6 +175,9 @@ async def _prepare(task: TaskDef, sandbox: LocalSandbox, values: dict, recorder:
             shutil.copytree(task.scaffold, sandbox.workdir, dirs_exist_ok=True, symlinks=True)
     except OSError as e:
         raise TrialFault("workspace", detail=str(e)) from None
+
+
+async def _run_setup(task: TaskDef, sandbox: LocalSandbox, values: dict, recorder: Recorder) -> None:
     for command in task.setup:
         command = render(command, **values)
         res = await sandbox.exec(command, timeout=task.timeout)

@@ -256,3 +256,30 @@ def test_command_agent_from_a_scenario(cli, spec, tmp_path):
     out = cli("run", "spec.yaml", "-q", "--output-dir", "run")
     assert out.returncode == 0, out.stdout + out.stderr
     assert results(tmp_path / "run")["trials"][0]["output"].strip() == "write ok"
+
+
+def test_resources_timeout_bounds_the_whole_trial(cli, spec, tmp_path):
+    spec("""
+    version: 1
+    id: slow
+    resources: {timeout: 1}
+    task: {prompt: x}
+    agent: {type: oracle}
+    invariants:
+      never:
+        description: d
+        check: {type: file_exists, path: nothing}
+    solution: ["sleep 20"]
+    """)
+    out = cli("run", "spec.yaml", "-q", "--output-dir", "run")
+    assert out.returncode == 1
+    t = results(tmp_path / "run")["trials"][0]
+    assert t["status"] == "error" and "resources.timeout (1s)" in t["error"]
+    assert t["duration_s"] < 5
+
+
+def test_keep_leaves_the_sandbox_in_the_run_directory(cli, spec, tmp_path):
+    spec(SUITE)
+    out = cli("run", "spec.yaml", "--agent", "oracle", "-q", "--keep", "--output-dir", "run")
+    assert out.returncode == 0
+    assert (tmp_path / "run" / "workdirs" / "write-file.r0" / "work" / "out.txt").read_text() == "hello\n"

@@ -15,8 +15,10 @@ import yaml
 
 from proctor.janitor import leftover_pids
 from tests.conftest import PROCTOR, REPO
+from tests.services.conftest import pg_available
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres,
+              pytest.mark.skipif(not pg_available(), reason="PostgreSQL is not installed")]
 
 EXAMPLE = REPO / "examples" / "reconciliation"
 BROKEN = REPO / "tests" / "fixtures" / "reconciliation-broken"

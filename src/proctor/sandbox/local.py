@@ -34,7 +34,8 @@ class LocalSandbox:
 
     def __init__(self, root: Path, env: dict[str, str], *, workdir: Path | None = None,
                  output_limit: int = 1_000_000, keep: bool = False,
-                 limits: dict[str, int] | None = None, base_env: dict[str, str] | None = None):
+                 limits: dict[str, int] | None = None, base_env: dict[str, str] | None = None,
+                 hosts_file: Path | None = None):
         self.root = root
         self.workdir = workdir or root / "work"
         self.output_limit = output_limit
@@ -42,6 +43,7 @@ class LocalSandbox:
         self.limits = limits or {}
         self._groups: set[int] = set()
         self._fixed_workdir = workdir is not None
+        self.hosts_file = hosts_file  # service names as host names (services/hosts.py)
         for d in (self.workdir, root / "home", root / "tmp"):
             d.mkdir(parents=True, exist_ok=True)
         self.env = {**(host_env() if base_env is None else base_env), "HOME": str(root / "home"), "TMPDIR": str(root / "tmp"),
@@ -55,6 +57,10 @@ class LocalSandbox:
         if trace:
             trace_file = self.root / "tmp" / f".proctor-strace-{time.monotonic_ns()}"
             argv = strace_argv(trace_file) + argv
+        if self.hosts_file is not None:
+            from proctor.services.hosts import wrap
+
+            argv = wrap(argv, self.hosts_file)  # outside strace: the namespace isn't the agent's
         started = time.time()
         t0 = time.monotonic()
         loop = asyncio.get_running_loop()

@@ -55,8 +55,9 @@ class TrialDb:
 
 
 class DbServer(ABC):
-    """A database server for one run. Subclasses implement the `_sync` primitives; they are
-    only ever called on the server thread."""
+    """A database server for one run. Subclasses implement the abstract methods below; all
+    but `writes` are only ever called on the server thread. Methods ending in `_sync` are
+    what the async side runs there."""
 
     kind: ClassVar[str]
     package: ClassVar[str]  # Debian package that provides the server
@@ -170,7 +171,7 @@ class DbServer(ABC):
             _proc.remove_dir(self.base)
             self.base = None
 
-    def provision_sync(self, seed: Seed | None, trial_id: str) -> TrialDb:
+    def provision_sync(self, seed: Seed | None) -> TrialDb:
         if self._stopped:
             raise ServiceError(f"the {self.kind} server was stopped")
         if self._failed is not None or self.proc is None:
@@ -184,10 +185,8 @@ class DbServer(ABC):
             self._failed = self.death_cause()
             raise ServiceError(self._failed)
         try:
-            db = self.take(self.template_sync(seed))
-            if db is None:
-                db = self.new_db(self._templates[seed.key if seed else "empty"])
-            return db
+            template = self.template_sync(seed)
+            return self.take(template) or self.new_db(template)
         except SetupError as e:  # a seed that loaded before cannot fail now, but be safe
             raise ServiceError(str(e)) from e
         except Exception as e:
@@ -197,7 +196,8 @@ class DbServer(ABC):
                     self._failed = self.death_cause()
                     raise ServiceError(self._failed) from e
                 # The server is up; the admin connection reconnects on next use.
-                raise ServiceError(f"lost the admin connection to the {self.kind} server: {e}") from e
+                raise ServiceError(
+                    f"lost the admin connection to the {self.kind} server: {e}") from e
             raise ServiceError(f"could not create the trial database: {e}") from e
 
     def wait_dead(self, timeout: float) -> bool:
@@ -388,7 +388,7 @@ class DbService:
         if db is not None:
             return self.server.handle(self.name, db)
         try:
-            db = await self.server.call(self.server.provision_sync, self.seed, trial_id)
+            db = await self.server.call(self.server.provision_sync, self.seed)
         except ServiceError as e:
             raise ServiceError(f"service {self.name!r}: {e}") from None
         return self.server.handle(self.name, db)

@@ -178,7 +178,6 @@ class PostgresServer(DbServer):
         self._strategy = (" STRATEGY FILE_COPY" if self.in_memory
                           and admin.info.server_version >= 150000 else "")
 
-
     def _wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
