@@ -2,7 +2,8 @@
 # One command from a fresh clone to a working proctor:
 #   1. system packages the sandboxes and services use (PostgreSQL, MariaDB, strace, git, jq, ...)
 #   2. .venv/ with proctor and its test tools (the CLI lands at .venv/bin/proctor)
-#   3. a first run on the bundled examples, with no API key (oracle agent)
+#   3. a first run of the bundled examples through the LLM agent, with a scripted model
+#      (mock/solver replays each task's reference solution as tool calls; no API key)
 # Flags: --no-system (skip apt), --no-demo (skip the example run).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -26,8 +27,15 @@ if [ "$system" = 1 ] && [ ${#missing[@]} -gt 0 ]; then
     sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
     echo "==> installing system packages: ${missing[*]}"
     $sudo apt-get update -qq
-    # Services are started per run by proctor itself, never by the package's init scripts.
+    # Services are started per run by proctor itself, never by the packages' init scripts:
+    # a policy-rc.d that says "no" keeps apt from starting system-wide servers.
+    policy=/usr/sbin/policy-rc.d
+    own_policy=0
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod +x "$policy" && own_policy=1
+    fi
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    [ "$own_policy" = 1 ] && $sudo rm -f "$policy"
   else
     echo "warning: no apt-get; install these yourself: ${missing[*]}" >&2
   fi
@@ -43,6 +51,6 @@ echo "==> installing proctor into .venv"
 .venv/bin/python -m pip install -q -e '.[dev]'
 
 if [ "$demo" = 1 ]; then
-  echo "==> running the bundled examples with the oracle agent (no API key needed)"
-  .venv/bin/proctor run examples/ --agent oracle --format json,junit,md,html
+  echo "==> running the bundled examples with a scripted model (no API key needed)"
+  .venv/bin/proctor run examples/ --model mock/solver --format json,junit,md,html
 fi
