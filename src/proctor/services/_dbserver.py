@@ -33,7 +33,7 @@ from typing import Any, ClassVar, TypeVar
 from proctor.errors import ServiceError, SetupError
 from proctor.janitor import RUN_ID_VAR
 from proctor.model import ServiceDef
-from proctor.services import _proc
+from proctor.services import _net, _proc
 from proctor.services.base import ServiceContext, ServiceHandle
 from proctor.services.seed import Seed, load_seed
 
@@ -267,7 +267,28 @@ class DbServer(ABC):
             return []
         return self.writes(db)
 
+    def launch(self, spawn: Callable[[], Any], what: str, bind_errors: tuple[str, ...],
+               timeout: float) -> None:
+        """Start the server (`spawn()` on self.host/self.port) and wait until it is ready.
+        Another run may take the address between our check and the bind, so a bind error
+        is retried on a fresh address."""
+        for _attempt in range(5):
+            self.host, self.port = _net.endpoint(self.usual_port)
+            self.proc = spawn()
+            if self.wait_ready(timeout):
+                return
+            log = self.log_tail(10)
+            _proc.kill(self.proc, grace=0)
+            self.proc = None
+            if not any(marker in log for marker in bind_errors):
+                raise SetupError(f"{what} did not start: {log or 'no log output'}")
+        raise SetupError(f"{what} could not bind a loopback port after 5 attempts")
+
     # -- what each server kind implements (server thread) -----------------------------------
+
+    @abstractmethod
+    def wait_ready(self, timeout: float) -> bool:
+        """True once the server accepts connections; False if it died or timed out."""
 
     @abstractmethod
     def boot(self) -> None:

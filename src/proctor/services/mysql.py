@@ -26,7 +26,7 @@ import pymysql
 import pymysql.constants.CLIENT
 
 from proctor.errors import SetupError
-from proctor.services import _net, _proc
+from proctor.services import _proc
 from proctor.services._dbserver import DbHandle, DbServer, DbService, TrialDb
 from proctor.services.seed import Seed
 
@@ -111,27 +111,18 @@ class MysqlServer(DbServer):
         if r.returncode != 0:
             raise SetupError("mariadb-install-db failed: "
                              + r.stdout.decode(errors="replace").strip()[-500:])
-        for _attempt in range(5):
-            self.host, self.port = _net.endpoint(self.usual_port)
-            self.proc = _proc.spawn(
+        def spawn() -> Any:
+            return _proc.spawn(
                 [server, "--no-defaults", f"--datadir={data}", f"--socket={self.sock}",
                  f"--port={self.port}", f"--bind-address={self.host}", f"--tmpdir={tmp}",
                  f"--pid-file={self.base / 'server.pid'}",
                  f"--log-error={self.base / 'server.log'}", *SERVER_OPTIONS],
                 run_as=run_as, env=self.env(), log=self.base / "server.out")
-            if self._wait_ready(timeout=60):
-                break
-            log = self.log_tail(10)
-            _proc.kill(self.proc, grace=0)
-            self.proc = None
-            if "already in use" in log or "Can't start server: Bind" in log:
-                continue  # another run took the address between our check and bind
-            raise SetupError(f"MariaDB did not start: {log or 'no log output'}")
-        else:
-            raise SetupError("MariaDB could not bind a loopback port after 5 attempts")
+
+        self.launch(spawn, "MariaDB", ("already in use", "Can't start server: Bind"), timeout=60)
         self._lock_down()
 
-    def _wait_ready(self, timeout: float) -> bool:
+    def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -23,7 +23,7 @@ import psycopg
 from psycopg import sql
 
 from proctor.errors import SetupError
-from proctor.services import _net, _proc
+from proctor.services import _proc
 from proctor.services._dbserver import DbHandle, DbServer, DbService, TrialDb
 from proctor.services.seed import Seed, statement_start
 
@@ -153,24 +153,15 @@ class PostgresServer(DbServer):
             "host sameuser all 127.0.0.0/8 scram-sha-256\n"
             "host sameuser all ::1/128 scram-sha-256\n"
         )
-        for _attempt in range(5):
-            self.host, self.port = _net.endpoint(self.usual_port)
+        def spawn() -> Any:
             conf = {**SETTINGS, "listen_addresses": f"'{self.host}'", "port": str(self.port),
                     "unix_socket_directories": f"'{self.sock}'"}
             with open(data / "postgresql.auto.conf", "w") as f:
                 f.writelines(f"{k} = {v}\n" for k, v in conf.items())
-            self.proc = _proc.spawn([str(self.bin / "postgres"), "-D", str(data)],
-                                    run_as=run_as, env=self.env(), log=self.base / "server.log")
-            if self._wait_ready(timeout=30):
-                break
-            log = self.log_tail(10)
-            _proc.kill(self.proc, grace=0)
-            self.proc = None
-            if "could not bind" in log or "already in use" in log:
-                continue  # another run took the address between our check and bind
-            raise SetupError(f"PostgreSQL did not start: {log or 'no log output'}")
-        else:
-            raise SetupError("PostgreSQL could not bind a loopback port after 5 attempts")
+            return _proc.spawn([str(self.bin / "postgres"), "-D", str(data)],
+                               run_as=run_as, env=self.env(), log=self.base / "server.log")
+
+        self.launch(spawn, "PostgreSQL", ("could not bind", "already in use"), timeout=30)
         admin = self.admin()
         admin.execute(f"CREATE ROLE {OWNER} NOLOGIN")
         # In memory, copying the files (plus a cheap checkpoint) beats WAL-logging every
@@ -178,7 +169,7 @@ class PostgresServer(DbServer):
         self._strategy = (" STRATEGY FILE_COPY" if self.in_memory
                           and admin.info.server_version >= 150000 else "")
 
-    def _wait_ready(self, timeout: float) -> bool:
+    def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
