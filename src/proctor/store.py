@@ -145,8 +145,12 @@ def index_run(run_id: str, run_dir: Path, *, started_at: str, status: str, specs
     s = summary or {}
     try:
         with _index() as db:
+            # An upsert keeps the row's rowid, which orders runs started in the same second.
             db.execute(
-                "INSERT OR REPLACE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET "
+                "dir=excluded.dir, finished_at=excluded.finished_at, status=excluded.status, "
+                "trials=excluded.trials, passed=excluded.passed, failed=excluded.failed, "
+                "errored=excluded.errored, pass_rate=excluded.pass_rate",
                 (run_id, str(run_dir), started_at, finished_at, status, json.dumps(specs),
                  s.get("trials"), s.get("passed"), s.get("failed"), s.get("errored"),
                  s.get("pass_rate")))
@@ -157,7 +161,7 @@ def index_run(run_id: str, run_dir: Path, *, started_at: str, status: str, specs
 def list_runs(limit: int) -> list[dict[str, Any]]:
     with _index() as db:
         db.row_factory = sqlite3.Row
-        rows = db.execute("SELECT * FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?",
+        rows = db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?",
                           (limit,)).fetchall()
     return [dict(r) for r in rows]
 
@@ -171,13 +175,18 @@ def runs_main(limit: int = 20) -> int:
     if not rows:
         console.print(f"no runs yet under {proctor_home()}")
         return 0
-    table = Table("run", "started", "status", "trials", "pass rate", "specs", "directory",
-                  box=None, header_style="bold")
+    # The run id starts with its UTC start time, so it doubles as the "started" column.
+    table = Table(box=None, header_style="bold")
+    table.add_column("run", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("trials", justify="right")
+    table.add_column("pass rate", justify="right")
+    table.add_column("specs")
+    table.add_column("directory", overflow="fold")
     for r in rows:
         rate = "" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}"
         specs = ", ".join(Path(s).name for s in json.loads(r["specs"] or "[]"))
         where = r["dir"] if Path(r["dir"]).exists() else f"{r['dir']} (deleted)"
-        table.add_row(r["run_id"], r["started_at"] or "", r["status"] or "",
-                      str(r["trials"] or 0), rate, specs, where)
+        table.add_row(r["run_id"], r["status"] or "", str(r["trials"] or 0), rate, specs, where)
     console.print(table)
     return 0

@@ -283,3 +283,15 @@ def test_keep_leaves_the_sandbox_in_the_run_directory(cli, spec, tmp_path):
     out = cli("run", "spec.yaml", "--agent", "oracle", "-q", "--keep", "--output-dir", "run")
     assert out.returncode == 0
     assert (tmp_path / "run" / "workdirs" / "write-file.r0" / "work" / "out.txt").read_text() == "hello\n"
+
+
+def test_runs_lists_runs_newest_first_with_their_outcome(cli, spec, tmp_path):
+    spec(SUITE)
+    first = run_dir_of(cli("run", "spec.yaml", "--agent", "oracle", "-q"))
+    second = run_dir_of(cli("run", "spec.yaml", "--agent", "nop", "-q"))
+    out = cli("runs", env={"COLUMNS": "250"})
+    assert out.returncode == 0
+    lines = [x for x in out.stdout.splitlines() if x.strip().startswith("20")]
+    assert [x.split()[0] for x in lines] == [second.name, first.name]
+    assert lines[0].split()[1:4] == ["failed", "2", "0%"]
+    assert lines[1].split()[1:4] == ["passed", "2", "100%"]
