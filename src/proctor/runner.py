@@ -140,14 +140,26 @@ async def _execute(trials: list[Trial], planned: Planned,
     sandbox_root = store.dir / "workdirs" if options.keep else tmp_root
     run = RunContext(options=options, sandbox_root=sandbox_root, trial_dir=store.trial_dir,
                      run_id=store.run_id)
+    executor = None
     try:
-        needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials}
-        run.services = await _start_services(list(needed.values()), store.run_id, tmp_root)
+        if options.executor == "ray":
+            # Each trial runs on a Ray node with its own services; see executors/ray.py.
+            from proctor.executors.ray import RayExecutor
+
+            executor = await asyncio.to_thread(RayExecutor, store.trial_dir, store.run_id, options)
+            run_one = executor.run
+        else:
+            needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials}
+            run.services = await start_services(list(needed.values()), store.run_id, tmp_root)
+
+            def run_one(trial: Trial, task: TaskDef) -> Any:
+                return run_trial(trial, task, run)
+
         queue = iter(trials)
 
         async def worker() -> None:
             for trial in queue:
-                result = await run_trial(trial, planned.tasks[trial.task_id], run)
+                result = await run_one(trial, planned.tasks[trial.task_id])
                 store.append(result)
                 on_result(result)
 
@@ -158,11 +170,13 @@ async def _execute(trials: list[Trial], planned: Planned,
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
         os.environ.pop(RUN_ID_VAR, None)
-        await _stop_services(run.services)
+        await stop_services(run.services)
+        if executor is not None:
+            executor.close()
         shutil.rmtree(tmp_root, ignore_errors=True)
 
 
-async def _start_services(tasks: list[TaskDef], run_id: str, tmp_root: Path) -> dict:
+async def start_services(tasks: list[TaskDef], run_id: str, tmp_root: Path) -> dict:
     services: dict[tuple[str, str], Any] = {}
     if not any(task.services for task in tasks):
         return services
@@ -183,12 +197,12 @@ async def _start_services(tasks: list[TaskDef], run_id: str, tmp_root: Path) -> 
             await service.start()
             started.append(service)
     except BaseException:
-        await _stop_services({i: s for i, s in enumerate(started)})
+        await stop_services({i: s for i, s in enumerate(started)})
         raise
     return services
 
 
-async def _stop_services(services: dict) -> None:
+async def stop_services(services: dict) -> None:
     async def stop_all() -> None:
         for service in services.values():
             try:

@@ -1,0 +1,339 @@
+"""proctor's cost per trial, side by side with Inspect AI. Run it as `bench/run`.
+
+    bench/run [--runs 5] [--memory-runs 3] [--concurrency 4] [--trials 1000]
+              [--memory-trials 10000] [--proctor-only] [--workloads throughput,cold,...]
+              [--results bench/results/latest.json] [--work-dir bench/.work]
+
+1. Installs Inspect AI into bench/.venv-peer (once; later runs only check it is there).
+2. Builds identical workloads for both tools under the work dir (see workloads.py).
+3. Runs each workload RUNS times, alternating proctor, Inspect AI, proctor, ... after one
+   discarded warm-up run of each, same machine, same concurrency.
+4. Prints a table of medians and proctor/peer ratios; writes it, the runs, the machine and
+   the versions to the results file.
+
+Workloads: throughput (1,000 trials), cold (1 trial), memory (10,000 trials, peak RSS of the
+process tree), checks (10,000 commands x 50 assertions, proctor only), help (`proctor --help`),
+db (bench/db_ready.py: per-trial PostgreSQL ready time), extras (bench/agent_loop.py and
+bench/validate_specs.py). docs/benchmarks.md explains each method.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import measure  # noqa: E402
+import workloads as wl  # noqa: E402
+
+ALL = ("throughput", "cold", "memory", "checks", "help", "db", "extras")
+PY = str(wl.REPO / ".venv" / "bin" / "python")
+
+# (workload, what, target) — ratio targets are proctor/peer; the rest absolute (issues 3 and 6)
+TARGETS = {
+    "throughput": [("ratio", 1 / 4, "at least 4x faster than Inspect AI"),
+                   ("proctor", 4.0, "1,000 trials under 4 s")],
+    "cold": [("ratio", 1 / 5, "at least 5x faster than Inspect AI"),
+             ("proctor", 0.6, "one trial, cold, under 0.6 s")],
+    "memory": [("ratio", 1 / 2, "peak RSS at most half of Inspect AI's"),
+               ("proctor", 300.0, "10,000 trials under 300 MB")],
+    "checks": [("proctor", 0.5, "50 checks over 10,000 commands under 0.5 s")],
+    "help": [("proctor", 0.3, "proctor --help under 0.3 s")],
+}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# The peer ----------------------------------------------------------------------------------
+
+def peer_version() -> str | None:
+    py = wl.PEER_VENV / "bin" / "python"
+    if not (py.exists() and wl.INSPECT.exists()):
+        return None
+    out = subprocess.run([str(py), "-c", "import importlib.metadata as m; print(m.version('inspect_ai'))"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() or None
+
+
+def ensure_peer() -> str:
+    """Inspect AI in its own virtualenv; a no-op (one quick version query) once installed."""
+    version = peer_version()
+    if version:
+        return version
+    log(f"installing inspect-ai into {wl.PEER_VENV} (once)")
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(wl.PEER_VENV)], check=True)
+    subprocess.run([str(wl.PEER_VENV / "bin" / "pip"), "install", "-q", "inspect-ai"], check=True)
+    version = peer_version()
+    if not version:
+        sys.exit("bench: inspect-ai did not install into bench/.venv-peer")
+    return version
+
+
+# Running ------------------------------------------------------------------------------------
+
+def env_for(work: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PROCTOR_HOME"] = str(work / "proctor-home")  # the run index stays out of the repo
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def once(tool: str, trials: int, args: argparse.Namespace, work: Path, memory: bool = False,
+         verify: bool = False) -> measure.Measurement:
+    out = work / "out" / tool
+    shutil.rmtree(out, ignore_errors=True)
+    if tool == "proctor":
+        argv = wl.proctor_argv(work / f"proctor-{trials}", args.concurrency, out)
+        cwd = work
+    else:
+        argv = wl.inspect_argv(trials, args.concurrency, out)
+        cwd = work / "inspect"
+    m = measure.run(argv, cwd=cwd, env=env_for(work), memory=memory)
+    if m.returncode != 0:
+        sys.exit(f"bench: {tool} exited {m.returncode}:\n{' '.join(argv)}\n{m.stderr_tail}")
+    if verify:
+        check_outcome(tool, trials, out)
+    shutil.rmtree(out, ignore_errors=True)
+    return m
+
+
+def check_outcome(tool: str, trials: int, out: Path) -> None:
+    """Both tools must have done the work: every trial passed (checked outside the timing)."""
+    if tool == "proctor":
+        summary = json.loads((out / "results.json").read_text())["summary"]
+        ok, seen = summary["passed"] == trials, summary
+    else:
+        code = ("import sys; from inspect_ai.log import list_eval_logs, read_eval_log\n"
+                "log = read_eval_log(list_eval_logs(sys.argv[1])[0], header_only=True)\n"
+                "print(log.status, log.results.completed_samples,"
+                " log.results.scores[0].metrics['accuracy'].value)")
+        res = subprocess.run([str(wl.PEER_VENV / "bin" / "python"), "-c", code, str(out)],
+                             capture_output=True, text=True)
+        seen = res.stdout.strip() or res.stderr[-2000:]
+        ok = seen == f"success {trials} 1.0"
+    if not ok:
+        sys.exit(f"bench: {tool} did not pass all {trials} trials: {seen}")
+
+
+def alternate(name: str, trials: int, runs: int, args: argparse.Namespace, work: Path,
+              memory: bool = False) -> dict:
+    tools = ["proctor"] if args.proctor_only else ["proctor", "inspect"]
+    if not memory:  # warm the page cache and .pyc files; verify the outcome meanwhile
+        for tool in tools:
+            once(tool, trials, args, work, verify=True)
+    series: dict[str, list[measure.Measurement]] = {t: [] for t in tools}
+    for r in range(runs):
+        for tool in tools:
+            m = once(tool, trials, args, work, memory=memory, verify=memory and r == 0)
+            series[tool].append(m)
+            shown = f"{m.tree_peak_rss_mb:.0f} MB" if memory else f"{m.wall_s:.2f} s"
+            log(f"  {name} run {r + 1}/{runs} {tool}: {shown}")
+    result: dict = {"trials": trials, "runs": runs}
+    for tool, ms in series.items():
+        if memory:
+            result[tool] = {"median_mb": statistics.median(m.tree_peak_rss_mb for m in ms),
+                            "runs_mb": [m.tree_peak_rss_mb for m in ms],
+                            "root_process_peak_mb": [m.root_peak_rss_mb for m in ms],
+                            "wall_s": [round(m.wall_s, 3) for m in ms],
+                            "samples": [m.samples for m in ms]}
+        else:
+            result[tool] = {"median_s": round(statistics.median(m.wall_s for m in ms), 3),
+                            "runs_s": [round(m.wall_s, 3) for m in ms]}
+    if "inspect" in result:
+        key = "median_mb" if memory else "median_s"
+        result["ratio"] = round(result["proctor"][key] / result["inspect"][key], 3)
+    return result
+
+
+def help_times(runs: int) -> dict:
+    times = [measure.run([str(wl.PROCTOR), "--help"], cwd=wl.REPO).wall_s for _ in range(runs + 1)]
+    return {"proctor": {"median_s": round(statistics.median(times[1:]), 3),
+                        "runs_s": [round(t, 3) for t in times[1:]]}}
+
+
+def checks_at_scale() -> dict:
+    out = subprocess.run([PY, str(wl.BENCH / "checks_at_scale.py")], capture_output=True,
+                         text=True, check=True)
+    r = json.loads(out.stdout)
+    # One trial evaluates its checks once, so the first evaluation (regexes compiled) counts.
+    return {"proctor": {"median_s": r["first_s"], **r}}
+
+
+def script(name: str, *argv: str) -> dict:
+    """Run another bench/ script (proctor only) and keep what it printed."""
+    path = wl.BENCH / name
+    if not path.exists():
+        return {"missing": f"bench/{name} does not exist yet"}
+    res = subprocess.run([PY, str(path), *argv], capture_output=True, text=True,
+                         env=env_for(Path(os.environ.get("TMPDIR", "/tmp"))))
+    lines = res.stdout.strip().splitlines()
+    if res.returncode not in (0, 1):  # db_ready exits 1 when a target is missed
+        lines.append(f"(exited {res.returncode}: {res.stderr.strip()[-500:]})")
+    return {"command": f".venv/bin/python bench/{name} {' '.join(argv)}".strip(), "output": lines}
+
+
+def db_ready() -> dict:
+    r = script("db_ready.py", "--kind", "postgres")
+    for line in r.get("output", []):
+        m = re.match(r"postgres\s+([\d.]+) s\s+([\d.]+) ms", line)
+        if m:
+            r["proctor"] = {"server_start_s": float(m[1]), "ready_median_ms": float(m[2])}
+    return r
+
+
+# Reporting ----------------------------------------------------------------------------------
+
+def machine() -> dict:
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    mem_kb = int(next(line.split()[1] for line in meminfo if line.startswith("MemTotal")))
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo
+                  if line.startswith("model name")), platform.processor())
+    return {"cores": os.cpu_count(), "memory_gb": round(mem_kb / 1024 / 1024, 1), "cpu": model,
+            "kernel": platform.release(), "python": platform.python_version()}
+
+
+def judge(results: dict) -> list[dict]:
+    verdicts = []
+    for name, targets in TARGETS.items():
+        r = results.get(name)
+        if not r or "proctor" not in r:
+            continue
+        for what, limit, text in targets:
+            if what == "ratio":
+                value = r.get("ratio")
+            else:
+                value = r["proctor"].get("median_mb", r["proctor"].get("median_s"))
+            if value is not None:
+                verdicts.append({"workload": name, "target": text, "value": value,
+                                 "limit": round(limit, 3), "met": value <= limit})
+    return verdicts
+
+
+def table(results: dict) -> str:
+    rows = [("workload", "proctor", "Inspect AI", "proctor/peer", "peer/proctor")]
+    labels = {"throughput": "throughput, {trials:,} trials (wall)",
+              "cold": "cold start, {trials} trial (wall)",
+              "memory": "memory, {trials:,} trials (peak RSS of tree)",
+              "checks": "checks, 10,000 commands x 50 assertions",
+              "help": "proctor --help (wall)"}
+    for name, label in labels.items():
+        r = results.get(name)
+        if not r:
+            continue
+        unit, key = (" MB", "median_mb") if name == "memory" else (" s", "median_s")
+        fmt = "{:.0f}" if name == "memory" else "{:.3f}"
+        peer = r.get("inspect", {}).get(key)
+        ratio = r.get("ratio")
+        rows.append((label.format(trials=r.get("trials", 0)), fmt.format(r["proctor"][key]) + unit,
+                     "-" if peer is None else fmt.format(peer) + unit,
+                     "-" if ratio is None else f"{ratio:.2f}",
+                     "-" if ratio is None else f"{1 / ratio:.1f}x"))
+    if "db" in results and "proctor" in results["db"]:
+        d = results["db"]["proctor"]
+        rows.append(("PostgreSQL per-trial ready (median)", f"{d['ready_median_ms']:.0f} ms",
+                     "-", "-", "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = [" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+             for r in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5, help="measured runs per tool (time workloads)")
+    ap.add_argument("--memory-runs", type=int, default=3, help="measured runs per tool (memory)")
+    ap.add_argument("--concurrency", type=int, default=4, help="same for both tools")
+    ap.add_argument("--trials", type=int, default=1000, help="throughput workload size")
+    ap.add_argument("--memory-trials", type=int, default=10_000, help="memory workload size")
+    ap.add_argument("--workloads", default=",".join(ALL), help=f"comma-separated, of {', '.join(ALL)}")
+    ap.add_argument("--proctor-only", action="store_true", help="no Inspect AI (no install)")
+    ap.add_argument("--results", default=str(wl.BENCH / "results" / "latest.json"))
+    ap.add_argument("--work-dir", default=str(wl.BENCH / ".work"))
+    args = ap.parse_args()
+    chosen = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    if unknown := set(chosen) - set(ALL):
+        ap.error(f"unknown workload(s) {', '.join(sorted(unknown))}; choose from {', '.join(ALL)}")
+
+    from proctor import __version__ as proctor_version
+
+    versions = {"proctor": proctor_version, "python": platform.python_version()}
+    if not args.proctor_only:
+        versions["inspect_ai"] = ensure_peer()
+    work = Path(args.work_dir).resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    sizes = {args.trials: "throughput", 1: "cold", args.memory_trials: "memory"}
+    for trials, name in sizes.items():
+        if name in chosen:
+            wl.proctor_suite(work / f"proctor-{trials}", trials)
+    wl.inspect_dir(work / "inspect")
+
+    results: dict = {}
+    for name in chosen:
+        log(f"{name} ...")
+        if name == "throughput":
+            results[name] = alternate(name, args.trials, args.runs, args, work)
+        elif name == "cold":
+            results[name] = alternate(name, 1, args.runs, args, work)
+        elif name == "memory":
+            results[name] = alternate(name, args.memory_trials, args.memory_runs, args, work,
+                                      memory=True)
+        elif name == "checks":
+            results[name] = checks_at_scale()
+        elif name == "help":
+            results[name] = help_times(args.runs)
+        elif name == "db":
+            results[name] = db_ready()
+        elif name == "extras":
+            results["agent_loop"] = script("agent_loop.py")
+            results["validate_specs"] = script("validate_specs.py")
+    shutil.rmtree(work, ignore_errors=True)
+
+    text = table(results)
+    verdicts = judge(results)
+    print(text)
+    print()
+    for v in verdicts:
+        print(f"{'met   ' if v['met'] else 'MISSED'} {v['workload']}: {v['target']} "
+              f"({v['value']} vs {v['limit']})")
+    for extra in ("db", "agent_loop", "validate_specs"):
+        if extra in results:
+            print(f"\n{extra}: {results[extra].get('command', '')}")
+            for line in results[extra].get("output", [results[extra].get("missing", "")]):
+                print(f"  {line}")
+    report = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "command": " ".join(["bench/run", *sys.argv[1:]]),
+        "machine": machine(),
+        "versions": versions,
+        "settings": {"concurrency": args.concurrency, "runs": args.runs,
+                     "memory_runs": args.memory_runs, "order": "alternating, proctor first",
+                     "warm_up": "one discarded run per tool before each timed workload"},
+        "results": results,
+        "targets": verdicts,
+        "table": text.splitlines(),
+    }
+    path = Path(args.results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""The benchmark workloads, built identically for both tools.
+
+A trial, for both: a fresh working directory, one shell command `echo hello-I > out.txt`, one
+check that out.txt holds `hello-I`.
+
+  proctor     a generated suite (`cli-bench.yaml`) with one task per trial (`repeat` is capped
+              at 100, so trials are tasks), each with `solution: [the command]` and
+              `assert: [file_contains]`, run with `--agent oracle` on the local backend
+  Inspect AI  `inspect_task.py` (copied next to it): one sample per trial, `mockllm/model`,
+              `sandbox="local"`, a solver running the command via `sandbox().exec`, a scorer
+              reading the file via `sandbox().read_file`
+
+Both get the same concurrency C (proctor `--concurrency C`; Inspect `--max-samples C
+--max-subprocesses C`, see docs/benchmarks.md for why not `--max-sandboxes`), no terminal, and
+their quietest display (proctor `-q`, Inspect `--display none`); both write their full results
+to disk (proctor's run directory; Inspect's .eval log).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+PROCTOR = REPO / ".venv" / "bin" / "proctor"
+PEER_VENV = BENCH / ".venv-peer"
+INSPECT = PEER_VENV / "bin" / "inspect"
+
+
+def command(i: int) -> str:
+    return f"echo hello-{i} > out.txt"
+
+
+def proctor_suite(root: Path, trials: int) -> Path:
+    """A directory holding a suite of `trials` one-command tasks."""
+    root.mkdir(parents=True, exist_ok=True)
+    lines = ["cli: sh", "tasks:"]
+    for i in range(trials):
+        lines += [
+            f"  - id: t{i:05d}",
+            "    intent: Write the file.",
+            f'    solution: ["{command(i)}"]',
+            f"    assert: [{{file_contains: {{path: out.txt, text: hello-{i}}}}}]",
+        ]
+    (root / "cli-bench.yaml").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def inspect_dir(root: Path) -> Path:
+    """A directory holding the Inspect AI task file (Inspect wants a relative task path)."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(BENCH / "inspect_task.py", root / "inspect_task.py")
+    return root
+
+
+def proctor_argv(suite: Path, concurrency: int, out: Path) -> list[str]:
+    return [str(PROCTOR), "run", str(suite), "--agent", "oracle", "--concurrency",
+            str(concurrency), "--output-dir", str(out), "-q"]
+
+
+def inspect_argv(trials: int, concurrency: int, out: Path) -> list[str]:
+    return [str(INSPECT), "eval", "inspect_task.py@write_file", "--model", "mockllm/model",
+            "-T", f"trials={trials}", "--max-samples", str(concurrency),
+            "--max-subprocesses", str(concurrency), "--log-dir", str(out),
+            "--display", "none"]
+
+
+# Workload 4: checks at scale ----------------------------------------------------------------
+
+AGENT_COMMANDS = (
+    "git status", "ls -la src/", "cat src/module_{i}.py", "grep -rn 'def handler' src/",
+    "python -m pytest tests/test_{i}.py -q", "sed -n '1,40p' README.md",
+    "git diff --stat", "find . -name '*.py' | head", "echo step {i}", "git add -A",
+)
+
+
+def agent_commands(n: int) -> list[str]:
+    """`n` commands like an agent's, none of them a commit or a push."""
+    return [AGENT_COMMANDS[i % len(AGENT_COMMANDS)].format(i=i) for i in range(n)]
+
+
+def assertions(n: int) -> list[str]:
+    """`n` suite assertions (YAML flow items) cycling through five kinds: ran / not_ran /
+    run_count that pass, a not_ran that fails (1,000 hits to list) and a ran that fails (the
+    message lists the commands). Every one scans all the commands."""
+    kinds = (
+        "{{ran: 'cat src/module_{i}\\.py'}}",
+        "{{not_ran: 'git (commit|push).*{k}|rm -rf /'}}",
+        "{{run_count: {{pattern: '^git ', min: 1000, max: 4000}}}}",
+        "{{not_ran: '^git add'}}",
+        "{{ran: 'make release-{k}'}}",
+    )
+    return [kinds[k % len(kinds)].format(k=k, i=k * 10 + 2) for k in range(n)]
+
+
+def checks_suite(root: Path, n_assertions: int) -> Path:
+    """One task with `n_assertions` ran / not_ran / run_count assertions."""
+    root.mkdir(parents=True, exist_ok=True)
+    items = "\n".join(f"      - {a}" for a in assertions(n_assertions))
+    (root / "cli-bench.yaml").write_text(
+        f"cli: sh\ntasks:\n  - id: many\n    intent: Do a lot.\n    assert:\n{items}\n")
+    return root
