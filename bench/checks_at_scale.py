@@ -5,9 +5,9 @@ run_count assertions. Measures the evaluation time of the checks alone, in-proce
 
 The task is a real suite loaded by `proctor.spec.load` (so the check configs are the validated
 models a run uses); the context holds 10,000 `CommandRecord`s with a line of stdout each. Each
-run evaluates every check once, in order, as `proctor.trial` does, in a fresh process state
-for the regex cache only on the first run (the first run is reported separately: it compiles
-the patterns). Prints JSON.
+run evaluates every check once, in order, as `proctor.trial` does. The first run is what a
+trial sees (the patterns get compiled) and is reported on its own; later runs (patterns
+cached) give the median. Prints JSON.
 """
 
 from __future__ import annotations

@@ -4,12 +4,14 @@ Wall time is `time.perf_counter()` around start-to-reaped of the process, so int
 start, imports and teardown all count, as a user waiting at a prompt sees it.
 
 Peak memory (only when asked, so the sampling never costs the timed runs anything): every
-`interval` seconds a sampler thread walks /proc, finds every process descended from the one
-started, and sums their resident set sizes (VmRSS); the peak of that sum is reported. Shared
-pages (libc, a parent's pages a forked child has not yet touched) count once per process,
-so the sum is an upper bound of what the tree really holds; a process living shorter than one
-interval can be missed. The started process's own exact peak (ru_maxrss from wait4, kept by
-the kernel) is reported alongside.
+`interval` seconds a sampler thread reads /proc/*/stat, finds every process descended from the
+one started, and sums their resident set sizes; the peak of that sum is reported. A child
+between fork and exec shows its parent's RSS (it shares the parent's memory) and is not
+counted (see `tree_rss_kb`). Shared pages (libc) count once per process, so the sum slightly
+overstates what the tree holds; a process living shorter than one interval can be missed.
+The started process's own peak is reported alongside: its VmHWM (the kernel's high-water mark
+of its resident set since it exec'd), read at every sample, so exact but for growth in its
+last `interval` (ru_maxrss from wait4 would not do: it starts from the launcher's RSS).
 """
 
 from __future__ import annotations
@@ -21,19 +23,23 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
 
 @dataclass
 class Measurement:
     wall_s: float
     returncode: int
     tree_peak_rss_mb: float | None = None  # peak of the summed RSS of the process tree
-    root_peak_rss_mb: float | None = None  # the started process's own peak (ru_maxrss)
+    root_peak_rss_mb: float | None = None  # the started process's own peak (VmHWM)
     samples: int = 0  # how many times the tree was sampled
     stderr_tail: str = ""
 
 
-def _children_map() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
+def _processes() -> dict[int, tuple[int, tuple[bytes, ...], int]]:
+    """pid -> (ppid, program, rss pages) of every process, from /proc/PID/stat. `program` is
+    (comm, startcode, endcode, startstack): it changes when a process execs."""
+    procs = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -41,43 +47,60 @@ def _children_map() -> dict[int, list[int]]:
             stat = Path(f"/proc/{name}/stat").read_bytes()
         except OSError:  # gone meanwhile
             continue
-        # pid (comm) state ppid ...; comm may hold spaces and parentheses, so split after it
-        ppid = int(stat[stat.rindex(b")") + 2:].split(None, 2)[1])
-        children.setdefault(ppid, []).append(int(name))
-    return children
-
-
-def _rss_kb(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0  # gone, or a zombie (no VmRSS line)
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after it
+        close = stat.rindex(b")")
+        f = stat[close + 2:].split()
+        # after comm: state(0) ppid(1) ... rss(21) rsslim(22) startcode(23) endcode(24)
+        # startstack(25)
+        program = (stat[stat.index(b"(") + 1:close], f[23], f[24], f[25])
+        procs[int(name)] = (int(f[1]), program, int(f[21]))
+    return procs
 
 
 def tree_rss_kb(root: int) -> int:
-    """The summed VmRSS of `root` and all its descendants, in KiB."""
-    children = _children_map()
+    """The summed RSS of `root` and all its descendants, in KiB. A child that has been forked
+    (or vforked) but has not yet exec'd a program shows its parent's memory as its own (the
+    same pages, shared or copy-on-write); it is recognised by the same name, code and stack
+    addresses as its parent, and not counted."""
+    procs = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _program, _rss) in procs.items():
+        children.setdefault(ppid, []).append(pid)
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
-        total += _rss_kb(pid)
         todo.extend(children.get(pid, ()))
+        if pid not in procs:
+            continue
+        ppid, program, rss = procs[pid]
+        parent = procs.get(ppid)
+        if pid != root and parent is not None and parent[1] == program:
+            continue
+        total += rss * PAGE_KB
     return total
+
+
+def _hwm_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0  # gone, or a zombie
 
 
 class _Sampler(threading.Thread):
     def __init__(self, pid: int, interval: float):
         super().__init__(daemon=True)
         self.pid, self.interval = pid, interval
-        self.peak_kb, self.samples = 0, 0
+        self.peak_kb, self.root_hwm_kb, self.samples = 0, 0, 0
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.is_set():
             self.peak_kb = max(self.peak_kb, tree_rss_kb(self.pid))
+            self.root_hwm_kb = max(self.root_hwm_kb, _hwm_kb(self.pid))
             self.samples += 1
             self.stop.wait(self.interval)
 
@@ -98,7 +121,7 @@ def run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
     reader.start()
     deadline = start + timeout
     while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        pid, status = os.waitpid(proc.pid, os.WNOHANG)
         if pid:
             break
         if time.perf_counter() > deadline:
@@ -113,6 +136,6 @@ def run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
         sampler.stop.set()
         sampler.join()
         m.tree_peak_rss_mb = round(sampler.peak_kb / 1024, 1)
-        m.root_peak_rss_mb = round(usage.ru_maxrss / 1024, 1)
+        m.root_peak_rss_mb = round(sampler.root_hwm_kb / 1024, 1)
         m.samples = sampler.samples
     return m

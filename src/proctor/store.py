@@ -113,7 +113,10 @@ class RunStore:
 def write_json(path: Path, data: Any) -> None:
     """Atomically: a reader never sees half a file."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n", encoding="utf-8")
+    with tmp.open("w", encoding="utf-8") as f:
+        # Streamed, not built as one string: results.json of 10,000 trials is tens of MB.
+        json.dump(data, f, indent=2, default=str)
+        f.write("\n")
     os.replace(tmp, path)
 
 

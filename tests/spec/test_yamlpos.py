@@ -52,3 +52,18 @@ def test_unreadable_files_are_yaml_errors(tmp_path):
     with pytest.raises(YamlError) as e:
         read(str(tmp_path), "dir.yaml")
     assert e.value.message == "cannot read file: Is a directory"
+
+
+def test_a_long_file_lets_its_tree_go_and_composes_it_again(monkeypatch):
+    import proctor.spec.yamlpos as yamlpos
+
+    kept = parse(TEXT, "f.yaml", "/f.yaml")
+    monkeypatch.setattr(yamlpos, "KEEP_TREE_CHARS", 10)
+    doc = parse(TEXT, "f.yaml", "/f.yaml")
+    assert doc.data == kept.data and doc._root is None  # let go after conversion
+    for path in [("services", 1, "name"), ("services", 0, "image"), ("base", "env", "A")]:
+        assert locate(doc.root, path) == locate(kept.root, path)
+    assert doc.root is doc.root  # composed once
+    # Duplicate keys point into the tree, so a file with them keeps it.
+    dup = parse("a: 1\nb: 2\na: 3\n" + "# padding\n" * 5, "f.yaml", "/f.yaml")
+    assert dup._root is not None and len(dup.duplicates) == 1

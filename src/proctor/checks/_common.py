@@ -17,6 +17,8 @@ NO_COMMAND = "the agent ran no command"
 # file_contains / file_content never load more than this much of a file (50 MiB); the
 # clauses are checked against that prefix and the message says so.
 MAX_FILE_BYTES = 50 * 1024 * 1024
+# Files up to this size are read on the event loop; bigger ones in a thread.
+_INLINE_READ_BYTES = 256 * 1024
 
 # How many entries a "file not found" hint lists from the nearest existing directory.
 _HINT_ENTRIES = 20
@@ -130,6 +132,8 @@ async def load_file(ctx: CheckContext, spec_path: str) -> FileText | CheckOutcom
     if not path.is_file():
         return CheckOutcome(passed=False, message=f"{spec_path} is a {kind_of(path)}, not a file")
     try:
+        if path.stat().st_size <= _INLINE_READ_BYTES:
+            return _read(path, MAX_FILE_BYTES)  # a thread hop would cost more than the read
         return await read_text(path)
     except OSError as e:
         return CheckOutcome(passed=False, message=f"could not read {spec_path}: {e}")

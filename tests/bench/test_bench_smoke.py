@@ -1,0 +1,59 @@
+"""Keeps bench/run working: workload 1 with 20 trials, proctor only (no Inspect AI, no
+network). Times are printed by the bench, never asserted here."""
+
+from __future__ import annotations
+
+import json
+import os
+import py_compile
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "bench"
+sys.path.insert(0, str(BENCH))
+
+import measure  # noqa: E402
+import workloads  # noqa: E402
+
+
+def test_throughput_workload_runs_for_proctor(tmp_path: Path) -> None:
+    results = tmp_path / "latest.json"
+    proc = subprocess.run(
+        [str(BENCH / "run"), "--proctor-only", "--workloads", "throughput,cold", "--trials", "20",
+         "--runs", "1", "--results", str(results), "--work-dir", str(tmp_path / "work")],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(results.read_text())
+    throughput = report["results"]["throughput"]
+    assert throughput["trials"] == 20 and len(throughput["proctor"]["runs_s"]) == 1
+    assert "inspect" not in throughput and "inspect_ai" not in report["versions"]
+    assert report["machine"]["cores"] == os.cpu_count()
+    assert report["command"].startswith("bench/run --proctor-only")
+    assert "throughput, 20 trials" in proc.stdout
+    assert not (tmp_path / "work").exists()  # the bench cleans up after itself
+
+
+def test_generated_suite_is_valid(tmp_path: Path) -> None:
+    suite = workloads.proctor_suite(tmp_path / "suite", 5)
+    proc = subprocess.run([str(workloads.PROCTOR), "validate", str(suite)], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "5 task(s)" in proc.stdout
+
+
+def test_inspect_task_file_compiles(tmp_path: Path) -> None:
+    # The peer is not installed here; the file must at least be valid Python.
+    py_compile.compile(str(BENCH / "inspect_task.py"), cfile=str(tmp_path / "x.pyc"), doraise=True)
+    args = workloads.inspect_argv(7, 3, tmp_path)
+    assert args[args.index("-T") + 1] == "trials=7" and "--max-sandboxes" not in args
+
+
+def test_memory_of_a_process_tree(tmp_path: Path) -> None:
+    # A parent holding ~50 MB and a child of its own: both are counted, each once.
+    code = ("import subprocess, time; x = bytearray(50 * 2**20); x[::4096] = b'1' * len(x[::4096]);"
+            "subprocess.run(['sleep', '0.5'])")
+    m = measure.run([sys.executable, "-c", code], cwd=tmp_path, memory=True, interval=0.01)
+    assert m.returncode == 0 and m.samples > 5
+    assert 50 <= m.root_peak_rss_mb <= m.tree_peak_rss_mb < 2 * m.root_peak_rss_mb
