@@ -325,7 +325,8 @@ def _print_outcome(planned: Planned, results: dict[str, Any]) -> None:
 
             from proctor.report.terminal import print_summary
 
-            print_summary(results, Console())
+            # Logs (CI) have no width; 120 columns keeps turns, tokens and cost in the table.
+            print_summary(results, Console(width=None if sys.stdout.isatty() else 120))
         except ImportError:
             pass
     print(f"{s['passed']}/{s['trials']} passed, {s['failed']} failed, {s['errored']} errored "
