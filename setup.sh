@@ -33,6 +33,7 @@ if [ "$system" = 1 ] && [ ${#missing[@]} -gt 0 ]; then
     own_policy=0
     if [ ! -e "$policy" ]; then
       printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod +x "$policy" && own_policy=1
+      trap '[ "$own_policy" = 1 ] && $sudo rm -f "$policy"' EXIT  # even if apt fails
     fi
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     [ "$own_policy" = 1 ] && $sudo rm -f "$policy"

@@ -26,6 +26,15 @@ class CheckDef:
     gate: bool = False
     description: str = ""
 
+    @property
+    def templated(self) -> bool:
+        """Whether the config holds `{{ ... }}` placeholders to render per trial (computed
+        once: trials render only the checks that need it)."""
+        cached = self.__dict__.get("_templated")
+        if cached is None:
+            cached = self.__dict__["_templated"] = "{{" in self.config.model_dump_json()
+        return cached
+
 
 @dataclass
 class ServiceDef:

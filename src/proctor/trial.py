@@ -242,16 +242,10 @@ async def _audit(sandbox: LocalSandbox, before: fsdiff.Snapshot,
     return seen
 
 
-_TEMPLATED: dict[int, bool] = {}
-
-
 async def _check(check: CheckDef, ctx: CheckContext, values: dict, redactor: Redactor) -> CheckResult:
     ctype = registry()[check.type]
     config = check.config
-    templated = _TEMPLATED.get(id(config))
-    if templated is None:
-        templated = _TEMPLATED[id(config)] = "{{" in config.model_dump_json()
-    if templated:
+    if check.templated:
         config = type(config).model_validate(render_data(config.model_dump(), **values))
     try:
         out = await ctype.evaluate(config, ctx)

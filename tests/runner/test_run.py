@@ -295,3 +295,29 @@ def test_runs_lists_runs_newest_first_with_their_outcome(cli, spec, tmp_path):
     assert [x.split()[0] for x in lines] == [second.name, first.name]
     assert lines[0].split()[1:4] == ["failed", "2", "0%"]
     assert lines[1].split()[1:4] == ["passed", "2", "100%"]
+
+
+def test_params_are_rendered_into_checks_per_trial(cli, spec, tmp_path):
+    spec("""
+    version: 1
+    id: matrix
+    task: {prompt: "write n={{ params.size }}"}
+    agent: {type: oracle}
+    parallelism: {matrix: {size: [1, 2]}, replicas: 2}
+    invariants:
+      right_n:
+        description: the file names this trial's size
+        check: {type: file_content, path: out.txt, contains: "n={{ params.size }}"}
+    solution: ["echo n={{ params.size }} > out.txt"]
+    """)
+    out = cli("run", "spec.yaml", "-q", "--output-dir", "run")
+    assert out.returncode == 0, out.stdout + out.stderr
+    trials = results(tmp_path / "run")["trials"]
+    assert sorted((t["params"]["size"], t["replica"]) for t in trials) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert all(t["status"] == "pass" for t in trials)
+    # Each trial's check was rendered with its own params: swap them and it must fail.
+    (tmp_path / "spec.yaml").write_text((tmp_path / "spec.yaml").read_text().replace(
+        'echo n={{ params.size }}', 'echo n=1'))
+    out = cli("run", "spec.yaml", "-q", "--output-dir", "run2")
+    status = {(t["params"]["size"], t["status"]) for t in results(tmp_path / "run2")["trials"]}
+    assert status == {(1, "pass"), (2, "fail")}
