@@ -1,10 +1,20 @@
-"""The Sandbox contract: where a trial's commands run. A backend is one module conforming to it."""
+"""The Sandbox contract: where a trial's commands run and its files live.
+
+A backend is one module with a class conforming to `Sandbox`, registered by name in
+`proctor.sandbox.BACKENDS`. Everything above this layer (the trial, every check, every agent,
+the custom-check runner) uses only these methods, so a new backend edits nothing else.
+`tests/sandbox/test_conformance.py` runs the same behaviour tests against every backend.
+
+Paths are as the commands inside see them: relative paths are inside `workdir`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
+
+Kind = Literal["file", "dir", "symlink", "other"]
 
 
 @dataclass
@@ -17,33 +27,93 @@ class ExecResult:
     timed_out: bool = False
     truncated: bool = False  # stdout or stderr went past the output limit
     execs: list[list[str]] | None = None  # argv of every process run, when traced
+    error: str | None = None  # the harness lost something (e.g. "recording lost")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One workspace entry in a snapshot: what it is, and a digest of its content."""
+
+    kind: Kind
+    size: int
+    digest: str  # content hash for files, target for symlinks, "" for directories
+
+
+Snapshot = dict[str, Entry]  # path (as the sandbox sees it) -> entry
+
+
+@dataclass
+class Resources:
+    memory_bytes: int | None = None  # address space / cgroup memory limit per trial
+    cpus: float | None = None
+    pids: int | None = None  # processes alive at once
+    timeout_s: float | None = None  # the whole trial
+
+
+@dataclass
+class SandboxSpec:
+    """What a trial asks of its sandbox. Backends ignore what they cannot apply and say so in
+    `docs/security.md`."""
+
+    trial_id: str
+    root: Path  # a host directory private to this trial, for the backend's own state
+    env: dict[str, str]  # the agent's whole environment (an allowlist, built by the trial)
+    workdir: str | None = None  # a fixed workdir (suite `workdir:`); else the backend's own
+    output_limit: int = 1_000_000  # bytes kept per stream per command
+    keep: bool = False  # leave the workspace on disk after close()
+    resources: Resources = field(default_factory=Resources)
+    hosts: dict[str, str] = field(default_factory=dict)  # service name -> address
+    endpoints: list[tuple[str, int]] = field(default_factory=list)  # host TCP ports to reach
+    egress: Literal["allow", "deny"] = "allow"
+    egress_allow: list[str] = field(default_factory=list)  # hosts let through when deny
+    readonly_paths: list[str] = field(default_factory=list)  # extra host paths to show (ro)
+    image: str | None = None  # container backends: the image to run
+    isolation: Literal["auto", "namespaces", "none"] = "auto"
 
 
 class Sandbox(Protocol):
     """A workspace plus a way to run shell commands in it.
 
-    `exec` runs `sh -c command` with the sandbox's environment (plus `env`), in its own process
-    group, killed with the whole group at `timeout`; output past the limit is dropped, not kept.
-    With `trace=True` every process started underneath is recorded (argv) in `execs`.
+    `exec` runs `sh -c command` with the sandbox's environment (plus `env`); at `timeout`
+    everything it started is killed; output past the limit is counted and dropped. With
+    `trace=True` every process started underneath is recorded (argv) in `execs`, from
+    outside the sandbox.
     """
 
-    workdir: Path
+    workdir: str  # the workspace, as commands inside see it
     env: dict[str, str]
+    isolated: bool  # whether the boundary of docs/security.md holds
 
-    async def exec(
-        self,
-        command: str,
-        *,
-        timeout: float,
-        env: dict[str, str] | None = None,
-        cwd: str | None = None,
-        stdin: bytes | None = None,
-        trace: bool = False,
-    ) -> ExecResult: ...
+    async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
+                   cwd: str | None = None, stdin: bytes | None = None,
+                   trace: bool = False) -> ExecResult: ...
 
-    async def read_file(self, path: str) -> bytes: ...
+    async def read_file(self, path: str, limit: int | None = None) -> bytes:
+        """At most `limit` bytes (+1, so callers can tell it was cut). Raises
+        FileNotFoundError, IsADirectoryError or PermissionError like `open`."""
 
     async def write_file(self, path: str, data: bytes) -> None: ...
 
+    async def stat(self, path: str) -> Entry | None:
+        """What `path` is (following symlinks inside the sandbox), or None if absent; `digest`
+        is empty here."""
+
+    async def list_dir(self, path: str) -> list[str]:
+        """Names in a directory, sorted; directories end with `/`."""
+
+    async def copy_in(self, src: Path, dest: str = ".") -> None:
+        """Copy a host file or directory tree into the sandbox at `dest`."""
+
+    async def export(self) -> Path:
+        """A host directory holding the workspace as it is now (for `runs_in: host`
+        checks). Local backends return the workspace itself; others copy it out."""
+
+    async def snapshot(self) -> Snapshot:
+        """Every entry in every place the agent can write, by content."""
+
+    async def expose(self, host: str, port: int) -> tuple[str, int]:
+        """Make a TCP endpoint of proctor's (e.g. a model proxy) reachable from inside;
+        returns the address to use from inside."""
+
     async def close(self) -> None:
-        """Kill anything still running and remove the workspace (unless kept)."""
+        """Kill everything still running in the sandbox and remove it (unless kept)."""

@@ -1,0 +1,43 @@
+"""One registry pattern for everything proctor finds by name: checks, agents, services,
+providers, report formats and sandbox backends.
+
+Each registry maps a name to "module:attribute"; the module is imported on first use, so
+`proctor --help` imports none of them. Adding an implementation is one new module plus one
+line in its registry.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str, entries: dict[str, str]):
+        self.kind = kind  # "check", "agent", ...: used in error messages
+        self._entries = dict(entries)
+        self._loaded: dict[str, T] = {}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def get(self, name: str) -> T:
+        if name not in self._loaded:
+            if name not in self._entries:
+                known = ", ".join(self._entries)
+                raise KeyError(f"unknown {self.kind} {name!r} (known: {known})")
+            module, _, attr = self._entries[name].partition(":")
+            self._loaded[name] = getattr(importlib.import_module(module), attr)
+        return self._loaded[name]
+
+    def items(self) -> list[tuple[str, T]]:
+        return [(name, self.get(name)) for name in self._entries]
