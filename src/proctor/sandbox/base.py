@@ -14,20 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from proctor.proc import ExecResult
+
+__all__ = ["Entry", "ExecResult", "Kind", "Resources", "Sandbox", "SandboxSpec", "Snapshot"]
+
 Kind = Literal["file", "dir", "symlink", "other"]
-
-
-@dataclass
-class ExecResult:
-    exit_code: int | None  # None when killed by the timeout
-    stdout: str
-    stderr: str
-    duration_s: float
-    started_at: float
-    timed_out: bool = False
-    truncated: bool = False  # stdout or stderr went past the output limit
-    execs: list[list[str]] | None = None  # argv of every process run, when traced
-    error: str | None = None  # the harness lost something (e.g. "recording lost")
 
 
 @dataclass(frozen=True)
