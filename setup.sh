@@ -17,7 +17,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(postgresql mariadb-server mariadb-client strace git jq sqlite3 curl)
+packages=(postgresql mariadb-server mariadb-client strace bubblewrap git jq sqlite3 curl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -139,6 +139,11 @@ def _run_options(f: Callable) -> Callable:
                      help="Reports to write: json,junit,md,html (json is always written)."),
         click.option("--backend", type=click.Choice(["local", "docker"]), default="local",
                      show_default=True, help="Where trials run."),
+        click.option("--isolation", type=click.Choice(["auto", "namespaces", "none"]),
+                     default="auto", show_default=True,
+                     help="Isolate each trial (namespaces: private files, processes, network, "
+                          "limits). auto exits 2 if that cannot be built here; none runs "
+                          "unisolated and every report says so. See docs/security.md."),
         click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
                      show_default=True, help="Run trials in this process, or on a Ray cluster."),
         click.option("--keep", is_flag=True,
@@ -171,6 +176,7 @@ def _options(**kw) -> object:
         formats=_split_formats(kw.get("formats") or ()) or ["json"],
         resume=kw.get("resume"),
         backend=kw.get("backend") or "local",
+        isolation=kw.get("isolation") or "auto",
         executor=kw.get("executor") or "local",
         keep=bool(kw.get("keep")),
         **({"output_limit": kw["output_limit"]} if kw.get("output_limit") else {}),

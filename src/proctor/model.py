@@ -238,6 +238,8 @@ class RunOptions:
     formats: list[str] = field(default_factory=lambda: ["json"])
     resume: str | None = None
     backend: Literal["local", "docker"] = "local"
+    # auto: namespaces, or exit 2 saying what is missing; none: run without a boundary.
+    isolation: Literal["auto", "namespaces", "none"] = "auto"
     executor: Literal["local", "ray"] = "local"
     keep: bool = False  # keep trial workdirs
     quiet: bool = False

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from proctor.errors import UsageError
-from proctor.janitor import RUN_ID_VAR
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select
 from proctor.store import RunStore, index_run, iso
@@ -76,10 +75,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     by_id = {t.id: t for t in tasks}  # the loader guarantees unique ids across files
     trials = plan(tasks, options)
     _preflight(trials, by_id, options)
-    if options.backend == "docker":
-        from proctor.sandbox.docker import require_docker
-
-        require_docker()
+    isolated = _preflight_backend(options)
     if options.executor == "ray":
         from proctor.executors.ray import require_ray
 
@@ -88,6 +84,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     if not meta:
         meta = {"run_id": store.run_id, "started_at": iso(), "paths": [str(Path(p).resolve()) for p in paths],
                 "options": _stored_options(options), "versions": _versions(),
+                "isolation": {"isolated": isolated, "backend": options.backend,
+                              "note": "" if isolated else NOT_ISOLATED},
                 "host": {"name": os.uname().nodename, "cpus": os.cpu_count(),
                          "platform": sys.platform}}
         store.write_meta(meta)
@@ -126,7 +124,7 @@ def run_planned(planned: Planned) -> dict[str, Any]:
 
 async def _execute(trials: list[Trial], planned: Planned,
                    on_result: Callable[[TrialResult], None]) -> None:
-    from proctor.sandbox.local import use_fast_child_watcher
+    from proctor.proc import use_fast_child_watcher
     from proctor.trial import RunContext, run_trial
 
     use_fast_child_watcher()
@@ -135,8 +133,6 @@ async def _execute(trials: list[Trial], planned: Planned,
     loop.add_signal_handler(signal.SIGTERM, main.cancel)
     store, options = planned.store, planned.options
     tmp_root = Path(tempfile.mkdtemp(prefix=f"proctor-{store.run_id}-"))
-    # Servers inherit it too, so the janitor can find everything this run started.
-    os.environ[RUN_ID_VAR] = store.run_id
     sandbox_root = store.dir / "workdirs" if options.keep else tmp_root
     run = RunContext(options=options, sandbox_root=sandbox_root, trial_dir=store.trial_dir,
                      run_id=store.run_id)
@@ -169,7 +165,6 @@ async def _execute(trials: list[Trial], planned: Planned,
                 group.create_task(worker())
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
-        os.environ.pop(RUN_ID_VAR, None)
         await stop_services(run.services)
         if executor is not None:
             executor.close()
@@ -246,6 +241,21 @@ def _concurrency(planned: Planned) -> int:
         return planned.options.concurrency
     given = [t.concurrency for t in planned.tasks.values() if t.concurrency]
     return max(given) if given else 3
+
+
+NOT_ISOLATED = ("this run was not isolated (--isolation none): agents could read and change "
+                "anything proctor's user can, and their verdicts can be forged")
+
+
+def _preflight_backend(options: RunOptions) -> bool:
+    """The backend is usable before any trial runs (exit 2 otherwise); whether trials will be
+    isolated."""
+    from proctor.sandbox import BACKENDS
+
+    isolated = bool(BACKENDS.get(options.backend)().preflight(options))
+    if not isolated and not options.quiet:
+        print(f"proctor: warning: {NOT_ISOLATED}", file=sys.stderr)
+    return isolated
 
 
 def _preflight(trials: list[Trial], tasks: dict[str, TaskDef], options: RunOptions) -> None:

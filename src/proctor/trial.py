@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
+import os
 import secrets as secrets_mod
 import shutil
 import time
@@ -27,10 +29,12 @@ from proctor.model import CheckDef, CheckResult, RunOptions, TaskDef, Trial, Tri
 from proctor.record import fsdiff
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
-from proctor.sandbox.local import LocalSandbox, host_env
+from proctor.sandbox import create_sandbox
+from proctor.sandbox.base import Resources, Sandbox, SandboxSpec
+from proctor.sandbox.hosts import aliases
 from proctor.scoring import score_trial
 from proctor.services.base import Service, ServiceHandle
-from proctor.spec.templating import render, render_data
+from proctor.templating import render, render_data
 
 # Trial faults: (what happened, how it reads in results). None of them is the agent's
 # failure, so every one makes the trial `error`, never `fail`, and no checks run.
@@ -40,9 +44,17 @@ FAULTS = {
     "workspace": "could not prepare the workspace: {detail}",
     "setup": "setup command failed: {detail}",
     "agent": "agent error: {detail}",
+    "limit": "{detail}",
 }
 WAIT_FOR_TIMEOUT_S = 60.0
 OUTPUT_IN_RESULTS = 4000  # characters of the agent's output kept in results.json
+# Limits every trial has unless its spec sets them (docs/security.md).
+DEFAULT_MEMORY_BYTES = 1 << 30
+DEFAULT_PIDS = 1024
+# The only variables of proctor's own environment an agent gets, unless the spec or
+# proctor.toml (`pass_env`) names more. Credentials never pass by default.
+HOST_ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "LC_*")
+TEXT_FILE_BYTES = 1_000_000  # of each written file, read for secrets_in_logs
 
 
 class TrialFault(Exception):
@@ -59,8 +71,16 @@ class RunContext:
     trial_dir: Any  # Callable[[str], Path]: where a trial's trace and audit go
     services: dict[tuple[str, str], Service] = field(default_factory=dict)  # (source, name)
     shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (help text, ...)
-    base_env: dict[str, str] = field(default_factory=host_env)  # what sandboxes inherit
     run_id: str = ""
+
+
+def host_env(options: RunOptions) -> dict[str, str]:
+    """What an agent gets of proctor's own environment: the allowlist plus `pass_env`."""
+    allowed = (*HOST_ENV_ALLOWED, *options.config.get("pass_env", ()))
+    if options.isolation != "none":
+        allowed = tuple(a for a in allowed if a != "PATH")  # the box has its own PATH
+    return {k: v for k, v in os.environ.items()
+            if any(fnmatch.fnmatchcase(k, a) for a in allowed)}
 
 
 async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult:
@@ -98,48 +118,41 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
                          category=task.category,
                          started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)))
     handles: dict[str, ServiceHandle] = {}
-    sandbox: LocalSandbox | None = None
+    sandbox: Sandbox | None = None
+    egress: list[dict[str, Any]] = []
     try:
-        root = run.sandbox_root / trial.id
-        workdir = Path(task.workdir) if task.workdir else root / "work"
-        values = {"params": trial.params, "secrets": secret_values, "workdir": str(workdir)}
         for svc in task.services:
             try:
                 handles[svc.name] = await run.services[(task.source, svc.name)].provision(trial.id)
             except ServiceError as e:
                 raise TrialFault("service", name=svc.name, detail=str(e)) from None
-        env = {k: render(v, **values) for k, v in task.env.items()}
-        env[RUN_ID_VAR] = run.run_id
-        env.update(secret_values)
-        for h in handles.values():
-            env.update(h.env)
-        limits = _limits(task.resources)
-        hosts_file = None
-        if handles:
-            from proctor.services.hosts import write_hosts_file
-
-            hosts_file = write_hosts_file(handles.values(), root)
-        sandbox = LocalSandbox(root, env, workdir=workdir if task.workdir else None,
-                               output_limit=run.options.output_limit, keep=run.options.keep,
-                               limits=limits, base_env=run.base_env, hosts_file=hosts_file)
+        agent = make_agent(trial.agent)
+        sandbox = await _open_sandbox(trial, task, run, agent, handles, secret_values)
+        values = {"params": trial.params, "secrets": secret_values, "workdir": sandbox.workdir}
+        await _egress_proxy(task, sandbox, handles, egress.append)
         await _prepare_workspace(task, sandbox, values)
         await _wait_for_services(task, sandbox, recorder)
         await _run_setup(task, sandbox, values, recorder)
         for h in handles.values():  # readiness probes and setup traffic are not the agent's
             await h.begin_recording()
-        before = fsdiff.snapshot(sandbox.workdir)
+        egress.clear()
+        before = await sandbox.snapshot()
 
         env_ = AgentEnv(task=task, trial=trial, prompt=render(task.prompt, **values),
                         sandbox=sandbox, recorder=recorder, options=run.options,
                         solution=[render(c, **values) for c in task.solution], shared=run.shared)
-        outcome = await _run_agent(trial, task, env_, recorder)
+        outcome = await _run_agent(agent, task, env_, recorder)
+        # Nothing the agent started may keep changing the workspace while it is judged.
+        await sandbox.kill_processes()
         result.turns, result.cost_usd = outcome.turns, outcome.cost_usd
         result.tokens = {"input": outcome.tokens_in, "output": outcome.tokens_out}
-        result.output = redactor.text(outcome.output[-OUTPUT_IN_RESULTS:])
+        result.output = redactor.text(outcome.output)[-OUTPUT_IN_RESULTS:]
+        if fault := sandbox.fault():
+            raise TrialFault("limit", detail=fault)
         if outcome.error:
             raise TrialFault("agent", detail=outcome.error)
 
-        seen = await _audit(sandbox, before, handles, recorder)
+        seen = await _audit(sandbox, before, handles, egress, recorder)
         seen.texts += [outcome.output] + [c.stdout + c.stderr + c.command for c in env_.commands]
         ctx = CheckContext(task=task, trial=trial, sandbox=sandbox, commands=env_.commands,
                            agent_output=outcome.output, recorder=recorder,
@@ -167,17 +180,70 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
     return result
 
 
-async def _prepare_workspace(task: TaskDef, sandbox: LocalSandbox, values: dict) -> None:
+async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any,
+                        handles: dict[str, ServiceHandle], secret_values: dict[str, str]) -> Sandbox:
+    """The trial's sandbox, with an allowlisted environment and the trial's limits."""
+    env = {**host_env(run.options), **task.env}  # rendered once the workdir is known
+    env[RUN_ID_VAR] = run.run_id
+    env.update(secret_values)
+    for h in handles.values():
+        env.update(h.env)
+    res = task.resources
+    net = task.network or {}
+    spec = SandboxSpec(
+        trial_id=trial.id, root=run.sandbox_root / trial.id, env=env, workdir=task.workdir,
+        output_limit=run.options.output_limit, keep=run.options.keep,
+        resources=Resources(memory_bytes=res.get("memory_bytes") or DEFAULT_MEMORY_BYTES,
+                            cpus=res.get("cpu"), pids=DEFAULT_PIDS, timeout_s=res.get("timeout")),
+        hosts=aliases(handles.values()), endpoints=[(h.host, h.port) for h in handles.values()],
+        egress=net.get("egress", "allow"), egress_allow=list(net.get("allow", [])),
+        readonly_paths=_agent_paths(agent, task, run.options),
+        image=task.base_image, isolation=run.options.isolation)
+    try:
+        sandbox = await create_sandbox(run.options.backend, spec)
+    except OSError as e:
+        raise TrialFault("workspace", detail=str(e)) from None
+    values = {"params": trial.params, "secrets": secret_values, "workdir": sandbox.workdir}
+    sandbox.env.update({k: render(v, **values) for k, v in task.env.items()})
+    return sandbox
+
+
+def _agent_paths(agent: Any, task: TaskDef, options: RunOptions) -> list[str]:
+    """Host paths an agent type needs to see (read-only) inside an isolated sandbox."""
+    paths = getattr(agent, "readonly_paths", None)
+    return list(paths(task, options)) if paths is not None else []
+
+
+async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, ServiceHandle],
+                        on_event: Any) -> None:
+    """An isolated local sandbox reaches the outside only through proctor's proxy."""
+    serve = getattr(sandbox, "serve_inside", None)
+    if not sandbox.isolated or serve is None:
+        return
+    from proctor.sandbox.egress import PORT, EgressProxy
+
+    net = task.network or {}
+    proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])), on_event)
+    await serve("127.0.0.1", PORT, proxy.handle)
+    url = f"http://127.0.0.1:{PORT}"
+    direct = ["localhost", "127.0.0.1", *handles, *(h.host for h in handles.values())]
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        sandbox.env.setdefault(name, url)
+    for name in ("NO_PROXY", "no_proxy"):
+        sandbox.env.setdefault(name, ",".join(direct))
+
+
+async def _prepare_workspace(task: TaskDef, sandbox: Sandbox, values: dict) -> None:
     try:
         for rel, content in task.files.items():
             await sandbox.write_file(render(rel, **values), render(content, **values).encode())
         if task.scaffold:
-            shutil.copytree(task.scaffold, sandbox.workdir, dirs_exist_ok=True, symlinks=True)
+            await sandbox.copy_in(Path(task.scaffold), ".")
     except OSError as e:
         raise TrialFault("workspace", detail=str(e)) from None
 
 
-async def _run_setup(task: TaskDef, sandbox: LocalSandbox, values: dict, recorder: Recorder) -> None:
+async def _run_setup(task: TaskDef, sandbox: Sandbox, values: dict, recorder: Recorder) -> None:
     for command in task.setup:
         command = render(command, **values)
         res = await sandbox.exec(command, timeout=task.timeout)
@@ -188,7 +254,7 @@ async def _run_setup(task: TaskDef, sandbox: LocalSandbox, values: dict, recorde
             raise TrialFault("setup", detail=f"`{command}` exited {res.exit_code}: {tail}")
 
 
-async def _wait_for_services(task: TaskDef, sandbox: LocalSandbox, recorder: Recorder) -> None:
+async def _wait_for_services(task: TaskDef, sandbox: Sandbox, recorder: Recorder) -> None:
     for svc in task.services:
         command = svc.config.get("wait_for")
         if not command:
@@ -208,8 +274,7 @@ async def _wait_for_services(task: TaskDef, sandbox: LocalSandbox, recorder: Rec
             delay = min(delay * 2, 1.0)
 
 
-async def _run_agent(trial: Trial, task: TaskDef, env: AgentEnv, recorder: Recorder) -> AgentResult:
-    agent = make_agent(trial.agent)
+async def _run_agent(agent: Any, task: TaskDef, env: AgentEnv, recorder: Recorder) -> AgentResult:
     try:
         # The agent's wall-clock budget; each command also has its own timeout inside it.
         return await asyncio.wait_for(agent.run(env), task.timeout)
@@ -219,15 +284,22 @@ async def _run_agent(trial: Trial, task: TaskDef, env: AgentEnv, recorder: Recor
         return AgentResult(output="", turns=len(env.commands))
 
 
-async def _audit(sandbox: LocalSandbox, before: fsdiff.Snapshot,
-                 handles: dict[str, ServiceHandle], recorder: Recorder) -> Observed:
+async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, handles: dict[str, ServiceHandle],
+                 egress: list[dict[str, Any]], recorder: Recorder) -> Observed:
     """Write what the agent changed to audit.jsonl, before any check reads it."""
-    seen = Observed(file_writes=fsdiff.diff(before, fsdiff.snapshot(sandbox.workdir)))
+    seen = Observed(file_writes=fsdiff.diff(before, await sandbox.snapshot()))
     for w in seen.file_writes:
         recorder.audit("file_write", w)
-        if w["path"].endswith(".log") and w["change"] != "deleted":
-            with contextlib.suppress(OSError):
-                seen.texts.append((sandbox.workdir / w["path"]).read_text(errors="replace")[:1_000_000])
+        if w["change"] != "deleted" and w.get("kind", "file") == "file":
+            path = w["path"] if w["path"].startswith("/") else f"{sandbox.workdir}/{w['path']}"
+            try:
+                data = await sandbox.read_file(path, TEXT_FILE_BYTES)
+            except OSError:
+                continue
+            seen.texts.append(data[:TEXT_FILE_BYTES].decode(errors="replace"))
+    for call in egress:
+        seen.http_calls.append(call)
+        recorder.audit("http_call", call)
     for name, h in handles.items():
         for req in await h.requests():
             call = {"service": name, **req}
@@ -261,7 +333,7 @@ async def _check(check: CheckDef, ctx: CheckContext, values: dict, redactor: Red
                        error=redactor.text(error) if error else None)
 
 
-async def _release(handles: dict[str, ServiceHandle], sandbox: LocalSandbox | None) -> None:
+async def _release(handles: dict[str, ServiceHandle], sandbox: Sandbox | None) -> None:
     # Shielded: a Ctrl-C arriving now must not leave a database or a process behind.
     async def release() -> None:
         for h in handles.values():
@@ -277,6 +349,3 @@ async def _release(handles: dict[str, ServiceHandle], sandbox: LocalSandbox | No
         await job
         raise
 
-
-def _limits(resources: dict[str, Any]) -> dict[str, int]:
-    return {"memory": resources["memory_bytes"]} if resources.get("memory_bytes") else {}

@@ -304,7 +304,7 @@ async def test_runs_in_sandbox_copies_the_script_when_not_shared(check, make_ctx
         await inner.close()
     assert out.error is None, out.error
     [copied] = ctx.sandbox.written
-    assert copied.startswith(str(tmp_path / "remote" / "tmp") + "/proctor-check-")
+    assert copied.startswith(str(tmp_path / "remote" / "tmp") + "/.proctor-check-")
     assert out.message == copied  # it ran the copy, not the original
 
 

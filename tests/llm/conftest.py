@@ -132,7 +132,7 @@ def run_agent(tmp_path: Path):
         trace = []
         if recorder.trace_path.exists():
             trace = [json.loads(line) for line in recorder.trace_path.read_text().splitlines()]
-        return AgentRun(result, env, sandbox.workdir, trace)
+        return AgentRun(result, env, Path(sandbox.workdir), trace)
 
     return run
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from proctor.services import hosts
+from proctor.sandbox import hosts
 from tests.runner.conftest import results
 
 SCENARIO = r"""

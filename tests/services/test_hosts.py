@@ -8,7 +8,8 @@ import shutil
 import pytest
 
 from proctor.model import ServiceDef
-from proctor.services import ServiceContext, ServiceHandle, create, hosts
+from proctor.sandbox import hosts
+from proctor.services import ServiceContext, ServiceHandle, create
 from tests.services.conftest import sandbox_env
 
 needs_namespaces = pytest.mark.skipif(not hosts.supported(),
@@ -34,7 +35,7 @@ def test_the_hosts_file_keeps_the_machines_entries(tmp_path):
 @needs_namespaces
 async def test_names_resolve_only_inside_the_wrapped_command(tmp_path):
     h = ServiceHandle(name="db", kind="postgres", host="127.9.8.7", port=5432, url="")
-    path = hosts.write_hosts_file([h], tmp_path)
+    path = hosts.write_hosts_file(hosts.aliases([h]), tmp_path)
     code, out, _ = await run(hosts.wrap(["getent", "hosts", "db"], path), {"PATH": "/usr/bin:/bin"})
     assert code == 0 and out.split() == ["127.9.8.7", "db"]
     code, _, _ = await run(["getent", "hosts", "db"], {"PATH": "/usr/bin:/bin"})
@@ -50,7 +51,7 @@ async def test_psql_and_curl_reach_services_by_name(pg, tmp_path):
                   ctx)
     db, smtp = await pg.provision("t.r0"), await mock.provision("t.r0")
     try:
-        path = hosts.write_hosts_file([db, smtp], tmp_path)
+        path = hosts.write_hosts_file(hosts.aliases([db, smtp]), tmp_path)
         env = sandbox_env(db, smtp)
         code, out, err = await run(hosts.wrap(
             ["psql", "-X", "-tA", "-h", "db", "-p", str(db.port), "-c", "SELECT count(*) FROM customers"],

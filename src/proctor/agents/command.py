@@ -8,11 +8,14 @@ control. The program itself comes last, with its exit code and output, so `exit_
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
+from pathlib import Path
 
 from proctor.agents.base import AgentEnv, AgentResult
-from proctor.model import CommandRecord
+from proctor.model import CommandRecord, RunOptions, TaskDef
 
 # "{{prompt}}", '{{prompt}}' or {{prompt}}: all become one safely quoted shell word.
 _PROMPT = re.compile(r"""(["']?)\{\{\s*prompt\s*\}\}\1""")
@@ -24,6 +27,27 @@ def render_command(template: str, prompt: str) -> str:
 
 
 class CommandAgent:
+    def readonly_paths(self, task: TaskDef, options: RunOptions) -> list[str]:
+        """What the program needs to be visible in an isolated sandbox: every absolute path
+        in the command (just that file, not its directory), and for an interpreter
+        installed outside /usr (pyenv, a venv's base), its installation prefix."""
+        template = options.agent_command or task.agent.command or ""
+        try:
+            words = shlex.split(template)
+        except ValueError:
+            return []
+        paths = []
+        for word in words:
+            exe = word if word.startswith("/") else shutil.which(word) if word == words[0] else None
+            if not exe or not os.path.isfile(exe):
+                continue
+            paths.append(exe)
+            real = Path(os.path.realpath(exe))
+            if os.access(real, os.X_OK) and real.parent.name == "bin" and \
+                    not str(real).startswith("/usr/"):
+                paths.append(str(real.parent.parent))
+        return paths
+
     async def run(self, env: AgentEnv) -> AgentResult:
         template = env.options.agent_command or env.task.agent.command
         if not template:

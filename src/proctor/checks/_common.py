@@ -3,23 +3,20 @@ reading files with a size bound, describing commands and their exit status."""
 
 from __future__ import annotations
 
-import asyncio
-import os
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from proctor.checks.base import CheckContext, cut
 from proctor.model import CheckOutcome, CommandRecord
+from proctor.sandbox.base import Entry
+from proctor.templating import render
 
 NO_COMMAND = "the agent ran no command"
 
 # file_contains / file_content never load more than this much of a file (50 MiB); the
 # clauses are checked against that prefix and the message says so.
 MAX_FILE_BYTES = 50 * 1024 * 1024
-# Files up to this size are read on the event loop; bigger ones in a thread.
-_INLINE_READ_BYTES = 256 * 1024
-
 # How many entries a "file not found" hint lists from the nearest existing directory.
 _HINT_ENTRIES = 20
 
@@ -64,9 +61,6 @@ def command_list(commands: Sequence[CommandRecord]) -> str:
 def render_text(ctx: CheckContext, text: str) -> str:
     """Fill {{workdir}}, {{ params.X }} and {{ secrets.X }} for this trial. The runner renders
     check configs already; this makes a check correct on its own and is a no-op then."""
-    # Imported here: proctor.spec imports the check registry, so keep the import graph acyclic.
-    from proctor.spec.templating import render
-
     return render(text, params=ctx.trial.params, secrets=ctx.secrets, workdir=str(ctx.workdir))
 
 
@@ -83,60 +77,50 @@ class FileText:
         return f"{self.size} bytes{note}"
 
 
-def _read(path: Path, limit: int) -> FileText:
-    size = path.stat().st_size
-    with path.open("rb") as f:
-        data = f.read(limit + 1)
-    truncated = len(data) > limit
-    return FileText(data[:limit].decode("utf-8", errors="replace"), max(size, len(data)), truncated,
-                    limit)
+def kind_of(entry: Entry) -> str:
+    return {"dir": "directory", "file": "file"}.get(entry.kind, "special file")
 
 
-async def read_text(path: Path, limit: int | None = None) -> FileText:
-    """Read (at most `limit`, default MAX_FILE_BYTES, bytes of) a file off the event loop."""
-    return await asyncio.to_thread(_read, path, MAX_FILE_BYTES if limit is None else limit)
+def shown_path(ctx: CheckContext, path: str) -> str:
+    """A sandbox path as messages show it: relative to the workspace when inside it."""
+    rel = posixpath.relpath(path, ctx.sandbox.workdir)
+    return path if rel.startswith("..") else rel
 
 
-def kind_of(path: Path) -> str:
-    if path.is_dir():
-        return "directory"
-    if path.is_file():
-        return "file"
-    return "special file"
-
-
-def not_found(spec_path: str, resolved: Path) -> str:
+async def not_found(ctx: CheckContext, spec_path: str, path: str) -> str:
     """`file not found: P`, plus what the nearest existing directory holds."""
     msg = f"file not found: {spec_path}"
-    parent = resolved.parent
-    while not parent.is_dir() and parent != parent.parent:
-        parent = parent.parent
+    parent = posixpath.dirname(path)
+    while parent != "/" and getattr(await ctx.sandbox.stat(parent), "kind", None) != "dir":
+        parent = posixpath.dirname(parent)
     try:
-        names = sorted(os.listdir(parent))
+        names = await ctx.sandbox.list_dir(parent)
     except OSError:
         return msg
-    if str(resolved) != spec_path:
-        msg += f" (looked for {resolved})"
-    shown = [n + ("/" if (parent / n).is_dir() else "") for n in names[:_HINT_ENTRIES]]
+    shown = names[:_HINT_ENTRIES]
     more = f", ... {len(names) - _HINT_ENTRIES} more" if len(names) > _HINT_ENTRIES else ""
     listing = cut(", ".join(shown) + more) if names else "nothing"
-    return f"{msg}; {parent} holds: {listing}"
+    where = shown_path(ctx, parent)
+    where = "the workspace" if where == "." else where
+    return f"{msg}; {where} holds: {listing}"
 
 
 async def load_file(ctx: CheckContext, spec_path: str) -> FileText | CheckOutcome:
     """The text of a regular file for file_contains / file_content, or the failing outcome:
     a missing file fails with `file not found: P` (it never errors)."""
     path = ctx.resolve(render_text(ctx, spec_path))
-    if not path.exists():
-        return CheckOutcome(passed=False, message=not_found(spec_path, path))
-    if not path.is_file():
-        return CheckOutcome(passed=False, message=f"{spec_path} is a {kind_of(path)}, not a file")
+    entry = await ctx.sandbox.stat(path)
+    if entry is None:
+        return CheckOutcome(passed=False, message=await not_found(ctx, spec_path, path))
+    if entry.kind != "file":
+        return CheckOutcome(passed=False, message=f"{spec_path} is a {kind_of(entry)}, not a file")
     try:
-        if path.stat().st_size <= _INLINE_READ_BYTES:
-            return _read(path, MAX_FILE_BYTES)  # a thread hop would cost more than the read
-        return await read_text(path)
+        data = await ctx.sandbox.read_file(path, MAX_FILE_BYTES)
     except OSError as e:
-        return CheckOutcome(passed=False, message=f"could not read {spec_path}: {e}")
+        return CheckOutcome(passed=False, message=f"could not read {spec_path}: {e.strerror or e}")
+    truncated = len(data) > MAX_FILE_BYTES
+    return FileText(data[:MAX_FILE_BYTES].decode("utf-8", errors="replace"),
+                    max(entry.size, len(data)), truncated, MAX_FILE_BYTES)
 
 
 def ran_summary(commands: Sequence[CommandRecord]) -> str:

@@ -4,6 +4,7 @@ async `evaluate(config, ctx) -> CheckOutcome`."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,16 +43,16 @@ class CheckContext:
 
     @property
     def workdir(self) -> Path:
-        return self.sandbox.workdir
+        """The workspace as commands in the sandbox see it."""
+        return Path(self.sandbox.workdir)
 
     @property
     def last_command(self) -> CommandRecord | None:
         return self.commands[-1] if self.commands else None
 
-    def resolve(self, path: str) -> Path:
-        """A path from the spec: relative ones are inside the workdir."""
-        p = Path(path)
-        return p if p.is_absolute() else self.workdir / p
+    def resolve(self, path: str) -> str:
+        """A path from the spec, as the sandbox sees it: relative ones are inside the workdir."""
+        return posixpath.normpath(posixpath.join(self.sandbox.workdir, path))
 
 
 Evaluate = Callable[[Any, CheckContext], Awaitable[CheckOutcome]]

@@ -2,36 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import math
 import os
 import shlex
-import signal
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
+from proctor import proc
 from proctor.checks._common import block, outputs, render_text
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
-from proctor.sandbox.base import ExecResult
-from proctor.sandbox.local import LocalSandbox
+from proctor.proc import ExecResult
+from proctor.templating import render
 
 
 class Config(CheckConfig):
     script: str = Field(description="Script path; relative to the spec file's directory. Run directly if executable, else with the interpreter its suffix implies.")
     runs_in: Literal["host", "sandbox"] = Field("host", description="host: run by proctor with read access to the workspace; sandbox: run inside the trial's sandbox.")
     timeout: float = Field(60, gt=0, description="Seconds before the script is killed (the check errors).")
-
-
-# After the script exits, how long to wait for background children still holding its pipes.
-_PIPE_GRACE_S = 0.2
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
@@ -48,14 +42,15 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
             f"custom script {name} is not executable and its suffix does not say how to run it "
             "(make it executable with a #! line, or name it *.py or *.sh)"
         )
-    payload = json.dumps(_context(ctx), default=str).encode()
+    workspace = ctx.sandbox.workdir if in_sandbox else str(await ctx.sandbox.export())
+    payload = json.dumps(_context(ctx, workspace), default=str).encode()
     # The script reads the trace and audit log: every event so far must be on disk.
     _prepare_logs(ctx)
     if in_sandbox:
         res = await _run_in_sandbox(ctx, script, argv, payload, cfg.timeout)
     else:
-        res = await _run_on_host(argv, payload, cwd=ctx.workdir, env=_host_env(ctx),
-                                 timeout=cfg.timeout)
+        res = await proc.run(argv, timeout=cfg.timeout, cwd=workspace, stdin=payload,
+                             env=_host_env(ctx, Path(workspace)))
     if res.timed_out:
         return _error(f"custom script {name} timed out after {cfg.timeout:g}s\n"
                       + outputs(res.stdout, res.stderr))
@@ -81,13 +76,11 @@ def _argv(script: Path, *, python: str) -> list[str] | None:
     return None
 
 
-def _context(ctx: CheckContext) -> dict[str, Any]:
+def _context(ctx: CheckContext, workspace: str) -> dict[str, Any]:
     """The stdin of the script, exactly the keys of SPEC §3."""
-    from proctor.spec.templating import render  # see _common.render_text
-
     return {
         "sandbox_id": ctx.trial.id,
-        "workspace_path": str(ctx.workdir),
+        "workspace_path": workspace,
         "services": {name: handle.context() for name, handle in ctx.services.items()},
         "audit_log_path": str(ctx.recorder.audit_path),
         "trace_path": str(ctx.recorder.trace_path),
@@ -105,93 +98,32 @@ def _prepare_logs(ctx: CheckContext) -> None:
             path.touch(exist_ok=True)
 
 
-def _host_env(ctx: CheckContext) -> dict[str, str]:
+def _host_env(ctx: CheckContext, workspace: Path) -> dict[str, str]:
     """proctor's own environment, plus what the services inject (DATABASE_URL, NAME_URL...)."""
     env = dict(os.environ)
     for handle in ctx.services.values():
         env.update(handle.env)
-    env["PROCTOR_WORKDIR"] = str(ctx.workdir)
+    env["PROCTOR_WORKDIR"] = str(workspace)
+    # The workspace belongs to the sandbox's user; git must still read it for the check.
+    env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
+                "GIT_CONFIG_VALUE_0": "*"})
     return env
-
-
-async def _run_on_host(argv: list[str], stdin: bytes, *, cwd: Path, env: dict[str, str],
-                       timeout: float) -> ExecResult:
-    """Run in its own process group; at the timeout (or on cancellation) the whole group is
-    killed. Output read so far is kept either way."""
-    started, t0 = time.time(), time.monotonic()
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=cwd, env=env, start_new_session=True,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-    except OSError as e:
-        return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
-                          time.monotonic() - t0, started)
-    out, err = bytearray(), bytearray()
-    assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
-    readers = [asyncio.create_task(_drain(proc.stdout, out)),
-               asyncio.create_task(_drain(proc.stderr, err))]
-
-    async def feed_and_wait() -> None:
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it need not read stdin
-            proc.stdin.write(stdin)
-            await proc.stdin.drain()
-        proc.stdin.close()
-        await proc.wait()
-        await asyncio.wait(readers, timeout=_PIPE_GRACE_S)
-
-    timed_out = False
-    try:
-        await asyncio.wait_for(feed_and_wait(), timeout)
-    except TimeoutError:
-        timed_out = True
-    finally:
-        _kill_group(proc.pid)  # also whatever it left running in the background
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        await asyncio.shield(proc.wait())
-        await asyncio.wait(readers, timeout=_PIPE_GRACE_S)
-        for r in readers:
-            r.cancel()
-    return ExecResult(
-        exit_code=None if timed_out else proc.returncode,
-        stdout=out.decode("utf-8", errors="replace"),
-        stderr=err.decode("utf-8", errors="replace"),
-        duration_s=time.monotonic() - t0,
-        started_at=started,
-        timed_out=timed_out,
-    )
-
-
-async def _drain(stream: asyncio.StreamReader, buf: bytearray) -> None:
-    while chunk := await stream.read(65536):
-        buf += chunk
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 async def _run_in_sandbox(ctx: CheckContext, script: Path, argv: list[str], stdin: bytes,
                           timeout: float) -> ExecResult:
-    """The local sandbox shares this machine's files, so the script runs where it is; any other
-    backend gets a copy in the sandbox's $TMPDIR (else /tmp) first."""
-    if not isinstance(ctx.sandbox, LocalSandbox):
-        tmp = ctx.sandbox.env.get("TMPDIR") or "/tmp"
-        dest = f"{tmp.rstrip('/')}/proctor-check-{uuid.uuid4().hex[:8]}-{script.name}"
-        await ctx.sandbox.write_file(dest, script.read_bytes())
-        if argv == [str(script)]:  # run directly: keep it executable inside the sandbox
-            argv = [dest]
-            prep = f"chmod +x {shlex.quote(dest)} && "
-        else:
-            argv = [*argv[:-1], dest]
-            prep = ""
-        return await ctx.sandbox.exec(prep + "exec " + shlex.join(argv), timeout=timeout,
-                                      stdin=stdin)
-    return await ctx.sandbox.exec("exec " + shlex.join(argv), timeout=timeout, stdin=stdin)
+    """A copy of the script goes into the sandbox's $TMPDIR (else /tmp) and runs there: the
+    agent's processes are gone by now, so nothing can change it while it runs."""
+    tmp = ctx.sandbox.env.get("TMPDIR") or "/tmp"
+    dest = f"{tmp.rstrip('/')}/.proctor-check-{uuid.uuid4().hex[:8]}-{script.name}"
+    await ctx.sandbox.write_file(dest, script.read_bytes())
+    if argv == [str(script)]:  # run directly: keep it executable inside the sandbox
+        argv = [dest]
+        prep = f"chmod +x {shlex.quote(dest)} && "
+    else:
+        argv = [*argv[:-1], dest]
+        prep = ""
+    return await ctx.sandbox.exec(prep + "exec " + shlex.join(argv), timeout=timeout, stdin=stdin)
 
 
 def _outcome(name: str, stdout: str) -> CheckOutcome:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import posixpath
 
 from pydantic import Field
 
@@ -17,24 +17,24 @@ class Config(CheckConfig):
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     path = ctx.resolve(render_text(ctx, cfg.path))
-    # lexists: a dangling symlink is still something left at that path.
-    if not os.path.lexists(path):
-        return CheckOutcome(passed=True, message=f"{cfg.path} does not exist")
-    if path.is_symlink() and not path.exists():
-        what = f"a dangling symlink to {os.readlink(path)}"
-    elif path.is_dir():
+    entry = await ctx.sandbox.stat(path)
+    if entry is None:
+        # A dangling symlink is still something left at that path.
         try:
-            names = sorted(os.listdir(path))
+            siblings = await ctx.sandbox.list_dir(posixpath.dirname(path))
+        except OSError:
+            siblings = []
+        if posixpath.basename(path) not in siblings:
+            return CheckOutcome(passed=True, message=f"{cfg.path} does not exist")
+        what = "a dangling symlink"
+    elif entry.kind == "dir":
+        try:
+            names = await ctx.sandbox.list_dir(path)
         except OSError:
             names = []
-        listing = cut(", ".join(n + ("/" if (path / n).is_dir() else "") for n in names))
-        what = f"a directory holding: {listing}" if names else "an empty directory"
+        what = f"a directory holding: {cut(', '.join(names))}" if names else "an empty directory"
     else:
-        try:
-            size = f", {path.stat().st_size} bytes"
-        except OSError:
-            size = ""
-        what = f"a {kind_of(path)}{size}"
+        what = f"a {kind_of(entry)}, {entry.size} bytes"
     return CheckOutcome(passed=False, message=f"{cfg.path} exists ({what})")
 
 

@@ -15,9 +15,10 @@ class Config(CheckConfig):
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     path = ctx.resolve(render_text(ctx, cfg.path))
-    if path.exists():
-        return CheckOutcome(passed=True, message=f"{cfg.path} exists ({kind_of(path)})")
-    return CheckOutcome(passed=False, message=not_found(cfg.path, path))
+    entry = await ctx.sandbox.stat(path)
+    if entry is not None:
+        return CheckOutcome(passed=True, message=f"{cfg.path} exists ({kind_of(entry)})")
+    return CheckOutcome(passed=False, message=await not_found(ctx, cfg.path, path))
 
 
 CHECK = CheckType(

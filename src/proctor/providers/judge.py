@@ -137,7 +137,7 @@ async def judge_input(input_from: str, ctx: CheckContext) -> str:
     if input_from in ("agent_output", "stdout"):
         return ctx.agent_output
     if input_from == "workspace":
-        return workspace_text(ctx.workdir)
+        return workspace_text(await ctx.sandbox.export())
     service, _, fld = input_from.partition(".")
     if not fld:
         raise JudgeError(f"input_from {input_from!r}: use agent_output, stdout, workspace or "

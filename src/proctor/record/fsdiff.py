@@ -1,48 +1,34 @@
-"""What the agent changed in the workspace: a cheap before/after listing (size, mtime).
+"""What the agent changed in the places it can write: a diff of two sandbox snapshots.
 
-This is how file writes reach the audit log whatever the agent is. Writes outside the
-workspace are not seen by it. Listings stop at MAX_ENTRIES so a huge tree costs a bound.
+Snapshots (Sandbox.snapshot) compare files by content hash, symlinks by target, so a write
+that keeps the size and restores the mtime is still a change. This is how file writes reach
+the audit log whatever the agent is.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
-MAX_ENTRIES = 20_000
-Snapshot = dict[str, tuple[int, int]]  # relative path -> (size, mtime_ns)
+from proctor.sandbox.base import Snapshot
 
-
-def snapshot(root: Path) -> Snapshot:
-    out: Snapshot = {}
-    base = len(str(root)) + 1
-    stack = [str(root)]
-    while stack and len(out) < MAX_ENTRIES:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for e in entries:
-                    try:
-                        if e.is_dir(follow_symlinks=False):
-                            stack.append(e.path)
-                        else:
-                            st = e.stat(follow_symlinks=False)
-                            out[e.path[base:]] = (st.st_size, st.st_mtime_ns)
-                    except OSError:
-                        continue
-        except OSError:
-            continue
-    return out
+__all__ = ["Snapshot", "diff"]
 
 
 def diff(before: Snapshot, after: Snapshot) -> list[dict[str, Any]]:
+    """Created, modified and deleted entries (directories only when they became something
+    else), sorted by path: {"path", "change", "size", "kind"}."""
     changes = []
-    for path, (size, mtime) in after.items():
+    for path, entry in after.items():
         old = before.get(path)
         if old is None:
-            changes.append({"path": path, "change": "created", "size": size})
-        elif old != (size, mtime):
-            changes.append({"path": path, "change": "modified", "size": size})
+            if entry.kind != "dir":
+                changes.append({"path": path, "change": "created", "size": entry.size,
+                                "kind": entry.kind})
+        elif old != entry and not (old.kind == entry.kind == "dir"):
+            changes.append({"path": path, "change": "modified", "size": entry.size,
+                            "kind": entry.kind})
     for path in before.keys() - after.keys():
-        changes.append({"path": path, "change": "deleted", "size": 0})
+        if before[path].kind != "dir":
+            changes.append({"path": path, "change": "deleted", "size": 0,
+                            "kind": before[path].kind})
     return sorted(changes, key=lambda c: c["path"])

@@ -18,4 +18,4 @@ BACKENDS: Registry = Registry("backend", {
 
 
 async def create_sandbox(backend: str, spec: SandboxSpec) -> Sandbox:
-    return await BACKENDS.get(backend).create(spec)
+    return await BACKENDS.get(backend)().create(spec)

@@ -72,7 +72,7 @@ class Sandbox(Protocol):
     """
 
     workdir: str  # the workspace, as commands inside see it
-    env: dict[str, str]
+    env: dict[str, str]  # may be extended before the first exec
     isolated: bool  # whether the boundary of docs/security.md holds
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
@@ -105,6 +105,15 @@ class Sandbox(Protocol):
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         """Make a TCP endpoint of proctor's (e.g. a model proxy) reachable from inside;
         returns the address to use from inside."""
+
+    async def kill_processes(self) -> int:
+        """Kill every process still running in the sandbox (the agent's daemons); the
+        sandbox stays usable. Returns how many were killed."""
+
+    def fault(self) -> str | None:
+        """Why the trial cannot be judged, if something beyond the agent's commands went
+        wrong: a resource limit hit (out of memory, too many processes) or a recording
+        lost. The trial becomes `error` with this text."""
 
     async def close(self) -> None:
         """Kill everything still running in the sandbox and remove it (unless kept)."""

@@ -1,217 +1,409 @@
-"""The local backend: a private directory per trial on this machine, commands via `sh -c`.
+"""The local backend: each trial gets a private directory tree on this machine, and (unless
+`--isolation none`) a namespace box around every command (see sandbox/namespaces.py).
 
-Each command runs in its own process group (so a timeout or close() kills everything it
-started), with output capped so a 100 MB flood costs the harness at most the cap. It is an
-isolation of files and environment, not a security boundary.
+Host layout of a trial's `root`:
+
+    work/    the workspace  (inside the box: /workspace, or the suite's fixed `workdir`)
+    home/    $HOME          (inside: /home/agent)
+    tmp/     $TMPDIR, /tmp  (inside: /tmp)
+    shm/     /dev/shm       (inside: /dev/shm)
+    private/ proctor's own files for this trial (traces, hosts file): never mounted
+
+Files are read and written from the host through a *view* that maps paths as the commands see
+them onto these directories, resolving symlinks inside the view, so a link the agent planted
+never makes proctor read or write a host file.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import errno
+import hashlib
 import os
+import posixpath
+import shlex
 import shutil
-import signal
-import time
 from pathlib import Path
+from typing import Any
 
-from proctor.sandbox.base import ExecResult
-from proctor.sandbox.trace import parse_execs, strace_argv
+from proctor import proc
+from proctor.errors import SetupError, UsageError
+from proctor.sandbox import cgroup as cgroups
+from proctor.sandbox import hosts as hostsfile
+from proctor.sandbox.base import Entry, ExecResult, Resources, SandboxSpec, Snapshot
+from proctor.sandbox.trace import parse_trace, strace_argv
 
-# Host variables that usually hold credentials; the agent gets them only if a spec passes them.
-_PRIVATE_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
-# After the command exits, how long to wait for background children that still hold its pipes.
-_PIPE_GRACE_S = 0.2
+INSIDE_WORKDIR = "/workspace"
+INSIDE_HOME = "/home/agent"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SNAPSHOT_MAX_ENTRIES = 20_000
+HASH_MAX_BYTES = 256 * 1024 * 1024  # bigger files are compared by size + mtime + inode
+_SYMLINK_HOPS = 40
+_PLACES = ("work", "home", "tmp", "shm")
 
 
-def host_env() -> dict[str, str]:
-    """The part of proctor's own environment a sandbox inherits."""
-    return {k: v for k, v in os.environ.items() if not k.upper().endswith(_PRIVATE_SUFFIXES)}
+class LocalBackend:
+    """`--backend local`: isolated with namespaces when it can be, else as `--isolation` says."""
+
+    def preflight(self, options: Any) -> bool:
+        """Whether trials will be isolated (`options.isolation`); a UsageError (exit 2) when
+        isolation was asked for (or left to auto) and cannot be built here."""
+        if options.isolation == "none":
+            return False
+        from proctor.sandbox.namespaces import missing
+
+        why = missing()
+        if why is not None:
+            raise UsageError(f"cannot isolate trials: {why}")
+        return True
+
+    async def create(self, spec: SandboxSpec) -> LocalSandbox:
+        isolated = spec.isolation != "none" and self.preflight(spec)
+        sandbox = LocalSandbox(spec.root, spec.env, workdir=spec.workdir,
+                               output_limit=spec.output_limit, keep=spec.keep,
+                               resources=spec.resources, hosts=spec.hosts,
+                               isolated=isolated, readonly_paths=spec.readonly_paths,
+                               trial_id=spec.trial_id)
+        try:
+            await sandbox.start(spec)
+        except BaseException:
+            await sandbox.close()
+            raise
+        return sandbox
 
 
 class LocalSandbox:
-    """`root/work` is the workdir (or a fixed `workdir`), `root/home` is $HOME, `root/tmp` $TMPDIR."""
+    """A trial's sandbox on this machine. Constructed directly it is not isolated (tests,
+    benchmarks, `--isolation none`); `LocalBackend.create` builds the isolated kind."""
 
-    def __init__(self, root: Path, env: dict[str, str], *, workdir: Path | None = None,
+    def __init__(self, root: Path, env: dict[str, str], *, workdir: str | None = None,
                  output_limit: int = 1_000_000, keep: bool = False,
-                 limits: dict[str, int] | None = None, base_env: dict[str, str] | None = None,
-                 hosts_file: Path | None = None):
+                 resources: Resources | None = None, hosts: dict[str, str] | None = None,
+                 isolated: bool = False, readonly_paths: list[str] | None = None,
+                 trial_id: str = ""):
         self.root = root
-        self.workdir = workdir or root / "work"
+        self.isolated = isolated
         self.output_limit = output_limit
         self.keep = keep
-        self.limits = limits or {}
+        self.resources = resources or Resources()
+        self.readonly_paths = list(readonly_paths or [])
+        self.trial_id = trial_id or root.name
+        self.private = root / "private"
+        self.box = None
+        self.cgroup: cgroups.TrialCgroup | None = None
+        self.forwarder = None
         self._groups: set[int] = set()
-        self._fixed_workdir = workdir is not None
-        self.hosts_file = hosts_file  # service names as host names (services/hosts.py)
-        for d in (self.workdir, root / "home", root / "tmp"):
+        self._faults: list[str] = []
+        self._trace_n = 0
+        self._made_workdir = False
+        host = {name: root / name for name in _PLACES}
+        if isolated:
+            self.workdir = workdir or INSIDE_WORKDIR
+            home, tmp = INSIDE_HOME, "/tmp"
+            inside = {"work": self.workdir, "home": home, "tmp": tmp, "shm": "/dev/shm"}
+        else:
+            if workdir:  # a fixed host directory: proctor makes it, so it may remove it
+                if os.path.lexists(workdir):
+                    raise SetupError(f"workdir {workdir} already exists; proctor only uses (and "
+                                     "later deletes) a fixed workdir it creates itself")
+                host["work"] = Path(workdir)
+                self._made_workdir = True
+            self.workdir = str(host["work"])
+            home, tmp = str(host["home"]), str(host["tmp"])
+            inside = {name: str(host[name]) for name in _PLACES}
+        for d in (*host.values(), self.private):
             d.mkdir(parents=True, exist_ok=True)
-        self.env = {**(host_env() if base_env is None else base_env), "HOME": str(root / "home"), "TMPDIR": str(root / "tmp"),
-                    "PWD": str(self.workdir), "PROCTOR_WORKDIR": str(self.workdir), **env}
+        # (inside prefix, host dir), longest prefix first, for the path view and snapshots.
+        self.places = sorted(((inside[n], host[n]) for n in _PLACES),
+                             key=lambda p: len(p[0]), reverse=True)
+        self.hosts_file = hostsfile.write_hosts_file(hosts or {}, self.private,
+                                                     for_namespace=isolated)
+        base = {"PATH": SYSTEM_PATH} if isolated else {}
+        self.env = {**base, **env, "HOME": home, "TMPDIR": tmp, "PWD": self.workdir,
+                    "PROCTOR_WORKDIR": self.workdir}
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self, spec: SandboxSpec) -> None:
+        """Limits, the box, and the forwarders to the trial's services."""
+        self.cgroup = cgroups.TrialCgroup.create(f"proctor-{os.getpid()}-{self.trial_id}",
+                                                 self.resources)
+        if not self.isolated:
+            return
+        from proctor.sandbox.forward import Forwarder
+        from proctor.sandbox.namespaces import AGENT_UID, Box, Mount
+
+        owner = (AGENT_UID, AGENT_UID) if os.geteuid() == 0 else None
+        if owner is not None:
+            for d in (self.root / n for n in _PLACES):
+                os.chown(d, *owner)
+        mounts = [Mount(host, inside) for inside, host in self.places]
+        mounts += [Mount(Path(p), p, writable=False) for p in self.readonly_paths
+                   if os.path.exists(p)]
+        self.box = await Box.start(mounts, workdir=self.workdir, hosts_file=self.hosts_file,
+                                   env={"PROCTOR_RUN_ID": spec.env.get("PROCTOR_RUN_ID", "")})
+        self.forwarder = Forwarder()
+        for address in spec.endpoints:
+            await self.expose(*address)
+
+    async def close(self) -> None:
+        """Kill everything still running, stop forwarders, remove the tree (unless kept)."""
+        for pgid in self._groups:
+            proc.kill_group(pgid)
+        self._groups.clear()
+        if self.box is not None:
+            await self.box.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+        if self.forwarder is not None:
+            await self.forwarder.close()
+        if not self.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+            if self._made_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+
+    async def kill_processes(self) -> int:
+        """Everything the agent left running (daemons, setsid, double forks) is killed."""
+        killed = self.box.kill_processes() if self.box is not None else 0
+        if self.cgroup is not None:
+            killed += self.cgroup.kill_all()
+        return killed
+
+    def fault(self) -> str | None:
+        """A limit the trial hit, or a recording that was lost, in words."""
+        if self.cgroup is not None and (why := self.cgroup.fault()):
+            return why
+        return self._faults[0] if self._faults else None
+
+    # -- commands ----------------------------------------------------------------------
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
                    trace: bool = False) -> ExecResult:
-        argv = ["sh", "-c", command]
+        host_cwd = self.workdir
+        if self.box is not None:
+            if cwd and cwd != self.workdir:
+                command = f"cd {shlex.quote(cwd)} && {command}"
+            argv = self.box.wrap(["/bin/sh", "-c", command])
+            host_cwd = str(self.root / "work")
+        else:
+            host_cwd = cwd or self.workdir
+            argv = ["sh", "-c", command]
         trace_file = None
         if trace:
-            trace_file = self.root / "tmp" / f".proctor-strace-{time.monotonic_ns()}"
+            self._trace_n += 1
+            trace_file = self.private / f"strace-{self._trace_n}"
             argv = strace_argv(trace_file) + argv
-        if self.hosts_file is not None:
-            from proctor.services.hosts import wrap
-
-            argv = wrap(argv, self.hosts_file)  # outside strace: the namespace isn't the agent's
-        started = time.time()
-        t0 = time.monotonic()
-        loop = asyncio.get_running_loop()
-        spawn = asyncio.ensure_future(loop.subprocess_exec(
-            lambda: _Capture(loop, self.output_limit),
-            *argv,
-            cwd=cwd or self.workdir,
-            env={**self.env, **env} if env else self.env,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=self._apply_limits if self.limits else None,
-        ))
-        try:
-            transport, proto = await asyncio.shield(spawn)
-        except asyncio.CancelledError:
-            # Cancelled mid-spawn (Ctrl-C): the process may exist already; kill its group.
-            with contextlib.suppress(Exception):
-                transport, _ = await spawn
-                _kill_group(transport.get_pid())
-                transport.close()
-            raise
-        except OSError as e:  # e.g. cwd vanished, or sh missing
-            return ExecResult(None, "", f"proctor: could not start command: {e}",
-                              time.monotonic() - t0, started)
-        pid = transport.get_pid()
-        self._groups.add(pid)
-        if stdin is not None:
-            pipe = transport.get_pipe_transport(0)
-            pipe.write(stdin)
-            pipe.write_eof()
-        timed_out = False
-        try:
-            try:
-                await asyncio.wait_for(asyncio.shield(proto.exited), timeout)
-            except TimeoutError:
-                timed_out = True
-                _kill_group(pid)
-                await proto.exited
-            # Background children may hold the pipes open; wait for them only a moment.
-            if not proto.closed.done():
-                await asyncio.wait([proto.closed], timeout=_PIPE_GRACE_S)
-        finally:
-            if transport.get_returncode() is None:  # cancelled (Ctrl-C): leave nothing behind
-                _kill_group(pid)
-            transport.close()
-        execs = None
+        if self.box is None and self.hosts_file is not None:
+            argv = hostsfile.wrap(argv, self.hosts_file)  # outside strace: not the agent's
+        res = await proc.run(argv, timeout=timeout, cwd=host_cwd,
+                             env={**self.env, **env} if env else self.env, stdin=stdin,
+                             limit=self.output_limit, on_start=self._groups.add,
+                             preexec_fn=self._preexec())
         if trace_file is not None:
-            execs = parse_execs(trace_file)
+            execs, complete = parse_trace(trace_file)
             trace_file.unlink(missing_ok=True)
-        note = f"\nproctor: timed out after {timeout:g}s" if timed_out else ""
-        return ExecResult(
-            exit_code=None if timed_out else transport.get_returncode(),
-            stdout=proto.text(1),
-            stderr=proto.text(2) + note,
-            duration_s=time.monotonic() - t0,
-            started_at=started,
-            timed_out=timed_out,
-            truncated=proto.dropped[1] > 0 or proto.dropped[2] > 0,
-            execs=execs,
-        )
+            skip = self.box.wrapper_programs if self.box is not None else ()
+            while execs and posixpath.basename(execs[0][0]) in skip:
+                execs.pop(0)
+            res.execs = execs
+            if not complete and not res.timed_out:
+                res.error = "recording lost: the command trace ended before the command did"
+                self._faults.append(res.error)
+        return res
 
-    def _apply_limits(self) -> None:  # runs in the child, between fork and exec
-        import resource
+    def _preexec(self):
+        if self.cgroup is not None:
+            return self.cgroup.attach
+        if self.resources.memory_bytes:
+            mem = self.resources.memory_bytes
 
-        if mem := self.limits.get("memory"):
-            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        if cpu := self.limits.get("cpu_seconds"):
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+            def limit_address_space() -> None:
+                import resource
 
-    def resolve(self, path: str) -> Path:
-        p = Path(path)
-        return p if p.is_absolute() else self.workdir / p
+                resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+            return limit_address_space
+        return None
 
-    async def read_file(self, path: str) -> bytes:
-        return self.resolve(path).read_bytes()
+    # -- files -------------------------------------------------------------------------
+
+    def host_path(self, path: str, *, follow: bool = True) -> Path | None:
+        """Where `path` (as commands see it) lives on the host, or None if not visible."""
+        full = posixpath.normpath(posixpath.join(self.workdir, path))
+        if not self.isolated:
+            return Path(full)
+        parts = [p for p in full.split("/") if p]
+        cur, i, hops = "/", 0, 0
+        while i < len(parts):
+            nxt = posixpath.join(cur, parts[i])
+            i += 1
+            host = self._map(nxt)
+            if host is None:
+                return None
+            if (follow or i < len(parts)) and host.is_symlink():
+                hops += 1
+                if hops > _SYMLINK_HOPS:
+                    raise OSError(errno.ELOOP, "too many levels of symbolic links", path)
+                target = os.readlink(host)
+                base = target if target.startswith("/") else posixpath.join(cur, target)
+                parts = [p for p in posixpath.normpath(base).split("/") if p] + parts[i:]
+                cur, i = "/", 0
+                continue
+            cur = nxt
+        return self._map(cur)
+
+    def _map(self, inside: str) -> Path | None:
+        for prefix, host in self.places:
+            if inside == prefix or inside.startswith(prefix.rstrip("/") + "/"):
+                return host / inside[len(prefix):].lstrip("/")
+        from proctor.sandbox.namespaces import visible_system_path
+
+        return Path(inside) if visible_system_path(inside, self.readonly_paths) else None
+
+    def _writable(self, path: str) -> Path:
+        parent = self.host_path(posixpath.dirname(posixpath.join(self.workdir, path)) or "/")
+        host = None if parent is None else parent / posixpath.basename(path)
+        if host is None or not any(host == h or h in host.parents for _, h in self.places):
+            raise PermissionError(errno.EACCES, "not a writable place of the sandbox", path)
+        return host
+
+    async def read_file(self, path: str, limit: int | None = None) -> bytes:
+        host = self.host_path(path)
+        if host is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", path)
+        with open(host, "rb") as f:
+            return f.read() if limit is None else f.read(limit + 1)
 
     async def write_file(self, path: str, data: bytes) -> None:
-        p = self.resolve(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data)
+        host = self._writable(path)
+        top = _first_missing(host)
+        host.parent.mkdir(parents=True, exist_ok=True)
+        host.write_bytes(data)
+        self._own(top)
 
-    async def close(self) -> None:
-        for pgid in self._groups:
-            _kill_group(pgid)
-        self._groups.clear()
-        if not self.keep:
-            shutil.rmtree(self.root, ignore_errors=True)
-            if self._fixed_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-class _Capture(asyncio.SubprocessProtocol):
-    """Collects stdout/stderr (the first `limit` bytes of each; the rest is counted and
-    dropped) and says when the process exited, separately from when its pipes closed."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int):
-        self.limit = limit
-        self.chunks: dict[int, list[bytes]] = {1: [], 2: []}
-        self.kept = {1: 0, 2: 0}
-        self.dropped = {1: 0, 2: 0}
-        self.exited = loop.create_future()
-        self.closed = loop.create_future()
-        self._open = 2
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        room = self.limit - self.kept[fd]
-        if room >= len(data):
-            self.chunks[fd].append(data)
-            self.kept[fd] += len(data)
-        else:
-            if room > 0:
-                self.chunks[fd].append(data[:room])
-                self.kept[fd] = self.limit
-            self.dropped[fd] += len(data) - max(room, 0)
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd in (1, 2):
-            self._open -= 1
-            if self._open == 0 and not self.closed.done():
-                self.closed.set_result(None)
-
-    def process_exited(self) -> None:
-        if not self.exited.done():
-            self.exited.set_result(None)
-
-    def text(self, fd: int) -> str:
-        s = b"".join(self.chunks[fd]).decode("utf-8", errors="replace")
-        if self.dropped[fd]:
-            s += f"\n[proctor: {self.dropped[fd]} more bytes not kept]"
-        return s
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def use_fast_child_watcher() -> None:
-    """Python 3.11's default child watcher starts a thread per process; pidfd is far cheaper."""
-    import sys
-    import warnings
-
-    if sys.version_info >= (3, 12) or not hasattr(asyncio, "PidfdChildWatcher"):
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+    async def stat(self, path: str) -> Entry | None:
         try:
-            watcher = asyncio.PidfdChildWatcher()
-            asyncio.set_child_watcher(watcher)
-            watcher.attach_loop(asyncio.get_running_loop())
-        except (OSError, RuntimeError, NotImplementedError):
-            pass
+            host = self.host_path(path)
+            st = host.stat() if host is not None else None
+        except OSError:
+            return None
+        if st is None:
+            return None
+        return Entry(_kind(st.st_mode), st.st_size, "")
+
+    async def list_dir(self, path: str) -> list[str]:
+        host = self.host_path(path)
+        if host is None:
+            raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", path)
+        with os.scandir(host) as it:
+            return sorted(e.name + ("/" if e.is_dir() else "") for e in it)
+
+    async def copy_in(self, src: Path, dest: str = ".") -> None:
+        host = self._writable(dest) if dest not in (".", "") else self._map(self.workdir)
+        assert host is not None
+        top = _first_missing(host)
+        if src.is_dir():
+            shutil.copytree(src, host, symlinks=True, dirs_exist_ok=True)
+        else:
+            host.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, host)
+        self._own(top)
+
+    async def export(self) -> Path:
+        host = self._map(self.workdir)
+        assert host is not None
+        return host
+
+    async def snapshot(self) -> Snapshot:
+        """Every entry of every writable place, by content: workspace paths relative to it,
+        the others (HOME, /tmp, /dev/shm) as absolute paths as the agent sees them."""
+        out: Snapshot = {}
+        for inside, host in self.places:
+            prefix = "" if inside == self.workdir else inside.rstrip("/") + "/"
+            _walk(host, prefix, out)
+        return out
+
+    async def expose(self, host: str, port: int) -> tuple[str, int]:
+        if self.box is None or self.forwarder is None:
+            return host, port
+        from proctor.sandbox.forward import listen_inside
+
+        [sock] = await listen_inside(self.box.pid, [(host, port)], self.box.userns)
+        await self.forwarder.forward(sock, (host, port))
+        return host, port
+
+    async def serve_inside(self, host: str, port: int, handler) -> None:
+        """Serve `handler` at host:port inside the box (the egress proxy)."""
+        if self.box is None or self.forwarder is None:
+            raise RuntimeError("serve_inside needs an isolated sandbox")
+        from proctor.sandbox.forward import listen_inside
+
+        [sock] = await listen_inside(self.box.pid, [(host, port)], self.box.userns)
+        await self.forwarder.serve(sock, handler)
+
+    def _own(self, host: Path) -> None:
+        """As root, files proctor puts in the sandbox belong to the agent's uid."""
+        if self.box is None or os.geteuid() != 0:
+            return
+        uid, gid = self.box.uid, self.box.gid
+        os.lchown(host, uid, gid)
+        if host.is_dir() and not host.is_symlink():
+            for dirpath, dirnames, filenames in os.walk(host):
+                for name in dirnames + filenames:
+                    os.lchown(os.path.join(dirpath, name), uid, gid)
+
+
+def _first_missing(path: Path) -> Path:
+    """The outermost directory that creating `path` makes (or `path` itself)."""
+    top = path
+    while not top.parent.exists():
+        top = top.parent
+    return top
+
+
+def _kind(mode: int) -> str:
+    import stat
+
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISREG(mode):
+        return "file"
+    return "other"
+
+
+def _walk(root: Path, prefix: str, out: Snapshot) -> None:
+    base = len(str(root)) + 1
+    stack = [str(root)]
+    while stack and len(out) < SNAPSHOT_MAX_ENTRIES:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            rel = prefix + e.path[base:]
+            kind = _kind(st.st_mode)
+            if kind == "dir":
+                stack.append(e.path)
+                out[rel] = Entry("dir", 0, "")
+            elif kind == "symlink":
+                out[rel] = Entry("symlink", st.st_size, "-> " + os.readlink(e.path))
+            elif kind == "file":
+                out[rel] = Entry("file", st.st_size, _digest(e.path, st))
+            else:
+                out[rel] = Entry("other", 0, "")
+
+
+def _digest(path: str, st: os.stat_result) -> str:
+    if st.st_size > HASH_MAX_BYTES:
+        return f"size={st.st_size} mtime={st.st_mtime_ns} ino={st.st_ino}"
+    h = hashlib.blake2b(digest_size=16)
+    with contextlib.suppress(OSError), open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()

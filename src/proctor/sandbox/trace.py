@@ -1,6 +1,11 @@
 """Recording every process an agent starts, from outside the agent, with strace.
 
-Only successful execve calls are kept: what actually ran, not what the shell tried on $PATH.
+strace runs outside the sandbox boundary (it wraps the `nsenter` that enters the box), writes
+to a file in the trial's private directory, and filters in the kernel (`--seccomp-bpf`: only
+execve stops the tracee, so tracing costs next to nothing). Only successful execve calls are
+kept: what actually ran, not what the shell tried on $PATH. A trace that does not end with
+the top process's exit is incomplete: the recording was lost (the tracer was killed), and
+the sandbox reports that as a fault, never as "the agent ran nothing".
 """
 
 from __future__ import annotations
@@ -25,17 +30,27 @@ def strace_argv(out: Path) -> list[str]:
     if exe is None:
         raise SetupError("the command agent records processes with strace, which is not "
                          "installed; install the Debian package `strace`")
-    # -s: long argument strings; -qq/-e signal=none: only the execve lines we parse.
-    return [exe, "-f", "-qq", "-e", "trace=execve", "-e", "signal=none", "-s", "4096",
-            "-o", str(out)]
+    # -s: long argument strings; -q/-e signal=none: the execve lines we parse and the exit
+    # lines that prove the trace is complete.
+    return [exe, "-f", "--seccomp-bpf", "-q", "-e", "trace=execve", "-e", "signal=none",
+            "-s", "4096", "-o", str(out)]
 
 
-def parse_execs(path: Path) -> list[list[str]]:
-    """argv of every successful execve in an strace -f output file, in order."""
+_EXIT = re.compile(r"^(\d+)\s+\+\+\+ (exited with|killed by) ")
+
+
+def parse_trace(path: Path) -> tuple[list[list[str]], bool]:
+    """(argv of every successful execve, in order; whether the trace saw the top process end)."""
     try:
         lines = path.read_text(errors="replace").splitlines()
     except FileNotFoundError:
-        return []
+        return [], False
+    top = lines[0].partition(" ")[0] if lines else ""
+    complete = any((m := _EXIT.match(line)) and m.group(1) == top for line in reversed(lines))
+    return _execs(lines), complete
+
+
+def _execs(lines: list[str]) -> list[list[str]]:
     pending: dict[str, str] = {}  # pid -> the first half of an interrupted call
     execs: list[list[str]] = []
     for line in lines:

@@ -1,8 +1,9 @@
 """Service names as host names (`psql -h db`, `curl http://smtp/...`) in the local sandbox.
 
-Every service listens on a loopback address of its own (see `_net`), so a name only has to
-resolve to that address. The local sandbox runs each command in a private mount namespace
-in which a per-trial hosts file is bind-mounted over /etc/hosts:
+Every service listens on a loopback address of its own (see services/_net.py), so a name only
+has to resolve to that address: a per-trial hosts file over /etc/hosts. An isolated sandbox
+mounts it in its box (sandbox/namespaces.py). Without isolation, each command runs in a
+private mount namespace in which the file is bind-mounted over /etc/hosts:
 
 * as root: `unshare --mount` (needs CAP_SYS_ADMIN, which a root proctor has outside
   locked-down containers);
@@ -28,15 +29,14 @@ import subprocess
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-
-from proctor.services.base import ServiceHandle
+from typing import Any
 
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?$")
 _MOUNT_AND_RUN = 'mount --bind "$0" /etc/hosts && exec "$@"'
 
 
-def aliases(handles: Iterable[ServiceHandle]) -> dict[str, str]:
-    """name -> address for every service whose name can be a host name."""
+def aliases(handles: Iterable[Any]) -> dict[str, str]:
+    """name -> address for every service (with `.name`, `.host`) whose name can be a host name."""
     return {h.name: h.host for h in handles if _HOSTNAME.match(h.name) and h.host}
 
 
@@ -50,11 +50,11 @@ def hosts_text(names: dict[str, str]) -> str:
     return f"{base.rstrip()}\n# proctor services\n{lines}"
 
 
-def write_hosts_file(handles: Iterable[ServiceHandle], directory: Path) -> Path | None:
-    """Write `directory/hosts` for these services; None if there is nothing to alias or the
-    platform cannot apply it (then `wrap` would not use it anyway)."""
-    names = aliases(handles)
-    if not names or _mode() is None:
+def write_hosts_file(names: dict[str, str], directory: Path, *,
+                     for_namespace: bool = False) -> Path | None:
+    """Write `directory/hosts` for these names; None if there is nothing to alias or (for
+    `wrap`) the platform cannot apply it."""
+    if not names or (not for_namespace and _mode() is None):
         return None
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "hosts"

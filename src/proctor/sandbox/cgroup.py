@@ -1,0 +1,199 @@
+"""Per-trial resource limits with cgroups: memory, processes alive at once, CPU.
+
+One cgroup per trial (per controller on cgroup v1, one node on v2), created under proctor's
+own cgroup. Every command of the trial joins it between fork and exec (`attach`, run as
+`preexec_fn`), so everything it starts is counted, whatever it does (`setsid` and double
+forks stay in the cgroup). When a limit is hit the kernel acts (the OOM killer, a failing
+fork) and `fault()` says so afterwards, which makes the trial `error` with the cause.
+
+Where no cgroup can be created (no permission, no controller), `TrialCgroup.create` returns
+None and the sandbox falls back to an address-space rlimit for memory (see docs/security.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from proctor.sandbox.base import Resources
+
+ROOT = Path("/sys/fs/cgroup")
+CFS_PERIOD_US = 100_000
+
+
+@dataclass
+class TrialCgroup:
+    dirs: dict[str, Path]  # controller ("memory", "pids", "cpu", or "" for v2) -> directory
+    resources: Resources
+    _procs_files: list[bytes] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, name: str, resources: Resources) -> TrialCgroup | None:
+        try:
+            dirs = _make(name)
+        except OSError:
+            return None
+        if not dirs:
+            return None
+        cg = cls(dirs, resources)
+        try:
+            cg._set_limits()
+        except OSError:
+            cg.remove()
+            return None
+        cg._procs_files = [str(d / "cgroup.procs").encode() for d in dirs.values()]
+        return cg
+
+    def attach(self) -> None:
+        """Runs in the child between fork and exec: only raw syscalls, no allocation-heavy work."""
+        pid = str(os.getpid()).encode()
+        for path in self._procs_files:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, pid)
+            finally:
+                os.close(fd)
+
+    def pids(self) -> list[int]:
+        out: set[int] = set()
+        for d in self.dirs.values():
+            with contextlib.suppress(OSError):
+                out.update(int(p) for p in (d / "cgroup.procs").read_text().split())
+        return sorted(out)
+
+    def kill_all(self) -> int:
+        """SIGKILL every process in the trial's cgroup until none is left (new forks race)."""
+        killed = 0
+        for _ in range(50):
+            pids = self.pids()
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+            time.sleep(0.002)
+        return killed
+
+    def fault(self) -> str | None:
+        """Why the trial hit a limit, in words, or None."""
+        mem = self.resources.memory_bytes
+        if "memory" in self.dirs and _field(self.dirs["memory"] / "memory.oom_control", "oom_kill"):
+            return f"out of memory: the trial's processes passed resources.memory ({_size(mem)})"
+        if "" in self.dirs and _field(self.dirs[""] / "memory.events", "oom_kill"):
+            return f"out of memory: the trial's processes passed resources.memory ({_size(mem)})"
+        pids_dir = self.dirs.get("pids") or self.dirs.get("")
+        if pids_dir is not None and _field(pids_dir / "pids.events", "max"):
+            return (f"process limit reached: more than {self.resources.pids} processes at once "
+                    "(a fork bomb?)")
+        return None
+
+    def remove(self) -> None:
+        self.kill_all()
+        for d in self.dirs.values():
+            for _ in range(20):  # the kernel frees a cgroup only once its last task is reaped
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.005)
+
+    def _set_limits(self) -> None:
+        r = self.resources
+        if "" in self.dirs:  # cgroup v2
+            d = self.dirs[""]
+            if r.memory_bytes:
+                (d / "memory.max").write_text(str(r.memory_bytes))
+                with contextlib.suppress(OSError):
+                    (d / "memory.swap.max").write_text("0")
+            if r.pids:
+                (d / "pids.max").write_text(str(r.pids))
+            if r.cpus:
+                (d / "cpu.max").write_text(f"{int(r.cpus * CFS_PERIOD_US)} {CFS_PERIOD_US}")
+            return
+        if r.memory_bytes and "memory" in self.dirs:
+            (self.dirs["memory"] / "memory.limit_in_bytes").write_text(str(r.memory_bytes))
+            with contextlib.suppress(OSError):  # no swap accounting: the plain limit still holds
+                (self.dirs["memory"] / "memory.memsw.limit_in_bytes").write_text(str(r.memory_bytes))
+        if r.pids and "pids" in self.dirs:
+            (self.dirs["pids"] / "pids.max").write_text(str(r.pids))
+        if r.cpus and "cpu" in self.dirs:
+            (self.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+            (self.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(int(r.cpus * CFS_PERIOD_US)))
+
+
+def _own_paths() -> dict[str, str]:
+    """controller -> proctor's own cgroup path ("" for the v2 unified hierarchy)."""
+    out: dict[str, str] = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for c in controllers.split(","):
+            out[c] = path
+    return out
+
+
+def _make(name: str) -> dict[str, Path]:
+    own = _own_paths()
+    if (ROOT / "cgroup.controllers").exists():  # pure v2
+        parent = ROOT / own.get("", "/").lstrip("/")
+        return _make_v2(parent, name)
+    dirs: dict[str, Path] = {}
+    for controller in ("memory", "pids", "cpu"):
+        base = ROOT / controller
+        if controller not in own or not base.is_dir():
+            continue
+        d = base / own[controller].lstrip("/") / name
+        try:
+            d.mkdir()
+        except FileExistsError:
+            pass
+        except OSError:
+            continue
+        dirs[controller] = d
+    if "memory" not in dirs and "pids" not in dirs:
+        for d in dirs.values():
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        return {}
+    return dirs
+
+
+def _make_v2(parent: Path, name: str) -> dict[str, Path]:
+    # v2 lets a cgroup with processes have no controller-enabled children: use a sibling
+    # subtree (`proctor` next to ourselves) when the parent cannot delegate.
+    wanted = {"memory", "pids", "cpu"}
+    for base in (parent, parent.parent):
+        available = set((base / "cgroup.controllers").read_text().split())
+        enable = " ".join(f"+{c}" for c in sorted(wanted & available))
+        try:
+            (base / "cgroup.subtree_control").write_text(enable)
+        except OSError:
+            continue
+        d = base / name
+        d.mkdir(exist_ok=True)
+        return {"": d}
+    return {}
+
+
+def _field(path: Path, key: str) -> int:
+    with contextlib.suppress(OSError, ValueError):
+        for line in path.read_text().splitlines():
+            k, _, v = line.partition(" ")
+            if k == key:
+                return int(v)
+    return 0
+
+
+def _size(n: int | None) -> str:
+    if not n:
+        return "unset"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n} bytes"

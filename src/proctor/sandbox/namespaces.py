@@ -1,0 +1,232 @@
+"""The isolation boundary of the local backend: one bubblewrap process per trial.
+
+`Box.start` launches `bwrap` with private mount, PID, network, IPC, UTS and cgroup
+namespaces and a tiny keeper process (`cat`, reading a pipe only proctor holds). Every
+command of the trial then enters those namespaces with `nsenter` and drops every privilege
+with `setpriv` (no capabilities, no-new-privs; as root, also a uid of its own). So:
+
+* the filesystem is what the mounts say: system directories read-only, the trial's workspace,
+  HOME, TMPDIR and /dev/shm writable, nothing else of the host (no run directory, no spec
+  directory, no proctor installation, no home directory, no other trial);
+* the agent sees only its own processes in /proc, and when the box goes, the kernel kills
+  every process in its PID namespace, whatever it did (setsid, double fork);
+* the network namespace has only loopback: services are reached through forwarders proctor
+  binds inside (sandbox/forward.py), and nothing else.
+
+If proctor dies, the keeper reads EOF and `--die-with-parent` fires: the box dies with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import os
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from proctor.errors import SetupError
+
+AGENT_UID = 65534  # "nobody": as root, every command runs as this uid, owning nothing of the host
+START_TIMEOUT_S = 10.0
+_SYSTEM_RO = ("/usr", "/etc", "/opt")
+_SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+@dataclass(frozen=True)
+class Mount:
+    host: Path
+    inside: str
+    writable: bool = True
+
+
+def missing() -> str | None:
+    """Why namespaces cannot be used here (what is missing and how to get it), or None."""
+    return _probe()
+
+
+@functools.cache
+def _probe() -> str | None:
+    for tool, package in (("bwrap", "bubblewrap"), ("nsenter", "util-linux"),
+                          ("setpriv", "util-linux")):
+        if shutil.which(tool) is None:
+            return (f"`{tool}` is not installed (Debian/Ubuntu: apt-get install {package}); "
+                    "or run without isolation: --isolation none")
+    argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--ro-bind", "/", "/",
+            "--proc", "/proc", "--", "true"]
+    try:
+        r = subprocess.run(argv, capture_output=True, timeout=20, text=True)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"bubblewrap could not start: {e}"
+    if r.returncode != 0:
+        why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+        return (f"bubblewrap cannot create namespaces for this user ({why}); enable "
+                "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or "
+                "run as root, or run without isolation: --isolation none")
+    return None
+
+
+def _unshare_flags() -> list[str]:
+    flags = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+             "--unshare-cgroup-try"]
+    # As root no user namespace is needed (and none is wanted: commands drop to AGENT_UID,
+    # which a user namespace mapping only root could not represent).
+    return flags if os.geteuid() == 0 else ["--unshare-user", *flags]
+
+
+class Box:
+    def __init__(self, proc: asyncio.subprocess.Process, pid: int, keeper: int):
+        self.proc = proc
+        self.pid = pid  # the box's init (PID 1 inside), as the host sees it
+        self.keeper = keeper
+        self.uid = AGENT_UID if os.geteuid() == 0 else os.geteuid()
+        self.gid = AGENT_UID if os.geteuid() == 0 else os.getegid()
+        self._ns = os.stat(f"/proc/{pid}/ns/pid").st_ino
+        self.userns = os.stat(f"/proc/{pid}/ns/user").st_ino != os.stat("/proc/self/ns/user").st_ino
+        self._prefix = self._enter_prefix()
+
+    @classmethod
+    async def start(cls, mounts: list[Mount], *, workdir: str, hosts_file: Path | None,
+                    env: dict[str, str]) -> Box:
+        argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--die-with-parent",
+                "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox"]
+        for path in _SYSTEM_RO:
+            if os.path.isdir(path):
+                argv += ["--ro-bind", path, path]
+        for link in _SYSTEM_LINKS:
+            if os.path.islink(link):
+                argv += ["--symlink", os.readlink(link), link]
+            elif os.path.isdir(link):
+                argv += ["--ro-bind", link, link]
+        if hosts_file is not None:
+            argv += ["--ro-bind", str(hosts_file), "/etc/hosts"]
+        argv += ["--proc", "/proc", "--dev", "/dev"]
+        made = {"/", "/proc", "/dev", *_SYSTEM_RO, *_SYSTEM_LINKS}
+        for m in mounts:
+            # bwrap makes missing parents 0700, which the unprivileged agent cannot cross.
+            for parent in reversed(Path(m.inside).parents):
+                if str(parent) not in made:
+                    argv += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(str(parent))
+            argv += ["--bind" if m.writable else "--ro-bind", str(m.host), m.inside]
+            made.add(m.inside)
+        info_r, info_w = os.pipe()
+        argv += ["--chdir", workdir, "--info-fd", str(info_w), "--",
+                 "/bin/sh", "-c", "echo ready; exec cat"]
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, pass_fds=(info_w,), env=env,
+                start_new_session=True)
+        finally:
+            os.close(info_w)
+        try:
+            pid = await asyncio.wait_for(asyncio.to_thread(_read_child_pid, info_r),
+                                         START_TIMEOUT_S)
+            # The pid arrives before the mounts are done: "ready" comes after them.
+            assert proc.stdout is not None
+            ready = await asyncio.wait_for(proc.stdout.readline(), START_TIMEOUT_S)
+            if ready.strip() != b"ready":
+                raise SetupError("could not build the sandbox: " + await _stderr(proc))
+            keeper = _children(pid)[0]
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            raise
+        finally:
+            os.close(info_r)
+        return cls(proc, pid, keeper)
+
+    def _enter_prefix(self) -> list[str]:
+        ns = ["-m", "-p", "-n", "-i", "-u", "-r", "-w"]
+        if os.path.exists(f"/proc/{self.pid}/ns/cgroup"):
+            ns.append("-C")
+        if self.userns:
+            ns += ["-U", "--preserve-credentials"]
+        drop = ["--no-new-privs", "--bounding-set=-all", "--inh-caps=-all"]
+        if os.geteuid() == 0:
+            drop += [f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
+        return [shutil.which("nsenter") or "nsenter", "-t", str(self.pid), *ns, "--",
+                shutil.which("setpriv") or "setpriv", *drop, "--"]
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """`argv` run inside the box, without privileges, in the box's workdir."""
+        return [*self._prefix, *argv]
+
+    @property
+    def wrapper_programs(self) -> tuple[str, str]:
+        """What a trace of a wrapped command starts with (proctor's doing, not the agent's)."""
+        return ("nsenter", "setpriv")
+
+    def processes(self) -> list[int]:
+        """Host pids of every process in the box but its init and keeper."""
+        out = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            pid = int(entry.name)
+            if pid in (self.pid, self.keeper):
+                continue
+            try:
+                if os.stat(f"/proc/{pid}/ns/pid").st_ino == self._ns:
+                    out.append(pid)
+            except OSError:
+                continue
+        return out
+
+    def kill_processes(self) -> int:
+        """SIGKILL everything running in the box (the agent's leftovers); the box stays."""
+        killed = 0
+        for _ in range(20):
+            pids = self.processes()
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+        return killed
+
+    async def close(self) -> None:
+        # Killing the init of a PID namespace kills every process in it.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        await self.proc.wait()
+
+
+def visible_system_path(inside: str, extra: list[str]) -> bool:
+    """Whether a path (as the box sees it) is one of the host's read-only system paths."""
+    return any(inside == p or inside.startswith(p.rstrip("/") + "/")
+               for p in (*_SYSTEM_RO, *_SYSTEM_LINKS, *extra))
+
+
+def _read_child_pid(fd: int) -> int:
+    data = b""
+    while b"}" not in data:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            raise SetupError("could not build the sandbox: bubblewrap exited early")
+        data += chunk
+    return int(json.loads(data[: data.index(b"}") + 1])["child-pid"])
+
+
+def _children(pid: int) -> list[int]:
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return [int(p) for p in text.split()] or [-1]
+
+
+async def _stderr(proc: asyncio.subprocess.Process) -> str:
+    assert proc.stderr is not None
+    with contextlib.suppress(TimeoutError):
+        data = await asyncio.wait_for(proc.stderr.read(4000), 2)
+        return data.decode(errors="replace").strip() or "bubblewrap exited"
+    return "bubblewrap did not answer"
