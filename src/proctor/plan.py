@@ -6,6 +6,7 @@ run are already done.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 from typing import Any
@@ -25,7 +26,15 @@ def trial_id(task_id: str, model: str | None, help_mode: str | None,
     if params:
         parts.append(",".join(f"{k}={v}" for k, v in sorted(params.items())))
     parts.append(f"r{replica}")
-    return _UNSAFE.sub("-", ".".join(parts))[:200]
+    raw = ".".join(parts)
+    safe = _UNSAFE.sub("-", raw)
+    if safe == raw and len(safe) <= 200:
+        return safe
+    # Made safe, two ids could meet (`build app` and `build/app`): a digest of the real
+    # coordinates keeps them apart (and one sandbox per trial).
+    digest = hashlib.blake2b(repr((task_id, model, help_mode, sorted(params.items()),
+                                   replica)).encode(), digest_size=4).hexdigest()
+    return f"{safe[:190]}.{digest}"
 
 
 def select(tasks: list[TaskDef], options: RunOptions) -> list[TaskDef]:

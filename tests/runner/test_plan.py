@@ -43,7 +43,12 @@ def test_cli_overrides_models_and_repeat():
 def test_trial_ids_are_deterministic_and_safe():
     a = trial_id("task one", "openai/gpt-4.1", "injected", {"k": "v/w"}, 2)
     assert a == trial_id("task one", "openai/gpt-4.1", "injected", {"k": "v/w"}, 2)
-    assert a == "task-one.openai-gpt-4.1.injected.k=v-w.r2"
+    assert a.startswith("task-one.openai-gpt-4.1.injected.k=v-w.r2.")
+    assert trial_id("t", "openai/gpt-4.1", None, {}, 0) == "t.openai-gpt-4.1.r0"
+
+
+def test_trial_ids_that_sanitize_alike_stay_apart():
+    assert trial_id("build app", None, None, {}, 0) != trial_id("build/app", None, None, {}, 0)
 
 
 def test_select_by_task_and_category():

@@ -79,7 +79,7 @@ def _unshare_flags() -> list[str]:
 
 
 class Box:
-    def __init__(self, proc: asyncio.subprocess.Process, pid: int, keeper: int):
+    def __init__(self, proc: subprocess.Popen, pid: int, keeper: int):
         self.proc = proc
         self.pid = pid  # the box's init (PID 1 inside), as the host sees it
         self.keeper = keeper
@@ -117,11 +117,12 @@ class Box:
         info_r, info_w = os.pipe()
         argv += ["--chdir", workdir, "--info-fd", str(info_w), "--",
                  "/bin/sh", "-c", "echo ready; exec cat"]
+        # A plain Popen: the box must outlive any event loop hiccup, and its pipes are only
+        # read once, at start.
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, pass_fds=(info_w,), env=env,
-                start_new_session=True)
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, pass_fds=(info_w,), env=env,
+                                    start_new_session=True)
         finally:
             os.close(info_w)
         try:
@@ -129,14 +130,15 @@ class Box:
                                          START_TIMEOUT_S)
             # The pid arrives before the mounts are done: "ready" comes after them.
             assert proc.stdout is not None
-            ready = await asyncio.wait_for(proc.stdout.readline(), START_TIMEOUT_S)
+            ready = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline),
+                                           START_TIMEOUT_S)
             if ready.strip() != b"ready":
-                raise SetupError("could not build the sandbox: " + await _stderr(proc))
+                raise SetupError("could not build the sandbox: " + _stderr(proc))
             keeper = _children(pid)[0]
         except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
+            proc.kill()
+            proc.wait()
+            _close_pipes(proc)
             raise
         finally:
             os.close(info_r)
@@ -196,11 +198,9 @@ class Box:
         # Killing the init of a PID namespace kills every process in it.
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        await self.proc.wait()
+        self.proc.kill()
+        self.proc.wait()  # immediate: bwrap exits as soon as its init is gone
+        _close_pipes(self.proc)
 
 
 def visible_system_path(inside: str, extra: list[str]) -> bool:
@@ -224,9 +224,14 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in text.split()] or [-1]
 
 
-async def _stderr(proc: asyncio.subprocess.Process) -> str:
-    assert proc.stderr is not None
-    with contextlib.suppress(TimeoutError):
-        data = await asyncio.wait_for(proc.stderr.read(4000), 2)
-        return data.decode(errors="replace").strip() or "bubblewrap exited"
-    return "bubblewrap did not answer"
+def _stderr(proc: subprocess.Popen) -> str:
+    proc.kill()
+    _, err = proc.communicate(timeout=5)
+    return err.decode(errors="replace").strip()[-2000:] or "bubblewrap exited"
+
+
+def _close_pipes(proc: subprocess.Popen) -> None:
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
