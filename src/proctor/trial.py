@@ -21,7 +21,7 @@ from proctor.agents import make_agent
 from proctor.agents.base import AgentEnv, AgentResult
 from proctor.checks import registry
 from proctor.checks.base import CheckContext
-from proctor.errors import ServiceError
+from proctor.errors import ServiceError, SetupError
 from proctor.forbidden import Observed
 from proctor.forbidden import evaluate as evaluate_forbidden
 from proctor.janitor import RUN_ID_VAR
@@ -201,7 +201,7 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
         image=task.base_image, isolation=run.options.isolation)
     try:
         sandbox = await create_sandbox(run.options.backend, spec)
-    except OSError as e:
+    except (OSError, SetupError) as e:
         raise TrialFault("workspace", detail=str(e)) from None
     values = {"params": trial.params, "secrets": secret_values, "workdir": sandbox.workdir}
     sandbox.env.update({k: render(v, **values) for k, v in task.env.items()})

