@@ -118,8 +118,7 @@ class LocalSandbox:
                              key=lambda p: len(p[0]), reverse=True)
         self.hosts_file = hostsfile.write_hosts_file(hosts or {}, self.private,
                                                      for_namespace=isolated)
-        base = {"PATH": SYSTEM_PATH} if isolated else {}
-        self.env = {**base, **env, "HOME": home, "TMPDIR": tmp, "PWD": self.workdir,
+        self.env = {"PATH": SYSTEM_PATH, **env, "HOME": home, "TMPDIR": tmp, "PWD": self.workdir,
                     "PROCTOR_WORKDIR": self.workdir}
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -190,7 +189,7 @@ class LocalSandbox:
             host_cwd = str(self.root / "work")
         else:
             host_cwd = cwd or self.workdir
-            argv = ["sh", "-c", command]
+            argv = ["/bin/sh", "-c", command]
         trace_file = None
         if trace:
             self._trace_n += 1

@@ -1,0 +1,168 @@
+"""The Sandbox contract, run against every registered backend (and both local modes).
+
+A backend that passes these can be used by `--backend NAME` with every check, agent and the
+custom-check runner unchanged. The pattern is Inspect AI's sandbox self-check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from proctor.errors import ProctorError
+from proctor.model import RunOptions
+from proctor.sandbox import BACKENDS, create_sandbox
+from proctor.sandbox.base import Resources, SandboxSpec
+
+VARIANTS = [("local", "auto"), ("local", "none"),
+            *((name, "auto") for name in BACKENDS.names() if name != "local")]
+
+
+def _usable(backend: str, isolation: str) -> str | None:
+    try:
+        BACKENDS.get(backend)().preflight(RunOptions(backend=backend, isolation=isolation))
+    except (ProctorError, KeyError, NotImplementedError, AttributeError) as e:
+        return str(e)
+    return None
+
+
+@pytest.fixture(params=VARIANTS, ids=[f"{b}-{i}" for b, i in VARIANTS])
+async def sandbox(request, tmp_path):
+    backend, isolation = request.param
+    if (why := _usable(backend, isolation)) is not None:
+        pytest.skip(f"{backend} backend not usable here: {why}")
+    spec = SandboxSpec(trial_id="conf.r0", root=tmp_path / "sb", env={"GREETING": "hello"},
+                       output_limit=10_000, resources=Resources(memory_bytes=1 << 30, pids=512),
+                       isolation=isolation)
+    sb = await create_sandbox(backend, spec)
+    yield sb
+    await sb.close()
+
+
+async def test_exec_returns_exit_code_and_both_streams(sandbox):
+    res = await sandbox.exec("echo out; echo err >&2; exit 3", timeout=10)
+    assert (res.exit_code, res.stdout, res.stderr) == (3, "out\n", "err\n")
+
+
+async def test_exec_env_cwd_and_stdin(sandbox):
+    res = await sandbox.exec('echo "$GREETING $EXTRA"; cat; pwd', timeout=10,
+                             env={"EXTRA": "world"}, stdin=b"piped\n")
+    assert res.stdout.splitlines() == ["hello world", "piped", sandbox.workdir]
+    await sandbox.exec("mkdir -p sub", timeout=10)
+    res = await sandbox.exec("pwd", timeout=10, cwd=f"{sandbox.workdir}/sub")
+    assert res.stdout.strip() == f"{sandbox.workdir}/sub"
+
+
+async def test_timeout_kills_everything_the_command_started(sandbox):
+    t0 = time.monotonic()
+    res = await sandbox.exec("sleep 30 & sleep 30", timeout=0.5)
+    assert res.timed_out and res.exit_code is None
+    assert time.monotonic() - t0 < 10
+
+
+async def test_output_past_the_limit_is_counted_and_dropped(sandbox):
+    res = await sandbox.exec("head -c 50000 /dev/zero | tr '\\0' x", timeout=10)
+    assert res.truncated and res.stdout.startswith("x" * 10_000)
+    assert "40000 more bytes" in res.stdout
+
+
+async def test_files_written_read_listed_and_stat(sandbox):
+    await sandbox.write_file("dir/a.txt", b"alpha")
+    assert await sandbox.read_file("dir/a.txt") == b"alpha"
+    assert await sandbox.read_file(f"{sandbox.workdir}/dir/a.txt", limit=2) == b"alp"
+    res = await sandbox.exec("cat dir/a.txt", timeout=10)
+    assert res.stdout == "alpha"
+    assert (await sandbox.stat("dir/a.txt")).kind == "file"
+    assert (await sandbox.stat("dir")).kind == "dir"
+    assert await sandbox.stat("nope") is None
+    assert await sandbox.list_dir("dir") == ["a.txt"]
+    await sandbox.exec("mkdir dir/sub", timeout=10)
+    assert await sandbox.list_dir("dir") == ["a.txt", "sub/"]
+    with pytest.raises(FileNotFoundError):
+        await sandbox.read_file("nope")
+
+
+async def test_files_the_commands_write_are_seen(sandbox):
+    await sandbox.exec("echo made > made.txt", timeout=10)
+    assert await sandbox.read_file("made.txt") == b"made\n"
+
+
+async def test_copy_in_and_export(sandbox, tmp_path):
+    src = tmp_path / "scaffold"
+    (src / "pkg").mkdir(parents=True)
+    (src / "pkg" / "m.py").write_text("x = 1\n")
+    await sandbox.copy_in(src, ".")
+    res = await sandbox.exec("cat pkg/m.py && echo more >> pkg/m.py", timeout=10)
+    assert res.stdout == "x = 1\n" and res.exit_code == 0
+    exported = await sandbox.export()
+    assert (Path(exported) / "pkg" / "m.py").read_text() == "x = 1\nmore\n"
+
+
+async def test_snapshot_compares_by_content(sandbox):
+    await sandbox.exec("echo aaaa > f.txt", timeout=10)
+    before = await sandbox.snapshot()
+    await sandbox.exec("cp -p f.txt /tmp/keep; echo bbbb > f.txt; touch -r /tmp/keep f.txt",
+                       timeout=10)
+    after = await sandbox.snapshot()
+    assert before["f.txt"].size == after["f.txt"].size
+    assert before["f.txt"].digest != after["f.txt"].digest
+
+
+async def test_trace_records_every_process(sandbox):
+    res = await sandbox.exec("ls / > /dev/null; true", timeout=10, trace=True)
+    argvs = res.execs or []
+    assert any(a[0] == "ls" for a in argvs), argvs
+    assert not any(a[0].endswith(("nsenter", "setpriv", "strace")) for a in argvs), argvs
+
+
+async def test_kill_processes_stops_daemons(sandbox):
+    await sandbox.exec("setsid sh -c 'while :; do date > tick; sleep 0.05; done' "
+                       "> /dev/null 2>&1 &", timeout=10)
+    await asyncio.sleep(0.3)
+    await sandbox.kill_processes()
+    first = await sandbox.read_file("tick")
+    await asyncio.sleep(0.3)
+    assert await sandbox.read_file("tick") == first
+
+
+async def test_expose_reaches_a_host_endpoint(sandbox):
+    server = await asyncio.start_server(_answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        host, inner_port = await sandbox.expose("127.0.0.1", port)
+        res = await sandbox.exec(
+            f"python3 -c \"import socket; s = socket.create_connection(('{host}', {inner_port}));"
+            f" print(s.recv(10).decode())\"", timeout=10)
+        assert res.stdout.strip() == "proctor", res.stderr
+    finally:
+        server.close()
+
+
+async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"proctor")
+    await writer.drain()
+    writer.close()
+
+
+async def test_isolated_sandboxes_cannot_reach_unexposed_host_ports(sandbox):
+    if not sandbox.isolated:
+        pytest.skip("only an isolated sandbox has its own network")
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    try:
+        res = await sandbox.exec(
+            f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\"",
+            timeout=10)
+        assert res.exit_code != 0
+    finally:
+        listener.close()
+
+
+async def test_close_removes_the_sandbox(sandbox, tmp_path):
+    await sandbox.write_file("x", b"1")
+    await sandbox.close()
+    assert not (tmp_path / "sb").exists()
