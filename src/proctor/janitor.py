@@ -12,7 +12,9 @@ import signal
 import tempfile
 from pathlib import Path
 
-RUN_ID_VAR = "PROCTOR_RUN_ID"
+from proctor.proc import RUN_ID_VAR
+
+__all__ = ["RUN_ID_VAR", "leftover_pids", "sweep"]
 
 
 def leftover_pids(run_id: str) -> list[int]:

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+# Every process a run starts carries this in its environment (the janitor's marker).
+RUN_ID_VAR = "PROCTOR_RUN_ID"
 # After the command exits, how long to wait for background children still holding its pipes.
 PIPE_GRACE_S = 0.2
 

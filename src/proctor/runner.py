@@ -22,6 +22,7 @@ from typing import Any
 from proctor.errors import UsageError
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select
+from proctor.services.lifecycle import start_services, stop_services
 from proctor.store import RunStore, index_run, iso
 
 # Options a resumed run may change; everything else comes from the interrupted run.
@@ -169,48 +170,6 @@ async def _execute(trials: list[Trial], planned: Planned,
         if executor is not None:
             executor.close()
         shutil.rmtree(tmp_root, ignore_errors=True)
-
-
-async def start_services(tasks: list[TaskDef], run_id: str, tmp_root: Path) -> dict:
-    services: dict[tuple[str, str], Any] = {}
-    if not any(task.services for task in tasks):
-        return services
-    from proctor.services import create
-    from proctor.services.base import ServiceContext
-
-    for task in tasks:
-        for svc in task.services:
-            key = (task.source, svc.name)
-            if key not in services:
-                ctx = ServiceContext(run_id=run_id, base_dir=Path(task.base_dir),
-                                     tmp_dir=tmp_root / "services" / f"{len(services)}-{svc.name}")
-                ctx.tmp_dir.mkdir(parents=True, exist_ok=True)
-                services[key] = create(svc, ctx)
-    started = []
-    try:
-        for service in services.values():
-            await service.start()
-            started.append(service)
-    except BaseException:
-        await stop_services({i: s for i, s in enumerate(started)})
-        raise
-    return services
-
-
-async def stop_services(services: dict) -> None:
-    async def stop_all() -> None:
-        for service in services.values():
-            try:
-                await service.stop()
-            except Exception as e:  # keep stopping the others
-                print(f"proctor: stopping service {service.name}: {e}", file=sys.stderr)
-
-    job = asyncio.ensure_future(stop_all())
-    try:
-        await asyncio.shield(job)
-    except asyncio.CancelledError:
-        await job
-        raise
 
 
 def build_results(planned: Planned, finished: dict[str, TrialResult],

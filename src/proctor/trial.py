@@ -24,13 +24,14 @@ from proctor.checks.base import CheckContext
 from proctor.errors import ServiceError, SetupError
 from proctor.forbidden import Observed
 from proctor.forbidden import evaluate as evaluate_forbidden
-from proctor.janitor import RUN_ID_VAR
 from proctor.model import CheckDef, CheckResult, RunOptions, TaskDef, Trial, TrialResult
+from proctor.proc import RUN_ID_VAR
 from proctor.record import fsdiff
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
 from proctor.sandbox import create_sandbox
 from proctor.sandbox.base import Resources, Sandbox, SandboxSpec
+from proctor.sandbox.egress import PORT, EgressProxy
 from proctor.sandbox.hosts import aliases
 from proctor.scoring import score_trial
 from proctor.services.base import Service, ServiceHandle
@@ -220,8 +221,6 @@ async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, Serv
     serve = getattr(sandbox, "serve_inside", None)
     if not sandbox.isolated or serve is None:
         return
-    from proctor.sandbox.egress import PORT, EgressProxy
-
     net = task.network or {}
     proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])), on_event)
     await serve("127.0.0.1", PORT, proxy.handle)

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from proctor.checks._judge import parse_verdict
 from proctor.checks.base import CheckContext
 from proctor.checks.llm_as_judge import Config, evaluate
 from proctor.model import RunOptions, Trial
-from proctor.providers.judge import parse_verdict
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
 from proctor.sandbox.local import LocalSandbox

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
 from typing import TYPE_CHECKING
+
+from proctor.registry import Registry
 
 if TYPE_CHECKING:
     from proctor.checks.base import CheckType
@@ -18,13 +19,13 @@ MODULES = (
 )
 
 
+CHECKS: Registry = Registry("check", {m: f"proctor.checks.{m}:CHECK" for m in MODULES})
+
+
 @cache
 def registry() -> dict[str, CheckType]:
-    types = {}
-    for mod in MODULES:
-        check = importlib.import_module(f"proctor.checks.{mod}").CHECK
-        types[check.name] = check
-    return types
+    """name -> CheckType, every check type (each module's `CHECK`)."""
+    return {check.name: check for _, check in CHECKS.items()}
 
 
 def assertion_types() -> dict[str, CheckType]:

@@ -21,7 +21,7 @@ class Config(CheckConfig):
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     # The model side (prompt, parsing, retry on a malformed answer) is proctor.providers.judge.
-    from proctor.providers.judge import JudgeError, build_prompt, judge, judge_input
+    from proctor.checks._judge import JudgeError, build_prompt, judge, judge_input
 
     try:
         text = await judge_input(cfg.input_from, ctx)

@@ -74,7 +74,7 @@ class RayExecutor:
 def _run_remote(trial: Trial, task: TaskDef, options: RunOptions,
                 run_id: str) -> tuple[TrialResult, dict[str, bytes]]:
     """One trial on a Ray worker, in a temp dir that is gone when it returns."""
-    from proctor.runner import start_services, stop_services
+    from proctor.services.lifecycle import start_services, stop_services
     from proctor.trial import RunContext, run_trial
 
     tmp = Path(tempfile.mkdtemp(prefix=f"proctor-{run_id}-"))

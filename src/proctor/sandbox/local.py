@@ -31,6 +31,8 @@ from proctor.errors import SetupError, UsageError
 from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox import hosts as hostsfile
 from proctor.sandbox.base import Entry, ExecResult, Resources, SandboxSpec, Snapshot
+from proctor.sandbox.forward import Forwarder, listen_inside
+from proctor.sandbox.namespaces import AGENT_UID, Box, Mount, missing, visible_system_path
 from proctor.sandbox.trace import parse_trace, strace_argv
 
 INSIDE_WORKDIR = "/workspace"
@@ -50,8 +52,6 @@ class LocalBackend:
         isolation was asked for (or left to auto) and cannot be built here."""
         if options.isolation == "none":
             return False
-        from proctor.sandbox.namespaces import missing
-
         why = missing()
         if why is not None:
             raise UsageError(f"cannot isolate trials: {why}")
@@ -89,9 +89,9 @@ class LocalSandbox:
         self.readonly_paths = list(readonly_paths or [])
         self.trial_id = trial_id or root.name
         self.private = root / "private"
-        self.box = None
+        self.box: Box | None = None
         self.cgroup: cgroups.TrialCgroup | None = None
-        self.forwarder = None
+        self.forwarder: Forwarder | None = None
         self._groups: set[int] = set()
         self._faults: list[str] = []
         self._trace_n = 0
@@ -129,9 +129,6 @@ class LocalSandbox:
                                                  self.resources)
         if not self.isolated:
             return
-        from proctor.sandbox.forward import Forwarder
-        from proctor.sandbox.namespaces import AGENT_UID, Box, Mount
-
         owner = (AGENT_UID, AGENT_UID) if os.geteuid() == 0 else None
         if owner is not None:
             for d in (self.root / n for n in _PLACES):
@@ -257,8 +254,6 @@ class LocalSandbox:
         for prefix, host in self.places:
             if inside == prefix or inside.startswith(prefix.rstrip("/") + "/"):
                 return host / inside[len(prefix):].lstrip("/")
-        from proctor.sandbox.namespaces import visible_system_path
-
         return Path(inside) if visible_system_path(inside, self.readonly_paths) else None
 
     def _writable(self, path: str) -> Path:
@@ -327,8 +322,6 @@ class LocalSandbox:
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         if self.box is None or self.forwarder is None:
             return host, port
-        from proctor.sandbox.forward import listen_inside
-
         [sock] = await listen_inside(self.box.pid, [(host, port)], self.box.userns)
         await self.forwarder.forward(sock, (host, port))
         return host, port
@@ -337,8 +330,6 @@ class LocalSandbox:
         """Serve `handler` at host:port inside the box (the egress proxy)."""
         if self.box is None or self.forwarder is None:
             raise RuntimeError("serve_inside needs an isolated sandbox")
-        from proctor.sandbox.forward import listen_inside
-
         [sock] = await listen_inside(self.box.pid, [(host, port)], self.box.userns)
         await self.forwarder.serve(sock, handler)
 

@@ -4,26 +4,25 @@ from __future__ import annotations
 
 from proctor.errors import SetupError
 from proctor.model import ServiceDef
+from proctor.registry import Registry
 from proctor.services.base import Service, ServiceContext, ServiceHandle
 
-__all__ = ["Service", "ServiceContext", "ServiceHandle", "create"]
+__all__ = ["SERVICES", "Service", "ServiceContext", "ServiceHandle", "create"]
+
+
+# Adding a service kind = a module with a Service class + a line here.
+SERVICES: Registry = Registry("service", {
+    "postgres": "proctor.services.postgres:PostgresService",
+    "mysql": "proctor.services.mysql:MysqlService",
+    "http_mock": "proctor.services.http_mock:HttpMockService",
+})
 
 
 def create(defn: ServiceDef, ctx: ServiceContext) -> Service:
-    """The Service for `defn` with the local backend (modules are imported on demand, so a
-    run without databases never loads a database driver)."""
-    if defn.kind == "postgres":
-        from proctor.services.postgres import PostgresService
-
-        return PostgresService(defn, ctx)
-    if defn.kind == "mysql":
-        from proctor.services.mysql import MysqlService
-
-        return MysqlService(defn, ctx)
-    if defn.kind == "http_mock":
-        from proctor.services.http_mock import HttpMockService
-
-        return HttpMockService(defn, ctx)
+    """The Service for `defn` (modules are imported on demand, so a run without databases
+    never loads a database driver)."""
+    if defn.kind in SERVICES:
+        return SERVICES.get(defn.kind)(defn, ctx)
     if defn.kind == "container":
         image = defn.config.get("image", "")
         raise SetupError(f"service {defn.name!r}: image services{f' ({image})' if image else ''} "

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from proctor.errors import ServiceError, SetupError
-from proctor.janitor import RUN_ID_VAR
 from proctor.model import ServiceDef
+from proctor.proc import RUN_ID_VAR
 from proctor.services import _net, _proc
 from proctor.services.base import ServiceContext, ServiceHandle
 from proctor.services.seed import Seed, load_seed
