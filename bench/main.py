@@ -13,8 +13,8 @@
 
 Workloads: throughput (1,000 trials), cold (1 trial), memory (10,000 trials, peak RSS of the
 process tree), checks (10,000 commands x 50 assertions, proctor only), help (`proctor --help`),
-db (bench/db_ready.py: per-trial PostgreSQL ready time), extras (bench/agent_loop.py and
-bench/validate_specs.py). docs/benchmarks.md explains each method.
+db (bench/db_ready.py: per-trial PostgreSQL ready time), extras (bench/agent_loop.py,
+bench/validate_specs.py and bench/isolation.py). docs/benchmarks.md explains each method.
 """
 
 from __future__ import annotations
@@ -314,6 +314,7 @@ def main() -> int:
         elif name == "extras":
             results["agent_loop"] = script("agent_loop.py")
             results["validate_specs"] = script("validate_specs.py")
+            results["isolation"] = script("isolation.py")
     shutil.rmtree(work, ignore_errors=True)
 
     text = table(results)
@@ -323,7 +324,7 @@ def main() -> int:
     for v in verdicts:
         print(f"{'met   ' if v['met'] else 'MISSED'} {v['workload']}: {v['target']} "
               f"({v['value']} vs {v['limit']})")
-    for extra in ("db", "agent_loop", "validate_specs"):
+    for extra in ("db", "agent_loop", "validate_specs", "isolation"):
         if extra in results:
             print(f"\n{extra}: {results[extra].get('command', '')}")
             for line in results[extra].get("output", [results[extra].get("missing", "")]):

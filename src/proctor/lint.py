@@ -16,6 +16,7 @@ import tempfile
 from typing import Any
 
 from proctor.model import RunOptions
+from proctor.text import cut
 
 
 def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = False) -> int:
@@ -63,7 +64,7 @@ def findings(oracle: dict[str, Any], nop: dict[str, Any], tasks: dict) -> tuple[
         elif trial["status"] != "pass":
             failed = "; ".join(f"{c['name']}: {c['message']}" for c in trial["checks"]
                                if not c["passed"])
-            problems.append(f"{where}: solution fails: {_cut(failed)}")
+            problems.append(f"{where}: solution fails: {cut(failed, 400)}")
     for trial in nop["trials"]:
         task = tasks[trial["task_id"]]
         where = f"{_shown(task.source)}: {trial['task_id']}"
@@ -83,6 +84,4 @@ def _shown(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def _cut(s: str, n: int = 400) -> str:
-    return s if len(s) <= n else s[:n] + "..."
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from proctor.agents.llm import BASE_PROMPT, cut, system_prompt
+from proctor.agents.llm import BASE_PROMPT, system_prompt
+from proctor.text import cut
 from tests.llm.conftest import make_task
 
 
@@ -83,10 +84,12 @@ async def test_unknown_provider_is_an_agent_error(run_agent, tmp_path):
 
 def test_cut_keeps_head_and_tail():
     text = "a" * 50 + "b" * 50
-    out = cut(text, 20, "stdout")
+    out = cut(text, 20, keep="both", what="stdout")
     assert out.startswith("a" * 10) and out.endswith("b" * 10)
     assert "80 of 100 characters of stdout cut" in out
-    assert cut("short", 20, "stdout") == "short"
+    assert cut("short", 20, keep="both", what="stdout") == "short"
+    assert cut(text, 20) == "a" * 20 + "... [80 more characters]"
+    assert cut(text, 20, keep="tail") == "[80 earlier characters] ..." + "b" * 20
 
 
 async def test_bad_llm_settings_are_an_agent_error(run_agent, tmp_path):

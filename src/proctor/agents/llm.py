@@ -19,6 +19,7 @@ from typing import Any
 from proctor.agents.base import AgentEnv, AgentResult
 from proctor.errors import UsageError
 from proctor.model import CommandRecord
+from proctor.text import cut
 
 RUN_COMMAND: dict[str, Any] = {
     "name": "run_command",
@@ -79,15 +80,8 @@ def system_prompt(cli: str | None, help_mode: str | None, help_text: str | None,
     return "\n\n".join(parts)
 
 
-def cut(text: str, limit: int, what: str) -> str:
-    """Keep the head and the tail (errors are often at the end), say how much went."""
-    if len(text) <= limit:
-        return text
-    head = limit // 2
-    tail = limit - head
-    gone = len(text) - limit
-    return (f"{text[:head]}\n[... {gone} of {len(text)} characters of {what} cut ...]\n"
-            f"{text[len(text) - tail:]}")
+def _both(text: str, limit: int, what: str) -> str:
+    return cut(text, limit, keep="both", what=what)
 
 
 def tool_result(rec: CommandRecord, limit: int) -> str:
@@ -96,8 +90,8 @@ def tool_result(rec: CommandRecord, limit: int) -> str:
     else:
         head = f"exit code: {rec.exit_code}"
     out = [head,
-           "stdout:\n" + (cut(rec.stdout, limit, "stdout") if rec.stdout else "(empty)"),
-           "stderr:\n" + (cut(rec.stderr, limit, "stderr") if rec.stderr else "(empty)")]
+           "stdout:\n" + (_both(rec.stdout, limit, "stdout") if rec.stdout else "(empty)"),
+           "stderr:\n" + (_both(rec.stderr, limit, "stderr") if rec.stderr else "(empty)")]
     if rec.truncated:
         out.append("(output beyond the sandbox's capture limit was dropped)")
     return "\n".join(out)
@@ -116,7 +110,7 @@ async def help_text(env: AgentEnv, cli: str, settings: LLMSettings) -> str:
         text = (res.stdout.strip() or res.stderr.strip())
         if not text:
             text = f"(`{cli} --help` printed nothing; exit code {res.exit_code})"
-        env.shared[key] = text = cut(text, settings.help_limit, "help text")
+        env.shared[key] = text = cut(text, settings.help_limit, keep="both", what="help text")
         return text
 
 

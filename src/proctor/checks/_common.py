@@ -27,9 +27,7 @@ def no_command() -> CheckOutcome:
 
 def tail(text: str, limit: int = 2000) -> str:
     """The last `limit` characters (errors and logs say what matters at the end)."""
-    if len(text) <= limit:
-        return text
-    return f"[{len(text) - limit} earlier characters] ..." + text[-limit:]
+    return cut(text, limit, keep="tail")
 
 
 def block(label: str, text: str, *, from_end: bool = False) -> str:

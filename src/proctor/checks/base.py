@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from proctor.model import CheckOutcome, CommandRecord, RunOptions, TaskDef, Trial
+from proctor.text import cut
+
+__all__ = ["CheckConfig", "CheckContext", "CheckType", "Evaluate", "cut"]
 
 if TYPE_CHECKING:
     from proctor.record.recorder import Recorder
@@ -67,10 +70,3 @@ class CheckType:
     assertion: bool = False  # allowed in a suite task's `assert` list
     invariant: bool = False  # allowed as a scenario invariant's `check.type`
     scalar_field: str | None = None  # `- TYPE: value` in an assert list fills this field
-
-
-def cut(text: str, limit: int = 2000) -> str:
-    """Observed values quoted in failure messages are cut at 2,000 characters."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"... [{len(text) - limit} more characters]"

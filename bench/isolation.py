@@ -1,0 +1,86 @@
+"""What the isolation boundary costs: per agent command, and per trial.
+
+    .venv/bin/python bench/isolation.py [--commands 300] [--trials 50]
+
+* command: `sh -c true` in an isolated LocalSandbox (nsenter + setpriv into the trial's box,
+  cgroup attach) against the same command in an unisolated one (a plain `sh -c`); COMMANDS
+  of each, interleaved; the difference of medians is the boundary's cost per command
+  (target: ≤ 10 ms).
+* traced: the same with `trace=True` (strace --seccomp-bpf outside the box), per command.
+* trial: creating and closing a sandbox (the box, the cgroup, the egress-proxy socket), TRIALS
+  times, isolated against unisolated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from proctor.model import RunOptions
+from proctor.proc import use_fast_child_watcher
+from proctor.sandbox import create_sandbox
+from proctor.sandbox.base import Resources, SandboxSpec
+
+
+def spec(root: Path, isolation: str) -> SandboxSpec:
+    return SandboxSpec(trial_id=root.name, root=root, env={}, isolation=isolation,
+                       resources=Resources(memory_bytes=1 << 30, pids=1024))
+
+
+async def per_command(root: Path, n: int, trace: bool) -> tuple[float, float]:
+    boxed = await create_sandbox("local", spec(root / "boxed", "auto"))
+    plain = await create_sandbox("local", spec(root / "plain", "none"))
+    times: dict[bool, list[float]] = {True: [], False: []}
+    try:
+        for _ in range(n):
+            for sb in (boxed, plain):
+                t0 = time.perf_counter()
+                res = await sb.exec("true", timeout=10, trace=trace)
+                times[sb.isolated].append(time.perf_counter() - t0)
+                assert res.exit_code == 0, res
+    finally:
+        await boxed.close()
+        await plain.close()
+    return statistics.median(times[True]) * 1000, statistics.median(times[False]) * 1000
+
+
+async def per_trial(root: Path, n: int) -> tuple[float, float]:
+    times: dict[str, list[float]] = {"auto": [], "none": []}
+    for i in range(n):
+        for isolation in ("auto", "none"):
+            t0 = time.perf_counter()
+            sb = await create_sandbox("local", spec(root / f"{isolation}{i}", isolation))
+            await sb.close()
+            times[isolation].append(time.perf_counter() - t0)
+    return statistics.median(times["auto"]) * 1000, statistics.median(times["none"]) * 1000
+
+
+async def main(args: argparse.Namespace) -> None:
+    use_fast_child_watcher()
+    from proctor.sandbox.local import LocalBackend
+
+    LocalBackend().preflight(RunOptions())
+    with tempfile.TemporaryDirectory(prefix="proctor-bench-iso-") as d:
+        root = Path(d)
+        boxed, plain = await per_command(root / "c", args.commands, trace=False)
+        print(f"command: isolated {boxed:.2f} ms, plain {plain:.2f} ms median "
+              f"-> {boxed - plain:.2f} ms per command ({args.commands} each)")
+        boxed_t, plain_t = await per_command(root / "t", args.commands // 3, trace=True)
+        print(f"traced command: isolated {boxed_t:.2f} ms, plain {plain_t:.2f} ms median "
+              f"-> {boxed_t - plain_t:.2f} ms per command")
+        box, dirs = await per_trial(root / "s", args.trials)
+        print(f"sandbox create+close: isolated {box:.2f} ms, plain {dirs:.2f} ms median "
+              f"-> {box - dirs:.2f} ms per trial ({args.trials} each)")
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--commands", type=int, default=300)
+    p.add_argument("--trials", type=int, default=50)
+    asyncio.run(main(p.parse_args()))
+    sys.exit(0)
