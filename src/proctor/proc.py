@@ -33,9 +33,9 @@ class ExecResult:
     error: str | None = None  # the harness lost something (e.g. "recording lost")
 
 
-def kill_group(pgid: int) -> None:
+def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, sig)
 
 
 Feed = Callable[[int, bytes], None]  # (fd, chunk): sees every byte, before any cut

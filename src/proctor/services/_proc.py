@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from proctor.errors import SetupError
+from proctor.proc import kill_group
 
 _SETPRIV = shutil.which("setpriv")
 _LIVE: dict[int, subprocess.Popen[bytes]] = {}  # pid (= pgid) -> process not yet reaped
@@ -179,10 +180,10 @@ def spawn(argv: list[str], *, run_as: RunAs | None, env: dict[str, str] | None =
 def kill(p: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM, grace: float = 5.0) -> None:
     """Signal the whole group, wait up to `grace` s, then SIGKILL it; always reap."""
     if p.poll() is None and grace > 0:
-        _killpg(p.pid, sig)
+        kill_group(p.pid, sig)
         with contextlib.suppress(subprocess.TimeoutExpired):
             p.wait(grace)
-    _killpg(p.pid, signal.SIGKILL)  # the leader and any straggling children
+    kill_group(p.pid, signal.SIGKILL)  # the leader and any straggling children
     p.wait()
     _LIVE.pop(p.pid, None)
     # Wait for stragglers of the group (backends) so the process table is clean on return.
@@ -194,11 +195,6 @@ def kill(p: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM, grace: float 
 def forget(p: subprocess.Popen[bytes]) -> None:
     """The process exited on its own and was reaped by the caller."""
     _LIVE.pop(p.pid, None)
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -213,7 +209,7 @@ def _group_alive(pgid: int) -> bool:
 def _kill_leftovers() -> None:
     # A run that ended without stop() (a bug, an unhandled exception): no orphan servers.
     for p in list(_LIVE.values()):
-        _killpg(p.pid, signal.SIGKILL)
+        kill_group(p.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             p.wait(2)
     _LIVE.clear()
