@@ -33,8 +33,9 @@ class TrialCgroup:
 
     @classmethod
     def create(cls, name: str, resources: Resources) -> TrialCgroup | None:
+        wanted = ("memory", "pids", "cpu") if resources.cpus else ("memory", "pids")
         try:
-            dirs = _make(name)
+            dirs = _make(name, wanted)
         except OSError:
             return None
         if not dirs:
@@ -76,7 +77,7 @@ class TrialCgroup:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
                     killed += 1
-            time.sleep(0.002)
+            time.sleep(0.001)  # let the kills land before looking again
         return killed
 
     def fault(self) -> str | None:
@@ -95,14 +96,14 @@ class TrialCgroup:
     def remove(self) -> None:
         self.kill_all()
         for d in self.dirs.values():
-            for _ in range(20):  # the kernel frees a cgroup only once its last task is reaped
+            for _ in range(100):  # the kernel frees a cgroup only once its last task is reaped
                 try:
                     d.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.005)
+                    time.sleep(0.001)
 
     def _set_limits(self) -> None:
         r = self.resources
@@ -138,13 +139,13 @@ def _own_paths() -> dict[str, str]:
     return out
 
 
-def _make(name: str) -> dict[str, Path]:
+def _make(name: str, wanted: tuple[str, ...]) -> dict[str, Path]:
     own = _own_paths()
     if (ROOT / "cgroup.controllers").exists():  # pure v2
         parent = ROOT / own.get("", "/").lstrip("/")
         return _make_v2(parent, name)
     dirs: dict[str, Path] = {}
-    for controller in ("memory", "pids", "cpu"):
+    for controller in wanted:
         base = ROOT / controller
         if controller not in own or not base.is_dir():
             continue

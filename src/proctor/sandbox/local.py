@@ -16,6 +16,7 @@ never makes proctor read or write a host file.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import hashlib
@@ -32,7 +33,13 @@ from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox import hosts as hostsfile
 from proctor.sandbox.base import Entry, ExecResult, Resources, SandboxSpec, Snapshot
 from proctor.sandbox.forward import Forwarder, listen_inside
-from proctor.sandbox.namespaces import AGENT_UID, Box, Mount, missing, visible_system_path
+from proctor.sandbox.namespaces import (
+    AGENT_UID,
+    Box,
+    Mount,
+    missing,
+    visible_system_path,
+)
 from proctor.sandbox.trace import parse_trace, strace_argv
 
 INSIDE_WORKDIR = "/workspace"
@@ -63,7 +70,7 @@ class LocalBackend:
                                output_limit=spec.output_limit, keep=spec.keep,
                                resources=spec.resources, hosts=spec.hosts,
                                isolated=isolated, readonly_paths=spec.readonly_paths,
-                               trial_id=spec.trial_id)
+                               trial_id=spec.trial_id, prepare=False)
         try:
             await sandbox.start(spec)
         except BaseException:
@@ -80,7 +87,7 @@ class LocalSandbox:
                  output_limit: int = 1_000_000, keep: bool = False,
                  resources: Resources | None = None, hosts: dict[str, str] | None = None,
                  isolated: bool = False, readonly_paths: list[str] | None = None,
-                 trial_id: str = ""):
+                 trial_id: str = "", prepare: bool = True):
         self.root = root
         self.isolated = isolated
         self.output_limit = output_limit
@@ -111,28 +118,37 @@ class LocalSandbox:
             self.workdir = str(host["work"])
             home, tmp = str(host["home"]), str(host["tmp"])
             inside = {name: str(host[name]) for name in _PLACES}
-        for d in (*host.values(), self.private):
-            d.mkdir(parents=True, exist_ok=True)
         # (inside prefix, host dir), longest prefix first, for the path view and snapshots.
         self.places = sorted(((inside[n], host[n]) for n in _PLACES),
                              key=lambda p: len(p[0]), reverse=True)
-        self.hosts_file = hostsfile.write_hosts_file(hosts or {}, self.private,
-                                                     for_namespace=isolated)
+        self.hosts = hosts or {}
+        self.hosts_file: Path | None = None
         self.env = {"PATH": SYSTEM_PATH, **env, "HOME": home, "TMPDIR": tmp, "PWD": self.workdir,
                     "PROCTOR_WORKDIR": self.workdir}
+        if prepare:
+            self._prepare()
+
+    def _prepare(self) -> None:
+        """The host side: directories, the hosts file, the cgroup (blocking file system work,
+        done off the event loop by `start`)."""
+        for _, d in self.places:
+            d.mkdir(parents=True, exist_ok=True)
+        self.private.mkdir(exist_ok=True)
+        self.hosts_file = hostsfile.write_hosts_file(self.hosts, self.private,
+                                                     for_namespace=self.isolated)
+        self.cgroup = cgroups.TrialCgroup.create(f"proctor-{os.getpid()}-{self.trial_id}",
+                                                 self.resources)
+        if self.isolated and os.geteuid() == 0:  # the places belong to the agent's uid
+            for _, d in self.places:
+                os.chown(d, AGENT_UID, AGENT_UID)
 
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self, spec: SandboxSpec) -> None:
-        """Limits, the box, and the forwarders to the trial's services."""
-        self.cgroup = cgroups.TrialCgroup.create(f"proctor-{os.getpid()}-{self.trial_id}",
-                                                 self.resources)
+        """Directories and limits, the box, and the forwarders to the trial's services."""
+        await asyncio.to_thread(self._prepare)
         if not self.isolated:
             return
-        owner = (AGENT_UID, AGENT_UID) if os.geteuid() == 0 else None
-        if owner is not None:
-            for d in (self.root / n for n in _PLACES):
-                os.chown(d, *owner)
         # Parents before children: a fixed workdir under /tmp is mounted over the private /tmp.
         mounts = [Mount(host, inside) for inside, host in
                   sorted(self.places, key=lambda p: p[0].count("/"))]
@@ -151,10 +167,13 @@ class LocalSandbox:
         self._groups.clear()
         if self.box is not None:
             await self.box.close()
-        if self.cgroup is not None:
-            self.cgroup.remove()
         if self.forwarder is not None:
             await self.forwarder.close()
+        await asyncio.to_thread(self._remove)
+
+    def _remove(self) -> None:
+        if self.cgroup is not None:  # waits until the kernel has reaped every task
+            self.cgroup.remove()
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
             if self._made_workdir:
@@ -162,10 +181,9 @@ class LocalSandbox:
 
     async def kill_processes(self) -> int:
         """Everything the agent left running (daemons, setsid, double forks) is killed."""
-        killed = self.box.kill_processes() if self.box is not None else 0
-        if self.cgroup is not None:
-            killed += self.cgroup.kill_all()
-        return killed
+        if self.cgroup is not None:  # every command joined it: no need to scan /proc
+            return self.cgroup.kill_all()
+        return self.box.kill_processes() if self.box is not None else 0
 
     def fault(self) -> str | None:
         """A limit the trial hit, or a recording that was lost, in words."""

@@ -150,11 +150,15 @@ class Box:
             ns.append("-C")
         if self.userns:
             ns += ["-U", "--preserve-credentials"]
-        drop = ["--no-new-privs", "--bounding-set=-all", "--inh-caps=-all"]
+        nsenter = [shutil.which("nsenter") or "nsenter", "-t", str(self.pid), *ns]
         if os.geteuid() == 0:
-            drop += [f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
-        return [shutil.which("nsenter") or "nsenter", "-t", str(self.pid), *ns, "--",
-                shutil.which("setpriv") or "setpriv", *drop, "--"]
+            # Changing from uid 0 to AGENT_UID clears every capability, and every mount in
+            # the box is nosuid (bubblewrap's default), so no setuid binary or file
+            # capability can give one back. One exec fewer than setpriv.
+            return [*nsenter, "-S", str(self.uid), "-G", str(self.gid), "--"]
+        # In a user namespace, entering gives every capability in it: drop them all.
+        return [*nsenter, "--", shutil.which("setpriv") or "setpriv", "--no-new-privs",
+                "--bounding-set=-all", "--inh-caps=-all", "--"]
 
     def wrap(self, argv: list[str]) -> list[str]:
         """`argv` run inside the box, without privileges, in the box's workdir."""
@@ -199,7 +203,8 @@ class Box:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
         self.proc.kill()
-        self.proc.wait()  # immediate: bwrap exits as soon as its init is gone
+        # bwrap's exit waits for the kernel to tear the namespaces down: not on the loop.
+        await asyncio.to_thread(self.proc.wait)
         _close_pipes(self.proc)
 
 
