@@ -7,7 +7,9 @@
                                  hosts other than these)
 * secrets_in_logs: deny         a secret value appeared in what the agent printed, sent, or
                                  wrote to a *.log file in the workspace
-* db_writes_outside: [tables]   inserts, updates or deletes in tables other than these
+* db_writes_outside: [tables]   any change to tables other than these, as the database server
+                                 recorded it: rows inserted, updated or deleted, TRUNCATE, and
+                                 schema changes (CREATE, ALTER, DROP, ...)
 """
 
 from __future__ import annotations
@@ -74,9 +76,15 @@ def _secrets_in_logs(mode: Any, seen: Observed, secrets: dict[str, str]) -> str:
 
 def _db_writes_outside(allowed: list[str], seen: Observed, _s: dict[str, str]) -> str:
     ok = {t.lower() for t in allowed}
-    bad = [f"{w.get('service')}.{w['table']}" for w in seen.db_writes
+    bad = [f"{w.get('service')}.{w['table']}{_what(w)}" for w in seen.db_writes
            if w["table"].lower() not in ok and w["table"].split(".")[-1].lower() not in ok]
     return _listing("writes to tables not allowed", bad)
+
+
+def _what(write: dict[str, Any]) -> str:
+    """` (TRUNCATE, ALTER TABLE)`: the statements beyond row writes, as the server saw them."""
+    kinds = (["TRUNCATE"] if write.get("truncates") else []) + list(write.get("ddl", []))
+    return f" ({', '.join(dict.fromkeys(kinds))})" if kinds else ""
 
 
 def _listing(what: str, items: list[str]) -> str:

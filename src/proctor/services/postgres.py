@@ -89,6 +89,55 @@ BEGIN
 END $$;
 """
 
+# What the server itself records of a trial's schema changes and TRUNCATEs (row writes are
+# in pg_stat_user_tables): event triggers for DDL and DROP, a statement trigger for TRUNCATE
+# on every table, all writing into a schema the trial's role cannot touch. Installed by the
+# superuser after _GIVE_AWAY, so the functions and triggers stay the superuser's: a trial
+# role cannot drop them, and disabling a table's trigger is itself an ALTER TABLE, recorded.
+_AUDIT = r"""
+CREATE SCHEMA proctor_audit;
+REVOKE ALL ON SCHEMA proctor_audit FROM PUBLIC;
+CREATE TABLE proctor_audit.events (kind text NOT NULL, tag text NOT NULL, object text NOT NULL);
+CREATE FUNCTION proctor_audit.on_ddl() RETURNS event_trigger LANGUAGE plpgsql
+  SECURITY DEFINER SET search_path = pg_catalog AS $$
+BEGIN
+  INSERT INTO proctor_audit.events
+    SELECT 'ddl', command_tag, coalesce(object_identity, '')
+    FROM pg_event_trigger_ddl_commands()
+    WHERE coalesce(schema_name, '') NOT LIKE 'pg\_temp%';
+END $$;
+CREATE FUNCTION proctor_audit.on_drop() RETURNS event_trigger LANGUAGE plpgsql
+  SECURITY DEFINER SET search_path = pg_catalog AS $$
+BEGIN
+  INSERT INTO proctor_audit.events
+    SELECT 'ddl', 'DROP ' || upper(object_type), coalesce(object_identity, '')
+    FROM pg_event_trigger_dropped_objects()
+    WHERE original AND NOT is_temporary;
+END $$;
+CREATE FUNCTION proctor_audit.on_truncate() RETURNS trigger LANGUAGE plpgsql
+  SECURITY DEFINER SET search_path = pg_catalog AS $$
+BEGIN
+  INSERT INTO proctor_audit.events
+    VALUES ('truncate', 'TRUNCATE', quote_ident(TG_TABLE_SCHEMA) || '.' || quote_ident(TG_TABLE_NAME));
+  RETURN NULL;
+END $$;
+DO $$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT n.nspname, c.relname FROM pg_class c
+           JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog',
+                 'information_schema', 'proctor_audit') AND n.nspname NOT LIKE 'pg\_%'
+  LOOP
+    EXECUTE format('CREATE TRIGGER proctor_truncate BEFORE TRUNCATE ON %I.%I '
+                   'FOR EACH STATEMENT EXECUTE FUNCTION proctor_audit.on_truncate()',
+                   r.nspname, r.relname);
+  END LOOP;
+END $$;
+CREATE EVENT TRIGGER proctor_ddl ON ddl_command_end EXECUTE FUNCTION proctor_audit.on_ddl();
+CREATE EVENT TRIGGER proctor_drop ON sql_drop EXECUTE FUNCTION proctor_audit.on_drop();
+"""
+
 _PSQL_ERROR = re.compile(r"^psql:(?P<file>.*?):(?P<line>\d+): (?:ERROR|FATAL):\s+(?P<msg>.*)$",
                          re.MULTILINE)
 _STMT_LINE = re.compile(r"^LINE (\d+):", re.MULTILINE)
@@ -218,6 +267,7 @@ class PostgresServer(DbServer):
             self._load_seed(seed, name)
         with self._connect(name) as conn:
             conn.execute(_GIVE_AWAY)
+            conn.execute(_AUDIT)
             conn.execute("VACUUM (FREEZE, ANALYZE)")
         # Nobody may connect to a template: a connection would block CREATE DATABASE.
         admin.execute(sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(ident))
@@ -287,8 +337,18 @@ class PostgresServer(DbServer):
                 "SELECT CASE WHEN schemaname = 'public' THEN relname "
                 "ELSE schemaname || '.' || relname END, n_tup_ins, n_tup_upd, n_tup_del "
                 "FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 "
-                "ORDER BY 1").fetchall()
-        return [{"table": t, "inserts": i, "updates": u, "deletes": d} for t, i, u, d in rows]
+                "AND schemaname <> 'proctor_audit' ORDER BY 1").fetchall()
+            events = conn.execute("SELECT kind, tag, object FROM proctor_audit.events").fetchall()
+        out = {t: {"table": t, "inserts": i, "updates": u, "deletes": d} for t, i, u, d in rows}
+        for kind, tag, obj in events:
+            table = obj.removeprefix("public.")
+            entry = out.setdefault(table, {"table": table, "inserts": 0, "updates": 0,
+                                           "deletes": 0})
+            if kind == "truncate":
+                entry["truncates"] = entry.get("truncates", 0) + 1
+            else:
+                entry.setdefault("ddl", []).append(tag)
+        return [out[t] for t in sorted(out)]
 
     def handle(self, service: str, db: TrialDb) -> DbHandle:
         url = f"postgresql://{db.name}:{db.password}@{self.host}:{self.port}/{db.name}"
