@@ -6,6 +6,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from proctor.text import CUT_MARKER
+
+# The shortest piece of a secret, left at a cut, that is masked (shorter ones say nothing).
+MIN_PIECE = 2
+
 
 class Redactor:
     """Replaces known secret values (and optional regex patterns) in text and JSON-like data."""
@@ -35,9 +40,43 @@ class Redactor:
                 alts = sorted(self._secrets, key=len, reverse=True)
                 self._regex = re.compile("|".join(re.escape(a) for a in alts))
             s = self._regex.sub(lambda m: f"[REDACTED:{self._secrets[m.group(0)]}]", s)
+            if CUT_MARKER.search(s):
+                s = self._mask_cut_edges(s)
         for p in self._patterns:
             s = p.sub("[REDACTED]", s)
         return s
+
+    def _mask_cut_edges(self, s: str) -> str:
+        """Where text was dropped (a `cut` note, the output cap's note) a secret may have been
+        split: the text before a note may end with a secret's start, the text after it may
+        begin with its end. Mask those pieces too, so no part of a secret is ever written."""
+        parts = CUT_MARKER.split(s)
+        notes = CUT_MARKER.findall(s)
+        for i, part in enumerate(parts):
+            if i < len(notes):
+                part = self._mask_edge(part, at_end=True)
+            if i > 0:
+                part = self._mask_edge(part, at_end=False)
+            parts[i] = part
+        out = [parts[0]]
+        for note, part in zip(notes, parts[1:], strict=True):
+            out += [note, part]
+        return "".join(out)
+
+    def _mask_edge(self, text: str, *, at_end: bool) -> str:
+        best = 0
+        name = ""
+        for value, secret_name in self._secrets.items():
+            for k in range(min(len(value) - 1, len(text)), MIN_PIECE - 1, -1):
+                piece = value[:k] if at_end else value[-k:]
+                if (text.endswith(piece) if at_end else text.startswith(piece)):
+                    if k > best:
+                        best, name = k, secret_name
+                    break
+        if not best:
+            return text
+        mark = f"[REDACTED:{name}]"
+        return text[:-best] + mark if at_end else mark + text[best:]
 
     def data(self, obj: Any) -> Any:
         """Redact every string inside dicts/lists/tuples (keys included)."""

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
+
+# Every note `cut` and the output capture (proctor.proc) leave where text was dropped: the
+# redactor looks at both sides of each for a secret cut in part.
+CUT_MARKER = re.compile(
+    r"\.\.\. \[\d+ more characters\]"
+    r"|\[\d+ earlier characters\] \.\.\."
+    r"|\n?\[\.\.\. \d+ of \d+ characters[^\]\n]* cut \.\.\.\]\n?"
+    r"|\n?\[proctor: \d+ more bytes not kept\]")
 
 
 def cut(text: str, limit: int = 2000, *, keep: Literal["head", "tail", "both"] = "head",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
+import json
 import os
 import secrets as secrets_mod
 import shutil
@@ -28,6 +29,7 @@ from proctor.model import CheckDef, CheckResult, RunOptions, TaskDef, Trial, Tri
 from proctor.proc import RUN_ID_VAR
 from proctor.record import fsdiff
 from proctor.record.recorder import Recorder
+from proctor.record.secretscan import SecretScanner
 from proctor.redact import Redactor
 from proctor.sandbox import create_sandbox
 from proctor.sandbox.base import Resources, Sandbox, SandboxSpec
@@ -128,7 +130,9 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
             except ServiceError as e:
                 raise TrialFault("service", name=svc.name, detail=str(e)) from None
         agent = make_agent(trial.agent)
-        sandbox = await _open_sandbox(trial, task, run, agent, handles, secret_values)
+        scanner = _AgentOutput(secret_values)
+        sandbox = await _open_sandbox(trial, task, run, agent, handles, secret_values,
+                                      scanner.feed)
         values = {"params": trial.params, "secrets": secret_values, "workdir": sandbox.workdir}
         await _egress_proxy(task, sandbox, handles, egress.append)
         await _prepare_workspace(task, sandbox, values)
@@ -142,9 +146,11 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
         env_ = AgentEnv(task=task, trial=trial, prompt=render(task.prompt, **values),
                         sandbox=sandbox, recorder=recorder, options=run.options,
                         solution=[render(c, **values) for c in task.solution], shared=run.shared)
+        scanner.active = True
         outcome = await _run_agent(agent, task, env_, recorder)
         # Nothing the agent started may keep changing the workspace while it is judged.
         await sandbox.kill_processes()
+        scanner.active = False
         result.turns, result.cost_usd = outcome.turns, outcome.cost_usd
         result.tokens = {"input": outcome.tokens_in, "output": outcome.tokens_out}
         result.output = redactor.text(outcome.output)[-OUTPUT_IN_RESULTS:]
@@ -154,6 +160,7 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
             raise TrialFault("agent", detail=outcome.error)
 
         seen = await _audit(sandbox, before, handles, egress, recorder)
+        seen.secrets_seen = scanner.found
         seen.texts += [outcome.output] + [c.stdout + c.stderr + c.command for c in env_.commands]
         ctx = CheckContext(task=task, trial=trial, sandbox=sandbox, commands=env_.commands,
                            agent_output=outcome.output, recorder=recorder,
@@ -181,8 +188,25 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
     return result
 
 
+class _AgentOutput:
+    """Every byte the agent's commands print, scanned for secrets before any cut."""
+
+    def __init__(self, secrets: dict[str, str]):
+        self._scanner = SecretScanner(secrets)
+        self.active = False
+
+    def feed(self, fd: int, chunk: bytes) -> None:
+        if self.active and self._scanner:
+            self._scanner.feed_output(fd, chunk)
+
+    @property
+    def found(self) -> set[str]:
+        return self._scanner.found
+
+
 async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any,
-                        handles: dict[str, ServiceHandle], secret_values: dict[str, str]) -> Sandbox:
+                        handles: dict[str, ServiceHandle], secret_values: dict[str, str],
+                        on_output: Any) -> Sandbox:
     """The trial's sandbox, with an allowlisted environment and the trial's limits."""
     env = {**host_env(run.options), **task.env}  # rendered once the workdir is known
     env[RUN_ID_VAR] = run.run_id
@@ -199,7 +223,7 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
         hosts=aliases(handles.values()), endpoints=[(h.host, h.port) for h in handles.values()],
         egress=net.get("egress", "allow"), egress_allow=list(net.get("allow", [])),
         readonly_paths=_agent_paths(agent, task, run.options),
-        image=task.base_image, isolation=run.options.isolation)
+        image=task.base_image, isolation=run.options.isolation, on_output=on_output)
     try:
         sandbox = await create_sandbox(run.options.backend, spec)
     except (OSError, SetupError) as e:
@@ -298,12 +322,13 @@ async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, handles: dict[str, S
             seen.texts.append(data[:TEXT_FILE_BYTES].decode(errors="replace"))
     for call in egress:
         seen.http_calls.append(call)
+        seen.texts.append(json.dumps(call, default=str))
         recorder.audit("http_call", call)
     for name, h in handles.items():
         for req in await h.requests():
             call = {"service": name, **req}
             seen.http_calls.append(call)
-            seen.texts.append(str(req.get("body", "")))
+            seen.texts.append(json.dumps(req, default=str))  # headers, query, body
             recorder.audit("http_call", call)
         for w in await h.db_writes():
             write = {"service": name, **w}

@@ -166,3 +166,13 @@ async def test_close_removes_the_sandbox(sandbox, tmp_path):
     await sandbox.write_file("x", b"1")
     await sandbox.close()
     assert not (tmp_path / "sb").exists()
+
+
+async def test_files_in_home_and_tmp_are_reachable(sandbox):
+    await sandbox.exec('echo h > "$HOME/h.txt"; echo t > "$TMPDIR/t.txt"', timeout=10)
+    home, tmp = sandbox.env["HOME"], sandbox.env["TMPDIR"]
+    assert await sandbox.read_file(f"{home}/h.txt") == b"h\n"
+    assert await sandbox.read_file(f"{tmp}/t.txt") == b"t\n"
+    assert (await sandbox.stat(home)).kind == "dir"
+    snap = await sandbox.snapshot()
+    assert any(p.endswith("h.txt") for p in snap) and any(p.endswith("t.txt") for p in snap)

@@ -10,6 +10,7 @@ Paths are as the commands inside see them: relative paths are inside `workdir`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -59,6 +60,8 @@ class SandboxSpec:
     egress_allow: list[str] = field(default_factory=list)  # hosts let through when deny
     readonly_paths: list[str] = field(default_factory=list)  # extra host paths to show (ro)
     image: str | None = None  # container backends: the image to run
+    # Sees every byte any command prints, (fd, chunk), before any cut (secrets_in_logs).
+    on_output: Callable[[int, bytes], None] | None = None
     isolation: Literal["auto", "namespaces", "none"] = "auto"
 
 

@@ -57,7 +57,8 @@ class EgressProxy:
             return await _refuse(writer, 400, "proctor's egress proxy needs CONNECT or an absolute URL")
         host, port, path = parsed
         event = {"method": method, "host": host, "port": port, "path": path,
-                 "time": time.time(), "egress": True}
+                 "time": time.time(), "egress": True,
+                 "headers": request[1:][:100]}  # for secrets_in_logs; redacted in the audit
         why = self._refusal(host) or await _private_address(host, port)
         event["allowed"] = not why
         if why:

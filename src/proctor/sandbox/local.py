@@ -24,6 +24,7 @@ import os
 import posixpath
 import shlex
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ class LocalBackend:
 
     async def create(self, spec: SandboxSpec) -> LocalSandbox:
         isolated = spec.isolation != "none" and self.preflight(spec)
-        sandbox = LocalSandbox(spec.root, spec.env, workdir=spec.workdir,
+        sandbox = LocalSandbox(spec.root, spec.env, workdir=spec.workdir, on_output=spec.on_output,
                                output_limit=spec.output_limit, keep=spec.keep,
                                resources=spec.resources, hosts=spec.hosts,
                                isolated=isolated, readonly_paths=spec.readonly_paths,
@@ -87,7 +88,8 @@ class LocalSandbox:
                  output_limit: int = 1_000_000, keep: bool = False,
                  resources: Resources | None = None, hosts: dict[str, str] | None = None,
                  isolated: bool = False, readonly_paths: list[str] | None = None,
-                 trial_id: str = "", prepare: bool = True):
+                 trial_id: str = "", prepare: bool = True,
+                 on_output: Callable[[int, bytes], None] | None = None):
         self.root = root
         self.isolated = isolated
         self.output_limit = output_limit
@@ -96,6 +98,7 @@ class LocalSandbox:
         self.readonly_paths = list(readonly_paths or [])
         self.trial_id = trial_id or root.name
         self.private = root / "private"
+        self.on_output = on_output
         self.box: Box | None = None
         self.cgroup: cgroups.TrialCgroup | None = None
         self.forwarder: Forwarder | None = None
@@ -215,7 +218,7 @@ class LocalSandbox:
         res = await proc.run(argv, timeout=timeout, cwd=host_cwd,
                              env={**self.env, **env} if env else self.env, stdin=stdin,
                              limit=self.output_limit, on_start=self._groups.add,
-                             preexec_fn=self._preexec())
+                             preexec_fn=self._preexec(), feed=self.on_output)
         if trace_file is not None:
             execs, complete = parse_trace(trace_file)
             trace_file.unlink(missing_ok=True)
@@ -255,6 +258,9 @@ class LocalSandbox:
             i += 1
             host = self._map(nxt)
             if host is None:
+                if i < len(parts) and self._holds_mounts(nxt):
+                    cur = nxt  # e.g. /home on the way to /home/agent: only the box has it
+                    continue
                 return None
             if (follow or i < len(parts)) and host.is_symlink():
                 hops += 1
@@ -267,6 +273,11 @@ class LocalSandbox:
                 continue
             cur = nxt
         return self._map(cur)
+
+    def _holds_mounts(self, inside: str) -> bool:
+        prefix = inside.rstrip("/") + "/"
+        return any(p.startswith(prefix) for p, _ in self.places) or any(
+            p.startswith(prefix) for p in self.readonly_paths)
 
     def _map(self, inside: str) -> Path | None:
         for prefix, host in self.places:
