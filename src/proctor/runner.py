@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.errors import UsageError
+from proctor.inputs import check_unchanged, fingerprint, referenced
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select
 from proctor.services.lifecycle import start_services, stop_services
@@ -58,6 +59,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
         store = RunStore.open(options.resume)
         meta = store.read_meta()
         sweep(store.run_id)  # what a killed run left behind: processes, temp dirs
+        check_unchanged(meta.get("inputs", {}))
         paths = paths or meta["paths"]
         stored = RunOptions(**{**asdict(RunOptions()), **meta.get("options", {})})
         for name in _RESUME_OVERRIDES:
@@ -87,6 +89,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
                 "options": _stored_options(options), "versions": _versions(),
                 "isolation": {"isolated": isolated, "backend": options.backend,
                               "note": "" if isolated else NOT_ISOLATED},
+                "inputs": fingerprint([*loaded.sources,
+                                       *referenced(by_id.values(), options.models)]),
                 "host": {"name": os.uname().nodename, "cpus": os.cpu_count(),
                          "platform": sys.platform}}
         store.write_meta(meta)
@@ -96,6 +100,9 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
 def run_planned(planned: Planned) -> dict[str, Any]:
     store, options = planned.store, planned.options
     done = store.finished()
+    if store.rejected:
+        print(f"proctor: {store.jsonl_path}: {store.rejected} line(s) not written by this run "
+              "(forged or altered) were ignored; their trials run again", file=sys.stderr)
     todo = [t for t in planned.trials if t.id not in done]
     index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status="running",
               specs=planned.paths)

@@ -7,6 +7,8 @@ written at the end (and on Ctrl-C) from those lines, each trial exactly once.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -33,6 +35,11 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
+def key_path(run_id: str) -> Path:
+    """Where a run's signing key lives: under proctor's home, never in the run directory."""
+    return proctor_home() / "keys" / f"{run_id}.key"
+
+
 class RunStore:
     def __init__(self, run_dir: Path, run_id: str):
         self.dir = run_dir
@@ -40,6 +47,42 @@ class RunStore:
         self.trials_dir = run_dir / "trials"
         self.jsonl_path = run_dir / "results.jsonl"
         self._jsonl = None
+        self._key: bytes | None = None
+        self.rejected = 0  # lines of results.jsonl this run did not write (see finished())
+
+    # Each results.jsonl line carries an HMAC (key per run, 0600, outside the run directory)
+    # over its content and the run id: a line forged or altered by anyone without the key —
+    # an agent that reached the file, a daemon appending to it — is rejected and its trial
+    # runs again on --resume.
+    def _signing_key(self, create: bool = False) -> bytes | None:
+        if self._key is None:
+            path = key_path(self.run_id)
+            if path.exists():
+                self._key = path.read_bytes()
+            elif create:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                key = secrets.token_bytes(32)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(key)
+                self._key = key
+        return self._key
+
+    def _signature(self, body: str) -> str:
+        key = self._signing_key(create=True)
+        assert key is not None
+        return hmac.new(key, f"{self.run_id}\n{body}".encode(), hashlib.sha256).hexdigest()
+
+    def _verified(self, line: str) -> dict[str, Any] | None:
+        obj = json.loads(line)
+        if not isinstance(obj, dict):
+            return None
+        sig = obj.pop("sig", None)
+        key = self._signing_key()
+        if not isinstance(sig, str) or key is None:
+            return None
+        expected = self._signature(_canonical(obj))
+        return obj if hmac.compare_digest(sig, expected) else None
 
     @classmethod
     def create(cls, output_dir: str | None) -> RunStore:
@@ -49,7 +92,9 @@ class RunStore:
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to finish "
                              "it, or choose another --output-dir")
         run_dir.mkdir(parents=True, exist_ok=True)
-        return cls(run_dir.resolve(), run_id)
+        store = cls(run_dir.resolve(), run_id)
+        store._signing_key(create=True)
+        return store
 
     @classmethod
     def open(cls, run_dir: str) -> RunStore:
@@ -67,23 +112,29 @@ class RunStore:
         return read_json(self.dir / "run.json")
 
     # results.jsonl -------------------------------------------------------------------------
-    def finished(self) -> dict[str, TrialResult]:
-        """Every trial already on disk, by id (a trial re-run later replaces the earlier
-        line). A line cut short by a kill is dropped, and the file rewritten without it, so
-        appending can go on safely."""
+    def finished(self, *, repair: bool = True) -> dict[str, TrialResult]:
+        """Every trial on disk that this run wrote, by id (a trial re-run later replaces the
+        earlier line). A line cut short by a kill, or not signed by this run (forged,
+        altered), is dropped and counted in `rejected`; with `repair` the file is rewritten
+        without them, so appending can go on safely."""
         if not self.jsonl_path.exists():
             return {}
         done: dict[str, TrialResult] = {}
         good: list[str] = []
         raw = self.jsonl_path.read_text(encoding="utf-8", errors="replace")
+        self.rejected = 0
         for line in raw.splitlines():
             try:
-                result = TrialResult.from_dict(json.loads(line))
-            except (ValueError, TypeError, KeyError):
+                obj = self._verified(line)
+                if obj is None:
+                    self.rejected += 1
+                    continue
+                result = TrialResult.from_dict(obj)
+            except (ValueError, TypeError, KeyError):  # torn by a kill mid-write
                 continue
             done[result.id] = result
             good.append(line)
-        if len(good) != raw.count("\n") or (raw and not raw.endswith("\n")):
+        if repair and (len(good) != raw.count("\n") or (raw and not raw.endswith("\n"))):
             tmp = self.jsonl_path.with_suffix(".jsonl.tmp")
             tmp.write_text("".join(line + "\n" for line in good), encoding="utf-8")
             os.replace(tmp, self.jsonl_path)
@@ -92,7 +143,8 @@ class RunStore:
     def append(self, result: TrialResult) -> None:
         if self._jsonl is None:
             self._jsonl = self.jsonl_path.open("a", encoding="utf-8")
-        self._jsonl.write(json.dumps(result.to_dict(), default=str) + "\n")
+        body = _canonical(json.loads(json.dumps(result.to_dict(), default=str)))
+        self._jsonl.write(body[:-1] + f',"sig":"{self._signature(body)}"}}\n')
         self._jsonl.flush()
 
     def close(self) -> None:
@@ -108,6 +160,10 @@ class RunStore:
         path = self.dir / "results.json"
         write_json(path, results)
         return path
+
+
+def _canonical(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def write_json(path: Path, data: Any) -> None:

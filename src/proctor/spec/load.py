@@ -25,6 +25,7 @@ class LoadResult:
     tasks: list[TaskDef]
     warnings: list[SpecIssue] = field(default_factory=list)
     files: int = 0  # YAML files read: specs and included task lists
+    sources: list[str] = field(default_factory=list)  # their real paths
 
 
 def load_specs(paths: list[str]) -> LoadResult:
@@ -100,7 +101,8 @@ class Loader:
             if os.path.realpath(doc.abspath) not in self._included and (explicit or not unreadable):
                 self._not_a_spec(doc, explicit)
         files = specs + len(self._included)
-        return LoadResult(tasks, self.issues.warnings, files)
+        sources = sorted(p for p, d in self._docs.items() if d is not None)
+        return LoadResult(tasks, self.issues.warnings, files, sources)
 
     def open_doc(self, path: str, display: str) -> Doc | None:
         """A file named by a `file://` include."""

@@ -1,0 +1,96 @@
+"""Every file a run reads from the spec's side, by content: what `--resume` checks first.
+
+run.json records a digest of each spec file (and included task list), scaffold tree, seed
+file, custom check script and mock script. `--resume` recomputes them: a file that changed
+since the run started stops it (exit 2, naming the file) instead of grading the rest of the
+run against a different spec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from proctor.errors import UsageError
+from proctor.model import TaskDef
+
+MAX_TREE_FILES = 10_000  # a scaffold bigger than this is fingerprinted by its first files
+
+
+def referenced(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> set[Path]:
+    """The files and directories the tasks read besides their spec files."""
+    out: set[Path] = set()
+    extra_models = list(models)
+    for task in tasks:
+        base = Path(task.base_dir)
+        if task.scaffold:
+            out.add(Path(task.scaffold))
+        for check in task.checks:
+            script = getattr(check.config, "script", None)
+            if isinstance(script, str) and "{{" not in script:
+                out.add(base / os.path.expanduser(script))
+        for svc in task.services:
+            seed = svc.config.get("seed_file") or svc.config.get("seed")
+            if isinstance(seed, str) and "\n" not in seed and ";" not in seed:
+                out.add(base / seed)
+        for model in [*task.models, *extra_models]:
+            name = model.removeprefix("mock/")
+            if model.startswith("mock/") and (base / name).is_file():
+                out.add(base / name)
+    return {p for p in out if p.exists()}
+
+
+def fingerprint(paths: Iterable[str | Path]) -> dict[str, str]:
+    """path -> digest of its content (a directory: of every file under it)."""
+    return {str(Path(p).resolve()): _digest(Path(p)) for p in sorted(set(map(str, paths)))}
+
+
+def check_unchanged(recorded: dict[str, str]) -> None:
+    """Raise a UsageError naming the first recorded input that changed or vanished."""
+    for path, digest in sorted(recorded.items()):
+        now = _digest(Path(path)) if os.path.lexists(path) else "missing"
+        if now != digest:
+            what = "was removed" if now == "missing" else "changed"
+            raise UsageError(f"{path} {what} since the run started; --resume grades the rest "
+                             "of a run against the spec it began with. Restore the file, or "
+                             "start a new run with `proctor run`")
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    if path.is_dir():
+        for i, (rel, file) in enumerate(_tree(path)):
+            if i >= MAX_TREE_FILES:
+                break
+            h.update(rel.encode() + b"\0")
+            _feed(h, file)
+    else:
+        _feed(h, path)
+    return h.hexdigest()
+
+
+def _tree(root: Path) -> list[tuple[str, Path]]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            out.append((str(p.relative_to(root)), p))
+    return out
+
+
+def _feed(h: hashlib._Hash, path: Path) -> None:
+    if path.is_symlink():
+        h.update(b"link:" + os.readlink(path).encode())
+        return
+    if not path.is_file():  # a FIFO or a device would block or never end
+        h.update(b"special")
+        return
+    try:
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError:
+        h.update(b"unreadable")
