@@ -199,6 +199,7 @@ def build_results(planned: Planned, finished: dict[str, TrialResult],
         "tasks": scored["tasks"],
         "models": scored["models"],
         "exit_code": scored["exit_code"],
+        "isolation": planned.meta.get("isolation") or {"isolated": True, "note": ""},
     }
 
 

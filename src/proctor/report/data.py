@@ -211,7 +211,16 @@ def headline(results: dict[str, Any]) -> dict[str, Any]:
         "ci95": wilson(passed, n),
         # The runner writes complete=false when planned trials are missing (interrupted run).
         "incomplete": results.get("complete") is False or bool(results.get("interrupted")),
+        "not_isolated": not_isolated(results),
     }
+
+
+def not_isolated(results: dict[str, Any]) -> str:
+    """Why the run's verdicts can be forged, in words ("" for an isolated run)."""
+    iso = results.get("isolation") or {}
+    if iso.get("isolated", True):
+        return ""
+    return iso.get("note") or "this run was not isolated (--isolation none)"
 
 
 def shows_verdicts(rows: list[dict[str, Any]]) -> bool:

@@ -347,6 +347,9 @@ def render_html(results: dict[str, Any], run: dict[str, Any] | None = None) -> s
     if data.headline(results)["incomplete"]:
         banner += ('<div class="banner">Incomplete run: it was interrupted or trials are '
                    "missing; only finished trials are counted.</div>")
+    if note := data.not_isolated(results):
+        banner += f'<div class="banner">Not isolated: {e(note)}.</div>'
+
     if missed:
         banner += ('<div class="banner">Threshold missed: '
                   + ", ".join(f"<b>{e(r['label'])}</b> ({data.pct(r.get('pass_rate'))} &lt; "

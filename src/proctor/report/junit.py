@@ -112,8 +112,10 @@ def _testcase(t: dict[str, Any]) -> ET.Element:
     return case
 
 
-def _properties(first: dict[str, Any], entry: dict[str, Any] | None) -> dict[str, str]:
-    props = {"task_id": first.get("task_id"), "model": first.get("model"),
+def _properties(first: dict[str, Any], entry: dict[str, Any] | None,
+                isolation: str = "") -> dict[str, str]:
+    props = {"not_isolated": isolation or None,
+             "task_id": first.get("task_id"), "model": first.get("model"),
              "help_mode": first.get("help_mode"), "agent": first.get("agent"),
              "category": first.get("category")}
     for k, v in sorted((first.get("params") or {}).items()):
@@ -151,7 +153,8 @@ def render_junit(results: dict[str, Any], run: dict[str, Any] | None = None) -> 
             suite_attrs["hostname"] = hostname
         suite = ET.SubElement(root, "testsuite", suite_attrs)
         # The task verdict (flaky etc.) comes from the `tasks` entry that covers these trials.
-        props = _properties(first, next((e for e in entries if data.covers(e, first)), None))
+        props = _properties(first, next((e for e in entries if data.covers(e, first)), None),
+                            data.not_isolated(results))
         if props:
             pe = ET.SubElement(suite, "properties")
             for k, v in props.items():

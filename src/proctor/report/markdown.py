@@ -69,6 +69,8 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) 
     if h["incomplete"]:
         lines += ["", "> ⚠️ **Incomplete run**: it was interrupted or trials are missing; "
                       "only finished trials are counted."]
+    if h["not_isolated"]:
+        lines += ["", f"> ⚠️ **Not isolated**: {h['not_isolated']}."]
     missed = [r for r in data.model_rows(results) if r.get("met") is False]
     if missed:
         names = ", ".join(code(r["label"], 60) for r in missed)

@@ -42,6 +42,8 @@ def headline_text(results: dict[str, Any]) -> Any:
     t.append(f" (95% CI {data.ci_text(h['ci95'])})")
     if h["incomplete"]:
         t.append(" · INCOMPLETE (interrupted)", style="bold yellow")
+    if h["not_isolated"]:
+        t.append(f"\nNOT ISOLATED: {h['not_isolated']}", style="bold yellow")
     return t
 
 
