@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from proctor.proc import RUN_ID_VAR
+from proctor.sandbox import cgroup
 
 __all__ = ["RUN_ID_VAR", "leftover_pids", "sweep"]
 
@@ -42,6 +43,7 @@ def sweep(run_id: str) -> tuple[int, int]:
             killed += 1
         except OSError:
             pass
+    cgroup.sweep_stale()
     dirs = 0
     for path in Path(tempfile.gettempdir()).glob(f"proctor-{run_id}-*"):
         shutil.rmtree(path, ignore_errors=True)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
 from tests.security.conftest import trial
 
@@ -74,3 +77,8 @@ tasks:
     while sleepers(f"sleep {tag}") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert sleepers(f"sleep {tag}") == []
+    # --resume sweeps what the killed run left: its temp dirs and its trials' cgroups.
+    cli("run", "--resume", "run", "-q")
+    assert not list(Path("/sys/fs/cgroup").glob(f"*/**/proctor-{proc.pid}-*"))
+    run_id = json.loads((tmp_path / "run" / "run.json").read_text())["run_id"]
+    assert not list(Path(tempfile.gettempdir()).glob(f"proctor-{run_id}-*"))

@@ -129,6 +129,25 @@ class TrialCgroup:
             (self.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(int(r.cpus * CFS_PERIOD_US)))
 
 
+def sweep_stale() -> int:
+    """Remove the cgroups of proctor processes that are gone (a SIGKILLed run leaves them
+    behind, empty); returns how many."""
+    removed = 0
+    own = _own_paths()
+    bases = [ROOT / own.get("", "/").lstrip("/"), (ROOT / own.get("", "/").lstrip("/")).parent] \
+        if (ROOT / "cgroup.controllers").exists() else \
+        [ROOT / c / own[c].lstrip("/") for c in ("memory", "pids", "cpu") if c in own]
+    for base in bases:
+        for d in base.glob("proctor-*-*") if base.is_dir() else ():
+            pid = d.name.split("-")[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                TrialCgroup({"": d}, Resources()).kill_all()
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+                    removed += 1
+    return removed
+
+
 def _own_paths() -> dict[str, str]:
     """controller -> proctor's own cgroup path ("" for the v2 unified hierarchy)."""
     out: dict[str, str] = {}
