@@ -216,7 +216,8 @@ class TrialResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TrialResult:
-        d = dict(d)
+        d = {"help_mode": None, "replica": 0, "params": {}, "composite_score": 0.0,
+             "model": None, **d}
         d["checks"] = [CheckResult(**c) for c in d.get("checks", [])]
         d["forbidden"] = [ForbiddenResult(**f) for f in d.get("forbidden", [])]
         known = cls.__dataclass_fields__

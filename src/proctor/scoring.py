@@ -5,12 +5,13 @@ Nothing else in proctor decides pass or fail; reports only read what this module
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from proctor.model import CheckResult, ForbiddenResult, TaskDef, Thresholds, TrialResult
+from proctor.results import ModelRow, Scored, Summary, TaskRow, Usage
 from proctor.stats import wilson
 
 # Scores are sums of float products: 0.85 must pass a 0.85 threshold.
@@ -80,9 +81,11 @@ def task_status(trials: list[TrialResult]) -> str:
 
 
 def threshold_for(model: str | None, thresholds: Thresholds | None) -> float | None:
-    if thresholds is None or model is None:
+    """A model's own threshold, else the default; rows without a model (oracle, command,
+    …) get the default too."""
+    if thresholds is None:
         return None
-    if model in thresholds.models:
+    if model is not None and model in thresholds.models:
         return thresholds.models[model]
     return thresholds.default
 
@@ -92,61 +95,120 @@ def threshold_met(pass_rate: float, threshold: float, tolerance: float) -> bool:
     return pass_rate * 100 + _EPS >= max(0.0, threshold - tolerance)
 
 
-def summarize(trials: list[TrialResult], tasks: Iterable[TaskDef]) -> dict[str, Any]:
-    """The `summary`, `tasks` and `models` sections of results.json, and the exit code."""
+def agent_label(trial: TrialResult, task: TaskDef | None) -> str:
+    """The agent under test, as the models rows name it: the model for `llm`, else the agent
+    type (`command:<program>` for a command agent)."""
+    if trial.model:
+        return trial.model
+    if trial.agent == "command" and task is not None and task.agent.command:
+        program = task.agent.command.split()[0] if task.agent.command.split() else ""
+        return f"command:{program.rsplit('/', 1)[-1]}" if program else "command"
+    return trial.agent or "unknown"
+
+
+def usage(group: list[TrialResult]) -> Usage:
+    """Turns, duration, tokens and cost of a group of trials: computed here only."""
+    n = len(group) or 1
+    passed = sum(t.status == "pass" for t in group)
+    costs = [t.cost_usd for t in group if t.cost_usd is not None]
+    cost = sum(costs) if costs else None  # what is known (an errored call may have none)
+    return {
+        "avg_turns": sum(t.turns for t in group) / n,
+        "avg_duration_s": sum(t.duration_s for t in group) / n,
+        "tokens": {"input": sum(int(t.tokens.get("input") or 0) for t in group),
+                   "output": sum(int(t.tokens.get("output") or 0) for t in group)},
+        "cost_usd": cost,
+        "cost_per_success": cost / passed if cost is not None and passed else None,
+    }
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased estimator: the chance that at least one of k samples (of n, c passed)
+    passes."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """The chance that all k samples (of n, c passed) pass."""
+    return math.comb(c, k) / math.comb(n, k) if k <= n else 0.0
+
+
+MAX_K = 10  # pass@k is reported for k = 1 .. min(trials, MAX_K)
+
+
+def _task_row(key: tuple, group: list[TrialResult], task: TaskDef | None) -> TaskRow:
+    task_id, agent, model, help_mode, _ = key
+    how = task.replica_aggregation if task else "all"
+    n, ok = len(group), sum(t.status == "pass" for t in group)
+    ks = range(1, min(n, MAX_K) + 1)
+    return {
+        "task_id": task_id, "model": model, "agent": agent, "help_mode": help_mode,
+        "params": dict(group[0].params), "status": task_status(group),
+        "verdict": aggregate_replicas(group, how, task.pass_threshold if task else 1.0),
+        "aggregation": how, "pass_rate": ok / n, "trials": n, "passed": ok,
+        "errored": sum(t.status == "error" for t in group),
+        "mean_score": sum(t.composite_score for t in group) / n,
+        "category": task.category if task else None,
+        "pass_at_k": {str(k): pass_at_k(n, ok, k) for k in ks},
+        "pass_hat_k": {str(k): pass_hat_k(n, ok, k) for k in ks},
+        **usage(group),
+    }
+
+
+def _model_row(agent: str, group: list[TrialResult], by_id: dict[str, TaskDef]
+               ) -> tuple[ModelRow, bool]:
+    """The row, and whether it missed a threshold that is enforced (behavior: error)."""
+    n, ok = len(group), sum(t.status == "pass" for t in group)
+    model = group[0].model
+    # Each suite's own thresholds judge its own tasks.
+    by_source: dict[int, tuple[Thresholds, list[TrialResult]]] = {}
+    for t in group:
+        task = by_id.get(t.task_id)
+        if task is not None and task.thresholds is not None:
+            by_source.setdefault(id(task.thresholds), (task.thresholds, []))[1].append(t)
+    threshold, met, enforced_miss = None, None, False
+    for th, trials in by_source.values():
+        limit = threshold_for(model, th)
+        if limit is None:
+            continue
+        rate = sum(t.status == "pass" for t in trials) / len(trials)
+        ok_here = threshold_met(rate, limit, th.tolerance)
+        met = ok_here if met is None else met and ok_here
+        enforced_miss |= not ok_here and th.behavior == "error"
+        threshold = limit if threshold is None or len(by_source) == 1 else min(threshold, limit)
+    row: ModelRow = {
+        "model": model, "agent": agent, "pass_rate": ok / n, "ci95": list(wilson(ok, n)),
+        "threshold": threshold, "met": met, "trials": n, "passed": ok,
+        "errored": sum(t.status == "error" for t in group), **usage(group),
+    }
+    return row, enforced_miss
+
+
+def summarize(trials: list[TrialResult], tasks: Iterable[TaskDef]) -> Scored:
+    """The `summary`, `tasks` and `models` sections of results.json, and the exit code.
+    Linear in trials + tasks."""
     by_id = {t.id: t for t in tasks}
     n = len(trials)
     passed = sum(t.status == "pass" for t in trials)
     failed = sum(t.status == "fail" for t in trials)
     errored = sum(t.status == "error" for t in trials)
-    summary = {"trials": n, "passed": passed, "failed": failed, "errored": errored,
-               "pass_rate": passed / n if n else 0.0}
-
-    groups: dict[tuple[str, str | None], list[TrialResult]] = defaultdict(list)
+    summary: Summary = {"trials": n, "passed": passed, "failed": failed, "errored": errored,
+                        "pass_rate": passed / n if n else 0.0}
+    by_task: dict[tuple, list[TrialResult]] = defaultdict(list)
+    by_agent: dict[str, list[TrialResult]] = defaultdict(list)
     for t in trials:
-        groups[(t.task_id, t.model)].append(t)
-    task_rows = []
-    for (task_id, model), group in groups.items():
-        task = by_id.get(task_id)
-        how = task.replica_aggregation if task else "all"
-        threshold = task.pass_threshold if task else 1.0
-        ok = sum(t.status == "pass" for t in group)
-        task_rows.append({
-            "task_id": task_id, "model": model, "status": task_status(group),
-            "verdict": aggregate_replicas(group, how, threshold), "aggregation": how,
-            "pass_rate": ok / len(group), "trials": len(group), "passed": ok,
-            "errored": sum(t.status == "error" for t in group),
-            "mean_score": sum(t.composite_score for t in group) / len(group),
-            "category": task.category if task else None,
-        })
-
-    thresholds = next((t.thresholds for t in by_id.values() if t.thresholds), None)
-    by_model: dict[str | None, list[TrialResult]] = defaultdict(list)
-    for t in trials:
-        by_model[t.model].append(t)
-    model_rows = []
-    enforced_miss = False
-    for model, group in by_model.items():
-        ok = sum(t.status == "pass" for t in group)
-        rate = ok / len(group)
-        threshold = threshold_for(model, thresholds)
-        met = None
-        if threshold is not None:
-            met = threshold_met(rate, threshold, thresholds.tolerance)
-            enforced_miss |= (not met) and thresholds.behavior == "error"
-        costs = [t.cost_usd for t in group if t.cost_usd is not None]
-        cost = sum(costs) if len(costs) == len(group) else None
-        model_rows.append({
-            "model": model, "pass_rate": rate, "ci95": list(wilson(ok, len(group))),
-            "threshold": threshold, "met": met, "trials": len(group), "passed": ok,
-            "turns_avg": sum(t.turns for t in group) / len(group),
-            "tokens": {"input": sum(t.tokens.get("input", 0) for t in group),
-                       "output": sum(t.tokens.get("output", 0) for t in group)},
-            "cost_usd": cost,
-            "cost_per_success": (cost / ok) if cost is not None and ok else None,
-            "duration_avg_s": sum(t.duration_s for t in group) / len(group),
-        })
-
+        agent = agent_label(t, by_id.get(t.task_id))
+        params = tuple(sorted((k, repr(v)) for k, v in t.params.items()))
+        by_task[(t.task_id, agent, t.model, t.help_mode, params)].append(t)
+        by_agent[agent].append(t)
+    task_rows = [_task_row(k, g, by_id.get(k[0])) for k, g in by_task.items()]
+    model_rows, enforced_miss = [], False
+    for agent, group in by_agent.items():
+        row, miss = _model_row(agent, group, by_id)
+        model_rows.append(row)
+        enforced_miss |= miss
     if any(row["threshold"] is not None for row in model_rows):
         exit_code = 1 if enforced_miss else 0
     else:

@@ -5,8 +5,8 @@ task, a failing task, a provider error) and a scenario (weighted and gated invar
 × a matrix param, a forbidden rule violated, a custom check that errored), with hostile agent
 output (HTML, CDATA end, ANSI escapes, control characters, rich markup, pipes, backticks) and
 secrets already redacted. `run_pair`: two runs of the same tasks with known counts, for
-compare. The aggregates are computed here with simple rules; the real ones come from
-proctor.scoring, and the renderers only read them."""
+compare. The aggregates come from the real scorer, as in a real run; the renderers only read
+them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from proctor.stats import wilson
+from proctor.model import AgentDef, TaskDef, Thresholds, TrialResult
+from proctor.scoring import summarize
 
 HOSTILE = (
     'Done. <script>alert("pwned")</script> ]]> & <b>bold</b> | a | b | ``` fence\n'
@@ -55,40 +56,18 @@ AGGREGATION = {"refund-order": "majority"}  # the scenario's scoring.replica_agg
 
 def aggregate(trials: list[dict[str, Any]], thresholds: dict[str | None, float] | None = None
               ) -> dict[str, Any]:
-    """results.json blocks from trials (a stand-in for proctor.scoring.summarize, same rules:
-    status error if any trial errored, flaky if passes and failures; verdict by aggregation)."""
-    thresholds = thresholds or {}
-    n = len(trials)
-    passed = sum(t["status"] == "pass" for t in trials)
-    errored = sum(t["status"] == "error" for t in trials)
-    tasks: dict[tuple, list] = {}
-    models: dict[Any, list] = {}
-    for t in trials:
-        tasks.setdefault((t["task_id"], t["model"]), []).append(t)
-        models.setdefault(t["model"], []).append(t)
-    task_entries = []
-    for (task_id, model), group in tasks.items():
-        statuses = {t["status"] for t in group}
-        status = ("error" if "error" in statuses else "pass" if statuses == {"pass"}
-                  else "fail" if statuses == {"fail"} else "flaky")
-        p = sum(t["status"] == "pass" for t in group)
-        how = AGGREGATION.get(task_id, "all")
-        ok = p * 2 > len(group) if how == "majority" else p == len(group)
-        task_entries.append({"task_id": task_id, "model": model, "status": status,
-                             "verdict": "pass" if ok else "fail", "aggregation": how,
-                             "pass_rate": p / len(group), "trials": len(group), "passed": p})
-    model_entries = []
-    for model, group in models.items():
-        p = sum(t["status"] == "pass" for t in group)
-        th = thresholds.get(model)
-        model_entries.append({"model": model, "pass_rate": p / len(group),
-                              "ci95": list(wilson(p, len(group))), "threshold": th,
-                              "met": None if th is None else 100 * p / len(group) >= th})
-    return {
-        "summary": {"trials": n, "passed": passed, "failed": n - passed - errored,
-                    "errored": errored, "pass_rate": passed / n if n else 0.0},
-        "trials": trials, "tasks": task_entries, "models": model_entries,
-    }
+    """results.json blocks from trials, by the real scorer (proctor.scoring.summarize) with
+    the tasks' own rules: the scenario's replica aggregation, the suite's thresholds."""
+    rules = Thresholds(models={m: v for m, v in (thresholds or {}).items() if m})
+    tasks = {t["task_id"]: TaskDef(
+        id=t["task_id"], dialect="suite", source="spec.yaml", base_dir=".", prompt="",
+        agent=AgentDef(type=t.get("agent") or "llm",
+                       command=None),
+        checks=[], replica_aggregation=AGGREGATION.get(t["task_id"], "all"),
+        thresholds=rules if thresholds and t.get("model") else None) for t in trials}
+    scored = summarize([TrialResult.from_dict(t) for t in trials], tasks.values())
+    return {"summary": scored["summary"], "trials": trials, "tasks": scored["tasks"],
+            "models": scored["models"], "exit_code": scored["exit_code"]}
 
 
 def write_run(root: Path, run_id: str, trials: list[dict[str, Any]],
@@ -98,7 +77,7 @@ def write_run(root: Path, run_id: str, trials: list[dict[str, Any]],
     (run_dir / "trials").mkdir(parents=True)
     (run_dir / "run.json").write_text(json.dumps({
         "run_id": run_id, "started_at": "2026-03-02T10:15:00+00:00",
-        "specs": ["examples/git-suite.yaml", "examples/refund.yaml"],
+        "paths": ["examples/git-suite.yaml", "examples/refund.yaml"],
         "options": {"repeat": 3, "formats": ["json"]},
         "versions": {"proctor": "0.1.0", "python": "3.11.9"},
         "host": {"hostname": "ci-runner-7", "platform": "linux"},

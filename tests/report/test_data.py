@@ -32,24 +32,17 @@ def test_usage_figures_and_cost_per_success():
               trial("b.r0", "b", "fail", model="n", cost=0.2),
               trial("c.r0", "c", "pass", model="o")]
     rows = {r["model"]: r for r in data.model_rows(aggregate(trials))}
-    assert rows["m"]["avg_turns"] == 3 and rows["m"]["tokens_in"] == 400
+    assert rows["m"]["avg_turns"] == 3 and rows["m"]["tokens"]["input"] == 400
     assert rows["m"]["cost_per_success"] == pytest.approx(1.0)
-    assert rows["n"]["cost_per_success"] == float("inf")  # money spent, nothing passed
-    assert rows["o"]["cost_per_success"] is None  # no cost reported
-    assert data.usd(float("inf")) == "∞"
+    # The scorer's one rule: no success (or no known cost) means no cost per success.
+    assert rows["n"]["cost_per_success"] is None and rows["n"]["cost_usd"] == 0.2
+    assert rows["o"]["cost_per_success"] is None and rows["o"]["cost_usd"] is None
 
 
-def test_task_rows_split_by_help_mode_when_the_runner_does():
+def test_task_rows_are_split_by_help_mode():
     trials = [trial("a.m.injected.r0", "a", "pass", model="m", help_mode="injected"),
               trial("a.m.none.r0", "a", "fail", model="m", help_mode="none")]
-    results = aggregate(trials)
-    results["tasks"] = [
-        {"task_id": "a", "model": "m", "help_mode": "injected", "status": "pass",
-         "pass_rate": 1.0, "trials": 1},
-        {"task_id": "a", "model": "m", "help_mode": "none", "status": "fail",
-         "pass_rate": 0.0, "trials": 1},
-    ]
-    rows = data.task_rows(results)
+    rows = data.task_rows(aggregate(trials))
     assert [(r["task_label"], r["passed"], r["trials"]) for r in rows] == [
         ("a [injected]", 1, 1), ("a [none]", 0, 1)]
 
@@ -65,6 +58,6 @@ def test_rows_without_aggregates_fall_back_to_trials():
     results = {"trials": trials}
     (m,) = data.model_rows(results)
     assert m["pass_rate"] == 0.5 and m["errored"] == 1 and m["threshold"] is None
-    (t,) = data.task_rows(results)
-    assert t["status"] is None and t["passed"] == 1
+    (t,) = data.task_rows(results)  # scored as the run goes, without the tasks' rules
+    assert t["status"] == "error" and t["passed"] == 1
     assert data.headline(results)["trials"] == 2

@@ -52,6 +52,7 @@ def _page(run_dir) -> tuple[str, Page]:
 def test_structure(mixed_run):
     html, page = _page(mixed_run)
     assert html.startswith("<!DOCTYPE html>")
+    assert "specs examples/git-suite.yaml, examples/refund.yaml" in html  # run.json `paths`
     assert len(page.find("svg")) == 3  # pass rate by model, scores, durations
     assert len(page.find("table", id="trials")) == 1
     bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
@@ -65,7 +66,7 @@ def test_structure(mixed_run):
     assert {a["value"] for a in page.find("option")} >= {"", "pass", "fail", "error",
                                                          "openai/gpt-4.1", "(command)"}
     heat = [a for a in page.find("td") if a.get("class") == "cell"]
-    assert len(heat) == 9  # one cell per task × model entry
+    assert len(heat) == 16  # one cell per tasks row: task × model × help mode × params
     text = " ".join(page.text)
     assert "Threshold missed" in text and "anthropic/claude-sonnet-4-5" in text
     assert "refunds.count = 1" in text  # check details are in the page

@@ -71,11 +71,14 @@ def test_headline_models_and_tasks(mixed_run):
     # the scenario aggregates replicas by majority, so a verdict column says what it decided
     assert tasks[0] == ["task", "model", "status", "verdict", "passed", "pass rate",
                         "avg duration"]
-    rows = {(r[0], r[1]): r for r in tasks[1:]}
-    assert rows[("git-branch", "anthropic/claude-sonnet-4-5")][2:4] == ["⚠️ flaky", "fail (all)"]
-    assert rows[("jq-keys", "openai/gpt-4.1")][2] == "💥 error"
-    assert rows[("refund-order", "(command)")][2:6] == ["💥 error", "fail (majority)", "3/6",
-                                                       "50%"]
+    rows = {(r[0], r[1]): r for r in tasks[1:]}  # one per task × model × help mode × params
+    assert rows[("git-branch [injected]", "anthropic/claude-sonnet-4-5")][2:4] == [
+        "⚠️ flaky", "fail (all)"]
+    assert rows[("jq-keys [injected]", "openai/gpt-4.1")][2] == "💥 error"
+    assert rows[("refund-order [db=mysql]", "(command)")][2:6] == [
+        "💥 error", "fail (majority)", "0/3", "0%"]
+    assert rows[("refund-order [db=postgres]", "(command)")][2:6] == [
+        "✅ pass", "pass (majority)", "3/3", "100%"]
     assert all(len(r) == 7 for r in tasks)
 
 

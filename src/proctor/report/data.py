@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from proctor.errors import UsageError
-from proctor.stats import mean, wilson
+from proctor.model import TrialResult
+from proctor.scoring import summarize as score
+from proctor.stats import wilson
 
 # ANSI escape sequences and C0/C1 control characters (keeping \t and \n): agent output is
 # untrusted and must not move a terminal's cursor, retitle it, or break an XML file.
@@ -236,90 +238,50 @@ def verdict_text(row: dict[str, Any]) -> str:
     return f"{row['verdict']} ({how})" if how else str(row["verdict"])
 
 
-def _usage(trials: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean turns/duration, total tokens, cost per success for a group of trials."""
-    passed = sum(t.get("status") == "pass" for t in trials)
-    costs = [t["cost_usd"] for t in trials if t.get("cost_usd") is not None]
-    total_cost = sum(costs) if costs else None
-    tokens_in = sum(int((t.get("tokens") or {}).get("input") or 0) for t in trials)
-    tokens_out = sum(int((t.get("tokens") or {}).get("output") or 0) for t in trials)
-    if total_cost is None:
-        per_success = None
-    elif passed:
-        per_success = total_cost / passed
-    else:
-        per_success = float("inf") if total_cost > 0 else None
-    return {
-        "trials": len(trials),
-        "passed": passed,
-        "errored": sum(t.get("status") == "error" for t in trials),
-        "avg_turns": mean([float(t.get("turns") or 0) for t in trials]),
-        "avg_duration": mean([float(t.get("duration_s") or 0.0) for t in trials]),
-        "tokens_in": tokens_in,
-        "tokens_out": tokens_out,
-        "cost": total_cost,
-        "cost_per_success": per_success,
-    }
-
-
 def model_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per `models` entry (trials' models when there is none), with usage figures."""
-    trials = results.get("trials") or []
-    entries = results.get("models") or []
-    if not entries:
-        seen: dict[Any, None] = {}
-        for t in trials:
-            seen.setdefault(t.get("model"), None)
-        entries = []
-        for m in seen:
-            group = [t for t in trials if t.get("model") == m]
-            p = sum(t.get("status") == "pass" for t in group)
-            entries.append({"model": m, "pass_rate": p / len(group), "ci95": wilson(p, len(group)),
-                            "threshold": None, "met": None})
+    """The scorer's `models` rows, each with its display label."""
     rows = []
-    for e in entries:
-        group = [t for t in trials if t.get("model") == e.get("model")]
+    for e in _scored(results)["models"]:
         row = dict(e)
-        row.update(_usage(group))
-        row["label"] = model_label(e.get("model"), group)
-        if row.get("ci95") is None:
-            row["ci95"] = wilson(row["passed"], row["trials"])
+        row["label"] = e.get("model") or f"({e.get('agent') or 'no model'})"
         rows.append(row)
     return rows
-
-
-def covers(entry: dict[str, Any], trial: dict[str, Any]) -> bool:
-    """A tasks entry covers a trial when every grouping key the entry carries agrees."""
-    if trial.get("task_id") != entry.get("task_id") or trial.get("model") != entry.get("model"):
-        return False
-    if "help_mode" in entry and trial.get("help_mode") != entry.get("help_mode"):
-        return False
-    return not ("params" in entry and (trial.get("params") or {}) != (entry.get("params") or {}))
 
 
 def task_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per `tasks` entry (task × model), with its trials' usage figures."""
-    trials = results.get("trials") or []
-    entries = results.get("tasks") or []
-    if not entries:  # partial run: group trials by (task, model), no verdict yet
-        seen: dict[tuple[Any, Any], None] = {}
-        for t in trials:
-            seen.setdefault((t.get("task_id"), t.get("model")), None)
-        entries = [{"task_id": k[0], "model": k[1], "status": None} for k in seen]
+    """The scorer's `tasks` rows, each with display labels (which help mode / params)."""
     rows = []
-    for e in entries:
-        group = [t for t in trials if covers(e, t)]
+    for e in _scored(results)["tasks"]:
         row = dict(e)
-        row.update(_usage(group))
-        row["label"] = model_label(e.get("model"), group)
-        # When the runner splits task verdicts by help mode or params, say which row is which.
+        row["label"] = e.get("model") or f"({e.get('agent') or 'no model'})"
         extra = [x for x in (e.get("help_mode"), params_text(e.get("params"))) if x]
         task = str(e.get("task_id"))
         row["task_label"] = f"{task} [{', '.join(extra)}]" if extra else task
-        if row.get("pass_rate") is None:
-            row["pass_rate"] = row["passed"] / row["trials"] if row["trials"] else 0.0
         rows.append(row)
     return rows
+
+
+def condition(row: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes trials identical conditions (a `tasks` row, or a trial): task, model,
+    help mode, params."""
+    params = tuple(sorted((k, repr(v)) for k, v in (row.get("params") or {}).items()))
+    return (row.get("task_id"), row.get("model"), row.get("help_mode"), params)
+
+
+def rows_by_condition(results: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The `tasks` rows by `condition`: the row of a trial in O(1)."""
+    return {condition(r): r for r in _scored(results)["tasks"]}
+
+
+def _scored(results: dict[str, Any]) -> dict[str, Any]:
+    """results.json's rows; a run still going (read from results.jsonl) is scored here by
+    the real scorer, without its tasks' rules (no verdicts or thresholds yet)."""
+    if results.get("tasks") or results.get("models") or not results.get("trials"):
+        return {"tasks": results.get("tasks") or [], "models": results.get("models") or []}
+    if "_scored" not in results:
+        trials = [TrialResult.from_dict(t) for t in results["trials"]]
+        results["_scored"] = score(trials, [])
+    return results["_scored"]
 
 
 def failed_checks(results: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:

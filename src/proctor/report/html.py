@@ -182,8 +182,8 @@ def models_table(results: dict[str, Any]) -> str:
             f'<td class="n">{data.pct(r.get("pass_rate"), 1)}</td>'
             f'<td class="n">{data.ci_text(r.get("ci95"))}</td><td class="n">{met}</td>'
             f'<td class="n">{"–" if turns is None else f"{turns:.1f}"}</td>'
-            f'<td class="n">{data.count(r["tokens_in"])}</td>'
-            f'<td class="n">{data.count(r["tokens_out"])}</td>'
+            f'<td class="n">{data.count(r["tokens"]["input"])}</td>'
+            f'<td class="n">{data.count(r["tokens"]["output"])}</td>'
             f'<td class="n">{e(data.usd(r.get("cost_per_success")))}</td></tr>')
     out.append("</tbody></table></div>")
     return "".join(out)
@@ -315,7 +315,7 @@ def _meta(results: dict[str, Any], run: dict[str, Any]) -> str:
         host = host.get("hostname") or host.get("name")
     if host:
         bits.append(f"host {e(host)}")
-    specs = run.get("specs")
+    specs = run.get("paths")  # run.json: the spec paths the run was given
     if isinstance(specs, list) and specs:
         names = ", ".join(data.clean(s if isinstance(s, str) else s.get("path", s))
                           for s in specs[:5])

@@ -132,7 +132,7 @@ def render_junit(results: dict[str, Any], run: dict[str, Any] | None = None) -> 
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for t in trials:
         groups.setdefault(_variant(t), []).append(t)
-    entries = results.get("tasks") or []
+    rows = data.rows_by_condition(results)
     hostname = _hostname(run)
 
     root = ET.Element("testsuites", {"name": attr(f"proctor {results.get('run_id', '')}".strip())})
@@ -153,8 +153,7 @@ def render_junit(results: dict[str, Any], run: dict[str, Any] | None = None) -> 
             suite_attrs["hostname"] = hostname
         suite = ET.SubElement(root, "testsuite", suite_attrs)
         # The task verdict (flaky etc.) comes from the `tasks` entry that covers these trials.
-        props = _properties(first, next((e for e in entries if data.covers(e, first)), None),
-                            data.not_isolated(results))
+        props = _properties(first, rows.get(data.condition(first)), data.not_isolated(results))
         if props:
             pe = ET.SubElement(suite, "properties")
             for k, v in props.items():

@@ -85,7 +85,7 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) 
         rows.append([
             cell(r["label"]), f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate")),
             data.ci_text(r.get("ci95")), met, "–" if turns is None else f"{turns:.1f}",
-            data.count(r["tokens_in"]), data.count(r["tokens_out"]),
+            data.count(r["tokens"]["input"]), data.count(r["tokens"]["output"]),
             data.usd(r.get("cost_per_success")),
         ])
     lines += _table(
@@ -103,7 +103,7 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) 
         if verdicts:
             row.append(cell(data.verdict_text(r)))
         rows.append(row + [f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate")),
-                           data.seconds(r.get("avg_duration"))])
+                           data.seconds(r.get("avg_duration_s"))])
     header = ["task", "model", "status"] + (["verdict"] if verdicts else [])
     lines += _table(header + ["passed", "pass rate", "avg duration"], rows,
                     [":--"] * len(header) + ["--:", "--:", "--:"])

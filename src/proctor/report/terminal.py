@@ -76,7 +76,7 @@ def task_table(results: dict[str, Any], width: int) -> Any:
         cells.append(f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}")
         if wide:
             turns = r.get("avg_turns")
-            cells += ["–" if turns is None else f"{turns:.1f}", data.seconds(r.get("avg_duration"))]
+            cells += ["–" if turns is None else f"{turns:.1f}", data.seconds(r.get("avg_duration_s"))]
         table.add_row(*cells)
     return table
 
@@ -104,7 +104,7 @@ def model_table(results: dict[str, Any], width: int) -> Any:
             data.ci_text(r.get("ci95")),
         ]
         if wide:
-            cells += [f"{data.count(r['tokens_in'])}/{data.count(r['tokens_out'])}",
+            cells += [f"{data.count(r['tokens']['input'])}/{data.count(r['tokens']['output'])}",
                       data.usd(r.get("cost_per_success"))]
         if has_threshold:
             cells.append(threshold_text(r, Text))
