@@ -25,7 +25,15 @@ from proctor.checks.base import CheckContext
 from proctor.errors import ServiceError, SetupError
 from proctor.forbidden import Observed
 from proctor.forbidden import evaluate as evaluate_forbidden
-from proctor.model import CheckDef, CheckResult, RunOptions, TaskDef, Trial, TrialResult
+from proctor.model import (
+    CheckDef,
+    CheckResult,
+    CommandRecord,
+    RunOptions,
+    TaskDef,
+    Trial,
+    TrialResult,
+)
 from proctor.proc import RUN_ID_VAR
 from proctor.record import fsdiff
 from proctor.record.recorder import Recorder
@@ -105,87 +113,118 @@ async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult
 
 async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult:
     t0 = time.monotonic()
-    started = time.time()
-    secret_values = {s.name: s.value if not s.generated else secrets_mod.token_hex(32)
-                     for s in task.secrets}
-    redactor = Redactor(secret_values, task.redact_patterns)
-    for name in task.redact_env:
-        redactor.add(name, task.env.get(name) or run.options.config.get("env", {}).get(name))
-    trial_dir = run.trial_dir(trial.id)
-    if trial_dir.exists():  # a trial re-run by --resume starts from a clean slate
-        shutil.rmtree(trial_dir, ignore_errors=True)
-    recorder = Recorder(trial_dir, redactor)
-    result = TrialResult(id=trial.id, task_id=trial.task_id, model=trial.model,
-                         help_mode=trial.help_mode, replica=trial.replica, params=trial.params,
-                         status="error", composite_score=0.0, agent=trial.agent,
-                         category=task.category,
-                         started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)))
-    handles: dict[str, ServiceHandle] = {}
-    sandbox: Sandbox | None = None
-    egress: list[dict[str, Any]] = []
+    one = _Trial(trial, task, run)
     try:
+        await one.provision()
+        outcome, commands = await one.act()
+        await one.judge(outcome, commands)
+    except TrialFault as e:
+        one.result.status, one.result.error = "error", one.redactor.text(str(e))
+    except Exception as e:  # a bug must cost one trial, not the run; the trace keeps it
+        import traceback
+
+        one.recorder.trace({"type": "internal_error", "traceback": traceback.format_exc()})
+        one.result.status = "error"
+        one.result.error = one.redactor.text(f"internal error: {e!r}")
+    finally:
+        await _release(one.handles, one.sandbox)
+        one.recorder.close()
+    one.result.duration_s = round(time.monotonic() - t0, 4)
+    return one.result
+
+
+class _Trial:
+    """One trial's state through its phases: provision (services, sandbox, workspace,
+    setup), act (the agent, then every leftover process killed), judge (audit, checks,
+    forbidden rules, score)."""
+
+    def __init__(self, trial: Trial, task: TaskDef, run: RunContext):
+        self.trial, self.task, self.run = trial, task, run
+        self.secrets = {s.name: s.value if not s.generated else secrets_mod.token_hex(32)
+                        for s in task.secrets}
+        self.redactor = Redactor(self.secrets, task.redact_patterns)
+        for name in task.redact_env:
+            self.redactor.add(name, task.env.get(name)
+                              or run.options.config.get("env", {}).get(name))
+        trial_dir = run.trial_dir(trial.id)
+        if trial_dir.exists():  # a trial re-run by --resume starts from a clean slate
+            shutil.rmtree(trial_dir, ignore_errors=True)
+        self.recorder = Recorder(trial_dir, self.redactor)
+        self.result = TrialResult(
+            id=trial.id, task_id=trial.task_id, model=trial.model, help_mode=trial.help_mode,
+            replica=trial.replica, params=trial.params, status="error", composite_score=0.0,
+            agent=trial.agent, category=task.category,
+            started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        self.handles: dict[str, ServiceHandle] = {}
+        self.sandbox: Sandbox | None = None
+        self.egress: list[dict[str, Any]] = []
+        self.output = _AgentOutput(self.secrets)
+        self.agent = make_agent(trial.agent)
+        self.values: dict[str, Any] = {}
+        self.before: fsdiff.Snapshot = {}
+
+    async def provision(self) -> None:
+        task, run = self.task, self.run
         for svc in task.services:
             try:
-                handles[svc.name] = await run.services[(task.source, svc.name)].provision(trial.id)
+                self.handles[svc.name] = await run.services[(task.source, svc.name)].provision(
+                    self.trial.id)
             except ServiceError as e:
                 raise TrialFault("service", name=svc.name, detail=str(e)) from None
-        agent = make_agent(trial.agent)
-        scanner = _AgentOutput(secret_values)
-        sandbox = await _open_sandbox(trial, task, run, agent, handles, secret_values,
-                                      scanner.feed)
-        values = {"params": trial.params, "secrets": secret_values, "workdir": sandbox.workdir}
-        await _egress_proxy(task, sandbox, handles, egress.append)
-        await _prepare_workspace(task, sandbox, values)
-        await _wait_for_services(task, sandbox, recorder)
-        await _run_setup(task, sandbox, values, recorder)
-        for h in handles.values():  # readiness probes and setup traffic are not the agent's
+        self.sandbox = sandbox = await _open_sandbox(
+            self.trial, task, run, self.agent, self.handles, self.secrets, self.output.feed)
+        self.values = {"params": self.trial.params, "secrets": self.secrets,
+                       "workdir": sandbox.workdir}
+        await _egress_proxy(task, sandbox, self.handles, self.egress.append)
+        await _prepare_workspace(task, sandbox, self.values)
+        await _wait_for_services(task, sandbox, self.recorder)
+        await _run_setup(task, sandbox, self.values, self.recorder)
+        for h in self.handles.values():  # readiness probes and setup traffic: not the agent's
             await h.begin_recording()
-        egress.clear()
-        before = await sandbox.snapshot()
+        self.egress.clear()
+        self.before = await sandbox.snapshot()
 
-        env_ = AgentEnv(task=task, trial=trial, prompt=render(task.prompt, **values),
-                        sandbox=sandbox, recorder=recorder, options=run.options,
-                        solution=[render(c, **values) for c in task.solution], shared=run.shared)
-        scanner.active = True
-        outcome = await _run_agent(agent, task, env_, recorder)
+    async def act(self) -> tuple[AgentResult, list[CommandRecord]]:
+        sandbox, task = self.sandbox, self.task
+        assert sandbox is not None
+        env = AgentEnv(task=task, trial=self.trial, prompt=render(task.prompt, **self.values),
+                       sandbox=sandbox, recorder=self.recorder, options=self.run.options,
+                       solution=[render(c, **self.values) for c in task.solution],
+                       shared=self.run.shared)
+        self.output.active = True
+        outcome = await _run_agent(self.agent, task, env, self.recorder)
         # Nothing the agent started may keep changing the workspace while it is judged.
         await sandbox.kill_processes()
-        scanner.active = False
-        result.turns, result.cost_usd = outcome.turns, outcome.cost_usd
-        result.tokens = {"input": outcome.tokens_in, "output": outcome.tokens_out}
-        result.output = redactor.text(outcome.output)[-OUTPUT_IN_RESULTS:]
+        self.output.active = False
+        r = self.result
+        r.turns, r.cost_usd = outcome.turns, outcome.cost_usd
+        r.tokens = {"input": outcome.tokens_in, "output": outcome.tokens_out}
+        r.output = self.redactor.text(outcome.output)[-OUTPUT_IN_RESULTS:]
         if fault := sandbox.fault():
             raise TrialFault("limit", detail=fault)
         if outcome.error:
             raise TrialFault("agent", detail=outcome.error)
+        return outcome, env.commands
 
-        seen = await _audit(sandbox, before, handles, egress, recorder)
-        seen.secrets_seen = scanner.found
-        seen.texts += [outcome.output] + [c.stdout + c.stderr + c.command for c in env_.commands]
-        ctx = CheckContext(task=task, trial=trial, sandbox=sandbox, commands=env_.commands,
-                           agent_output=outcome.output, recorder=recorder,
-                           options=run.options, services=handles, secrets=secret_values)
-        result.checks = [await _check(c, ctx, values, redactor) for c in task.checks]
-        for c in result.checks:
-            recorder.trace({"type": "check", "name": c.name, "passed": c.passed,
-                            "score": c.score, "message": c.message, "error": c.error})
-        result.forbidden = evaluate_forbidden(task.forbidden, seen, secret_values)
-        score = score_trial(result.checks, result.forbidden, task.pass_threshold)
-        result.status, result.composite_score = score.status, score.composite
+    async def judge(self, outcome: AgentResult, commands: list[CommandRecord]) -> None:
+        sandbox, task, r = self.sandbox, self.task, self.result
+        assert sandbox is not None
+        seen = await _audit(sandbox, self.before, self.handles, self.egress, self.recorder)
+        seen.secrets_seen = self.output.found
+        seen.texts += [outcome.output] + [c.stdout + c.stderr + c.command for c in commands]
+        ctx = CheckContext(task=task, trial=self.trial, sandbox=sandbox, commands=commands,
+                           agent_output=outcome.output, recorder=self.recorder,
+                           options=self.run.options, services=self.handles,
+                           secrets=self.secrets)
+        r.checks = [await _check(c, ctx, self.values, self.redactor) for c in task.checks]
+        for c in r.checks:
+            self.recorder.trace({"type": "check", "name": c.name, "passed": c.passed,
+                                 "score": c.score, "message": c.message, "error": c.error})
+        r.forbidden = evaluate_forbidden(task.forbidden, seen, self.secrets)
+        score = score_trial(r.checks, r.forbidden, task.pass_threshold)
+        r.status, r.composite_score = score.status, score.composite
         if score.status == "error":
-            result.error = score.reason
-    except TrialFault as e:
-        result.status, result.error = "error", redactor.text(str(e))
-    except Exception as e:  # a bug must cost one trial, not the run; the trace keeps it
-        import traceback
-
-        recorder.trace({"type": "internal_error", "traceback": traceback.format_exc()})
-        result.status, result.error = "error", redactor.text(f"internal error: {e!r}")
-    finally:
-        await _release(handles, sandbox)
-        recorder.close()
-    result.duration_s = round(time.monotonic() - t0, 4)
-    return result
+            r.error = score.reason
 
 
 class _AgentOutput:
