@@ -197,11 +197,20 @@ def _audit_line(ev: dict[str, Any]) -> Any:
 
 
 def print_trial(run: data.Run, t: dict[str, Any], console: Console) -> None:
-    from rich.rule import Rule
-    from rich.table import Table
+    """One trial: its facts, trace, checks, forbidden rules and audit."""
     from rich.text import Text
 
     trial_dir = run.trial_dir(str(t.get("id")))
+    _print_head(t, console)
+    _print_trace(t, trial_dir, console)
+    _print_checks(t, console)
+    _print_audit(trial_dir, console)
+    console.print(Text(f"\nfiles: {trial_dir}", style="dim"))
+
+
+def _print_head(t: dict[str, Any], console: Console) -> None:
+    from rich.text import Text
+
     head = Text()
     head.append(data.clean(t.get("id")), style="bold")
     head.append("  ")
@@ -222,6 +231,11 @@ def print_trial(run: data.Run, t: dict[str, Any], console: Console) -> None:
     if t.get("error"):
         console.print(Text("error: ", style="bold yellow") + Text(data.cut(t["error"], 2000)))
 
+
+def _print_trace(t: dict[str, Any], trial_dir: Path, console: Console) -> None:
+    from rich.rule import Rule
+    from rich.text import Text
+
     console.print(Rule("trace", align="left"))
     events = data.read_jsonl(trial_dir / "trace.jsonl")
     shown = 0
@@ -234,6 +248,12 @@ def print_trial(run: data.Run, t: dict[str, Any], console: Console) -> None:
         console.print(Text("(no trace recorded)", style="dim"))
     if t.get("output") and not any(ev.get("type") == "agent_output" for ev in events):
         console.print(Text("◇ agent output\n", style="bold") + Text(_indent(_block(t["output"]))))
+
+
+def _print_checks(t: dict[str, Any], console: Console) -> None:
+    from rich.rule import Rule
+    from rich.table import Table
+    from rich.text import Text
 
     console.print(Rule("checks", align="left"))
     checks = t.get("checks") or []
@@ -267,6 +287,11 @@ def print_trial(run: data.Run, t: dict[str, Any], console: Console) -> None:
                 line.append(f"  {data.one_line(f.get('details'), 300)}", style="dim")
             console.print(line)
 
+
+def _print_audit(trial_dir: Path, console: Console) -> None:
+    from rich.rule import Rule
+    from rich.text import Text
+
     console.print(Rule("audit", align="left"))
     audit = data.read_jsonl(trial_dir / "audit.jsonl")
     shown_by_type: dict[str, int] = {}
@@ -281,4 +306,3 @@ def print_trial(run: data.Run, t: dict[str, Any], console: Console) -> None:
                                f"(all {n} in {trial_dir / 'audit.jsonl'})", style="dim"))
     if not audit:
         console.print(Text("(no audit events)", style="dim"))
-    console.print(Text(f"\nfiles: {trial_dir}", style="dim"))
