@@ -21,6 +21,7 @@ from proctor.providers.settings import (
     resolve_model,
     split_model,
 )
+from proctor.registry import Registry
 
 if TYPE_CHECKING:
     from proctor.model import TaskDef, Trial
@@ -31,6 +32,14 @@ __all__ = [
     "price_of", "resolve_model",
 ]
 
+
+# Provider kinds (`kind` in proctor.toml's [providers.X]); each module's `create(model, name,
+# settings, base_dir=, solution=)` builds one. A new kind = a module + a line here.
+PROVIDERS: Registry = Registry("provider kind", {
+    "mock": "proctor.providers.mock:create",
+    "anthropic": "proctor.providers.anthropic:create",
+    "openai": "proctor.providers.openai:create",
+})
 
 NO_MODEL = ("no model for the llm agent: give `providers` in the spec, --model, "
             "PROCTOR_MODEL, or `model` in proctor.toml")
@@ -43,19 +52,7 @@ def get_provider(model: str, config: dict[str, Any], *, base_dir: str | None = N
     model = resolve_model(model, config)
     provider, name = split_model(model)
     s = provider_settings(provider, config)
-    inner: Provider
-    if s.kind == "mock":
-        from proctor.providers.mock import MockProvider, script_for
-
-        inner = MockProvider(model, script_for(name, base_dir, solution))
-    elif s.kind == "anthropic":
-        from proctor.providers.anthropic import AnthropicProvider
-
-        inner = AnthropicProvider(model, name, s)
-    else:
-        from proctor.providers.openai import OpenAIProvider
-
-        inner = OpenAIProvider(model, name, s)
+    inner = PROVIDERS.get(s.kind)(model, name, s, base_dir=base_dir, solution=solution)
     return RetryingProvider(inner, s.retry, limit_key=provider, limit=s.max_concurrency)
 
 

@@ -139,3 +139,9 @@ def _sdk_takes_temperature() -> bool:
 
 def _message(e: Any) -> str:
     return str(getattr(e, "api_message", None) or getattr(e, "message", e))
+
+
+def create(model: str, name: str, settings: ProviderSettings, *, base_dir: str | None = None,
+           solution: list[str] | None = None) -> AnthropicProvider:
+    """The provider registry's entry (proctor.providers.PROVIDERS)."""
+    return AnthropicProvider(model, name, settings)

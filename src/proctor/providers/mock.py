@@ -21,6 +21,7 @@ from proctor.providers.base import (
     retryable_status,
 )
 from proctor.providers.script import Fault, Script, ScriptState, estimate_tokens, load_script
+from proctor.providers.settings import ProviderSettings
 
 BUILTIN = ("solver", "done")
 
@@ -81,3 +82,9 @@ class MockProvider:
 
     async def aclose(self) -> None:
         pass
+
+
+def create(model: str, name: str, settings: ProviderSettings, *, base_dir: str | None = None,
+           solution: list[str] | None = None) -> MockProvider:
+    """The provider registry's entry (proctor.providers.PROVIDERS)."""
+    return MockProvider(model, script_for(name, base_dir, solution))

@@ -130,3 +130,9 @@ def _message(e: Any) -> str:
 def _cause(e: BaseException) -> str:
     inner = e.__cause__ or e.__context__
     return f"{e}: {inner}" if inner else str(e)
+
+
+def create(model: str, name: str, settings: ProviderSettings, *, base_dir: str | None = None,
+           solution: list[str] | None = None) -> OpenAIProvider:
+    """The provider registry's entry (proctor.providers.PROVIDERS)."""
+    return OpenAIProvider(model, name, settings)

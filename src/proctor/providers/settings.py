@@ -13,7 +13,7 @@ from typing import Any
 from proctor.errors import UsageError
 from proctor.providers.retry import RetryPolicy
 
-KINDS = ("openai", "anthropic", "mock")
+KINDS = ("openai", "anthropic", "mock")  # = proctor.providers.PROVIDERS
 # `kind` spellings accepted in proctor.toml.
 _KIND_ALIASES = {"openai-compatible": "openai", "openai_compatible": "openai"}
 

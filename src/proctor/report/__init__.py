@@ -16,26 +16,28 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from proctor.registry import Registry
+
+# A report format = a module with `render_X(results, run) -> str`, a line here and its file.
+FORMATS: Registry = Registry("report format", {
+    "json": "proctor.report:render_json",
+    "junit": "proctor.report.junit:render_junit",
+    "md": "proctor.report.markdown:render_markdown",
+    "html": "proctor.report.html:render_html",
+})
 FILES = {"json": "results.json", "junit": "junit.xml", "md": "summary.md", "html": "report.html"}
+
+
+def render_json(results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
+    shown = {k: v for k, v in results.items() if not k.startswith("_")}  # no reader caches
+    return json.dumps(shown, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
 def render(fmt: str, results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
     """The text of one report format."""
-    if fmt == "json":
-        return json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n"
-    if fmt == "junit":
-        from proctor.report.junit import render_junit
-
-        return render_junit(results, run)
-    if fmt == "md":
-        from proctor.report.markdown import render_markdown
-
-        return render_markdown(results, run)
-    if fmt == "html":
-        from proctor.report.html import render_html
-
-        return render_html(results, run)
-    raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(FILES)})")
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(FILES)})")
+    return FORMATS.get(fmt)(results, run)
 
 
 def _write_atomic(path: Path, text: str) -> None:

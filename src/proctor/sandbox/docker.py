@@ -1,15 +1,23 @@
-"""The docker backend's entry check.
+"""The docker backend's entry point in the backend registry.
 
-Trials in containers need a running Docker engine; this build runs trials with the local
-backend only, so asking for docker is a clear usage error rather than a silent fallback.
+Trials in containers are not built yet (see the open Docker issue): asking for docker is a
+clear usage error before any trial runs, never a silent fallback to the local backend.
 """
 
 from __future__ import annotations
 
+from typing import Any, NoReturn
+
 from proctor.errors import UsageError
 
+NOT_AVAILABLE = ("--backend docker is not available in this version of proctor; run with "
+                 "--backend local (the default), which isolates each trial with Linux "
+                 "namespaces and gives it its own PostgreSQL/MariaDB databases and HTTP mocks")
 
-def require_docker() -> None:
-    raise UsageError("--backend docker is not available in this version of proctor; run with "
-                     "--backend local (the default), which gives each trial its own workdir, "
-                     "PostgreSQL/MariaDB databases and HTTP mocks without containers")
+
+class DockerBackend:
+    def preflight(self, options: Any) -> NoReturn:
+        raise UsageError(NOT_AVAILABLE)
+
+    async def create(self, spec: Any) -> NoReturn:
+        raise UsageError(NOT_AVAILABLE)
