@@ -1,16 +1,75 @@
-"""proctor.toml: run-wide configuration (providers, base URLs, prices, judge aliases).
+"""proctor.toml: run-wide configuration (providers, base URLs, prices, judge aliases, the
+environment agents may inherit).
 
-Looked up at --config PATH, else ./proctor.toml; absent means defaults. Environment variables
-override it where docs/models.md says so.
+Looked up at --config PATH, else $PROCTOR_CONFIG, else ./proctor.toml; absent means defaults.
+It is validated like a spec: an unknown key or a wrong type is an exit-2 error
+`FILE:LINE:COL: key: message`. Environment variables override it where docs/models.md says
+so. `load_config` returns the validated table as a plain dict (the form run.json and Ray
+workers carry); `ProctorConfig` is its schema.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from proctor.errors import UsageError
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProviderConfig(_Table):
+    kind: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_key: str | None = None
+    max_concurrency: int | None = Field(None, ge=1)
+    timeout: float | None = Field(None, gt=0)
+    max_attempts: int | None = Field(None, ge=1)
+    base_delay: float | None = Field(None, ge=0)
+    max_delay: float | None = Field(None, ge=0)
+    send_temperature: bool | None = None
+
+
+class RetryConfig(_Table):
+    max_attempts: int | None = Field(None, ge=1)
+    base_delay: float | None = Field(None, ge=0)
+    max_delay: float | None = Field(None, ge=0)
+
+
+class LlmConfig(_Table):
+    output_limit: int | None = Field(None, ge=100)
+    max_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = None
+    help_limit: int | None = Field(None, ge=0)
+    help_timeout: float | None = Field(None, gt=0)
+
+
+class JudgeConfig(_Table):
+    fast: str | None = None
+    max: str | None = None
+
+
+class PriceConfig(_Table):
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+class ProctorConfig(_Table):
+    model: str | None = None
+    providers: dict[str, ProviderConfig] = {}
+    retry: RetryConfig = RetryConfig()
+    llm: LlmConfig = LlmConfig()
+    judge: JudgeConfig = JudgeConfig()
+    prices: dict[str, PriceConfig] = {}
+    env: dict[str, str] = {}  # values for redact_env names
+    pass_env: list[str] = []  # host variables (fnmatch patterns) agents may inherit
 
 
 def load_config(path: str | None = None) -> dict[str, Any]:
@@ -19,10 +78,53 @@ def load_config(path: str | None = None) -> dict[str, Any]:
         if path:
             raise UsageError(f"config file not found: {path}")
         return {}
+    if not candidate.is_file():
+        raise UsageError(f"{candidate}: not a regular file")
     import tomllib
 
+    text = candidate.read_text(encoding="utf-8", errors="replace")
     try:
-        with candidate.open("rb") as f:
-            return tomllib.load(f)
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{candidate}: invalid TOML: {e}") from None
+    try:
+        ProctorConfig.model_validate(raw)
+    except ValidationError as e:
+        raise UsageError("\n".join(_messages(candidate, text, e))) from None
+    return raw
+
+
+def _messages(path: Path, text: str, err: ValidationError) -> list[str]:
+    out = []
+    for problem in err.errors():
+        loc = [str(p) for p in problem["loc"]]
+        line, col = _position(text, loc)
+        where = ".".join(loc)
+        if problem["type"] == "extra_forbidden":
+            msg = f"unknown key {loc[-1]!r}"
+        else:
+            msg = problem["msg"]
+        out.append(f"{path}:{line}:{col}: {where}: {msg}")
+    return out
+
+
+def _position(text: str, loc: list[str]) -> tuple[int, int]:
+    """Where a key path is written: `key =` under its [table] header (or the header itself,
+    or a dotted key); 1:1 when it cannot be found."""
+    table: list[str] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if m := re.match(r"\[\[?\s*([^\]]+?)\s*\]\]?", stripped):
+            table = [p.strip().strip('"\'') for p in _split_key(m.group(1))]
+            if table == loc:
+                return n, line.index("[") + 1
+            continue
+        if m := re.match(r"([A-Za-z0-9_.\-\"' ]+?)\s*=", stripped):
+            key = table + [p.strip().strip('"\'') for p in _split_key(m.group(1))]
+            if key == loc[:len(key)] and len(key) >= min(len(loc), len(table) + 1):
+                return n, len(line) - len(line.lstrip()) + 1
+    return 1, 1
+
+
+def _split_key(key: str) -> list[str]:
+    return [p for p in re.findall(r'"[^"]*"|\'[^\']*\'|[^.]+', key) if p.strip()]
