@@ -100,10 +100,8 @@ def _messages(path: Path, text: str, err: ValidationError) -> list[str]:
         loc = [str(p) for p in problem["loc"]]
         line, col = _position(text, loc)
         where = ".".join(loc)
-        if problem["type"] == "extra_forbidden":
-            msg = f"unknown key {loc[-1]!r}"
-        else:
-            msg = problem["msg"]
+        unknown = problem["type"] == "extra_forbidden"
+        msg = f"unknown key {loc[-1]!r}" if unknown else problem["msg"]
         out.append(f"{path}:{line}:{col}: {where}: {msg}")
     return out
 
