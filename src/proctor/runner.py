@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from proctor import proc
 from proctor.errors import UsageError
 from proctor.inputs import check_unchanged, fingerprint, referenced
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
@@ -79,6 +80,9 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     trials = plan(tasks, options)
     _preflight(trials, by_id, options)
     isolated = _preflight_backend(options)
+    if not options.quiet:
+        for note in _ignored_by_backend(by_id.values(), options):
+            print(f"proctor: warning: {note}", file=sys.stderr)
     if options.executor == "ray":
         from proctor.executors.ray import require_ray
 
@@ -86,7 +90,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     store = store or RunStore.create(options.output_dir)
     if not meta:
         meta = {"run_id": store.run_id, "started_at": iso(), "paths": [str(Path(p).resolve()) for p in paths],
-                "options": _stored_options(options), "versions": _versions(),
+                "options": _stored_options(options),
+                "versions": {**_versions(), **cli_versions(by_id.values())},
                 "isolation": {"isolated": isolated, "backend": options.backend,
                               "note": "" if isolated else NOT_ISOLATED},
                 "inputs": fingerprint([*loaded.sources,
@@ -248,6 +253,38 @@ def _stored_options(options: RunOptions) -> dict[str, Any]:
     d.pop("config", None)  # proctor.toml may hold credentials; it is re-read on resume
     d.pop("resume", None)
     return d
+
+
+def _ignored_by_backend(tasks: Any, options: RunOptions) -> list[str]:
+    """Spec fields the chosen backend does not act on, said once per run, not ignored."""
+    if options.backend != "local":
+        return []
+    named = sorted(t.id for t in tasks if t.packages or t.base_image)
+    if not named:
+        return []
+    shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
+    return [f"{shown}: setup.packages / base are for --backend docker; the local backend "
+            "installs nothing and uses this machine's tools"]
+
+
+def cli_versions(tasks: Any) -> dict[str, str]:
+    """`version_command` of each suite, run once on this machine: {"cli git": "git version
+    2.39.5"}, recorded in run.json (first line of its output, or why it failed)."""
+    out: dict[str, str] = {}
+    for task in tasks:
+        if not task.version_command or f"cli {task.cli}" in out:
+            continue
+        res = proc.run_sync(["sh", "-c", task.version_command], timeout=VERSION_TIMEOUT_S)
+        first = (res.stdout.strip() or res.stderr.strip()).splitlines()[:1]
+        text = first[0][:200] if first else ""
+        if res.exit_code != 0:
+            why = "timed out" if res.timed_out else f"exit {res.exit_code}"
+            text = f"`{task.version_command}` failed ({why}): {text}"
+        out[f"cli {task.cli or task.id}"] = text
+    return out
+
+
+VERSION_TIMEOUT_S = 10
 
 
 def _versions() -> dict[str, str]:

@@ -310,6 +310,7 @@ def _meta(results: dict[str, Any], run: dict[str, Any]) -> str:
     versions = run.get("versions")
     if isinstance(versions, dict) and versions.get("proctor"):
         bits.append(f"proctor {e(versions.get('proctor'))}")
+        bits += [e(f"{k[4:]} {v}", 80) for k, v in versions.items() if k.startswith("cli ")]
     host = run.get("host")
     if isinstance(host, dict):
         host = host.get("hostname") or host.get("name")

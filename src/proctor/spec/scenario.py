@@ -346,3 +346,6 @@ def _warnings(issues: Issues, doc: Doc, data: dict[str, Any]) -> None:
     net = data.get("network")
     if isinstance(net, dict) and net.get("egress") == "allow" and net.get("allow"):
         issues.warn(doc, ("network", "allow"), "`allow` has no effect with `egress: allow`")
+    if isinstance(data.get("audit"), dict) and data["audit"]:
+        issues.warn(doc, ("audit",), "proctor records every command, file write, database "
+                    "write and HTTP call whatever `audit` says; its keys are not acted on")

@@ -1,0 +1,71 @@
+"""Spec fields no code acts on are never silently ignored: version_command is run and
+recorded, setup.packages / base are named with the backend that uses them, `audit` warns."""
+
+from __future__ import annotations
+
+import json
+
+from tests.runner.conftest import results
+
+
+def test_version_command_is_recorded_in_run_json_and_the_report(cli, spec, tmp_path):
+    spec("""
+    cli: mytool
+    version_command: echo "mytool 1.2.3"; echo more
+    tasks:
+      - id: t
+        intent: x
+        solution: ["true"]
+        assert: [{exit_code: 0}]
+    """)
+    out = cli("run", "spec.yaml", "--agent", "oracle", "--output-dir", "run", "-q",
+              "--format", "html")
+    assert out.returncode == 0, out.stderr
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["versions"]["cli mytool"] == "mytool 1.2.3"
+    assert "mytool mytool 1.2.3" in (tmp_path / "run" / "report.html").read_text()
+
+
+def test_a_failing_version_command_says_so(cli, spec, tmp_path):
+    spec("""
+    cli: nosuch
+    version_command: nosuch --version
+    tasks:
+      - {id: t, intent: x, solution: ["true"], assert: [{exit_code: 0}]}
+    """)
+    assert cli("run", "spec.yaml", "--agent", "oracle", "--output-dir", "run", "-q"
+               ).returncode == 0
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["versions"]["cli nosuch"].startswith("`nosuch --version` failed (exit 127)")
+
+
+def test_packages_and_base_are_named_for_the_local_backend(cli, spec, tmp_path):
+    spec("""
+    version: 1
+    id: pk
+    base: debian:bookworm
+    setup: {packages: [jq]}
+    task: {prompt: x}
+    agent: {type: oracle}
+    solution: ["true"]
+    invariants:
+      ok: {description: x, check: {type: command_exit, command: "true"}}
+    """)
+    out = cli("run", "spec.yaml", "--output-dir", "run")
+    assert out.returncode == 0, out.stderr
+    assert "pk: setup.packages / base are for --backend docker" in out.stderr
+    assert results(tmp_path / "run")["summary"]["passed"] == 1
+
+
+def test_an_audit_block_warns_at_validation(cli, spec):
+    spec("""
+    version: 1
+    id: au
+    audit: {record_http: false}
+    task: {prompt: x}
+    invariants:
+      ok: {description: x, check: {type: command_exit, command: "true"}}
+    """)
+    out = cli("validate", "spec.yaml")
+    assert out.returncode == 0
+    assert "spec.yaml:4:8: warning: audit: proctor records every command" in out.stderr
