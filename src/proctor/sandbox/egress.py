@@ -35,11 +35,12 @@ class EgressProxy:
         self.allow = [a.lower() for a in allow]
         self.on_event = on_event
 
-    def permits(self, host: str) -> bool:
+    def permits(self, host: str, port: int | None = None) -> bool:
+        """`allow` entries are host names, `*.` wildcards, or either with `:port`."""
         if self.egress != "deny":
             return True
-        host = host.lower()
-        return any(fnmatch.fnmatchcase(host, pattern) for pattern in self.allow)
+        names = [host.lower()] + ([f"{host.lower()}:{port}"] if port is not None else [])
+        return any(fnmatch.fnmatchcase(n, pattern) for n in names for pattern in self.allow)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -59,7 +60,7 @@ class EgressProxy:
         event = {"method": method, "host": host, "port": port, "path": path,
                  "time": time.time(), "egress": True,
                  "headers": request[1:][:100]}  # for secrets_in_logs; redacted in the audit
-        why = self._refusal(host) or await _private_address(host, port)
+        why = self._refusal(host, port) or await _private_address(host, port)
         event["allowed"] = not why
         if why:
             event["status"] = 403
@@ -80,8 +81,8 @@ class EgressProxy:
             up_w.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
         await pipe_both(reader, writer, up_r, up_w)
 
-    def _refusal(self, host: str) -> str:
-        if self.permits(host):
+    def _refusal(self, host: str, port: int) -> str:
+        if self.permits(host, port):
             return ""
         return f"egress to {host} is denied by the scenario's network policy"
 
