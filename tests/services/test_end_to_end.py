@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import tempfile
@@ -106,7 +107,7 @@ services:
     seed_placeholder: 1
 invariants:
   ok: {description: x, check: {type: sql, service: db, query: SELECT 1, equals: 1}}
-solution: ["touch started; sleep 30"]
+solution: ["touch started; sleep ${NAP:-0}"]
 """
 
 
@@ -150,9 +151,10 @@ def _leftover_dirs(run_id: str) -> list[Path]:
 @pytest.mark.slow
 def test_ctrl_c_leaves_no_server_and_no_directory(tmp_path):
     _slow_spec(tmp_path)
+    (tmp_path / "proctor.toml").write_text('pass_env = ["NAP"]\n')
     proc = subprocess.Popen([PROCTOR, "run", "spec.yaml", "--agent", "oracle", "--output-dir",
                              "run", "-q"], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "NAP": "30"})
     run_id = _wait_started(tmp_path, proc)
     assert _servers(run_id), "no PostgreSQL server found for the run"
     proc.send_signal(signal.SIGINT)
@@ -165,9 +167,11 @@ def test_ctrl_c_leaves_no_server_and_no_directory(tmp_path):
 @pytest.mark.slow
 def test_a_killed_run_takes_its_server_along_and_resume_sweeps_its_files(tmp_path):
     _slow_spec(tmp_path)
+    # The first run's agent naps (NAP, passed through by proctor.toml); the resumed one not.
+    (tmp_path / "proctor.toml").write_text('pass_env = ["NAP"]\n')
     proc = subprocess.Popen([PROCTOR, "run", "spec.yaml", "--agent", "oracle", "--output-dir",
                              "run", "-q"], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "NAP": "30"})
     run_id = _wait_started(tmp_path, proc)
     proc.kill()
     proc.communicate(timeout=30)
@@ -175,8 +179,6 @@ def test_a_killed_run_takes_its_server_along_and_resume_sweeps_its_files(tmp_pat
     while _servers(run_id) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _servers(run_id) == []  # the server died with proctor (parent-death signal)
-    (tmp_path / "spec.yaml").write_text(
-        (tmp_path / "spec.yaml").read_text().replace("sleep 30", "true"))
     out = proctor("run", "--resume", "run", "-q", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert _servers(run_id) == []

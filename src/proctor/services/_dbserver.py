@@ -222,6 +222,17 @@ class DbServer(ABC):
         self.clone(template, db)
         return db
 
+    def prefill(self, template: str) -> None:
+        """Start cloning databases ahead from `template`, on the server thread."""
+        self.submit(self._refill, template)
+
+    def ready_db(self, seed: Seed | None) -> TrialDb | None:
+        """A database cloned ahead for this seed, if one is ready (any thread)."""
+        return self.take(self._templates.get(seed.key if seed else "empty"))
+
+    def close_thread(self) -> None:
+        self._thread.shutdown(wait=False)
+
     def take(self, template: str | None) -> TrialDb | None:
         """A database cloned ahead, if one is ready (any thread); a refill is queued."""
         if template is None or self._failed is not None or self._stopped or not self.alive():
@@ -348,7 +359,7 @@ async def release(server: DbServer) -> None:
     try:
         await server.call(server.stop_sync)
     finally:
-        server._thread.shutdown(wait=False)
+        server.close_thread()
 
 
 # -- the per-trial handle and the Service -------------------------------------------------------
@@ -393,7 +404,7 @@ class DbService:
         try:
             await self.server.call(self.server.start_sync)
             template = await self.server.call(self.server.template_sync, self.seed)
-            self.server.submit(self.server._refill, template)
+            self.server.prefill(template)
         except SetupError as e:
             await self.stop()
             raise SetupError(f"service {self.name!r}: {e}") from None
@@ -404,8 +415,7 @@ class DbService:
     async def provision(self, trial_id: str) -> ServiceHandle:
         if self.server is None:
             raise ServiceError(f"service {self.name!r} was not started")
-        key = self.seed.key if self.seed else "empty"
-        db = self.server.take(self.server._templates.get(key))
+        db = self.server.ready_db(self.seed)
         if db is not None:
             return self.server.handle(self.name, db)
         try:

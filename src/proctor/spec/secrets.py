@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 
 from pydantic import Field, field_validator, model_validator
 
+from proctor.proc import run_sync
 from proctor.spec.base import ENV_NAME, ENV_NAME_RULE, SpecModel
 
 SOURCE_KINDS = ("env", "env:VAR", "file:PATH", "command:CMD")
@@ -97,21 +96,15 @@ def resolve(secret: Secret, base_dir: str) -> str | None:
 
 def _run(name: str, command: str, base_dir: str) -> str:
     # Own process group, killed whole on timeout, so nothing the command started outlives it.
-    with subprocess.Popen(["sh", "-c", command], cwd=base_dir, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True) as proc:
-        try:
-            out, err = proc.communicate(timeout=COMMAND_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise SecretUnavailable(f"secret {name!r}: command did not finish within "
-                                    f"{COMMAND_TIMEOUT} s") from None
-    if proc.returncode != 0:
-        last = (err.strip().splitlines() or [""])[-1][:200]
-        raise SecretUnavailable(f"secret {name!r}: command exited with {proc.returncode}"
+    res = run_sync(["sh", "-c", command], cwd=base_dir, timeout=COMMAND_TIMEOUT)
+    if res.timed_out:
+        raise SecretUnavailable(f"secret {name!r}: command did not finish within "
+                                f"{COMMAND_TIMEOUT} s")
+    if res.exit_code != 0:
+        last = (res.stderr.strip().splitlines() or [""])[-1][:200]
+        raise SecretUnavailable(f"secret {name!r}: command exited with {res.exit_code}"
                                 + (f": {last}" if last else ""))
-    value = out.strip()
+    value = res.stdout.strip()
     if not value:
         raise SecretUnavailable(f"secret {name!r}: command printed nothing")
     return value
