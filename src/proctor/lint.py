@@ -16,12 +16,11 @@ import tempfile
 from typing import Any
 
 from proctor.model import RunOptions
+from proctor.runner import prepare, run_planned
 from proctor.text import cut
 
 
 def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = False) -> int:
-    from proctor.runner import prepare, run_planned
-
     scratch = tempfile.mkdtemp(prefix="proctor-check-")
     try:
         results = {}

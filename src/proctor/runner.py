@@ -19,13 +19,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from proctor import proc
+from proctor import __version__, proc
 from proctor.errors import UsageError
 from proctor.inputs import check_unchanged, fingerprint, referenced
+from proctor.janitor import sweep
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select
+from proctor.proc import use_fast_child_watcher
+from proctor.providers import preflight_run
+from proctor.report import write_reports
+from proctor.report.terminal import print_summary
+from proctor.sandbox import BACKENDS
+from proctor.scoring import summarize
 from proctor.services.lifecycle import start_services, stop_services
+from proctor.spec.load import load_specs
 from proctor.store import RunStore, index_run, iso
+from proctor.trial import RunContext, run_trial
 
 # Options a resumed run may change; everything else comes from the interrupted run.
 _RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep")
@@ -50,13 +59,9 @@ def run_main(paths: list[str], options: RunOptions) -> int:
 
 def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Planned:
     """Everything that can fail on bad input, before anything runs (exit 2)."""
-    from proctor.spec.load import load_specs
-
     meta: dict[str, Any] = {}
     store: RunStore | None = None
     if options.resume:
-        from proctor.janitor import sweep
-
         store = RunStore.open(options.resume)
         meta = store.read_meta()
         sweep(store.run_id)  # what a killed run left behind: processes, temp dirs
@@ -127,8 +132,6 @@ def run_planned(planned: Planned) -> dict[str, Any]:
               specs=planned.paths, finished_at=results["finished_at"], summary=results["summary"])
     extra = [f for f in options.formats if f != "json"]
     if extra:
-        from proctor.report import write_reports
-
         results["reports"] = [str(p) for p in write_reports(store.dir, results, extra)]
     if interrupted:
         raise KeyboardInterrupt
@@ -137,8 +140,6 @@ def run_planned(planned: Planned) -> dict[str, Any]:
 
 async def _execute(trials: list[Trial], planned: Planned,
                    on_result: Callable[[TrialResult], None]) -> None:
-    from proctor.proc import use_fast_child_watcher
-    from proctor.trial import RunContext, run_trial
 
     use_fast_child_watcher()
     loop = asyncio.get_running_loop()
@@ -186,8 +187,6 @@ async def _execute(trials: list[Trial], planned: Planned,
 
 def build_results(planned: Planned, finished: dict[str, TrialResult],
                   interrupted: bool = False) -> dict[str, Any]:
-    from proctor.scoring import summarize
-
     trials = [finished[t.id] for t in planned.trials if t.id in finished]
     scored = summarize(trials, planned.tasks.values())
     missing = len(planned.trials) - len(trials)
@@ -222,8 +221,6 @@ NOT_ISOLATED = ("this run was not isolated (--isolation none): agents could read
 def _preflight_backend(options: RunOptions) -> bool:
     """The backend is usable before any trial runs (exit 2 otherwise); whether trials will be
     isolated."""
-    from proctor.sandbox import BACKENDS
-
     isolated = bool(BACKENDS.get(options.backend)().preflight(options))
     if not isolated and not options.quiet:
         print(f"proctor: warning: {NOT_ISOLATED}", file=sys.stderr)
@@ -236,8 +233,6 @@ def _preflight(trials: list[Trial], tasks: dict[str, TaskDef], options: RunOptio
     if not any(t.agent == "llm" for t in trials) and not any(
             c.type == "llm_as_judge" for t in tasks.values() for c in t.checks):
         return
-    from proctor.providers import preflight_run
-
     preflight_run(tasks, trials, options.config)
 
 
@@ -288,8 +283,6 @@ VERSION_TIMEOUT_S = 10
 
 
 def _versions() -> dict[str, str]:
-    from proctor import __version__
-
     return {"proctor": __version__, "python": sys.version.split()[0]}
 
 
@@ -336,8 +329,6 @@ def _print_outcome(planned: Planned, results: dict[str, Any]) -> None:
     if not planned.options.quiet:
         try:
             from rich.console import Console
-
-            from proctor.report.terminal import print_summary
 
             # Logs (CI) have no width; 120 columns keeps turns, tokens and cost in the table.
             print_summary(results, Console(width=None if sys.stdout.isatty() else 120))

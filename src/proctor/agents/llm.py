@@ -19,6 +19,14 @@ from typing import Any
 from proctor.agents.base import AgentEnv, AgentResult
 from proctor.errors import UsageError
 from proctor.model import CommandRecord
+from proctor.providers import (
+    ProviderError,
+    cost_usd,
+    get_provider,
+    model_for,
+    price_of,
+    resolve_model,
+)
 from proctor.text import cut
 
 RUN_COMMAND: dict[str, Any] = {
@@ -116,15 +124,6 @@ async def help_text(env: AgentEnv, cli: str, settings: LLMSettings) -> str:
 
 class LLMAgent:
     async def run(self, env: AgentEnv) -> AgentResult:
-        from proctor.providers import (
-            ProviderError,
-            cost_usd,
-            get_provider,
-            model_for,
-            price_of,
-            resolve_model,
-        )
-
         config = env.options.config
         try:
             settings = LLMSettings.from_config(config)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor.errors import UsageError
+from proctor.providers import ProviderError, get_provider, resolve_model
 
 if TYPE_CHECKING:
     from proctor.checks.base import CheckContext
@@ -94,8 +95,6 @@ def build_prompt(criteria: str, rubric: Any, input_from: str, text: str) -> str:
 
 async def judge(model: str, prompt: str, *, temperature: float, config: dict[str, Any],
                 recorder: Recorder | None, base_dir: str | None = None) -> Verdict:
-    from proctor.providers import ProviderError, get_provider, resolve_model
-
     try:
         model = resolve_model(model, config)
         provider = get_provider(model, config, base_dir=base_dir)

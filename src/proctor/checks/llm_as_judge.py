@@ -6,6 +6,8 @@ from typing import Any
 
 from pydantic import Field
 
+# The model side (prompt, parsing, retry on a malformed answer) is checks/_judge.py.
+from proctor.checks._judge import JudgeError, build_prompt, judge, judge_input
 from proctor.checks.base import CheckConfig, CheckContext, CheckType
 from proctor.model import CheckOutcome
 
@@ -20,9 +22,6 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    # The model side (prompt, parsing, retry on a malformed answer) is proctor.providers.judge.
-    from proctor.checks._judge import JudgeError, build_prompt, judge, judge_input
-
     try:
         text = await judge_input(cfg.input_from, ctx)
         verdict = await judge(cfg.model, build_prompt(cfg.criteria, cfg.rubric, cfg.input_from, text),
