@@ -74,8 +74,12 @@ def _unshare_flags() -> list[str]:
     flags = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
              "--unshare-cgroup-try"]
     # As root no user namespace is needed (and none is wanted: commands drop to AGENT_UID,
-    # which a user namespace mapping only root could not represent).
-    return flags if os.geteuid() == 0 else ["--unshare-user", *flags]
+    # which a user namespace mapping only root could not represent). Otherwise uid 0 inside
+    # (mapped to the caller): bubblewrap then makes one user namespace owning all the others,
+    # which nsenter can enter; commands still run with every capability dropped (setpriv).
+    if os.geteuid() == 0:
+        return flags
+    return ["--unshare-user", "--uid", "0", "--gid", "0", *flags]
 
 
 class Box:
