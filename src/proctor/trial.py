@@ -261,7 +261,8 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
                             cpus=res.get("cpu"), pids=DEFAULT_PIDS, timeout_s=res.get("timeout")),
         hosts=aliases(handles.values()), endpoints=[(h.host, h.port) for h in handles.values()],
         egress=net.get("egress", "allow"), egress_allow=list(net.get("allow", [])),
-        readonly_paths=_agent_paths(agent, task, run.options),
+        readonly_paths=[*_agent_paths(agent, task, run.options),
+                        *(f for h in handles.values() for f in h.files)],
         image=task.base_image, isolation=run.options.isolation, on_output=on_output)
     try:
         sandbox = await create_sandbox(run.options.backend, spec)
@@ -364,7 +365,7 @@ async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, handles: dict[str, S
         seen.texts.append(json.dumps(call, default=str))
         recorder.audit("http_call", call)
     for name, h in handles.items():
-        for req in await h.requests():
+        for req in await h.calls():
             call = {"service": name, **req}
             seen.http_calls.append(call)
             seen.texts.append(json.dumps(req, default=str))  # headers, query, body

@@ -15,7 +15,7 @@ def test_clean_removes_escapes_and_controls():
 
 
 def test_cut_and_one_line():
-    assert data.cut("abcdef", 3) == "abc… [3 more characters]"
+    assert data.cut("abcdef", 3) == "abc... [3 more characters]"
     assert data.cut("abc", 3) == "abc"
     assert data.one_line("a\n  b\tc", 10) == "a b c"
 

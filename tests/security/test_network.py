@@ -144,3 +144,31 @@ def test_allowed_egress_goes_through_the_proxy_and_is_recorded(run_spec, tmp_pat
     assert hits == ["/data"]
     audit = (tmp_path / "run0" / "trials" / t["id"] / "audit.jsonl").read_text()
     assert '"allowed": true' in audit
+
+
+def test_a_call_to_a_mock_that_records_nothing_still_counts_for_http_except(run_spec):
+    r = run_spec("""
+        version: 1
+        id: quiet
+        task: {prompt: call}
+        agent: {type: oracle}
+        services:
+          - name: api
+            type: http_mock
+            routes: [{method: GET, path: /ping, response: pong}]
+          - name: side
+            type: http_mock
+            record: false
+            routes: [{method: POST, path: /leak, response: ok}]
+        solution:
+          - "curl -s http://api/ping"
+          - "curl -s -X POST http://side/leak -d data"
+        invariants:
+          ran: {description: x, check: {type: command_exit, command: "true"}}
+        forbidden:
+          http_except: [api]
+        """)
+    t = trial(r)
+    assert t["status"] == "fail", t
+    [rule] = t["forbidden"]
+    assert rule["violated"] and "POST side/leak" in rule["details"], rule

@@ -17,6 +17,8 @@ from proctor.errors import UsageError
 from proctor.model import TrialResult
 from proctor.scoring import summarize as score
 from proctor.stats import wilson
+from proctor.store import read_json
+from proctor.text import cut as text_cut
 
 # ANSI escape sequences and C0/C1 control characters (keeping \t and \n): agent output is
 # untrusted and must not move a terminal's cursor, retitle it, or break an XML file.
@@ -34,11 +36,8 @@ def clean(text: Any) -> str:
 
 
 def cut(text: Any, limit: int) -> str:
-    """Clean and cut to `limit` characters, saying how much was left out."""
-    s = clean(text)
-    if len(s) <= limit:
-        return s
-    return s[:limit] + f"… [{len(s) - limit} more characters]"
+    """Clean and cut to `limit` characters, saying how much was left out (proctor.text.cut)."""
+    return text_cut(clean(text), limit)
 
 
 def one_line(text: Any, limit: int = 200) -> str:
@@ -115,13 +114,6 @@ class Run:
         return self.dir / "trials" / trial_id
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise UsageError(f"cannot read {path}: {e}") from None
-
-
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every parseable JSON object line; a torn last line (crash mid-write) is skipped."""
     out: list[dict[str, Any]] = []
@@ -148,9 +140,9 @@ def load_run(run_dir: str | Path, *, allow_partial: bool = False) -> Run:
     d = Path(run_dir)
     if not d.is_dir():
         raise UsageError(f"{d} is not a directory")
-    config = _read_json(d / "run.json") if (d / "run.json").is_file() else {}
+    config = read_json(d / "run.json") if (d / "run.json").is_file() else {}
     if (d / "results.json").is_file():
-        results = _read_json(d / "results.json")
+        results = read_json(d / "results.json")
         if not isinstance(results, dict) or not isinstance(results.get("trials"), list):
             raise UsageError(f"{d / 'results.json'} is not a proctor results file (no trials list)")
         return Run(d, results, config if isinstance(config, dict) else {})

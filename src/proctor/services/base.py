@@ -32,6 +32,7 @@ class ServiceHandle:
     port: int
     url: str
     env: dict[str, str] = field(default_factory=dict)  # injected into the agent's environment
+    files: list[str] = field(default_factory=list)  # host paths the sandbox shows read-only
     credentials: dict[str, Any] = field(default_factory=dict)  # user, password, database, dsn, ...
 
     def context(self) -> dict[str, Any]:
@@ -46,6 +47,11 @@ class ServiceHandle:
         The runner writes each one to the trial's audit.jsonl as an `http_call` event.
         """
         return []
+
+    async def calls(self) -> list[dict[str, Any]]:
+        """Every HTTP request the trial made to this service, recorded for checks or not
+        (`record: false`): what the audit log and `http_except` see."""
+        return await self.requests()
 
     async def db_writes(self) -> list[dict[str, Any]]:
         """Tables this trial's database saw writes to: [{"table", "inserts", "updates", "deletes"}].

@@ -117,7 +117,7 @@ class MockHandle(ServiceHandle):
             if not reply.body:
                 reply = _reply(reply.status, {"error": f"no route for {method} {path}"},
                                reply.headers)
-        if self.record and PROBE_HEADER not in request.headers:
+        if PROBE_HEADER not in request.headers:  # kept even without `record`: see calls()
             headers: dict[str, str] = {}
             for k, v in request.headers.items():
                 headers[k] = f"{headers[k]}, {v}" if k in headers else v
@@ -129,6 +129,9 @@ class MockHandle(ServiceHandle):
         return web.Response(status=reply.status, body=reply.body, headers=reply.headers)
 
     async def requests(self) -> list[dict[str, Any]]:
+        return list(self.recorded) if self.record else []
+
+    async def calls(self) -> list[dict[str, Any]]:
         return list(self.recorded)
 
     async def begin_recording(self) -> None:

@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,9 @@ class MysqlServer(DbServer):
         self.client = ""
         self._plans: dict[str, dict[str, Any]] = {}  # template -> how to copy it
         self.clients: Path | None = None  # per-trial client option files
+        self._audit_lock = threading.Lock()
+        self._audit_pos = 0
+        self._audit_lines: dict[str, list[list[str]]] = {}  # user -> server_audit fields
 
     # -- boot / shutdown --------------------------------------------------------------------
 
@@ -116,7 +120,8 @@ class MysqlServer(DbServer):
                 [server, "--no-defaults", f"--datadir={data}", f"--socket={self.sock}",
                  f"--port={self.port}", f"--bind-address={self.host}", f"--tmpdir={tmp}",
                  f"--pid-file={self.base / 'server.pid'}",
-                 f"--log-error={self.base / 'server.log'}", *SERVER_OPTIONS],
+                 f"--log-error={self.base / 'server.log'}", *SERVER_OPTIONS,
+                 *_audit_options(self.base / "audit.log")],
                 run_as=run_as, env=self.env(), log=self.base / "server.out")
 
         self.launch(spawn, "MariaDB", ("already in use", "Can't start server: Bind"), timeout=60)
@@ -305,7 +310,8 @@ class MysqlServer(DbServer):
             shutil.rmtree(cfg, ignore_errors=True)
 
     def writes(self, db: TrialDb) -> list[dict[str, Any]]:
-        """performance_schema counts every row operation as it happens: nothing to flush."""
+        """Row writes: performance_schema counts them as they happen (nothing to flush).
+        Schema changes and TRUNCATE: the server_audit log, by the trial's user."""
         base = db.extra.get("baseline", {})
         out = []
         conn = self._connect()
@@ -318,7 +324,58 @@ class MysqlServer(DbServer):
             ins, upd, dele = ins - b[0], upd - b[1], dele - b[2]
             if ins or upd or dele:
                 out.append({"table": table, "inserts": ins, "updates": upd, "deletes": dele})
+        by_table = {w["table"]: w for w in out}
+        for table, kind in self._schema_events(db.name):
+            entry = by_table.get(table)
+            if entry is None:
+                entry = by_table[table] = {"table": table, "inserts": 0, "updates": 0,
+                                           "deletes": 0}
+                out.append(entry)
+            if kind == "TRUNCATE":
+                entry["truncates"] = entry.get("truncates", 0) + 1
+            else:
+                entry.setdefault("ddl", []).append(kind)
+        return sorted(out, key=lambda w: w["table"])
+
+    def _schema_events(self, user: str) -> list[tuple[str, str]]:
+        """(table, what) for every schema change and TRUNCATE the trial's user made, as the
+        server_audit plugin logged them: TABLE events CREATE / ALTER / RENAME / DROP, and
+        WRITE events of a statement the server classed as DDL (TRUNCATE)."""
+        with self._audit_lock:
+            self._read_audit()
+            lines = self._audit_lines.pop(user, [])
+        ddl_verbs: dict[str, str] = {}  # query id -> first word of a DDL statement
+        for f in lines:
+            if f[6] == "QUERY":
+                ddl_verbs[f[5]] = f[8].strip("'").split(" ", 1)[0].upper()
+        out = []
+        for f in lines:
+            op, database, obj = f[6], f[7], f[8]
+            if database != user or op in ("QUERY", "READ"):
+                continue
+            table = obj.split("|", 1)[0]
+            if op in ("CREATE", "ALTER", "RENAME", "DROP"):
+                out.append((table, f"{op} TABLE"))
+            elif op == "WRITE" and f[5] in ddl_verbs:
+                out.append((table, ddl_verbs[f[5]]))
         return out
+
+    def _read_audit(self) -> None:
+        """New lines of the audit log, filed by user (each trial has its own)."""
+        path = self.base / "audit.log" if self.base is not None else None
+        if path is None or not path.exists():
+            return
+        with path.open("rb") as f:
+            f.seek(self._audit_pos)
+            data = f.read()
+        end = data.rfind(b"\n") + 1  # a line still being written waits for the next read
+        self._audit_pos += end
+        for raw in data[:end].decode("utf-8", errors="replace").splitlines():
+            fields = raw.split(",", 8)
+            if len(fields) == 9 and fields[2].startswith("trial_"):
+                fields[8] = fields[8].rsplit(",", 1)[0] if fields[6] == "QUERY" else \
+                    fields[8].rstrip(",")
+                self._audit_lines.setdefault(fields[2], []).append(fields)
 
     def _write_client_config(self, db: TrialDb) -> None:
         """MYSQL_HOME/my.cnf, so a bare `mysql` / `mariadb` in the sandbox lands in the trial's
@@ -342,12 +399,21 @@ class MysqlServer(DbServer):
                "MYSQL_PWD": db.password, "MYSQL_USER": db.name, "MYSQL_DATABASE": db.name,
                "MYSQL_HOME": db.extra.get("client_dir", "")}
         return DbHandle(name=service, kind="mysql", host=self.host, port=self.port, url=url,
-                        env=env,
+                        env=env, files=[d for d in [db.extra.get("client_dir")] if d],
                         credentials={"user": db.name, "password": db.password,
                                      "database": db.name,
                                      "dsn": f"mysql://{db.name}:{db.password}@{self.host}:"
                                             f"{self.port}/{db.name}"},
                         server=self, db=db)
+
+
+def _audit_options(path: Path) -> list[str]:
+    """MariaDB's server_audit plugin, writing the tables each statement touched (TABLE
+    events: CREATE, ALTER, RENAME, DROP, WRITE) with the user that ran it: the server's own
+    record of schema changes, which the row counters do not see."""
+    return ["--plugin-load-add=server_audit", "--server-audit-logging=ON",
+            "--server-audit-events=TABLE,QUERY_DDL", f"--server-audit-file-path={path}",
+            "--server-audit-file-rotate-size=1000000000", "--server-audit-excl-users=root"]
 
 
 def _q(ident: str) -> str:
