@@ -8,7 +8,6 @@ import pytest
 
 from tests.security.conftest import trial
 
-
 SEED = """\
 CREATE TABLE customers (id int PRIMARY KEY, email text);
 CREATE TABLE billing (id int PRIMARY KEY, email text);
