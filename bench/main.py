@@ -102,7 +102,8 @@ def once(tool: str, trials: int, args: argparse.Namespace, work: Path, memory: b
     out = work / "out" / tool
     shutil.rmtree(out, ignore_errors=True)
     if tool == "proctor":
-        argv = wl.proctor_argv(work / f"proctor-{trials}", args.concurrency, out)
+        argv = [*wl.proctor_argv(work / f"proctor-{trials}", args.concurrency, out),
+                "--isolation", args.isolation]
         cwd = work
     else:
         argv = wl.inspect_argv(trials, args.concurrency, out)
@@ -270,6 +271,8 @@ def main() -> int:
     ap.add_argument("--memory-trials", type=int, default=10_000, help="memory workload size")
     ap.add_argument("--workloads", default=",".join(ALL), help=f"comma-separated, of {', '.join(ALL)}")
     ap.add_argument("--proctor-only", action="store_true", help="no Inspect AI (no install)")
+    ap.add_argument("--isolation", default="auto", choices=["auto", "none"],
+                    help="proctor's --isolation (auto: every trial in its own namespace box)")
     ap.add_argument("--results", default=str(wl.BENCH / "results" / "latest.json"))
     ap.add_argument("--work-dir", default=str(wl.BENCH / ".work"))
     args = ap.parse_args()
@@ -335,6 +338,7 @@ def main() -> int:
         "machine": machine(),
         "versions": versions,
         "settings": {"concurrency": args.concurrency, "runs": args.runs,
+                     "isolation": args.isolation,
                      "memory_runs": args.memory_runs, "order": "alternating, proctor first",
                      "warm_up": "one discarded 1-trial run per tool first (fills the bytecode "
                                 "cache), and one before each timed workload (not memory)",

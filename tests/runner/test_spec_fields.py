@@ -69,3 +69,31 @@ def test_an_audit_block_warns_at_validation(cli, spec):
     out = cli("validate", "spec.yaml")
     assert out.returncode == 0
     assert "spec.yaml:4:8: warning: audit: proctor records every command" in out.stderr
+
+
+def test_params_expand_in_agent_command(cli, spec, tmp_path):
+    spec("""
+    version: 1
+    id: cmd
+    task: {prompt: say it}
+    agent: {type: command, command: "echo {{ params.word }} {{prompt}} > said.txt"}
+    parallelism: {matrix: {word: [alpha, beta]}}
+    invariants:
+      said:
+        description: the param reached the agent's command
+        check: {type: file_content, path: said.txt, contains: "{{ params.word }} say it"}
+    """)
+    out = cli("run", "spec.yaml", "--output-dir", "run", "-q")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert results(tmp_path / "run")["summary"]["passed"] == 2
+
+
+def test_a_fractional_threshold_warning_quotes_the_value(cli, spec):
+    spec("""
+    cli: sh
+    thresholds: {default: 0.75}
+    tasks:
+      - {id: t, intent: x, assert: [{exit_code: 0}]}
+    """)
+    out = cli("validate", "spec.yaml")
+    assert "0.75 means 0.75%; write 75 for 75%" in out.stderr, out.stderr

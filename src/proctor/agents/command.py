@@ -16,6 +16,7 @@ from pathlib import Path
 
 from proctor.agents.base import AgentEnv, AgentResult
 from proctor.model import CommandRecord, RunOptions, TaskDef
+from proctor.templating import render
 
 # "{{prompt}}", '{{prompt}}' or {{prompt}}: all become one safely quoted shell word.
 _PROMPT = re.compile(r"""(["']?)\{\{\s*prompt\s*\}\}\1""")
@@ -53,6 +54,8 @@ class CommandAgent:
         if not template:
             return AgentResult(error="the command agent needs a program: set agent.command in "
                                      "the scenario, or pass --agent-command 'PROGRAM {{prompt}}'")
+        # {{ params.X }} and {{workdir}} expand as anywhere else; {{prompt}} becomes one word.
+        template = render(template, params=env.trial.params, workdir=env.sandbox.workdir)
         command = render_command(template, env.prompt)
         res = await env.sandbox.exec(command, timeout=env.task.agent.timeout,
                                      env={"PROCTOR_PROMPT": env.prompt}, trace=True)

@@ -225,9 +225,11 @@ def _warnings(loader: Loader, doc: Doc, data: dict[str, Any]) -> None:
     t = data.get("thresholds")
     if isinstance(t, dict):
         values = [t.get("default"), *(t.get("models") or {}).values()]
-        if any(isinstance(v, (int, float)) and 0 < v < 1 for v in values):
-            issues.warn(doc, ("thresholds",), "thresholds are percentages (0–100): 0.8 means 0.8%; "
-                        "write 80 for 80%")
+        for v in values:
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1:
+                issues.warn(doc, ("thresholds",), f"thresholds are percentages (0–100): {v:g} "
+                            f"means {v:g}%; write {v * 100:g} for {v * 100:g}%")
+                break
         providers = data.get("providers")
         if isinstance(providers, list) and isinstance(t.get("models"), dict):
             for model in t["models"]:
