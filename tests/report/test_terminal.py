@@ -80,3 +80,16 @@ def test_verdict_column_and_incomplete_headline(mixed_run):
     results["complete"] = False
     text, _ = _print(results, width=140, color_system=None)
     assert text.rstrip().endswith("INCOMPLETE (interrupted)")
+
+
+def test_a_huge_run_shows_the_rows_that_need_a_look_first():
+    from proctor.report import terminal
+
+    trials = [{"id": f"t{i}.r0", "task_id": f"t{i:04d}", "model": "m",
+               "status": "fail" if i == 177 else "pass", "composite_score": 1.0,
+               "duration_s": 1.0} for i in range(terminal.MAX_TASK_ROWS + 50)]
+    text, _ = _print({"trials": trials}, width=140, color_system=None)
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("t0"))
+    assert lines[first].startswith("t0177")  # the failing task leads
+    assert "… and 50 more rows" in text

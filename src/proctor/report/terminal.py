@@ -47,11 +47,21 @@ def headline_text(results: dict[str, Any]) -> Any:
     return t
 
 
+# Beyond this many task rows the terminal shows the ones that need a look (error, flaky, fail)
+# first, then says how many passing rows it left out: summary.md and report.html have them all.
+MAX_TASK_ROWS = 200
+_ATTENTION = {"error": 0, "flaky": 1, "fail": 2}
+
+
 def task_table(results: dict[str, Any], width: int) -> Any:
     from rich.table import Table
     from rich.text import Text
 
     rows = data.task_rows(results)
+    hidden = 0
+    if len(rows) > MAX_TASK_ROWS:
+        rows = sorted(rows, key=lambda r: _ATTENTION.get(str(r.get("status")), 3))
+        hidden, rows = len(rows) - MAX_TASK_ROWS, rows[:MAX_TASK_ROWS]
     wide = width >= NARROW
     show_model = any(r.get("model") for r in rows) or len({r["label"] for r in rows}) > 1
     table = Table(title="Tasks", title_justify="left", show_edge=False, pad_edge=False)
@@ -78,6 +88,9 @@ def task_table(results: dict[str, Any], width: int) -> Any:
             turns = r.get("avg_turns")
             cells += ["–" if turns is None else f"{turns:.1f}", data.seconds(r.get("avg_duration_s"))]
         table.add_row(*cells)
+    if hidden:
+        table.caption = (f"… and {hidden} more rows (the tasks needing a look come first; "
+                         "all are in summary.md / report.html: --format md,html)")
     return table
 
 
