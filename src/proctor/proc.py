@@ -43,8 +43,7 @@ Feed = Callable[[int, bytes], None]  # (fd, chunk): sees every byte, before any 
 
 async def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
               env: dict[str, str] | None = None, stdin: bytes | None = None,
-              limit: int = 1_000_000, preexec_fn: Callable[[], None] | None = None,
-              feed: Feed | None = None, on_start: Callable[[int], None] | None = None,
+              limit: int = 1_000_000, feed: Feed | None = None, on_start: Callable[[int], None] | None = None,
               pass_fds: Sequence[int] = ()) -> ExecResult:
     """Run `argv`; keep the first `limit` bytes of each stream. `on_start(pid)` learns the
     process group as soon as it exists (so an owner can kill it on close)."""
@@ -54,7 +53,7 @@ async def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         lambda: _Capture(loop, limit, feed), *argv, cwd=cwd, env=env,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        start_new_session=True, preexec_fn=preexec_fn, pass_fds=pass_fds))
+        start_new_session=True, pass_fds=pass_fds))
     try:
         transport, proto = await asyncio.shield(spawn)
     except asyncio.CancelledError:

@@ -1,8 +1,8 @@
 """Per-trial resource limits with cgroups: memory, processes alive at once, CPU.
 
 One cgroup per trial (per controller on cgroup v1, one node on v2), created under proctor's
-own cgroup. Every command of the trial joins it between fork and exec (`attach`, run as
-`preexec_fn`), so everything it starts is counted, whatever it does (`setsid` and double
+own cgroup. Every command of the trial joins it before it runs (`attach_argv`, a tiny `sh` wrapper), so
+everything it starts is counted, whatever it does (`setsid` and double
 forks stay in the cgroup). When a limit is hit the kernel acts (the OOM killer, a failing
 fork) and `fault()` says so afterwards, which makes the trial `error` with the cause.
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import time
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ CFS_PERIOD_US = 100_000
 class TrialCgroup:
     dirs: dict[str, Path]  # controller ("memory", "pids", "cpu", or "" for v2) -> directory
     resources: Resources
-    _procs_files: list[bytes] = field(default_factory=list)
+    _procs_files: list[str] = field(default_factory=list)
 
     @classmethod
     def create(cls, name: str, resources: Resources) -> TrialCgroup | None:
@@ -46,18 +47,13 @@ class TrialCgroup:
         except OSError:
             cg.remove()
             return None
-        cg._procs_files = [str(d / "cgroup.procs").encode() for d in dirs.values()]
+        cg._procs_files = [str(d / "cgroup.procs") for d in dirs.values()]
         return cg
 
-    def attach(self) -> None:
-        """Runs in the child between fork and exec: only raw syscalls, no allocation-heavy work."""
-        pid = str(os.getpid()).encode()
-        for path in self._procs_files:
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, pid)
-            finally:
-                os.close(fd)
+    def attach_argv(self) -> list[str]:
+        """A prefix that moves the command into this cgroup, then execs it."""
+        writes = " && ".join(f"echo $$ > {shlex.quote(p)}" for p in self._procs_files)
+        return ["/bin/sh", "-c", f'{writes} && exec "$@"', "proctor-limits"]
 
     def pids(self) -> list[int]:
         out: set[int] = set()

@@ -215,10 +215,11 @@ class LocalSandbox:
             argv = strace_argv(trace_file) + argv
         if self.box is None and self.hosts_file is not None:
             argv = hostsfile.wrap(argv, self.hosts_file)  # outside strace: not the agent's
+        argv = self._limits_prefix() + argv  # outermost: everything runs inside the limits
         res = await proc.run(argv, timeout=timeout, cwd=host_cwd,
                              env={**self.env, **env} if env else self.env, stdin=stdin,
                              limit=self.output_limit, on_start=self._groups.add,
-                             preexec_fn=self._preexec(), feed=self.on_output)
+                             feed=self.on_output)
         if trace_file is not None:
             execs, complete = parse_trace(trace_file)
             trace_file.unlink(missing_ok=True)
@@ -231,18 +232,15 @@ class LocalSandbox:
                 self._faults.append(res.error)
         return res
 
-    def _preexec(self):
+    def _limits_prefix(self) -> list[str]:
+        """A wrapper that puts the command in the trial's cgroup (or, without cgroups, under
+        an address-space limit) before it runs. A wrapper process rather than code between
+        fork and exec: that would force a full fork() of proctor for every command."""
         if self.cgroup is not None:
-            return self.cgroup.attach
-        if self.resources.memory_bytes:
-            mem = self.resources.memory_bytes
-
-            def limit_address_space() -> None:
-                import resource
-
-                resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-            return limit_address_space
-        return None
+            return self.cgroup.attach_argv()
+        if self.resources.memory_bytes and shutil.which("prlimit"):
+            return ["prlimit", f"--as={self.resources.memory_bytes}", "--"]
+        return []
 
     # -- files -------------------------------------------------------------------------
 
