@@ -14,8 +14,14 @@ FIXTURES = "tests/fixtures/specs"
 
 def test_valid_fixtures_validate(repo):
     proc = run_proctor("validate", f"{FIXTURES}/valid", cwd=repo)
-    assert (proc.returncode, proc.stderr) == (0, "")
-    assert proc.stdout == "ok: 13 file(s), 23 task(s)\n"
+    assert proc.returncode == 0
+    # Valid specs; what this machine's configuration lacks (judge aliases, the upstream
+    # examples' mock/scripted) is said as warnings, since `run` would stop on it.
+    lines = proc.stderr.splitlines()
+    assert lines and all(": warning: task " in line for line in lines)
+    assert any("paragon-fast is not configured" in line for line in lines)
+    assert any("mock script 'scripted' not found" in line for line in lines)
+    assert proc.stdout == f"ok: 13 file(s), 23 task(s), {len(lines)} warning(s)\n"
 
 
 def test_suite_errors_all_at_once(repo):
@@ -144,4 +150,4 @@ def test_init_writes_examples_that_validate_and_refuses_to_overwrite(spec_dir):
 def test_a_file_named_twice_is_read_once(repo):
     f = f"{FIXTURES}/valid/hello-world.yaml"
     proc = run_proctor("validate", f, f, f"{FIXTURES}/valid", cwd=repo)
-    assert (proc.returncode, proc.stdout) == (0, "ok: 13 file(s), 23 task(s)\n")
+    assert proc.returncode == 0 and proc.stdout.startswith("ok: 13 file(s), 23 task(s)")

@@ -51,7 +51,7 @@ def test_unreadable_files_are_yaml_errors(tmp_path):
 
     with pytest.raises(YamlError) as e:
         read(str(tmp_path), "dir.yaml")
-    assert e.value.message == "cannot read file: Is a directory"
+    assert e.value.message == "not a regular file (a spec must be a file, not a directory)"
 
 
 def test_a_long_file_lets_its_tree_go_and_composes_it_again(monkeypatch):

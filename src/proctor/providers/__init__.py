@@ -66,7 +66,7 @@ def model_for(trial_model: str | None, task: TaskDef, config: dict[str, Any]) ->
 
 
 def preflight(models: Iterable[str | None], config: dict[str, Any],
-              base_dirs: Iterable[str | None] | None = None) -> None:
+              base_dirs: Iterable[str | None] | None = None, *, keys: bool = True) -> None:
     """Raise one UsageError listing every model that cannot be called (exit 2, nothing runs).
 
     None stands for "the configured default model". Mock script paths are checked only when
@@ -90,7 +90,7 @@ def preflight(models: Iterable[str | None], config: dict[str, Any],
                     and not any(resolve_script_path(name, d) for d in [*dirs, None])):
                 problems.append(f"{resolved}: mock script {name!r} not found (next to the spec, "
                                 f"or relative to the current directory)")
-        elif s.api_key_env and not s.key():
+        elif keys and s.api_key_env and not s.key():
             problems.append(f"{resolved}: no API key: set {s.api_key_env}"
                             + ("" if provider in ("openai", "anthropic") else
                                f" (or api_key in [providers.{provider}] of proctor.toml)"))

@@ -23,6 +23,25 @@ class TaskSource:
     data: Any
 
 
+MAX_MATCHES = 10_000  # files one include may bring in
+
+
+def _matches(pattern: str) -> list[str]:
+    """Regular files matching `pattern`, each real file once: a symlink loop under `**`
+    (`a/up -> ..`) yields the same files again and again."""
+    seen: set[str] = set()
+    out = []
+    for m in glob.iglob(pattern, recursive=True):
+        real = os.path.realpath(m)
+        if real in seen or not os.path.isfile(m):
+            continue
+        seen.add(real)
+        out.append(m)
+        if len(out) >= MAX_MATCHES:
+            break
+    return sorted(out)
+
+
 OpenDoc = Callable[[str, str], Doc | None]  # (path, display name) -> parsed file, None if broken
 
 
@@ -39,7 +58,7 @@ def expand(issues: Issues, open_doc: OpenDoc, doc: Doc, entries: list[Any], pref
             continue
         pattern = os.path.expanduser(entry[len(PREFIX):])
         full = os.path.join(doc.base_dir, pattern)  # an absolute pattern stays absolute
-        matches = sorted(m for m in glob.glob(full, recursive=True) if os.path.isfile(m))
+        matches = _matches(full)
         if not matches:
             issues.error(doc, (*prefix, i), f"{entry} matched no files (relative to {doc.base_dir})")
         for match in matches:

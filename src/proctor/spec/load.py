@@ -9,8 +9,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.errors import SpecError, SpecIssue
+from proctor.config import load_config
+from proctor.errors import SpecError, SpecIssue, UsageError
 from proctor.model import TaskDef
+from proctor.providers import preflight
 from proctor.spec.diagnostics import Issues, describe
 from proctor.spec.yamlpos import Doc, Path, YamlError, locate, read
 
@@ -45,9 +47,34 @@ def validate_paths(paths: list[str]) -> int:
         print(issue, file=sys.stderr)
     if loader.issues.errors:
         return 2
-    warned = f", {len(result.warnings)} warning(s)" if result.warnings else ""
+    # The spec is valid; this machine's configuration may still stop a run: say so now.
+    problems = knowable_problems(result.tasks)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    count = len(result.warnings) + len(problems)
+    warned = f", {count} warning(s)" if count else ""
     print(f"ok: {result.files} file(s), {len(result.tasks)} task(s){warned}")
     return 0
+
+
+def knowable_problems(tasks: list[TaskDef]) -> list[str]:
+    """What would stop `run` before the first trial and needs no API key to know: models and
+    judge aliases that are not configured, mock scripts that are not there."""
+    try:
+        config = load_config()
+    except UsageError as e:
+        return [f"proctor: warning: {e}"]
+    out = []
+    for task in tasks:
+        judges = [getattr(c.config, "model", None) or "paragon-fast"
+                  for c in task.checks if c.type == "llm_as_judge"]
+        models = [m for m in task.models if "{{" not in m] if task.agent.type == "llm" else []
+        try:
+            preflight([*models, *judges], config, [task.base_dir], keys=False)
+        except UsageError as e:
+            out.append(f"{task.source}: warning: task {task.id}: {e} (`proctor run` would stop "
+                       "before the first trial)")
+    return list(dict.fromkeys(out))
 
 
 class Loader:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,6 +27,8 @@ PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 HOST = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d+)?$")
 MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 JUDGE_INPUTS = ("agent_output", "stdout", "workspace")
+MAX_MEMORY = 1024 ** 4  # 1 TiB
+MAX_TRIALS = 10_000  # per scenario and model: matrix combinations × replicas
 
 
 class ScenarioSetup(SpecModel):
@@ -64,6 +67,8 @@ class Resources(SpecModel):
         m = MEMORY.match(v)
         if not m:
             raise ValueError(f"memory {v!r} must be a number with an optional unit, e.g. 512m or 2g")
+        if memory_bytes(v if m.group(2) else f"{m.group(1)}m") > MAX_MEMORY:
+            raise ValueError(f"memory {v!r} is more than any machine has (at most 1t)")
         return v.strip() if m.group(2) else f"{m.group(1)}m"  # the unit always written out
 
 
@@ -172,6 +177,14 @@ class Parallelism(SpecModel):
             if any(isinstance(x, (dict, list)) for x in values):
                 raise ValueError(f"param {name!r}: values must be plain (text, numbers, booleans)")
         return v
+
+    @model_validator(mode="after")
+    def _size(self) -> Parallelism:
+        trials = self.replicas * math.prod(len(v) for v in self.matrix.values())
+        if trials > MAX_TRIALS:
+            raise ValueError(f"the matrix and replicas make {trials} trials per model; at most "
+                             f"{MAX_TRIALS} (split the scenario, or use fewer values)")
+        return self
 
 
 class Scenario(SpecModel):

@@ -63,6 +63,9 @@ class Secret(SpecModel):
         return self.from_ == "generated"
 
 
+MAX_SECRET_BYTES = 64 * 1024
+
+
 class SecretUnavailable(Exception):
     """The secret's value cannot be read now."""
 
@@ -82,9 +85,14 @@ def resolve(secret: Secret, base_dir: str) -> str | None:
         return value
     if kind == "file":
         path = os.path.join(base_dir, os.path.expanduser(arg.strip()))
+        if os.path.exists(path) and not os.path.isfile(path):  # /dev/zero would never end
+            raise SecretUnavailable(f"secret {name!r}: {path} is not a regular file")
         try:
             with open(path, encoding="utf-8") as f:
-                value = f.read().strip()
+                value = f.read(MAX_SECRET_BYTES + 1).strip()
+            if len(value) > MAX_SECRET_BYTES:
+                raise SecretUnavailable(f"secret {name!r}: {path} is larger than "
+                                        f"{MAX_SECRET_BYTES} bytes")
         except (OSError, UnicodeDecodeError) as e:
             reason = getattr(e, "strerror", None) or e
             raise SecretUnavailable(f"secret {name!r}: cannot read {path}: {reason}") from None

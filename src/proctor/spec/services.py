@@ -165,6 +165,9 @@ def service_defs(issues: Issues, doc: Doc, raw: Any, prefix: Path) -> list[Servi
     return out
 
 
+MAX_SEED_BYTES = 512 * 1024 * 1024
+
+
 def _seed(issues: Issues, doc: Doc, seed: str, path: Path) -> dict[str, Any]:
     """A seed naming a file becomes `seed_file` (absolute); anything else is inline SQL, kept with
     where it was written so a later SQL error can point there."""
@@ -172,8 +175,17 @@ def _seed(issues: Issues, doc: Doc, seed: str, path: Path) -> dict[str, Any]:
     if "\n" not in text:
         candidate = os.path.join(doc.base_dir, text)
         if os.path.isfile(candidate):
+            if os.path.getsize(candidate) > MAX_SEED_BYTES:
+                issues.error(doc, path, f"seed file {text!r} is larger than {MAX_SEED_BYTES} bytes")
+                return {}
             return {"seed_file": os.path.abspath(candidate)}
-        if text.lower().endswith(".sql") and " " not in text:
+        path_like = not any(c in text for c in " ;") and ("/" in text or
+                                                          text.lower().endswith(".sql"))
+        if path_like and os.path.exists(candidate):
+            issues.error(doc, path, f"seed {text!r} is not a regular file; give a .sql file or "
+                         "write the SQL inline")
+            return {}
+        if path_like:
             issues.error(doc, path, f"seed file {text!r} not found (looked in {doc.base_dir}); "
                          "fix the path or write the SQL inline")
             return {}

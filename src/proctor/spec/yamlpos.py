@@ -8,6 +8,8 @@ catching what PyYAML silently accepts: duplicate keys, non-scalar keys.
 from __future__ import annotations
 
 import os
+import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,16 +64,45 @@ class Doc:
 KEEP_TREE_CHARS = 256 * 1024
 
 
+# Bounds on what one spec file may make proctor do (issue: bad input never crashes or hangs).
+MAX_SPEC_BYTES = 20 * 1024 * 1024
+MAX_DEPTH = 200  # nested lists/mappings; libyaml's composer recurses in C beyond this
+MAX_VALUES = 1_000_000  # values after aliases are expanded ("billion laughs")
+_DEEP_INDENT = re.compile(rf"\n {{{2 * MAX_DEPTH},}}\S")
+
+
 def parse(text: str, file: str, abspath: str) -> Doc:
+    _check_depth(text)
     root = _compose(text)
     conv = _Converter()
     try:
         data = conv.convert(root) if root is not None else None
     except RecursionError:
-        raise YamlError(1, 1, "YAML is nested too deeply") from None
+        raise YamlError(1, 1, f"YAML is nested too deeply (at most {MAX_DEPTH} levels)") from None
     if len(text) > KEEP_TREE_CHARS and not conv.duplicates:  # duplicates point into the tree
         return Doc(file, abspath, data, None, [], text)
     return Doc(file, abspath, data, root, conv.duplicates)
+
+
+def _check_depth(text: str) -> None:
+    """Reject nesting deeper than MAX_DEPTH before composing (libyaml would overflow the C
+    stack). Only texts that could be that deep (many brackets, or deep indentation) pay for
+    the scan of parser events."""
+    if text.count("[") + text.count("{") < MAX_DEPTH and not _DEEP_INDENT.search(text):
+        return
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    raise YamlError(mark.line + 1, mark.column + 1,
+                                    f"YAML is nested too deeply (at most {MAX_DEPTH} levels)")
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return  # composing reports it, with its position
 
 
 def _compose(text: str) -> Node | None:
@@ -93,9 +124,13 @@ class _Converter:
     def __init__(self) -> None:
         self.ctor = SafeConstructor()
         self.memo: dict[int, Any] = {}  # anchors/aliases share one node object
+        self.sizes: dict[int, int] = {}  # values under a node, aliases expanded
+        self.open: set[int] = set()  # nodes being converted: an alias to one is a cycle
+        self.values = 0
         self.duplicates: list[tuple[Node, Node]] = []
 
     def convert(self, node: Node) -> Any:
+        self._count(1, node)
         if isinstance(node, ScalarNode):
             if node.tag == _STR:
                 return _fresh(node.value)
@@ -103,9 +138,29 @@ class _Converter:
             if ctor is None:
                 raise YamlError(*_pos(node), f"unsupported YAML tag {node.tag!r}; remove it")
             return ctor(self.ctor, node)
+        if id(node) in self.open:
+            raise YamlError(*_pos(node), "an alias refers to a list or mapping that contains "
+                            "it (a cycle); copy the values instead")
         done = self.memo.get(id(node))
         if done is not None:
+            self._count(self.sizes.get(id(node), 1), node)  # what the alias expands to
             return done
+        start = self.values
+        self.open.add(id(node))
+        try:
+            out = self._container(node)
+        finally:
+            self.open.discard(id(node))
+        self.sizes[id(node)] = self.values - start
+        return out
+
+    def _count(self, n: int, node: Node) -> None:
+        self.values += n
+        if self.values > MAX_VALUES:
+            raise YamlError(*_pos(node), f"aliases expand to more than {MAX_VALUES} values "
+                            "(is an anchor used recursively, a \"billion laughs\"?)")
+
+    def _container(self, node: Node) -> Any:
         if isinstance(node, SequenceNode):
             out: Any = []
             self.memo[id(node)] = out
@@ -113,7 +168,12 @@ class _Converter:
             return out
         assert isinstance(node, MappingNode)
         if any(k.tag == _MERGE for k, _ in node.value):
-            self.ctor.flatten_mapping(node)  # `<<: *anchor` merges, as PyYAML does
+            try:  # `<<: *anchor` merges, as PyYAML does
+                self.ctor.flatten_mapping(node)
+            except yaml.MarkedYAMLError as e:
+                mark = e.problem_mark or node.start_mark
+                raise YamlError(mark.line + 1, mark.column + 1,
+                                f"`<<` merges a mapping or a list of mappings: {e.problem}") from None
         out = {}
         self.memo[id(node)] = out
         first: dict[Any, Node] = {}
@@ -194,8 +254,15 @@ def path_of(root: Node | None, target: Node) -> Path:
 def read(path: str, file: str) -> Doc:
     """Read and parse one file; every way it can fail is a YamlError."""
     try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block, /dev/zero never end
+            raise YamlError(1, 1, "not a regular file (a spec must be a file, not a "
+                            f"{_kind(st.st_mode)})")
+        if st.st_size > MAX_SPEC_BYTES:
+            raise YamlError(1, 1, f"file too large: {st.st_size} bytes (a spec file may have "
+                            f"at most {MAX_SPEC_BYTES})")
         with open(path, "rb") as f:
-            raw = f.read()
+            raw = f.read(MAX_SPEC_BYTES + 1)
     except OSError as e:
         raise YamlError(1, 1, f"cannot read file: {e.strerror or e}") from None
     try:
@@ -205,6 +272,16 @@ def read(path: str, file: str) -> Doc:
     if "\x00" in text:
         raise YamlError(*_offset_pos(raw, raw.index(b"\x00")), "not a text file (contains NUL bytes)")
     return parse(text, file, os.path.abspath(path))
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return "socket or special file"
 
 
 def _offset_pos(raw: bytes, offset: int) -> tuple[int, int]:
