@@ -24,6 +24,7 @@ class TaskSource:
 
 
 MAX_MATCHES = 10_000  # files one include may bring in
+MAX_DEPTH = 20  # includes of includes
 
 
 def _matches(pattern: str) -> list[str]:
@@ -55,6 +56,9 @@ def expand(issues: Issues, open_doc: OpenDoc, doc: Doc, entries: list[Any], pref
     for i, entry in enumerate(entries):
         if not (isinstance(entry, str) and entry.startswith(PREFIX)):
             out.append(TaskSource(doc, (*prefix, i), entry))
+            continue
+        if len(stack) > MAX_DEPTH:
+            issues.error(doc, (*prefix, i), f"includes are nested more than {MAX_DEPTH} deep")
             continue
         pattern = os.path.expanduser(entry[len(PREFIX):])
         full = os.path.join(doc.base_dir, pattern)  # an absolute pattern stays absolute
