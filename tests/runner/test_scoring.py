@@ -154,3 +154,48 @@ def test_cost_per_success_and_unknown_cost():
     assert out["models"][0]["cost_per_success"] == pytest.approx(0.04)
     out = summarize([trial("pass", model="m", cost=None)], [task_def()])
     assert out["models"][0]["cost_usd"] is None
+
+
+def test_the_default_threshold_applies_to_rows_without_a_model():
+    th = Thresholds(default=60)
+    oracle = [TrialResult(id=f"t.r{i}", task_id="t", model=None, help_mode=None, replica=i,
+                          params={}, status="pass" if i else "fail", composite_score=1.0,
+                          agent="oracle") for i in range(2)]
+    out = summarize(oracle, [_suite_task(th)])
+    [row] = out["models"]
+    assert (row["agent"], row["threshold"], row["met"]) == ("oracle", 60, False)
+    assert out["exit_code"] == 1  # the threshold decides, not "any failure"
+
+
+def test_each_suites_thresholds_judge_its_own_tasks():
+    strict, lax = Thresholds(default=90), Thresholds(default=40)
+    tasks = [task_def("a", thresholds=strict), task_def("b", thresholds=lax)]
+    trials = [trial("pass", task="a", model="m", replica=0), trial("pass", task="a", model="m",
+                                                                    replica=1),
+              trial("pass", task="b", model="m"), trial("fail", task="b", model="m", replica=1)]
+    [row] = summarize(trials, tasks)["models"]
+    assert row["met"] is True  # a: 100 % >= 90; b: 50 % >= 40 (75 % overall would miss 90)
+    trials[1] = trial("fail", task="a", model="m", replica=1)
+    [row] = summarize(trials, tasks)["models"]
+    assert row["met"] is False and row["threshold"] == 40  # the strictest shown: min of limits
+
+
+def test_rows_are_split_by_help_mode_and_params():
+    ts = [TrialResult(id=f"t.{m}.r{i}", task_id="t", model="x", help_mode=m, replica=i,
+                      params={"db": d}, status="pass" if m == "injected" else "fail",
+                      composite_score=1.0) for m in ("injected", "none") for d in ("pg", "my")
+          for i in range(2)]
+    rows = summarize(ts, [task_def()])["tasks"]
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"pass", "fail"}  # never "flaky"
+    assert {(r["help_mode"], r["params"]["db"]) for r in rows} == {
+        ("injected", "pg"), ("injected", "my"), ("none", "pg"), ("none", "my")}
+
+
+def test_pass_at_k_is_the_unbiased_estimate():
+    ts = [trial("pass" if i < 2 else "fail", replica=i) for i in range(5)]
+    [row] = summarize(ts, [task_def()])["tasks"]
+    assert row["pass_at_k"]["1"] == pytest.approx(0.4)
+    assert row["pass_at_k"]["3"] == pytest.approx(1 - 1 / 10)  # 1 - C(3,3)/C(5,3)
+    assert row["pass_at_k"]["4"] == 1.0
+    assert row["pass_hat_k"]["2"] == pytest.approx(1 / 10)  # C(2,2)/C(5,2)
+    assert set(row["pass_at_k"]) == {"1", "2", "3", "4", "5"}
