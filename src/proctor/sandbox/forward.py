@@ -76,9 +76,12 @@ def _in_namespace(box_pid: int, addresses: list[tuple[str, int]]) -> list[socket
 
     def work() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
-        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-        theirs = os.open(f"/proc/{box_pid}/ns/net", os.O_RDONLY)
+        fds: list[int] = []
         try:
+            own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+            fds.append(own)
+            theirs = os.open(f"/proc/{box_pid}/ns/net", os.O_RDONLY)  # gone if the box died
+            fds.append(theirs)
             if libc.setns(theirs, CLONE_NEWNET) != 0:
                 raise OSError(ctypes.get_errno(), "setns into the sandbox network failed")
             try:
@@ -89,8 +92,8 @@ def _in_namespace(box_pid: int, addresses: list[tuple[str, int]]) -> list[socket
         except BaseException as e:
             result.append(e)
         finally:
-            os.close(own)
-            os.close(theirs)
+            for fd in fds:
+                os.close(fd)
 
     t = threading.Thread(target=work, name="proctor-netns")
     t.start()
