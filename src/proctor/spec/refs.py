@@ -6,8 +6,8 @@ from collections.abc import Collection
 from typing import Any
 
 from proctor.spec.diagnostics import Issues, suggest
-from proctor.spec.templating import references
 from proctor.spec.yamlpos import Doc, Path
+from proctor.templating import references
 
 WHERE = {"secrets": "`secrets:`", "params": "the keys of `parallelism.matrix`"}
 
