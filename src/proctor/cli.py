@@ -272,12 +272,24 @@ def runs(limit: int) -> None:
 @main.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("trial", required=False)
-def show(run_dir: str, trial: str | None) -> None:
-    """Print a run's trials, or one TRIAL's trace, checks and audit log."""
-    def body() -> int:
-        from proctor.report.show import show_main
+@click.option("--failed", is_flag=True, help="Only trials that did not pass (fail or error).")
+@click.option("--task", "task_ids", multiple=True, metavar="ID",
+              help="Only these tasks (repeatable).")
+@click.option("--model", "models", multiple=True, metavar="MODEL",
+              help="Only these models or agents (repeatable).")
+def show(run_dir: str, trial: str | None, failed: bool, task_ids: tuple[str, ...],
+         models: tuple[str, ...]) -> None:
+    """Print a run's trials, or one TRIAL's trace, checks and audit log.
 
-        return show_main(run_dir, trial)
+    \b
+      proctor show RUN_DIR                       every trial, with the first failure of each
+      proctor show RUN_DIR --failed --task t1    only t1's failed and errored trials
+      proctor show RUN_DIR TRIAL                 one trial (an id or a unique prefix)
+    """
+    def body() -> int:
+        from proctor.report.show import TrialFilter, show_main
+
+        return show_main(run_dir, trial, TrialFilter(failed, set(task_ids), set(models)))
 
     _guard(body)
 

@@ -28,6 +28,7 @@ from proctor.plan import plan, select
 from proctor.proc import use_fast_child_watcher
 from proctor.providers import preflight_run
 from proctor.report import write_reports
+from proctor.report.progress import Progress
 from proctor.report.terminal import print_summary
 from proctor.sandbox import BACKENDS
 from proctor.scoring import summarize
@@ -286,42 +287,8 @@ def _versions() -> dict[str, str]:
     return {"proctor": __version__, "python": sys.version.split()[0]}
 
 
-class _Progress:
-    """A live bar on a terminal; nothing otherwise (CI logs get the final table)."""
-
-    def __init__(self, total: int, done: int, enabled: bool):
-        self.bar = None
-        self.counts = {"pass": 0, "fail": 0, "error": 0}
-        if not enabled:
-            return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self.bar = Progress(TextColumn("[bold]running"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
-                            transient=True)
-        self.task = self.bar.add_task("trials", total=total, completed=done, counts="")
-        self.bar.start()
-
-    def advance(self, result: TrialResult) -> None:
-        self.counts[result.status] = self.counts.get(result.status, 0) + 1
-        if self.bar is not None:
-            c = self.counts
-            text = f"[green]{c['pass']} pass[/] [red]{c['fail']} fail[/] [yellow]{c['error']} error[/]"
-            self.bar.update(self.task, advance=1, counts=text)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
-def _progress(total: int, done: int, options: RunOptions) -> _Progress:
-    return _Progress(total, done, not options.quiet and sys.stderr.isatty())
+def _progress(total: int, done: int, options: RunOptions) -> Progress:
+    return Progress(total, done, quiet=options.quiet)
 
 
 def _print_outcome(planned: Planned, results: dict[str, Any]) -> None:

@@ -108,3 +108,18 @@ def test_long_audit_logs_are_capped_per_type(mixed_run, capsys):
     assert "node_modules/x23.js" in out and "node_modules/x24.js" not in out
     assert "… 76 more file_write events (all 101 in " in out
     assert "http     mail POST /send → 200" in out  # other types are unaffected
+
+
+def test_the_list_filters_by_outcome_task_and_model(mixed_run, capsys):
+    from proctor.report.show import TrialFilter, show_main
+
+    show_main(mixed_run, None, TrialFilter(failed=True, tasks={"git-branch"}))
+    out = capsys.readouterr().out
+    ids = [line.split()[0] for line in out.splitlines() if line.startswith("git-")]
+    assert ids == ["git-branch.anthropic-claude-sonnet-4-5.injected.r1",
+                   "git-branch.anthropic-claude-sonnet-4-5.none.r1"]
+    show_main(mixed_run, None, TrialFilter(models={"command"}))
+    out = capsys.readouterr().out
+    assert "refund-order" in out and "git-init" not in out
+    show_main(mixed_run, None, TrialFilter(tasks={"nope"}))
+    assert "none of the run's 44 trials match" in capsys.readouterr().out

@@ -6,6 +6,7 @@ output can neither inject rich markup nor terminal escape sequences."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,13 +22,34 @@ MESSAGE_CHARS = 600
 AUDIT_PER_TYPE = 25  # audit events shown per type
 
 
-def show_main(run_dir: str | Path, trial: str | None) -> int:
-    """Without TRIAL list the run's trials; with TRIAL (id or unique prefix) print its record."""
+@dataclass
+class TrialFilter:
+    failed: bool = False  # fail or error only
+    tasks: set[str] = field(default_factory=set)
+    models: set[str] = field(default_factory=set)  # a model, or an agent without one
+
+    def keeps(self, t: dict[str, Any]) -> bool:
+        if self.failed and data.status_of(t) == "pass":
+            return False
+        if self.tasks and t.get("task_id") not in self.tasks:
+            return False
+        return not self.models or (t.get("model") or t.get("agent")) in self.models
+
+
+def show_main(run_dir: str | Path, trial: str | None, only: TrialFilter | None = None) -> int:
+    """Without TRIAL list the run's trials (those `only` keeps); with TRIAL (id or unique
+    prefix) print its record."""
     from rich.console import Console
 
     run = data.load_run(run_dir, allow_partial=True)
     console = Console(highlight=False)
     if trial is None:
+        if only is not None:
+            kept = [t for t in run.trials if only.keeps(t)]
+            if run.trials and not kept:
+                console.print(f"none of the run's {len(run.trials)} trials match")
+                return 0
+            run.results = {**run.results, "trials": kept}
         print_trial_list(run, console)
     else:
         print_trial(run, data.find_trial(run.trials, trial), console)

@@ -1,0 +1,96 @@
+"""Progress while a run goes: a live bar with ETA and per-model counts on a terminal; a
+plain line every so often when stderr is not a terminal (CI logs are not empty until the end).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from typing import IO, Any
+
+from proctor.model import TrialResult
+
+LINE_EVERY_S = 10.0  # without a terminal: at most this long between lines
+LINE_EVERY_FRACTION = 0.1  # ... and a line every tenth of the run
+MODELS_SHOWN = 3
+
+
+class Progress:
+    def __init__(self, total: int, done: int, *, quiet: bool = False,
+                 stream: IO[str] | None = None):
+        self.total, self.done, self.start_done = total, done, done
+        self.counts: Counter[str] = Counter()
+        self.by_model: dict[str, Counter[str]] = {}
+        self.stream = stream or sys.stderr
+        self.t0 = time.monotonic()
+        self.last_line = self.t0
+        self.next_fraction = done + max(1, int(total * LINE_EVERY_FRACTION))
+        self.bar: Any = None
+        self.quiet = quiet
+        if quiet or not self.stream.isatty():
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import (
+            Progress as Bar,
+        )
+
+        self.bar = Bar(TextColumn("[bold]running"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
+                       TextColumn("eta"), TimeRemainingColumn(), transient=True)
+        self.task = self.bar.add_task("trials", total=total, completed=done, counts="")
+        self.bar.start()
+
+    def advance(self, result: TrialResult) -> None:
+        self.done += 1
+        self.counts[result.status] += 1
+        label = result.model or result.agent or "?"
+        self.by_model.setdefault(label, Counter())[result.status] += 1
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, counts=self._counts(markup=True))
+        elif not self.quiet:
+            now = time.monotonic()
+            if (now - self.last_line >= LINE_EVERY_S or self.done >= self.next_fraction
+                    or self.done == self.total):
+                self.last_line = now
+                self.next_fraction = self.done + max(1, int(self.total * LINE_EVERY_FRACTION))
+                print(self.line(now), file=self.stream, flush=True)
+
+    def line(self, now: float | None = None) -> str:
+        """`proctor: 120/1000 trials · 100 pass 15 fail 5 error · 0:42 elapsed · eta 5:08`"""
+        elapsed = (now or time.monotonic()) - self.t0
+        ran = self.done - self.start_done
+        eta = "–" if not ran else _clock(elapsed / ran * (self.total - self.done))
+        return (f"proctor: {self.done}/{self.total} trials · {self._counts(markup=False)} · "
+                f"{_clock(elapsed)} elapsed · eta {eta}")
+
+    def _counts(self, *, markup: bool) -> str:
+        c = self.counts
+        if markup:
+            text = (f"[green]{c['pass']} pass[/] [red]{c['fail']} fail[/] "
+                    f"[yellow]{c['error']} error[/]")
+        else:
+            text = f"{c['pass']} pass {c['fail']} fail {c['error']} error"
+        if len(self.by_model) > 1:
+            parts = [f"{m} {n['pass']}/{sum(n.values())}"
+                     for m, n in list(self.by_model.items())[:MODELS_SHOWN]]
+            more = " …" if len(self.by_model) > MODELS_SHOWN else ""
+            text += " (" + ", ".join(parts) + more + ")"
+        return text
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _clock(seconds: float) -> str:
+    s = int(round(seconds))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
