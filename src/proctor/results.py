@@ -65,10 +65,26 @@ class ModelRow(Usage):
     errored: int
 
 
+class HelpModeEffect(TypedDict):
+    """Does injecting `--help` help? One per agent and pair of help modes it ran under."""
+
+    agent: str
+    mode_a: str  # the baseline (the first mode of the suite's `help_modes`)
+    mode_b: str
+    passed_a: int
+    trials_a: int
+    passed_b: int
+    trials_b: int
+    diff: float  # pass rate b - a
+    ci95: list[float]  # Newcombe interval of the difference
+    p_value: float  # Fisher's exact test, two-sided
+
+
 class Scored(TypedDict):
     summary: Summary
     tasks: list[TaskRow]
     models: list[ModelRow]
+    help_modes: list[HelpModeEffect]
     exit_code: int
 
 
@@ -89,5 +105,6 @@ class RunResults(TypedDict, total=False):
     trials: list[dict[str, Any]]  # TrialResult.to_dict() each
     tasks: list[TaskRow]
     models: list[ModelRow]
+    help_modes: list[HelpModeEffect]
     exit_code: int
     isolation: Isolation

@@ -203,6 +203,7 @@ def build_results(planned: Planned, finished: dict[str, TrialResult],
         "trials": [t.to_dict() for t in trials],
         "tasks": scored["tasks"],
         "models": scored["models"],
+        "help_modes": scored["help_modes"],
         "exit_code": scored["exit_code"],
         "isolation": planned.meta.get("isolation") or {"isolated": True, "note": ""},
     }

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from proctor.model import CheckResult, ForbiddenResult, TaskDef, Thresholds, TrialResult
-from proctor.results import ModelRow, Scored, Summary, TaskRow, Usage
-from proctor.stats import wilson
+from proctor.results import HelpModeEffect, ModelRow, Scored, Summary, TaskRow, Usage
+from proctor.stats import fisher_exact, newcombe_diff, wilson
 
 # Scores are sums of float products: 0.85 must pass a 0.85 threshold.
 _EPS = 1e-9
@@ -214,4 +214,31 @@ def summarize(trials: list[TrialResult], tasks: Iterable[TaskDef]) -> Scored:
     else:
         exit_code = 0 if n and passed == n else 1
     return {"summary": summary, "tasks": task_rows, "models": model_rows,
-            "exit_code": exit_code}
+            "help_modes": help_mode_effects(by_agent), "exit_code": exit_code}
+
+
+def help_mode_effects(by_agent: dict[str, list[TrialResult]]) -> list[HelpModeEffect]:
+    """For each agent that ran under several help modes: each mode against the first (in
+    the order met), over the tasks both ran — the answer to "does --help help?"."""
+    out: list[HelpModeEffect] = []
+    for agent, group in by_agent.items():
+        modes: dict[str, dict[str, list[TrialResult]]] = {}
+        for t in group:
+            if t.help_mode is not None:
+                modes.setdefault(t.help_mode, {}).setdefault(t.task_id, []).append(t)
+        if len(modes) < 2:
+            continue
+        base, *others = list(modes)
+        for other in others:
+            shared = modes[base].keys() & modes[other].keys()
+            a = [t for task in shared for t in modes[base][task]]
+            b = [t for task in shared for t in modes[other][task]]
+            pa, pb = sum(t.status == "pass" for t in a), sum(t.status == "pass" for t in b)
+            out.append({
+                "agent": agent, "mode_a": base, "mode_b": other,
+                "passed_a": pa, "trials_a": len(a), "passed_b": pb, "trials_b": len(b),
+                "diff": (pb / len(b) if b else 0.0) - (pa / len(a) if a else 0.0),
+                "ci95": list(newcombe_diff(pa, len(a), pb, len(b))),
+                "p_value": fisher_exact(pa, len(a) - pa, pb, len(b) - pb),
+            })
+    return out

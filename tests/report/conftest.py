@@ -67,7 +67,8 @@ def aggregate(trials: list[dict[str, Any]], thresholds: dict[str | None, float] 
         thresholds=rules if thresholds and t.get("model") else None) for t in trials}
     scored = summarize([TrialResult.from_dict(t) for t in trials], tasks.values())
     return {"summary": scored["summary"], "trials": trials, "tasks": scored["tasks"],
-            "models": scored["models"], "exit_code": scored["exit_code"]}
+            "models": scored["models"], "help_modes": scored["help_modes"],
+            "exit_code": scored["exit_code"]}
 
 
 def write_run(root: Path, run_id: str, trials: list[dict[str, Any]],

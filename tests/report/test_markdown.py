@@ -58,7 +58,7 @@ def test_headline_models_and_tasks(mixed_run):
     assert md.startswith("## ❌ proctor run `20260302T101500Z-ab12cd`")
     assert "**25/44 trials passed** · 16 failed · 3 errored · pass rate **57%** (95% CI 42–70%)" in md
     assert "**Threshold missed:** `anthropic/claude-sonnet-4-5`" in md
-    models, tasks = _render(md).tables
+    models, _help_modes, tasks = _render(md).tables
     assert models[0] == ["model", "passed", "pass rate", "95% CI", "threshold", "avg turns",
                          "tokens in", "tokens out", "$ / success"]
     by_model = {r[0]: r for r in models[1:]}
@@ -129,3 +129,11 @@ def test_empty_and_all_passing_runs():
                                                       "errored": 0, "pass_rate": 1.0},
                           "trials": [t], "tasks": [], "models": []})
     assert md.startswith("## ✅") and "Failing checks" not in md and "(oracle)" in md
+
+
+def test_help_modes_table_answers_does_help_help(mixed_run):
+    md = _md(mixed_run)
+    assert "### Help modes" in md
+    tables = _render(md).tables
+    modes = next(t for t in tables if t[0][:2] == ["model", "mode"])
+    assert modes[1][:5] == ["openai/gpt-4.1", "injected", "6/9", "none", "6/9"]

@@ -199,3 +199,16 @@ def test_pass_at_k_is_the_unbiased_estimate():
     assert row["pass_at_k"]["4"] == 1.0
     assert row["pass_hat_k"]["2"] == pytest.approx(1 / 10)  # C(2,2)/C(5,2)
     assert set(row["pass_at_k"]) == {"1", "2", "3", "4", "5"}
+
+
+def test_help_mode_effect_per_agent():
+    ts = [TrialResult(id=f"{t}.{m}.r{i}", task_id=t, model="x", help_mode=m, replica=i,
+                      params={}, status="pass" if m == "injected" or i == 0 else "fail",
+                      composite_score=1.0)
+          for t in ("a", "b") for m in ("injected", "none") for i in range(5)]
+    [effect] = summarize(ts, [task_def("a"), task_def("b")])["help_modes"]
+    assert (effect["mode_a"], effect["mode_b"]) == ("injected", "none")
+    assert (effect["passed_a"], effect["trials_a"], effect["passed_b"], effect["trials_b"]) == (
+        10, 10, 2, 10)
+    assert effect["diff"] == pytest.approx(-0.8)
+    assert effect["ci95"][1] < 0 and effect["p_value"] < 0.001

@@ -92,6 +92,12 @@ def usd(x: float | None) -> str:
     return f"${x:.4f}" if x < 1 else f"${x:.2f}"
 
 
+def diff_text(effect: dict[str, Any]) -> str:
+    """`+40 pts (−2 to +72)`: a difference of pass rates, in percentage points, with its CI."""
+    lo, hi = effect["ci95"]
+    return f"{100 * effect['diff']:+.0f} pts ({100 * lo:+.0f} to {100 * hi:+.0f})"
+
+
 def params_text(params: dict[str, Any] | None) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
 

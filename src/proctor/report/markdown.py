@@ -94,6 +94,7 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) 
         rows, [":--", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "--:"],
     )
 
+    lines += _help_modes(results)
     lines += ["", "### Tasks", ""]
     task_rows = data.task_rows(results)
     verdicts = data.shows_verdicts(task_rows)
@@ -110,6 +111,19 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) 
 
     lines += _failures(results) + _errors(results)
     return "\n".join(lines) + "\n"
+
+
+def _help_modes(results: dict[str, Any]) -> list[str]:
+    """Does injecting `--help` help? Each mode against the first, per model."""
+    effects = results.get("help_modes") or []
+    if not effects:
+        return []
+    rows = [[cell(e["agent"]), cell(e["mode_a"]), f"{e['passed_a']}/{e['trials_a']}",
+             cell(e["mode_b"]), f"{e['passed_b']}/{e['trials_b']}", data.diff_text(e),
+             f"{e['p_value']:.3f}"] for e in effects]
+    return ["", "### Help modes", ""] + _table(
+        ["model", "mode", "passed", "vs mode", "passed", "difference (95% CI)", "p (Fisher)"],
+        rows, [":--", ":--", "--:", ":--", "--:", "--:", "--:"])
 
 
 def _failures(results: dict[str, Any]) -> list[str]:

@@ -94,6 +94,22 @@ def task_table(results: dict[str, Any], width: int) -> Any:
     return table
 
 
+def help_mode_table(results: dict[str, Any]) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="Help modes (does --help help?)", title_justify="left",
+                  show_edge=False, pad_edge=False)
+    for name in ("model", "mode", "passed", "vs mode", "passed", "difference (95% CI)", "p"):
+        table.add_column(name, justify="left" if "mode" in name or name == "model" else "right")
+    for e in results["help_modes"]:
+        table.add_row(Text(data.clean(e["agent"])), Text(data.clean(e["mode_a"])),
+                      f"{e['passed_a']}/{e['trials_a']}", Text(data.clean(e["mode_b"])),
+                      f"{e['passed_b']}/{e['trials_b']}", data.diff_text(e),
+                      f"{e['p_value']:.3f}")
+    return table
+
+
 def model_table(results: dict[str, Any], width: int) -> Any:
     from rich.table import Table
     from rich.text import Text
@@ -141,4 +157,7 @@ def print_summary(results: dict[str, Any], console: Console) -> None:
         console.print()
         console.print(model_table(results, width))
         console.print()
+        if results.get("help_modes"):
+            console.print(help_mode_table(results))
+            console.print()
     console.print(headline_text(results))
