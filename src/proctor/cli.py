@@ -245,14 +245,17 @@ def report(run_dir: str, formats: tuple[str, ...]) -> None:
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.05, show_default=True,
               help="Significance level (Holm-adjusted Fisher's exact test).")
-def compare(run_a: str, run_b: str, fail_on_regression: bool, alpha: float) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text",
+              show_default=True, help="md: a Markdown table for a PR comment; json: for tools.")
+def compare(run_a: str, run_b: str, fail_on_regression: bool, alpha: float, fmt: str) -> None:
     """Per-task and per-model differences between two runs, with statistics.
 
     Exit 0 unless --fail-on-regression is given and a regression is significant."""
     def body() -> int:
         from proctor.compare import compare_main
 
-        return compare_main(run_a, run_b, fail_on_regression=fail_on_regression, alpha=alpha)
+        return compare_main(run_a, run_b, fail_on_regression=fail_on_regression, alpha=alpha,
+                            fmt=fmt)
 
     _guard(body)
 

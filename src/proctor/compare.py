@@ -7,6 +7,7 @@ count as not passed, as in every pass rate proctor reports. See docs/reports.md.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -253,13 +254,61 @@ def print_comparison(res: CompareResult, console: Console) -> None:
 
 
 def compare_main(run_a: str | Path, run_b: str | Path, fail_on_regression: bool = False,
-                 alpha: float = ALPHA) -> int:
-    """Print the comparison; exit 1 only with `fail_on_regression` and a significant drop."""
+                 alpha: float = ALPHA, fmt: str = "text") -> int:
+    """Print the comparison (text, md or json); exit 1 only with `fail_on_regression` and a
+    significant drop."""
     from rich.console import Console
 
     a = data.load_run(run_a)
     b = data.load_run(run_b)
     res = compare_runs(a.results, b.results, alpha=alpha)
-    print_comparison(res, Console(highlight=False))
+    if fmt == "json":
+        print(json.dumps(comparison_data(res), indent=2))
+    elif fmt == "md":
+        print(comparison_markdown(res))
+    else:
+        print_comparison(res, Console(highlight=False))
     return 1 if fail_on_regression and res.regressions else 0
+
+
+def _row(c: Comparison) -> dict[str, Any]:
+    return {"task_id": c.task_id, "model": c.model, "label": c.label,
+            "passed_a": c.passed_a, "trials_a": c.n_a, "passed_b": c.passed_b,
+            "trials_b": c.n_b, "status_a": c.status_a, "status_b": c.status_b,
+            "diff": c.diff, "ci95": list(c.diff_ci), "p": c.p, "p_adjusted": c.p_adj,
+            "flag": c.flag or None}
+
+
+def comparison_data(res: CompareResult) -> dict[str, Any]:
+    return {"run_a": res.run_a, "run_b": res.run_b, "alpha": res.alpha,
+            "cross_model": list(res.cross_model) if res.cross_model else None,
+            "tasks": [_row(c) for c in res.tasks], "models": [_row(c) for c in res.models],
+            "only_a": res.only_a, "only_b": res.only_b,
+            "regressions": len(res.regressions), "improvements": len(res.improvements)}
+
+
+def comparison_markdown(res: CompareResult) -> str:
+    """The comparison as GitHub-flavoured Markdown, for a pull-request comment."""
+    def esc(s: Any) -> str:
+        return str(s).replace("|", "\\|").replace("\n", " ")
+
+    icon = {"regression": "🔻 regression", "improvement": "🔺 improvement"}
+    lines = [f"## proctor compare `{esc(res.run_a)}` → `{esc(res.run_b)}`", "",
+             f"{len(res.regressions)} regression(s), {len(res.improvements)} improvement(s) "
+             f"(Holm-adjusted Fisher's exact test, α = {res.alpha:g})", ""]
+    for title, rows in (("Models", res.models), ("Tasks", res.tasks)):
+        if not rows:
+            continue
+        lines += [f"### {title}", "", "| | A | B | difference (95% CI) | p (adj.) | |",
+                  "|:--|--:|--:|--:|--:|:--|"]
+        for c in rows:
+            lo, hi = c.diff_ci
+            lines.append(f"| {esc(c.label)} | {c.passed_a}/{c.n_a} | {c.passed_b}/{c.n_b} | "
+                         f"{100 * c.diff:+.0f} pts ({100 * lo:+.0f} to {100 * hi:+.0f}) | "
+                         f"{c.p_adj:.3f} | {icon.get(c.flag, '')} |")
+        lines.append("")
+    for label, names in (("Only in A", res.only_a), ("Only in B", res.only_b)):
+        if names:
+            lines.append(f"**{label}:** " + ", ".join(f"`{esc(n)}`" for n in names))
+    return "\n".join(lines).rstrip() + "\n"
 

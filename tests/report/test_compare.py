@@ -97,3 +97,17 @@ def test_cross_model_comparison(tmp_path):
     assert [r.task_id for r in res.tasks] == ["t1", "t2"]
     assert res.tasks[0].p == pytest.approx(2 / 12870)  # 8/8 vs 0/8: 2 / C(16, 8)
     assert res.models[0].label == "openai/gpt-4.1 → anthropic/claude-sonnet-4-5"
+
+
+def test_markdown_and_json_for_a_pull_request(run_pair, capsys):
+    a, b = run_pair
+    assert compare_main(a, b, fmt="json") == 0
+    doc = json.loads(capsys.readouterr().out)
+    t1 = next(r for r in doc["tasks"] if r["task_id"] == "t1")
+    assert (t1["passed_a"], t1["trials_a"], t1["passed_b"], t1["trials_b"]) == (10, 10, 2, 10)
+    assert t1["flag"] == "regression" and doc["regressions"] >= 1
+    assert compare_main(a, b, fmt="md") == 0
+    md = capsys.readouterr().out
+    assert md.startswith("## proctor compare `run-a` → `run-b`")
+    assert "| 10/10 | 2/10 |" in md and "🔻 regression" in md
+    assert "**Only in A:** `t5" in md
