@@ -1,9 +1,15 @@
 """`proctor mock-llm`: a scripted model over the real wire protocols.
 
-  POST /v1/chat/completions   OpenAI Chat Completions (tools, usage)   base_url = URL/v1
-  POST /v1/messages           Anthropic Messages (tools, usage)        base_url = URL
-  GET  /v1/models             the script as one model (OpenAI shape)
-  GET  /_proctor/requests     every request body received so far (tests assert on them)
+  POST /v1/chat/completions        OpenAI Chat Completions (tools, usage; `stream`)  base_url = URL/v1
+  POST /v1/messages                Anthropic Messages (tools, usage; `stream`)       base_url = URL
+  POST /v1/messages/count_tokens   Anthropic token count
+  GET  /v1/models                  the script as one model (Anthropic's shape when the
+                                   request carries `anthropic-version`, else OpenAI's)
+  GET  /_proctor/requests          every request body received so far (tests assert on them)
+
+Streams carry the same text, tool calls and usage as the answer would have unstreamed: Chat
+Completions deltas (a usage chunk when `stream_options.include_usage`), Messages events
+(`message_start` … `message_stop`, text and `input_json_delta` blocks).
 
 Answers come from the same script engine as the in-process `mock/…` provider
 (proctor.providers.script); faults become real HTTP errors with real headers, so the real
@@ -46,8 +52,9 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _first_user(messages: list[dict[str, Any]]) -> str:
-    return next((_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+def _users(messages: list[dict[str, Any]]) -> list[str]:
+    """The text of every user message, first first ("" when there is none)."""
+    return [_text(m.get("content")) for m in messages if m.get("role") == "user"] or [""]
 
 
 def _usage(reply: Reply, chars_in: int) -> tuple[int, int]:
@@ -69,6 +76,72 @@ def _fault_response(f: Fault, anthropic: bool) -> web.Response:
     return web.json_response(body, status=status, headers=headers)
 
 
+def _chat_chunks(head: dict[str, Any], text: str, calls: list[dict[str, Any]], finish: str,
+                 usage: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A Chat Completions answer as the chunks of its stream."""
+    def chunk(delta: dict[str, Any], reason: str | None = None) -> dict[str, Any]:
+        return {**head, "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                             "finish_reason": reason}]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    for i in range(0, len(text), 16):  # a few characters at a time, as a model streams
+        out.append(chunk({"content": text[i:i + 16]}))
+    for i, call in enumerate(calls):
+        out.append(chunk({"tool_calls": [{"index": i, **call}]}))
+    out.append(chunk({}, finish))
+    if usage is not None:
+        out.append({**head, "object": "chat.completion.chunk", "choices": [], "usage": usage})
+    return out
+
+
+def _message_events(message: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A Messages answer as the events of its stream."""
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None,
+             "usage": {**usage, "output_tokens": 1}}
+    events: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start",
+                                                                   "message": start})]
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            events.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": {"type": "text",
+                                                                     "text": ""}}))
+            delta = {"type": "text_delta", "text": block["text"]}
+        else:
+            events.append(("content_block_start", {
+                "type": "content_block_start", "index": i,
+                "content_block": {**block, "input": {}}}))
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                               "delta": delta}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    events.append(("message_delta", {"type": "message_delta",
+                                     "delta": {"stop_reason": message["stop_reason"],
+                                               "stop_sequence": None},
+                                     "usage": {"output_tokens": usage["output_tokens"]}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+async def _sse(request: web.Request, items: list[Any], named: bool = False) -> web.StreamResponse:
+    """Server-sent events: `data: {...}` lines (OpenAI, ending `[DONE]`), or `event: NAME`
+    + `data:` pairs (Anthropic)."""
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                       "Cache-Control": "no-cache"})
+    await resp.prepare(request)
+    for item in items:
+        if named:
+            name, data = item
+            await resp.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+        else:
+            await resp.write(f"data: {json.dumps(item)}\n\n".encode())
+    if not named:
+        await resp.write(b"data: [DONE]\n\n")
+    await resp.write_eof()
+    return resp
+
+
 class _Handlers:
     def __init__(self, script: Script):
         self.state = ScriptState(script)
@@ -83,8 +156,6 @@ class _Handlers:
             return web.json_response({"error": {"message": "body is not an object"}}, status=400)
         # The body only: headers carry the caller's API key.
         self.received.append({"api": api, "path": request.path, "time": time.time(), "body": body})
-        if body.get("stream"):
-            return web.json_response({"error": {"message": "mock-llm does not stream"}}, status=400)
         return body
 
     async def openai(self, request: web.Request) -> web.Response:
@@ -95,26 +166,36 @@ class _Handlers:
         system = "\n".join(_text(m.get("content")) for m in messages
                            if m.get("role") in ("system", "developer"))
         turn_no = sum(1 for m in messages if m.get("role") == "assistant")
-        r = self.state.reply(system, _first_user(messages), turn_no)
+        first, *others = _users(messages)
+        r = self.state.reply(system, first, turn_no, others)
         if isinstance(r, Fault):
             return _fault_response(r, anthropic=False)
         if r.delay:
             await asyncio.sleep(r.delay)
         chars_in = sum(len(_text(m.get("content"))) for m in messages)
         tokens_in, tokens_out = _usage(r, chars_in)
+        usage = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
+                 "total_tokens": tokens_in + tokens_out,
+                 "prompt_tokens_details": {"cached_tokens": 0},
+                 "completion_tokens_details": {"reasoning_tokens": 0}}
+        calls = [{"id": f"call_{c.id}", "type": "function",
+                  "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                 for c in r.tool_calls]
+        head = {"id": f"chatcmpl-mock-{next(_ids)}", "created": int(time.time()),
+                "model": body.get("model", "mock")}
+        finish = "tool_calls" if r.tool_calls else "stop"
+        if body.get("stream"):
+            with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return await _sse(request, _chat_chunks(head, r.text, calls, finish,
+                                                    usage if with_usage else None))
         message: dict[str, Any] = {"role": "assistant", "content": r.text or None}
-        if r.tool_calls:
-            message["tool_calls"] = [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
-                for c in r.tool_calls]
+        if calls:
+            message["tool_calls"] = calls
         return web.json_response({
-            "id": f"chatcmpl-mock-{next(_ids)}", "object": "chat.completion",
-            "created": int(time.time()), "model": body.get("model", "mock"),
+            **head, "object": "chat.completion",
             "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "tool_calls" if r.tool_calls else "stop"}],
-            "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out,
-                      "total_tokens": tokens_in + tokens_out},
+                         "finish_reason": finish}],
+            "usage": usage,
         })
 
     async def anthropic(self, request: web.Request) -> web.Response:
@@ -124,7 +205,8 @@ class _Handlers:
         messages = body.get("messages") or []
         system = _text(body.get("system") or "")
         turn_no = sum(1 for m in messages if m.get("role") == "assistant")
-        r = self.state.reply(system, _first_user(messages), turn_no)
+        first, *others = _users(messages)
+        r = self.state.reply(system, first, turn_no, others)
         if isinstance(r, Fault):
             return _fault_response(r, anthropic=True)
         if r.delay:
@@ -132,16 +214,33 @@ class _Handlers:
         chars_in = len(system) + sum(len(_text(m.get("content"))) for m in messages)
         tokens_in, tokens_out = _usage(r, chars_in)
         content: list[dict[str, Any]] = [{"type": "text", "text": r.text}] if r.text else []
-        content += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                    for c in r.tool_calls]
-        return web.json_response({
+        content += [{"type": "tool_use", "id": f"toolu_{c.id}", "name": c.name,
+                     "input": c.arguments} for c in r.tool_calls]
+        message = {
             "id": f"msg_mock_{next(_ids)}", "type": "message", "role": "assistant",
             "model": body.get("model", "mock"), "content": content,
             "stop_reason": "tool_use" if r.tool_calls else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
-        })
+            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        }
+        if body.get("stream"):
+            return await _sse(request, _message_events(message), named=True)
+        return web.json_response(message)
+
+    async def count_tokens(self, request: web.Request) -> web.Response:
+        body = await self._body(request, "anthropic")
+        if isinstance(body, web.Response):
+            return body
+        chars = len(_text(body.get("system") or "")) + sum(
+            len(_text(m.get("content"))) for m in body.get("messages") or [])
+        return web.json_response({"input_tokens": estimate_tokens(chars)})
 
     async def models(self, request: web.Request) -> web.Response:
+        if "anthropic-version" in request.headers:
+            return web.json_response({"data": [
+                {"type": "model", "id": "mock", "display_name": "proctor mock",
+                 "created_at": "2025-01-01T00:00:00Z"}],
+                "has_more": False, "first_id": "mock", "last_id": "mock"})
         return web.json_response({"object": "list", "data": [
             {"id": "mock", "object": "model", "created": 0, "owned_by": "proctor"}]})
 
@@ -156,6 +255,7 @@ def make_app(script: Script) -> web.Application:
     app.router.add_post("/v1/chat/completions", h.openai)
     app.router.add_post("/chat/completions", h.openai)  # base_url given without /v1
     app.router.add_post("/v1/messages", h.anthropic)
+    app.router.add_post("/v1/messages/count_tokens", h.count_tokens)
     app.router.add_get("/v1/models", h.models)
     app.router.add_get("/_proctor/requests", h.requests)
     return app

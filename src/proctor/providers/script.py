@@ -170,9 +170,17 @@ class ScriptState:
         self.script = script
         self._faults_fired: dict[tuple[int, str, int], int] = {}
 
-    def reply(self, system: str, prompt: str, turn_no: int) -> Reply | Fault:
-        ci = next((i for i, c in enumerate(self.script.conversations)
-                   if c.when is None or c.when.matches(system, prompt)), None)
+    def reply(self, system: str, prompt: str, turn_no: int,
+              other_prompts: list[str] | None = None) -> Reply | Fault:
+        """`prompt` is the first user message (it names the conversation); a conversation
+        whose `when` matches none of it is also looked for in `other_prompts` (later user
+        messages: agents like Codex put their context first)."""
+        ci = None
+        for text in [prompt, *(other_prompts or [])]:
+            ci = next((i for i, c in enumerate(self.script.conversations)
+                       if c.when is None or c.when.matches(system, text)), None)
+            if ci is not None:
+                break
         if ci is None:
             return Fault(400, message="no conversation of the mock script matches this prompt")
         conv = self.script.conversations[ci]
