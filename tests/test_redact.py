@@ -46,3 +46,24 @@ def test_text_without_cuts_is_only_redacted():
     assert r.text("tok-AB is not the secret; DEF- neither") == \
         "tok-AB is not the secret; DEF- neither"
     assert r.text("use tok-ABCDEF") == "use [REDACTED:TOK]"
+
+
+@pytest.mark.parametrize("at", range(1, 10))
+def test_redactor_cut_redacts_before_cutting_a_tail(at):
+    # The secret straddles the cut: cutting first would keep its last `at` characters.
+    text = "x" * 50 + "tok-ABCDEF" + "y" * (100 - at)
+    out = Redactor(SECRETS).cut(text, 100, keep="tail")
+    assert "tok-" not in out and "ABCDEF"[-min(at, 6):] not in out.replace("y", "")
+    assert out.endswith("[REDACTED:TOK]" + "y" * (100 - at))  # the mark is kept whole
+
+
+@pytest.mark.parametrize("at", range(1, 10))
+def test_redactor_cut_redacts_before_cutting_a_head(at):
+    text = "x" * (100 - at) + "DEF-123456" + "y" * 50
+    out = Redactor(SECRETS).cut(text, 100, keep="head")
+    assert out.startswith("x" * (100 - at) + "[REDACTED:ID]")
+    assert "DEF-" not in out
+
+
+def test_redactor_cut_of_short_text_only_redacts():
+    assert Redactor(SECRETS).cut("a tok-ABCDEF b", 100) == "a [REDACTED:TOK] b"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
-from proctor.text import CUT_MARKER
+from proctor.text import CUT_MARKER, cut
 
 # The shortest piece of a secret, left at a cut, that is masked (shorter ones say nothing).
 MIN_PIECE = 2
+_MARK = re.compile(r"\[REDACTED(?::[^\]]*)?\]")
 
 
 class Redactor:
@@ -77,6 +78,19 @@ class Redactor:
             return text
         mark = f"[REDACTED:{name}]"
         return text[:-best] + mark if at_end else mark + text[best:]
+
+    def cut(self, s: str, limit: int, *, keep: Literal["head", "tail", "both"] = "tail") -> str:
+        """Redact first, then cut: a secret whole in `s` is never written in part, and a
+        `[REDACTED:NAME]` mark the cut would split is kept whole (the limit stretches)."""
+        s = self.text(s)
+        if len(s) <= limit or not self:
+            return cut(s, limit, keep=keep)
+        for m in _MARK.finditer(s):
+            if keep in ("tail", "both") and m.start() < len(s) - limit < m.end():
+                limit = len(s) - m.start()
+            if keep in ("head", "both") and m.start() < limit < m.end():
+                limit = m.end()
+        return cut(s, limit, keep=keep)
 
     def data(self, obj: Any) -> Any:
         """Redact every string inside dicts/lists/tuples (keys included)."""

@@ -199,7 +199,7 @@ class _Trial:
         r = self.result
         r.turns, r.cost_usd = outcome.turns, outcome.cost_usd
         r.tokens = {"input": outcome.tokens_in, "output": outcome.tokens_out}
-        r.output = self.redactor.text(outcome.output)[-OUTPUT_IN_RESULTS:]
+        r.output = self.redactor.cut(outcome.output, OUTPUT_IN_RESULTS, keep="tail")
         if fault := sandbox.fault():
             raise TrialFault("limit", detail=fault)
         if outcome.error:
