@@ -3,7 +3,8 @@
 One "trial" = create a per-trial network, start a container on it, run a first command
 (`docker exec C true`), then remove container and network: the lifecycle the backend will
 use. The image is a two-megabyte probe built from this host's own `sh` and libc, so the
-figure is the engine's cost, not an image pull. Usage: `python bench/docker_overhead.py [N]`.
+figure is the engine's cost, not an image pull; or give an IMAGE already local (e.g. a Debian
+base). Usage: `python bench/docker_overhead.py [N [IMAGE]]`.
 """
 
 from __future__ import annotations
@@ -37,13 +38,13 @@ def build_probe() -> None:
     docker("import", "-", PROBE, stdin=tar.stdout)
 
 
-def one_trial() -> tuple[float, float]:
+def one_trial(image: str) -> tuple[float, float]:
     """(seconds to the first command's end, seconds for the whole lifecycle)."""
     name = f"proctor-bench-{uuid.uuid4().hex[:12]}"
     start = time.perf_counter()
     docker("network", "create", "--label", "proctor.bench=1", name)
     box = docker("run", "-d", "--rm", "--label", "proctor.bench=1", "--network", name,
-                 PROBE, "/bin/sleep", "3600")
+                 image, "/bin/sleep", "3600")
     docker("exec", box, "/bin/true")
     first = time.perf_counter() - start
     docker("rm", "-f", box)
@@ -53,13 +54,16 @@ def one_trial() -> tuple[float, float]:
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    build_probe()
-    runs = [one_trial() for _ in range(n)]
+    image = sys.argv[2] if len(sys.argv) > 2 else PROBE
+    if image == PROBE:
+        build_probe()
+    runs = [one_trial(image) for _ in range(n)]
     for label, values in (("create -> first command", [r[0] for r in runs]),
                           ("create -> first command -> removed", [r[1] for r in runs])):
         print(f"{label}: median {statistics.median(values) * 1000:.0f} ms, "
               f"max {max(values) * 1000:.0f} ms over {n}")
-    docker("image", "rm", PROBE)
+    if image == PROBE:
+        docker("image", "rm", PROBE)
 
 
 if __name__ == "__main__":
