@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to a working proctor:
-#   1. system packages the sandboxes and services use (PostgreSQL, MariaDB, strace, git, jq,
-#      the docker engine, ...), and the docker engine started if it is not running
+#   1. system packages the sandboxes and services use (PostgreSQL, MariaDB, strace, git, jq, ...)
 #   2. .venv/ with proctor and its test tools (the CLI lands at .venv/bin/proctor)
 #   3. a first run of the bundled examples through the LLM agent, with a scripted model
 #      (mock/solver replays each task's reference solution as tool calls; no API key)
@@ -18,7 +17,7 @@ for arg in "$@"; do
   esac
 done
 
-packages=(postgresql mariadb-server mariadb-client strace bubblewrap git jq sqlite3 curl docker.io)
+packages=(postgresql mariadb-server mariadb-client strace bubblewrap git jq sqlite3 curl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -41,21 +40,6 @@ if [ "$system" = 1 ] && [ ${#missing[@]} -gt 0 ]; then
   else
     echo "warning: no apt-get; install these yourself: ${missing[*]}" >&2
   fi
-fi
-
-# The engine for --backend docker: started when installed but not answering. Never fatal:
-# where it cannot run, `proctor run --backend docker` says why before any trial.
-if [ "$system" = 1 ] && command -v dockerd >/dev/null 2>&1 && ! docker version >/dev/null 2>&1; then
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  echo "==> starting the docker engine"
-  if [ -d /run/systemd/system ]; then
-    $sudo systemctl start docker || true
-  else
-    log=/var/log/proctor-dockerd.log  # no init system (containers, CI): run it ourselves
-    $sudo sh -c "nohup dockerd >$log 2>&1 &" || true
-  fi
-  for _ in $(seq 30); do docker version >/dev/null 2>&1 && break; sleep 0.5; done
-  docker version >/dev/null 2>&1 || echo "warning: the docker engine did not start; --backend docker will not work here" >&2
 fi
 
 python=${PYTHON:-python3}

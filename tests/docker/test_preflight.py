@@ -19,10 +19,10 @@ def _fake_docker(tmp_path: Path, script: str) -> str:
     return str(exe)
 
 
-def test_no_binary_names_setup(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_no_binary_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     why = engine_problem()
-    assert why is not None and "not on PATH" in why and "setup.sh" in why
+    assert why is not None and "not on PATH" in why and "docker.io" in why
     with pytest.raises(SetupError) as err:
         DockerBackend().preflight(None)
     assert err.value.exit_code == 2 and "--backend docker: no container engine" in str(err.value)

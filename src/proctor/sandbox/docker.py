@@ -23,7 +23,7 @@ def engine_problem(docker: str = "docker") -> str | None:
     """Why no container engine can be used here, or None when the daemon answers."""
     binary = shutil.which(docker)
     if binary is None:
-        return f"no container engine: `{docker}` is not on PATH (./setup.sh installs it)"
+        return f"no container engine: `{docker}` is not on PATH (install a Docker engine, e.g. Debian's docker.io, and start dockerd)"
     try:
         done = subprocess.run([binary, "version", "--format", "{{.Server.Version}}"],
                               capture_output=True, text=True, timeout=ENGINE_TIMEOUT_S)
