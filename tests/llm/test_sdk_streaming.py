@@ -138,3 +138,11 @@ def test_responses_errors_are_openai_shaped(oai):
     with pytest.raises(sdk.BadRequestError) as err:
         oai.responses.create(model="m", input="NO-SUCH-CONVERSATION")
     assert "error" in err.value.body or "message" in err.value.body
+
+
+def test_responses_stream_helper_accumulates_the_response(oai):
+    with oai.responses.stream(model="m", tools=TOOLS_RESPONSES,
+                              input="SDK-STREAM helper") as stream:
+        final = stream.get_final_response()
+    assert final.output_text == "Listing the files, then done."
+    assert [o.type for o in final.output] == ["message", "function_call"]
