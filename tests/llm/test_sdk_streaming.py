@@ -88,3 +88,61 @@ def test_errors_are_provider_shaped(ant):
         ant.messages.create(model="m", max_tokens=10,
                             messages=[{"role": "user", "content": "NO-SUCH-CONVERSATION"}])
     assert err.value.body["type"] == "error" and "error" in err.value.body
+
+
+TOOLS_RESPONSES = [{"type": "function", "name": "run_command",
+                    "parameters": {"type": "object",
+                                   "properties": {"command": {"type": "string"}}}}]
+
+
+def test_responses_stream_matches_the_unstreamed_answer(oai):
+    # Codex's shape: an <environment_context> user message before the task's own.
+    ask = {"model": "m", "tools": TOOLS_RESPONSES, "instructions": "be brief",
+           "input": [{"role": "user", "content": "<environment_context>cwd=/w</environment_context>"},
+                     {"role": "user", "content": [{"type": "input_text",
+                                                   "text": "SDK-STREAM responses"}]}]}
+    whole = oai.responses.create(**ask)
+    assert whole.id.startswith("resp_") and whole.status == "completed"
+    assert [o.type for o in whole.output] == ["message", "function_call"]
+    assert whole.output_text == "Listing the files, then done."
+    call = whole.output[1]
+    assert call.call_id.startswith("call_") and call.name == "run_command"
+    assert call.arguments == '{"command": "ls -la"}'
+    assert (whole.usage.input_tokens, whole.usage.output_tokens) == (42, 7)
+    assert whole.usage.input_tokens_details.cached_tokens == 0
+    events = list(oai.responses.create(**ask, stream=True))
+    assert events[0].type == "response.created" and events[-1].type == "response.completed"
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    args = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
+    assert (text, args) == (whole.output_text, call.arguments)
+    final = events[-1].response
+    assert ([o.model_dump(exclude={"id"}) for o in final.output]
+            == [o.model_dump(exclude={"id"}) for o in whole.output])
+    assert final.usage.output_tokens == 7
+
+
+def test_responses_message_and_its_calls_are_one_turn(oai):
+    first = oai.responses.create(model="m", tools=TOOLS_RESPONSES,
+                                 input="SDK-STREAM responses turn")
+    items = [{"role": "user", "content": "SDK-STREAM responses turn"}]
+    items += [o.model_dump(exclude_none=True) for o in first.output]
+    call = first.output[1]
+    items.append({"type": "function_call_output", "call_id": call.call_id, "output": "a b"})
+    second = oai.responses.create(model="m", tools=TOOLS_RESPONSES, input=items)
+    assert second.output_text == "All done." and len(second.output) == 1
+
+
+def test_responses_errors_are_openai_shaped(oai):
+    import openai as sdk
+    with pytest.raises(sdk.BadRequestError) as err:
+        oai.responses.create(model="m", input="NO-SUCH-CONVERSATION")
+    assert "error" in err.value.body or "message" in err.value.body
+
+
+def test_responses_stream_helper_accumulates_the_response(oai):
+    with oai.responses.stream(model="m", tools=TOOLS_RESPONSES,
+                              input="SDK-STREAM helper") as stream:
+        final = stream.get_final_response()
+    assert final.output_text == "Listing the files, then done."
+    assert [o.type for o in final.output] == ["message", "function_call"]

@@ -3,6 +3,7 @@
   POST /v1/chat/completions        OpenAI Chat Completions (tools, usage; `stream`)  base_url = URL/v1
   POST /v1/messages                Anthropic Messages (tools, usage; `stream`)       base_url = URL
   POST /v1/messages/count_tokens   Anthropic token count
+  POST /v1/responses               OpenAI Responses API (function calls; `stream`)  base_url = URL/v1
   GET  /v1/models                  the script as one model (Anthropic's shape when the
                                    request carries `anthropic-version`, else OpenAI's)
   GET  /_proctor/requests          every request body received so far (tests assert on them)
@@ -227,6 +228,29 @@ class _Handlers:
             return await _sse(request, _message_events(message), named=True)
         return web.json_response(message)
 
+    async def responses(self, request: web.Request) -> web.Response:
+        from proctor.providers import mock_responses as mr
+
+        body = await self._body(request, "openai-responses")
+        if isinstance(body, web.Response):
+            return body
+        items = body.get("input") or []
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+        items = [i for i in items if isinstance(i, dict)]
+        system = _text(body.get("instructions") or "") + "\n".join(
+            _text(i.get("content")) for i in items if i.get("role") in ("system", "developer"))
+        first, *others = mr.user_texts(items, _text)
+        r = self.state.reply(system, first, mr.turn_number(items), others)
+        if isinstance(r, Fault):
+            return _fault_response(r, anthropic=False)
+        if r.delay:
+            await asyncio.sleep(r.delay)
+        response = mr.build_response(body, r, *_usage(r, mr.input_chars(items, _text)))
+        if body.get("stream"):
+            return await _sse(request, mr.stream_events(response), named=True)
+        return web.json_response(response)
+
     async def count_tokens(self, request: web.Request) -> web.Response:
         body = await self._body(request, "anthropic")
         if isinstance(body, web.Response):
@@ -256,6 +280,8 @@ def make_app(script: Script) -> web.Application:
     app.router.add_post("/chat/completions", h.openai)  # base_url given without /v1
     app.router.add_post("/v1/messages", h.anthropic)
     app.router.add_post("/v1/messages/count_tokens", h.count_tokens)
+    app.router.add_post("/v1/responses", h.responses)
+    app.router.add_post("/responses", h.responses)  # base_url given without /v1
     app.router.add_get("/v1/models", h.models)
     app.router.add_get("/_proctor/requests", h.requests)
     return app

@@ -1,0 +1,156 @@
+"""A recording model proxy: the agent talks to it on 127.0.0.1, it forwards to mock-llm or
+the real provider and records every model call.
+
+The key is injected here from proctor's environment (`api_key`), so an agent under test
+never holds the real key. Streams (SSE) pass through chunk by chunk as they arrive; usage is
+read from the finished body (JSON, or the stream's events). A call the upstream refuses
+(connection error, 4xx/5xx) is recorded with its cause in `errors`, so the agent type can
+make the trial `error`, not `fail`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+_HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "accept-encoding"}
+_MODEL_PATHS = ("/chat/completions", "/messages", "/responses")
+
+
+def _usage_of(obj: Any) -> tuple[int, int] | None:
+    """(input, output) tokens from any provider's usage object found in `obj`."""
+    if not isinstance(obj, dict):
+        return None
+    for holder in (obj, obj.get("message"), obj.get("response")):
+        usage = holder.get("usage") if isinstance(holder, dict) else None
+        if isinstance(usage, dict):
+            tin = usage.get("input_tokens", usage.get("prompt_tokens")) or 0
+            tout = usage.get("output_tokens", usage.get("completion_tokens")) or 0
+            return int(tin), int(tout)
+    return None
+
+
+def usage_from_body(body: bytes) -> tuple[int, int]:
+    """Tokens of a whole answer: a JSON body, or an SSE stream (largest numbers seen, since
+    Anthropic sends input in `message_start` and the final output in `message_delta`)."""
+    text = body.decode("utf-8", "replace")
+    try:
+        return _usage_of(json.loads(text)) or (0, 0)
+    except ValueError:
+        pass
+    tin = tout = 0
+    for line in text.splitlines():
+        if line.startswith("data:") and line[5:].strip() not in ("", "[DONE]"):
+            try:
+                found = _usage_of(json.loads(line[5:]))
+            except ValueError:
+                continue
+            if found:
+                tin, tout = max(tin, found[0]), max(tout, found[1])
+    return tin, tout
+
+
+class ModelProxy:
+    """`async with ModelProxy(upstream, api_key=...) as p:` then point the agent at `p.url`."""
+
+    def __init__(self, upstream: str, api_key: str | None = None,
+                 on_call: Callable[[dict[str, Any]], None] | None = None):
+        self.upstream = upstream.rstrip("/")
+        self.api_key = api_key
+        self.on_call = on_call  # e.g. the trial recorder's trace: one model_call event per call
+        self.turns = self.tokens_in = self.tokens_out = 0
+        self.errors: list[str] = []
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    def _headers(self, request: web.Request) -> dict[str, str]:
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+        if self.api_key:
+            if "anthropic-version" in request.headers or "x-api-key" in request.headers:
+                headers["x-api-key"] = self.api_key
+                headers.pop("Authorization", None)
+            else:
+                headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
+        assert self._session is not None
+        body = await request.read()
+        target = self.upstream + request.path_qs
+        started = time.monotonic()
+        try:
+            async with self._session.request(request.method, target, data=body,
+                                             headers=self._headers(request)) as up:
+                out = web.StreamResponse(status=up.status, headers={
+                    k: v for k, v in up.headers.items() if k.lower() not in _HOP_HEADERS
+                    and k.lower() != "content-encoding"})
+                await out.prepare(request)
+                answer = bytearray()
+                async for chunk in up.content.iter_any():
+                    answer += chunk
+                    await out.write(chunk)
+                await out.write_eof()
+        except aiohttp.ClientError as e:
+            self._record(request, body, None, b"", started, f"{target}: {e}")
+            return web.json_response({"error": {"type": "proxy_error", "message":
+                                                f"proctor model proxy: {target}: {e}"}}, status=502)
+        error = f"{target}: HTTP {up.status}: {bytes(answer[:300]).decode('utf-8', 'replace')}" \
+            if up.status >= 400 else None
+        self._record(request, body, up.status, bytes(answer), started, error)
+        return out
+
+    def _record(self, request: web.Request, body: bytes, status: int | None, answer: bytes,
+                started: float, error: str | None) -> None:
+        if request.method != "POST" or not request.path.endswith(_MODEL_PATHS):
+            return  # model lists, token counts: not model turns
+        event: dict[str, Any] = {"type": "model_call", "source": "proxy", "path": request.path,
+                                 "status": status, "latency_s": round(time.monotonic() - started, 6)}
+        try:
+            event["request"] = json.loads(body)
+        except ValueError:
+            event["request"] = body[:1000].decode("utf-8", "replace")
+        if error is not None:
+            self.errors.append(error)
+            event["error"] = error
+        else:
+            tin, tout = usage_from_body(answer)
+            self.turns += 1
+            self.tokens_in += tin
+            self.tokens_out += tout
+            event.update(turn=self.turns, usage={"input": tin, "output": tout},
+                         response=answer[:200_000].decode("utf-8", "replace"))
+        if self.on_call is not None:
+            self.on_call(event)
+
+    async def start(self) -> str:
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None,
+                                                                            sock_connect=10))
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._forward)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        host, port = self._runner.addresses[0][:2]
+        self.url = f"http://{host}:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def __aenter__(self) -> ModelProxy:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
