@@ -353,7 +353,7 @@ def _agent_state(agent: Any, sandbox: Sandbox) -> tuple[str, ...]:
     it): its writes there are not the agent's doing in the task."""
     paths = getattr(agent, "state_paths", ())
     home = sandbox.env.get("HOME", "")
-    return tuple(f"{home}/{p}" for p in paths) if home else ()
+    return tuple(p if p.startswith("/") else f"{home}/{p}" for p in paths if home or p[:1] == "/")
 
 
 async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, handles: dict[str, ServiceHandle],

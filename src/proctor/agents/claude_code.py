@@ -24,7 +24,8 @@ class ClaudeCode(ExternalAgent):
     # discovery) is housekeeping.
     tool_process = r"^/bin/bash -c 'source \S+/shell-snapshots/snapshot-"
 
-    state_paths = (".claude.json", ".claude/", ".claude.json.backup")  # its own files under HOME
+    # Its own files: under HOME, and its scratch files in /tmp (cwd tracking, fs probes).
+    state_paths = (".claude.json", ".claude/", "/tmp/claude-")
 
     def shell_tool(self, command: str) -> tuple[str, dict[str, Any]]:
         return "Bash", {"command": command, "description": "run a command"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proctor.agents.external import ExternalAgent, Wiring
+from proctor.agents.external import ExternalAgent, Wiring, shell_command
 
 CONFIG = """model = "{model}"
 model_provider = "proctor"
@@ -34,6 +34,9 @@ class Codex(ExternalAgent):
 
     def shell_tool(self, command: str) -> tuple[str, dict[str, Any]]:
         return "exec_command", {"cmd": command}
+
+    def unwrap(self, argv: list[str]) -> str | None:
+        return shell_command(argv, ("/usr/bin/bash", "/bin/bash"))
 
     def argv(self, exe: str, prompt: str, w: Wiring) -> list[str]:
         return [exe, "exec", "--dangerously-bypass-approvals-and-sandbox",

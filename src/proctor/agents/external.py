@@ -66,7 +66,8 @@ class ExternalAgent:
     # The agent's own machinery between it and a tool command (regexes): set aside like the
     # launcher, but what they start is recorded.
     wrappers: ClassVar[tuple[str, ...]] = ()
-    # Its own files (HOME-relative prefixes): writes there are not file writes of the task.
+    # Its own files (prefixes, relative to HOME unless absolute): writes there are not file
+    # writes of the task; the trace keeps them.
     state_paths: ClassVar[tuple[str, ...]] = ()
     # For an agent that stops only when it runs a given command: proctor's mock answers a
     # script's final answer with it.
@@ -167,6 +168,13 @@ class ExternalAgent:
                                  started_at=res.started_at, duration_s=res.duration_s,
                                  timed_out=res.timed_out, truncated=res.truncated,
                                  source="launcher"))
+
+
+def shell_command(argv: list[str], shells: tuple[str, ...]) -> str | None:
+    """CMD of `SHELL -c CMD` (or -lc) when SHELL is one of `shells`, else None."""
+    if len(argv) == 3 and argv[0] in shells and argv[1] in ("-c", "-lc"):
+        return argv[2]
+    return None
 
 
 def _is_launcher(args: list[str], roots: tuple[str, ...]) -> bool:

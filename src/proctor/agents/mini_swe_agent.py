@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from proctor.agents.external import ExternalAgent, Wiring
+from proctor.agents.external import ExternalAgent, Wiring, shell_command
 
 
 class MiniSweAgent(ExternalAgent):
@@ -28,7 +28,7 @@ class MiniSweAgent(ExternalAgent):
         return "bash", {"command": command}
 
     def unwrap(self, argv: list[str]) -> str | None:
-        return argv[2] if len(argv) == 3 and argv[:2] == ["/bin/sh", "-c"] else None
+        return shell_command(argv, ("/bin/sh",))
 
     def argv(self, exe: str, prompt: str, w: Wiring) -> list[str]:
         base = w.base_url if w.kind == "anthropic" else f"{w.base_url}/v1"
