@@ -220,7 +220,8 @@ class _Upstream:
         if s.kind not in self.agent.apis:
             raise ProviderError(f"{self.agent.name} talks to {' or '.join(self.agent.apis)} "
                                 f"models, not {s.provider} ({s.kind})")
-        self.url = (s.base_url or DEFAULT_BASE_URLS[s.kind]).rstrip("/")
+        # Agents add /v1 themselves; configured OpenAI-compatible URLs usually end in it.
+        self.url = (s.base_url or DEFAULT_BASE_URLS[s.kind]).rstrip("/").removesuffix("/v1")
         self.key, self.kind, self.model = s.key() or "", s.kind, self.name
         return self
 
