@@ -157,7 +157,7 @@ class ExternalAgent:
         roots = (str(pinned_dir(self.name, self.pinned_version(env.task))),)
         wrappers = [re.compile(w) for w in self.wrappers]
 
-        def is_launcher(args: list[str]) -> bool:
+        def is_launcher(args: list[str], parent: int) -> bool:
             return _is_launcher(args, roots) or any(w.search(shlex.join(args)) for w in wrappers)
 
         tool = re.compile(self.tool_process) if self.tool_process else None
