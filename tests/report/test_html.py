@@ -71,6 +71,9 @@ def test_structure(mixed_run):
     assert "Threshold missed" in text and "anthropic/claude-sonnet-4-5" in text
     assert "refunds.count = 1" in text  # check details are in the page
     assert "flaky" in text
+    # pass@k / pass^k in the heat map (per tasks row) and the models table; total cost too
+    assert "k=3: 100% / 0%" in text and "k=3: 67% / 67%" in text
+    assert "$ total" in text and f"${18 * 0.0021:.4f}" in text
 
 
 def test_self_contained(mixed_run):

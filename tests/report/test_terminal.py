@@ -28,8 +28,11 @@ def test_wide_table_has_everything(mixed_run):
     # One row per identical conditions: the help modes are rows of their own.
     row = next(line for line in lines if "git-branch [injected]" in line and "anthropic" in line)
     assert "FLAKY" in row and "2/3 67%" in row and "3.0" in row and "5.0s" in row
+    assert "k=3: 100% / 0%" in row  # pass@3 / pass^3 of 2 passes in 3
     row = next(line for line in lines if line.startswith("openai/gpt-4.1"))
-    for cell in ("12/19 63%", "41–81%", "23.4k/2.7k", "$0.0032", "60% met"):
+    # total cost next to cost per success, and the model's mean pass@3 / pass^3
+    for cell in ("12/19 63%", "41–81%", "23.4k/2.7k", "$0.0378", "$0.0032", "60% met",
+                 "k=3: 67% / 67%"):
         assert cell in row
     row = next(line for line in lines if line.startswith("anthropic/claude-sonnet-4-5"))
     assert "70% MISSED" in row

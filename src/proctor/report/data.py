@@ -85,8 +85,12 @@ def count(n: float | None) -> str:
 
 
 def usd(x: float | None) -> str:
+    """`$0.0123`, `$4.20`; `–` when unknown; `free` when known to cost nothing (mock models:
+    `$0.0000` read like a rounding of something)."""
     if x is None:
         return "–"
+    if x == 0:
+        return "free"
     if x == float("inf"):
         return "∞"
     return f"${x:.4f}" if x < 1 else f"${x:.2f}"
@@ -96,6 +100,25 @@ def diff_text(effect: dict[str, Any]) -> str:
     """`+40 pts (−2 to +72)`: a difference of pass rates, in percentage points, with its CI."""
     lo, hi = effect["ci95"]
     return f"{100 * effect['diff']:+.0f} pts ({100 * lo:+.0f} to {100 * hi:+.0f})"
+
+
+def top_k(row: dict[str, Any]) -> int:
+    """The largest k a row has pass@k for (its repeats, up to the scorer's 10)."""
+    return max((int(k) for k in row.get("pass_at_k") or {}), default=0)
+
+
+def pass_k_text(row: dict[str, Any]) -> str:
+    """`k=3: 97% / 34%`: pass@k and pass^k at the row's largest k; `–` with one trial, where
+    both are just the pass rate."""
+    k = top_k(row)
+    if k < 2:
+        return "–"
+    at, hat = row["pass_at_k"][str(k)], (row.get("pass_hat_k") or {}).get(str(k))
+    return f"k={k}: {pct(at)} / {pct(hat)}"
+
+
+def shows_pass_k(rows: list[dict[str, Any]]) -> bool:
+    return any(top_k(r) >= 2 for r in rows)
 
 
 def params_text(params: dict[str, Any] | None) -> str:

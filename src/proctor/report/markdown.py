@@ -78,7 +78,8 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) 
 
     lines += ["", "### Models", ""]
     rows = []
-    for r in data.model_rows(results):
+    mrows = data.model_rows(results)
+    for r in mrows:
         th = r.get("threshold")
         met = "–" if th is None else f"{th:g}% {'✅' if r.get('met') else '❌'}"
         turns = r.get("avg_turns")
@@ -86,28 +87,31 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) 
             cell(r["label"]), f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate")),
             data.ci_text(r.get("ci95")), met, "–" if turns is None else f"{turns:.1f}",
             data.count(r["tokens"]["input"]), data.count(r["tokens"]["output"]),
-            data.usd(r.get("cost_per_success")),
-        ])
+            data.usd(r.get("cost_usd")), data.usd(r.get("cost_per_success")),
+        ] + ([data.pass_k_text(r)] if data.shows_pass_k(mrows) else []))
+    pass_k = ["pass@k / pass^k"] if data.shows_pass_k(mrows) else []
     lines += _table(
         ["model", "passed", "pass rate", "95% CI", "threshold", "avg turns", "tokens in",
-         "tokens out", "$ / success"],
-        rows, [":--", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "--:"],
+         "tokens out", "$ total", "$ / success"] + pass_k,
+        rows, [":--"] + ["--:"] * (9 + len(pass_k)),
     )
 
     lines += _help_modes(results)
     lines += ["", "### Tasks", ""]
     task_rows = data.task_rows(results)
     verdicts = data.shows_verdicts(task_rows)
+    pass_k = data.shows_pass_k(task_rows)
     rows = []
     for r in task_rows:
         row = [cell(r["task_label"]), cell(r["label"]), ICON.get(r.get("status") or "", "–")]
         if verdicts:
             row.append(cell(data.verdict_text(r)))
-        rows.append(row + [f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate")),
-                           data.seconds(r.get("avg_duration_s"))])
+        rows.append(row + [f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate"))]
+                    + ([data.pass_k_text(r)] if pass_k else [])
+                    + [data.seconds(r.get("avg_duration_s"))])
     header = ["task", "model", "status"] + (["verdict"] if verdicts else [])
-    lines += _table(header + ["passed", "pass rate", "avg duration"], rows,
-                    [":--"] * len(header) + ["--:", "--:", "--:"])
+    numbers = ["passed", "pass rate"] + (["pass@k / pass^k"] if pass_k else []) + ["avg duration"]
+    lines += _table(header + numbers, rows, [":--"] * len(header) + ["--:"] * len(numbers))
 
     lines += _failures(results) + _errors(results)
     return "\n".join(lines) + "\n"

@@ -73,6 +73,9 @@ def task_table(results: dict[str, Any], width: int) -> Any:
     if verdicts:
         table.add_column("verdict", no_wrap=True)
     table.add_column("pass", justify="right", no_wrap=True)
+    pass_k = wide and data.shows_pass_k(rows)
+    if pass_k:
+        table.add_column("pass@k / pass^k", justify="right", no_wrap=True)
     if wide:
         table.add_column("turns", justify="right", no_wrap=True)
         table.add_column("duration", justify="right", no_wrap=True)
@@ -84,6 +87,8 @@ def task_table(results: dict[str, Any], width: int) -> Any:
         if verdicts:
             cells.append(data.verdict_text(r))
         cells.append(f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}")
+        if pass_k:
+            cells.append(data.pass_k_text(r))
         if wide:
             turns = r.get("avg_turns")
             cells += ["–" if turns is None else f"{turns:.1f}", data.seconds(r.get("avg_duration_s"))]
@@ -121,8 +126,12 @@ def model_table(results: dict[str, Any], width: int) -> Any:
     table.add_column("model", overflow="fold", ratio=2)
     table.add_column("pass rate", justify="right", no_wrap=True)
     table.add_column("95% CI", justify="right", no_wrap=True)
+    pass_k = wide and data.shows_pass_k(rows)
+    if pass_k:
+        table.add_column("pass@k / pass^k", justify="right", no_wrap=True)
     if wide:
         table.add_column("tokens in/out", justify="right", no_wrap=True)
+        table.add_column("$ total", justify="right", no_wrap=True)
         table.add_column("$/success", justify="right", no_wrap=True)
     if has_threshold:
         table.add_column("threshold", justify="right", no_wrap=True)
@@ -132,9 +141,11 @@ def model_table(results: dict[str, Any], width: int) -> Any:
             f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}",
             data.ci_text(r.get("ci95")),
         ]
+        if pass_k:
+            cells.append(data.pass_k_text(r))
         if wide:
             cells += [f"{data.count(r['tokens']['input'])}/{data.count(r['tokens']['output'])}",
-                      data.usd(r.get("cost_per_success"))]
+                      data.usd(r.get("cost_usd")), data.usd(r.get("cost_per_success"))]
         if has_threshold:
             cells.append(threshold_text(r, Text))
         table.add_row(*cells)
