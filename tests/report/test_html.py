@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 
 from proctor.report import write_reports
 from proctor.report.html import JS, render_html
+from proctor.report.trajectory import decode, fitted, shares
+
+from .conftest import FLAKY_TRIAL
 
 
 class Page(HTMLParser):
@@ -78,11 +82,16 @@ def test_structure(mixed_run):
 
 def test_self_contained(mixed_run):
     html, page = _page(mixed_run)
-    assert page.scripts == [JS]  # our one inline script, nothing else
+    # the trajectories (data: a JSON array of base64 strings) and our one inline script
+    assert len(page.scripts) == 2 and page.scripts[1] == JS
+    assert page.find("script", type="application/json", id="trajectories")
+    assert all(b is None or re.fullmatch(r"[A-Za-z0-9+/=]+", b)
+               for b in json.loads(page.scripts[0]))
     assert not page.find("link")
     assert all("src" not in a for _, a in page.elements)
     links = [a["href"] for a in page.find("a")]
-    assert links and all(h.startswith("trials/") for h in links)  # files of the run only
+    # files of the run, or this page (the failing-checks list opens a trial below)
+    assert links and all(h.startswith(("trials/", "#")) for h in links)
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in html
     (csp,) = [a for a in page.find("meta") if a.get("http-equiv") == "Content-Security-Policy"]
@@ -119,3 +128,85 @@ def test_empty_run_renders():
     page = Page()
     page.feed(html)
     assert len(page.find("table", id="trials")) == 1
+
+
+def test_trajectory_is_embedded_compressed_and_complete(mixed_run):
+    html, page = _page(mixed_run)
+    blobs = json.loads(page.scripts[0])
+    bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
+    by_id = {a["data-id"]: blobs[int(a["data-i"])] for a in bodies}
+    assert sum(b is not None for b in blobs) == 1  # only that trial has a trace in the fixture
+    doc = decode(by_id[FLAKY_TRIAL])
+    kinds = [s["k"] for s in doc["steps"]]
+    assert kinds == ["model", "cmd", "cmd", "output"]
+    model = doc["steps"][0]
+    assert model["calls"] == ["run_command: git switch -c feature"]
+    assert model["text"] == "I'll create the branch." and model["in"] == 1200
+    cmd = doc["steps"][2]
+    assert cmd["cmd"] == "git branch" and cmd["exit"] == 1 and cmd["dur"] == 0.01
+    assert "line 39" in cmd["stdout"] and "\x1b" not in cmd["stdout"]
+    assert doc["steps"][1]["stderr"] == "Switched to a new branch 'feature'\n"
+    assert [a[0] for a in doc["audit"]] == ["command", "file_write", "db_write", "http_call"]
+    assert doc["audit"][3][1] == "mail POST /send → 200"
+    # trials without a trace say so instead of a spinner
+    assert html.count("<p class=\"muted\">No trace recorded.</p>") == 43
+
+
+def test_trajectory_fits_its_share_and_says_what_was_cut():
+    trace = [{"type": "command", "command": f"step {i}", "exit_code": 0, "duration_s": 0.1,
+              "stdout": f"{i}:" + "y" * 50_000, "stderr": ""} for i in range(200)]
+    audit = [{"type": "file_write", "details": {"path": f"node_modules/{i}", "size": 1}}
+             for i in range(3000)]
+    blob = fitted(trace, audit, 3000)
+    assert len(blob) <= 3000
+    doc = decode(blob)
+    head, gone = doc["steps_cut"]
+    assert len(doc["steps"]) + gone == 200 and doc["steps"][0]["cmd"] == "step 0"
+    assert doc["steps"][-1]["cmd"] == "step 199"  # the start and the end are kept
+    assert "characters" in doc["steps"][0]["stdout"] and "cut" in doc["steps"][0]["stdout"]
+    assert doc["limit"] < 8000 and doc["audit_more"] == {"file_write": 3000 - 25}
+    # a small trace keeps everything
+    small = decode(fitted(trace[:2], [], 400_000))
+    assert small["limit"] == 8000 and "steps_cut" not in small
+
+
+def test_failures_get_a_larger_share():
+    trials = [{"status": "pass"}] * 8 + [{"status": "fail"}, {"status": "error"}]
+    shared = shares(trials, budget=140_000)
+    assert shared[0] * 3 == shared[8] == shared[9] and sum(shared) <= 140_000
+
+
+def test_failing_checks_triage_and_heat_map_cells_filter(mixed_run):
+    html, page = _page(mixed_run)
+    text = "".join(page.text)
+    assert "Failing checks (15 in " in text
+    assert "git-branch · anthropic/claude-sonnet-4-5 · output_contains#1 (output_contains) " \
+           "failed in 2 of 6 trials: 'feature' not in stdout" in text
+    items = [a for a in page.find("a") if "data-show-trial" in a]
+    assert items and all(a["href"] == "#" for a in items)
+    # every heat-map cell's key is carried by its trials, and only by them
+    cells = {a["data-cell"] for a in page.find("td") if a.get("class") == "cell"}
+    bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
+    assert {a["data-cell"] for a in bodies} == cells and len(cells) == 16
+    flaky = next(a for a in bodies if a["data-id"] == FLAKY_TRIAL)
+    same = [a["data-id"] for a in bodies if a["data-cell"] == flaky["data-cell"]]
+    assert len(same) == 3 and all(".injected." in i and "anthropic" in i for i in same)
+
+
+def test_long_model_names_stay_distinct():
+    from proctor.report.html import short_labels
+
+    a, b = "anthropic/claude-sonnet-4-5", "anthropic/claude-sonnet-4-5-20250929"
+    names = short_labels([a, b, "openai/gpt-4.1"], 22)
+    assert len(set(names.values())) == 3 and all(len(v) <= 22 for v in names.values())
+    assert names[b].endswith("20250929") and names["openai/gpt-4.1"] == "openai/gpt-4.1"
+    trials = [{"id": f"t.{m}", "task_id": "t", "model": m, "status": "pass", "agent": "llm"}
+              for m in (a, b)]
+    from proctor.model import TrialResult
+    from proctor.scoring import summarize
+
+    scored = summarize([TrialResult.from_dict(t) for t in trials], [])
+    page = Page()
+    page.feed(render_html({"run_id": "r", "trials": trials, **scored}))
+    heads = [a.get("title") for a in page.find("th") if a.get("class") == "model"]
+    assert heads == [a, b]  # whole names in the heat map header (wrapped by CSS)

@@ -289,6 +289,31 @@ def condition(row: dict[str, Any]) -> tuple[Any, ...]:
     return (row.get("task_id"), row.get("model"), row.get("help_mode"), params)
 
 
+def cell_key(row: dict[str, Any]) -> str:
+    """A heat-map cell's key, the same for a `tasks` row and each of its trials: task, model,
+    help mode, params (report.html filters trials by it)."""
+    return "\x1f".join(str(x) for x in (row.get("task_id"), row.get("model") or "",
+                                          row.get("help_mode") or "", params_text(row.get("params"))))
+
+
+def failure_groups(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Failing checks grouped by task, model and check, in first-seen order: one group says
+    "failed in 6 of 6 trials" with the first message and trial, instead of six lines."""
+    runs: dict[tuple[Any, Any], int] = {}
+    for t in results.get("trials") or []:
+        key = (t.get("task_id"), t.get("model"))
+        runs[key] = runs.get(key, 0) + 1
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for t, c in failed_checks(results):
+        key = (t.get("task_id"), t.get("model"), c.get("name"))
+        if key not in groups:
+            groups[key] = {"task_id": key[0], "model": key[1], "trial": t, "check": c,
+                           "failed": 0, "trials": runs.get(key[:2], 0), "ids": []}
+        groups[key]["failed"] += 1
+        groups[key]["ids"].append(t.get("id"))
+    return list(groups.values())
+
+
 def rows_by_condition(results: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
     """The `tasks` rows by `condition`: the row of a trial in O(1)."""
     return {condition(r): r for r in _scored(results)["tasks"]}

@@ -8,12 +8,14 @@ network access even if something slipped through."""
 from __future__ import annotations
 
 import html
+import json
 import math
 from collections import Counter
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from proctor.report import data
+from proctor.report import data, trajectory
 from proctor.report.html_assets import CSS, JS
 from proctor.stats import quantile
 
@@ -36,14 +38,28 @@ def _num(x: float) -> str:
 # ---- charts (SVG) ---------------------------------------------------------------------------
 
 
-def _short(label: str, n: int = 26) -> str:
-    return label if len(label) <= n else label[: n - 1] + "…"
+def short_labels(labels: list[str], n: int) -> dict[str, str]:
+    """Labels of at most `n` characters that stay distinct: the middle goes (`anthropic/cl…
+    sonnet-4-5-20250929` keeps the provider and the version, where models differ); if two
+    would still read the same, both stay whole."""
+    def short(label: str) -> str:
+        if len(label) <= n:
+            return label
+        tail = (n - 1) // 2
+        return label[: n - 1 - tail] + "…" + label[len(label) - tail:]
+
+    out = {label: short(label) for label in labels}
+    seen: dict[str, int] = {}
+    for v in out.values():
+        seen[v] = seen.get(v, 0) + 1
+    return {k: (v if seen[v] == 1 else k) for k, v in out.items()}
 
 
 def chart_models(rows: list[dict[str, Any]]) -> str:
     """Horizontal bars: pass rate per model, whiskers for the 95% CI, a tick for thresholds."""
     left, plot, right, row_h, top = 230, 440, 60, 30, 22
     height = top + row_h * len(rows) + 8
+    names = short_labels([data.clean(r["label"]) for r in rows], 34)
     width = left + plot + right
     out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="pass rate per model">']
     for p in (0, 25, 50, 75, 100):
@@ -60,7 +76,7 @@ def chart_models(rows: list[dict[str, Any]]) -> str:
         out.append(f'<g><title>{e(label)}: {data.pct(rate)} ({r["passed"]}/{r["trials"]}), '
                    f'95% CI {data.ci_text((lo, hi))}</title>')
         out.append(f'<text x="{left - 8}" y="{_num(cy + 4)}" text-anchor="end" '
-                   f'class="label">{e(_short(label, 34))}</text>')
+                   f'class="label">{e(names[label])}</text>')
         out.append(f'<rect x="{left}" y="{_num(y + 7)}" width="{_num(plot * rate)}" '
                    f'height="{row_h - 14}" rx="3" class="bar"/>')
         x1, x2 = left + plot * lo, left + plot * hi
@@ -141,7 +157,8 @@ def heat_map(results: dict[str, Any]) -> str:
     for r in rows:
         tasks.setdefault(r["task_label"], {})[r.get("model")] = r
     out = ['<div class="scroll"><table class="heat"><thead><tr><th>task</th>']
-    out += [f'<th title="{e(label)}">{e(_short(label, 22))}</th>' for label in models.values()]
+    # Whole names, wrapped at any character: two long names that share a start stay apart.
+    out += [f'<th class="model" title="{e(label)}">{e(label)}</th>' for label in models.values()]
     out.append("</tr></thead><tbody>")
     for task, cells in tasks.items():
         out.append(f'<tr><th scope="row">{e(task)}</th>')
@@ -157,6 +174,8 @@ def heat_map(results: dict[str, Any]) -> str:
             k = data.pass_k_text(r)
             k_line = f'<br><small class="k">{e(k)}</small>' if k != "–" else ""
             out.append(f'<td class="cell" style="--h:{round(120 * rate)}" '
+                       f'data-cell="{e(data.cell_key(r))}" '
+                       f'data-label="{e(task)} · {e(r["label"])}" '
                        f'title="{e(task)} · {e(r["label"])}: {r["passed"]}/{r["trials"]} passed, '
                        f'status {e(status or "–")}, verdict {e(data.verdict_text(r))}, '
                        f'pass@k / pass^k {e(k)}">'
@@ -229,7 +248,7 @@ def _forbidden(t: dict[str, Any]) -> str:
     return f"<h4>Forbidden rules</h4><ul class=\"rules\">{items}</ul>"
 
 
-def _trial_body(t: dict[str, Any], columns: int) -> str:
+def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool) -> str:
     status = data.status_of(t)
     model = data.model_label(t.get("model"), [t])
     tokens = t.get("tokens") or {}
@@ -244,7 +263,7 @@ def _trial_body(t: dict[str, Any], columns: int) -> str:
         "id": t.get("id"), "task": t.get("task_id"), "model": model, "status": status,
         "score": f"{score:.4f}", "turns": str(int(t.get("turns") or 0)), "tokens": str(tin + tout),
         "cost": "" if cost is None else f"{float(cost):.6f}", "duration": f"{duration:.3f}",
-        "search": search,
+        "search": search, "cell": data.cell_key(t),
     }
     data_attrs = " ".join(f'data-{k}="{e(v)}"' for k, v in attrs.items())
     tid = data.clean(t.get("id"))
@@ -265,8 +284,11 @@ def _trial_body(t: dict[str, Any], columns: int) -> str:
     if t.get("output"):
         detail.append(f'<h4>Agent output</h4><pre class="out">{e(t.get("output"), OUTPUT_LIMIT)}'
                       "</pre>")
+    detail.append('<h4>Trajectory</h4>' + (
+        '<div class="traj"><p class="muted">opening…</p></div>' if traced else
+        '<p class="muted">No trace recorded.</p>'))
     return (
-        f'<tbody {data_attrs}><tr class="trial">'
+        f'<tbody {data_attrs} data-i="{index}"><tr class="trial">'
         f'<td><button class="toggle" aria-expanded="false" title="show checks">▸</button> '
         f"<code>{e(tid)}</code></td>"
         f"<td>{e(t.get('task_id'))}</td><td>{e(model)}</td>"
@@ -278,8 +300,9 @@ def _trial_body(t: dict[str, Any], columns: int) -> str:
     )
 
 
-def trials_table(results: dict[str, Any]) -> str:
+def trials_table(results: dict[str, Any], traced: list[bool] | None = None) -> str:
     trials = results.get("trials") or []
+    traced = traced or [False] * len(trials)
     heads = [("id", "trial", "text"), ("task", "task", "text"), ("model", "model", "text"),
              ("status", "status", "text"), ("score", "score", "num"), ("turns", "turns", "num"),
              ("tokens", "tokens in / out", "num"), ("cost", "cost", "num"),
@@ -294,15 +317,46 @@ def trials_table(results: dict[str, Any]) -> str:
                   for s in ("pass", "fail", "error") if statuses[s])
         + '</select><select id="fmodel" aria-label="model"><option value="">all models</option>'
         + "".join(f'<option value="{e(m)}">{e(m)}</option>' for m in models)
-        + f'</select><span class="muted"><span id="shown">{len(trials)}</span> of {len(trials)} '
-        "shown · click a row for its checks</span></div>"
+        + '</select><span class="chip" id="fcell" hidden>heat-map cell <b></b>'
+        '<button type="button" title="show all trials" aria-label="clear">✕</button></span>'
+        + f'<span class="muted"><span id="shown">{len(trials)}</span> of {len(trials)} '
+        "shown · click a row for its checks and trajectory</span></div>"
     )
     head = "".join(
         f'<th data-key="{k}" data-type="{kind}" class="{"n" if kind == "num" else ""}" '
         f'tabindex="0">{label}</th>' for k, label, kind in heads)
-    bodies = "".join(_trial_body(t, len(heads)) for t in trials)
+    bodies = "".join(_trial_body(t, len(heads), i, traced[i]) for i, t in enumerate(trials))
     return (f'{controls}<div class="scroll"><table id="trials" class="grid-table">'
             f"<thead><tr>{head}</tr></thead>{bodies}</table></div>")
+
+
+MAX_GROUPS = 100  # failing-check groups listed in the page; the rest are counted
+
+
+def triage(results: dict[str, Any]) -> str:
+    """Failing checks grouped by task, model and check, most frequent first; each names an
+    example trial that opens in the table below."""
+    groups = sorted(data.failure_groups(results), key=lambda g: -g["failed"])
+    if not groups:
+        return ""
+    out = [f'<section><h2>Failing checks <span class="muted">'
+           f'({sum(g["failed"] for g in groups)} in {len(groups)} groups)</span></h2>'
+           '<ul class="triage">']
+    for g in groups[:MAX_GROUPS]:
+        t, c = g["trial"], g["check"]
+        model = f' · {e(data.model_label(g["model"], [t]))}' if g["model"] else ""
+        gate = ", gate" if c.get("gate") else ""
+        tid = data.clean(t.get("id"))
+        out.append(
+            f'<li><b>{e(g["task_id"])}</b>{model} · <code>{e(c.get("name"))}</code> '
+            f'<span class="muted">({e(c.get("type"))}{gate})</span> failed in '
+            f'<b>{g["failed"]} of {g["trials"]}</b> trials: {e(c.get("message") or "failed", 300)}'
+            f' <span class="muted">e.g.</span> <a href="#" data-show-trial="{e(tid)}">'
+            f'<code>{e(tid)}</code></a></li>')
+    if len(groups) > MAX_GROUPS:
+        out.append(f'<li class="muted">… and {len(groups) - MAX_GROUPS} more groups</li>')
+    out.append("</ul></section>")
+    return "".join(out)
 
 
 # ---- the page -------------------------------------------------------------------------------
@@ -345,10 +399,21 @@ def _cards(results: dict[str, Any]) -> str:
     return f'<div class="cards">{out}</div>'
 
 
-def render_html(results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
-    """The whole report page."""
+def _trajectories(blobs: list[str | None]) -> str:
+    """The encoded trajectories, one JSON array indexed like the trial rows. Base64 and JSON
+    punctuation only, so nothing in it can close the element."""
+    if not any(blobs):
+        return ""
+    return ('<script type="application/json" id="trajectories">'
+            + json.dumps(blobs, separators=(",", ":")) + "</script>")
+
+
+def render_html(results: dict[str, Any], run: dict[str, Any] | None = None,
+                run_dir: Path | None = None) -> str:
+    """The whole report page; with `run_dir`, each trial's trajectory is embedded."""
     run = run or {}
     trials = results.get("trials") or []
+    blobs = trajectory.embedded(trials, Path(run_dir) if run_dir else None)
     model_rows = data.model_rows(results)
     missed = [r for r in model_rows if r.get("met") is False]
     banner = ""
@@ -379,7 +444,8 @@ Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figur
 </section>
 <section><h2>Tasks × models</h2>{heat_map(results)}</section>
 <section><h2>Models</h2>{models_table(results)}</section>
-<section><h2>Trials</h2>{trials_table(results)}</section>
+{triage(results)}
+<section><h2>Trials</h2>{trials_table(results, [b is not None for b in blobs])}</section>
 <footer class="muted">Written by proctor. Pass rates count every repeat and replica as one
 trial; intervals are 95% Wilson score intervals.</footer>"""
     return (
@@ -389,5 +455,6 @@ trial; intervals are 95% Wilson score intervals.</footer>"""
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>proctor run {run_id}</title><style>{CSS}</style>"
         "<noscript><style>tr.detail{display:table-row!important}.toggle{display:none}</style>"
-        f"</noscript></head><body>{body}<script>{JS}</script></body></html>\n"
+        f"</noscript></head><body>{body}{_trajectories(blobs)}<script>{JS}</script>"
+        "</body></html>\n"
     )

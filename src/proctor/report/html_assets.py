@@ -33,7 +33,8 @@ vertical-align:top;border-bottom:1px solid var(--line)}th{font-weight:600;white-
 .n{text-align:right;font-variant-numeric:tabular-nums}
 .heat td.cell{background:hsl(var(--h) var(--heat-s) var(--heat-l));text-align:center;border:2px solid var(--bg);
 white-space:nowrap}.heat td.none{text-align:center;color:var(--muted)}
-.heat small{opacity:.75}
+.heat small{opacity:.75}.heat th.model{white-space:normal;overflow-wrap:anywhere;
+max-width:11em;min-width:6em;vertical-align:bottom;font-size:12px}
 .badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:11px;font-weight:600;
 color:#fff;background:var(--muted)}.badge.pass{background:var(--pass)}
 .badge.fail{background:var(--fail)}.badge.error{background:var(--error)}
@@ -52,18 +53,49 @@ color-mix(in srgb,var(--fail) 8%,transparent)}pre.msg{max-height:14em;overflow:a
 pre.out,pre.err{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:8px;
 max-height:24em;overflow:auto}ul.rules{margin:4px 0;padding-left:18px}
 .meta{margin:4px 0 2px}footer{margin:32px 0 8px;font-size:12px}
+.heat td.cell{cursor:pointer}.heat td.cell.picked{outline:3px solid var(--accent);outline-offset:-3px}
+.heat small.k{opacity:.7;font-size:10px}.chip{display:inline-flex;gap:6px;align-items:center;
+background:var(--panel);border:1px solid var(--accent);border-radius:12px;padding:2px 4px 2px 10px}
+.chip button{border:0;background:none;color:var(--fg);cursor:pointer;font:inherit}
+.traj .step{border-left:3px solid var(--line);padding:4px 0 4px 10px;margin:6px 0}
+.traj .step.cmd.ok{border-color:var(--pass)}.traj .step.cmd.bad{border-color:var(--fail)}
+.traj .step.model{border-color:var(--accent)}.traj .head{font-weight:600;margin-bottom:3px}
+.traj .head .badge{margin:0 6px}.traj pre{background:var(--bg);border:1px solid var(--line);
+border-radius:6px;padding:6px;margin:3px 0;max-height:20em;overflow:auto}
+.traj pre.stderr{border-color:var(--error)}.traj .msg{margin:4px 0 4px 6px}
+.traj .role{font-size:11px;text-transform:uppercase;color:var(--muted)}
+.traj .call{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;color:var(--accent)}
+.traj p.cut{font-style:italic;color:var(--error)}ul.audit{padding-left:18px;margin:4px 0}
+ul.audit .kind{display:inline-block;min-width:7em;color:var(--muted)}
+ul.triage li{margin:3px 0}
 """
 
 JS = """
 (function(){
 var table=document.getElementById('trials');if(!table)return;
 var q=document.getElementById('q'),fs=document.getElementById('fstatus'),
-fm=document.getElementById('fmodel'),shown=document.getElementById('shown');
+fm=document.getElementById('fmodel'),shown=document.getElementById('shown'),
+chip=document.getElementById('fcell'),cell='';
 function filter(){var text=q.value.toLowerCase(),s=fs.value,m=fm.value,n=0;
 Array.prototype.forEach.call(table.tBodies,function(tb){var ok=(!s||tb.dataset.status===s)&&
-(!m||tb.dataset.model===m)&&(!text||tb.dataset.search.indexOf(text)>=0);tb.hidden=!ok;
-if(ok)n++;});shown.textContent=n;}
+(!m||tb.dataset.model===m)&&(!cell||tb.dataset.cell===cell)&&
+(!text||tb.dataset.search.indexOf(text)>=0);tb.hidden=!ok;if(ok)n++;});shown.textContent=n;}
 [q,fs,fm].forEach(function(el){el.addEventListener('input',filter);});
+function setCell(key,label){cell=key;chip.hidden=!key;
+chip.querySelector('b').textContent=label||'';
+document.querySelectorAll('.heat td.cell').forEach(function(td){
+td.classList.toggle('picked',!!key&&td.dataset.cell===key);});filter();}
+chip.querySelector('button').addEventListener('click',function(){setCell('');});
+document.querySelectorAll('.heat td.cell').forEach(function(td){
+td.tabIndex=0;function pick(){if(cell===td.dataset.cell){setCell('');return;}
+setCell(td.dataset.cell,td.dataset.label);table.scrollIntoView({block:'start'});}
+td.addEventListener('click',pick);td.addEventListener('keydown',function(ev){
+if(ev.key==='Enter'||ev.key===' '){ev.preventDefault();pick();}});});
+document.querySelectorAll('[data-show-trial]').forEach(function(a){
+a.addEventListener('click',function(ev){ev.preventDefault();var id=a.dataset.showTrial;
+setCell('');fs.value='';fm.value='';q.value='';
+var tb=Array.prototype.find.call(table.tBodies,function(b){return b.dataset.id===id;});
+filter();if(tb){open(tb,true);tb.scrollIntoView({block:'start'});}});});
 function sort(th){var key=th.dataset.key,num=th.dataset.type==='num',
 dir=th.dataset.dir==='asc'?'desc':'asc';
 table.tHead.querySelectorAll('th').forEach(function(o){delete o.dataset.dir;
@@ -77,8 +109,61 @@ table.tHead.addEventListener('click',function(ev){var th=ev.target.closest('th[d
 if(th)sort(th);});
 table.tHead.addEventListener('keydown',function(ev){var th=ev.target.closest('th[data-key]');
 if(th&&(ev.key==='Enter'||ev.key===' ')){ev.preventDefault();sort(th);}});
+function open(tb,on){tb.classList.toggle('open',on);
+tb.querySelector('.toggle').setAttribute('aria-expanded',on);if(on)trajectory(tb);}
 table.addEventListener('click',function(ev){var row=ev.target.closest('tr.trial');
-if(!row||ev.target.closest('a'))return;var tb=row.parentNode;tb.classList.toggle('open');
-row.querySelector('.toggle').setAttribute('aria-expanded',tb.classList.contains('open'));});
+if(!row||ev.target.closest('a'))return;var tb=row.parentNode;
+open(tb,!tb.classList.contains('open'));});
+var blobs=null;
+function blob(i){if(blobs===null){var el=document.getElementById('trajectories');
+blobs=el?JSON.parse(el.textContent):[];}return blobs[i];}
+function inflate(b64){var bin=atob(b64),u=new Uint8Array(bin.length);
+for(var i=0;i<bin.length;i++)u[i]=bin.charCodeAt(i);
+var st=new Blob([u]).stream().pipeThrough(new DecompressionStream('gzip'));
+return new Response(st).text().then(JSON.parse);}
+function el(tag,cls,text){var n=document.createElement(tag);if(cls)n.className=cls;
+if(text!==undefined&&text!==null)n.textContent=String(text);return n;}
+function secs(x){return x==null?'':(x<1?x.toFixed(2):x.toFixed(1))+'s';}
+function pre(parent,text,cls){if(text)parent.appendChild(el('pre',cls,text));}
+function step(s){var d;
+if(s.k==='cmd'){var ok=s.exit===0&&!s.timed_out;d=el('div','step cmd '+(ok?'ok':'bad'));
+var h=el('div','head');h.appendChild(el('code','', '$ '+s.cmd));
+h.appendChild(el('span','badge '+(ok?'pass':'fail'),s.timed_out?'timed out':'exit '+s.exit));
+h.appendChild(el('span','muted',' '+secs(s.dur)+(s.source&&s.source!=='agent'?' · '+s.source:'')));
+d.appendChild(h);pre(d,s.stdout,'stdout');pre(d,s.stderr,'stderr');
+if(s.capped)d.appendChild(el('p','muted','output was capped while recording'));return d;}
+if(s.k==='model'){d=el('div','step model');var t='◆ turn '+(s.turn==null?'?':s.turn)+' · '+
+s.model+(s.in!=null?' · '+s.in+' in / '+s.out+' out':'')+(s.lat!=null?' · '+secs(s.lat):'')+
+(s.attempt>1?' · attempt '+s.attempt:'');d.appendChild(el('div','head',t));
+(s.msgs||[]).forEach(function(m){var b=el('div','msg '+m.role);b.appendChild(el('span','role',m.role));
+pre(b,m.text);(m.calls||[]).forEach(function(c){b.appendChild(el('div','call','→ '+c));});
+d.appendChild(b);});
+var r=el('div','msg assistant');r.appendChild(el('span','role','response'));pre(r,s.text);
+(s.calls||[]).forEach(function(c){r.appendChild(el('div','call','→ '+c));});
+if(s.error)pre(r,s.error,'err');d.appendChild(r);return d;}
+if(s.k==='output'){d=el('div','step output');d.appendChild(el('div','head','◇ agent output'));
+pre(d,s.text);return d;}
+d=el('div','step event muted');d.appendChild(el('span','',('· '+s.type+' ')));
+d.appendChild(el('code','',s.text));return d;}
+function draw(box,doc,id){box.textContent='';var steps=doc.steps||[];
+if(!steps.length)box.appendChild(el('p','muted','No steps recorded.'));
+steps.forEach(function(s,i){if(doc.steps_cut&&i===doc.steps_cut[0])box.appendChild(el('p',
+'cut','… '+doc.steps_cut[1]+' steps left out to keep this page small (all of them: trials/'+
+id+'/trace.jsonl)'));box.appendChild(step(s));});
+if(doc.limit<8000)box.appendChild(el('p','muted','Texts here are cut to '+doc.limit+
+' characters (each cut says so) to keep this page small; trials/'+id+'/trace.jsonl has all.'));
+if((doc.audit||[]).length){box.appendChild(el('h4','','Audit'));var ul=el('ul','audit');
+doc.audit.forEach(function(a){var li=el('li');li.appendChild(el('span','kind',a[0]));
+li.appendChild(el('code','',a[1]));ul.appendChild(li);});
+Object.keys(doc.audit_more||{}).forEach(function(k){ul.appendChild(el('li','muted',
+'… '+doc.audit_more[k]+' more '+k+' events (all in trials/'+id+'/audit.jsonl)'));});
+box.appendChild(ul);}}
+function trajectory(tb){var box=tb.querySelector('.traj');if(!box||box.dataset.done)return;
+box.dataset.done='1';var b=blob(+tb.dataset.i);
+if(!b){box.textContent='No trace recorded.';return;}
+if(typeof DecompressionStream==='undefined'){box.textContent=
+'This browser cannot unpack the trajectory (it needs DecompressionStream).';return;}
+inflate(b).then(function(doc){draw(box,doc,tb.dataset.id);},function(err){
+box.textContent='Could not unpack the trajectory: '+err;});}
 })();
 """
