@@ -399,13 +399,13 @@ def _cards(results: dict[str, Any]) -> str:
     return f'<div class="cards">{out}</div>'
 
 
-def _trajectories(blobs: list[str | None]) -> str:
-    """The encoded trajectories, one JSON array indexed like the trial rows. Base64 and JSON
+def _trajectories(blocks: list[str]) -> str:
+    """The encoded trajectory blocks as one JSON array (trajectory.blocks). Base64 and JSON
     punctuation only, so nothing in it can close the element."""
-    if not any(blobs):
+    if not blocks:
         return ""
-    return ('<script type="application/json" id="trajectories">'
-            + json.dumps(blobs, separators=(",", ":")) + "</script>")
+    return (f'<script type="application/json" id="trajectories" data-chunk="{trajectory.CHUNK}">'
+            + json.dumps(blocks, separators=(",", ":")) + "</script>")
 
 
 def render_html(results: dict[str, Any], run: dict[str, Any] | None = None,
@@ -413,7 +413,7 @@ def render_html(results: dict[str, Any], run: dict[str, Any] | None = None,
     """The whole report page; with `run_dir`, each trial's trajectory is embedded."""
     run = run or {}
     trials = results.get("trials") or []
-    blobs = trajectory.embedded(trials, Path(run_dir) if run_dir else None)
+    traced = trajectory.recorded(trials, Path(run_dir) if run_dir else None)
     model_rows = data.model_rows(results)
     missed = [r for r in model_rows if r.get("met") is False]
     banner = ""
@@ -445,16 +445,20 @@ Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figur
 <section><h2>Tasks × models</h2>{heat_map(results)}</section>
 <section><h2>Models</h2>{models_table(results)}</section>
 {triage(results)}
-<section><h2>Trials</h2>{trials_table(results, [b is not None for b in blobs])}</section>
+<section><h2>Trials</h2>{trials_table(results, [d is not None for d in traced])}</section>
 <footer class="muted">Written by proctor. Pass rates count every repeat and replica as one
 trial; intervals are 95% Wilson score intervals.</footer>"""
-    return (
+    before = (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>proctor run {run_id}</title><style>{CSS}</style>"
         "<noscript><style>tr.detail{display:table-row!important}.toggle{display:none}</style>"
-        f"</noscript></head><body>{body}{_trajectories(blobs)}<script>{JS}</script>"
-        "</body></html>\n"
+        f"</noscript></head><body>{body}"
     )
+    after = f"<script>{JS}</script></body></html>\n"
+    # The trajectories get what is left of the page's target size (see trajectory.py).
+    budget = max(trajectory.BUDGET_MIN,
+                 trajectory.PAGE_TARGET - len(before.encode()) - len(after))
+    return before + _trajectories(trajectory.blocks(trials, traced, budget)) + after

@@ -114,9 +114,12 @@ tb.querySelector('.toggle').setAttribute('aria-expanded',on);if(on)trajectory(tb
 table.addEventListener('click',function(ev){var row=ev.target.closest('tr.trial');
 if(!row||ev.target.closest('a'))return;var tb=row.parentNode;
 open(tb,!tb.classList.contains('open'));});
-var blobs=null;
-function blob(i){if(blobs===null){var el=document.getElementById('trajectories');
-blobs=el?JSON.parse(el.textContent):[];}return blobs[i];}
+var blocks=null,chunk=50,unpacked={};
+function doc(i){if(blocks===null){var el=document.getElementById('trajectories');
+blocks=el?JSON.parse(el.textContent):[];if(el)chunk=+el.dataset.chunk;}
+var c=Math.floor(i/chunk);if(!blocks[c])return Promise.resolve(null);
+if(!unpacked[c])unpacked[c]=inflate(blocks[c]);
+return unpacked[c].then(function(docs){return docs[i%chunk];});}
 function inflate(b64){var bin=atob(b64),u=new Uint8Array(bin.length);
 for(var i=0;i<bin.length;i++)u[i]=bin.charCodeAt(i);
 var st=new Blob([u]).stream().pipeThrough(new DecompressionStream('gzip'));
@@ -150,8 +153,9 @@ if(!steps.length)box.appendChild(el('p','muted','No steps recorded.'));
 steps.forEach(function(s,i){if(doc.steps_cut&&i===doc.steps_cut[0])box.appendChild(el('p',
 'cut','… '+doc.steps_cut[1]+' steps left out to keep this page small (all of them: trials/'+
 id+'/trace.jsonl)'));box.appendChild(step(s));});
-if(doc.limit<8000)box.appendChild(el('p','muted','Texts here are cut to '+doc.limit+
-' characters (each cut says so) to keep this page small; trials/'+id+'/trace.jsonl has all.'));
+if(doc.limit<8000)box.appendChild(el('p','muted',(doc.limit?'Texts here are cut to '+
+doc.limit+' characters (each cut says so)':'Texts are left out')+' to keep this page small; '+
+'trials/'+id+'/trace.jsonl has all.'));
 if((doc.audit||[]).length){box.appendChild(el('h4','','Audit'));var ul=el('ul','audit');
 doc.audit.forEach(function(a){var li=el('li');li.appendChild(el('span','kind',a[0]));
 li.appendChild(el('code','',a[1]));ul.appendChild(li);});
@@ -159,11 +163,11 @@ Object.keys(doc.audit_more||{}).forEach(function(k){ul.appendChild(el('li','mute
 '… '+doc.audit_more[k]+' more '+k+' events (all in trials/'+id+'/audit.jsonl)'));});
 box.appendChild(ul);}}
 function trajectory(tb){var box=tb.querySelector('.traj');if(!box||box.dataset.done)return;
-box.dataset.done='1';var b=blob(+tb.dataset.i);
-if(!b){box.textContent='No trace recorded.';return;}
+box.dataset.done='1';
 if(typeof DecompressionStream==='undefined'){box.textContent=
 'This browser cannot unpack the trajectory (it needs DecompressionStream).';return;}
-inflate(b).then(function(doc){draw(box,doc,tb.dataset.id);},function(err){
+doc(+tb.dataset.i).then(function(d){if(d)draw(box,d,tb.dataset.id);
+else box.textContent='No trace recorded.';},function(err){
 box.textContent='Could not unpack the trajectory: '+err;});}
 })();
 """

@@ -19,16 +19,45 @@ from typing import Any
 from proctor.report import data
 from proctor.text import cut as text_cut
 
-BUDGET = 18_000_000  # bytes of encoded trajectories in one page (the page aims at <= 25 MB)
-SHARE_MIN, SHARE_MAX = 1_200, 400_000  # bytes one trial may use, whatever the run's size
+PAGE_TARGET = 24_000_000  # bytes: the whole report.html aims at <= ~25 MB
+BUDGET_MIN = 2_000_000  # trajectories get at least this much, however big the rest is
+CHUNK = 50  # trials per compressed block: neighbours share a system prompt, tools, paths...
+RATIO = 5  # a first guess of how much gzip shrinks a block's JSON, refined by measuring
+SHARE_MIN, SHARE_MAX = 300, 2_000_000  # raw JSON bytes one trial may use
 WEIGHT = {"pass": 1, "fail": 3, "error": 3}  # failures get a larger share
 AUDIT_PER_TYPE = 25
-# (characters kept per text, steps kept): tried in order until the trajectory fits its share
-LEVELS = [(8000, None), (2000, None), (500, None), (160, 60), (80, 16)]
+# (characters kept per text, steps kept, audit events per type): tried in order until a
+# trajectory fits its share; the last level keeps what ran and how it ended, no text.
+LEVELS = [(8000, None, 25), (2000, None, 25), (500, None, 25), (160, 60, 10), (80, 16, 5),
+          (40, 8, 3), (0, 6, 0)]
 
 
-def _text(value: Any, limit: int) -> str:
-    return text_cut(data.clean(value), limit, keep="both")
+class _Text:
+    """A text of the trajectory, cleaned once and cut at each level: `scale` and `floor`
+    adjust the level's limit (a tool result repeats its command's output: a quarter; a
+    command line is always readable: 120 characters at least)."""
+
+    __slots__ = ("text", "scale", "floor")
+
+    def __init__(self, value: Any, scale: float = 1.0, floor: int = 0):
+        self.text, self.scale, self.floor = data.clean(value), scale, floor
+
+    def at(self, limit: int) -> str:
+        limit = max(int(limit * self.scale), self.floor)
+        if limit == 0:  # the smallest level: say how much there was, keep none of it
+            return f"[{len(self.text)} characters left out]" if self.text else ""
+        return text_cut(self.text, limit, keep="both")
+
+
+def _at(obj: Any, limit: int) -> Any:
+    """A copy of `obj` with every _Text cut to `limit`."""
+    if isinstance(obj, _Text):
+        return obj.at(limit)
+    if isinstance(obj, dict):
+        return {k: _at(v, limit) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_at(v, limit) for v in obj]
+    return obj
 
 
 def _content(content: Any) -> str:
@@ -56,67 +85,78 @@ def _call(call: Any) -> str:
     return f"{name}({json.dumps(args, ensure_ascii=False)})"
 
 
-def _model(ev: dict[str, Any], limit: int) -> dict[str, Any]:
+def _model(ev: dict[str, Any]) -> dict[str, Any]:
     request = ev.get("request") if isinstance(ev.get("request"), dict) else {}
     response = ev.get("response") if isinstance(ev.get("response"), dict) else {}
     usage = ev.get("usage") or {}
     msgs = []
     if request.get("system"):
-        msgs.append({"role": "system", "text": _text(request["system"], limit)})
+        msgs.append({"role": "system", "text": _Text(request["system"])})
     for m in request.get("messages") or []:
         if not isinstance(m, dict):
             continue
         role = str(m.get("role") or "?")
         # A tool result repeats the command's output, shown in full with the command.
-        text = _text(_content(m.get("content")), limit // 4 if role == "tool" else limit)
-        msgs.append({"role": role, "text": text,
-                     "calls": [_text(_call(c), limit) for c in m.get("tool_calls") or []]})
+        text = _Text(_content(m.get("content")), 0.25 if role == "tool" else 1.0)
+        msgs.append({"role": data.clean(role), "text": text,
+                     "calls": [_Text(_call(c)) for c in m.get("tool_calls") or []]})
     text = response.get("text", response.get("content"))
     step = {"k": "model", "model": data.clean(ev.get("model")), "turn": ev.get("turn"),
             "in": usage.get("input"), "out": usage.get("output"), "lat": ev.get("latency_s"),
-            "attempt": ev.get("attempt"), "msgs": msgs, "text": _text(_content(text), limit),
-            "calls": [_text(_call(c), limit) for c in response.get("tool_calls") or []]}
+            "attempt": ev.get("attempt"), "msgs": msgs, "text": _Text(_content(text)),
+            "calls": [_Text(_call(c), floor=120) for c in response.get("tool_calls") or []]}
     if ev.get("error"):
-        step["error"] = _text(ev["error"], limit)
+        step["error"] = _Text(ev["error"], floor=200)
     return step
 
 
-def _command(ev: dict[str, Any], limit: int) -> dict[str, Any]:
-    return {"k": "cmd", "cmd": _text(ev.get("command") or " ".join(ev.get("argv") or []), limit),
+def _command(ev: dict[str, Any]) -> dict[str, Any]:
+    command = ev.get("command") or " ".join(ev.get("argv") or [])
+    return {"k": "cmd", "cmd": _Text(command, floor=120),
             "exit": ev.get("exit_code"), "dur": ev.get("duration_s"),
             "timed_out": bool(ev.get("timed_out")), "capped": bool(ev.get("truncated")),
             "source": data.clean(ev.get("source")),
-            "stdout": _text(ev.get("stdout") or "", limit),
-            "stderr": _text(ev.get("stderr") or "", limit)}
+            "stdout": _Text(ev.get("stdout") or ""), "stderr": _Text(ev.get("stderr") or "")}
 
 
-def _step(ev: dict[str, Any], limit: int) -> dict[str, Any] | None:
+def _step(ev: dict[str, Any]) -> dict[str, Any] | None:
     kind = ev.get("type")
     if kind == "command":
-        return _command(ev, limit)
+        return _command(ev)
     if kind == "model_call":
-        return _model(ev, limit)
+        return _model(ev)
     if kind == "agent_output":
         body = ev.get("output", ev.get("text", ev.get("content", "")))
-        return {"k": "output", "text": _text(body, limit)}
+        return {"k": "output", "text": _Text(body)}
     if kind == "check":
         return None  # the checks table above shows them, with their messages
     rest = {k: v for k, v in ev.items() if k not in ("type", "time")}
     return {"k": "event", "type": data.clean(kind),
-            "text": _text(json.dumps(rest, default=str, ensure_ascii=False), limit)}
+            "text": _Text(json.dumps(rest, default=str, ensure_ascii=False))}
 
 
-def _audit(events: list[dict[str, Any]], limit: int) -> tuple[list[list[str]], dict[str, int]]:
-    """[type, one line] per event, at most AUDIT_PER_TYPE of each type; the rest counted."""
-    shown: list[list[str]] = []
+def _audit(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(type, one line) per event, cut at 400 characters, at most AUDIT_PER_TYPE of each."""
+    out: list[tuple[str, str]] = []
     seen: dict[str, int] = {}
     for ev in events:
         kind = data.clean(ev.get("type"))
         seen[kind] = seen.get(kind, 0) + 1
-        if seen[kind] <= AUDIT_PER_TYPE:
-            d = ev.get("details") if isinstance(ev.get("details"), dict) else {}
-            shown.append([kind, _text(_audit_text(kind, d), min(limit, 400))])
-    return shown, {k: n - AUDIT_PER_TYPE for k, n in seen.items() if n > AUDIT_PER_TYPE}
+        d = ev.get("details") if isinstance(ev.get("details"), dict) else {}
+        out.append((kind, "" if seen[kind] > AUDIT_PER_TYPE else
+                    text_cut(data.clean(_audit_text(kind, d)), 400, keep="both")))
+    return out
+
+
+def _audit_at(events: list[tuple[str, str]], per_type: int
+              ) -> tuple[list[list[str]], dict[str, int]]:
+    shown: list[list[str]] = []
+    seen: dict[str, int] = {}
+    for kind, line in events:
+        seen[kind] = seen.get(kind, 0) + 1
+        if seen[kind] <= per_type:
+            shown.append([kind, line])
+    return shown, {k: n - per_type for k, n in seen.items() if n > per_type}
 
 
 def _audit_text(kind: str, d: dict[str, Any]) -> str:
@@ -134,58 +174,131 @@ def _audit_text(kind: str, d: dict[str, Any]) -> str:
     return json.dumps(d, default=str, ensure_ascii=False)
 
 
-def build(trace: list[dict[str, Any]], audit: list[dict[str, Any]], limit: int,
-          max_steps: int | None) -> dict[str, Any]:
-    """One trial's trajectory document (what the page's script draws)."""
-    steps = [s for s in (_step(ev, limit) for ev in trace) if s is not None]
-    doc: dict[str, Any] = {"steps": steps}
-    if max_steps is not None and len(steps) > max_steps:
-        # The start (what it tried first) and the end (where it went wrong) matter most.
-        head = max_steps // 2
-        doc["steps"] = steps[:head] + steps[len(steps) - (max_steps - head):]
-        doc["steps_cut"] = [head, len(steps) - max_steps]
-    doc["audit"], doc["audit_more"] = _audit(audit, limit)
-    doc["limit"] = limit
-    return doc
+class Trajectory:
+    """One trial's events, cleaned once; `at(level)` is the document the page draws."""
+
+    def __init__(self, trace: list[dict[str, Any]], audit: list[dict[str, Any]]):
+        self.steps = [s for s in (_step(ev) for ev in trace) if s is not None]
+        self.audit = _audit(audit)
+
+    def at(self, limit: int = 8000, max_steps: int | None = None,
+           audit_per_type: int = AUDIT_PER_TYPE) -> dict[str, Any]:
+        steps = self.steps
+        doc: dict[str, Any] = {}
+        if max_steps is not None and len(steps) > max_steps:
+            # The start (what it tried first) and the end (where it went wrong) matter most.
+            head = max_steps // 2
+            steps = steps[:head] + steps[len(steps) - (max_steps - head):]
+            doc["steps_cut"] = [head, len(self.steps) - max_steps]
+        doc["steps"] = _at(steps, limit)
+        doc["audit"], doc["audit_more"] = _audit_at(self.audit, audit_per_type)
+        doc["limit"] = limit
+        return doc
 
 
-def encode(doc: dict[str, Any]) -> str:
-    raw = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+def build(trace: list[dict[str, Any]], audit: list[dict[str, Any]], limit: int = 8000,
+          max_steps: int | None = None, audit_per_type: int = AUDIT_PER_TYPE) -> dict[str, Any]:
+    """One trial's trajectory document at one level."""
+    return Trajectory(trace, audit).at(limit, max_steps, audit_per_type)
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def encode(docs: list[Any], raw: bytes | None = None) -> str:
+    """A block of trajectories as base64(gzip(JSON array)); `raw` when already dumped."""
+    raw = raw if raw is not None else _json(docs).encode()
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 
-def decode(blob: str) -> dict[str, Any]:
+def decode(blob: str) -> list[Any]:
     """The inverse of `encode` (tests and tools read embedded trajectories with it)."""
     return json.loads(gzip.decompress(base64.b64decode(blob)))
 
 
-def fitted(trace: list[dict[str, Any]], audit: list[dict[str, Any]], share: int) -> str:
-    """The trajectory, encoded, rebuilt with shorter text and fewer steps until it fits."""
-    blob = ""
-    for limit, max_steps in LEVELS:
-        blob = encode(build(trace, audit, limit, max_steps))
-        if len(blob) <= share:
-            return blob
-    return blob  # the smallest level: even a huge trial stays a few kB
+class _Fitter:
+    """Builds trajectories within a raw-size share, starting at the level that fitted the
+    previous trial (neighbours are alike), so most trials are built once or twice."""
+
+    def __init__(self) -> None:
+        self.hint = 0
+
+    def fit(self, trace: list[dict[str, Any]], audit: list[dict[str, Any]], share: int
+            ) -> dict[str, Any]:
+        level = self.hint
+        traj = Trajectory(trace, audit)
+        doc = traj.at(*LEVELS[level])
+        if len(_json(doc)) <= share:
+            while level > 0:  # maybe this one is smaller than the last: try more text
+                bigger = traj.at(*LEVELS[level - 1])
+                if len(_json(bigger)) > share:
+                    break
+                level, doc = level - 1, bigger
+        else:
+            while level < len(LEVELS) - 1:
+                level += 1
+                doc = traj.at(*LEVELS[level])
+                if len(_json(doc)) <= share:
+                    break
+        self.hint = level
+        return doc
 
 
-def shares(trials: list[dict[str, Any]], budget: int = BUDGET) -> list[int]:
-    """Each trial's byte share of the budget, by WEIGHT of its status."""
-    weights = [WEIGHT.get(data.status_of(t), 1) for t in trials]
-    total = sum(weights) or 1
-    return [min(SHARE_MAX, max(SHARE_MIN, budget * w // total)) for w in weights]
+def fitted(trace: list[dict[str, Any]], audit: list[dict[str, Any]], share: int
+           ) -> dict[str, Any]:
+    """One trajectory within `share` bytes of JSON (the last level if nothing fits)."""
+    return _Fitter().fit(trace, audit, share)
 
 
-def embedded(trials: list[dict[str, Any]], run_dir: Path | None,
-             budget: int = BUDGET) -> list[str | None]:
-    """Per trial (in order), its encoded trajectory; None when nothing was recorded (or the
-    run directory is not known, e.g. a report rendered from results.json alone)."""
-    if run_dir is None:
-        return [None] * len(trials)
-    out: list[str | None] = []
-    for t, share in zip(trials, shares(trials, budget), strict=True):
-        d = run_dir / "trials" / str(t.get("id"))
-        trace = data.read_jsonl(d / "trace.jsonl")
-        audit = data.read_jsonl(d / "audit.jsonl")
-        out.append(fitted(trace, audit, share) if trace or audit else None)
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def recorded(trials: list[dict[str, Any]], run_dir: Path | None) -> list[Path | None]:
+    """Each trial's directory when it recorded a trace or audit events, else None (and None
+    for all without a run directory: a report rendered from results.json alone)."""
+    out: list[Path | None] = []
+    for t in trials:
+        d = None if run_dir is None else run_dir / "trials" / str(t.get("id"))
+        has = d is not None and (_size(d / "trace.jsonl") or _size(d / "audit.jsonl"))
+        out.append(d if has else None)
+    return out
+
+
+def blocks(trials: list[dict[str, Any]], dirs: list[Path | None], budget: int) -> list[str]:
+    """The encoded blocks, within `budget` bytes: trial i is item i % CHUNK of block
+    i // CHUNK (null when nothing was recorded); [] when no trial has a trajectory.
+
+    One pass, reading one trial at a time (a run's traces can be far larger than memory):
+    each block's trials share what is left of the budget by weight, in JSON bytes times
+    the compression ratio measured so far."""
+    if not any(dirs):
+        return []
+    weights = [WEIGHT.get(data.status_of(t), 1) if d else 0 for t, d in zip(trials, dirs,
+                                                                           strict=True)]
+    left, weight_left = budget, sum(weights)
+    raw_total, enc_total = 0, 0
+    fitter = _Fitter()
+    out: list[str] = []
+    for start in range(0, len(trials), CHUNK):
+        ratio = raw_total / enc_total if enc_total else RATIO
+        per_weight = max(0, left) * ratio / max(1, weight_left)
+        chunk: list[dict[str, Any] | None] = []
+        for d, w in zip(dirs[start:start + CHUNK], weights[start:start + CHUNK], strict=True):
+            if d is None:
+                chunk.append(None)
+                continue
+            trace, audit = data.read_jsonl(d / "trace.jsonl"), data.read_jsonl(d / "audit.jsonl")
+            share = min(SHARE_MAX, max(SHARE_MIN, int(per_weight * w)))
+            chunk.append(fitter.fit(trace, audit, share))
+        raw = _json(chunk).encode()
+        block = encode(chunk, raw)
+        out.append(block)
+        raw_total, enc_total = raw_total + len(raw), enc_total + len(block)
+        left -= len(block)
+        weight_left -= sum(weights[start:start + CHUNK])
     return out
