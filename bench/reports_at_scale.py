@@ -9,7 +9,9 @@ under 1 s at 10,000 tasks, without trajectories).
 report.html with trajectories: each trial gets a realistic trace.jsonl and audit.jsonl in a
 run directory (an LLM agent's 6 turns, 6 commands with 1-8 kB of output each, a long system
 prompt, 40 file writes); the page embeds them all and must stay <= 25 MB. `--keep DIR`
-leaves the run directory (and its report.html) there, to open in a browser.
+leaves the run directory (and its report.html) there, to open in a browser. `--browser`
+opens it in headless Chromium (selenium, chromium-driver) and times loading the page and
+opening a failed trial's trajectory.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ import random
 import shutil
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from proctor.model import AgentDef, CheckResult, TaskDef, TrialResult
 from proctor.report import render
 from proctor.report.terminal import print_summary
+from proctor.report.trajectory import decode
 from proctor.scoring import summarize
 
 
@@ -96,10 +100,45 @@ def write_traces(run_dir: Path, trials: list[dict]) -> None:
         (d / "audit.jsonl").write_text("".join(json.dumps(e) + "\n" for e in audit))
 
 
+def blocks_of(page: str) -> list[str]:
+    start = page.index('id="trajectories"')
+    start = page.index(">", start) + 1
+    return json.loads(page[start:page.index("</script>", start)])
+
+
+def browse(page: Path) -> None:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    opts = Options()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        driver.get(page.resolve().as_uri())
+        loaded = driver.execute_script(
+            "return performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
+        opened = driver.execute_async_script("""
+            var done = arguments[arguments.length - 1], t0 = performance.now();
+            var rows = document.querySelectorAll('#trials tbody[data-status=fail]');
+            var tb = rows[rows.length - 1];
+            tb.querySelector('tr.trial').click();
+            (function wait() {
+              if (tb.querySelector('.traj .step')) done(performance.now() - t0);
+              else setTimeout(wait, 5);
+            })();""")
+        print(f"chromium: page ready {loaded / 1000:.2f} s; a failed trial's trajectory "
+              f"drawn {opened:.0f} ms after the click")
+    finally:
+        driver.quit()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=10_000)
     ap.add_argument("--keep", type=Path, help="write the run directory with traces here")
+    ap.add_argument("--browser", action="store_true", help="time the page in headless Chromium")
     args = ap.parse_args()
     results = results_for(args.tasks)
     for fmt in ("json", "junit", "md", "html"):
@@ -123,6 +162,11 @@ def main() -> None:
         print(f"html with trajectories: {time.perf_counter() - t0:.2f} s "
               f"({len(text.encode()) / 1e6:.1f} MB)")
         (run_dir / "report.html").write_text(text, encoding="utf-8")
+        levels = Counter(d["limit"] for b in blocks_of(text) for d in decode(b) if d)
+        print("characters kept per text, trials: "
+              + ", ".join(f"{k}: {n}" for k, n in sorted(levels.items(), reverse=True)))
+        if args.browser:
+            browse(run_dir / "report.html")
     finally:
         if not args.keep:
             shutil.rmtree(run_dir)

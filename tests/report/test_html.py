@@ -230,3 +230,20 @@ def test_long_model_names_stay_distinct():
     page.feed(render_html({"run_id": "r", "trials": trials, **scored}))
     heads = [a.get("title") for a in page.find("th") if a.get("class") == "model"]
     assert heads == [a, b]  # whole names in the heat map header (wrapped by CSS)
+
+
+def test_a_large_run_carries_details_compressed(mixed_run, monkeypatch):
+    import proctor.report.html as html_mod
+
+    monkeypatch.setattr(html_mod, "INLINE_DETAILS", 10)  # this run's 44 trials are "large"
+    html, page = _page(mixed_run)
+    assert not page.find("tr", **{"class": "detail"})  # a small DOM: details come on open
+    docs, _ = _docs(page)
+    assert len(docs) == 44 and all(d and d["detail"] for d in docs)
+    bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
+    doc = docs[int(next(a for a in bodies if a["data-id"] == FLAKY_TRIAL)["data-i"])]
+    assert doc["steps"] and '<div class="traj">' in doc["detail"]
+    # the detail is the same escaped markup as inline: hostile output stays text
+    everything = "".join(d["detail"] for d in docs)
+    assert "refunds.count = 1" in everything and "<script>alert" not in everything
+    assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;" in everything

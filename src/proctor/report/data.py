@@ -292,7 +292,7 @@ def condition(row: dict[str, Any]) -> tuple[Any, ...]:
 def cell_key(row: dict[str, Any]) -> str:
     """A heat-map cell's key, the same for a `tasks` row and each of its trials: task, model,
     help mode, params (report.html filters trials by it)."""
-    return "\x1f".join(str(x) for x in (row.get("task_id"), row.get("model") or "",
+    return "␟".join(str(x) for x in (row.get("task_id"), row.get("model") or "",
                                           row.get("help_mode") or "", params_text(row.get("params"))))
 
 

@@ -248,7 +248,13 @@ def _forbidden(t: dict[str, Any]) -> str:
     return f"<h4>Forbidden rules</h4><ul class=\"rules\">{items}</ul>"
 
 
-def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool) -> str:
+INLINE_DETAILS = 1000  # above this many trials, details travel compressed (a smaller DOM)
+
+
+def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
+                details: list[str] | None) -> str:
+    """A trial's row and its detail; with `details`, the detail goes there (to be embedded
+    compressed and drawn when the row is opened) instead of into the page."""
     status = data.status_of(t)
     model = data.model_label(t.get("model"), [t])
     tokens = t.get("tokens") or {}
@@ -257,13 +263,11 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool) -> st
     duration = float(t.get("duration_s") or 0.0)
     cost = t.get("cost_usd")
     params = data.params_text(t.get("params"))
-    search = " ".join(data.clean(x) for x in (t.get("id"), t.get("task_id"), model,
-                                               t.get("help_mode"), params, status)).lower()
     attrs = {
         "id": t.get("id"), "task": t.get("task_id"), "model": model, "status": status,
         "score": f"{score:.4f}", "turns": str(int(t.get("turns") or 0)), "tokens": str(tin + tout),
         "cost": "" if cost is None else f"{float(cost):.6f}", "duration": f"{duration:.3f}",
-        "search": search, "cell": data.cell_key(t),
+        "cell": data.cell_key(t),
     }
     data_attrs = " ".join(f'data-{k}="{e(v)}"' for k, v in attrs.items())
     tid = data.clean(t.get("id"))
@@ -287,20 +291,25 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool) -> st
     detail.append('<h4>Trajectory</h4>' + (
         '<div class="traj"><p class="muted">opening…</p></div>' if traced else
         '<p class="muted">No trace recorded.</p>'))
+    if details is not None:
+        details.append("".join(detail))
     return (
         f'<tbody {data_attrs} data-i="{index}"><tr class="trial">'
-        f'<td><button class="toggle" aria-expanded="false" title="show checks">▸</button> '
+        f'<td><button class="toggle" aria-expanded="false">▸</button> '
         f"<code>{e(tid)}</code></td>"
         f"<td>{e(t.get('task_id'))}</td><td>{e(model)}</td>"
         f'<td><span class="badge {status}">{status}</span></td>'
         f'<td class="n">{score:.2f}</td><td class="n">{int(t.get("turns") or 0)}</td>'
         f'<td class="n">{data.count(tin)} / {data.count(tout)}</td>'
         f'<td class="n">{e(data.usd(cost))}</td><td class="n">{data.seconds(duration)}</td></tr>'
-        f'<tr class="detail"><td colspan="{columns}">{"".join(detail)}</td></tr></tbody>'
+        + ("" if details is not None else
+           f'<tr class="detail"><td colspan="{columns}">{"".join(detail)}</td></tr>')
+        + "</tbody>"
     )
 
 
-def trials_table(results: dict[str, Any], traced: list[bool] | None = None) -> str:
+def trials_table(results: dict[str, Any], traced: list[bool] | None = None,
+                 details: list[str] | None = None) -> str:
     trials = results.get("trials") or []
     traced = traced or [False] * len(trials)
     heads = [("id", "trial", "text"), ("task", "task", "text"), ("model", "model", "text"),
@@ -325,7 +334,8 @@ def trials_table(results: dict[str, Any], traced: list[bool] | None = None) -> s
     head = "".join(
         f'<th data-key="{k}" data-type="{kind}" class="{"n" if kind == "num" else ""}" '
         f'tabindex="0">{label}</th>' for k, label, kind in heads)
-    bodies = "".join(_trial_body(t, len(heads), i, traced[i]) for i, t in enumerate(trials))
+    bodies = "".join(_trial_body(t, len(heads), i, traced[i], details)
+                     for i, t in enumerate(trials))
     return (f'{controls}<div class="scroll"><table id="trials" class="grid-table">'
             f"<thead><tr>{head}</tr></thead>{bodies}</table></div>")
 
@@ -414,6 +424,7 @@ def render_html(results: dict[str, Any], run: dict[str, Any] | None = None,
     run = run or {}
     trials = results.get("trials") or []
     traced = trajectory.recorded(trials, Path(run_dir) if run_dir else None)
+    details: list[str] | None = [] if len(trials) > INLINE_DETAILS else None
     model_rows = data.model_rows(results)
     missed = [r for r in model_rows if r.get("met") is False]
     banner = ""
@@ -445,7 +456,7 @@ Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figur
 <section><h2>Tasks × models</h2>{heat_map(results)}</section>
 <section><h2>Models</h2>{models_table(results)}</section>
 {triage(results)}
-<section><h2>Trials</h2>{trials_table(results, [d is not None for d in traced])}</section>
+<section><h2>Trials</h2>{trials_table(results, [d is not None for d in traced], details)}</section>
 <footer class="muted">Written by proctor. Pass rates count every repeat and replica as one
 trial; intervals are 95% Wilson score intervals.</footer>"""
     before = (
@@ -461,4 +472,4 @@ trial; intervals are 95% Wilson score intervals.</footer>"""
     # The trajectories get what is left of the page's target size (see trajectory.py).
     budget = max(trajectory.BUDGET_MIN,
                  trajectory.PAGE_TARGET - len(before.encode()) - len(after))
-    return before + _trajectories(trajectory.blocks(trials, traced, budget)) + after
+    return before + _trajectories(trajectory.blocks(trials, traced, budget, details)) + after

@@ -42,6 +42,10 @@ color:#fff;background:var(--muted)}.badge.pass{background:var(--pass)}
 .controls{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin-bottom:8px}
 .controls input,.controls select{font:inherit;padding:5px 8px;border:1px solid var(--line);
 border-radius:6px;background:var(--bg);color:var(--fg)}.controls input{flex:1 1 220px}
+#trials{table-layout:fixed}#trials td{overflow-wrap:anywhere}
+#trials th:nth-child(1){width:27%}#trials th:nth-child(2){width:15%}
+#trials th:nth-child(3){width:14%}#trials th:nth-child(4){width:8%}
+#trials th:nth-child(n+5){width:7.2%}#trials thead th{white-space:normal}
 #trials thead th{cursor:pointer;user-select:none}#trials th[data-dir=asc]::after{content:" ▲"}
 #trials th[data-dir=desc]::after{content:" ▼"}
 #trials tr.trial{cursor:pointer}#trials tr.trial:hover{background:var(--panel)}
@@ -76,10 +80,12 @@ var table=document.getElementById('trials');if(!table)return;
 var q=document.getElementById('q'),fs=document.getElementById('fstatus'),
 fm=document.getElementById('fmodel'),shown=document.getElementById('shown'),
 chip=document.getElementById('fcell'),cell='';
+function search(tb){var d=tb.dataset;if(d.search===undefined)d.search=[d.id,d.task,d.model,
+d.status,d.cell.split('␟').slice(2).join(' ')].join(' ').toLowerCase();return d.search;}
 function filter(){var text=q.value.toLowerCase(),s=fs.value,m=fm.value,n=0;
 Array.prototype.forEach.call(table.tBodies,function(tb){var ok=(!s||tb.dataset.status===s)&&
 (!m||tb.dataset.model===m)&&(!cell||tb.dataset.cell===cell)&&
-(!text||tb.dataset.search.indexOf(text)>=0);tb.hidden=!ok;if(ok)n++;});shown.textContent=n;}
+(!text||search(tb).indexOf(text)>=0);tb.hidden=!ok;if(ok)n++;});shown.textContent=n;}
 [q,fs,fm].forEach(function(el){el.addEventListener('input',filter);});
 function setCell(key,label){cell=key;chip.hidden=!key;
 chip.querySelector('b').textContent=label||'';
@@ -162,12 +168,17 @@ li.appendChild(el('code','',a[1]));ul.appendChild(li);});
 Object.keys(doc.audit_more||{}).forEach(function(k){ul.appendChild(el('li','muted',
 '… '+doc.audit_more[k]+' more '+k+' events (all in trials/'+id+'/audit.jsonl)'));});
 box.appendChild(ul);}}
-function trajectory(tb){var box=tb.querySelector('.traj');if(!box||box.dataset.done)return;
-box.dataset.done='1';
-if(typeof DecompressionStream==='undefined'){box.textContent=
-'This browser cannot unpack the trajectory (it needs DecompressionStream).';return;}
-doc(+tb.dataset.i).then(function(d){if(d)draw(box,d,tb.dataset.id);
-else box.textContent='No trace recorded.';},function(err){
-box.textContent='Could not unpack the trajectory: '+err;});}
+function trajectory(tb){if(tb.dataset.done)return;tb.dataset.done='1';
+var lazy=!tb.querySelector('tr.detail'),td=null;
+if(lazy){var tr=el('tr','detail');td=el('td');td.colSpan=tb.rows[0].cells.length;
+td.appendChild(el('p','muted','opening…'));tr.appendChild(td);tb.appendChild(tr);}
+var box=tb.querySelector('.traj');if(!box&&!lazy)return;
+function say(msg){(lazy?td:box).textContent=msg;}
+if(typeof DecompressionStream==='undefined'){
+say('This browser cannot unpack the details (it needs DecompressionStream).');return;}
+doc(+tb.dataset.i).then(function(d){if(lazy){if(!d||!d.detail){say('No details recorded.');
+return;}td.innerHTML=d.detail;box=td.querySelector('.traj');if(!box)return;}
+if(d&&d.steps)draw(box,d,tb.dataset.id);else box.textContent='No trace recorded.';},
+function(err){say('Could not unpack the details: '+err);});}
 })();
 """

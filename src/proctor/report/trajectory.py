@@ -269,14 +269,17 @@ def recorded(trials: list[dict[str, Any]], run_dir: Path | None) -> list[Path | 
     return out
 
 
-def blocks(trials: list[dict[str, Any]], dirs: list[Path | None], budget: int) -> list[str]:
+def blocks(trials: list[dict[str, Any]], dirs: list[Path | None], budget: int,
+           details: list[str] | None = None) -> list[str]:
     """The encoded blocks, within `budget` bytes: trial i is item i % CHUNK of block
-    i // CHUNK (null when nothing was recorded); [] when no trial has a trajectory.
+    i // CHUNK (null when there is nothing to show); [] when no trial has anything.
+    `details` (report.html of a large run): each trial's detail HTML, carried in its
+    document as `detail` so the page's DOM stays small.
 
     One pass, reading one trial at a time (a run's traces can be far larger than memory):
     each block's trials share what is left of the budget by weight, in JSON bytes times
     the compression ratio measured so far."""
-    if not any(dirs):
+    if not any(dirs) and not details:
         return []
     weights = [WEIGHT.get(data.status_of(t), 1) if d else 0 for t, d in zip(trials, dirs,
                                                                            strict=True)]
@@ -288,13 +291,16 @@ def blocks(trials: list[dict[str, Any]], dirs: list[Path | None], budget: int) -
         ratio = raw_total / enc_total if enc_total else RATIO
         per_weight = max(0, left) * ratio / max(1, weight_left)
         chunk: list[dict[str, Any] | None] = []
-        for d, w in zip(dirs[start:start + CHUNK], weights[start:start + CHUNK], strict=True):
-            if d is None:
-                chunk.append(None)
-                continue
-            trace, audit = data.read_jsonl(d / "trace.jsonl"), data.read_jsonl(d / "audit.jsonl")
-            share = min(SHARE_MAX, max(SHARE_MIN, int(per_weight * w)))
-            chunk.append(fitter.fit(trace, audit, share))
+        for i in range(start, min(start + CHUNK, len(trials))):
+            doc: dict[str, Any] | None = None
+            if (d := dirs[i]) is not None:
+                trace = data.read_jsonl(d / "trace.jsonl")
+                audit = data.read_jsonl(d / "audit.jsonl")
+                share = min(SHARE_MAX, max(SHARE_MIN, int(per_weight * weights[i])))
+                doc = fitter.fit(trace, audit, share)
+            if details:
+                doc = {**(doc or {}), "detail": details[i]}
+            chunk.append(doc)
         raw = _json(chunk).encode()
         block = encode(chunk, raw)
         out.append(block)
