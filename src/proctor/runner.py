@@ -83,7 +83,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     if not tasks:
         raise UsageError(_nothing_selected(options))
     by_id = {t.id: t for t in tasks}  # the loader guarantees unique ids across files
-    trials = plan(tasks, options)
+    # Runs written before replica ids were zero-padded have no "trial_ids" in run.json.
+    trials = plan(tasks, options, pad=not meta or meta.get("trial_ids") == "padded")
     _preflight(trials, by_id, options)
     isolated = _preflight_backend(options)
     if not options.quiet:
@@ -95,7 +96,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
         require_ray()
     store = store or RunStore.create(options.output_dir)
     if not meta:
-        meta = {"run_id": store.run_id, "started_at": iso(), "paths": [str(Path(p).resolve()) for p in paths],
+        meta = {"run_id": store.run_id, "started_at": iso(), "trial_ids": "padded",
+                "paths": [str(Path(p).resolve()) for p in paths],
                 "options": _stored_options(options),
                 "versions": {**_versions(), **cli_versions(by_id.values())},
                 "isolation": {"isolated": isolated, "backend": options.backend,
