@@ -247,3 +247,20 @@ def test_a_large_run_carries_details_compressed(mixed_run, monkeypatch):
     everything = "".join(d["detail"] for d in docs)
     assert "refunds.count = 1" in everything and "<script>alert" not in everything
     assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;" in everything
+
+
+def test_histogram_axes_neither_repeat_nor_split_trials():
+    import re
+
+    from proctor.report.html import chart_durations
+
+    def axes(durations):
+        svg = chart_durations([{"duration_s": d} for d in durations])
+        return (re.findall(r'text-anchor="middle">([^<]*)<', svg),
+                re.findall(r'text-anchor="end">([^<]*)<', svg))
+
+    labels, ticks = axes([0.01, 0.02, 0.2, 0.24] + [0.01] * 438)
+    assert labels == ["0s", "0.05s", "0.1s", "0.15s", "0.2s"]  # not 0s 0s 0.1s
+    assert ticks == ["0", "220", "440"]  # whole trials: no 219.5
+    labels, _ = axes([100, 3000])
+    assert labels[:2] == ["0s", "16m40s"] and len(set(labels)) == len(labels)

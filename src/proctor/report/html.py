@@ -100,11 +100,12 @@ def _histogram(counts: list[int], labels: list[str], colors: list[str], title: s
     n = max(1, len(counts))
     bw = plot_w / n
     out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{e(title)}">']
-    for frac in (0, 0.5, 1):
-        y = top + plot_h * (1 - frac)
+    # Whole trials on the y axis: 0, about half the peak, the peak (no "219.5").
+    for tick in sorted({0, peak // 2, peak} if peak >= 2 else {0, peak}):
+        y = top + plot_h * (1 - tick / peak)
         out.append(f'<line x1="{left}" y1="{_num(y)}" x2="{left + plot_w}" y2="{_num(y)}" '
                    f'class="grid"/><text x="{left - 6}" y="{_num(y + 4)}" class="axis" '
-                   f'text-anchor="end">{_num(peak * frac)}</text>')
+                   f'text-anchor="end">{tick}</text>')
     for i, c in enumerate(counts):
         h = plot_h * c / peak
         x = left + i * bw
@@ -136,6 +137,13 @@ def _nice_step(span: float, bins: int = 10) -> float:
     return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
 
 
+def _axis_seconds(x: float, places: int) -> str:
+    if x >= 60:
+        return data.seconds(x)  # 16m40s
+    text = f"{x:.{places}f}"
+    return (text.rstrip("0").rstrip(".") if "." in text else text) + "s"
+
+
 def chart_durations(trials: list[dict[str, Any]]) -> str:
     durations = [float(t.get("duration_s") or 0.0) for t in trials]
     step = _nice_step(max(durations, default=0.0))
@@ -143,7 +151,9 @@ def chart_durations(trials: list[dict[str, Any]]) -> str:
     counts = [0] * n
     for d in durations:
         counts[min(n - 1, int(d // step))] += 1
-    labels = [f"{_num(i * step)}s" for i in range(n)]
+    # As many decimals as the step needs: 0.025 s bins read 0s 0.025s 0.05s, not 0s 0s 0.1s.
+    places = max(0, -math.floor(math.log10(step) + 1e-9)) + (1 if f"{step:g}"[-1] == "5" else 0)
+    labels = [_axis_seconds(i * step, places) for i in range(n)]
     return _histogram(counts, labels, ["var(--accent)"] * n, "trial duration distribution")
 
 

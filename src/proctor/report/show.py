@@ -78,7 +78,8 @@ def print_trial_list(run: data.Run, console: Console) -> None:
                  data.seconds(t.get("duration_s"))]
         if with_note:
             note = t.get("error") or _first_failure(t)
-            cells.append(Text(data.one_line(note, 120), style="dim"))
+            # as much as the terminal shows (the column ends in an ellipsis), not 120 chars
+            cells.append(Text(data.one_line(note, max(120, note_width)), style="dim"))
         table.add_row(*cells)
     console.print(table)
     if not run.trials:
