@@ -139,7 +139,9 @@ def run_planned(planned: Planned) -> dict[str, Any]:
     status = "interrupted" if interrupted else ("passed" if results["exit_code"] == 0 else "failed")
     index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status=status,
               specs=planned.paths, finished_at=results["finished_at"], summary=results["summary"],
-              models=[m.get("model") or f"({m['agent']})" for m in results["models"]] or None)
+              models=[m.get("model") or f"({m['agent']})" for m in results["models"]] or None,
+              by_model={m.get("model") or f"({m['agent']})": [m["passed"], m["trials"]]
+                        for m in results["models"]} or None)
     extra = [f for f in options.formats if f != "json"]
     if extra:
         results["reports"] = [str(p) for p in write_reports(store.dir, results, extra)]

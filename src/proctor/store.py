@@ -199,9 +199,9 @@ def read_json(path: Path) -> Any:
 _SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY, dir TEXT NOT NULL, started_at TEXT, finished_at TEXT,
   status TEXT, specs TEXT, trials INTEGER, passed INTEGER, failed INTEGER, errored INTEGER,
-  pass_rate REAL, models TEXT)"""
+  pass_rate REAL, models TEXT, by_model TEXT)"""
 _COLUMNS = ("run_id", "dir", "started_at", "finished_at", "status", "specs", "trials",
-            "passed", "failed", "errored", "pass_rate", "models")
+            "passed", "failed", "errored", "pass_rate", "models", "by_model")
 
 
 def _index() -> sqlite3.Connection:
@@ -209,23 +209,29 @@ def _index() -> sqlite3.Connection:
     home.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(home / "index.sqlite", timeout=10)
     db.execute(_SCHEMA)
-    if "models" not in {row[1] for row in db.execute("PRAGMA table_info(runs)")}:
-        db.execute("ALTER TABLE runs ADD COLUMN models TEXT")  # an index from before models
+    have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    for column in ("models", "by_model"):  # an index written before these columns
+        if column not in have:
+            db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
     return db
 
 
 def index_run(run_id: str, run_dir: Path, *, started_at: str, status: str, specs: list[str],
               finished_at: str | None = None, summary: dict[str, Any] | None = None,
-              models: list[str] | None = None) -> None:
-    """Add or update a run's row. A directory holds one run: an older row for the same
-    directory (its run was deleted and --output-dir reused) is dropped."""
+              models: list[str] | None = None,
+              by_model: dict[str, list[int]] | None = None) -> None:
+    """Add or update a run's row (`by_model`: label -> [passed, trials], for `proctor view`'s
+    pass rate over time). A directory holds one run: an older row for the same directory
+    (its run was deleted and --output-dir reused) is dropped."""
     s = summary or {}
     values = (run_id, str(run_dir), started_at, finished_at, status, json.dumps(specs),
               s.get("trials"), s.get("passed"), s.get("failed"), s.get("errored"),
-              s.get("pass_rate"), None if models is None else json.dumps(models))
-    updates = ", ".join(f"{c}=excluded.{c}" for c in _COLUMNS[1:-1]
+              s.get("pass_rate"), None if models is None else json.dumps(models),
+              None if by_model is None else json.dumps(by_model))
+    updates = ", ".join(f"{c}=excluded.{c}" for c in _COLUMNS[1:-2]
                         if c not in ("started_at", "specs"))
-    updates += ", models=COALESCE(excluded.models, models)"
+    updates += (", models=COALESCE(excluded.models, models)"
+                ", by_model=COALESCE(excluded.by_model, by_model)")
     try:
         with _index() as db:
             db.execute("DELETE FROM runs WHERE dir = ? AND run_id != ?", (str(run_dir), run_id))
@@ -237,11 +243,12 @@ def index_run(run_id: str, run_dir: Path, *, started_at: str, status: str, specs
         pass  # the index is a convenience; a locked or read-only home must not fail a run
 
 
-def list_runs(limit: int) -> list[dict[str, Any]]:
+def list_runs(limit: int | None = None) -> list[dict[str, Any]]:
+    """The index's runs, newest first (all of them without `limit`)."""
     with _index() as db:
         db.row_factory = sqlite3.Row
         rows = db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?",
-                          (limit,)).fetchall()
+                          (-1 if limit is None else limit,)).fetchall()
     return [dict(r) for r in rows]
 
 
