@@ -43,9 +43,9 @@ color:#fff;background:var(--muted)}.badge.pass{background:var(--pass)}
 .controls input,.controls select{font:inherit;padding:5px 8px;border:1px solid var(--line);
 border-radius:6px;background:var(--bg);color:var(--fg)}.controls input{flex:1 1 220px}
 #trials{table-layout:fixed}#trials td{overflow-wrap:anywhere}
-#trials th:nth-child(1){width:27%}#trials th:nth-child(2){width:15%}
-#trials th:nth-child(3){width:14%}#trials th:nth-child(4){width:8%}
-#trials th:nth-child(n+5){width:7.2%}#trials thead th{white-space:normal}
+#trials>thead th:nth-child(1){width:27%}#trials>thead th:nth-child(2){width:15%}
+#trials>thead th:nth-child(3){width:14%}#trials>thead th:nth-child(4){width:8%}
+#trials>thead th:nth-child(n+5){width:7.2%}#trials>thead th{white-space:normal}
 #trials thead th{cursor:pointer;user-select:none}#trials th[data-dir=asc]::after{content:" ▲"}
 #trials th[data-dir=desc]::after{content:" ▼"}
 #trials tr.trial{cursor:pointer}#trials tr.trial:hover{background:var(--panel)}
@@ -60,7 +60,7 @@ max-height:24em;overflow:auto}ul.rules{margin:4px 0;padding-left:18px}
 .heat td.cell{cursor:pointer}.heat td.cell.picked{outline:3px solid var(--accent);outline-offset:-3px}
 .heat small.k{opacity:.7;font-size:10px}.chip{display:inline-flex;gap:6px;align-items:center;
 background:var(--panel);border:1px solid var(--accent);border-radius:12px;padding:2px 4px 2px 10px}
-.chip button{border:0;background:none;color:var(--fg);cursor:pointer;font:inherit}
+.chip[hidden]{display:none}.chip button{border:0;background:none;color:var(--fg);cursor:pointer;font:inherit}
 .traj .step{border-left:3px solid var(--line);padding:4px 0 4px 10px;margin:6px 0}
 .traj .step.cmd.ok{border-color:var(--pass)}.traj .step.cmd.bad{border-color:var(--fail)}
 .traj .step.model{border-color:var(--accent)}.traj .head{font-weight:600;margin-bottom:3px}
@@ -71,7 +71,7 @@ border-radius:6px;padding:6px;margin:3px 0;max-height:20em;overflow:auto}
 .traj .call{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;color:var(--accent)}
 .traj p.cut{font-style:italic;color:var(--error)}ul.audit{padding-left:18px;margin:4px 0}
 ul.audit .kind{display:inline-block;min-width:7em;color:var(--muted)}
-ul.triage li{margin:3px 0}
+ul.triage li{margin:3px 0;overflow-wrap:anywhere}
 """
 
 JS = """
@@ -86,7 +86,8 @@ function filter(){var text=q.value.toLowerCase(),s=fs.value,m=fm.value,n=0;
 Array.prototype.forEach.call(table.tBodies,function(tb){var ok=(!s||tb.dataset.status===s)&&
 (!m||tb.dataset.model===m)&&(!cell||tb.dataset.cell===cell)&&
 (!text||search(tb).indexOf(text)>=0);tb.hidden=!ok;if(ok)n++;});shown.textContent=n;}
-[q,fs,fm].forEach(function(el){el.addEventListener('input',filter);});
+[q,fs,fm].forEach(function(el){el.addEventListener('input',filter);
+el.addEventListener('change',filter);});
 function setCell(key,label){cell=key;chip.hidden=!key;
 chip.querySelector('b').textContent=label||'';
 document.querySelectorAll('.heat td.cell').forEach(function(td){
@@ -141,7 +142,7 @@ h.appendChild(el('span','badge '+(ok?'pass':'fail'),s.timed_out?'timed out':'exi
 h.appendChild(el('span','muted',' '+secs(s.dur)+(s.source&&s.source!=='agent'?' · '+s.source:'')));
 d.appendChild(h);pre(d,s.stdout,'stdout');pre(d,s.stderr,'stderr');
 if(s.capped)d.appendChild(el('p','muted','output was capped while recording'));return d;}
-if(s.k==='model'){d=el('div','step model');var t='◆ turn '+(s.turn==null?'?':s.turn)+' · '+
+if(s.k==='model'){d=el('div','step model');var t='◆ '+(s.turn==null?'':'turn '+s.turn+' · ')+
 s.model+(s.in!=null?' · '+s.in+' in / '+s.out+' out':'')+(s.lat!=null?' · '+secs(s.lat):'')+
 (s.attempt>1?' · attempt '+s.attempt:'');d.appendChild(el('div','head',t));
 (s.msgs||[]).forEach(function(m){var b=el('div','msg '+m.role);b.appendChild(el('span','role',m.role));
@@ -163,7 +164,7 @@ if(doc.limit<8000)box.appendChild(el('p','muted',(doc.limit?'Texts here are cut 
 doc.limit+' characters (each cut says so)':'Texts are left out')+' to keep this page small; '+
 'trials/'+id+'/trace.jsonl has all.'));
 if((doc.audit||[]).length){box.appendChild(el('h4','','Audit'));var ul=el('ul','audit');
-doc.audit.forEach(function(a){var li=el('li');li.appendChild(el('span','kind',a[0]));
+doc.audit.forEach(function(a){var li=el('li');li.appendChild(el('span','kind',a[0]+' '));
 li.appendChild(el('code','',a[1]));ul.appendChild(li);});
 Object.keys(doc.audit_more||{}).forEach(function(k){ul.appendChild(el('li','muted',
 '… '+doc.audit_more[k]+' more '+k+' events (all in trials/'+id+'/audit.jsonl)'));});

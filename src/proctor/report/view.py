@@ -238,8 +238,12 @@ def trend_svg(runs: list[dict[str, Any]]) -> str:
                    f'y="{y(p / 100) + 4:.1f}" text-anchor="end" class="axis">{p}%</text>')
     for i, (when, _) in enumerate(points):
         if i in (0, len(points) - 1) or len(points) <= 6:
-            out.append(f'<text x="{x(when):.1f}" y="{top + plot_h + 18}" text-anchor="middle" '
-                       f'class="axis">{e(when.strftime("%m-%d %H:%M"))}</text>')
+            # the first and last labels stay inside the chart
+            anchor = ("middle" if span <= 0 or 0 < i < len(points) - 1 else
+                      "start" if i == 0 else "end")
+            out.append(f'<text x="{x(when):.1f}" y="{top + plot_h + 18}" '
+                       f'text-anchor="{anchor}" class="axis">'
+                       f'{e(when.strftime("%m-%d %H:%M"))}</text>')
     for n, model in enumerate(models):
         color = COLORS[n % len(COLORS)]
         series = [(when, r, _by_model(r)[model]) for when, r in points if model in _by_model(r)]
@@ -330,6 +334,10 @@ class Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(err).__name__}: {err}")
 
     def _route(self, path: str) -> None:
+        if path == "/favicon.ico":  # browsers ask; a 404 would be a console error
+            self.send_response(HTTPStatus.NO_CONTENT)
+            self.end_headers()
+            return
         if path in ("/", "/index.html"):
             self._send(HTTPStatus.OK, index_page(self.site))
             return
