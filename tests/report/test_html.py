@@ -264,3 +264,16 @@ def test_histogram_axes_neither_repeat_nor_split_trials():
     assert ticks == ["0", "220", "440"]  # whole trials: no 219.5
     labels, _ = axes([100, 3000])
     assert labels[:2] == ["0s", "16m40s"] and len(set(labels)) == len(labels)
+
+
+def test_a_trial_id_cannot_point_outside_its_run(tmp_path):
+    from proctor.report.trajectory import recorded
+
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "trace.jsonl").write_text('{"type": "command", "command": "cat key"}\n')
+    run = tmp_path / "run"
+    (run / "trials" / "ok").mkdir(parents=True)
+    (run / "trials" / "ok" / "trace.jsonl").write_text('{"type": "agent_output"}\n')
+    dirs = recorded([{"id": "../../secret"}, {"id": ".."}, {"id": "ok"}], run)
+    assert dirs == [None, None, run / "trials" / "ok"]

@@ -263,8 +263,12 @@ def recorded(trials: list[dict[str, Any]], run_dir: Path | None) -> list[Path | 
     for all without a run directory: a report rendered from results.json alone)."""
     out: list[Path | None] = []
     for t in trials:
-        d = None if run_dir is None else run_dir / "trials" / str(t.get("id"))
-        has = d is not None and (_size(d / "trace.jsonl") or _size(d / "audit.jsonl"))
+        tid = str(t.get("id"))
+        # An id is one path component: a results.json from elsewhere (a CI artifact opened
+        # with `proctor view`) cannot point the page at files outside its run.
+        safe = run_dir is not None and Path(tid).name == tid and tid not in (".", "..")
+        d = run_dir / "trials" / tid if safe else None
+        has = d is not None and bool(_size(d / "trace.jsonl") or _size(d / "audit.jsonl"))
         out.append(d if has else None)
     return out
 
