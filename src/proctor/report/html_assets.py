@@ -63,7 +63,7 @@ background:var(--panel);border:1px solid var(--accent);border-radius:12px;paddin
 .chip[hidden]{display:none}.chip button{border:0;background:none;color:var(--fg);cursor:pointer;font:inherit}
 .traj .step{border-left:3px solid var(--line);padding:4px 0 4px 10px;margin:6px 0}
 .traj .step.cmd.ok{border-color:var(--pass)}.traj .step.cmd.bad{border-color:var(--fail)}
-.traj .step.model{border-color:var(--accent)}.traj .head{font-weight:600;margin-bottom:3px}
+.traj .step.model{border-color:var(--accent)}.traj .step.ignored{padding:1px 0 1px 10px;margin:2px 0}.traj .head{font-weight:600;margin-bottom:3px}
 .traj .head .badge{margin:0 6px}.traj pre{background:var(--bg);border:1px solid var(--line);
 border-radius:6px;padding:6px;margin:3px 0;max-height:20em;overflow:auto}
 .traj pre.stderr{border-color:var(--error)}.traj .msg{margin:4px 0 4px 6px}
@@ -136,6 +136,9 @@ if(text!==undefined&&text!==null)n.textContent=String(text);return n;}
 function secs(x){return x==null?'':(x<1?x.toFixed(2):x.toFixed(1))+'s';}
 function pre(parent,text,cls){if(text)parent.appendChild(el('pre',cls,text));}
 function step(s){var d;
+if(s.k==='cmd'&&s.ignored){d=el('div','step cmd ignored muted');
+d.appendChild(el('code','','$ '+s.cmd));d.appendChild(el('span','',' · set aside ('+s.ignored+
+(s.exit!=null?', exit '+s.exit:'')+')'));return d;}
 if(s.k==='cmd'){var ok=s.exit===0&&!s.timed_out;d=el('div','step cmd '+(ok?'ok':'bad'));
 var h=el('div','head');h.appendChild(el('code','', '$ '+s.cmd));
 h.appendChild(el('span','badge '+(ok?'pass':'fail'),s.timed_out?'timed out':'exit '+s.exit));
@@ -144,7 +147,7 @@ d.appendChild(h);pre(d,s.stdout,'stdout');pre(d,s.stderr,'stderr');
 if(s.capped)d.appendChild(el('p','muted','output was capped while recording'));return d;}
 if(s.k==='model'){d=el('div','step model');var t='◆ '+(s.turn==null?'':'turn '+s.turn+' · ')+
 s.model+(s.in!=null?' · '+s.in+' in / '+s.out+' out':'')+(s.lat!=null?' · '+secs(s.lat):'')+
-(s.attempt>1?' · attempt '+s.attempt:'');d.appendChild(el('div','head',t));
+(s.attempt>1?' · attempt '+s.attempt:'')+(s.side||s.purpose?' · '+(s.side||s.purpose):'');d.appendChild(el('div','head',t));
 (s.msgs||[]).forEach(function(m){var b=el('div','msg '+m.role);b.appendChild(el('span','role',m.role));
 pre(b,m.text);(m.calls||[]).forEach(function(c){b.appendChild(el('div','call','→ '+c));});
 d.appendChild(b);});

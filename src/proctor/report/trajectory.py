@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from proctor.report import data
+from proctor.report import data, wire
 from proctor.text import cut as text_cut
 
 PAGE_TARGET = 24_000_000  # bytes: the whole report.html aims at <= ~25 MB
@@ -60,51 +60,36 @@ def _at(obj: Any, limit: int) -> Any:
     return obj
 
 
-def _content(content: Any) -> str:
-    """A message's content as text (a string, or a list of content blocks)."""
-    if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) if isinstance(b, dict) else str(b)
-                         for b in content)
-    return "" if content is None else str(content)
-
-
-def _call(call: Any) -> str:
-    """A tool call as one line: `run_command: ls -la`, else `name({json})`."""
-    if not isinstance(call, dict):
-        return str(call)
-    fn = call.get("function") if isinstance(call.get("function"), dict) else call
-    name = fn.get("name") or "tool"
-    args = fn.get("arguments", fn.get("input", ""))
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except ValueError:
-            return f"{name}({args})"
-    if isinstance(args, dict) and set(args) == {"command"}:
-        return f"{name}: {args['command']}"
-    return f"{name}({json.dumps(args, ensure_ascii=False)})"
-
-
-def _model(ev: dict[str, Any]) -> dict[str, Any]:
-    request = ev.get("request") if isinstance(ev.get("request"), dict) else {}
-    response = ev.get("response") if isinstance(ev.get("response"), dict) else {}
+def _model(ev: dict[str, Any], seen: dict[Any, int]) -> dict[str, Any]:
+    """A model turn. Calls recorded by the proxy carry the whole conversation each time:
+    only the messages since the previous call of the same kind are kept (`seen`)."""
     usage = ev.get("usage") or {}
-    msgs = []
-    if request.get("system"):
-        msgs.append({"role": "system", "text": _Text(request["system"])})
-    for m in request.get("messages") or []:
-        if not isinstance(m, dict):
-            continue
-        role = str(m.get("role") or "?")
+    system, messages = wire.request_messages(ev.get("request"))
+    msgs: list[dict[str, Any]] = []
+    if ev.get("source") == "proxy":
+        key = (bool(ev.get("side")), ev.get("path"))
+        earlier, seen[key] = min(seen.get(key, 0), len(messages)), len(messages)
+        if earlier:
+            system, messages = "", messages[earlier:]
+            msgs.append({"role": "…", "text": _Text(f"{earlier} earlier messages"),
+                         "calls": []})
+    if system:
+        msgs.append({"role": "system", "text": _Text(system), "calls": []})
+    for m in messages:
         # A tool result repeats the command's output, shown in full with the command.
-        text = _Text(_content(m.get("content")), 0.25 if role == "tool" else 1.0)
-        msgs.append({"role": data.clean(role), "text": text,
-                     "calls": [_Text(_call(c)) for c in m.get("tool_calls") or []]})
-    text = response.get("text", response.get("content"))
-    step = {"k": "model", "model": data.clean(ev.get("model")), "turn": ev.get("turn"),
+        msgs.append({"role": data.clean(m["role"]),
+                     "text": _Text(m["text"], 0.25 if m["role"] == "tool" else 1.0),
+                     "calls": [_Text(c, floor=120) for c in m["calls"]]})
+    text, calls = wire.response_parts(ev.get("response"))
+    request = ev.get("request")
+    label = ev.get("model") or (request.get("model") if isinstance(request, dict) else None)
+    step = {"k": "model", "model": data.clean(label or ""), "turn": ev.get("turn"),
             "in": usage.get("input"), "out": usage.get("output"), "lat": ev.get("latency_s"),
-            "attempt": ev.get("attempt"), "msgs": msgs, "text": _Text(_content(text)),
-            "calls": [_Text(_call(c), floor=120) for c in response.get("tool_calls") or []]}
+            "attempt": ev.get("attempt"), "msgs": msgs, "text": _Text(text),
+            "calls": [_Text(c, floor=120) for c in calls]}
+    for flag in ("side", "purpose"):
+        if ev.get(flag):
+            step[flag] = data.clean("side call" if flag == "side" else ev[flag])
     if ev.get("error"):
         step["error"] = _Text(ev["error"], floor=200)
     return step
@@ -112,6 +97,9 @@ def _model(ev: dict[str, Any]) -> dict[str, Any]:
 
 def _command(ev: dict[str, Any]) -> dict[str, Any]:
     command = ev.get("command") or " ".join(ev.get("argv") or [])
+    if ev.get("ignored"):  # the agent's launcher, its housekeeping: one quiet line
+        return {"k": "cmd", "cmd": _Text(command, floor=120), "exit": ev.get("exit_code"),
+                "dur": ev.get("duration_s"), "ignored": data.clean(ev["ignored"])}
     return {"k": "cmd", "cmd": _Text(command, floor=120),
             "exit": ev.get("exit_code"), "dur": ev.get("duration_s"),
             "timed_out": bool(ev.get("timed_out")), "capped": bool(ev.get("truncated")),
@@ -119,12 +107,12 @@ def _command(ev: dict[str, Any]) -> dict[str, Any]:
             "stdout": _Text(ev.get("stdout") or ""), "stderr": _Text(ev.get("stderr") or "")}
 
 
-def _step(ev: dict[str, Any]) -> dict[str, Any] | None:
+def _step(ev: dict[str, Any], seen: dict[Any, int]) -> dict[str, Any] | None:
     kind = ev.get("type")
     if kind == "command":
         return _command(ev)
     if kind == "model_call":
-        return _model(ev)
+        return _model(ev, seen)
     if kind == "agent_output":
         body = ev.get("output", ev.get("text", ev.get("content", "")))
         return {"k": "output", "text": _Text(body)}
@@ -178,7 +166,8 @@ class Trajectory:
     """One trial's events, cleaned once; `at(level)` is the document the page draws."""
 
     def __init__(self, trace: list[dict[str, Any]], audit: list[dict[str, Any]]):
-        self.steps = [s for s in (_step(ev) for ev in trace) if s is not None]
+        seen: dict[Any, int] = {}
+        self.steps = [s for s in (_step(ev, seen) for ev in trace) if s is not None]
         self.audit = _audit(audit)
 
     def at(self, limit: int = 8000, max_steps: int | None = None,
