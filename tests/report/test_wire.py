@@ -108,3 +108,9 @@ def test_proxy_turns_show_only_what_is_new():
                            "ignored": "the agent program", "stdout": "x" * 9000}], []).at()
     assert ignored["steps"] == [{"k": "cmd", "cmd": "node cli.js", "exit": 0, "dur": None,
                                  "ignored": "the agent program"}]
+
+
+def test_a_command_call_reads_as_the_command():
+    assert call_text("Bash", {"command": "make", "description": "build"}) == \
+        'Bash: make  ("description": "build")'
+    assert call_text("shell", '{"command": ["ls", "-a"]}') == "shell: ls -a"

@@ -139,10 +139,14 @@ function step(s){var d;
 if(s.k==='cmd'&&s.ignored){d=el('div','step cmd ignored muted');
 d.appendChild(el('code','','$ '+s.cmd));d.appendChild(el('span','',' · set aside ('+s.ignored+
 (s.exit!=null?', exit '+s.exit:'')+')'));return d;}
-if(s.k==='cmd'){var ok=s.exit===0&&!s.timed_out;d=el('div','step cmd '+(ok?'ok':'bad'));
+if(s.k==='cmd'){var ok=s.exit===0&&!s.timed_out,known=s.exit!=null||s.timed_out;
+d=el('div','step cmd '+(known?(ok?'ok':'bad'):''));
 var h=el('div','head');h.appendChild(el('code','', '$ '+s.cmd));
-h.appendChild(el('span','badge '+(ok?'pass':'fail'),s.timed_out?'timed out':'exit '+s.exit));
-h.appendChild(el('span','muted',' '+secs(s.dur)+(s.source&&s.source!=='agent'?' · '+s.source:'')));
+h.appendChild(el('span','badge '+(known?(ok?'pass':'fail'):''),
+s.timed_out?'timed out':(known?'exit '+s.exit:'ran')));
+var timed=!(s.source==='exec'&&!s.dur);  /* exec-traced: no timing of its own */
+h.appendChild(el('span','muted',' '+(timed?secs(s.dur):'')+(s.source&&s.source!=='agent'?
+(timed?' · ':'')+s.source:'')));
 d.appendChild(h);pre(d,s.stdout,'stdout');pre(d,s.stderr,'stderr');
 if(s.capped)d.appendChild(el('p','muted','output was capped while recording'));return d;}
 if(s.k==='model'){d=el('div','step model');var t='◆ '+(s.turn==null?'':'turn '+s.turn+' · ')+

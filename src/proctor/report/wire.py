@@ -15,17 +15,20 @@ Message = dict[str, Any]  # {"role": str, "text": str, "calls": [str]}
 
 
 def call_text(name: Any, args: Any) -> str:
-    """A tool call as one line: `bash: ls -la` for a single command argument, else
-    `name({json})`."""
+    """A tool call as one line: `bash: ls -la` when it has a command argument (the other
+    arguments follow in brackets), else `name({json})`."""
     if isinstance(args, str):
         try:
             args = json.loads(args)
         except ValueError:
             return f"{name}({args})"
-    if isinstance(args, dict) and len(args) == 1:
-        (value,) = args.values()
-        if next(iter(args)) in ("command", "cmd") and isinstance(value, (str, list)):
-            return f"{name}: {value if isinstance(value, str) else ' '.join(map(str, value))}"
+    if isinstance(args, dict):
+        key = next((k for k in ("command", "cmd") if isinstance(args.get(k), (str, list))), None)
+        if key is not None:
+            value = args[key]
+            line = f"{name}: {value if isinstance(value, str) else ' '.join(map(str, value))}"
+            rest = {k: v for k, v in args.items() if k != key}
+            return line + (f"  ({json.dumps(rest, ensure_ascii=False)[1:-1]})" if rest else "")
     return f"{name}({json.dumps(args, ensure_ascii=False)})"
 
 
