@@ -71,11 +71,12 @@ def _message(m: Any) -> Message | None:
         return {"role": "tool", "text": str(m.get("output") or ""), "calls": []}
     if kind == "reasoning":
         return None
-    text, calls = _parts(m.get("content"))
+    content = m.get("content")
+    text, calls = _parts(content)
     calls += [_tool_call(c) for c in m.get("tool_calls") or []]
     role = str(m.get("role") or "?")
-    if any(isinstance(b, dict) and b.get("type") == "tool_result"
-           for b in m.get("content") or [] if isinstance(m.get("content"), list)):
+    if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result"
+                                         for b in content):
         role = "tool"  # Anthropic sends tool results as user messages
     return {"role": role, "text": text, "calls": calls}
 
