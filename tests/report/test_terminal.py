@@ -46,6 +46,18 @@ def test_narrow_terminal_drops_columns_not_meaning(mixed_run):
     assert max(len(line) for line in text.splitlines()) <= 60
 
 
+def test_eighty_columns_keep_the_cost_and_the_help_mode_figures(mixed_run):
+    text, _ = _print(_results(mixed_run), width=80, color_system=None)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    row = next(line for line in lines if line.startswith("openai/gpt-4.1"))
+    assert "$0.0378" in row  # the total cost stays below 100 columns
+    help_rows = [line for line in lines if "injected" in line and "pts" in line]
+    assert len(help_rows) == 2  # one line each: figures whole, the model name cut in the middle
+    assert all("6/9" in r or "5/9" in r for r in help_rows)
+    assert any("+0 pts (-38 to +38)" in r and "1.000" in r and "4.1" in r for r in help_rows)
+
+
 def test_no_color_means_no_colour_codes(mixed_run, monkeypatch):
     def written(**kw) -> str:
         out = io.StringIO()

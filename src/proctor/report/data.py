@@ -121,6 +121,23 @@ def shows_pass_k(rows: list[dict[str, Any]]) -> bool:
     return any(top_k(r) >= 2 for r in rows)
 
 
+def short_labels(labels: list[str], n: int) -> dict[str, str]:
+    """Labels of at most `n` characters that stay distinct: the middle goes (`anthropic/cl…
+    sonnet-4-5-20250929` keeps the provider and the version, where models differ); if two
+    would still read the same, both stay whole."""
+    def short(label: str) -> str:
+        if len(label) <= n:
+            return label
+        tail = (n - 1) // 2
+        return label[: n - 1 - tail] + "…" + label[len(label) - tail:]
+
+    out = {label: short(label) for label in labels}
+    seen: dict[str, int] = {}
+    for v in out.values():
+        seen[v] = seen.get(v, 0) + 1
+    return {k: (v if seen[v] == 1 else k) for k, v in out.items()}
+
+
 def params_text(params: dict[str, Any] | None) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
 

@@ -38,28 +38,11 @@ def _num(x: float) -> str:
 # ---- charts (SVG) ---------------------------------------------------------------------------
 
 
-def short_labels(labels: list[str], n: int) -> dict[str, str]:
-    """Labels of at most `n` characters that stay distinct: the middle goes (`anthropic/cl…
-    sonnet-4-5-20250929` keeps the provider and the version, where models differ); if two
-    would still read the same, both stay whole."""
-    def short(label: str) -> str:
-        if len(label) <= n:
-            return label
-        tail = (n - 1) // 2
-        return label[: n - 1 - tail] + "…" + label[len(label) - tail:]
-
-    out = {label: short(label) for label in labels}
-    seen: dict[str, int] = {}
-    for v in out.values():
-        seen[v] = seen.get(v, 0) + 1
-    return {k: (v if seen[v] == 1 else k) for k, v in out.items()}
-
-
 def chart_models(rows: list[dict[str, Any]]) -> str:
     """Horizontal bars: pass rate per model, whiskers for the 95% CI, a tick for thresholds."""
     left, plot, right, row_h, top = 230, 440, 60, 30, 22
     height = top + row_h * len(rows) + 8
-    names = short_labels([data.clean(r["label"]) for r in rows], 34)
+    names = data.short_labels([data.clean(r["label"]) for r in rows], 34)
     width = left + plot + right
     out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="pass rate per model">']
     for p in (0, 25, 50, 75, 100):
