@@ -159,3 +159,11 @@ def test_the_command_binds_to_loopback_and_stops_on_ctrl_c(tmp_path):
                                capture_output=True, text=True, timeout=10, cwd=tmp_path)
     assert taken.returncode == 2 and taken.stderr.count("\n") == 1
     assert taken.stderr.startswith("proctor: cannot listen on 127.0.0.1:")
+
+
+def test_a_run_still_going_shows_its_finished_trials(mixed_run, served):
+    run_id = _index(mixed_run, "2026-03-02T10:15:00+00:00")
+    (mixed_run / "results.json").unlink()  # as while the run goes: results.jsonl only
+    status, _, page = served().get(f"/runs/{run_id}/")
+    assert status == 200 and page.count('<tbody data-id="') == 44
+    assert "Incomplete run" in page  # said, not left to guess

@@ -199,6 +199,7 @@ def load_run(run_dir: str | Path, *, allow_partial: bool = False) -> Run:
             "run_id": config.get("run_id", d.name),
             "started_at": config.get("started_at"),
             "finished_at": None,
+            "complete": False,  # every report says so
             "summary": summarize(trials),
             "trials": trials,
             "tasks": [],
