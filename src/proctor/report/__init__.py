@@ -4,6 +4,8 @@
 * `report_main(run_dir, formats)`: `proctor report`
 * `terminal.print_summary(results, console)`: the tables at the end of `proctor run`
 * `show.show_main(run_dir, trial)`: `proctor show`
+* `view.view_main(runs_dir)`: `proctor view`, a local web server over the runs
+* `trajectory` (with `wire`): what each agent did, compressed into report.html
 
 Renderers are pure functions of the results dict (plus run.json for page headers); nothing here
 runs trials or changes verdicts."""
