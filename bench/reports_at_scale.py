@@ -112,6 +112,7 @@ def browse(page: Path) -> None:
     from selenium.webdriver.chrome.service import Service
 
     opts = Options()
+    opts.binary_location = "/usr/bin/chromium"
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)

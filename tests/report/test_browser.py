@@ -43,6 +43,8 @@ def browser(shots):
     from selenium.webdriver.chrome.service import Service
 
     opts = Options()
+    # Debian's browser and driver, both given: selenium never looks for (or downloads) one.
+    opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                 "--window-size=1400,1000"):
         opts.add_argument(arg)
