@@ -282,7 +282,8 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
         detail.append(f'<h4>Agent output</h4><pre class="out">{e(t.get("output"), OUTPUT_LIMIT)}'
                       "</pre>")
     detail.append('<h4>Trajectory</h4>' + (
-        '<div class="traj"><p class="muted">opening…</p></div>' if traced else
+        '<div class="traj"><p class="muted">Unpacking… (this needs JavaScript; the trace '
+        'link above has it all)</p></div>' if traced else
         '<p class="muted">No trace recorded.</p>'))
     if details is not None:
         details.append("".join(detail))
