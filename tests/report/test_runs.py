@@ -95,3 +95,20 @@ def test_an_index_from_before_models_still_lists(cli, tmp_path):
     assert cli("run", "spec.yaml", "--agent", "oracle", "-q", env=env).returncode == 0
     assert "(oracle)" in cli("runs", env=env).stdout
     assert os.path.exists(home / "index.sqlite")
+
+
+def test_a_real_runs_report_carries_what_each_agent_ran(cli, tmp_path):
+    import json
+
+    from proctor.report.trajectory import decode
+
+    out = cli("run", "spec.yaml", "--agent", "oracle", "--output-dir", "out", "--format", "html",
+              "-q")
+    assert out.returncode == 0, out.stderr
+    page = (tmp_path / "out" / "report.html").read_text()
+    start = page.index(">", page.index('id="trajectories"')) + 1
+    docs = [d for b in json.loads(page[start:page.index("</script>", start)]) for d in decode(b)]
+    commands = {s["cmd"]: s for d in docs for s in d["steps"] if s["k"] == "cmd"}
+    assert commands["echo 3"]["exit"] == 0 and commands["echo 3"]["stdout"] == "3\n"
+    assert "echo hello > out.txt" in commands
+    assert any(a[0] == "file_write" and "out.txt" in a[1] for d in docs for a in d["audit"])
