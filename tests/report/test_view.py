@@ -167,3 +167,19 @@ def test_a_run_still_going_shows_its_finished_trials(mixed_run, served):
     status, _, page = served().get(f"/runs/{run_id}/")
     assert status == 200 and page.count('<tbody data-id="') == 44
     assert "Incomplete run" in page  # said, not left to guess
+
+
+def test_each_run_of_a_suite_compares_with_the_one_before(tmp_path, served):
+    m = "openai/gpt-4.1"
+    old = write_run(tmp_path, "old", counted("t1", m, 10, 10, "a") + counted("t2", m, 5, 10, "a"))
+    new = write_run(tmp_path, "new", counted("t1", m, 1, 10, "b") + counted("t2", m, 5, 10, "b"))
+    _index(old, "2026-03-01T10:00:00+00:00")
+    _index(new, "2026-03-02T10:00:00+00:00")
+    site = served()
+    _, _, suite = site.get(f"/suites/{suite_key(SPECS)}")
+    assert suite.count("vs previous") == 1 and 'href="/compare/old/new"' in suite
+    status, _, page = site.get("/compare/old/new")
+    assert status == 200 and "2 significant regression(s)" in page  # t1 and the model
+    row = next(r for r in page.split("<tr>") if r.startswith("<td>t1 · "))
+    assert "10/10" in row and "1/10" in row and "REGRESSION" in row
+    assert site.get("/compare/old/nope")[0] == 404

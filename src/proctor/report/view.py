@@ -5,7 +5,8 @@
 * `/runs/RUN_ID/` is the run's report.html (rendered on the fly when the run has none, or when
   it is newer than its report; a run still going shows its finished trials), and
   `/runs/RUN_ID/trials/TRIAL/trace.jsonl|audit.jsonl` the files its links point to;
-* `/suites/KEY` is a suite's pass rate per model over time, one inline SVG.
+* `/suites/KEY` is a suite's pass rate per model over time, one inline SVG, each run linked
+  to `/compare/A/B`: `proctor compare` against the run before it.
 
 Standard library only (http.server). It binds to 127.0.0.1 unless told otherwise, answers GET
 and HEAD only, serves nothing outside the run directories' reports and trial logs, refuses
@@ -25,7 +26,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from proctor.errors import UsageError
 from proctor.report import data
@@ -42,6 +43,11 @@ COLORS = ("#4f6bed", "#dc2626", "#16a34a", "#d97706", "#9333ea", "#0891b2", "#db
 
 def e(value: Any) -> str:
     return html.escape(data.clean(value), quote=True)
+
+
+def q(run_id: Any) -> str:
+    """A run id inside a link: one path segment, escaped for the URL and the attribute."""
+    return html.escape(quote(str(run_id), safe=""), quote=True)
 
 
 def suite_key(specs: list[str]) -> str:
@@ -193,7 +199,7 @@ def index_page(site: Site) -> bytes:
         gone = not Path(r["dir"]).is_dir()
         status = (r.get("status") or "") + (" (deleted)" if gone else "")
         run_link = (e(r["run_id"]) if gone else
-                    f'<a href="/runs/{e(r["run_id"])}/">{e(r["run_id"])}</a>')
+                    f'<a href="/runs/{q(r["run_id"])}/">{e(r["run_id"])}</a>')
         out.append(
             f"<tr><td><code>{run_link}</code></td>"
             f"<td>{e((r.get('started_at') or '').replace('T', ' ')[:19])}</td>"
@@ -253,7 +259,7 @@ def trend_svg(runs: list[dict[str, Any]]) -> str:
             out.append(f'<polyline points="{path}" fill="none" stroke="{color}" '
                        'stroke-width="2"/>')
         for (cx, cy), (when, r, (p, t)) in zip(coords, series, strict=True):
-            out.append(f'<a href="/runs/{e(r["run_id"])}/"><circle cx="{cx:.1f}" cy="{cy:.1f}" '
+            out.append(f'<a href="/runs/{q(r["run_id"])}/"><circle cx="{cx:.1f}" cy="{cy:.1f}" '
                        f'r="4" fill="{color}"><title>{e(model)}: {p}/{t} '
                        f'({data.pct(p / t if t else 0.0)}) · run {e(r["run_id"])} · '
                        f'{e(when.isoformat(timespec="minutes"))}</title></circle></a>')
@@ -271,19 +277,57 @@ def suite_page(site: Site, key: str) -> bytes | None:
     models = list(dict.fromkeys(m for r in reversed(runs) for m in _by_model(r)))
     head = "".join(f'<th class="n">{e(m)}</th>' for m in models)
     rows = []
-    for r in runs:
+    for i, r in enumerate(runs):  # newest first: each against the run before it
         by = _by_model(r)
         cells = "".join(
             f'<td class="n">{by[m][0]}/{by[m][1]} {data.pct(by[m][0] / by[m][1] if by[m][1] else 0)}'
             "</td>" if m in by else '<td class="n muted">–</td>' for m in models)
-        rows.append(f'<tr><td><code><a href="/runs/{e(r["run_id"])}/">{e(r["run_id"])}</a>'
-                    f"</code></td><td>{e(r.get('status'))}</td>{cells}</tr>")
+        vs = (f'<a href="/compare/{q(runs[i + 1]["run_id"])}/{q(r["run_id"])}">vs previous</a>'
+              if i + 1 < len(runs) else "")
+        rows.append(f'<tr><td><code><a href="/runs/{q(r["run_id"])}/">{e(r["run_id"])}</a>'
+                    f"</code></td><td>{e(r.get('status'))}</td>{cells}<td>{vs}</td></tr>")
     body = (f'<p><a href="/">all runs</a></p><h1>{e(names)} <span class="muted">pass rate per '
             f"model over time ({len(runs)} runs)</span></h1>"
             f'<p class="muted">{e(", ".join(_specs(runs[0])))}</p>{trend_svg(runs)}'
-            f"<table><thead><tr><th>run</th><th>status</th>{head}</tr></thead>"
+            f"<table><thead><tr><th>run</th><th>status</th>{head}<th></th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
     return _page(f"proctor: {names}", body)
+
+
+def compare_page(site: Site, run_a: str, run_b: str) -> bytes | None:
+    """`proctor compare A B` as a page: did pass rates change beyond chance?"""
+    from proctor.compare import compare_runs
+
+    rows = [site.run(run_a), site.run(run_b)]
+    if any(r is None or not (Path(r["dir"]) / "results.json").is_file() for r in rows):
+        return None
+    a, b = (data.load_run(r["dir"]) for r in rows if r is not None)
+    res = compare_runs(a.results, b.results)
+    mark = {"regression": '<b class="failed">REGRESSION</b>',
+            "improvement": '<b class="passed">improved</b>'}
+    out = [f'<p><a href="/">all runs</a></p><h1>compare <a href="/runs/{q(run_a)}/">{e(run_a)}'
+           f'</a> → <a href="/runs/{q(run_b)}/">{e(run_b)}</a></h1>'
+           f"<p>{len(res.regressions)} significant regression(s), {len(res.improvements)} "
+           f"improvement(s) <span class=muted>(Fisher's exact test, two-sided, Holm-adjusted, "
+           f"alpha {res.alpha:g}; docs/reports.md)</span></p>"]
+    for title, comparisons in (("Models", res.models), ("Tasks", res.tasks)):
+        if not comparisons:
+            continue
+        out.append(f"<h2>{title}</h2><table><thead><tr><th></th><th class=n>A</th>"
+                   "<th class=n>B</th><th class=n>difference (95% CI)</th>"
+                   "<th class=n>p (Holm)</th><th></th></tr></thead><tbody>")
+        for c in comparisons:
+            lo, hi = c.diff_ci
+            label = f"{c.task_id} · {c.label}" if c.task_id else c.label
+            out.append(f"<tr><td>{e(label)}</td><td class=n>{c.passed_a}/{c.n_a}</td>"
+                       f"<td class=n>{c.passed_b}/{c.n_b}</td><td class=n>{100 * c.diff:+.0f} "
+                       f"pts ({100 * lo:+.0f} to {100 * hi:+.0f})</td>"
+                       f"<td class=n>{c.p_adj:.3f}</td><td>{mark.get(c.flag, '')}</td></tr>")
+        out.append("</tbody></table>")
+    for label, names in (("Only in A", res.only_a), ("Only in B", res.only_b)):
+        if names:
+            out.append(f"<p class=muted>{label}: {e(', '.join(names))}</p>")
+    return _page(f"compare {run_a} → {run_b}", "".join(out))
 
 
 # ---- the server -----------------------------------------------------------------------------
@@ -345,6 +389,14 @@ class Handler(BaseHTTPRequestHandler):
             page = suite_page(self.site, path[len("/suites/"):])
             if page is None:
                 self._error(HTTPStatus.NOT_FOUND, "no runs of that suite")
+            else:
+                self._send(HTTPStatus.OK, page)
+            return
+        if path.startswith("/compare/") and path.count("/") == 3:
+            _, _, a, b = path.split("/")
+            page = compare_page(self.site, a, b)
+            if page is None:
+                self._error(HTTPStatus.NOT_FOUND, "compare needs two finished runs")
             else:
                 self._send(HTTPStatus.OK, page)
             return
