@@ -2,9 +2,9 @@
 (exit code, duration, stdout/stderr), other trace events and the audit log, read from the
 trial directories (trace.jsonl, audit.jsonl: already redacted) — nothing new is captured.
 
-Each trial's trajectory is compact JSON, gzipped and base64-encoded, embedded in the page and
-decompressed by the browser (DecompressionStream) only when a trial is opened, so the page
-stays small and opens fast however many trials it holds. A run-wide byte budget is shared
+Trajectories are compact JSON, gzipped and base64-encoded in blocks of CHUNK trials, embedded
+in the page and decompressed by the browser (DecompressionStream) only when one of a block's
+trials is opened, so the page stays small and opens fast however many trials it holds. A run-wide byte budget is shared
 among trials (failed and errored ones get a larger share: they are the ones people read);
 a trajectory over its share is rebuilt with shorter text, then fewer steps, and says so."""
 
@@ -183,12 +183,6 @@ class Trajectory:
         doc["audit"], doc["audit_more"] = _audit_at(self.audit, audit_per_type)
         doc["limit"] = limit
         return doc
-
-
-def build(trace: list[dict[str, Any]], audit: list[dict[str, Any]], limit: int = 8000,
-          max_steps: int | None = None, audit_per_type: int = AUDIT_PER_TYPE) -> dict[str, Any]:
-    """One trial's trajectory document at one level."""
-    return Trajectory(trace, audit).at(limit, max_steps, audit_per_type)
 
 
 def _json(obj: Any) -> str:
