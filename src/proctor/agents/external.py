@@ -19,6 +19,7 @@ rest the same way for all of them:
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shlex
@@ -119,11 +120,12 @@ class ExternalAgent:
 
     async def run(self, env: AgentEnv) -> AgentResult:
         task, config = env.task, env.options.config
-        model = resolve_model(model_for(env.trial.model, task, config), config)
-        provider, name = split_model(model)
-        settings = provider_settings(provider, config)
         try:
-            exe = str(self.install(task))  # cached: installed by the runner's preflight
+            model = resolve_model(model_for(env.trial.model, task, config), config)
+            provider, name = split_model(model)
+            settings = provider_settings(provider, config)
+            # Installed by the runner before any trial; a Ray node may install it here.
+            exe = str(await asyncio.to_thread(self.install, task))
             return await self._run(env, exe, model, _Upstream(self, settings, name, task,
                                                               env.solution))
         except (UsageError, ProviderError) as e:
