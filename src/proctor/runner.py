@@ -86,6 +86,9 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     trials = plan(tasks, options)
     _preflight(trials, by_id, options)
     isolated = _preflight_backend(options)
+    make_ready = getattr(BACKENDS.get(options.backend)(), "prepare", None)
+    if make_ready is not None:  # docker: every task's image built or pulled before any trial
+        make_ready(by_id.values(), options)
     if not options.quiet:
         for note in _ignored_by_backend(by_id.values(), options):
             print(f"proctor: warning: {note}", file=sys.stderr)
