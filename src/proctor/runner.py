@@ -86,6 +86,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     trials = plan(tasks, options)
     _preflight(trials, by_id, options)
     isolated = _preflight_backend(options)
+    _containers_need_docker(by_id.values(), options)
     make_ready = getattr(BACKENDS.get(options.backend)(), "prepare", None)
     if make_ready is not None:  # docker: every task's image built or pulled before any trial
         make_ready(by_id.values(), options)
@@ -239,6 +240,19 @@ def _preflight(trials: list[Trial], tasks: dict[str, TaskDef], options: RunOptio
             c.type == "llm_as_judge" for t in tasks.values() for c in t.checks):
         return
     preflight_run(tasks, trials, options.config)
+
+
+def _containers_need_docker(tasks: Any, options: RunOptions) -> None:
+    """`image: X` services run only with --backend docker (SPEC §3): exit 2 otherwise."""
+    if options.backend == "docker":
+        return
+    for t in tasks:
+        for svc in t.services:
+            if svc.kind == "container":
+                raise UsageError(f"{t.id}: service {svc.name!r} runs image "
+                                 f"{svc.config.get('image')!r}: image services need "
+                                 "--backend docker; the local backend runs only postgres, "
+                                 "mysql and http_mock services")
 
 
 def _nothing_selected(options: RunOptions) -> str:
