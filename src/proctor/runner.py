@@ -273,7 +273,7 @@ def _ignored_by_backend(tasks: Any, options: RunOptions) -> list[str]:
     """Spec fields the chosen backend does not act on, said once per run, not ignored."""
     if options.backend != "local":
         return []
-    named = sorted(t.id for t in tasks if t.packages or t.base_image)
+    named = sorted(t.id for t in tasks if t.packages or t.base_image or t.dockerfile)
     if not named:
         return []
     shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
