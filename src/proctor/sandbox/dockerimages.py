@@ -81,10 +81,14 @@ def _local(image: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _fail(what: str, log: str) -> SetupError:
-    tail = [ln for ln in log.splitlines() if ln.strip()][-LOG_LINES:]
-    body = "\n".join("  " + ln for ln in tail)
-    return SetupError(f"--backend docker: {what}" + (f"; the build log ends:\n{body}" if tail else ""))
+_NOISE = ("DEPRECATED: The legacy builder", "Install the buildx component",
+          "docs.docker.com/go/buildx")
+
+
+def _fail(what: str, log: str, source: str = "the build log ends") -> SetupError:
+    lines = [ln for ln in log.splitlines() if ln.strip() and not any(n in ln for n in _NOISE)]
+    body = "\n".join("  " + ln[:300] for ln in lines[-LOG_LINES:])
+    return SetupError(f"--backend docker: {what}" + (f"; {source}:\n{body}" if lines else ""))
 
 
 def _note(text: str, quiet: bool) -> None:
@@ -148,7 +152,7 @@ def ensure_image(image: str, quiet: bool = True) -> str:
         done = _docker("pull", "-q", image)
         if done.returncode != 0:
             raise _fail(f"image {image!r} is not local and could not be pulled",
-                        done.stderr or done.stdout)
+                        done.stderr or done.stdout, "the engine says")
         _ready.add(image)
         return image
 
@@ -168,7 +172,7 @@ def with_packages(base: str, packages: list[str], quiet: bool = True) -> str:
         done = subprocess.run(["docker", "build", "-q", "-t", tag, "-"], input=dockerfile,
                               capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
         if done.returncode != 0:
-            raise _fail(f"installing setup.packages into {base} failed", done.stderr + done.stdout)
+            raise _fail(f"installing setup.packages into {base} failed", done.stdout + done.stderr)
         _ready.add(tag)
         return tag
 
@@ -191,7 +195,7 @@ def from_dockerfile(path: str, quiet: bool = True) -> str:
         _note(f"building {tag} from {path}", quiet)
         done = _docker("build", "-q", "-t", tag, "-f", str(dockerfile.resolve()), str(context))
         if done.returncode != 0:
-            raise _fail(f"building {path} failed", done.stderr + done.stdout)
+            raise _fail(f"building {path} failed", done.stdout + done.stderr)
         _ready.add(tag)
         return tag
 
