@@ -1,0 +1,105 @@
+"""Same specs, same verdicts: the bundled examples and a scenario that exercises services,
+egress, forbidden rules and a failing check, on `--backend local` and `--backend docker`."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.docker.conftest import containers
+from tests.runner.conftest import Cli, results, run_dir_of
+
+pytestmark = [pytest.mark.slow]
+
+MIXED = """\
+version: 1
+id: mixed
+task: {prompt: x}
+agent: {type: oracle}
+network: {egress: deny}
+services:
+  - name: smtp
+    type: http_mock
+    record: true
+    routes: [{method: POST, path: /send, status: 202, response: {ok: true}}]
+setup:
+  files: {keep.txt: "keep\\n"}
+solution:
+  - "curl -s -m 5 -X POST -d hi http://smtp/send > sent.txt"
+  - "curl -s -m 5 -o /dev/null -w '%{http_code}' http://evil.example.org/ > code.txt; true"
+  - "echo stray > /tmp/stray.txt; rm keep.txt"
+invariants:
+  sent: {description: x, check: {type: http_mock_assertions, service: smtp, assertions: [{field: request_count, equals: 1}]}}
+  refused: {description: x, check: {type: file_content, path: code.txt, contains: "403"}}
+  kept: {description: x, weight: 0.5, check: {type: file_exists, path: keep.txt}}
+forbidden:
+  file_writes_outside: [sent.txt, code.txt]
+"""
+
+
+def _verdicts(run_dir: Path) -> dict:
+    return {t["id"]: (t["status"], sorted((c["name"], c["passed"]) for c in t["checks"]),
+                      sorted((f["rule"], f["violated"]) for f in t["forbidden"]))
+            for t in results(run_dir)["trials"]}
+
+
+def _both(tmp_path: Path, *args: str) -> tuple[dict, dict]:
+    cli = Cli(tmp_path)
+    out = {}
+    for backend in ("local", "docker"):
+        done = cli("run", *args, "--backend", backend, "--agent", "oracle", "--output-dir",
+                   f"run-{backend}", timeout=600)
+        assert done.returncode in (0, 1), done.stderr
+        run = run_dir_of(done)
+        assert results(run)["isolation"]["backend"] == backend
+        out[backend] = _verdicts(run)
+    return out["local"], out["docker"]
+
+
+def test_the_bundled_examples_give_the_same_verdicts(base_image, tmp_path):
+    local, docker = _both(tmp_path, str(REPO / "examples"))
+    assert len(local) >= 15 and local == docker
+    assert not containers()  # every trial's container removed
+
+
+def test_services_egress_and_forbidden_rules_give_the_same_verdicts(base_image, tmp_path):
+    (tmp_path / "mixed.yaml").write_text(MIXED)
+    local, docker = _both(tmp_path, "mixed.yaml")
+    assert local == docker
+    [(status, checks, forbidden)] = docker.values()
+    assert status == "fail"
+    assert checks == [("kept", False), ("refused", True), ("sent", True)]
+    assert forbidden == [("file_writes_outside", True)]
+
+
+def test_an_image_service_is_reached_by_name(web_image, tmp_path):
+    (tmp_path / "web.yaml").write_text(textwrap.dedent(f"""\
+        version: 1
+        id: web
+        task: {{prompt: x}}
+        agent: {{type: oracle}}
+        services:
+          - name: web
+            image: {web_image}
+            env: {{GREETING: hi}}
+            wait_for: curl -sf http://web:8000/ > /dev/null
+        solution:
+          - curl -s http://web:8000/ > page.txt
+          - curl -s "$WEB_URL/env.txt" > env.txt
+        invariants:
+          page: {{description: x, check: {{type: file_content, path: page.txt, contains: hello-from-web}}}}
+          env: {{description: x, check: {{type: file_content, path: env.txt, contains: greeting=hi}}}}
+        parallelism: {{replicas: 3}}
+        """))
+    cli = Cli(tmp_path)
+    done = cli("run", "web.yaml", "--backend", "docker", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert results(run_dir_of(done))["summary"]["passed"] == 3
+    assert not containers()
+    done = cli("run", "web.yaml", "--output-dir", "local-run")
+    assert done.returncode == 2 and not (tmp_path / "local-run").exists()
+    assert "web: service 'web' runs image 'proctor-test-web:1': image services need " \
+           "--backend docker" in done.stderr
