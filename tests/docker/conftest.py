@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from proctor.sandbox.docker import RUN_LABEL, engine_problem
+from tests.runner.conftest import cli, spec  # noqa: F401 (the CLI fixtures, shared)
 
 
 @pytest.fixture(scope="session")

@@ -84,6 +84,17 @@ async def docker_ok(*args: str, timeout: float = DOCKER_TIMEOUT_S) -> str:
     return res.stdout.strip()
 
 
+async def finish(coro: Any) -> Any:
+    """Await `coro` to its end even if we are cancelled meanwhile (then re-raise): what the
+    engine is asked to create or remove must not be left half-known on Ctrl-C."""
+    job = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(job)
+    except asyncio.CancelledError:
+        await job
+        raise
+
+
 def sweep(run_id: str) -> int:
     """Remove every container (and its anonymous volumes) and network a run left behind;
     returns how many. Nothing to do, and no error, where no engine answers."""
@@ -176,7 +187,14 @@ class DockerSandbox(LocalSandbox):
             argv += ["--add-host", f"{name}:{address}"]
         # docker-init reaps orphans; its one child (the keeper) holds the container up.
         argv += ["--entrypoint", "sleep", self.image, "2147483647"]
-        self.container = (await docker_ok(*argv))[:64]
+        # Not cancelled half-way (Ctrl-C): a container the engine made must be known to be removed.
+        job = asyncio.ensure_future(docker_ok(*argv))
+        try:
+            self.container = (await asyncio.shield(job))[:64]
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                self.container = (await job)[:64]
+            raise
         info = await docker_ok("inspect", "-f", "{{.State.Pid}} {{.State.Running}}",
                                self.container)
         pid, running = info.split()
@@ -212,6 +230,9 @@ class DockerSandbox(LocalSandbox):
         return "2"
 
     async def close(self) -> None:
+        await finish(self._close())
+
+    async def _close(self) -> None:
         if self.forwarder is not None:
             await self.forwarder.close()
         if self.container is not None:

@@ -90,8 +90,17 @@ class ContainerService:
                 "--label", f"{TRIAL_LABEL}={trial_id}", "--label", f"proctor.service={self.name}"]
         for k in self.env:
             argv += ["-e", k]  # values from the client's environment, not in an argv
-        res = await proc.run([*argv, self.image], timeout=ENGINE_TIMEOUT_S,
-                             env={**_client_env(), **self.env})
+        # Shielded: on Ctrl-C the container is still made, known, then removed.
+        job = asyncio.ensure_future(proc.run([*argv, self.image], timeout=ENGINE_TIMEOUT_S,
+                                             env={**_client_env(), **self.env}))
+        try:
+            res = await asyncio.shield(job)
+        except asyncio.CancelledError:
+            res = await job
+            if res.exit_code == 0:
+                await proc.run(["docker", "rm", "-f", "-v", res.stdout.strip()],
+                               timeout=ENGINE_TIMEOUT_S)
+            raise
         if res.exit_code != 0:
             raise ServiceError(f"could not start {self.image}: {res.stderr.strip()[-300:]}")
         handle = ContainerHandle(name=self.name, kind="container", host="", port=0, url="")
