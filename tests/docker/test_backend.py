@@ -122,3 +122,17 @@ async def test_paths_outside_the_places_are_read_through_the_engine(base_image, 
             await sb.write_file("/etc/evil", b"x")
     finally:
         await sb.close()
+
+
+async def test_readonly_paths_are_shown_at_their_host_path(base_image, tmp_path):
+    tool = tmp_path / "tools" / "my-agent"
+    tool.parent.mkdir()
+    tool.write_text("#!/bin/sh\necho agent-ran\n")
+    tool.chmod(0o755)
+    sb = await create_sandbox("docker", _spec(tmp_path, readonly_paths=[str(tool)]))
+    try:
+        assert (await sb.exec(str(tool), timeout=10)).stdout == "agent-ran\n"
+        res = await sb.exec(f"echo x > {tool}", timeout=10)
+        assert res.exit_code != 0 and tool.read_text().endswith("agent-ran\n")
+    finally:
+        await sb.close()

@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import REPO
 from tests.docker.conftest import containers
 from tests.runner.conftest import Cli, results, run_dir_of
+from tests.services.conftest import mysql_available, pg_available
 
 pytestmark = [pytest.mark.slow]
 
@@ -103,3 +104,36 @@ def test_an_image_service_is_reached_by_name(web_image, tmp_path):
     assert done.returncode == 2 and not (tmp_path / "local-run").exists()
     assert "web: service 'web' runs image 'proctor-test-web:1': image services need " \
            "--backend docker" in done.stderr
+
+
+DATABASES = """\
+version: 1
+id: dbs
+task: {prompt: x}
+agent: {type: oracle}
+services:
+  - {name: my, type: mysql, seed: "CREATE TABLE t (id int); INSERT INTO t VALUES (1);",
+     wait_for: "mysql -e 'select 1'"}
+  - {name: pg, type: postgres, seed: "CREATE TABLE t (id int);", wait_for: pg_isready -q}
+solution:
+  - "mysql -N -e 'select count(*) from t' > n.txt; mysql -h my -e 'insert into t values (2)'"
+  - "psql -h pg -c 'insert into t values (7)'; psql -Atc 'select sum(id) from t' > s.txt"
+invariants:
+  n: {description: x, check: {type: file_content, path: n.txt, contains: "1"}}
+  my: {description: x, check: {type: sql, service: my, query: "select count(*) from t", equals: 2}}
+  pg: {description: x, check: {type: sql, service: pg, query: "select sum(id) from t", equals: 7}}
+  s: {description: x, check: {type: file_content, path: s.txt, contains: "7"}}
+  wrong: {description: x, weight: 0.1, check: {type: sql, service: pg, query: "select 1", equals: 2}}
+forbidden:
+  db_writes_outside: [t]
+"""
+
+
+@pytest.mark.skipif(not (pg_available() and mysql_available()),
+                    reason="needs PostgreSQL and MariaDB (./setup.sh installs them)")
+def test_shared_database_servers_are_reached_by_name_from_the_container(base_image, tmp_path):
+    (tmp_path / "dbs.yaml").write_text(DATABASES)
+    local, docker = _both(tmp_path, "dbs.yaml")
+    assert local == docker
+    [(_status, checks, _forbidden)] = docker.values()
+    assert checks == [("my", True), ("n", True), ("pg", True), ("s", True), ("wrong", False)]

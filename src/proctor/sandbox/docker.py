@@ -177,6 +177,9 @@ class DockerSandbox(LocalSandbox):
                 "-v", f"{self.private}:{PRIVATE}"]
         for inside, host in sorted(self.places, key=lambda p: p[0].count("/")):
             argv += ["-v", f"{host}:{inside}"]
+        for path in spec.readonly_paths:  # an agent's program, a client config: same path, ro
+            if os.path.exists(path):
+                argv += ["-v", f"{path}:{path}:ro"]
         if r.memory_bytes:  # no swap beyond the limit: the limit is the trial's memory
             argv += ["--memory", str(r.memory_bytes), "--memory-swap", str(r.memory_bytes)]
         if r.cpus:
