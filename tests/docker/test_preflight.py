@@ -53,3 +53,11 @@ def test_a_daemon_that_answers_passes_preflight(monkeypatch: pytest.MonkeyPatch,
 def test_real_client_without_daemon() -> None:
     why = engine_problem()
     assert why is not None and "Cannot connect to the Docker daemon" in why
+
+
+def test_not_root_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_docker(tmp_path, "echo 28.2.2\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SetupError, match="--backend docker needs proctor to run as root"):
+        DockerBackend().preflight(None)

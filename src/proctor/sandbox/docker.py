@@ -123,6 +123,10 @@ class DockerBackend:
         why = engine_problem()
         if why is not None:
             raise SetupError(f"--backend docker: {why}")
+        if os.geteuid() != 0:  # entering a container's network namespace takes CAP_SYS_ADMIN
+            raise SetupError("--backend docker needs proctor to run as root: the trial's "
+                             "services and egress proxy are bound inside each container's "
+                             "network namespace (or use --backend local, which needs no root)")
         return True
 
     def prepare(self, tasks: Any, options: Any) -> None:
@@ -309,14 +313,14 @@ class DockerSandbox(LocalSandbox):
         """Bind host:port inside the container's network namespace, piped to the host's."""
         if self.forwarder is None:
             return host, port
-        [sock] = await listen_inside(self.pid, [(host, port)], os.geteuid() != 0)
+        [sock] = await listen_inside(self.pid, [(host, port)], False)
         await self.forwarder.forward(sock, (host, port))
         return host, port
 
     async def serve_inside(self, host: str, port: int, handler) -> None:
         if self.forwarder is None:
             raise RuntimeError("serve_inside needs a started container")
-        [sock] = await listen_inside(self.pid, [(host, port)], os.geteuid() != 0)
+        [sock] = await listen_inside(self.pid, [(host, port)], False)
         await self.forwarder.serve(sock, handler)
 
     # -- files: the places on the host, anything else through the engine ---------------
