@@ -44,6 +44,7 @@ def test_a_daemon_that_answers_passes_preflight(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
     _fake_docker(tmp_path, "echo 28.2.2\n")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
     assert DockerBackend().preflight(None) is True  # trials are isolated (in containers)
 
 
