@@ -136,3 +136,14 @@ async def test_readonly_paths_are_shown_at_their_host_path(base_image, tmp_path)
         assert res.exit_code != 0 and tool.read_text().endswith("agent-ran\n")
     finally:
         await sb.close()
+
+
+async def test_only_the_places_are_writable(base_image, tmp_path):
+    sb = await create_sandbox("docker", _spec(tmp_path))
+    try:
+        res = await sb.exec("for d in /var/tmp /run/lock /etc /usr/local /; do touch $d/x 2>/dev/null "
+                            "&& echo wrote $d; done; touch x $HOME/x /tmp/x /dev/shm/x && echo ok",
+                            timeout=10)
+        assert res.stdout == "ok\n", res.stdout + res.stderr
+    finally:
+        await sb.close()

@@ -168,6 +168,9 @@ class DockerSandbox(LocalSandbox):
         argv = ["run", "-d", "--init", "--network", "none",
                 "--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={self.trial_id}",
                 "--user", f"{self.uid}:{self.gid}", "--workdir", self.workdir,
+                # Only the places are writable, as in the local box: every write the agent
+                # can make is in the snapshot (no /var/tmp or /run/lock on the side).
+                "--read-only",
                 # For the tracer (root inside): reading the args of a process that has just
                 # changed uid. The agent's uid never holds a capability.
                 "--cap-add", "SYS_PTRACE",
