@@ -66,7 +66,11 @@ if [ "$system" = 1 ] && command -v apt-get >/dev/null 2>&1; then
     for driver in "" vfs; do  # overlay2 where the kernel allows it, else the slow but sure vfs
       echo "==> starting dockerd${driver:+ (storage driver $driver)}: the docker backend needs an engine"
       $sudo sh -c "nohup dockerd ${driver:+--storage-driver=$driver} >/var/log/proctor-dockerd.log 2>&1 & echo \$! >/run/proctor-dockerd.pid"
-      for _ in $(seq 1 30); do $sudo docker info >/dev/null 2>&1 && break; sleep 1; done
+      for _ in $(seq 1 30); do  # until it answers, or dies
+        $sudo docker info >/dev/null 2>&1 && break
+        $sudo sh -c 'kill -0 "$(cat /run/proctor-dockerd.pid)"' 2>/dev/null || break
+        sleep 1
+      done
       $sudo docker info >/dev/null 2>&1 && break
       $sudo sh -c 'kill "$(cat /run/proctor-dockerd.pid)"' 2>/dev/null || true; sleep 2
     done
