@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to a working proctor:
 #   1. system packages the sandboxes and services use (PostgreSQL, MariaDB, strace, git, jq, ...)
+#      and, best effort, the docker backend's engine (docker.io, mmdebstrap; dockerd started
+#      when none answers) and proctor's base image
 #   2. .venv/ with proctor and its test tools (the CLI lands at .venv/bin/proctor)
 #   3. a first run of the bundled examples through the LLM agent, with a scripted model
 #      (mock/solver replays each task's reference solution as tool calls; no API key)
