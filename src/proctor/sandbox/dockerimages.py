@@ -132,14 +132,15 @@ def _debootstrap(tar: Path) -> None:
             "--dpkgopt=path-exclude=/usr/share/locale/*", RELEASE, tmp, *([MIRROR] if MIRROR else [])]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        if done.returncode != 0:
+            raise _fail("building the base image with mmdebstrap failed",
+                        done.stderr + done.stdout)
+        os.replace(tmp, tar)
     except subprocess.TimeoutExpired:
-        Path(tmp).unlink(missing_ok=True)
         raise SetupError(f"--backend docker: building the base image took more than "
                          f"{BUILD_TIMEOUT_S:g} s") from None
-    if done.returncode != 0:
+    finally:  # failed, timed out or Ctrl-C: no half-written tarball stays in the cache
         Path(tmp).unlink(missing_ok=True)
-        raise _fail("building the base image with mmdebstrap failed", done.stderr + done.stdout)
-    os.replace(tmp, tar)
 
 
 def ensure_image(image: str, quiet: bool = True) -> str:
