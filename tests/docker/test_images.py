@@ -127,3 +127,17 @@ def test_image_tags_follow_content():
     a = dockerimages._digest("base-id", ["a", "b"])
     assert a == dockerimages._digest("base-id", ["a", "b"]) != dockerimages._digest("base-id", ["a"])
     assert json.dumps(dockerimages.BASE_PACKAGES) == json.dumps(sorted(dockerimages.BASE_PACKAGES))
+
+
+def test_a_failed_base_build_says_why_and_leaves_no_tarball(monkeypatch, tmp_path):
+    fake = tmp_path / "bin" / "mmdebstrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'I: downloading'\necho 'E: mirror unreachable' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    cache = tmp_path / "cache"
+    with pytest.raises(SetupError) as err:
+        dockerimages._debootstrap(cache / "base.tar")
+    assert "building the base image with mmdebstrap failed; the build log ends:" in str(err.value)
+    assert "E: mirror unreachable" in str(err.value)
+    assert list(cache.iterdir()) == []
