@@ -41,9 +41,11 @@ DOCKER_TIMEOUT_S = 120.0  # one engine call (create, remove); images are built b
 RUN_LABEL, TRIAL_LABEL = "proctor.run", "proctor.trial"
 PRIVATE = "/.proctor"  # the trial's private host dir inside (traces); not a writable place
 EXEC_MARK = "PROCTOR_EXEC"  # in every command's environment: what a timeout kills
-# -f: children too; --seccomp-bpf: only execve stops the tracee; exit lines prove completeness.
-STRACE = ["strace", "-f", "--seccomp-bpf", "-q", "-e", "trace=execve", "-e", "signal=none",
-          "-s", "4096", "-o"]
+# The tracer inside the container: trace.py's flags (execs, the forks that give the process
+# tree, exit lines that prove completeness), with the image's own strace.
+STRACE = ["strace", "-f", "--seccomp-bpf", "-q", "--decode-pids=pidns",
+          "-e", "trace=execve,clone,clone3,fork,vfork", "-e", "signal=none", "-s", "4096", "-o"]
+
 
 def engine_problem(docker: str = "docker") -> str | None:
     """Why no container engine can be used here, or None when the daemon answers."""
@@ -317,12 +319,12 @@ class DockerSandbox(LocalSandbox):
         if res.timed_out:  # the client died; what it started in the container did not
             await asyncio.to_thread(self._kill, mark.encode())
         if trace_file is not None:
-            execs, complete = parse_trace(trace_file)
+            trace = parse_trace(trace_file)
             trace_file.unlink(missing_ok=True)
-            while execs and posixpath.basename(execs[0][0]) == "setpriv":
-                execs.pop(0)
-            res.execs = execs
-            if not complete and not res.timed_out:
+            trace.drop_leading(1 if trace.execs and
+                               posixpath.basename(trace.execs[0][0]) == "setpriv" else 0)
+            res.execs, res.exec_parents = trace.execs, trace.parents
+            if not trace.complete and not res.timed_out:
                 res.error = "recording lost: the command trace ended before the command did"
                 self._faults.append(res.error)
         return res
