@@ -137,3 +137,32 @@ def test_shared_database_servers_are_reached_by_name_from_the_container(base_ima
     assert local == docker
     [(_status, checks, _forbidden)] = docker.values()
     assert checks == [("my", True), ("n", True), ("pg", True), ("s", True), ("wrong", False)]
+
+
+CUSTOM = """\
+version: 1
+id: custom
+task: {prompt: x}
+agent: {type: oracle}
+solution: ["echo 42 > answer.txt"]
+invariants:
+  inside: {description: x, check: {type: custom, script: in-container.sh, runs_in: sandbox}}
+  outside: {description: x, check: {type: custom, script: on-host.sh, runs_in: host}}
+"""
+# Passes when the answer is 42 and the script runs where it was asked to.
+CHECK = """\
+#!/bin/sh
+n=$(cat "$PROCTOR_WORKDIR/answer.txt")
+[ "$n" = 42 ] && [ {test} -d /.proctor ] && echo '{{"passed": true}}' || echo '{{"passed": false}}'
+"""
+
+
+def test_custom_checks_run_in_the_container_or_on_the_host(base_image, tmp_path):
+    (tmp_path / "custom.yaml").write_text(CUSTOM)
+    for name, test in (("in-container.sh", ""), ("on-host.sh", "!")):
+        (tmp_path / name).write_text(CHECK.format(test=test))
+        (tmp_path / name).chmod(0o755)
+    done = Cli(tmp_path)("run", "custom.yaml", "--backend", "docker", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [trial] = results(run_dir_of(done))["trials"]
+    assert {c["name"]: c["passed"] for c in trial["checks"]} == {"inside": True, "outside": True}
