@@ -141,3 +141,11 @@ def test_a_failed_base_build_says_why_and_leaves_no_tarball(monkeypatch, tmp_pat
     assert "building the base image with mmdebstrap failed; the build log ends:" in str(err.value)
     assert "E: mirror unreachable" in str(err.value)
     assert list(cache.iterdir()) == []
+
+
+def test_a_missing_service_image_stops_the_run_before_any_trial(engine, tmp_path):
+    spec = _write(tmp_path, "svc", "services: [{name: web, image: proctor-no-such-service:1}]")
+    out = Cli(tmp_path)("run", str(spec), "--backend", "docker", "--output-dir", "run")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "image 'proctor-no-such-service:1' is not local and could not be pulled" in out.stderr
+    assert not (tmp_path / "run").exists()

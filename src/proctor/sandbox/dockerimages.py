@@ -212,13 +212,17 @@ def resolve(base: str | None, packages: list[str], dockerfile: str | None,
 
 
 def prepare(tasks: list[Any], quiet: bool = False) -> None:
-    """Resolve every task's image before any trial runs; the result is the task's
-    `base_image` from here on (what `SandboxSpec.image` carries to each trial)."""
+    """Resolve every task's image (and its image services' images) before any trial runs;
+    the result is the task's `base_image` from here on (what `SandboxSpec.image` carries to
+    each trial)."""
     try:
         for task in tasks:
             task.base_image = resolve(task.base_image, list(task.packages),
                                       getattr(task, "dockerfile", None), quiet)
             task.packages = []
+            for svc in task.services:  # image services' images: pulled now, not mid-run
+                if svc.kind == "container" and svc.config.get("image"):
+                    ensure_image(str(svc.config["image"]), quiet)
     except subprocess.TimeoutExpired as e:
         raise SetupError(f"--backend docker: `{' '.join(map(str, e.cmd[:3]))}` took more "
                          f"than {e.timeout:g} s") from None
