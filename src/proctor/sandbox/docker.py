@@ -10,8 +10,9 @@ the local backend.
 The writable places (workspace, HOME, /tmp, /dev/shm) are host directories under the trial's
 `root`, bind-mounted into the container, so files, snapshots and `export` are read on the
 host through the local backend's path view (symlinks resolved as the container sees them);
-any other path is read with `docker exec`. Commands run as the same uid as on the local
-backend (65534 as root, else the caller's own uid). Every container carries the labels
+any other path is read with `docker exec`. Commands run as uid 65534, as on the local
+backend (proctor runs as root with this backend: it enters the containers' network
+namespaces). Every container carries the labels
 `proctor.run=<run id>` and `proctor.trial=<trial id>`; `sweep` removes a killed run's.
 """
 
@@ -157,8 +158,7 @@ class DockerSandbox(LocalSandbox):
         self.container: str | None = None
         self.pid = 0  # the container's init, as the host sees it (network namespace)
         self.keeper = 0  # the long-running process that keeps the container up (host pid)
-        self.uid = AGENT_UID if os.geteuid() == 0 else os.getuid()
-        self.gid = AGENT_UID if os.geteuid() == 0 else os.getgid()
+        self.uid = self.gid = AGENT_UID
         self._execs = 0
         self._cgroup: dict[str, Path] = {}
 
@@ -217,8 +217,7 @@ class DockerSandbox(LocalSandbox):
     def _make_dirs(self) -> None:
         for _, d in self.places:
             d.mkdir(parents=True, exist_ok=True)
-            if os.geteuid() == 0:
-                os.chown(d, self.uid, self.gid)
+            os.chown(d, self.uid, self.gid)
         self.private.mkdir(parents=True, exist_ok=True)
         self.private.chmod(0o700)  # only root inside (the tracer) writes here
 
@@ -269,10 +268,6 @@ class DockerSandbox(LocalSandbox):
         if self.forwarder is not None:
             await self.forwarder.close()
         if self.container is not None:
-            if os.geteuid() != 0:  # files the container's uid made may not be ours to delete
-                with contextlib.suppress(OSError):
-                    await docker("exec", "-u", "0", self.container, "chmod", "-R", "a+rwX",
-                                 *[inside for inside, _ in self.places])
             await docker("rm", "-f", "-v", self.container)
             self.container = None
         if not self.keep:
@@ -356,8 +351,6 @@ class DockerSandbox(LocalSandbox):
         return any(p.startswith(prefix) for p, _ in self.places)
 
     def _own(self, host: Path) -> None:
-        if os.geteuid() != 0:
-            return
         os.lchown(host, self.uid, self.gid)
         if host.is_dir() and not host.is_symlink():
             for dirpath, dirnames, filenames in os.walk(host):
