@@ -26,6 +26,7 @@ import posixpath
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -222,11 +223,17 @@ class DockerSandbox(LocalSandbox):
         self.private.chmod(0o700)  # only root inside (the tracer) writes here
 
     def _keeper_pid(self) -> int:
-        """The init's only child at start, as the host numbers it."""
-        try:
-            return int(Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()[0])
-        except (OSError, IndexError, ValueError):
-            return 0
+        """The init's only child at start, as the host numbers it (waiting the moment the
+        init may take to fork it: killing the keeper would stop the container)."""
+        for _ in range(500):
+            try:
+                children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+            except OSError:
+                break
+            if children:
+                return int(children[0])
+            time.sleep(0.01)
+        raise OSError(f"the container of image {self.image} did not start its keeper process")
 
     def _processes(self) -> list[int]:
         """Host pids of every process in the container but its init and keeper (proctor runs
