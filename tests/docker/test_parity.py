@@ -3,6 +3,7 @@ egress, forbidden rules and a failing check, on `--backend local` and `--backend
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -166,3 +167,17 @@ def test_custom_checks_run_in_the_container_or_on_the_host(base_image, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     [trial] = results(run_dir_of(done))["trials"]
     assert {c["name"]: c["passed"] for c in trial["checks"]} == {"inside": True, "outside": True}
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "mini-swe-agent"])
+def test_external_agents_pass_in_the_container(base_image, agent, tmp_path):
+    """The real agents (installed on the host, shown read-only at their path) against the
+    mock model, through the recording proxy reached inside the container."""
+    done = Cli(tmp_path)("run", str(REPO / "examples" / "external-agents"), "--agent", agent,
+                         "--backend", "docker", "-q", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [t] = results(run_dir_of(done))["trials"]
+    assert t["status"] == "pass" and t["turns"] >= 2, t.get("error")
+    assert [(c["name"], c["passed"]) for c in t["checks"]] == [
+        ("verify#0", True), ("ran#1", True), ("not_ran#2", True)]

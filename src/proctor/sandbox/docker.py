@@ -183,6 +183,13 @@ class DockerSandbox(LocalSandbox):
         for path in spec.readonly_paths:  # an agent's program, a client config: same path, ro
             if os.path.exists(path):
                 argv += ["-v", f"{path}:{path}:ro"]
+        for i, closed in enumerate(_closed_ancestors(spec.readonly_paths)):
+            # e.g. /root (0700) on the way to a pyenv interpreter: an empty, root-owned but
+            # traversable directory there lets the agent's uid reach the mount, nothing else.
+            # (A tmpfs would copy the image's 0700 up.)
+            over = self.private / f"over-{i}"
+            over.mkdir(mode=0o755)
+            argv += ["-v", f"{over}:{closed}"]
         if r.memory_bytes:  # no swap beyond the limit: the limit is the trial's memory
             argv += ["--memory", str(r.memory_bytes), "--memory-swap", str(r.memory_bytes)]
         if r.cpus:
@@ -415,6 +422,25 @@ class DockerSandbox(LocalSandbox):
         if code != 0:
             raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", path)
         return sorted(out.decode(errors="replace").splitlines())
+
+
+def _closed_ancestors(paths: list[str]) -> list[str]:
+    """The outermost directories on the way to `paths` that others may not traverse here
+    (and so, likely, in the image: /root)."""
+    out: list[str] = []
+    for path in paths:
+        parts = [p for p in Path(path).parts[1:-1]]
+        for i in range(1, len(parts) + 1):
+            ancestor = "/" + "/".join(parts[:i])
+            try:
+                closed = not os.stat(ancestor).st_mode & 0o001
+            except OSError:
+                break
+            if closed:
+                if ancestor not in out:
+                    out.append(ancestor)
+                break
+    return out
 
 
 def _cgroup_dirs(pid: int) -> dict[str, Path]:

@@ -34,7 +34,7 @@ RELEASE = "bookworm"
 MIRROR = os.environ.get("PROCTOR_DEBIAN_MIRROR", "")  # empty: mmdebstrap's default (deb.debian.org)
 BASE_PACKAGES = sorted([
     "bash", "ca-certificates", "coreutils", "curl", "diffutils", "file", "findutils", "git",
-    "gzip", "iproute2", "jq", "less", "mariadb-client", "netcat-openbsd", "patch",
+    "gzip", "iproute2", "jq", "less", "mariadb-client", "netcat-openbsd", "nodejs", "patch",
     "postgresql-client", "procps", "python3", "sed", "sqlite3", "strace", "tar", "unzip",
     "xz-utils",
 ])
