@@ -107,3 +107,34 @@ def test_a_model_the_agent_cannot_speak_is_refused_before_any_trial(tmp_path):
     assert proc.returncode == 2
     assert "codex talks to openai models" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_configured_provider_is_reached_through_the_proxy_holding_the_key(tmp_path):
+    """A real provider's path (here an OpenAI-compatible server that is mock-llm in its own
+    process): the agent talks to the proxy with a dummy key; the real key never enters the
+    sandbox."""
+    from tests.llm.conftest import ServerProcess
+
+    script = tmp_path / "upstream.yaml"
+    script.write_text(
+        "conversations:\n  - when: {prompt_contains: orders.csv}\n    turns:\n"
+        "      - tool: {name: exec_command, arguments: {cmd: 'env > env.txt; "
+        "tail -n +2 orders.csv | wc -l > count.txt'}}\n      - say: done\n")
+    server = ServerProcess(script)
+    try:
+        (tmp_path / "proctor.toml").write_text(
+            f'[providers.upstream]\nkind = "openai"\nbase_url = "{server.url}/v1"\n'
+            'api_key_env = "UPSTREAM_KEY"\n')
+        proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", "codex", "--model",
+                             "upstream/mock", "-q", "--keep", timeout=600,
+                             env={"UPSTREAM_KEY": "sk-real-secret-4242"})
+        assert len(server.received("orders.csv")) >= 2
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = run_dir_of(proc)
+    [t] = results(run)["trials"]
+    assert t["status"] == "pass" and t["tokens"]["input"] > 0
+    [env_txt] = run.glob("workdirs/*/**/env.txt")
+    seen = env_txt.read_text()
+    assert "PROCTOR_MODEL_KEY=proctor-proxy" in seen and "sk-real-secret-4242" not in seen

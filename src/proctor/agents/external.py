@@ -149,7 +149,7 @@ class ExternalAgent:
         return AgentResult(
             output=self.answer(res.stdout), turns=proxy.turns, tokens_in=proxy.tokens_in,
             tokens_out=proxy.tokens_out,
-            cost_usd=cost_usd(price_of(model, config), proxy.tokens_in, proxy.tokens_out),
+            cost_usd=_cost(proxy.usage_by_model, model, upstream.model, config),
             error=_endpoint_failure(proxy, res.exit_code, res.timed_out))
 
     def _record(self, env: AgentEnv, argv: list[str], res: Any, exe: str) -> None:
@@ -157,7 +157,7 @@ class ExternalAgent:
         roots = (str(pinned_dir(self.name, self.pinned_version(env.task))),)
         wrappers = [re.compile(w) for w in self.wrappers]
 
-        def is_launcher(args: list[str]) -> bool:
+        def is_launcher(args: list[str], parent: int) -> bool:
             return _is_launcher(args, roots) or any(w.search(shlex.join(args)) for w in wrappers)
 
         tool = re.compile(self.tool_process) if self.tool_process else None
@@ -181,6 +181,21 @@ def _is_launcher(args: list[str], roots: tuple[str, ...]) -> bool:
     """The agent's own program (or its interpreter running a file of it)."""
     return any(a.startswith(roots) or os.path.realpath(a).startswith(roots)
                for a in args[:2] if a.startswith("/"))
+
+
+def _cost(usage: dict[str, list[int]], model: str, asked: str,
+          config: dict[str, Any]) -> float | None:
+    """Every call priced by its own model (Claude Code's side calls go to a smaller one);
+    unknown (None) if any model's price is."""
+    provider = model.split("/", 1)[0]
+    total = 0.0
+    for name, (tin, tout) in usage.items():
+        price = price_of(model if name == asked else f"{provider}/{name}", config)
+        cost = cost_usd(price, tin, tout)
+        if cost is None:
+            return None
+        total += cost
+    return total
 
 
 def _endpoint_failure(proxy: Any, exit_code: int | None, timed_out: bool) -> str | None:
@@ -220,7 +235,8 @@ class _Upstream:
         if s.kind not in self.agent.apis:
             raise ProviderError(f"{self.agent.name} talks to {' or '.join(self.agent.apis)} "
                                 f"models, not {s.provider} ({s.kind})")
-        self.url = (s.base_url or DEFAULT_BASE_URLS[s.kind]).rstrip("/")
+        # Agents add /v1 themselves; configured OpenAI-compatible URLs usually end in it.
+        self.url = (s.base_url or DEFAULT_BASE_URLS[s.kind]).rstrip("/").removesuffix("/v1")
         self.key, self.kind, self.model = s.key() or "", s.kind, self.name
         return self
 

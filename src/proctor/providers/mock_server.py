@@ -291,12 +291,15 @@ class _Handlers:
         return web.json_response(self.received)
 
 
+HANDLERS = web.AppKey("handlers", _Handlers)
+
+
 def make_app(script: Script, run_as: RunAs | None = None, main_model: str | None = None,
              finish: str | None = None) -> web.Application:
     """`run_as`, `main_model` and `finish` serve external agents (agents/external.py)."""
     h = _Handlers(script, run_as, main_model, finish)
     app = web.Application(client_max_size=64 * 1024 * 1024)
-    app["handlers"] = h
+    app[HANDLERS] = h
     app.router.add_post("/v1/chat/completions", h.openai)
     app.router.add_post("/chat/completions", h.openai)  # base_url given without /v1
     app.router.add_post("/v1/messages", h.anthropic)
@@ -321,7 +324,7 @@ class MockServer:
 
     @property
     def received(self) -> list[dict[str, Any]]:
-        return self.app["handlers"].received
+        return self.app[HANDLERS].received
 
     async def start(self) -> str:
         self._runner = web.AppRunner(self.app, access_log=None)

@@ -69,6 +69,7 @@ class ModelProxy:
         self.last_failed = False  # did the most recent model call fail?
         self.on_call = on_call  # e.g. the trial recorder's trace: one model_call event per call
         self.turns = self.tokens_in = self.tokens_out = 0
+        self.usage_by_model: dict[str, list[int]] = {}  # model -> [input, output] tokens
         self.errors: list[str] = []
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -133,6 +134,10 @@ class ModelProxy:
             self.turns += not side
             self.tokens_in += tin
             self.tokens_out += tout
+            model = event["request"].get("model") if isinstance(event["request"], dict) else None
+            per_model = self.usage_by_model.setdefault(str(model or self.main_model or ""), [0, 0])
+            per_model[0] += tin
+            per_model[1] += tout
             event.update(turn=self.turns, usage={"input": tin, "output": tout},
                          response=answer[:200_000].decode("utf-8", "replace"))
         if self.on_call is not None:
