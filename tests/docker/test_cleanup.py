@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -30,6 +31,7 @@ def test_sigkill_then_resume_removes_the_killed_runs_containers(base_image, cli,
     proc = cli.popen("run", "spec.yaml", "--backend", "docker", "--agent", "oracle",
                      "--concurrency", "3", "--output-dir", "run", "-q")
     wait_for_lines(tmp_path / "run" / "results.jsonl", 2, timeout=120)
+    time.sleep(0.5)  # the next trials' containers are up (each trial takes over 0.4 s)
     proc.kill()
     proc.wait()
     run_id = _run_id(tmp_path)
