@@ -47,6 +47,19 @@ EXEC_MARK = "PROCTOR_EXEC"  # in every command's environment: what a timeout kil
 # tree, exit lines that prove completeness), with the image's own strace.
 STRACE = ["strace", "-f", "--seccomp-bpf", "-q", "--decode-pids=pidns",
           "-e", "trace=execve,clone,clone3,fork,vfork", "-e", "signal=none", "-s", "4096", "-o"]
+# Runs as root inside around every command ("$@", which drops to the agent's uid): its output
+# goes through two FIFOs and is relayed until the command exits, then for at most 0.2 s (as
+# proc.PIPE_GRACE_S). Without it `docker exec` would wait for every background process that
+# still holds the output, so a daemon could outlive the command and write after the agent.
+_RELAY = r"""d=$1; shift
+cat "$d/o" & a=$!
+cat "$d/e" >&2 & b=$!
+"$@" >"$d/o" 2>"$d/e"; rc=$?
+alive() { { read -r _ _ s _ < "/proc/$1/stat"; } 2>/dev/null && [ "$s" != Z ]; }
+n=0
+while [ $n -lt 20 ] && { alive $a || alive $b; }; do sleep 0.01; n=$((n+1)); done
+kill -9 $a $b 2>/dev/null
+exit $rc"""
 
 
 def engine_problem(docker: str = "docker") -> str | None:
@@ -308,17 +321,20 @@ class DockerSandbox(LocalSandbox):
         full = {**self.env, **(env or {}), EXEC_MARK: str(self._execs)}
         # Values travel in the client's own environment (`-e NAME`), never in an argv.
         argv = ["docker", "exec", *(["-i"] if stdin is not None else []),
-                "-w", cwd or self.workdir, *(["-u", "0"] if trace else [])]
+                "-w", cwd or self.workdir, "-u", "0"]
         for name in full:
             argv += ["-e", name]
         argv.append(self.container)
-        inner = ["/bin/sh", "-c", command]
+        # The relay and the tracer run as root inside; the command as the agent's uid, which
+        # can gain nothing back (no new privileges: setuid programs stay unprivileged).
+        inner = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
+                 "--no-new-privs", "/bin/sh", "-c", command]
         trace_file = None
         if trace:
             trace_file = self.private / f"strace-{self._execs}"
-            # The tracer runs as root inside; the command as the agent's uid, as always.
-            inner = [*STRACE, f"{PRIVATE}/{trace_file.name}", "setpriv", f"--reuid={self.uid}",
-                     f"--regid={self.gid}", "--clear-groups", *inner]
+            inner = [*STRACE, f"{PRIVATE}/{trace_file.name}", *inner]
+        io = await asyncio.to_thread(self._fifos, self._execs)
+        inner = ["/bin/sh", "-c", _RELAY, "relay", f"{PRIVATE}/{io.name}", *inner]
         client_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **full}
         for name in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "HOME"):
             if name in os.environ and name not in (env or {}):
@@ -327,6 +343,7 @@ class DockerSandbox(LocalSandbox):
                              limit=self.output_limit, feed=self.on_output)
         if res.timed_out:  # the client died; what it started in the container did not
             await asyncio.to_thread(self._kill, mark.encode())
+        await asyncio.to_thread(shutil.rmtree, io, True)
         if trace_file is not None:
             trace = parse_trace(trace_file)
             trace_file.unlink(missing_ok=True)
@@ -337,6 +354,14 @@ class DockerSandbox(LocalSandbox):
                 res.error = "recording lost: the command trace ended before the command did"
                 self._faults.append(res.error)
         return res
+
+    def _fifos(self, n: int) -> Path:
+        """A root-only directory (under the private one) with the relay's two FIFOs."""
+        io = self.private / f"io-{n}"
+        io.mkdir(mode=0o700)
+        os.mkfifo(io / "o", 0o600)
+        os.mkfifo(io / "e", 0o600)
+        return io
 
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         """Bind host:port inside the container's network namespace, piped to the host's."""
