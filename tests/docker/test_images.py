@@ -149,3 +149,14 @@ def test_a_missing_service_image_stops_the_run_before_any_trial(engine, tmp_path
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "image 'proctor-no-such-service:1' is not local and could not be pulled" in out.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_ports_are_for_image_services(tmp_path):
+    spec = _write(tmp_path, "pp", "services: [{name: db, type: postgres, ports: [5432]}]")
+    out = Cli(tmp_path)("validate", str(spec))
+    assert out.returncode == 2
+    assert "pp.yaml:3:12: services[0]: `ports` only applies to image services (this is " \
+           "postgres)" in out.stderr, out.stderr
+    spec = _write(tmp_path, "p0", "services: [{name: web, image: nginx:1, ports: [0]}]")
+    out = Cli(tmp_path)("validate", str(spec))
+    assert out.returncode == 2 and "`ports` are TCP port numbers, 1 to 65535" in out.stderr
