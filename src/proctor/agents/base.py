@@ -41,6 +41,9 @@ class AgentEnv:
     solution: list[str] = field(default_factory=list)  # rendered; what the oracle runs
     commands: list[CommandRecord] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (e.g. --help text)
+    # What the agent has to show if its time runs out (an external agent: the model calls
+    # so far, and whether the endpoint failed).
+    on_timeout: Callable[[], AgentResult] | None = None
 
     async def run_command(self, command: str, timeout: float | None = None) -> CommandRecord:
         """Run one agent command (`sh -c`) in the sandbox and record it."""

@@ -143,14 +143,19 @@ class ExternalAgent:
                 for rel, content in self.files(w).items():
                     await env.sandbox.write_file(f"{w.home}/{rel}", content.encode())
                 argv = self.argv(exe, env.prompt, w)
+
+                def result(stdout: str, exit_code: int | None, timed_out: bool) -> AgentResult:
+                    return AgentResult(
+                        output=self.answer(stdout), turns=proxy.turns,
+                        tokens_in=proxy.tokens_in, tokens_out=proxy.tokens_out,
+                        cost_usd=_cost(proxy.usage_by_model, model, upstream.model, config),
+                        error=_endpoint_failure(proxy, exit_code, timed_out))
+
+                env.on_timeout = lambda: result("", None, True)
                 res = await env.sandbox.exec(shlex.join(argv), timeout=task.agent.timeout,
                                              trace=True, env=self.environment(w))
         self._record(env, argv, res, exe)
-        return AgentResult(
-            output=self.answer(res.stdout), turns=proxy.turns, tokens_in=proxy.tokens_in,
-            tokens_out=proxy.tokens_out,
-            cost_usd=_cost(proxy.usage_by_model, model, upstream.model, config),
-            error=_endpoint_failure(proxy, res.exit_code, res.timed_out))
+        return result(res.stdout, res.exit_code, res.timed_out)
 
     def _record(self, env: AgentEnv, argv: list[str], res: Any, exe: str) -> None:
         """What the agent executed, then its launcher with its exit code and output."""
@@ -204,8 +209,8 @@ def _endpoint_failure(proxy: Any, exit_code: int | None, timed_out: bool) -> str
         if exit_code not in (0, None) and proxy.turns == 0 and not timed_out:
             return f"the agent exited {exit_code} without a single successful model call"
         return None
-    if exit_code == 0 and not proxy.last_failed:
-        return None  # a failure the agent retried past
+    if not proxy.last_failed and (exit_code == 0 or timed_out):
+        return None  # a failure the agent retried past (running out of time is its own)
     more = f" (and {len(proxy.errors) - 1} more)" if len(proxy.errors) > 1 else ""
     return f"the model endpoint failed: {proxy.errors[-1]}{more}"
 
