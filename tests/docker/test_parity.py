@@ -4,6 +4,7 @@ egress, forbidden rules and a failing check, on `--backend local` and `--backend
 from __future__ import annotations
 
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -181,3 +182,27 @@ def test_external_agents_pass_in_the_container(base_image, agent, tmp_path):
     assert t["status"] == "pass" and t["turns"] >= 2, t.get("error")
     assert [(c["name"], c["passed"]) for c in t["checks"]] == [
         ("verify#0", True), ("ran#1", True), ("not_ran#2", True)]
+
+
+def test_every_port_of_an_image_service_is_reached(base_image, tmp_path):
+    tag = "proctor-test-twoports:1"
+    subprocess.run(["docker", "build", "-q", "-t", tag, "-"], text=True, capture_output=True,
+                   check=True, input=f"FROM {base_image}\nWORKDIR /srv\nRUN echo two > index.html\n"
+                   'CMD ["sh", "-c", "python3 -m http.server 8001 & exec python3 -m http.server 8002"]\n')
+    (tmp_path / "two.yaml").write_text(textwrap.dedent(f"""\
+        version: 1
+        id: two
+        task: {{prompt: x}}
+        agent: {{type: oracle}}
+        services:
+          - name: web
+            image: {tag}
+            ports: [8001, 8002]
+            wait_for: curl -sf http://web:8001/ && curl -sf http://web:8002/
+        solution: ["curl -s http://web:8002/ > b.txt; echo $WEB_PORT > port.txt"]
+        invariants:
+          b: {{description: x, check: {{type: file_content, path: b.txt, contains: two}}}}
+          port: {{description: x, check: {{type: file_content, path: port.txt, contains: "8001"}}}}
+        """))
+    done = Cli(tmp_path)("run", "two.yaml", "--backend", "docker", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr

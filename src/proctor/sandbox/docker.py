@@ -232,7 +232,7 @@ class DockerSandbox(LocalSandbox):
         self.keeper = await asyncio.to_thread(self._keeper_pid)
         self._cgroup = await asyncio.to_thread(_cgroup_dirs, self.pid)
         self.forwarder = Forwarder()
-        for address in spec.endpoints:
+        for address in _with_every_port(spec.endpoints, self.hosts):
             await self.expose(*address)
 
     def _make_dirs(self) -> None:
@@ -447,6 +447,30 @@ class DockerSandbox(LocalSandbox):
         if code != 0:
             raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", path)
         return sorted(out.decode(errors="replace").splitlines())
+
+
+def _with_every_port(endpoints: list[tuple[str, int]],
+                     hosts: dict[str, str]) -> list[tuple[str, int]]:
+    """The endpoints, plus every other port listening on a service's own loopback address
+    (an image service's second and later `ports`: the trial names only the first). Such an
+    address is private to one service (services/_net.py), so all it serves is that service."""
+    out = list(dict.fromkeys(endpoints))
+    own = {a for a in hosts.values() if a.startswith("127.") and a != "127.0.0.1"}
+    if not own:
+        return out
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return out
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 4 or fields[3] != "0A":  # LISTEN
+            continue
+        addr_hex, port_hex = fields[1].split(":")
+        address = ".".join(str(b) for b in reversed(bytes.fromhex(addr_hex)))
+        if address in own and (address, int(port_hex, 16)) not in out:
+            out.append((address, int(port_hex, 16)))
+    return out
 
 
 def _closed_ancestors(paths: list[str]) -> list[str]:
