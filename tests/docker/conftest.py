@@ -40,6 +40,6 @@ def web_image(base_image) -> str:
                   "WORKDIR /srv\nEXPOSE 8000\n"
                   'CMD ["sh", "-c", "echo \\"greeting=$GREETING\\" > /srv/env.txt; '
                   'exec python3 -m http.server 8000"]\n')
-    subprocess.run(["docker", "build", "-q", "-t", tag, "-"], input=dockerfile, text=True,
+    subprocess.run(["docker", "build", "-q", "--force-rm", "-t", tag, "-"], input=dockerfile, text=True,
                    capture_output=True, check=True)
     return tag

@@ -186,7 +186,7 @@ def test_external_agents_pass_in_the_container(base_image, agent, tmp_path):
 
 def test_every_port_of_an_image_service_is_reached(base_image, tmp_path):
     tag = "proctor-test-twoports:1"
-    subprocess.run(["docker", "build", "-q", "-t", tag, "-"], text=True, capture_output=True,
+    subprocess.run(["docker", "build", "-q", "--force-rm", "-t", tag, "-"], text=True, capture_output=True,
                    check=True, input=f"FROM {base_image}\nWORKDIR /srv\nRUN echo two > index.html\n"
                    'CMD ["sh", "-c", "python3 -m http.server 8001 & exec python3 -m http.server 8002"]\n')
     (tmp_path / "two.yaml").write_text(textwrap.dedent(f"""\

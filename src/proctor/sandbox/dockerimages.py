@@ -170,8 +170,9 @@ def with_packages(base: str, packages: list[str], quiet: bool = True) -> str:
         words = " ".join(json.dumps(p) for p in sorted(set(packages)))
         dockerfile = (f"FROM {base}\nUSER 0\nRUN set -e; set -- {words}; {_INSTALL}\n"
                       f"LABEL proctor.packages={json.dumps(' '.join(sorted(set(packages))))}\n")
-        done = subprocess.run(["docker", "build", "-q", "-t", tag, "-"], input=dockerfile,
-                              capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        done = subprocess.run(["docker", "build", "-q", "--force-rm", "-t", tag, "-"],
+                              input=dockerfile, capture_output=True, text=True,
+                              timeout=BUILD_TIMEOUT_S)
         if done.returncode != 0:
             raise _fail(f"installing setup.packages into {base} failed", done.stdout + done.stderr)
         _ready.add(tag)
@@ -194,7 +195,9 @@ def from_dockerfile(path: str, quiet: bool = True) -> str:
             _ready.add(tag)
             return tag
         _note(f"building {tag} from {path}", quiet)
-        done = _docker("build", "-q", "-t", tag, "-f", str(dockerfile.resolve()), str(context))
+        # --force-rm: a failed step's container is removed too, not left for the user.
+        done = _docker("build", "-q", "--force-rm", "-t", tag, "-f", str(dockerfile.resolve()),
+                       str(context))
         if done.returncode != 0:
             raise _fail(f"building {path} failed", done.stdout + done.stderr)
         _ready.add(tag)
