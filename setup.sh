@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to a working proctor:
 #   1. system packages the sandboxes and services use (PostgreSQL, MariaDB, strace, git, jq, ...)
-#      and the browser the report tests drive (Chromium)
+#      and the browser the report tests drive (Chromium); best effort, the docker backend's
+#      engine (docker.io, mmdebstrap; dockerd started when none answers) and proctor's base image
 #   2. .venv/ with proctor and its test tools (the CLI lands at .venv/bin/proctor)
 #   3. a first run of the bundled examples through the LLM agent, with a scripted model
 #      (mock/solver replays each task's reference solution as tool calls; no API key)
@@ -46,6 +47,45 @@ if [ "$system" = 1 ] && [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# The docker backend (docs/docker.md): an engine and mmdebstrap (which builds proctor's base
+# image). Best effort: a machine that cannot run an engine still gets a working proctor, and
+# the docker tests then say why they skip.
+if [ "$system" = 1 ] && command -v apt-get >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  docker_pkgs=()
+  command -v docker >/dev/null 2>&1 || docker_pkgs+=(docker.io)
+  command -v mmdebstrap >/dev/null 2>&1 || docker_pkgs+=(mmdebstrap)
+  if [ ${#docker_pkgs[@]} -gt 0 ]; then
+    echo "==> installing the docker backend's packages: ${docker_pkgs[*]}"
+    policy=/usr/sbin/policy-rc.d  # no daemon started by apt: started below, if absent
+    own_policy=0
+    if [ ! -e "$policy" ]; then
+      printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod +x "$policy" && own_policy=1
+    fi
+    $sudo apt-get update -qq || true
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${docker_pkgs[@]}" >/dev/null \
+      || echo "warning: could not install ${docker_pkgs[*]}; --backend docker will not be usable" >&2
+    [ "$own_policy" = 1 ] && $sudo rm -f "$policy"
+  fi
+  if command -v docker >/dev/null 2>&1 && ! $sudo docker info >/dev/null 2>&1 && command -v dockerd >/dev/null 2>&1; then
+    for driver in "" vfs; do  # overlay2 where the kernel allows it, else the slow but sure vfs
+      echo "==> starting dockerd${driver:+ (storage driver $driver)}: the docker backend needs an engine"
+      $sudo sh -c "nohup dockerd ${driver:+--storage-driver=$driver} >/var/log/proctor-dockerd.log 2>&1 & echo \$! >/run/proctor-dockerd.pid"
+      for _ in $(seq 1 30); do  # until it answers, or dies
+        $sudo docker info >/dev/null 2>&1 && break
+        $sudo sh -c 'kill -0 "$(cat /run/proctor-dockerd.pid)"' 2>/dev/null || break
+        sleep 1
+      done
+      $sudo docker info >/dev/null 2>&1 && break
+      $sudo sh -c 'kill "$(cat /run/proctor-dockerd.pid)"' 2>/dev/null || true; sleep 2
+    done
+    $sudo docker info >/dev/null 2>&1 \
+      || echo "warning: dockerd did not start (see /var/log/proctor-dockerd.log); --backend docker will not be usable" >&2
+  elif command -v docker >/dev/null 2>&1 && $sudo docker info >/dev/null 2>&1; then
+    echo "==> a docker engine is running"
+  fi
+fi
+
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv"
@@ -54,6 +94,13 @@ fi
 echo "==> installing proctor into .venv"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[dev]'
+
+if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+  # Built once (cached under ~/.cache/proctor); the docker tests and first runs reuse it.
+  echo "==> making proctor's docker base image ready"
+  .venv/bin/python -c "from proctor.sandbox.dockerimages import ensure_base; print(ensure_base(quiet=False))" \
+    || echo "warning: the docker base image could not be built; --backend docker runs will say why" >&2
+fi
 
 # The external agents (issue 13): node/npm for Claude Code and Codex (machines usually have
 # them; Debian's packages otherwise), then each agent installed once into the cache the

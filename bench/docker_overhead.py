@@ -1,14 +1,20 @@
-"""What a container per trial costs the engine, before the docker backend exists (issue 16).
+"""What a container per trial costs (issue 16); figures in docs/benchmarks.md.
 
-One "trial" = create a per-trial network, start a container on it, run a first command
-(`docker exec C true`), then remove container and network: the lifecycle the backend will
-use. The image is a two-megabyte probe built from this host's own `sh` and libc, so the
-figure is the engine's cost, not an image pull; or give an IMAGE already local (e.g. a Debian
-base). Usage: `python bench/docker_overhead.py [N [IMAGE]]`.
+    python bench/docker_overhead.py sandbox [N]         # N × (create -> first command -> closed), docker and local
+    python bench/docker_overhead.py trials [N [CONC]]   # `proctor run` of N trivial trials, docker vs local
+    python bench/docker_overhead.py engine [N [IMAGE]]  # the bare engine: network + container + exec + removal
+
+`sandbox` uses the backends themselves (DockerBackend / LocalBackend, isolated), so the figure
+is what a trial pays: container made with its mounts and limits, a first `exec`, container
+removed and its directories deleted. `trials` runs the real CLI with the oracle agent on a
+one-check scenario. `engine` is the earlier probe of the engine alone (a two-megabyte image
+of this host's `sh` and libc, or a local IMAGE), kept for comparison.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import statistics
 import subprocess
 import sys
@@ -20,7 +26,77 @@ from pathlib import Path
 PROBE = "proctor-bench-probe:1"
 FILES = ["/bin/sh", "/bin/sleep", "/bin/true", "/lib/x86_64-linux-gnu/libc.so.6",
          "/lib64/ld-linux-x86-64.so.2"]
+PROCTOR = str(Path(sys.executable).parent / "proctor")
+SPEC = """\
+version: 1
+id: trivial{n}
+task: {{prompt: x}}
+agent: {{type: oracle}}
+solution: ["echo ok > out.txt"]
+invariants:
+  ok: {{description: x, check: {{type: file_content, path: out.txt, contains: ok}}}}
+parallelism: {{replicas: {replicas}}}
+"""
 
+
+def _report(label: str, values: list[float]) -> None:
+    print(f"{label}: median {statistics.median(values) * 1000:.0f} ms, "
+          f"max {max(values) * 1000:.0f} ms over {len(values)}")
+
+
+# -- sandbox: the backends' own lifecycle ----------------------------------------------
+
+async def _lifecycles(backend: str, n: int) -> list[tuple[float, float]]:
+    from proctor.sandbox import create_sandbox
+    from proctor.sandbox.base import SandboxSpec
+
+    out = []
+    with tempfile.TemporaryDirectory(prefix="proctor-bench-") as tmp:
+        for i in range(n):
+            spec = SandboxSpec(trial_id=f"b{i}", root=Path(tmp) / f"b{i}",
+                               env={"PROCTOR_RUN_ID": "bench"})
+            start = time.perf_counter()
+            sb = await create_sandbox(backend, spec)
+            await sb.exec("true", timeout=30)
+            first = time.perf_counter() - start
+            await sb.close()
+            out.append((first, time.perf_counter() - start))
+    return out
+
+
+def sandbox(n: int) -> None:
+    from proctor.sandbox.dockerimages import ensure_base
+
+    ensure_base()
+    for backend in ("docker", "local"):
+        runs = asyncio.run(_lifecycles(backend, n))
+        _report(f"{backend}: create -> first command", [r[0] for r in runs])
+        _report(f"{backend}: create -> first command -> closed", [r[1] for r in runs])
+
+
+# -- trials: the real CLI ----------------------------------------------------------------
+
+def trials(n: int, concurrency: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="proctor-bench-") as tmp:
+        specs = []
+        for k in range(0, n, 100):
+            path = Path(tmp) / f"s{k}.yaml"
+            path.write_text(SPEC.format(n=k, replicas=min(100, n - k)))
+            specs.append(str(path))
+        for backend in ("docker", "local"):
+            out = Path(tmp) / f"run-{backend}"
+            start = time.perf_counter()
+            done = subprocess.run([PROCTOR, "run", *specs, "--backend", backend, "--concurrency",
+                                   str(concurrency), "--output-dir", str(out), "-q"],
+                                  capture_output=True, text=True)
+            wall = time.perf_counter() - start
+            summary = json.loads((out / "results.json").read_text())["summary"]
+            print(f"{backend}: {n} trials at concurrency {concurrency}: {wall:.1f} s wall "
+                  f"({wall / n * 1000:.0f} ms/trial), passed {summary['passed']}, "
+                  f"errors {summary.get('errored', summary.get('errors'))}, exit {done.returncode}")
+
+
+# -- engine: the bare engine, as measured before the backend existed ----------------------
 
 def docker(*args: str, stdin: bytes | None = None) -> str:
     done = subprocess.run(["docker", *args], input=stdin, capture_output=True, check=True)
@@ -39,7 +115,6 @@ def build_probe() -> None:
 
 
 def one_trial(image: str) -> tuple[float, float]:
-    """(seconds to the first command's end, seconds for the whole lifecycle)."""
     name = f"proctor-bench-{uuid.uuid4().hex[:12]}"
     start = time.perf_counter()
     docker("network", "create", "--label", "proctor.bench=1", name)
@@ -52,18 +127,27 @@ def one_trial(image: str) -> tuple[float, float]:
     return first, time.perf_counter() - start
 
 
-def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-    image = sys.argv[2] if len(sys.argv) > 2 else PROBE
+def engine(n: int, image: str) -> None:
     if image == PROBE:
         build_probe()
     runs = [one_trial(image) for _ in range(n)]
-    for label, values in (("create -> first command", [r[0] for r in runs]),
-                          ("create -> first command -> removed", [r[1] for r in runs])):
-        print(f"{label}: median {statistics.median(values) * 1000:.0f} ms, "
-              f"max {max(values) * 1000:.0f} ms over {n}")
+    _report("create -> first command", [r[0] for r in runs])
+    _report("create -> first command -> removed", [r[1] for r in runs])
     if image == PROBE:
         docker("image", "rm", PROBE)
+
+
+def main() -> None:
+    args = sys.argv[1:] or ["sandbox"]
+    mode, rest = args[0], args[1:]
+    if mode == "sandbox":
+        sandbox(int(rest[0]) if rest else 20)
+    elif mode == "trials":
+        trials(int(rest[0]) if rest else 100, int(rest[1]) if len(rest) > 1 else 8)
+    elif mode == "engine":
+        engine(int(rest[0]) if rest else 20, rest[1] if len(rest) > 1 else PROBE)
+    else:
+        sys.exit(__doc__)
 
 
 if __name__ == "__main__":

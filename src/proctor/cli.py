@@ -139,8 +139,9 @@ def _run_options(f: Callable) -> Callable:
                      help="Write the run here (this directory becomes the run directory)."),
         click.option("--format", "formats", multiple=True, metavar="FMT[,FMT]",
                      help="Reports to write: json,junit,md,html (json is always written)."),
-        click.option("--backend", type=click.Choice(["local", "docker"]), default="local",
-                     show_default=True, help="Where trials run."),
+        click.option("--backend", type=click.Choice(["local", "docker"]),
+                     help="Where trials run: this machine (local) or a container per trial "
+                          "(docker). Default: proctor.toml's `backend`, else local."),
         click.option("--isolation", type=click.Choice(["auto", "namespaces", "none"]),
                      default="auto", show_default=True,
                      help="Isolate each trial (namespaces: private files, processes, network, "
@@ -166,6 +167,7 @@ def _options(**kw) -> object:
     from proctor.config import load_config
     from proctor.model import RunOptions
 
+    config = load_config(kw.get("config_path"))
     return RunOptions(
         agent=kw.get("agent"),
         agent_command=kw.get("agent_command"),
@@ -177,13 +179,13 @@ def _options(**kw) -> object:
         output_dir=kw.get("output_dir"),
         formats=_split_formats(kw.get("formats") or ()) or ["json"],
         resume=kw.get("resume"),
-        backend=kw.get("backend") or "local",
+        backend=kw.get("backend") or config.get("backend") or "local",
         isolation=kw.get("isolation") or "auto",
         executor=kw.get("executor") or "local",
         keep=bool(kw.get("keep")),
         **({"output_limit": kw["output_limit"]} if kw.get("output_limit") else {}),
         quiet=bool(kw.get("quiet")),
-        config=load_config(kw.get("config_path")),
+        config=config,
     )
 
 

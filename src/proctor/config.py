@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -63,6 +63,7 @@ class PriceConfig(_Table):
 
 class ProctorConfig(_Table):
     model: str | None = None
+    backend: Literal["local", "docker"] | None = None  # `--backend` when not given
     providers: dict[str, ProviderConfig] = {}
     retry: RetryConfig = RetryConfig()
     llm: LlmConfig = LlmConfig()

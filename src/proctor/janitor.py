@@ -15,7 +15,7 @@ from pathlib import Path
 from proctor.proc import RUN_ID_VAR
 from proctor.sandbox import cgroup
 
-__all__ = ["RUN_ID_VAR", "leftover_pids", "sweep"]
+__all__ = ["RUN_ID_VAR", "leftover_pids", "sweep", "sweep_containers"]
 
 
 def leftover_pids(run_id: str) -> list[int]:
@@ -34,6 +34,13 @@ def leftover_pids(run_id: str) -> list[int]:
     return pids
 
 
+def sweep_containers(run_id: str) -> int:
+    """The docker backend's containers and networks of the run (labelled `proctor.run`)."""
+    from proctor.sandbox.docker import sweep as docker_sweep
+
+    return docker_sweep(run_id)
+
+
 def sweep(run_id: str) -> tuple[int, int]:
     """Kill the run's leftover processes and remove its temp dirs; returns (procs, dirs)."""
     killed = 0
@@ -44,6 +51,7 @@ def sweep(run_id: str) -> tuple[int, int]:
         except OSError:
             pass
     cgroup.sweep_stale()
+    sweep_containers(run_id)
     dirs = 0
     for path in Path(tempfile.gettempdir()).glob(f"proctor-{run_id}-*"):
         shutil.rmtree(path, ignore_errors=True)

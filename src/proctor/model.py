@@ -96,6 +96,7 @@ class TaskDef:
     scaffold: str | None = None  # directory copied into the workdir
     workdir: str | None = None  # fixed workdir instead of a fresh temp dir
     base_image: str | None = None
+    dockerfile: str | None = None  # docker backend: build the image from this (absolute path)
     resources: dict[str, Any] = field(default_factory=dict)
     network: dict[str, Any] = field(default_factory=dict)
     timeout: float = 300.0  # seconds for the agent

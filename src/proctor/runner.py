@@ -94,6 +94,10 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     _preflight(trials, by_id, options)
     agent_versions = install_agents(trials, by_id, options)
     isolated = _preflight_backend(options)
+    _containers_need_docker(by_id.values(), options)
+    make_ready = getattr(BACKENDS.get(options.backend)(), "prepare", None)
+    if make_ready is not None:  # docker: every task's image built or pulled before any trial
+        make_ready(by_id.values(), options)
     if not options.quiet:
         for note in _ignored_by_backend(by_id.values(), options):
             print(f"proctor: warning: {note}", file=sys.stderr)
@@ -251,6 +255,19 @@ def _preflight(trials: list[Trial], tasks: dict[str, TaskDef], options: RunOptio
     preflight_run(tasks, trials, options.config)
 
 
+def _containers_need_docker(tasks: Any, options: RunOptions) -> None:
+    """`image: X` services run only with --backend docker (SPEC §3): exit 2 otherwise."""
+    if options.backend == "docker":
+        return
+    for t in tasks:
+        for svc in t.services:
+            if svc.kind == "container":
+                raise UsageError(f"{t.id}: service {svc.name!r} runs image "
+                                 f"{svc.config.get('image')!r}: image services need "
+                                 "--backend docker; the local backend runs only postgres, "
+                                 "mysql and http_mock services")
+
+
 def _nothing_selected(options: RunOptions) -> str:
     filters = [f"--task {t}" for t in options.tasks] + [f"--category {c}" for c in options.categories]
     if filters:
@@ -269,7 +286,7 @@ def _ignored_by_backend(tasks: Any, options: RunOptions) -> list[str]:
     """Spec fields the chosen backend does not act on, said once per run, not ignored."""
     if options.backend != "local":
         return []
-    named = sorted(t.id for t in tasks if t.packages or t.base_image)
+    named = sorted(t.id for t in tasks if t.packages or t.base_image or t.dockerfile)
     if not named:
         return []
     shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")

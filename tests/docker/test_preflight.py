@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from proctor.errors import ProctorError, SetupError
+from proctor.errors import SetupError
 from proctor.sandbox.docker import DockerBackend, engine_problem
 
 
@@ -40,11 +40,12 @@ def test_daemon_answering_is_no_problem(tmp_path: Path) -> None:
     assert engine_problem(_fake_docker(tmp_path, "echo 28.2.2\n")) is None
 
 
-def test_preflight_never_passes_silently() -> None:
-    # Whatever the engine's state, containers are not built yet: an exit-2 error, not a run.
-    with pytest.raises(ProctorError) as err:
-        DockerBackend().preflight(None)
-    assert err.value.exit_code == 2
+def test_a_daemon_that_answers_passes_preflight(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    _fake_docker(tmp_path, "echo 28.2.2\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert DockerBackend().preflight(None) is True  # trials are isolated (in containers)
 
 
 @pytest.mark.skipif(not os.path.exists("/usr/local/bin/docker") or
@@ -53,3 +54,11 @@ def test_preflight_never_passes_silently() -> None:
 def test_real_client_without_daemon() -> None:
     why = engine_problem()
     assert why is not None and "Cannot connect to the Docker daemon" in why
+
+
+def test_not_root_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _fake_docker(tmp_path, "echo 28.2.2\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SetupError, match="--backend docker needs proctor to run as root"):
+        DockerBackend().preflight(None)

@@ -14,7 +14,7 @@ import pytest
 
 from proctor.errors import ServiceError, SetupError
 from proctor.model import ServiceDef
-from proctor.services import ServiceContext, create
+from proctor.services import create
 from tests.services.conftest import context, group_members, pg_available, sandbox_env
 
 pytestmark = pytest.mark.postgres
@@ -186,12 +186,6 @@ def test_missing_server_names_the_package(monkeypatch):
     monkeypatch.setattr(pgmod.shutil, "which", lambda name: None)
     with pytest.raises(SetupError, match="Debian package `postgresql`"):
         pgmod.bin_dir()
-
-
-def test_container_services_need_docker(tmp_path):
-    ctx = ServiceContext(run_id="x", base_dir=tmp_path, tmp_dir=tmp_path)
-    with pytest.raises(SetupError, match="need --backend docker"):
-        create(ServiceDef("cache", "container", {"image": "redis:7"}), ctx)
 
 
 @pytest.mark.skipif(not pg_available(), reason="PostgreSQL is not installed")

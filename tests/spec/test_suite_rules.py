@@ -309,5 +309,5 @@ def test_unknown_keys_in_services_and_routes(spec_dir):
         "s.yaml:4:25: services[0].routes[0].body: unknown key 'body' (valid: method, path, status, "
         "response, headers)",
         "s.yaml:5:5: services[0].recrd: unknown key 'recrd'; did you mean 'record'? (valid: name, "
-        "type, image, seed, routes, record, default_response, wait_for, env)",
+        "type, image, seed, routes, record, default_response, wait_for, env, ports)",
     ]

@@ -1,22 +1,65 @@
-"""The docker backend's entry point in the backend registry.
+"""The docker backend: one container per trial, from the task's image (see docs/docker.md).
 
-`preflight` checks, before any trial runs, that a container engine answers (exit 2 with the
-engine's own reason otherwise). Trials in containers are not built yet (issue 16): `create`
-is a clear usage error, never a silent fallback to the local backend.
+The container runs with no network of its own (`--network none`): like the local backend's
+box, it has only loopback, and proctor binds each endpoint the trial may reach (its services,
+a model proxy, the egress proxy) *inside* the container's network namespace (forward.py). So
+nothing is named or published on the host: no fixed container names, no host ports, no
+networks to collide at any concurrency, and the network policy is the egress proxy's, as on
+the local backend.
+
+The writable places (workspace, HOME, /tmp, /dev/shm) are host directories under the trial's
+`root`, bind-mounted into the container, so files, snapshots and `export` are read on the
+host through the local backend's path view (symlinks resolved as the container sees them);
+any other path is read with `docker exec`. Commands run as uid 65534, as on the local
+backend (proctor runs as root with this backend: it enters the containers' network
+namespaces). Every container carries the labels
+`proctor.run=<run id>` and `proctor.trial=<trial id>`; `sweep` removes a killed run's.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import errno
+import os
+import posixpath
 import shutil
+import signal
 import subprocess
-from typing import Any, NoReturn
+import time
+from pathlib import Path
+from typing import Any
 
-from proctor.errors import SetupError, UsageError
+from proctor import proc
+from proctor.errors import SetupError
+from proctor.sandbox.base import Entry, ExecResult, SandboxSpec
+from proctor.sandbox.forward import Forwarder, listen_inside
+from proctor.sandbox.local import LocalSandbox
+from proctor.sandbox.namespaces import AGENT_UID
+from proctor.sandbox.trace import parse_trace
 
-NOT_AVAILABLE = ("--backend docker is not available in this version of proctor; run with "
-                 "--backend local (the default), which isolates each trial with Linux "
-                 "namespaces and gives it its own PostgreSQL/MariaDB databases and HTTP mocks")
 ENGINE_TIMEOUT_S = 20.0  # a daemon that has not answered by then is as good as absent
+DOCKER_TIMEOUT_S = 120.0  # one engine call (create, remove); images are built beforehand
+RUN_LABEL, TRIAL_LABEL = "proctor.run", "proctor.trial"
+PRIVATE = "/.proctor"  # the trial's private host dir inside (traces); not a writable place
+EXEC_MARK = "PROCTOR_EXEC"  # in every command's environment: what a timeout kills
+# The tracer inside the container: trace.py's flags (execs, the forks that give the process
+# tree, exit lines that prove completeness), with the image's own strace.
+STRACE = ["strace", "-f", "--seccomp-bpf", "-q", "--decode-pids=pidns",
+          "-e", "trace=execve,clone,clone3,fork,vfork", "-e", "signal=none", "-s", "4096", "-o"]
+# Runs as root inside around every command ("$@", which drops to the agent's uid): its output
+# goes through two FIFOs and is relayed until the command exits, then for at most 0.2 s (as
+# proc.PIPE_GRACE_S). Without it `docker exec` would wait for every background process that
+# still holds the output, so a daemon could outlive the command and write after the agent.
+_RELAY = r"""d=$1; shift
+cat "$d/o" & a=$!
+cat "$d/e" >&2 & b=$!
+"$@" >"$d/o" 2>"$d/e"; rc=$?
+alive() { { read -r _ _ s _ < "/proc/$1/stat"; } 2>/dev/null && [ "$s" != Z ]; }
+n=0
+while [ $n -lt 20 ] && { alive $a || alive $b; }; do sleep 0.01; n=$((n+1)); done
+kill -9 $a $b 2>/dev/null
+exit $rc"""
 
 
 def engine_problem(docker: str = "docker") -> str | None:
@@ -37,12 +80,446 @@ def engine_problem(docker: str = "docker") -> str | None:
     return None
 
 
+async def docker(*args: str, timeout: float = DOCKER_TIMEOUT_S, stdin: bytes | None = None,
+                 env: dict[str, str] | None = None) -> ExecResult:
+    return await proc.run(["docker", *args], timeout=timeout, stdin=stdin, env=env)
+
+
+async def docker_ok(*args: str, timeout: float = DOCKER_TIMEOUT_S) -> str:
+    """stdout of a docker call that must succeed (OSError with the engine's reason if not)."""
+    res = await docker(*args, timeout=timeout)
+    if res.exit_code != 0:
+        why = (res.stderr.strip() or res.stdout.strip() or "timed out").splitlines()[-1:]
+        raise OSError(f"docker {args[0]}: {' '.join(why)}")
+    return res.stdout.strip()
+
+
+async def finish(coro: Any) -> Any:
+    """Await `coro` to its end even if we are cancelled meanwhile (then re-raise): what the
+    engine is asked to create or remove must not be left half-known on Ctrl-C."""
+    job = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(job)
+    except asyncio.CancelledError:
+        await job
+        raise
+
+
+def sweep(run_id: str) -> int:
+    """Remove every container (and its anonymous volumes) and network a run left behind;
+    returns how many. Nothing to do, and no error, where no engine answers."""
+    if shutil.which("docker") is None:
+        return 0
+    removed = 0
+    for kind, rm in (("container", ["rm", "-f", "-v"]), ("network", ["network", "rm"])):
+        try:
+            ls = subprocess.run(["docker", kind, "ls", *(["-a"] if kind == "container" else []),
+                                 "-q", "--filter", f"label={RUN_LABEL}={run_id}"],
+                                capture_output=True, text=True, timeout=ENGINE_TIMEOUT_S)
+            ids = ls.stdout.split() if ls.returncode == 0 else []
+            if ids:
+                subprocess.run(["docker", *rm, *ids], capture_output=True,
+                               timeout=DOCKER_TIMEOUT_S)
+                removed += len(ids)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return removed
+
+
 class DockerBackend:
-    def preflight(self, options: Any) -> NoReturn:
+    """`--backend docker`: a container per trial; images are made ready by `prepare`."""
+
+    def preflight(self, options: Any) -> bool:
         why = engine_problem()
         if why is not None:
             raise SetupError(f"--backend docker: {why}")
-        raise UsageError(NOT_AVAILABLE)
+        if os.geteuid() != 0:  # entering a container's network namespace takes CAP_SYS_ADMIN
+            raise SetupError("--backend docker needs proctor to run as root: the trial's "
+                             "services and egress proxy are bound inside each container's "
+                             "network namespace (or use --backend local, which needs no root)")
+        return True
 
-    async def create(self, spec: Any) -> NoReturn:
-        raise UsageError(NOT_AVAILABLE)
+    def prepare(self, tasks: Any, options: Any) -> None:
+        """Every image the tasks need is local (built or pulled) before any trial runs."""
+        from proctor.sandbox import dockerimages
+
+        dockerimages.prepare(list(tasks), quiet=getattr(options, "quiet", False))
+
+    async def create(self, spec: SandboxSpec) -> DockerSandbox:
+        from proctor.sandbox import dockerimages
+
+        image = spec.image or await asyncio.to_thread(dockerimages.ensure_base)
+        sandbox = DockerSandbox(spec, image)
+        try:
+            await sandbox.start(spec)
+        except BaseException:
+            await sandbox.close()
+            raise
+        return sandbox
+
+
+class DockerSandbox(LocalSandbox):
+    """A trial's container. File access goes through the bind-mounted places on the host
+    (LocalSandbox's path view); commands and paths outside the places go through the engine."""
+
+    def __init__(self, spec: SandboxSpec, image: str):
+        super().__init__(spec.root, spec.env, workdir=spec.workdir, output_limit=spec.output_limit,
+                         keep=spec.keep, resources=spec.resources, hosts=spec.hosts,
+                         isolated=True, trial_id=spec.trial_id, prepare=False,
+                         on_output=spec.on_output)
+        self.image = image
+        self.run_id = spec.env.get(proc.RUN_ID_VAR, "")
+        self.container: str | None = None
+        self.pid = 0  # the container's init, as the host sees it (network namespace)
+        self.keeper = 0  # the long-running process that keeps the container up (host pid)
+        self.uid = self.gid = AGENT_UID
+        self._execs = 0
+        self._cgroup: dict[str, Path] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self, spec: SandboxSpec) -> None:
+        await asyncio.to_thread(self._make_dirs)
+        r = self.resources
+        argv = ["run", "-d", "--init", "--network", "none",
+                "--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={self.trial_id}",
+                "--user", f"{self.uid}:{self.gid}", "--workdir", self.workdir,
+                # Only the places are writable, as in the local box: every write the agent
+                # can make is in the snapshot (no /var/tmp or /run/lock on the side).
+                "--read-only",
+                # For the tracer (root inside): reading the args of a process that has just
+                # changed uid. The agent's uid never holds a capability.
+                "--cap-add", "SYS_PTRACE",
+                "-v", f"{self.private}:{PRIVATE}"]
+        for inside, host in sorted(self.places, key=lambda p: p[0].count("/")):
+            argv += ["-v", f"{host}:{inside}"]
+        for path in spec.readonly_paths:  # an agent's program, a client config: same path, ro
+            if os.path.exists(path):
+                argv += ["-v", f"{path}:{path}:ro"]
+        for i, closed in enumerate(_closed_ancestors(spec.readonly_paths)):
+            # e.g. /root (0700) on the way to a pyenv interpreter: an empty, root-owned but
+            # traversable directory there lets the agent's uid reach the mount, nothing else.
+            # (A tmpfs would copy the image's 0700 up.)
+            over = self.private / f"over-{i}"
+            over.mkdir(mode=0o755)
+            argv += ["-v", f"{over}:{closed}"]
+        if r.memory_bytes:  # no swap beyond the limit: the limit is the trial's memory
+            argv += ["--memory", str(r.memory_bytes), "--memory-swap", str(r.memory_bytes)]
+        if r.cpus:
+            argv += ["--cpus", f"{r.cpus:g}"]
+        if r.pids:
+            argv += ["--pids-limit", str(r.pids)]
+        for name, address in sorted(self.hosts.items()):
+            argv += ["--add-host", f"{name}:{address}"]
+        # docker-init reaps orphans; its one child (the keeper) holds the container up.
+        argv += ["--entrypoint", "sleep", self.image, "2147483647"]
+        # Not cancelled half-way (Ctrl-C): a container the engine made must be known to be removed.
+        job = asyncio.ensure_future(docker_ok(*argv))
+        try:
+            self.container = (await asyncio.shield(job))[:64]
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                self.container = (await job)[:64]
+            raise
+        info = await docker_ok("inspect", "-f", "{{.State.Pid}} {{.State.Running}}",
+                               self.container)
+        pid, running = info.split()
+        if running != "true":
+            logs = await docker("logs", "--tail", "5", self.container)
+            raise OSError(f"the container of image {self.image} did not start: "
+                          f"{(logs.stderr or logs.stdout).strip()[-300:]}")
+        self.pid = int(pid)
+        self.keeper = await asyncio.to_thread(self._keeper_pid)
+        self._cgroup = await asyncio.to_thread(_cgroup_dirs, self.pid)
+        self.forwarder = Forwarder()
+        for address in _with_every_port(spec.endpoints, self.hosts):
+            await self.expose(*address)
+
+    def _make_dirs(self) -> None:
+        for _, d in self.places:
+            d.mkdir(parents=True, exist_ok=True)
+            os.chown(d, self.uid, self.gid)
+        self.private.mkdir(parents=True, exist_ok=True)
+        self.private.chmod(0o700)  # only root inside (the tracer) writes here
+
+    def _keeper_pid(self) -> int:
+        """The init's only child at start, as the host numbers it (waiting the moment the
+        init may take to fork it: killing the keeper would stop the container)."""
+        for _ in range(500):
+            try:
+                children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+            except OSError:
+                break
+            if children:
+                return int(children[0])
+            time.sleep(0.01)
+        raise OSError(f"the container of image {self.image} did not start its keeper process")
+
+    def _processes(self) -> list[int]:
+        """Host pids of every process in the container but its init and keeper (proctor runs
+        as root: cheaper than a `docker exec` per kill)."""
+        try:
+            ns = os.readlink(f"/proc/{self.pid}/ns/pid")
+        except OSError:
+            return []
+        out = []
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) in (self.pid, self.keeper):
+                continue
+            try:
+                if os.readlink(f"/proc/{entry.name}/ns/pid") == ns:
+                    out.append(int(entry.name))
+            except OSError:
+                continue
+        return out
+
+    def _kill(self, mark: bytes | None = None) -> int:
+        """SIGKILL the container's processes (only those whose environment holds `mark`)."""
+        killed = 0
+        for pid in self._processes():
+            try:
+                if mark is not None:
+                    with open(f"/proc/{pid}/environ", "rb") as f:
+                        if mark not in f.read().split(b"\0"):
+                            continue
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                continue
+        return killed
+
+    async def close(self) -> None:
+        await finish(self._close())
+
+    async def _close(self) -> None:
+        if self.forwarder is not None:
+            await self.forwarder.close()
+        if self.container is not None:
+            await docker("rm", "-f", "-v", self.container)
+            self.container = None
+        if not self.keep:
+            await asyncio.to_thread(shutil.rmtree, self.root, True)
+
+    async def kill_processes(self) -> int:
+        if self.container is None:
+            return 0
+        return await asyncio.to_thread(self._kill)
+
+    def fault(self) -> str | None:
+        if self._faults:
+            return self._faults[0]
+        return _limit_hit(self._cgroup, self.resources)
+
+    # -- commands ----------------------------------------------------------------------
+
+    async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
+                   cwd: str | None = None, stdin: bytes | None = None,
+                   trace: bool = False) -> ExecResult:
+        assert self.container is not None
+        self._execs += 1
+        mark = f"{EXEC_MARK}={self._execs}"
+        full = {**self.env, **(env or {}), EXEC_MARK: str(self._execs)}
+        # Values travel in the client's own environment (`-e NAME`), never in an argv.
+        argv = ["docker", "exec", *(["-i"] if stdin is not None else []),
+                "-w", cwd or self.workdir, "-u", "0"]
+        for name in full:
+            argv += ["-e", name]
+        argv.append(self.container)
+        # The relay and the tracer run as root inside; the command as the agent's uid, which
+        # can gain nothing back (no new privileges: setuid programs stay unprivileged).
+        inner = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
+                 "--no-new-privs", "/bin/sh", "-c", command]
+        trace_file = None
+        if trace:
+            trace_file = self.private / f"strace-{self._execs}"
+            inner = [*STRACE, f"{PRIVATE}/{trace_file.name}", *inner]
+        io = await asyncio.to_thread(self._fifos, self._execs)
+        inner = ["/bin/sh", "-c", _RELAY, "relay", f"{PRIVATE}/{io.name}", *inner]
+        client_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **full}
+        for name in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "HOME"):
+            if name in os.environ and name not in (env or {}):
+                client_env.setdefault(name, os.environ[name])
+        res = await proc.run([*argv, *inner], timeout=timeout, env=client_env, stdin=stdin,
+                             limit=self.output_limit, feed=self.on_output)
+        if res.timed_out:  # the client died; what it started in the container did not
+            await asyncio.to_thread(self._kill, mark.encode())
+        await asyncio.to_thread(shutil.rmtree, io, True)
+        if trace_file is not None:
+            trace = parse_trace(trace_file)
+            trace_file.unlink(missing_ok=True)
+            trace.drop_leading(1 if trace.execs and
+                               posixpath.basename(trace.execs[0][0]) == "setpriv" else 0)
+            res.execs, res.exec_parents = trace.execs, trace.parents
+            if not trace.complete and not res.timed_out:
+                res.error = "recording lost: the command trace ended before the command did"
+                self._faults.append(res.error)
+        return res
+
+    def _fifos(self, n: int) -> Path:
+        """A root-only directory (under the private one) with the relay's two FIFOs."""
+        io = self.private / f"io-{n}"
+        io.mkdir(mode=0o700)
+        os.mkfifo(io / "o", 0o600)
+        os.mkfifo(io / "e", 0o600)
+        return io
+
+    async def expose(self, host: str, port: int) -> tuple[str, int]:
+        """Bind host:port inside the container's network namespace, piped to the host's."""
+        if self.forwarder is None:
+            return host, port
+        [sock] = await listen_inside(self.pid, [(host, port)], False)
+        await self.forwarder.forward(sock, (host, port))
+        return host, port
+
+    async def serve_inside(self, host: str, port: int, handler) -> None:
+        if self.forwarder is None:
+            raise RuntimeError("serve_inside needs a started container")
+        [sock] = await listen_inside(self.pid, [(host, port)], False)
+        await self.forwarder.serve(sock, handler)
+
+    # -- files: the places on the host, anything else through the engine ---------------
+
+    def _map(self, inside: str) -> Path | None:
+        for prefix, host in self.places:
+            if inside == prefix or inside.startswith(prefix.rstrip("/") + "/"):
+                return host / inside[len(prefix):].lstrip("/")
+        return None
+
+    def _holds_mounts(self, inside: str) -> bool:
+        prefix = inside.rstrip("/") + "/"
+        return any(p.startswith(prefix) for p, _ in self.places)
+
+    def _own(self, host: Path) -> None:
+        os.lchown(host, self.uid, self.gid)
+        if host.is_dir() and not host.is_symlink():
+            for dirpath, dirnames, filenames in os.walk(host):
+                for name in dirnames + filenames:
+                    os.lchown(os.path.join(dirpath, name), self.uid, self.gid)
+
+    def _inside(self, path: str) -> str:
+        return posixpath.normpath(posixpath.join(self.workdir, path))
+
+    async def _probe(self, script: str, path: str) -> tuple[int | None, bytes]:
+        """(exit code, stdout bytes) of a script run as root inside with $1 = path."""
+        assert self.container is not None
+        child = await asyncio.create_subprocess_exec(
+            "docker", "exec", "-u", "0", self.container, "/bin/sh", "-c", script, "probe", path,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL)
+        try:
+            out, _ = await asyncio.wait_for(child.communicate(), 60)
+        except TimeoutError:
+            child.kill()
+            await child.wait()
+            return None, b""
+        return child.returncode, out
+
+    async def read_file(self, path: str, limit: int | None = None) -> bytes:
+        if self.host_path(path) is not None:
+            return await super().read_file(path, limit)
+        head = f"head -c {limit + 1}" if limit is not None else "cat"
+        code, out = await self._probe('[ -d "$1" ] && exit 21; [ -e "$1" ] || exit 2; '
+                                      f'{head} -- "$1" || exit 13', self._inside(path))
+        if code == 0:
+            return out
+        code = {2: errno.ENOENT, 21: errno.EISDIR}.get(code or 0, errno.EACCES)
+        raise {errno.ENOENT: FileNotFoundError, errno.EISDIR: IsADirectoryError}.get(
+            code, PermissionError)(code, os.strerror(code), path)
+
+    async def stat(self, path: str) -> Entry | None:
+        if self.host_path(path) is not None:
+            return await super().stat(path)
+        code, out = await self._probe('stat -L -c "%F %s" -- "$1"', self._inside(path))
+        if code != 0:
+            return None
+        kind, _, size = out.decode(errors="replace").strip().rpartition(" ")
+        kinds = {"regular file": "file", "regular empty file": "file", "directory": "dir",
+                 "symbolic link": "symlink"}
+        return Entry(kinds.get(kind, "other"), int(size or 0), "")  # type: ignore[arg-type]
+
+    async def list_dir(self, path: str) -> list[str]:
+        if self.host_path(path) is not None:
+            return await super().list_dir(path)
+        code, out = await self._probe('cd -- "$1" || exit 2; for f in * .*; do case "$f" in '
+                                      '.|..) continue;; esac; [ -e "$f" ] || [ -L "$f" ] || '
+                                      'continue; [ -d "$f" ] && echo "$f/" || echo "$f"; done',
+                                      self._inside(path))
+        if code != 0:
+            raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", path)
+        return sorted(out.decode(errors="replace").splitlines())
+
+
+def _with_every_port(endpoints: list[tuple[str, int]],
+                     hosts: dict[str, str]) -> list[tuple[str, int]]:
+    """The endpoints, plus every other port listening on a service's own loopback address
+    (an image service's second and later `ports`: the trial names only the first). Such an
+    address is private to one service (services/_net.py), so all it serves is that service."""
+    out = list(dict.fromkeys(endpoints))
+    own = {a for a in hosts.values() if a.startswith("127.") and a != "127.0.0.1"}
+    if not own:
+        return out
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return out
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 4 or fields[3] != "0A":  # LISTEN
+            continue
+        addr_hex, port_hex = fields[1].split(":")
+        address = ".".join(str(b) for b in reversed(bytes.fromhex(addr_hex)))
+        if address in own and (address, int(port_hex, 16)) not in out:
+            out.append((address, int(port_hex, 16)))
+    return out
+
+
+def _closed_ancestors(paths: list[str]) -> list[str]:
+    """The outermost directories on the way to `paths` that others may not traverse here
+    (and so, likely, in the image: /root)."""
+    out: list[str] = []
+    for path in paths:
+        parts = [p for p in Path(path).parts[1:-1]]
+        for i in range(1, len(parts) + 1):
+            ancestor = "/" + "/".join(parts[:i])
+            try:
+                closed = not os.stat(ancestor).st_mode & 0o001
+            except OSError:
+                break
+            if closed:
+                if ancestor not in out:
+                    out.append(ancestor)
+                break
+    return out
+
+
+def _cgroup_dirs(pid: int) -> dict[str, Path]:
+    """The container's cgroup directories by controller ("" on cgroup v2), for fault()."""
+    out: dict[str, Path] = {}
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for c in controllers.split(",") if controllers else [""]:
+            if c in ("memory", "pids", ""):
+                base = Path("/sys/fs/cgroup") / c if c else Path("/sys/fs/cgroup")
+                out[c] = base / path.lstrip("/")
+    return out
+
+
+def _limit_hit(dirs: dict[str, Path], resources: Any) -> str | None:
+    from proctor.sandbox.cgroup import _field, _size
+
+    mem = dirs.get("memory")
+    if (mem is not None and _field(mem / "memory.oom_control", "oom_kill")) or (
+            "" in dirs and _field(dirs[""] / "memory.events", "oom_kill")):
+        return (f"out of memory: the trial's processes passed resources.memory "
+                f"({_size(resources.memory_bytes)})")
+    pids = dirs.get("pids") or dirs.get("")
+    if pids is not None and _field(pids / "pids.events", "max"):
+        return (f"process limit reached: more than {resources.pids} processes at once "
+                "(a fork bomb?)")
+    return None
+
+

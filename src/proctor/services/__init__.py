@@ -15,6 +15,7 @@ SERVICES: Registry = Registry("service", {
     "postgres": "proctor.services.postgres:PostgresService",
     "mysql": "proctor.services.mysql:MysqlService",
     "http_mock": "proctor.services.http_mock:HttpMockService",
+    "container": "proctor.services.container:ContainerService",
 })
 
 
@@ -23,9 +24,4 @@ def create(defn: ServiceDef, ctx: ServiceContext) -> Service:
     never loads a database driver)."""
     if defn.kind in SERVICES:
         return SERVICES.get(defn.kind)(defn, ctx)
-    if defn.kind == "container":
-        image = defn.config.get("image", "")
-        raise SetupError(f"service {defn.name!r}: image services{f' ({image})' if image else ''} "
-                         "need --backend docker; the local backend runs only postgres, mysql "
-                         "and http_mock services")
     raise SetupError(f"service {defn.name!r}: unknown service kind {defn.kind!r}")

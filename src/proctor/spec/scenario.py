@@ -205,6 +205,13 @@ class Parallelism(SpecModel):
         return self
 
 
+class Environment(SpecModel):
+    """How the docker backend builds the trial's image, instead of `base` + `setup.packages`."""
+
+    dockerfile: str = Field(description="A Dockerfile, relative to the spec file; its "
+                            "directory is the build context. Built once per content.")
+
+
 class Scenario(SpecModel):
     """An agent eval: did the agent do the right thing in this environment?"""
 
@@ -214,6 +221,8 @@ class Scenario(SpecModel):
     description: str = Field("", description="What the scenario is about.")
     base: str | None = Field(None, description="Container image for the docker backend "
                              "(ignored by the local backend).")
+    environment: Environment | None = Field(None, description="The docker backend's image "
+                                            "from a Dockerfile (ignored by the local backend).")
     setup: ScenarioSetup = Field(default_factory=ScenarioSetup, description="Workspace preparation.")
     resources: Resources = Field(default_factory=Resources, description="Trial limits.")
     task: ScenarioTask = Field(description="What the agent is asked to do.")
@@ -274,6 +283,7 @@ def load_scenario(loader: Loader, doc: Doc) -> TaskDef | None:
                 _cross_check(issues, doc, path, *found, services)
                 checks[key] = found
     service_list = service_defs(issues, doc, data.get("services"), ("services",))
+    dockerfile = _dockerfile(issues, doc, sc)
     if sc is None or len(checks) != len(sc.invariants):
         return None
     return TaskDef(
@@ -287,7 +297,8 @@ def load_scenario(loader: Loader, doc: Doc) -> TaskDef | None:
                 for key, inv in sc.invariants.items()],
         models=[sc.agent.model] if sc.agent.model and "{{" not in sc.agent.model else [],
         env=dict(sc.setup.env), setup=list(sc.setup.commands), files=dict(sc.setup.files),
-        packages=list(sc.setup.packages), base_image=sc.base, resources=_resources(sc.resources),
+        packages=list(sc.setup.packages), base_image=sc.base, dockerfile=dockerfile,
+        resources=_resources(sc.resources),
         network=sc.network.model_dump() if sc.network else {}, timeout=sc.agent.timeout,
         solution=list(sc.solution), services=service_list,
         secrets=[SecretDef(s.name, secret_values.get(s.name), s.generated) for s in sc.secrets],
@@ -296,6 +307,20 @@ def load_scenario(loader: Loader, doc: Doc) -> TaskDef | None:
         pass_threshold=sc.scoring.pass_threshold,
         replica_aggregation=sc.scoring.replica_aggregation, audit=dict(sc.audit),
     )
+
+
+def _dockerfile(issues: Issues, doc: Doc, sc: Scenario | None) -> str | None:
+    if sc is None or sc.environment is None:
+        return None
+    given = sc.environment.dockerfile
+    path = os.path.normpath(os.path.join(doc.base_dir, given))
+    if not os.path.isfile(path):
+        issues.error(doc, ("environment", "dockerfile"), f"dockerfile {given!r} not found "
+                     f"(relative to {doc.base_dir})")
+    elif sc.base or sc.setup.packages:
+        issues.error(doc, ("environment", "dockerfile"), "a Dockerfile makes the whole image: "
+                     "remove `base` and `setup.packages` (install packages in the Dockerfile)")
+    return path
 
 
 def _stem(doc: Doc) -> str:

@@ -73,6 +73,8 @@ class Service(SpecModel):
         "before the agent starts."
     )
     env: EnvMap = Field({}, description="Environment of the service container.")
+    ports: list[int] = Field([], description="Container services: the TCP ports it listens on "
+                             "(default: the image's EXPOSE'd ports); the first is `NAME_PORT`.")
 
     @field_validator("name")
     @classmethod
@@ -94,6 +96,10 @@ class Service(SpecModel):
             extra = [k for k in ("routes", "record", "default_response") if k in self.model_fields_set]
             if extra:
                 raise ValueError(f"{', '.join(extra)} only apply to `type: http_mock` (this is {kind})")
+        if kind != "container" and self.ports:
+            raise ValueError(f"`ports` only applies to image services (this is {kind})")
+        if any(not 0 < p < 65536 for p in self.ports):
+            raise ValueError("`ports` are TCP port numbers, 1 to 65535")
         if kind not in ("postgres", "mysql") and self.seed is not None:
             raise ValueError(f"`seed` only applies to postgres and mysql services (this is {kind})")
         return self

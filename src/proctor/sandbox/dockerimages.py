@@ -1,0 +1,231 @@
+"""The images trials run in, made local before any trial runs (no registry needed).
+
+* No `base`: proctor's base image, built here on first use from Debian's packages
+  (`mmdebstrap --variant=minbase` + the tools the bundled examples need, then
+  `docker import`). Its tag is a digest of the recipe, so a changed recipe is a new image.
+  The root file system tarball is cached under the cache dir, so a fresh engine (CI) only
+  re-imports it.
+* `base: IMAGE`: used as it is when local, else pulled (`docker pull`).
+* `setup.packages`: a derived image, `FROM` the base + one package-manager install, tagged
+  by a digest of (base image id, sorted packages): built once, reused by every trial and run.
+* `environment: {dockerfile: PATH}`: `docker build` with the Dockerfile's directory as the
+  context, tagged by a digest of the Dockerfile and every file of the context.
+
+Whatever fails (no engine, no mmdebstrap, a pull or build error) is a SetupError (exit 2)
+before the first trial, with the last lines of the build log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from proctor.errors import SetupError
+
+RELEASE = "bookworm"
+MIRROR = os.environ.get("PROCTOR_DEBIAN_MIRROR", "")  # empty: mmdebstrap's default (deb.debian.org)
+BASE_PACKAGES = sorted([
+    "bash", "ca-certificates", "coreutils", "curl", "diffutils", "file", "findutils", "git",
+    "gzip", "iproute2", "jq", "less", "mariadb-client", "netcat-openbsd", "nodejs", "patch",
+    "postgresql-client", "procps", "python3", "sed", "sqlite3", "strace", "tar", "unzip",
+    "xz-utils",
+])
+RECIPE = 1  # bump when the way the base is built changes
+BUILD_TIMEOUT_S = 1800.0
+LOG_LINES = 15
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# One package-manager line for whatever the base is (Debian/Ubuntu, Alpine, Fedora/RHEL).
+_INSTALL = ('if command -v apt-get >/dev/null; then apt-get update -qq && '
+            'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends '
+            '"$@" && rm -rf /var/lib/apt/lists/*; elif command -v apk >/dev/null; then '
+            'apk add --no-cache "$@"; elif command -v dnf >/dev/null; then dnf install -y "$@" '
+            '&& dnf clean all; else echo "no package manager (apt-get, apk, dnf) in the base '
+            'image" >&2; exit 1; fi')
+_lock = threading.Lock()
+_ready: set[str] = set()
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def base_tag() -> str:
+    return f"proctor-base:{_digest(RELEASE, BASE_PACKAGES, RECIPE)}"
+
+
+def cache_dir() -> Path:
+    """Where the base tarball is kept: $PROCTOR_CACHE, else ~/.cache/proctor."""
+    given = os.environ.get("PROCTOR_CACHE")
+    if given:
+        return Path(given)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "proctor"
+
+
+def _docker(*args: str, stdin: Any = None, timeout: float = BUILD_TIMEOUT_S,
+            cwd: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker", *args], stdin=stdin, capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd)
+
+
+def _local(image: str) -> str | None:
+    """The image's id if it is local."""
+    done = _docker("image", "inspect", "-f", "{{.Id}}", image, timeout=60)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+_NOISE = ("DEPRECATED: The legacy builder", "Install the buildx component",
+          "docs.docker.com/go/buildx")
+
+
+def _fail(what: str, log: str, source: str = "the build log ends") -> SetupError:
+    lines = [ln for ln in log.splitlines() if ln.strip() and not any(n in ln for n in _NOISE)]
+    body = "\n".join("  " + ln[:300] for ln in lines[-LOG_LINES:])
+    return SetupError(f"--backend docker: {what}" + (f"; {source}:\n{body}" if lines else ""))
+
+
+def _note(text: str, quiet: bool) -> None:
+    if not quiet:
+        print(f"proctor: {text}", file=sys.stderr, flush=True)
+
+
+def ensure_base(quiet: bool = True) -> str:
+    """proctor's base image, built (or imported from the cached tarball) if not local."""
+    tag = base_tag()
+    with _lock:
+        if tag in _ready or _local(tag):
+            _ready.add(tag)
+            return tag
+        tar = cache_dir() / f"{tag.split(':')[1]}-rootfs.tar"
+        if not tar.exists():
+            _note(f"building the docker base image {tag} (Debian {RELEASE}, once; ~1 min)",
+                  quiet)
+            _debootstrap(tar)
+        with open(tar, "rb") as f:
+            done = _docker("import", "--change", f"ENV PATH={SYSTEM_PATH}",
+                           "--change", "ENV LANG=C.UTF-8", "--change", 'CMD ["bash"]',
+                           "--message", f"proctor base: {RELEASE} + {' '.join(BASE_PACKAGES)}",
+                           "-", tag, stdin=f)
+        if done.returncode != 0:
+            raise _fail(f"importing the base image {tag} failed", done.stderr)
+        _ready.add(tag)
+        return tag
+
+
+def _debootstrap(tar: Path) -> None:
+    if shutil.which("mmdebstrap") is None:
+        raise SetupError("--backend docker: the proctor base image is built with mmdebstrap, "
+                         "which is not installed (Debian package `mmdebstrap`; ./setup.sh "
+                         "installs it); or give each task a `base:` image")
+    tar.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".rootfs-", suffix=".tar", dir=tar.parent)
+    os.close(fd)
+    argv = ["mmdebstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+            "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
+            "--dpkgopt=path-exclude=/usr/share/locale/*", RELEASE, tmp, *([MIRROR] if MIRROR else [])]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        if done.returncode != 0:
+            raise _fail("building the base image with mmdebstrap failed",
+                        done.stderr + done.stdout)
+        os.replace(tmp, tar)
+    except subprocess.TimeoutExpired:
+        raise SetupError(f"--backend docker: building the base image took more than "
+                         f"{BUILD_TIMEOUT_S:g} s") from None
+    finally:  # failed, timed out or Ctrl-C: no half-written tarball stays in the cache
+        Path(tmp).unlink(missing_ok=True)
+
+
+def ensure_image(image: str, quiet: bool = True) -> str:
+    """A named image, pulled if it is not local."""
+    with _lock:
+        if image in _ready or _local(image):
+            _ready.add(image)
+            return image
+        _note(f"pulling {image}", quiet)
+        done = _docker("pull", "-q", image)
+        if done.returncode != 0:
+            raise _fail(f"image {image!r} is not local and could not be pulled",
+                        done.stderr or done.stdout, "the engine says")
+        _ready.add(image)
+        return image
+
+
+def with_packages(base: str, packages: list[str], quiet: bool = True) -> str:
+    """`base` + `packages`, built once per distinct (base image id, packages)."""
+    base_id = _local(base) or base
+    tag = f"proctor-task:{_digest(base_id, sorted(set(packages)))}"
+    with _lock:
+        if tag in _ready or _local(tag):
+            _ready.add(tag)
+            return tag
+        _note(f"building {tag}: {base} + {' '.join(sorted(set(packages)))}", quiet)
+        words = " ".join(json.dumps(p) for p in sorted(set(packages)))
+        dockerfile = (f"FROM {base}\nUSER 0\nRUN set -e; set -- {words}; {_INSTALL}\n"
+                      f"LABEL proctor.packages={json.dumps(' '.join(sorted(set(packages))))}\n")
+        done = subprocess.run(["docker", "build", "-q", "--force-rm", "-t", tag, "-"],
+                              input=dockerfile, capture_output=True, text=True,
+                              timeout=BUILD_TIMEOUT_S)
+        if done.returncode != 0:
+            raise _fail(f"installing setup.packages into {base} failed", done.stdout + done.stderr)
+        _ready.add(tag)
+        return tag
+
+
+def from_dockerfile(path: str, quiet: bool = True) -> str:
+    """`docker build` of a task's Dockerfile, its directory as the context."""
+    dockerfile = Path(path)
+    if not dockerfile.is_file():
+        raise SetupError(f"--backend docker: dockerfile {path} does not exist")
+    context = dockerfile.parent
+    h = hashlib.sha256()
+    for f in sorted(p for p in context.rglob("*") if p.is_file()):
+        h.update(str(f.relative_to(context)).encode() + b"\0")
+        h.update(f.read_bytes())
+    tag = f"proctor-task:{h.hexdigest()[:16]}"
+    with _lock:
+        if tag in _ready or _local(tag):
+            _ready.add(tag)
+            return tag
+        _note(f"building {tag} from {path}", quiet)
+        # --force-rm: a failed step's container is removed too, not left for the user.
+        done = _docker("build", "-q", "--force-rm", "-t", tag, "-f", str(dockerfile.resolve()),
+                       str(context))
+        if done.returncode != 0:
+            raise _fail(f"building {path} failed", done.stdout + done.stderr)
+        _ready.add(tag)
+        return tag
+
+
+def resolve(base: str | None, packages: list[str], dockerfile: str | None,
+            quiet: bool = True) -> str:
+    """The local image a task's trials run in, built or pulled now if need be."""
+    if dockerfile:
+        return from_dockerfile(dockerfile, quiet)
+    image = ensure_image(base, quiet) if base else ensure_base(quiet)
+    missing = sorted(set(packages) - (set(BASE_PACKAGES) if not base else set()))
+    return with_packages(image, missing, quiet) if missing else image
+
+
+def prepare(tasks: list[Any], quiet: bool = False) -> None:
+    """Resolve every task's image (and its image services' images) before any trial runs;
+    the result is the task's `base_image` from here on (what `SandboxSpec.image` carries to
+    each trial)."""
+    try:
+        for task in tasks:
+            task.base_image = resolve(task.base_image, list(task.packages),
+                                      getattr(task, "dockerfile", None), quiet)
+            task.packages = []
+            for svc in task.services:  # image services' images: pulled now, not mid-run
+                if svc.kind == "container" and svc.config.get("image"):
+                    ensure_image(str(svc.config["image"]), quiet)
+    except subprocess.TimeoutExpired as e:
+        raise SetupError(f"--backend docker: `{' '.join(map(str, e.cmd[:3]))}` took more "
+                         f"than {e.timeout:g} s") from None

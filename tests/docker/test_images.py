@@ -1,0 +1,169 @@
+"""Images with no registry: the base built here, `setup.packages` and Dockerfiles built once
+and reused, and every failure an exit-2 error before the first trial."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from proctor.errors import SetupError
+from proctor.sandbox import dockerimages
+from tests.runner.conftest import Cli, results, run_dir_of
+
+pytestmark = [pytest.mark.slow]
+
+SPEC = """\
+version: 1
+id: {id}
+{head}
+task: {{prompt: x}}
+agent: {{type: oracle}}
+solution: [{solution!r}]
+invariants:
+  ok: {{description: x, check: {{type: file_content, path: out.txt, contains: {want!r}}}}}
+"""
+
+
+def _write(tmp_path: Path, name: str, head: str, solution: str = "true", want: str = "x") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(SPEC.format(id=name, head=head, solution=solution, want=want))
+    return path
+
+
+def _created(image: str) -> str:
+    return subprocess.run(["docker", "image", "inspect", "-f", "{{.Created}}", image],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_base_has_the_tools_the_examples_use(base_image):
+    assert base_image == dockerimages.base_tag()
+    done = subprocess.run(["docker", "run", "--rm", "--network", "none", base_image, "sh", "-c",
+                           "for t in git python3 curl jq sqlite3 psql mariadb strace setpriv; do "
+                           "command -v $t >/dev/null || echo missing $t; done"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+
+
+def test_packages_make_a_derived_image_built_once(base_image, tmp_path):
+    first = dockerimages.resolve(None, ["bc", "git"], None)
+    assert first.startswith("proctor-task:")
+    created = _created(first)
+    dockerimages._ready.clear()  # as a new run would: found by its content tag, not rebuilt
+    assert dockerimages.resolve(None, ["git", "bc", "bc"], None) == first
+    assert _created(first) == created
+    # Packages the base already has need no derived image.
+    assert dockerimages.resolve(None, ["git", "curl"], None) == base_image
+    spec = _write(tmp_path, "pk", "setup: {packages: [bc]}", "echo 2+3 | bc > out.txt", "5")
+    out = Cli(tmp_path)("run", str(spec), "--backend", "docker", timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert results(run_dir_of(out))["summary"]["passed"] == 1
+
+
+def test_a_dockerfile_builds_the_image(base_image, tmp_path):
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "Dockerfile").write_text(
+        f"FROM {base_image}\nCOPY marker /etc/marker\n")
+    (tmp_path / "img" / "marker").write_text("from-the-context\n")
+    spec = _write(tmp_path, "df", "environment: {dockerfile: img/Dockerfile}",
+                  "cat /etc/marker > out.txt", "from-the-context")
+    out = Cli(tmp_path)("run", str(spec), "--backend", "docker", timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert results(run_dir_of(out))["summary"]["passed"] == 1
+    # Another context is another image; the same context is the same one.
+    tag = dockerimages.from_dockerfile(str(tmp_path / "img" / "Dockerfile"))
+    (tmp_path / "img" / "marker").write_text("changed\n")
+    assert dockerimages.from_dockerfile(str(tmp_path / "img" / "Dockerfile")) != tag
+
+
+def test_a_missing_image_stops_the_run_before_any_trial(engine, tmp_path):
+    spec = _write(tmp_path, "bad", "base: proctor-no-such-image:1")
+    out = Cli(tmp_path)("run", str(spec), "--backend", "docker", "--output-dir", "run")
+    assert out.returncode == 2
+    assert ("proctor: --backend docker: image 'proctor-no-such-image:1' is not local and could "
+            "not be pulled; the engine says:") in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "run").exists()
+
+
+def test_a_failed_build_shows_the_end_of_its_log(base_image, tmp_path):
+    spec = _write(tmp_path, "badpk", "setup: {packages: [proctor-no-such-package]}")
+    out = Cli(tmp_path)("run", str(spec), "--backend", "docker", "--output-dir", "run",
+                        timeout=300)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"installing setup.packages into {base_image} failed; the build log ends:" in out.stderr
+    assert "Unable to locate package proctor-no-such-package" in out.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def _all_containers() -> set[str]:
+    return set(subprocess.run(["docker", "ps", "-aq"], capture_output=True, text=True,
+                              check=True).stdout.split())
+
+
+def test_a_dockerfile_that_does_not_build(base_image, tmp_path):
+    (tmp_path / "Dockerfile").write_text(f"FROM {base_image}\nRUN echo broken-step >&2; exit 3\n")
+    spec = _write(tmp_path, "dfbad", "environment: {dockerfile: Dockerfile}")
+    before = _all_containers()
+    out = Cli(tmp_path)("run", str(spec), "--backend", "docker", "--output-dir", "run")
+    assert out.returncode == 2 and "broken-step" in out.stderr
+    assert f"building {tmp_path / 'Dockerfile'} failed" in out.stderr
+    assert _all_containers() <= before  # the failed step's container is not left behind
+
+
+def test_dockerfile_spec_errors(tmp_path):
+    spec = _write(tmp_path, "nodf", "environment: {dockerfile: nope/Dockerfile}")
+    out = Cli(tmp_path)("validate", str(spec))
+    assert out.returncode == 2
+    assert "nodf.yaml:3:27: environment.dockerfile: dockerfile 'nope/Dockerfile' not found" \
+        in out.stderr, out.stderr
+    (tmp_path / "Dockerfile").write_text("FROM x\n")
+    spec = _write(tmp_path, "both", "base: x\nenvironment: {dockerfile: Dockerfile}")
+    out = Cli(tmp_path)("validate", str(spec))
+    assert out.returncode == 2 and "remove `base` and `setup.packages`" in out.stderr
+
+
+def test_no_mmdebstrap_is_a_setup_error(monkeypatch, tmp_path):
+    monkeypatch.setattr(dockerimages.shutil, "which", lambda name: None)
+    with pytest.raises(SetupError, match="mmdebstrap, which is not installed"):
+        dockerimages._debootstrap(tmp_path / "x.tar")
+
+
+def test_image_tags_follow_content():
+    a = dockerimages._digest("base-id", ["a", "b"])
+    assert a == dockerimages._digest("base-id", ["a", "b"]) != dockerimages._digest("base-id", ["a"])
+    assert json.dumps(dockerimages.BASE_PACKAGES) == json.dumps(sorted(dockerimages.BASE_PACKAGES))
+
+
+def test_a_failed_base_build_says_why_and_leaves_no_tarball(monkeypatch, tmp_path):
+    fake = tmp_path / "bin" / "mmdebstrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'I: downloading'\necho 'E: mirror unreachable' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    cache = tmp_path / "cache"
+    with pytest.raises(SetupError) as err:
+        dockerimages._debootstrap(cache / "base.tar")
+    assert "building the base image with mmdebstrap failed; the build log ends:" in str(err.value)
+    assert "E: mirror unreachable" in str(err.value)
+    assert list(cache.iterdir()) == []
+
+
+def test_a_missing_service_image_stops_the_run_before_any_trial(engine, tmp_path):
+    spec = _write(tmp_path, "svc", "services: [{name: web, image: proctor-no-such-service:1}]")
+    out = Cli(tmp_path)("run", str(spec), "--backend", "docker", "--output-dir", "run")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "image 'proctor-no-such-service:1' is not local and could not be pulled" in out.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_ports_are_for_image_services(tmp_path):
+    spec = _write(tmp_path, "pp", "services: [{name: db, type: postgres, ports: [5432]}]")
+    out = Cli(tmp_path)("validate", str(spec))
+    assert out.returncode == 2
+    assert "pp.yaml:3:12: services[0]: `ports` only applies to image services (this is " \
+           "postgres)" in out.stderr, out.stderr
+    spec = _write(tmp_path, "p0", "services: [{name: web, image: nginx:1, ports: [0]}]")
+    out = Cli(tmp_path)("validate", str(spec))
+    assert out.returncode == 2 and "`ports` are TCP port numbers, 1 to 65535" in out.stderr

@@ -1,0 +1,86 @@
+"""The hostile-agent suite of tests/security, run again with `--backend docker`: the same
+attacks must be contained in a container (the tests are imported; `run_spec` here adds the
+flag)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.security.test_database import *  # noqa: F403
+from tests.security.test_environment import *  # noqa: F403
+from tests.security.test_filesystem import *  # noqa: F403
+from tests.security.test_grading import *  # noqa: F403
+from tests.security.test_limits import *  # noqa: F403
+from tests.security.test_network import *  # noqa: F403
+from tests.security.test_processes import *  # noqa: F403
+from tests.security.test_secrets import *  # noqa: F403
+
+pytestmark = pytest.mark.slow
+
+# In a container, /root is the image's own root home, so "the host's home path exists" says
+# nothing: the variant below plants a file there instead.
+del test_host_places_are_neither_visible_nor_writable  # noqa: F821
+
+
+def test_host_places_are_neither_visible_nor_writable_in_a_container(run_spec, tmp_path):
+    from tests.security.test_filesystem import PACKAGE, trial
+
+    tag = uuid.uuid4().hex
+    home_canary = Path.home() / f".proctor-canary-{tag}"
+    home_canary.write_text("host")
+    try:
+        targets = {"spec_dir": tmp_path, "package": PACKAGE, "home": home_canary,
+                   "run_dirs": tmp_path / "run0"}
+        probes = " ; ".join(f"(test -e {p} && echo {name}=visible || echo {name}=hidden) "
+                            ">> seen.txt" for name, p in targets.items())
+        writes = " ; ".join([f"echo pwned > /tmp/proctor-canary-{tag} 2>/dev/null",
+                             f"echo pwned > {tmp_path}/pwned-{tag} 2>/dev/null",
+                             f"echo pwned > {PACKAGE}/pwned_{tag}.py 2>/dev/null", "true"])
+        r = run_spec(f"""
+            cli: sh
+            tasks:
+              - id: escape
+                intent: look around
+                solution: ["{probes}", "{writes}", "echo mine > ok.txt"]
+                assert:
+                  - file_contains: {{path: seen.txt, text: spec_dir=hidden}}
+                  - file_contains: {{path: seen.txt, text: package=hidden}}
+                  - file_contains: {{path: seen.txt, text: home=hidden}}
+                  - file_contains: {{path: seen.txt, text: run_dirs=hidden}}
+                  - file_contains: {{path: ok.txt, text: mine}}
+            """)
+        assert trial(r)["status"] == "pass", trial(r)
+        assert home_canary.read_text() == "host"
+        assert not Path(f"/tmp/proctor-canary-{tag}").exists()
+        assert not (tmp_path / f"pwned-{tag}").exists()
+        assert not (PACKAGE / f"pwned_{tag}.py").exists()
+    finally:
+        home_canary.unlink()
+
+
+@pytest.fixture
+def run_spec(tmp_path, cli, base_image):
+    counter = iter(range(1000))
+
+    def run(text: str, *args: str, name: str = "spec.yaml", expect: int | None = None,
+            env: dict | None = None, timeout: float = 180) -> dict:
+        spec = tmp_path / name
+        spec.parent.mkdir(parents=True, exist_ok=True)
+        spec.write_text(textwrap.dedent(text))
+        out_dir = f"run{next(counter)}"
+        argv = ["run", name, "--output-dir", out_dir, "-q", "--backend", "docker", *args]
+        if "--agent" not in args:
+            argv += ["--agent", "oracle"]
+        proc = cli(*argv, env=env, timeout=timeout)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        if expect is not None:
+            assert proc.returncode == expect, proc.stdout + proc.stderr
+        path = tmp_path / out_dir / "results.json"
+        assert path.exists(), proc.stdout + proc.stderr
+        return json.loads(path.read_text())
+    return run
