@@ -21,6 +21,7 @@ from typing import Any
 
 from proctor import __version__, proc
 from proctor.errors import UsageError
+from proctor.executors import infra_error
 from proctor.inputs import check_unchanged, fingerprint, referenced
 from proctor.janitor import sweep
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
@@ -38,7 +39,7 @@ from proctor.store import RunStore, index_run, iso
 from proctor.trial import RunContext, run_trial
 
 # Options a resumed run may change; everything else comes from the interrupted run.
-_RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep")
+_RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep", "ray_address")
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Planned:
     options: RunOptions
     paths: list[str]
     meta: dict[str, Any]
+    ray_started: bool = False  # this process started a private Ray instance (and stops it)
 
 
 def run_main(paths: list[str], options: RunOptions) -> int:
@@ -89,10 +91,11 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     if not options.quiet:
         for note in _ignored_by_backend(by_id.values(), options):
             print(f"proctor: warning: {note}", file=sys.stderr)
+    ray_started = False
     if options.executor == "ray":
-        from proctor.executors.ray import require_ray
+        from proctor.executors.ray import connect
 
-        require_ray()
+        ray_started = connect(options)  # a bad address is exit 2 before the run dir exists
     store = store or RunStore.create(options.output_dir)
     if not meta:
         meta = {"run_id": store.run_id, "started_at": iso(), "paths": [str(Path(p).resolve()) for p in paths],
@@ -105,7 +108,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
                 "host": {"name": os.uname().nodename, "cpus": os.cpu_count(),
                          "platform": sys.platform}}
         store.write_meta(meta)
-    return Planned(store, by_id, trials, options, paths, meta)
+    return Planned(store, by_id, trials, options, paths, meta, ray_started)
 
 
 def run_planned(planned: Planned) -> dict[str, Any]:
@@ -114,7 +117,8 @@ def run_planned(planned: Planned) -> dict[str, Any]:
     if store.rejected:
         print(f"proctor: {store.jsonl_path}: {store.rejected} line(s) not written by this run "
               "(forged or altered) were ignored; their trials run again", file=sys.stderr)
-    todo = [t for t in planned.trials if t.id not in done]
+    # An infrastructure error (a Ray node lost) says nothing about the trial: run it again.
+    todo = [t for t in planned.trials if t.id not in done or infra_error(done[t.id])]
     index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status="running",
               specs=planned.paths)
     progress = _progress(len(planned.trials), len(planned.trials) - len(todo), options)
@@ -154,10 +158,11 @@ async def _execute(trials: list[Trial], planned: Planned,
     executor = None
     try:
         if options.executor == "ray":
-            # Each trial runs on a Ray node with its own services; see executors/ray.py.
+            # Trials run on Ray nodes, with the services of their node; see executors/ray.py.
             from proctor.executors.ray import RayExecutor
 
-            executor = await asyncio.to_thread(RayExecutor, store.trial_dir, store.run_id, options)
+            executor = await asyncio.to_thread(RayExecutor, store.trial_dir, store.run_id, options,
+                                               planned.tasks, store.dir, planned.ray_started)
             run_one = executor.run
         else:
             needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials}
