@@ -32,8 +32,8 @@ from proctor.executors import INFRA_ERROR
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 
 PRIVATE_OBJECT_STORE = 256 << 20  # the private instance moves traces, not data sets
-# A node whose actor died gets a new one only once that answers (else retries would be
-# spent on a node Ray has not yet noticed is dead).
+# A node takes trials only once its actor answers: a node Ray has not yet noticed is dead
+# (its health checks take a while) gets no trials, so no retries are spent on it.
 REVIVE_ATTEMPTS, REVIVE_DELAY_S, REVIVE_TIMEOUT_S = 3, 2.0, 60.0
 
 
@@ -144,7 +144,7 @@ class _Node:
     actor: Any = None
     used_cpus: float = 0.0
     used_memory: float = 0.0
-    alive: bool = True
+    alive: bool = False  # its actor answered: trials may go there
     running: int = 0
     label: str = ""
 
@@ -153,7 +153,6 @@ class RayExecutor:
     def __init__(self, trial_dir: Any, run_id: str, options: RunOptions,
                  tasks: dict[str, TaskDef], run_dir: Path, started_here: bool):
         import ray
-
         from proctor.executors.ray_files import pack
 
         self.ray = ray
@@ -169,8 +168,6 @@ class RayExecutor:
         self._changed: asyncio.Condition | None = None
         self._revivals: list[asyncio.Future] = []
         self._refresh()
-        for node in self.nodes.values():
-            self._spawn(node)
 
     # Nodes ------------------------------------------------------------------------------------
 
@@ -178,8 +175,6 @@ class RayExecutor:
         for n in self.ray.nodes():
             cpus = float(n.get("Resources", {}).get("CPU", 0))
             if not n.get("Alive") or cpus <= 0:
-                if n["NodeID"] in self.nodes:
-                    self.nodes[n["NodeID"]].alive = False
                 continue
             if n["NodeID"] not in self.nodes:
                 self.nodes[n["NodeID"]] = _Node(n["NodeID"], cpus,
@@ -203,18 +198,20 @@ class RayExecutor:
         if node.actor is None:
             return
         node.actor, node.alive = None, False
-        self._revivals.append(asyncio.ensure_future(self._revive(node)))
+        self._revivals.append(asyncio.ensure_future(self._revive(node, REVIVE_DELAY_S)))
 
-    async def _revive(self, node: _Node) -> None:
+    async def _revive(self, node: _Node, delay: float) -> None:
+        """Start an actor on the node; it takes trials once it has answered."""
         try:
-            await self._revive_once(node)
+            await self._revive_once(node, delay)
         finally:
             async with self._changed:  # waiting trials look again: revived, or give up
                 self._changed.notify_all()
 
-    async def _revive_once(self, node: _Node) -> None:
+    async def _revive_once(self, node: _Node, delay: float) -> None:
         for _ in range(REVIVE_ATTEMPTS):
-            await asyncio.sleep(REVIVE_DELAY_S)
+            await asyncio.sleep(delay)
+            delay = REVIVE_DELAY_S
             alive = {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
             if node.node_id not in alive:
                 return
@@ -230,7 +227,9 @@ class RayExecutor:
     async def _place(self, need_cpus: float, need_memory: float) -> _Node | str:
         """The live node with the most free CPUs that fits, waiting while none does; or why
         no node ever will."""
-        self._changed = self._changed or asyncio.Condition()
+        if self._changed is None:  # the first trial: start every node's actor
+            self._changed = asyncio.Condition()
+            self._revivals += [asyncio.ensure_future(self._revive(n, 0)) for n in self.nodes.values()]
         async with self._changed:
             while True:
                 live = [n for n in self.nodes.values() if n.alive and n.actor is not None]
@@ -271,7 +270,7 @@ class RayExecutor:
         while True:
             node = await self._place(need_cpus, need_memory)
             if isinstance(node, str):
-                return _failed(trial, task, INFRA_ERROR + node, failures)
+                return failed(trial, task, INFRA_ERROR + node, failures)
             actor = node.actor
             try:
                 result, sizes, inline = await actor.run.remote(trial)
@@ -279,14 +278,16 @@ class RayExecutor:
                 return result
             except self.ray.exceptions.RayTaskError as e:
                 # proctor itself failed on the node: running it elsewhere would fail the same.
-                return _failed(trial, task, f"the trial crashed on Ray node {node.label}: "
-                                            f"{_first_line(e)}", failures)
+                cause = getattr(e, "cause", None) or e
+                return failed(trial, task, f"the trial crashed on Ray node {node.label}: "
+                                            f"{type(cause).__name__}: {_first_line(cause)}",
+                               failures)
             except self.ray.exceptions.RayError as e:  # node died, worker crashed, object lost
                 failures.append(f"{node.node_id[:8]}: {_first_line(e)}")
                 if node.actor is actor:
                     self._lost(node)
                 if len(failures) > self.max_retries:
-                    return _failed(trial, task, INFRA_ERROR + f"the trial's Ray node or worker "
+                    return failed(trial, task, INFRA_ERROR + f"the trial's Ray node or worker "
                                    f"was lost {len(failures)} time(s) ([ray] max_retries = "
                                    f"{self.max_retries})", failures)
             finally:
@@ -344,7 +345,7 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0][:300] if text else type(e).__name__
 
 
-def _failed(trial: Trial, task: TaskDef, error: str, failures: list[str]) -> TrialResult:
+def failed(trial: Trial, task: TaskDef, error: str, failures: list[str]) -> TrialResult:
     if failures:
         error += " — " + "; ".join(failures[-3:])
     return TrialResult(id=trial.id, task_id=trial.task_id, model=trial.model,

@@ -96,8 +96,13 @@ def relocate(task: TaskDef, root: Path) -> TaskDef:
             config = _replace(check.config, script=moved(os.path.expanduser(script)))
             check = dataclasses.replace(check, config=config)
         checks.append(check)
+    services = []
+    for svc in task.services:
+        seeds = {k: moved(v) for k in ("seed", "seed_file") if isinstance(v := svc.config.get(k), str)
+                 and "\n" not in v and ";" not in v}
+        services.append(dataclasses.replace(svc, config={**svc.config, **seeds}) if seeds else svc)
     return dataclasses.replace(task, source=moved(task.source), base_dir=moved(task.base_dir),
-                               scaffold=moved(task.scaffold), checks=checks)
+                               scaffold=moved(task.scaffold), checks=checks, services=services)
 
 
 def _replace(config: object, **changes: object) -> object:

@@ -46,7 +46,6 @@ class NodeRunner:
     def __init__(self, label: str, options: RunOptions, tasks: dict[str, TaskDef],
                  digest: str, bundle: list[Any]):
         import ray
-
         from proctor.executors.ray_files import materialize, relocate
 
         self.label, self.options = label, options
@@ -144,7 +143,13 @@ class _Work:
         run = RunContext(options=self.r.options, sandbox_root=self.r.home / "sandboxes",
                          trial_dir=lambda trial_id: self.r.home / "trials" / trial_id,
                          run_id=self.r.label)
-        run.services = await self._services(task)
+        try:
+            run.services = await self._services(task)
+        except Exception as e:  # noqa: BLE001 - as on one machine: the trial errors, not the run
+            from proctor.executors.ray import failed
+
+            self.r._out(trial.id).mkdir(parents=True, exist_ok=True)
+            return failed(trial, task, f"could not start the services on this node: {e}", [])
         try:
             return await run_trial(trial, task, run)
         finally:
