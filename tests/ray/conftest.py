@@ -45,16 +45,16 @@ class Node:
                 continue
         return out
 
-    def raylet(self) -> int:
-        return next(p for p in self.pids() if _comm(p) == "raylet")
-
     def workers(self) -> list[int]:
         """The node's Ray worker processes (children of its raylet)."""
-        raylet = self.raylet()
-        return [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) == raylet]
+        raylets = {p for p in self.pids() if _comm(p) == "raylet"}
+        return [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) in raylets]
 
     def kill(self) -> None:
-        for pid in self.pids():
+        """SIGKILL the node: its Ray workers (their titles no longer name the temp dir)
+        and its raylet, object store, GCS."""
+        workers = self.workers() if self.pids() else []
+        for pid in [*workers, *self.pids()]:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 

@@ -66,6 +66,7 @@ def connect(options: RunOptions) -> bool:
     s = settings(options)
     address, timeout = s["address"], s["connect_timeout_s"]
     _quiet_ray_logs()
+    _route_cluster_messages(options.quiet)
     if address is None:
         kw: dict[str, Any] = {"address": "local", "object_store_memory": PRIVATE_OBJECT_STORE}
         if not options.quiet:
@@ -134,6 +135,25 @@ def _quiet_ray_logs() -> None:
 
     for name in ("ray", "ray._private", "ray.runtime_env"):
         logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def _route_cluster_messages(quiet: bool) -> None:
+    """Ray prints the cluster's error messages (a node died, a worker was killed) on stdout
+    as `(raylet) ...` lines, whatever log_to_driver says: under -q they go nowhere, else one
+    line each on stderr. (Results say what happened to each trial.)"""
+    from ray._private import worker
+
+    if not hasattr(worker, "print_to_stdstream"):
+        return
+
+    def show(data: dict, ignore_prefix: bool = False) -> None:
+        if quiet:
+            return
+        for line in data.get("lines", [])[:1]:
+            first = line.strip().splitlines()[0][:300] if line.strip() else ""
+            print(f"proctor: ray: {first}", file=sys.stderr)
+
+    worker.print_to_stdstream = show
 
 
 @dataclass

@@ -54,7 +54,7 @@ class NodeRunner:
         self.home = Path(tempfile.mkdtemp(prefix=f"proctor-{label}-node-"))
         self._lock = (self.home / "lock").open("w")
         fcntl.flock(self._lock, fcntl.LOCK_EX)
-        self._reaper = _start_reaper(label)
+        _start_reaper(label)
         root = materialize(digest, b"") if _cached(digest) else materialize(digest, ray.get(bundle[0]))
         self.tasks = {tid: relocate(t, root) for tid, t in tasks.items()}
         self.services: dict[tuple[str, str], Any] = {}
@@ -114,9 +114,6 @@ class NodeRunner:
             asyncio.run_coroutine_threadsafe(_stop(self.services), self.loop).result(timeout=60)
         sweep_node(self.label)  # anything a trial's clean-up missed
         shutil.rmtree(self.home, ignore_errors=True)
-        if self._reaper.poll() is None:
-            self._reaper.terminate()
-            self._reaper.wait(5)
 
 
 async def _stop(services: dict) -> None:
@@ -183,12 +180,12 @@ def _tar(src: Path, dest: Path) -> None:
         tar.add(src, arcname=".")
 
 
-def _start_reaper(label: str) -> subprocess.Popen:
+def _start_reaper(label: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != RUN_ID_VAR}  # or it would be swept
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # where proctor was found
-    return subprocess.Popen([sys.executable, "-m", "proctor.executors.ray_reaper",
-                             str(os.getpid()), label], env=env, start_new_session=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "proctor.executors.ray_reaper", str(os.getpid()), label],
+                   env=env, start_new_session=True, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, check=False, timeout=60)
 
 
 def sweep_stale_labels() -> list[str]:

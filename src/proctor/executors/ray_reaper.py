@@ -1,5 +1,6 @@
 """`python -m proctor.executors.ray_reaper PID LABEL`: wait until the node's actor (PID) is
-gone, however it went, then remove what its trials left under LABEL (see ray_node)."""
+gone, however it went, then remove what its trials left under LABEL (see ray_node).
+It detaches at once (the command returns while the reaper waits in the background)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ def wait_for_exit(pid: int) -> None:
 
 def main(argv: list[str]) -> int:
     pid, label = int(argv[0]), argv[1]
+    # Leave the actor's process tree: Ray kills a dying worker's children, this included.
+    if os.fork():
+        return 0
     wait_for_exit(pid)
     from proctor.janitor import sweep_node
 
