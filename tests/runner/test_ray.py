@@ -63,6 +63,8 @@ def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     r = results(tmp_path / "run")
     status = {t["task_id"]: t["status"] for t in r["trials"]}
     assert status == {"writes": "pass", "fails": "fail", "with-mock": "pass"}
+    assert all(t["node"] for t in r["trials"])  # hostname/node id
+    assert out.stderr == ""  # -q: not a word from Ray
     trace = (tmp_path / "run" / "trials" / "writes.r0" / "trace.jsonl").read_text().splitlines()
     assert json.loads(trace[0])["argv"] == ["sh", "-c", "echo a > f"]
     audit = (tmp_path / "run" / "trials" / "with-mock.r0" / "audit.jsonl").read_text()
@@ -70,3 +72,93 @@ def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     # The local Ray instance started for the run is gone with it.
     assert _ray_processes() == before
     assert os.environ.get("RAY_ADDRESS") in (None, "")
+
+
+def _silent_server():
+    """A TCP port that accepts and never answers: a cluster address that hangs."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    return s
+
+
+@pytest.mark.slow
+def test_a_cluster_that_does_not_answer_is_an_exit_2_error_within_the_timeout(cli, spec, tmp_path):
+    import time
+
+    spec(SUITE)
+    (tmp_path / "proctor.toml").write_text("[ray]\nconnect_timeout_s = 2\n")
+    with _silent_server() as s:
+        t0 = time.monotonic()
+        out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "--ray-address",
+                  f"127.0.0.1:{s.getsockname()[1]}", "--output-dir", "run", timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "could not connect to the Ray cluster at 127.0.0.1:" in out.stderr
+    assert "within 2s" in out.stderr and "Traceback" not in out.stderr
+    assert time.monotonic() - t0 < 20
+    assert not (tmp_path / "run").exists()  # nothing ran, no run directory
+
+
+@pytest.mark.slow
+def test_nothing_listening_is_an_exit_2_error(cli, spec, tmp_path):
+    import socket
+
+    spec(SUITE)
+    with socket.socket() as s:  # a port that was free a moment ago
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "proctor.toml").write_text(f'[ray]\naddress = "127.0.0.1:{port}"\n'
+                                           "connect_timeout_s = 1\n")
+    out = cli("run", ".", "--agent", "oracle", "--executor", "ray", timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"127.0.0.1:{port} within 1s" in out.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_while_connecting_ends_the_run(cli, spec, tmp_path):
+    import signal
+    import time
+
+    spec(SUITE)
+    with _silent_server() as s:
+        p = cli.popen("run", ".", "--agent", "oracle", "--executor", "ray", "--ray-address",
+                      f"127.0.0.1:{s.getsockname()[1]}")
+        time.sleep(3)
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=15)
+        finally:
+            p.kill()
+    assert p.returncode != 0
+
+
+def test_the_ray_table_is_validated(cli, spec, tmp_path):
+    spec(SUITE)
+    (tmp_path / "proctor.toml").write_text('[ray]\nadress = "x"\nmax_retries = -1\n')
+    out = cli("run", ".", "--agent", "oracle", "--executor", "ray")
+    assert out.returncode == 2
+    assert "proctor.toml:2:1: ray.adress: unknown key 'adress'" in out.stderr
+    assert "proctor.toml:3:1: ray.max_retries: " in out.stderr
+
+
+def test_spec_files_are_packed_by_content_and_relocated(tmp_path):
+    from proctor.executors.ray_files import materialize, pack, relocate
+    from proctor.spec.load import load_specs
+
+    (tmp_path / "scaf").mkdir()
+    (tmp_path / "scaf" / "fixture").write_text("x")
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "ok.sh").write_text("#!/bin/sh\necho '{\"passed\": true}'\n")
+    (tmp_path / "s.yaml").write_text(SUITE.replace("cli: sh", "cli: sh\nscaffold: scaf"))
+    tasks = load_specs([str(tmp_path / "s.yaml")]).tasks
+    first, again = pack(tasks), pack(tasks)
+    assert first.digest == again.digest and first.data == again.data
+    root = materialize(first.digest, first.data)
+    moved = relocate(tasks[0], root)
+    assert moved.scaffold == str(root / str(tmp_path / "scaf").lstrip("/"))
+    assert (root / str(tmp_path / "scaf" / "fixture").lstrip("/")).read_text() == "x"
+    assert moved.base_dir.startswith(str(root))
+    (tmp_path / "scaf" / "fixture").write_text("changed")
+    assert pack(tasks).digest != first.digest
