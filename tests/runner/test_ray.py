@@ -25,6 +25,15 @@ tasks:
     assert: [{file_contains: {path: f, text: nope}}]
 """
 
+BIG = """
+cli: sh
+tasks:
+  - id: big
+    intent: x
+    solution: ["head -c 3000000 /dev/zero | tr '\\\\0' a"]
+    assert: [{exit_code: 0}]
+"""
+
 SCENARIO = """
 version: 1
 id: with-mock
@@ -56,19 +65,26 @@ def _ray_processes() -> list[str]:
 def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     spec(SUITE)
     spec(SCENARIO, name="scenario.yaml")
+    spec(BIG, name="big.yaml")
     before = _ray_processes()
     out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "-q", "--output-dir", "run",
-              env={"RAY_ADDRESS": ""}, timeout=180)
+              "--keep", "--output-limit", "4000000", env={"RAY_ADDRESS": ""}, timeout=180)
     assert out.returncode == 1, out.stdout + out.stderr
     r = results(tmp_path / "run")
     status = {t["task_id"]: t["status"] for t in r["trials"]}
-    assert status == {"writes": "pass", "fails": "fail", "with-mock": "pass"}
+    assert status == {"writes": "pass", "fails": "fail", "with-mock": "pass", "big": "pass"}
     assert all(t["node"] for t in r["trials"])  # hostname/node id
     assert out.stderr == ""  # -q: not a word from Ray
     trace = (tmp_path / "run" / "trials" / "writes.r0" / "trace.jsonl").read_text().splitlines()
     assert json.loads(trace[0])["argv"] == ["sh", "-c", "echo a > f"]
     audit = (tmp_path / "run" / "trials" / "with-mock.r0" / "audit.jsonl").read_text()
     assert '"http_call"' in audit
+    # A trace bigger than a chunk comes home whole, in chunks.
+    big = (tmp_path / "run" / "trials" / "big.r0" / "trace.jsonl").read_text()
+    assert big.count("a" * 1000) >= 2900
+    # --keep: the workdirs come home too.
+    kept = [p for p in (tmp_path / "run" / "workdirs" / "writes.r0").rglob("f") if p.is_file()]
+    assert kept and kept[0].read_text() == "a\n"
     # The local Ray instance started for the run is gone with it.
     assert _ray_processes() == before
     assert os.environ.get("RAY_ADDRESS") in (None, "")
