@@ -91,17 +91,36 @@ def _ppid(pid: int) -> int:
         return 0
 
 
+PEAK: list[int] = []  # the last run's peak private RSS (RssAnon, bytes) of `proctor run`
+
+
 def run(work: Path, specs: str, *extra: str) -> tuple[float, dict]:
     out = work / f"run-{time.monotonic_ns()}"
     t0 = time.perf_counter()
-    p = subprocess.run([str(BIN / "proctor"), "run", specs, "--agent", "oracle", "-q",
-                        "--output-dir", str(out), *extra], cwd=work, env=ENV,
-                       capture_output=True, text=True)
+    p = subprocess.Popen([str(BIN / "proctor"), "run", specs, "--agent", "oracle", "-q",
+                          "--output-dir", str(out), *extra], cwd=work, env=ENV,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    while p.poll() is None:
+        peak = max(peak, _rss(p.pid))
+        time.sleep(0.02)
+    stdout, stderr = p.communicate()
     wall = time.perf_counter() - t0
+    PEAK[:] = [peak]
     if p.returncode not in (0, 1):
-        raise SystemExit(f"proctor run failed:\n{p.stdout}\n{p.stderr}")
+        raise SystemExit(f"proctor run failed:\n{stdout}\n{stderr}")
     r = json.loads((out / "results.json").read_text())
     return wall, r
+
+
+def _rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):  # private memory; plasma pages are shared
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def main() -> None:
@@ -112,6 +131,11 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ray-bench-"))
     (work / "nop.yaml").write_text(SUITE.format(n=args.trials, cmd="true"))
+    three = SUITE.format(n=args.trials, cmd="true")
+    three += "".join(three.split("tasks:")[1].replace("id: t", f"id: t{i}") for i in (2, 3))
+    (work / "nop3.yaml").write_text(three)  # 3 tasks: `repeat` is at most 100
+    (work / "big.yaml").write_text(SUITE.replace("id: t", "id: big").format(
+        n=8, cmd="head -c 30000000 /dev/zero | tr '\\\\0' a"))
     (work / "sleep").mkdir()
     (work / "sleep" / "s.yaml").write_text(SUITE.format(n=args.trials, cmd=f"sleep {args.sleep:g}"))
     cluster = Cluster()
@@ -119,10 +143,21 @@ def main() -> None:
     try:
         n = args.trials
         local, _ = run(work, "nop.yaml", "--concurrency", "4")
+        local3, _ = run(work, "nop3.yaml", "--concurrency", "4")
         on_ray, r = run(work, "nop.yaml", "--concurrency", "4", *ray)
-        print(f"overhead ({n} x `true`, concurrency 4): local {local:.2f} s "
-              f"({local / n * 1000:.0f} ms/trial), ray 1 node {on_ray:.2f} s "
-              f"({on_ray / n * 1000:.0f} ms/trial); passed {r['summary']['passed']}/{n}")
+        on_ray3, _ = run(work, "nop3.yaml", "--concurrency", "4", *ray)
+        baseline = PEAK[0]
+        print(f"overhead (`true`, concurrency 4): {n} trials local {local:.2f} s, ray 1 node "
+              f"{on_ray:.2f} s; {3 * n} trials local {local3:.2f} s, ray {on_ray3:.2f} s; "
+              f"per extra trial local {(local3 - local) / (2 * n) * 1000:.1f} ms, ray "
+              f"{(on_ray3 - on_ray) / (2 * n) * 1000:.1f} ms; fixed ray start "
+              f"{on_ray - n * (on_ray3 - on_ray) / (2 * n):.2f} s; passed "
+              f"{r['summary']['passed']}/{n}")
+        _, big = run(work, "big.yaml", "--concurrency", "8", "--output-limit", "40000000", *ray)
+        size = sum(p.stat().st_size for p in Path(work).glob("run-*/trials/big.*/trace.jsonl"))
+        print(f"head memory: 8 trials with 30 MB of output each ({size / 1e6:.0f} MB of traces "
+              f"pulled home): peak private RSS of `proctor run` {PEAK[0] / 2**20:.0f} MiB (with tiny traces: "
+              f"{baseline / 2**20:.0f} MiB)")
         one, r1 = run(work, "sleep", "--concurrency", "16", *ray)
         cluster.add_node()
         two, r2 = run(work, "sleep", "--concurrency", "16", *ray)
