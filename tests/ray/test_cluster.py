@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -175,12 +176,44 @@ def test_ctrl_c_leaves_nothing_on_either_node(cluster, tmp_path):
     _assert_nothing_left(run_id)
 
 
-def _assert_nothing_left(run_id: str, timeout: float = 30) -> None:
+def _assert_nothing_left(run_id: str, timeout: float = 30, nodes_only: bool = False) -> None:
     deadline = time.monotonic() + timeout
     while True:
         pids, dirs = proctor_leftovers(run_id)
+        if nodes_only:  # what node actors make is labelled <run id>-<n>-
+            dirs = [d for d in dirs if re.match(rf"proctor-{run_id}-\d+-", Path(d).name)]
         if not pids and not dirs:
             return
         if time.monotonic() > deadline:
             raise AssertionError(f"left behind: processes {pids}, dirs {dirs}")
         time.sleep(0.5)
+
+
+def test_a_killed_head_leaves_nothing_on_the_nodes(cluster, tmp_path):
+    specs = _specs(cluster, "head-killed")
+    (specs / "suite" / "slow.yaml").write_text(textwrap.dedent("""
+        cli: sh
+        tasks:
+          - id: long
+            intent: x
+            repeat: 4
+            solution: ["sleep 60 & sleep 60"]
+            assert: [{file_contains: {path: out, text: never}}]
+    """))
+    run = subprocess.Popen([PROCTOR, "run", str(specs), "--agent", "oracle", "-q",
+                            "--executor", "ray", "--ray-address", cluster.address,
+                            "--concurrency", "4", "--output-dir", "run"], cwd=tmp_path, env=ENV,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _node_running_trials(cluster.hidden)
+        time.sleep(1.5)
+        run_id = json.loads((tmp_path / "run" / "run.json").read_text())["run_id"]
+        assert proctor_leftovers(run_id)[0], "no trial process was running"
+    finally:
+        run.kill()  # SIGKILL: no clean-up from the head; the nodes' reapers do it
+        run.wait()
+    # The head's own temp dir is --resume's to sweep (docs/running.md); the nodes' are not.
+    _assert_nothing_left(run_id, timeout=60, nodes_only=True)
+    from proctor.janitor import sweep
+
+    sweep(run_id)

@@ -178,3 +178,37 @@ def test_spec_files_are_packed_by_content_and_relocated(tmp_path):
     assert moved.base_dir.startswith(str(root))
     (tmp_path / "scaf" / "fixture").write_text("changed")
     assert pack(tasks).digest != first.digest
+
+
+def test_the_next_run_on_a_node_sweeps_labels_whose_actor_is_gone(tmp_path):
+    import fcntl
+    import tempfile
+    import uuid
+    from pathlib import Path
+
+    from proctor.executors.ray_node import sweep_stale_labels
+
+    tmp = Path(tempfile.gettempdir())
+    dead, live = f"t{uuid.uuid4().hex[:8]}-1", f"t{uuid.uuid4().hex[:8]}-2"
+    for label in (dead, live):
+        home = tmp / f"proctor-{label}-node-x"
+        (home / "sandboxes").mkdir(parents=True)
+        (home / "lock").touch()
+    db = Path("/dev/shm") / f"proctor-{dead}-postgres-x"
+    db.mkdir()
+    agent = subprocess.Popen(["sleep", "60"], env={**os.environ, "PROCTOR_RUN_ID": dead})
+    held = (tmp / f"proctor-{live}-node-x" / "lock").open("a")
+    fcntl.flock(held, fcntl.LOCK_EX)  # a live actor holds its lock
+    try:
+        assert dead in sweep_stale_labels()
+        assert agent.wait(timeout=5) == -9
+        assert not (tmp / f"proctor-{dead}-node-x").exists() and not db.exists()
+        assert (tmp / f"proctor-{live}-node-x").exists()
+    finally:
+        agent.kill()
+        held.close()
+        import shutil
+
+        for label in (dead, live):
+            shutil.rmtree(tmp / f"proctor-{label}-node-x", ignore_errors=True)
+        shutil.rmtree(db, ignore_errors=True)
