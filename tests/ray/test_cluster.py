@@ -217,3 +217,22 @@ def test_a_killed_head_leaves_nothing_on_the_nodes(cluster, tmp_path):
     from proctor.janitor import sweep
 
     sweep(run_id)
+
+
+def test_a_node_that_joins_during_the_run_gets_trials(cluster, tmp_path):
+    (tmp_path / "s.yaml").write_text(SLEEPS.format(n=24, s=3))  # ~18 s on the first 2 nodes
+    run = subprocess.Popen([PROCTOR, "run", "s.yaml", "--agent", "oracle", "-q", "--executor",
+                            "ray", "--ray-address", cluster.address, "--concurrency", "8",
+                            "--output-dir", "run"], cwd=tmp_path, env=ENV,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _node_running_trials(cluster.hidden)
+        late = cluster.add_node(cpus=2)
+        out, err = run.communicate(timeout=180)
+    finally:
+        run.kill()
+    assert run.returncode == 0, out + err
+    trials = _trials(tmp_path / "run")
+    assert {t["status"] for t in trials.values()} == {"pass"}
+    assert len({t["node"] for t in trials.values()}) == 3, "the late node ran nothing"
+    late.kill()

@@ -35,6 +35,7 @@ PRIVATE_OBJECT_STORE = 256 << 20  # the private instance moves traces, not data 
 # A node takes trials only once its actor answers: a node Ray has not yet noticed is dead
 # (its health checks take a while) gets no trials, so no retries are spent on it.
 REVIVE_ATTEMPTS, REVIVE_DELAY_S, REVIVE_TIMEOUT_S = 3, 2.0, 60.0
+NODE_POLL_S = 5.0  # how often the head looks for nodes that joined
 
 
 def require_ray() -> None:
@@ -187,18 +188,29 @@ class RayExecutor:
         self.nodes: dict[str, _Node] = {}
         self._changed: asyncio.Condition | None = None
         self._revivals: list[asyncio.Future] = []
+        self._watcher: asyncio.Future | None = None
         self._refresh()
 
     # Nodes ------------------------------------------------------------------------------------
 
-    def _refresh(self) -> None:
-        for n in self.ray.nodes():
+    def _refresh(self, nodes: list[dict] | None = None) -> list[_Node]:
+        """Add the live nodes with CPUs not seen before; returns them."""
+        added = []
+        for n in self.ray.nodes() if nodes is None else nodes:
             cpus = float(n.get("Resources", {}).get("CPU", 0))
-            if not n.get("Alive") or cpus <= 0:
+            if not n.get("Alive") or cpus <= 0 or n["NodeID"] in self.nodes:
                 continue
-            if n["NodeID"] not in self.nodes:
-                self.nodes[n["NodeID"]] = _Node(n["NodeID"], cpus,
-                                                float(n["Resources"].get("memory", 0)))
+            node = _Node(n["NodeID"], cpus, float(n["Resources"].get("memory", 0)))
+            self.nodes[n["NodeID"]] = node
+            added.append(node)
+        return added
+
+    async def _watch(self) -> None:
+        """Nodes that join during the run get an actor, and trials."""
+        while True:
+            await asyncio.sleep(NODE_POLL_S)
+            for node in self._refresh(await asyncio.to_thread(self.ray.nodes)):
+                self._revivals.append(asyncio.ensure_future(self._revive(node, 0)))
 
     def _spawn(self, node: _Node) -> None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -232,7 +244,8 @@ class RayExecutor:
         for _ in range(REVIVE_ATTEMPTS):
             await asyncio.sleep(delay)
             delay = REVIVE_DELAY_S
-            alive = {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
+            alive = {n["NodeID"] for n in await asyncio.to_thread(self.ray.nodes)
+                     if n.get("Alive")}
             if node.node_id not in alive:
                 return
             self._spawn(node)
@@ -250,6 +263,7 @@ class RayExecutor:
         if self._changed is None:  # the first trial: start every node's actor
             self._changed = asyncio.Condition()
             self._revivals += [asyncio.ensure_future(self._revive(n, 0)) for n in self.nodes.values()]
+            self._watcher = asyncio.ensure_future(self._watch())
         async with self._changed:
             while True:
                 live = [n for n in self.nodes.values() if n.alive and n.actor is not None]
@@ -347,8 +361,9 @@ class RayExecutor:
 
     def close(self) -> None:
         """Every node cleans up before Ray goes (Ctrl-C included), then a private Ray stops."""
-        for job in self._revivals:
-            job.cancel()
+        for job in [*self._revivals, self._watcher]:
+            if job is not None:
+                job.cancel()
         actors = [n.actor for n in self.nodes.values() if n.actor is not None]
         refs = [a.shutdown.remote() for a in actors]
         with contextlib.suppress(Exception):  # a node lost now is swept by its reaper
