@@ -51,6 +51,25 @@ echo "==> installing proctor into .venv"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[dev]'
 
+# The external agents (issue 13): node/npm for Claude Code and Codex (machines usually have
+# them; Debian's packages otherwise), then each agent installed once into the cache the
+# test suite uses and run on its example against proctor's mock model.
+if ! command -v npm >/dev/null 2>&1 && [ "$system" = 1 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "==> installing node and npm (for Claude Code and Codex CLI)"
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+if command -v npm >/dev/null 2>&1; then
+  echo "==> installing Claude Code, Codex CLI and mini-swe-agent into .proctor/agents (each once)"
+  for agent in claude-code codex mini-swe-agent; do
+    PROCTOR_AGENTS="$PWD/.proctor/agents" .venv/bin/proctor run examples/external-agents \
+      --agent "$agent" -q
+  done
+else
+  echo "warning: no npm: the claude-code and codex agent types will not work" >&2
+fi
+
 if [ "$demo" = 1 ]; then
   echo "==> running the bundled examples with a scripted model (no API key needed)"
   .venv/bin/proctor run examples/ --model mock/solver --format json,junit,md,html

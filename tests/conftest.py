@@ -22,5 +22,8 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     # Runs land in a per-test place, never in the developer's ./.proctor.
     home = tmp_path_factory.mktemp("proctor-home")
     monkeypatch.setenv("PROCTOR_HOME", str(home))
+    # External agents (Claude Code, Codex, mini-swe-agent): the cache ./setup.sh filled.
+    monkeypatch.setenv("PROCTOR_AGENTS", os.environ.get("PROCTOR_AGENTS")
+                       or str(REPO / ".proctor" / "agents"))
     monkeypatch.delenv("PROCTOR_CONFIG", raising=False)
     os.environ.setdefault("NO_COLOR", "1")

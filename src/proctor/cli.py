@@ -117,9 +117,11 @@ def init(directory: str, force: bool) -> None:
 
 def _run_options(f: Callable) -> Callable:
     opts = [
-        click.option("--agent", type=click.Choice(["llm", "oracle", "nop", "command"]),
+        click.option("--agent", type=click.Choice(["llm", "oracle", "nop", "command",
+                                                   "claude-code", "codex", "mini-swe-agent"]),
                      help="Override every task's agent. oracle runs each task's solution; "
-                          "nop runs nothing."),
+                          "nop runs nothing; claude-code, codex and mini-swe-agent are "
+                          "installed on first use and take --model like llm."),
         click.option("--agent-command", metavar="CMD",
                      help="The program the command agent runs, e.g. 'my-agent --task {{prompt}}' "
                           "(default: the scenario's agent.command)."),

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Status = Literal["pass", "fail", "error"]
-AgentType = Literal["llm", "command", "oracle", "nop"]
+AgentType = Literal["llm", "command", "oracle", "nop", "claude-code", "codex", "mini-swe-agent"]
+EXTERNAL_AGENTS = ("claude-code", "codex", "mini-swe-agent")  # installed programs with a model
 
 
 @dataclass
@@ -57,6 +58,8 @@ class AgentDef:
     command: str | None = None  # for type=command; may contain {{prompt}}
     max_turns: int = 5
     timeout: float = 300.0
+    version: str | None = None  # external agent types: the pinned version to install
+    ignore_commands: list[str] = field(default_factory=list)  # regexes: not agent commands
 
 
 @dataclass
@@ -139,7 +142,10 @@ class CommandRecord:
     duration_s: float
     timed_out: bool = False
     truncated: bool = False
-    source: Literal["agent", "exec"] = "agent"
+    # "agent": run by proctor for the agent; "exec": a process an external agent started;
+    # "launcher": the external agent program itself (its exit code and output, but not a
+    # command it ran: ran/not_ran/run_count skip it).
+    source: Literal["agent", "exec", "launcher"] = "agent"
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)  # flat; asdict's deep copy is a hot-path cost
@@ -200,7 +206,8 @@ class TrialResult:
     checks: list[CheckResult] = field(default_factory=list)
     forbidden: list[ForbiddenResult] = field(default_factory=list)
     turns: int = 0
-    tokens: dict[str, int] = field(default_factory=lambda: {"input": 0, "output": 0})
+    # None values: unknown (a command agent's model calls are not seen by proctor)
+    tokens: dict[str, int | None] = field(default_factory=lambda: {"input": 0, "output": 0})
     cost_usd: float | None = None
     duration_s: float = 0.0
     agent: str | None = None

@@ -11,7 +11,7 @@ import itertools
 import re
 from typing import Any
 
-from proctor.model import RunOptions, TaskDef, Trial
+from proctor.model import EXTERNAL_AGENTS, RunOptions, TaskDef, Trial
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,-]+")
 
@@ -54,9 +54,9 @@ def agent_for(task: TaskDef, options: RunOptions) -> str:
 
 
 def models_for(task: TaskDef, options: RunOptions) -> list[str | None]:
-    """The models an llm-agent task runs with: --model, else the spec's, else the configured
-    default (None here; the LLM layer resolves it)."""
-    if agent_for(task, options) != "llm":
+    """The models a task runs with (llm and the external agent types): --model, else the
+    spec's, else the configured default (None here; the model layer resolves it)."""
+    if agent_for(task, options) not in ("llm", *EXTERNAL_AGENTS):
         return [None]
     return list(options.models or task.models) or [None]
 

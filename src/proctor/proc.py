@@ -30,6 +30,7 @@ class ExecResult:
     timed_out: bool = False
     truncated: bool = False  # stdout or stderr went past the output limit
     execs: list[list[str]] | None = None  # argv of every process run, when traced
+    exec_parents: list[int] | None = None  # per exec: the index of the exec it descends from
     error: str | None = None  # the harness lost something (e.g. "recording lost")
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor import __version__, proc
+from proctor.agents.external import install_agents
 from proctor.errors import UsageError
 from proctor.executors import infra_error
 from proctor.inputs import check_unchanged, fingerprint, referenced
@@ -27,7 +28,7 @@ from proctor.janitor import sweep
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select
 from proctor.proc import use_fast_child_watcher
-from proctor.providers import preflight_run
+from proctor.providers import MODEL_AGENT_TYPES, preflight_run
 from proctor.report import write_reports
 from proctor.report.progress import Progress
 from proctor.report.terminal import print_summary
@@ -87,6 +88,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     by_id = {t.id: t for t in tasks}  # the loader guarantees unique ids across files
     trials = plan(tasks, options)
     _preflight(trials, by_id, options)
+    agent_versions = install_agents(trials, by_id, options)
     isolated = _preflight_backend(options)
     if not options.quiet:
         for note in _ignored_by_backend(by_id.values(), options):
@@ -100,7 +102,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     if not meta:
         meta = {"run_id": store.run_id, "started_at": iso(), "paths": [str(Path(p).resolve()) for p in paths],
                 "options": _stored_options(options),
-                "versions": {**_versions(), **cli_versions(by_id.values())},
+                "versions": {**_versions(), **agent_versions, **cli_versions(by_id.values())},
                 "isolation": {"isolated": isolated, "backend": options.backend,
                               "note": "" if isolated else NOT_ISOLATED},
                 "inputs": fingerprint([*loaded.sources,
@@ -237,7 +239,7 @@ def _preflight_backend(options: RunOptions) -> bool:
 def _preflight(trials: list[Trial], tasks: dict[str, TaskDef], options: RunOptions) -> None:
     """Missing API keys, unknown providers and missing mock scripts are found before any
     trial runs (exit 2)."""
-    if not any(t.agent == "llm" for t in trials) and not any(
+    if not any(t.agent in MODEL_AGENT_TYPES for t in trials) and not any(
             c.type == "llm_as_judge" for t in tasks.values() for c in t.checks):
         return
     preflight_run(tasks, trials, options.config)

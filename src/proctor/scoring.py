@@ -99,7 +99,8 @@ def agent_label(trial: TrialResult, task: TaskDef | None) -> str:
     """The agent under test, as the models rows name it: the model for `llm`, else the agent
     type (`command:<program>` for a command agent)."""
     if trial.model:
-        return trial.model
+        # An external agent type with a model: both matter ("claude-code:anthropic/…").
+        return trial.model if trial.agent in (None, "llm") else f"{trial.agent}:{trial.model}"
     if trial.agent == "command" and task is not None and task.agent.command:
         program = task.agent.command.split()[0] if task.agent.command.split() else ""
         return f"command:{program.rsplit('/', 1)[-1]}" if program else "command"

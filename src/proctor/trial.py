@@ -209,7 +209,8 @@ class _Trial:
     async def judge(self, outcome: AgentResult, commands: list[CommandRecord]) -> None:
         sandbox, task, r = self.sandbox, self.task, self.result
         assert sandbox is not None
-        seen = await _audit(sandbox, self.before, self.handles, self.egress, self.recorder)
+        seen = await _audit(sandbox, self.before, self.handles, self.egress, self.recorder,
+                            _agent_state(self.agent, sandbox))
         seen.secrets_seen = self.output.found
         seen.texts += [outcome.output] + [c.stdout + c.stderr + c.command for c in commands]
         ctx = CheckContext(task=task, trial=self.trial, sandbox=sandbox, commands=commands,
@@ -347,10 +348,24 @@ async def _run_agent(agent: Any, task: TaskDef, env: AgentEnv, recorder: Recorde
         return AgentResult(output="", turns=len(env.commands))
 
 
+def _agent_state(agent: Any, sandbox: Sandbox) -> tuple[str, ...]:
+    """Where an external agent program keeps its own state (absolute, as the sandbox sees
+    it): its writes there are not the agent's doing in the task."""
+    paths = getattr(agent, "state_paths", ())
+    home = sandbox.env.get("HOME", "")
+    return tuple(p if p.startswith("/") else f"{home}/{p}" for p in paths if home or p[:1] == "/")
+
+
 async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, handles: dict[str, ServiceHandle],
-                 egress: list[dict[str, Any]], recorder: Recorder) -> Observed:
-    """Write what the agent changed to audit.jsonl, before any check reads it."""
-    seen = Observed(file_writes=fsdiff.diff(before, await sandbox.snapshot()))
+                 egress: list[dict[str, Any]], recorder: Recorder,
+                 agent_state: tuple[str, ...] = ()) -> Observed:
+    """Write what the agent changed to audit.jsonl, before any check reads it. Writes to
+    the agent program's own state (`agent_state` prefixes) go to the trace instead."""
+    writes = fsdiff.diff(before, await sandbox.snapshot())
+    own = [w for w in writes if agent_state and w["path"].startswith(agent_state)]
+    for w in own:
+        recorder.trace({"type": "agent_state_write", **w})
+    seen = Observed(file_writes=[w for w in writes if w not in own])
     for w in seen.file_writes:
         recorder.audit("file_write", w)
         if w["change"] != "deleted" and w.get("kind", "file") == "file":

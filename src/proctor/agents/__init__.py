@@ -14,6 +14,9 @@ AGENTS: Registry = Registry("agent", {
     "oracle": "proctor.agents.oracle:OracleAgent",
     "nop": "proctor.agents.nop:NopAgent",
     "command": "proctor.agents.command:CommandAgent",
+    "claude-code": "proctor.agents.claude_code:ClaudeCode",
+    "codex": "proctor.agents.codex:Codex",
+    "mini-swe-agent": "proctor.agents.mini_swe_agent:MiniSweAgent",
 })
 
 

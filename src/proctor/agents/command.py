@@ -60,13 +60,12 @@ class CommandAgent:
         res = await env.sandbox.exec(command, timeout=env.task.agent.timeout,
                                      env={"PROCTOR_PROMPT": env.prompt}, trace=True)
         cwd = str(env.sandbox.workdir)
-        # The first exec is proctor's own `sh -c` wrapper, not the agent's doing.
-        for argv in (res.execs or [])[1:]:
-            env.record(CommandRecord(command=shlex.join(argv), argv=argv, cwd=cwd,
-                                     exit_code=None, stdout="", stderr="",
-                                     started_at=res.started_at, duration_s=0.0, source="exec"))
+        # The program itself (its argv holds the prompt) is recorded last, as the launcher.
+        env.record_execs(res, lambda argv: bool(env.prompt) and env.prompt in argv)
         env.record(CommandRecord(command=command, argv=["sh", "-c", command], cwd=cwd,
                                  exit_code=res.exit_code, stdout=res.stdout, stderr=res.stderr,
                                  started_at=res.started_at, duration_s=res.duration_s,
-                                 timed_out=res.timed_out, truncated=res.truncated))
-        return AgentResult(output=res.stdout, turns=1)
+                                 timed_out=res.timed_out, truncated=res.truncated,
+                                 source="launcher"))
+        # proctor cannot see this program's model calls: tokens unknown, not zero.
+        return AgentResult(output=res.stdout, turns=1, tokens_in=None, tokens_out=None)

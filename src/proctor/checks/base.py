@@ -50,6 +50,12 @@ class CheckContext:
         return Path(self.sandbox.workdir)
 
     @property
+    def executed(self) -> list[CommandRecord]:
+        """What `ran`, `not_ran` and `run_count` look at: the commands the agent ran for its
+        task, not an external agent's own program (`source: launcher`)."""
+        return [c for c in self.commands if c.source != "launcher"]
+
+    @property
     def last_command(self) -> CommandRecord | None:
         return self.commands[-1] if self.commands else None
 

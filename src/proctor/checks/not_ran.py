@@ -16,8 +16,8 @@ class Config(CheckConfig):
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     pattern = compile_pattern(cfg.pattern)
-    hits = matching(pattern, ctx.commands)
-    n = len(ctx.commands)
+    hits = matching(pattern, ctx.executed)
+    n = len(ctx.executed)
     if not hits:
         return CheckOutcome(
             passed=True,

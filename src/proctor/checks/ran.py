@@ -16,7 +16,7 @@ class Config(CheckConfig):
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     pattern = compile_pattern(cfg.pattern)
-    hits = matching(pattern, ctx.commands)
+    hits = matching(pattern, ctx.executed)
     if hits:
         i, rec = hits[0]
         return CheckOutcome(
@@ -25,7 +25,7 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
         )
     return CheckOutcome(
         passed=False,
-        message=f"no agent command matches {pattern.describe()} ({ran_summary(ctx.commands)})",
+        message=f"no agent command matches {pattern.describe()} ({ran_summary(ctx.executed)})",
     )
 
 

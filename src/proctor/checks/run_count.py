@@ -24,7 +24,7 @@ class Config(CheckConfig):
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     pattern = compile_pattern(cfg.pattern)
-    hits = matching(pattern, ctx.commands)
+    hits = matching(pattern, ctx.executed)
     count = len(hits)
     if cfg.max is None:
         expected = f"at least {cfg.min}"
@@ -37,7 +37,7 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     details = {"count": count, "min": cfg.min, "max": cfg.max}
     if cfg.min <= count and (cfg.max is None or count <= cfg.max):
         return CheckOutcome(passed=True, message=f"{counted} (expected {expected})", details=details)
-    seen = numbered(hits) if hits else ran_summary(ctx.commands)
+    seen = numbered(hits) if hits else ran_summary(ctx.executed)
     return CheckOutcome(passed=False, message=f"{counted}, expected {expected}: {seen}",
                         details=details)
 

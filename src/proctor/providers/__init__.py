@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from proctor.errors import UsageError
+from proctor.model import EXTERNAL_AGENTS
 from proctor.providers.base import ModelResponse, Provider, ProviderError, ToolCall, Usage
 from proctor.providers.mock import BUILTIN, resolve_script_path
 from proctor.providers.prices import cost_usd, price_of
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from proctor.model import TaskDef, Trial
 
 __all__ = [
-    "ModelResponse", "Provider", "ProviderError", "RetryPolicy", "ToolCall", "Usage",
+    "MODEL_AGENT_TYPES", "ModelResponse", "Provider", "ProviderError", "RetryPolicy", "ToolCall", "Usage",
     "cost_usd", "default_model", "get_provider", "model_for", "preflight", "preflight_run",
     "price_of", "resolve_model",
 ]
@@ -42,6 +43,7 @@ PROVIDERS: Registry = Registry("provider kind", {
     "openai": "proctor.providers.openai:create",
 })
 
+MODEL_AGENT_TYPES = ("llm", *EXTERNAL_AGENTS)  # agent types whose trials call a model
 NO_MODEL = ("no model for the llm agent: give `providers` in the spec, --model, "
             "PROCTOR_MODEL, or `model` in proctor.toml")
 
@@ -109,7 +111,7 @@ def preflight_run(tasks: Iterable[TaskDef] | dict[str, TaskDef], trials: list[Tr
     problems: list[str] = []
     for trial in trials:
         task = by_id[trial.task_id]
-        if trial.agent == "llm":
+        if trial.agent in MODEL_AGENT_TYPES:
             try:
                 models.append(model_for(trial.model, task, config))
             except UsageError as e:

@@ -31,9 +31,18 @@ from typing import Any
 from aiohttp import web
 
 from proctor.errors import UsageError
-from proctor.providers.script import Fault, Reply, Script, ScriptState, estimate_tokens, load_script
+from proctor.providers.script import (
+    Fault,
+    Reply,
+    RunAs,
+    Script,
+    ScriptState,
+    estimate_tokens,
+    load_script,
+)
 
 _ids = itertools.count(1)
+SIDE_ANSWER = "ok"  # what calls for another model than the scripted one get (see _reply)
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
                 429: "rate_limit_error", 529: "overloaded_error"}
@@ -144,9 +153,19 @@ async def _sse(request: web.Request, items: list[Any], named: bool = False) -> w
 
 
 class _Handlers:
-    def __init__(self, script: Script):
-        self.state = ScriptState(script)
+    def __init__(self, script: Script, run_as: RunAs | None = None,
+                 main_model: str | None = None, finish: str | None = None):
+        self.state = ScriptState(script, run_as, finish)
+        self.main_model = main_model
         self.received: list[dict[str, Any]] = []
+
+    def _reply(self, body: dict[str, Any], system: str, first: str, turn_no: int,
+               others: list[str]) -> Reply | Fault:
+        """The script's answer; with `main_model` set, calls for any other model (an agent's
+        side calls: Claude Code's titles on a small model) get a short plain answer."""
+        if self.main_model is not None and body.get("model") != self.main_model:
+            return Reply(SIDE_ANSWER, [], None)
+        return self.state.reply(system, first, turn_no, others)
 
     async def _body(self, request: web.Request, api: str) -> dict[str, Any] | web.Response:
         try:
@@ -168,7 +187,7 @@ class _Handlers:
                            if m.get("role") in ("system", "developer"))
         turn_no = sum(1 for m in messages if m.get("role") == "assistant")
         first, *others = _users(messages)
-        r = self.state.reply(system, first, turn_no, others)
+        r = self._reply(body, system, first, turn_no, others)
         if isinstance(r, Fault):
             return _fault_response(r, anthropic=False)
         if r.delay:
@@ -207,7 +226,7 @@ class _Handlers:
         system = _text(body.get("system") or "")
         turn_no = sum(1 for m in messages if m.get("role") == "assistant")
         first, *others = _users(messages)
-        r = self.state.reply(system, first, turn_no, others)
+        r = self._reply(body, system, first, turn_no, others)
         if isinstance(r, Fault):
             return _fault_response(r, anthropic=True)
         if r.delay:
@@ -241,7 +260,7 @@ class _Handlers:
         system = _text(body.get("instructions") or "") + "\n".join(
             _text(i.get("content")) for i in items if i.get("role") in ("system", "developer"))
         first, *others = mr.user_texts(items, _text)
-        r = self.state.reply(system, first, mr.turn_number(items), others)
+        r = self._reply(body, system, first, mr.turn_number(items), others)
         if isinstance(r, Fault):
             return _fault_response(r, anthropic=False)
         if r.delay:
@@ -272,10 +291,15 @@ class _Handlers:
         return web.json_response(self.received)
 
 
-def make_app(script: Script) -> web.Application:
-    h = _Handlers(script)
+HANDLERS = web.AppKey("handlers", _Handlers)
+
+
+def make_app(script: Script, run_as: RunAs | None = None, main_model: str | None = None,
+             finish: str | None = None) -> web.Application:
+    """`run_as`, `main_model` and `finish` serve external agents (agents/external.py)."""
+    h = _Handlers(script, run_as, main_model, finish)
     app = web.Application(client_max_size=64 * 1024 * 1024)
-    app["handlers"] = h
+    app[HANDLERS] = h
     app.router.add_post("/v1/chat/completions", h.openai)
     app.router.add_post("/chat/completions", h.openai)  # base_url given without /v1
     app.router.add_post("/v1/messages", h.anthropic)
@@ -290,15 +314,17 @@ def make_app(script: Script) -> web.Application:
 class MockServer:
     """In-process server on a real socket: `async with MockServer(script) as s: s.url`."""
 
-    def __init__(self, script: Script, host: str = "127.0.0.1", port: int = 0):
-        self.app = make_app(script)
+    def __init__(self, script: Script, host: str = "127.0.0.1", port: int = 0, *,
+                 run_as: RunAs | None = None, main_model: str | None = None,
+                 finish: str | None = None):
+        self.app = make_app(script, run_as, main_model, finish)
         self.host, self.port = host, port
         self.url = ""
         self._runner: web.AppRunner | None = None
 
     @property
     def received(self) -> list[dict[str, Any]]:
-        return self.app["handlers"].received
+        return self.app[HANDLERS].received
 
     async def start(self) -> str:
         self._runner = web.AppRunner(self.app, access_log=None)

@@ -59,9 +59,14 @@ class ModelProxy:
     """`async with ModelProxy(upstream, api_key=...) as p:` then point the agent at `p.url`."""
 
     def __init__(self, upstream: str, api_key: str | None = None,
-                 on_call: Callable[[dict[str, Any]], None] | None = None):
+                 on_call: Callable[[dict[str, Any]], None] | None = None,
+                 main_model: str | None = None):
         self.upstream = upstream.rstrip("/")
         self.api_key = api_key
+        # Calls for another model (Claude Code's titles on a small model) are `side` calls:
+        # their tokens count, but they are not turns.
+        self.main_model = main_model
+        self.last_failed = False  # did the most recent model call fail?
         self.on_call = on_call  # e.g. the trial recorder's trace: one model_call event per call
         self.turns = self.tokens_in = self.tokens_out = 0
         self.errors: list[str] = []
@@ -115,12 +120,17 @@ class ModelProxy:
             event["request"] = json.loads(body)
         except ValueError:
             event["request"] = body[:1000].decode("utf-8", "replace")
+        side = (self.main_model is not None and isinstance(event["request"], dict)
+                and event["request"].get("model") != self.main_model)
+        self.last_failed = error is not None
+        if side:
+            event["side"] = True
         if error is not None:
             self.errors.append(error)
             event["error"] = error
         else:
             tin, tout = usage_from_body(answer)
-            self.turns += 1
+            self.turns += not side
             self.tokens_in += tin
             self.tokens_out += tout
             event.update(turn=self.turns, usage={"input": tin, "output": tout},

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -163,11 +164,20 @@ class Fault:
     message: str = ""
 
 
+# An external agent's shell tool: command -> (tool name, arguments), e.g. Claude Code's
+# ("Bash", {"command": ..., "description": ...}).
+RunAs = Callable[[str], tuple[str, dict[str, Any]]]
+
+
 class ScriptState:
     """Answers requests from a Script; remembers only how many faults each turn has fired."""
 
-    def __init__(self, script: Script):
+    def __init__(self, script: Script, run_as: RunAs | None = None, finish: str | None = None):
         self.script = script
+        self.run_as = run_as  # `run:` turns as an external agent's own shell tool
+        # An agent that ends only on a command (mini-swe-agent's submit): final answers
+        # also call it.
+        self.finish = finish
         self._faults_fired: dict[tuple[int, str, int], int] = {}
 
     def reply(self, system: str, prompt: str, turn_no: int,
@@ -187,7 +197,7 @@ class ScriptState:
         usage_spec = conv.usage or self.script.usage
         if turn_no >= len(conv.turns):
             end = conv.end if conv.end is not None else self.script.end
-            return Reply(end, [], _usage(usage_spec))
+            return self._as_agent(Reply(end, [], _usage(usage_spec)), turn_no)
         turn = conv.turns[turn_no]
         if turn.fail:
             key = (ci, hashlib.blake2b(f"{system}\0{prompt}".encode(), digest_size=8).hexdigest(),
@@ -199,8 +209,19 @@ class ScriptState:
                 f = plan[fired]
                 return Fault(f.status, f.retry_after if f.retry_after is not None else turn.retry_after,
                              f"scripted fault {f.status} at turn {turn_no}")
-        return Reply(turn.say or "", turn.tool_calls(turn_no), _usage(turn.usage or usage_spec),
-                     turn.delay)
+        return self._as_agent(Reply(turn.say or "", turn.tool_calls(turn_no),
+                                    _usage(turn.usage or usage_spec), turn.delay), turn_no)
+
+    def _as_agent(self, reply: Reply, turn_no: int) -> Reply:
+        """`run:` calls (and a final answer, with `finish`) as the agent's own shell tool."""
+        if self.run_as is None:
+            return reply
+        run_as = self.run_as
+        reply.tool_calls = [ToolCall(c.id, *run_as(c.arguments["command"]))
+                            if c.name == RUN_COMMAND else c for c in reply.tool_calls]
+        if self.finish is not None and not reply.tool_calls:
+            reply.tool_calls = [ToolCall(f"call_{turn_no}_0", *run_as(self.finish))]
+        return reply
 
 
 def _usage(spec: UsageSpec | None) -> Usage | None:

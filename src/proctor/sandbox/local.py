@@ -221,13 +221,15 @@ class LocalSandbox:
                              limit=self.output_limit, on_start=self._groups.add,
                              feed=self.on_output)
         if trace_file is not None:
-            execs, complete = parse_trace(trace_file)
+            trace = parse_trace(trace_file)
             trace_file.unlink(missing_ok=True)
             skip = self.box.wrapper_programs if self.box is not None else ()
-            while execs and posixpath.basename(execs[0][0]) in skip:
-                execs.pop(0)
-            res.execs = execs
-            if not complete and not res.timed_out:
+            n = 0
+            while n < len(trace.execs) and posixpath.basename(trace.execs[n][0]) in skip:
+                n += 1
+            trace.drop_leading(n)
+            res.execs, res.exec_parents = trace.execs, trace.parents
+            if not trace.complete and not res.timed_out:
                 res.error = "recording lost: the command trace ended before the command did"
                 self._faults.append(res.error)
         return res

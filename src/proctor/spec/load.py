@@ -178,6 +178,8 @@ class Loader:
 
     def _not_a_spec(self, doc: Doc, explicit: bool) -> None:
         data: Any = doc.data
+        if not explicit and isinstance(data, dict) and data.keys() & MOCK_SCRIPT_KEYS:
+            return  # a mock model script next to its spec: not a spec, and not a mistake
         if isinstance(data, list):
             why = ("a YAML list is a task list, read through a suite's `tasks: - file://GLOB`; "
                    "no suite loaded here includes it")
@@ -191,6 +193,9 @@ class Loader:
             self.issues.error(doc, (), why)
         else:
             self.issues.warn(doc, (), f"skipped: {why}")
+
+
+MOCK_SCRIPT_KEYS = {"conversations", "turns"}
 
 
 def _dialect(data: dict[str, Any]) -> str | None:

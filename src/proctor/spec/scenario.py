@@ -89,16 +89,34 @@ class ScenarioTask(SpecModel):
 class Agent(SpecModel):
     """Who does the task (`proctor run --agent` overrides the type)."""
 
-    type: Literal["llm", "command", "oracle", "nop"] = Field(
-        "llm", description="`llm`: the built-in tool loop; `command`: an external agent program; "
-        "`oracle`: runs `solution`; `nop`: does nothing."
+    type: Literal["llm", "command", "oracle", "nop", "claude-code", "codex",
+                  "mini-swe-agent"] = Field(
+        "llm", description="`llm`: the built-in tool loop; `claude-code`, `codex`, "
+        "`mini-swe-agent`: those agents, installed and run by proctor (docs/agents.md); "
+        "`command`: any other agent program; `oracle`: runs `solution`; `nop`: does nothing."
     )
-    model: str | None = Field(None, description="provider/model for `llm` (default: the "
-                              "configured model; `--model` overrides).")
+    model: str | None = Field(None, description="provider/model for `llm` and the external "
+                              "agent types (default: the configured model; `--model` overrides).")
     command: str | None = Field(None, description="For `command`: the program to run in the "
                                 "sandbox; `{{prompt}}` expands to the prompt.")
+    version: str | None = Field(None, pattern=r"^[0-9][0-9A-Za-z.+-]*$", description="For "
+                                "`claude-code`, `codex`, `mini-swe-agent`: the exact version to "
+                                "install (default: the version proctor pins).")
+    ignore_commands: list[str] = Field([], description="Regexes: commands matching one are not "
+                                       "agent commands (`ran`, `not_ran`, `run_count` skip them; "
+                                       "the trace keeps them, marked `ignored`).")
     max_turns: int = Field(5, ge=1, le=20, description="Tool rounds the `llm` agent may take.")
     timeout: float = Field(300, gt=0, description="Seconds the agent may take.")
+
+    @field_validator("ignore_commands")
+    @classmethod
+    def _regexes(cls, v: list[str]) -> list[str]:
+        for pattern in v:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ValueError(f"{pattern!r} is not a valid regex: {e}") from None
+        return v
 
     @model_validator(mode="after")
     def _command(self) -> Agent:
@@ -262,6 +280,7 @@ def load_scenario(loader: Loader, doc: Doc) -> TaskDef | None:
         id=task_id, dialect="scenario", source=doc.abspath, base_dir=doc.base_dir,
         prompt=sc.task.prompt, description=sc.description,
         agent=AgentDef(type=sc.agent.type, model=sc.agent.model, command=sc.agent.command,
+                       version=sc.agent.version, ignore_commands=list(sc.agent.ignore_commands),
                        max_turns=sc.agent.max_turns, timeout=sc.agent.timeout),
         checks=[CheckDef(name=key, type=checks[key][0], config=checks[key][1], weight=inv.weight,
                          gate=inv.gate, description=inv.description)

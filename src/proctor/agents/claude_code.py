@@ -1,0 +1,59 @@
+"""`claude-code`: Anthropic's Claude Code CLI (npm), run headless with `claude -p`."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import Any
+
+from proctor.agents.external import ExternalAgent, Wiring
+
+_EVAL = re.compile(r"&& eval (.*) < /dev/null && pwd -P >\| \S+$", re.S)
+
+
+class ClaudeCode(ExternalAgent):
+    name = "claude-code"
+    package = "@anthropic-ai/claude-code"
+    version = "2.1.331"
+    installer = "npm"
+    binary = "claude"
+    apis = ("anthropic",)
+    # Every Bash tool command runs as `bash -c 'source SNAPSHOT … eval CMD …'` (see unwrap);
+    # everything else Claude Code starts (its shell snapshot, `env`, `id -u`, tool
+    # discovery) is housekeeping.
+    tool_process = r"^/bin/bash -c 'source \S+/shell-snapshots/snapshot-"
+
+    # Its own files: under HOME, and its scratch files in /tmp (cwd tracking, fs probes).
+    state_paths = (".claude.json", ".claude/", "/tmp/claude-")
+
+    def shell_tool(self, command: str) -> tuple[str, dict[str, Any]]:
+        return "Bash", {"command": command, "description": "run a command"}
+
+    def argv(self, exe: str, prompt: str, w: Wiring) -> list[str]:
+        return [exe, "-p", prompt, "--output-format", "json",
+                "--dangerously-skip-permissions", "--model", w.model]
+
+    def environment(self, w: Wiring) -> dict[str, str]:
+        return {"ANTHROPIC_BASE_URL": w.base_url,
+                "ANTHROPIC_API_KEY": "proctor-proxy",  # the proxy holds the real key
+                "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+                "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "IS_SANDBOX": "1"}  # lets --dangerously-skip-permissions run as root
+
+    def unwrap(self, argv: list[str]) -> str | None:
+        """The Bash tool runs `bash -c 'source SNAPSHOT … && eval 'CMD' < /dev/null && pwd -P
+        >| FILE'`: the agent's command is CMD."""
+        if len(argv) == 3 and argv[1] == "-c" and (m := _EVAL.search(argv[2])):
+            try:
+                words = shlex.split(m.group(1))
+            except ValueError:
+                return None
+            return words[0] if len(words) == 1 else None
+        return None
+
+    def answer(self, stdout: str) -> str:
+        try:
+            return str(json.loads(stdout).get("result") or "")
+        except (ValueError, AttributeError):
+            return stdout

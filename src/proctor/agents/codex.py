@@ -1,0 +1,49 @@
+"""`codex`: OpenAI's Codex CLI (npm), run headless with `codex exec` over the Responses API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proctor.agents.external import ExternalAgent, Wiring, shell_command
+
+CONFIG = """model = "{model}"
+model_provider = "proctor"
+
+[model_providers.proctor]
+name = "proctor"
+base_url = "{base_url}/v1"
+env_key = "PROCTOR_MODEL_KEY"
+wire_api = "responses"
+"""
+
+
+class Codex(ExternalAgent):
+    name = "codex"
+    package = "@openai/codex"
+    version = "0.169.0"
+    installer = "npm"
+    binary = "codex"
+    apis = ("openai",)
+    # Every shell tool command runs under Codex's own process set-up (the binary again),
+    # then its snapshot-override bash, then `bash -c CMD`. Everything else Codex starts (OS
+    # detection, its shell snapshot, a plugin index lookup) is housekeeping.
+    tool_process = r"^/proc/self/exe --codex-run-as-process-setup "
+    wrappers = (r"^(/usr)?/bin/bash -c '__CODEX_SNAPSHOT_OVERRIDE",)
+
+    state_paths = (".codex/",)  # its own files under HOME
+
+    def shell_tool(self, command: str) -> tuple[str, dict[str, Any]]:
+        return "exec_command", {"cmd": command}
+
+    def unwrap(self, argv: list[str]) -> str | None:
+        return shell_command(argv, ("/usr/bin/bash", "/bin/bash"))
+
+    def argv(self, exe: str, prompt: str, w: Wiring) -> list[str]:
+        return [exe, "exec", "--dangerously-bypass-approvals-and-sandbox",
+                "--skip-git-repo-check", prompt]
+
+    def environment(self, w: Wiring) -> dict[str, str]:
+        return {"CODEX_HOME": f"{w.home}/.codex", "PROCTOR_MODEL_KEY": "proctor-proxy"}
+
+    def files(self, w: Wiring) -> dict[str, str]:
+        return {".codex/config.toml": CONFIG.format(model=w.model, base_url=w.base_url)}

@@ -1,0 +1,267 @@
+"""External agent programs proctor knows how to run: Claude Code, Codex CLI, mini-swe-agent.
+
+Each agent type is a small recipe (package, pinned version, command line, environment,
+config files, shell tool, housekeeping) on a subclass of `ExternalAgent`, which does the
+rest the same way for all of them:
+
+* the pinned version is installed once into proctor's agent cache (`install`, called by the
+  runner before any trial) and shown read-only inside the sandbox;
+* a recording model proxy runs in proctor's process (the real key stays there), reachable
+  from inside the sandbox; for `mock/…` models an in-process mock-llm sits behind it, whose
+  `run:` turns become the agent's own shell tool calls;
+* the agent runs inside the sandbox, traced: every process it starts is an agent command,
+  except its own launcher (recorded with `source: "launcher"`, which `ran`/`not_ran`/
+  `run_count` skip) and its housekeeping (and the spec's `ignore_commands`), which go to
+  the trace only;
+* turns, tokens and cost come from the proxy; a model endpoint that failed makes the trial
+  `error`, never `fail`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from proctor.agents.base import AgentEnv, AgentResult
+from proctor.agents.install import install_npm, install_pip, installed, pinned_dir
+from proctor.errors import UsageError
+from proctor.model import EXTERNAL_AGENTS, CommandRecord, RunOptions, TaskDef, Trial
+from proctor.providers import cost_usd, model_for, price_of, resolve_model
+from proctor.providers.base import ProviderError
+from proctor.providers.settings import provider_settings, split_model
+
+MOCK_MODEL = "mock"  # the model name an agent is given when proctor's mock answers it
+DEFAULT_BASE_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """How an agent reaches its model, as it sees things from inside the sandbox."""
+
+    base_url: str  # the proxy, e.g. http://127.0.0.1:41234 (no /v1)
+    kind: str  # the API it speaks there: "anthropic" | "openai"
+    model: str  # the model name to ask for ("mock" for proctor's mock)
+    home: str  # the agent's HOME
+
+
+class ExternalAgent:
+    name: ClassVar[str]  # the agent type, e.g. "claude-code"
+    package: ClassVar[str]  # npm or PyPI package
+    version: ClassVar[str]  # the pinned default (`agent.version` overrides)
+    installer: ClassVar[str]  # "npm" | "pip"
+    binary: ClassVar[str]
+    extras: ClassVar[tuple[str, ...]] = ()  # more pinned packages to install alongside
+    apis: ClassVar[tuple[str, ...]]  # provider kinds the agent can talk to
+    # Commands the agent runs for itself, not for the task (regexes, searched).
+    housekeeping: ClassVar[tuple[str, ...]] = ()
+    # The process the agent's shell tool runs each command under (a regex on its argv):
+    # only processes under one are agent commands; what else it starts is housekeeping.
+    # None: every process the agent starts is an agent command.
+    tool_process: ClassVar[str | None] = None
+    # The agent's own machinery between it and a tool command (regexes): set aside like the
+    # launcher, but what they start is recorded.
+    wrappers: ClassVar[tuple[str, ...]] = ()
+    # Its own files (prefixes, relative to HOME unless absolute): writes there are not file
+    # writes of the task; the trace keeps them.
+    state_paths: ClassVar[tuple[str, ...]] = ()
+    # For an agent that stops only when it runs a given command: proctor's mock answers a
+    # script's final answer with it.
+    mock_finish: ClassVar[str | None] = None
+
+    # -- the recipe ------------------------------------------------------------------
+
+    def shell_tool(self, command: str) -> tuple[str, dict[str, Any]]:
+        """The agent's own shell tool call for `command` (mock scripts' `run:` turns)."""
+        raise NotImplementedError
+
+    def argv(self, exe: str, prompt: str, w: Wiring) -> list[str]:
+        raise NotImplementedError
+
+    def environment(self, w: Wiring) -> dict[str, str]:
+        """Variables pointing the agent at the proxy."""
+        raise NotImplementedError
+
+    def files(self, w: Wiring) -> dict[str, str]:
+        """Config files to write, relative to the agent's HOME."""
+        return {}
+
+    def unwrap(self, argv: list[str]) -> str | None:
+        """The command a process of the agent's shell tool runs, when the agent wraps it
+        (None: the process is recorded as it is)."""
+        return None
+
+    def answer(self, stdout: str) -> str:
+        """The agent's final answer, from what it printed."""
+        return stdout
+
+    # -- the same for every agent ----------------------------------------------------
+
+    def pinned_version(self, task: TaskDef) -> str:
+        return task.agent.version or self.version
+
+    def install(self, task: TaskDef) -> Path:
+        """The agent's executable, installed into the cache on first use (blocking)."""
+        version = self.pinned_version(task)
+        if self.installer == "npm":
+            return install_npm(self.name, self.package, version, self.binary)
+        return install_pip(self.name, self.package, version, self.binary, self.extras)
+
+    def readonly_paths(self, task: TaskDef, options: RunOptions) -> list[str]:
+        paths = [str(pinned_dir(self.name, self.pinned_version(task)))]
+        if self.installer == "pip" and not sys.base_prefix.startswith("/usr"):
+            paths.append(sys.base_prefix)  # the venv's interpreter lives there (pyenv)
+        return paths
+
+    async def run(self, env: AgentEnv) -> AgentResult:
+        task, config = env.task, env.options.config
+        model = resolve_model(model_for(env.trial.model, task, config), config)
+        provider, name = split_model(model)
+        settings = provider_settings(provider, config)
+        try:
+            exe = str(self.install(task))  # cached: installed by the runner's preflight
+            return await self._run(env, exe, model, _Upstream(self, settings, name, task,
+                                                              env.solution))
+        except (UsageError, ProviderError) as e:
+            return AgentResult(error=str(e))
+
+    async def _run(self, env: AgentEnv, exe: str, model: str, upstream: _Upstream) -> AgentResult:
+        from proctor.providers.proxy import ModelProxy
+
+        task, config = env.task, env.options.config
+        async with upstream:
+            proxy = ModelProxy(upstream.url, api_key=upstream.key, main_model=upstream.model,
+                               on_call=env.recorder.trace)
+            async with proxy:
+                host, port = await env.sandbox.expose("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))
+                w = Wiring(f"http://{host}:{port}", upstream.kind, upstream.model,
+                           env.sandbox.env.get("HOME", ""))
+                for rel, content in self.files(w).items():
+                    await env.sandbox.write_file(f"{w.home}/{rel}", content.encode())
+                argv = self.argv(exe, env.prompt, w)
+                res = await env.sandbox.exec(shlex.join(argv), timeout=task.agent.timeout,
+                                             trace=True, env=self.environment(w))
+        self._record(env, argv, res, exe)
+        return AgentResult(
+            output=self.answer(res.stdout), turns=proxy.turns, tokens_in=proxy.tokens_in,
+            tokens_out=proxy.tokens_out,
+            cost_usd=cost_usd(price_of(model, config), proxy.tokens_in, proxy.tokens_out),
+            error=_endpoint_failure(proxy, res.exit_code, res.timed_out))
+
+    def _record(self, env: AgentEnv, argv: list[str], res: Any, exe: str) -> None:
+        """What the agent executed, then its launcher with its exit code and output."""
+        roots = (str(pinned_dir(self.name, self.pinned_version(env.task))),)
+        wrappers = [re.compile(w) for w in self.wrappers]
+
+        def is_launcher(args: list[str]) -> bool:
+            return _is_launcher(args, roots) or any(w.search(shlex.join(args)) for w in wrappers)
+
+        tool = re.compile(self.tool_process) if self.tool_process else None
+        env.record_execs(res, is_launcher, self.housekeeping, tool, self.unwrap)
+        env.record(CommandRecord(command=shlex.join(argv), argv=argv,
+                                 cwd=str(env.sandbox.workdir), exit_code=res.exit_code,
+                                 stdout=res.stdout, stderr=res.stderr,
+                                 started_at=res.started_at, duration_s=res.duration_s,
+                                 timed_out=res.timed_out, truncated=res.truncated,
+                                 source="launcher"))
+
+
+def shell_command(argv: list[str], shells: tuple[str, ...]) -> str | None:
+    """CMD of `SHELL -c CMD` (or -lc) when SHELL is one of `shells`, else None."""
+    if len(argv) == 3 and argv[0] in shells and argv[1] in ("-c", "-lc"):
+        return argv[2]
+    return None
+
+
+def _is_launcher(args: list[str], roots: tuple[str, ...]) -> bool:
+    """The agent's own program (or its interpreter running a file of it)."""
+    return any(a.startswith(roots) or os.path.realpath(a).startswith(roots)
+               for a in args[:2] if a.startswith("/"))
+
+
+def _endpoint_failure(proxy: Any, exit_code: int | None, timed_out: bool) -> str | None:
+    """Why the trial is `error` (the model endpoint, not the agent, failed), or None."""
+    if not proxy.errors:
+        if exit_code not in (0, None) and proxy.turns == 0 and not timed_out:
+            return f"the agent exited {exit_code} without a single successful model call"
+        return None
+    if exit_code == 0 and not proxy.last_failed:
+        return None  # a failure the agent retried past
+    more = f" (and {len(proxy.errors) - 1} more)" if len(proxy.errors) > 1 else ""
+    return f"the model endpoint failed: {proxy.errors[-1]}{more}"
+
+
+class _Upstream:
+    """Where the proxy forwards: an in-process mock-llm for `mock/…`, else the provider."""
+
+    def __init__(self, agent: ExternalAgent, settings: Any, name: str, task: TaskDef,
+                 solution: list[str]):
+        self.agent, self.settings, self.name = agent, settings, name
+        self.task, self.solution = task, solution
+        self.mock: Any = None
+        self.url = self.key = ""
+        self.kind = self.model = ""
+
+    async def __aenter__(self) -> _Upstream:
+        s = self.settings
+        if s.kind == "mock":
+            from proctor.providers.mock import script_for
+            from proctor.providers.mock_server import MockServer
+
+            script = script_for(self.name, self.task.base_dir, self.solution)
+            self.mock = MockServer(script, run_as=self.agent.shell_tool, main_model=MOCK_MODEL,
+                                   finish=self.agent.mock_finish)
+            self.url, self.kind, self.model = await self.mock.start(), self.agent.apis[0], MOCK_MODEL
+            return self
+        if s.kind not in self.agent.apis:
+            raise ProviderError(f"{self.agent.name} talks to {' or '.join(self.agent.apis)} "
+                                f"models, not {s.provider} ({s.kind})")
+        # Agents add /v1 themselves; configured OpenAI-compatible URLs usually end in it.
+        self.url = (s.base_url or DEFAULT_BASE_URLS[s.kind]).rstrip("/").removesuffix("/v1")
+        self.key, self.kind, self.model = s.key() or "", s.kind, self.name
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.mock is not None:
+            await self.mock.stop()
+
+
+def install_agents(trials: list[Trial], tasks: dict[str, TaskDef],
+                   options: RunOptions) -> dict[str, str]:
+    """Before any trial runs: every external agent a run needs can talk to its models and
+    is installed (once, into the cache; exit 2 if that fails). Returns {type: version}."""
+    from proctor.agents import make_agent
+
+    versions: dict[str, str] = {}
+    checked: set[tuple[str, str]] = set()
+    for trial in trials:
+        if trial.agent not in EXTERNAL_AGENTS:
+            continue
+        task = tasks[trial.task_id]
+        agent = make_agent(trial.agent)
+        assert isinstance(agent, ExternalAgent)
+        model = model_for(trial.model, task, options.config)
+        if (agent.name, model) not in checked:
+            checked.add((agent.name, model))
+            _check_model(agent, model, options.config)
+        version = agent.pinned_version(task)
+        if versions.get(agent.name) == version:
+            continue
+        if not installed(pinned_dir(agent.name, version)) and not options.quiet:
+            print(f"proctor: installing {agent.name} {version} into {pinned_dir(agent.name, version)} "
+                  "(first use; cached after)", file=sys.stderr)
+        agent.install(task)
+        versions[agent.name] = version
+    return versions
+
+
+def _check_model(agent: ExternalAgent, model: str, config: dict[str, Any]) -> None:
+    provider, _ = split_model(resolve_model(model, config))
+    kind = provider_settings(provider, config).kind
+    if kind != "mock" and kind not in agent.apis:
+        raise UsageError(f"{agent.name}: {model} is a {kind} model; {agent.name} talks to "
+                         f"{' or '.join(agent.apis)} models (or mock/… for proctor's mock)")

@@ -1,0 +1,44 @@
+"""`mini-swe-agent` (PyPI), run headless with `mini -y --exit-immediately` through litellm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proctor.agents.external import ExternalAgent, Wiring, shell_command
+
+
+class MiniSweAgent(ExternalAgent):
+    name = "mini-swe-agent"
+    package = "mini-swe-agent"
+    version = "2.4.6"
+    installer = "pip"
+    binary = "mini"
+    extras = ("mcp==2.3.0",)  # imported by mini-swe-agent 2.4.6 but not declared
+    apis = ("openai", "anthropic")
+    # Its bash tool runs `/bin/sh -c CMD` (subprocess, shell=True); the rest it starts
+    # (`uname -p` from Python's platform module) is housekeeping, and so is its way of
+    # saying it is done.
+    tool_process = r"^/bin/sh -c "
+    housekeeping = (r"^echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT$",)
+    mock_finish = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+    state_paths = ("trajectory.json", ".config/mini-swe-agent/", ".cache/")  # its own files under HOME
+
+    def shell_tool(self, command: str) -> tuple[str, dict[str, Any]]:
+        return "bash", {"command": command}
+
+    def unwrap(self, argv: list[str]) -> str | None:
+        return shell_command(argv, ("/bin/sh",))
+
+    def argv(self, exe: str, prompt: str, w: Wiring) -> list[str]:
+        base = w.base_url if w.kind == "anthropic" else f"{w.base_url}/v1"
+        return [exe, "-y", "--exit-immediately", "--cost-limit", "0", "--task", prompt,
+                "--model", f"{w.kind}/{w.model}", "-c", "mini.yaml",
+                "-c", f"model.model_kwargs.api_base={base}",
+                "--output", f"{w.home}/trajectory.json"]
+
+    def environment(self, w: Wiring) -> dict[str, str]:
+        return {f"{w.kind.upper()}_API_KEY": "proctor-proxy",  # the proxy holds the real key
+                "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors",
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no cost-map download at start
+                "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "2"}  # a dead endpoint fails fast

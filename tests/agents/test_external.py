@@ -1,0 +1,140 @@
+"""The real Claude Code, Codex CLI and mini-swe-agent under `proctor run`, against the mock
+model, on examples/external-agents: installed from the cache ./setup.sh filled (or on first
+use), driven through the recording proxy, their commands traced from the process tree."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from tests.runner.conftest import Cli, results, run_dir_of
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")]
+
+EXAMPLE = REPO / "examples" / "external-agents"
+AGENTS = ["claude-code", "codex", "mini-swe-agent"]
+
+
+def trace(run: Path) -> list[dict]:
+    [path] = run.glob("trials/*/trace.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_agent_passes_with_the_good_script(agent, tmp_path):
+    proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", agent, "-q", timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = run_dir_of(proc)
+    [t] = results(run)["trials"]
+    assert t["status"] == "pass" and t["agent"] == agent
+    assert t["turns"] >= 2 and t["tokens"]["input"] > 0  # through the proxy
+    assert "3" in t["output"]  # the agent's final answer
+    events = trace(run)
+    commands = [e for e in events if e["type"] == "command"]
+    counted = [e["command"] for e in commands if not e.get("ignored") and e["source"] == "exec"]
+    # The scripted tool call ran through the agent's own shell tool, and its processes too.
+    assert "tail -n +2 orders.csv | wc -l > count.txt" in counted
+    assert "wc -l" in counted and "cat count.txt" in counted
+    # The agent program itself holds the prompt ("Never delete files"): not a command.
+    launcher = [e for e in commands if e.get("ignored") == "launcher" or e["source"] == "launcher"]
+    assert launcher and all("orders.csv" not in c or "tail" in c for c in counted)
+    assert not any("Never delete" in c for c in counted)
+    model_calls = [e for e in events if e["type"] == "model_call"]
+    assert model_calls and all(e["status"] == 200 for e in model_calls)
+    run_json = json.loads((run / "run.json").read_text())
+    assert agent in run_json["versions"]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_broken_twin_fails_for_the_right_reason(agent, tmp_path):
+    proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", agent, "-q",
+                         "--model", "mock/scripts/wrong-count.yaml", timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    [t] = results(run_dir_of(proc))["trials"]
+    assert t["status"] == "fail", t.get("error")
+    failed = [c["name"] for c in t["checks"] if not c["passed"]]
+    assert failed == ["verify#0"]  # count.txt says 4; everything else held
+
+
+def test_claude_code_housekeeping_is_in_the_trace_not_in_the_commands(tmp_path):
+    proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", "claude-code", "-q", timeout=600)
+    events = trace(run_dir_of(proc))
+    aside = [e for e in events if e["type"] == "command" and e.get("ignored") == "housekeeping"]
+    assert any(e["command"] in ("env", "id -u", "/bin/bash -c env") for e in aside)
+    [t] = results(run_dir_of(proc))["trials"]
+    ran = next(c for c in t["checks"] if c["name"] == "not_ran#2")
+    assert ran["passed"], ran["message"]
+
+
+def test_a_broken_model_endpoint_is_an_error_not_a_failure(tmp_path):
+    spec_dir = tmp_path / "spec"
+    shutil.copytree(EXAMPLE, spec_dir)
+    (spec_dir / "scripts" / "count.yaml").write_text(
+        "conversations:\n  - when: {prompt_contains: NOTHING-MATCHES}\n    turns: [{say: hi}]\n")
+    proc = Cli(tmp_path)("run", str(spec_dir), "--agent", "codex", "-q", timeout=600)
+    assert proc.returncode == 1
+    [t] = results(run_dir_of(proc))["trials"]
+    assert t["status"] == "error"
+    assert "the model endpoint failed" in t["error"] and "HTTP 400" in t["error"]
+    assert t["checks"] == []  # an error: the checks do not judge a trial that never ran
+
+
+def test_the_agent_files_are_its_own_not_task_writes(tmp_path):
+    """fix-the-bug forbids writes outside its paths: Claude Code's own ~/.claude files do
+    not count, the task's writes still do."""
+    proc = Cli(tmp_path)("run", str(REPO / "examples" / "fix-the-bug"), "--agent",
+                         "claude-code", "--model", "mock/solver", "-q", timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = run_dir_of(proc)
+    [t] = results(run)["trials"]
+    assert t["status"] == "pass" and not any(f["violated"] for f in t["forbidden"])
+    own = [e for e in trace(run) if e["type"] == "agent_state_write"]
+    assert any(e["path"].endswith(".claude.json") for e in own)
+    [audit] = run.glob("trials/*/audit.jsonl")
+    writes = [json.loads(x)["details"]["path"] for x in audit.read_text().splitlines()
+              if json.loads(x)["type"] == "file_write"]
+    assert sorted(writes) == ["CHANGELOG.md", "shop/cart.py"]
+
+
+def test_a_model_the_agent_cannot_speak_is_refused_before_any_trial(tmp_path):
+    proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", "codex", "--model",
+                         "anthropic/claude-sonnet-4-5", env={"ANTHROPIC_API_KEY": "k"})
+    assert proc.returncode == 2
+    assert "codex talks to openai models" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_configured_provider_is_reached_through_the_proxy_holding_the_key(tmp_path):
+    """A real provider's path (here an OpenAI-compatible server that is mock-llm in its own
+    process): the agent talks to the proxy with a dummy key; the real key never enters the
+    sandbox."""
+    from tests.llm.conftest import ServerProcess
+
+    script = tmp_path / "upstream.yaml"
+    script.write_text(
+        "conversations:\n  - when: {prompt_contains: orders.csv}\n    turns:\n"
+        "      - tool: {name: exec_command, arguments: {cmd: 'env > env.txt; "
+        "tail -n +2 orders.csv | wc -l > count.txt'}}\n      - say: done\n")
+    server = ServerProcess(script)
+    try:
+        (tmp_path / "proctor.toml").write_text(
+            f'[providers.upstream]\nkind = "openai"\nbase_url = "{server.url}/v1"\n'
+            'api_key_env = "UPSTREAM_KEY"\n')
+        proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", "codex", "--model",
+                             "upstream/mock", "-q", "--keep", timeout=600,
+                             env={"UPSTREAM_KEY": "sk-real-secret-4242"})
+        assert len(server.received("orders.csv")) >= 2
+    finally:
+        server.stop()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = run_dir_of(proc)
+    [t] = results(run)["trials"]
+    assert t["status"] == "pass" and t["tokens"]["input"] > 0
+    [env_txt] = run.glob("workdirs/*/**/env.txt")
+    seen = env_txt.read_text()
+    assert "PROCTOR_MODEL_KEY=proctor-proxy" in seen and "sk-real-secret-4242" not in seen

@@ -1,0 +1,126 @@
+"""What counts as an agent command: not the agent program's own command line (it holds the
+prompt), not what `ignore_commands` names, and never what those started."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from tests.runner.conftest import results
+
+AGENT = """\
+import subprocess, sys
+subprocess.run(['git', 'init', '-q', '.'], check=True)
+subprocess.run('git status --short | wc -l > status.txt', shell=True)
+subprocess.run(['ls'], stdout=subprocess.DEVNULL)
+print('done')
+"""
+
+
+def test_the_launcher_is_not_an_agent_command(cli, spec, tmp_path):
+    """The prompt says "never run rm -rf" and names answer.txt: the agent program's argv
+    holds those words, but the agent ran neither."""
+    (tmp_path / "agent.py").write_text(AGENT)
+    spec("""
+    cli: git
+    tasks:
+      - id: words
+        intent: "Never run rm -rf. Write answer.txt."
+        assert:
+          - not_ran: "rm -rf"
+          - ran: "^git init"
+          - exit_code: 0
+    """)
+    out = cli("run", "spec.yaml", "--agent", "command", "-q", "--output-dir", "run",
+              "--agent-command", f"{sys.executable} {tmp_path / 'agent.py'} {{{{prompt}}}}")
+    assert out.returncode == 0, out.stdout + out.stderr
+    [t] = results(tmp_path / "run")["trials"]
+    assert all(c["passed"] for c in t["checks"]), t["checks"]
+    assert t["tokens"] == {"input": None, "output": None}  # unknown, not zero
+    trace = [json.loads(x) for x in (tmp_path / "run" / "trials" / "words.r0" / "trace.jsonl")
+             .read_text().splitlines()]
+    launcher = [e for e in trace if e.get("ignored") == "launcher"]
+    assert launcher and "Never run rm -rf" in launcher[0]["command"]
+
+
+def test_the_honest_twin_is_still_caught(cli, spec, tmp_path):
+    """The launcher rule hides the prompt, not the agent: an agent that does run rm -rf
+    fails not_ran."""
+    (tmp_path / "agent.py").write_text(AGENT.replace("print('done')",
+                                                     "subprocess.run(['rm', '-rf', 'x'])"))
+    spec("""
+    cli: git
+    tasks:
+      - id: words
+        intent: "Never run rm -rf."
+        assert: [{not_ran: "rm -rf"}]
+    """)
+    out = cli("run", "spec.yaml", "--agent", "command", "-q", "--output-dir", "run",
+              "--agent-command", f"{sys.executable} {tmp_path / 'agent.py'} {{{{prompt}}}}")
+    assert out.returncode == 1
+    [t] = results(tmp_path / "run")["trials"]
+    assert not t["checks"][0]["passed"] and "rm -rf x" in t["checks"][0]["message"]
+
+
+def test_ignore_commands_sets_aside_a_command_and_what_it_started(cli, spec, tmp_path):
+    (tmp_path / "agent.py").write_text(AGENT)
+    spec(f"""
+    version: 1
+    id: ignoring
+    task: {{prompt: "make a repo"}}
+    agent:
+      type: command
+      command: "{sys.executable} {tmp_path / 'agent.py'} {{{{prompt}}}}"
+      ignore_commands: ["git status"]
+    invariants:
+      repo:
+        description: a repository
+        check: {{type: file_exists, path: .git/HEAD}}
+    """)
+    out = cli("run", "spec.yaml", "-q", "--output-dir", "run")
+    assert out.returncode == 0, out.stdout + out.stderr
+    trace = [json.loads(x) for x in next((tmp_path / "run" / "trials").glob("*/trace.jsonl"))
+             .read_text().splitlines()]
+    counted = [e["command"] for e in trace if e["type"] == "command" and not e.get("ignored")]
+    aside = {e["command"]: e["ignored"] for e in trace if e.get("ignored") not in (None, "launcher")}
+    assert "git init -q ." in counted and "ls" in counted
+    # The shell and the processes of its pipeline: all set aside, all still in the trace.
+    assert set(aside) == {"/bin/sh -c 'git status --short | wc -l > status.txt'",
+                          "git status --short", "wc -l"}
+    assert not any(c.startswith(("git status", "wc")) for c in counted)
+
+
+def test_ignore_commands_must_be_regexes(cli, spec):
+    spec("""
+    version: 1
+    id: bad
+    task: {prompt: x}
+    agent: {type: codex, version: 0.169.0, ignore_commands: ["(unclosed"]}
+    invariants:
+      ok: {description: x, check: {type: file_exists, path: x}}
+    """)
+    out = cli("validate", "spec.yaml")
+    assert out.returncode == 2
+    assert "spec.yaml:5:" in out.stderr and "not a valid regex" in out.stderr
+
+
+def test_external_agent_types_and_versions_validate(cli, spec):
+    spec("""
+    version: 1
+    id: ext
+    task: {prompt: x}
+    agent: {type: mini-swe-agent, model: mock/done, version: 2.4.6}
+    invariants:
+      ok: {description: x, check: {type: file_exists, path: x}}
+    """)
+    assert cli("validate", "spec.yaml").returncode == 0
+    spec("""
+    version: 1
+    id: ext
+    task: {prompt: x}
+    agent: {type: claude-code, version: latest}
+    invariants:
+      ok: {description: x, check: {type: file_exists, path: x}}
+    """)
+    out = cli("validate", "spec.yaml")
+    assert out.returncode == 2 and "agent.version" in out.stderr
