@@ -21,7 +21,6 @@ actor re-created on the same node after a crash never sweeps its successor's wor
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import fcntl
 import os
@@ -59,7 +58,7 @@ class NodeRunner:
         self.tasks = {tid: relocate(t, root) for tid, t in tasks.items()}
         self.services: dict[tuple[str, str], Any] = {}
         self._service_lock: asyncio.Lock | None = None
-        self._running: set[concurrent.futures.Future] = set()
+        self.run: Any = None  # the RunContext its trials share (made on the node's loop)
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self._serve, name="proctor-node-loop", daemon=True).start()
 
@@ -79,12 +78,7 @@ class NodeRunner:
     def run(self, trial: Trial) -> tuple[TrialResult, dict[str, int], dict[str, bytes]]:
         """Run a trial here; its result, its files' sizes, and the files themselves when
         they are small enough to come in the reply."""
-        fut = asyncio.run_coroutine_threadsafe(_Work(self)._run(trial), self.loop)
-        self._running.add(fut)
-        try:
-            result = fut.result()
-        finally:
-            self._running.discard(fut)
+        result = asyncio.run_coroutine_threadsafe(_Work(self)._run(trial), self.loop).result()
         result.node = self.node
         sizes = {p.name: p.stat().st_size for p in self._out(trial.id).iterdir()}
         inline = {}
@@ -137,11 +131,13 @@ class _Work:
         from proctor.trial import RunContext, run_trial
 
         task = self.r.tasks[trial.task_id]
-        run = RunContext(options=self.r.options, sandbox_root=self.r.home / "sandboxes",
-                         trial_dir=lambda trial_id: self.r.home / "trials" / trial_id,
-                         run_id=self.r.label)
+        if self.r.run is None:  # one per node, as one per run on a single machine
+            self.r.run = RunContext(options=self.r.options, sandbox_root=self.r.home / "sandboxes",
+                                    trial_dir=self.r._out, services=self.r.services,
+                                    run_id=self.r.label)
+        run = self.r.run
         try:
-            run.services = await self._services(task)
+            await self._services(task)
         except Exception as e:  # noqa: BLE001 - as on one machine: the trial errors, not the run
             from proctor.executors.ray import failed
 
@@ -157,16 +153,16 @@ class _Work:
                 await asyncio.to_thread(_tar, box, out / KEEP_ARCHIVE)
             shutil.rmtree(box, ignore_errors=True)
 
-    async def _services(self, task: TaskDef) -> dict:
-        from proctor.services.lifecycle import start_services
+    async def _services(self, task: TaskDef) -> None:
+        from proctor.services.lifecycle import start_services, stop_services
 
         self.r._service_lock = self.r._service_lock or asyncio.Lock()
         async with self.r._service_lock:  # one server per service per run on this node
             if any((task.source, s.name) not in self.r.services for s in task.services):
                 n = len(self.r.services)
                 started = await start_services([task], self.r.label, self.r.home / f"services-{n}")
+                await stop_services({k: v for k, v in started.items() if k in self.r.services})
                 self.r.services.update({k: v for k, v in started.items() if k not in self.r.services})
-        return self.r.services
 
 
 def _cached(digest: str) -> bool:
