@@ -25,6 +25,19 @@ tasks:
     assert: [{file_contains: {path: f, text: nope}}]
 """
 
+SLOWPOKE = """
+version: 1
+id: slowpoke
+task: {prompt: x}
+agent: {type: oracle}
+resources: {timeout: 1, cpu: 0.5, memory: 256m}
+invariants:
+  done:
+    description: never reached
+    check: {type: file_content, path: f, contains: x}
+solution: ['sleep 5']
+"""
+
 BIG = """
 cli: sh
 tasks:
@@ -66,13 +79,18 @@ def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     spec(SUITE)
     spec(SCENARIO, name="scenario.yaml")
     spec(BIG, name="big.yaml")
+    spec(SLOWPOKE, name="slowpoke.yaml")
     before = _ray_processes()
     out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "-q", "--output-dir", "run",
               "--keep", "--output-limit", "4000000", env={"RAY_ADDRESS": ""}, timeout=180)
     assert out.returncode == 1, out.stdout + out.stderr
     r = results(tmp_path / "run")
     status = {t["task_id"]: t["status"] for t in r["trials"]}
-    assert status == {"writes": "pass", "fails": "fail", "with-mock": "pass", "big": "pass"}
+    assert status == {"writes": "pass", "fails": "fail", "with-mock": "pass", "big": "pass",
+                      "slowpoke": "error"}
+    # The trial's own error is a verdict: not an infrastructure error, not run again.
+    slow = next(t for t in r["trials"] if t["task_id"] == "slowpoke")
+    assert slow["error"].startswith("the trial took longer than resources.timeout")
     assert all(t["node"] for t in r["trials"])  # hostname/node id
     assert out.stderr == ""  # -q: not a word from Ray
     trace = (tmp_path / "run" / "trials" / "writes.r0" / "trace.jsonl").read_text().splitlines()
@@ -87,6 +105,10 @@ def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     assert kept and kept[0].read_text() == "a\n"
     # The local Ray instance started for the run is gone with it.
     assert _ray_processes() == before
+    lines = (tmp_path / "run" / "results.jsonl").read_text().count("\n")
+    again = cli("run", "--resume", "run", "-q", env={"RAY_ADDRESS": ""}, timeout=180)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert (tmp_path / "run" / "results.jsonl").read_text().count("\n") == lines
     assert os.environ.get("RAY_ADDRESS") in (None, "")
 
 
