@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -234,3 +237,46 @@ def test_the_next_run_on_a_node_sweeps_labels_whose_actor_is_gone(tmp_path):
         for label in (dead, live):
             shutil.rmtree(tmp / f"proctor-{label}-node-x", ignore_errors=True)
         shutil.rmtree(db, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_terminal_stops_a_private_instance_run_cleanly(cli, spec, tmp_path):
+    """A terminal's Ctrl-C signals the whole process group: the private Ray instance must
+    outlive it long enough for the node to clean up (it once crashed proctor: SIGSEGV)."""
+    import signal
+    import time
+
+    from tests.conftest import PROCTOR
+
+    spec("""
+        cli: sh
+        tasks:
+          - id: nap
+            intent: x
+            repeat: 2
+            solution: ["sleep 60"]
+            assert: [{exit_code: 0}]
+    """)
+    p = subprocess.Popen([PROCTOR, "run", ".", "--agent", "oracle", "--executor", "ray", "-q",
+                          "--output-dir", "run"], cwd=tmp_path, start_new_session=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "RAY_ADDRESS": ""})
+    try:
+        deadline = time.monotonic() + 90
+        while not list((tmp_path / "run" / "trials").glob("*")) and time.monotonic() < deadline:
+            run_id = json.loads((tmp_path / "run" / "run.json").read_text())["run_id"] \
+                if (tmp_path / "run" / "run.json").exists() else None
+            if run_id and any(Path(tempfile.gettempdir()).glob(f"proctor-{run_id}-*-node-*/sandboxes/*")):
+                break
+            time.sleep(0.2)
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, out + err
+    assert run_id
+    assert not list(Path(tempfile.gettempdir()).glob(f"proctor-{run_id}-*"))
+    group = subprocess.run(["ps", "-eo", "pgid=,stat="], capture_output=True, text=True).stdout
+    assert not [line for line in group.splitlines()
+                if line.split()[0] == str(p.pid) and not line.split()[1].startswith("Z")]

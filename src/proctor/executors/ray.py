@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import os
 import shutil
+import signal
 import socket
 import sys
 import tarfile
@@ -77,7 +78,15 @@ def connect(options: RunOptions) -> bool:
         _probe(address, timeout)
         kw = {"address": address}
     if address is None:  # in this thread: Ray ties the processes it starts to their thread
-        _init(ray, kw, address)
+        # Ctrl-C on a terminal signals the whole process group: the private instance's
+        # processes are started with SIGINT blocked (they inherit the mask), so they outlive
+        # it until the nodes have cleaned up and proctor stops them. A Ctrl-C meanwhile is
+        # held, and interrupts proctor as soon as Ray is up.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            _init(ray, kw, address)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         return True
     # ray.init cannot be interrupted and may retry for minutes: the main thread waits, so
     # Ctrl-C and SIGTERM still work, and gives up at the timeout.

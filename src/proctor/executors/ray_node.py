@@ -25,6 +25,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -47,6 +48,7 @@ class NodeRunner:
         import ray
         from proctor.executors.ray_files import materialize, relocate
 
+        _unblock_sigint()
         self.label, self.options = label, options
         self.node = f"{socket.gethostname()}/{ray.get_runtime_context().get_node_id()[:8]}"
         sweep_stale_labels()
@@ -65,6 +67,7 @@ class NodeRunner:
     def _serve(self) -> None:
         from proctor.proc import use_fast_child_watcher
 
+        _unblock_sigint()  # agents and servers are started from this thread: its mask is theirs
         asyncio.set_event_loop(self.loop)
         self.loop.run_until_complete(asyncio.sleep(0))
         self.loop.call_soon(use_fast_child_watcher)
@@ -163,6 +166,12 @@ class _Work:
                 started = await start_services([task], self.r.label, self.r.home / f"services-{n}")
                 await stop_services({k: v for k, v in started.items() if k in self.r.services})
                 self.r.services.update({k: v for k, v in started.items() if k not in self.r.services})
+
+
+def _unblock_sigint() -> None:
+    """A private Ray instance is started with SIGINT blocked (executors/ray.py), and its
+    workers inherit that: the agents this node starts must not."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _cached(digest: str) -> bool:
