@@ -280,3 +280,43 @@ def test_ctrl_c_on_a_terminal_stops_a_private_instance_run_cleanly(cli, spec, tm
     group = subprocess.run(["ps", "-eo", "pgid=,stat="], capture_output=True, text=True).stdout
     assert not [line for line in group.splitlines()
                 if line.split()[0] == str(p.pid) and not line.split()[1].startswith("Z")]
+
+
+def _marked(owner: int) -> list[int]:
+    from proctor.executors.ray import PRIVATE_MARK
+
+    mark = f"{PRIVATE_MARK}={owner}".encode()
+    pids = []
+    for entry in os.scandir("/proc"):
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and mark in Path(f"/proc/{entry.name}/environ").read_bytes().split(b"\0"):
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.slow
+def test_what_a_killed_proctor_leaves_of_its_private_instance_goes_at_the_next_run(cli, spec, tmp_path):
+    import time
+
+    from tests.conftest import PROCTOR
+
+    spec(SUITE.replace('"echo a > f"', '"sleep 60"'))
+    p = subprocess.Popen([PROCTOR, "run", ".", "--agent", "oracle", "--executor", "ray", "-q",
+                          "--task", "writes", "--output-dir", "run"], cwd=tmp_path,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env={**os.environ, "RAY_ADDRESS": ""})
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not any(
+                Path(tempfile.gettempdir()).glob("proctor-*-node-*/sandboxes/writes.r0")):
+            time.sleep(0.2)
+    finally:
+        p.kill()  # SIGKILL: no clean-up at all from proctor
+        p.wait()
+    out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "-q", "--task", "fails",
+              env={"RAY_ADDRESS": ""}, timeout=180)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert _marked(p.pid) == []
+    from proctor.janitor import sweep
+
+    sweep(json.loads((tmp_path / "run" / "run.json").read_text())["run_id"])  # what --resume does

@@ -33,6 +33,7 @@ from proctor.executors import INFRA_ERROR
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 
 PRIVATE_OBJECT_STORE = 256 << 20  # the private instance moves traces, not data sets
+PRIVATE_MARK = "PROCTOR_PRIVATE_RAY"  # env of a private instance's processes: its proctor's pid
 # A node takes trials only once its actor answers: a node Ray has not yet noticed is dead
 # (its health checks take a while) gets no trials, so no retries are spent on it.
 REVIVE_ATTEMPTS, REVIVE_DELAY_S, REVIVE_TIMEOUT_S = 3, 2.0, 60.0
@@ -82,11 +83,14 @@ def connect(options: RunOptions) -> bool:
         # processes are started with SIGINT blocked (they inherit the mask), so they outlive
         # it until the nodes have cleaned up and proctor stops them. A Ctrl-C meanwhile is
         # held, and interrupts proctor as soon as Ray is up.
+        sweep_orphaned_instances()
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        os.environ[PRIVATE_MARK] = str(os.getpid())  # inherited by every process of the instance
         try:
             _init(ray, kw, address)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            os.environ.pop(PRIVATE_MARK, None)
         return True
     # ray.init cannot be interrupted and may retry for minutes: the main thread waits, so
     # Ctrl-C and SIGTERM still work, and gives up at the timeout.
@@ -115,6 +119,28 @@ def _init(ray: Any, kw: dict[str, Any], address: str | None,
         if raise_:
             raise err from None
         return err
+
+
+def sweep_orphaned_instances() -> int:
+    """Kill what is left of private instances whose proctor died (SIGKILL): Ray's own agents
+    outlive their raylet. Their processes carry PRIVATE_MARK=<proctor pid>."""
+    killed = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        owner = next((v.split(b"=", 1)[1] for v in env if v.startswith(PRIVATE_MARK.encode() + b"=")),
+                     None)
+        if owner is None or not owner.isdigit() or os.path.exists(f"/proc/{int(owner)}"):
+            continue
+        with contextlib.suppress(OSError):
+            os.kill(int(entry.name), signal.SIGKILL)
+            killed += 1
+    return killed
 
 
 def _probe(address: str, timeout: float) -> None:
