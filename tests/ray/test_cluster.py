@@ -180,8 +180,8 @@ def _assert_nothing_left(run_id: str, timeout: float = 30, nodes_only: bool = Fa
     deadline = time.monotonic() + timeout
     while True:
         pids, dirs = proctor_leftovers(run_id)
-        if nodes_only:  # what node actors make is labelled <run id>-<n>-
-            dirs = [d for d in dirs if re.match(rf"proctor-{run_id}-\d+-", Path(d).name)]
+        if nodes_only:  # what node actors make is labelled <run id>-<n><hex>-
+            dirs = [d for d in dirs if re.match(rf"proctor-{run_id}-\d+[0-9a-f]{{6}}-", Path(d).name)]
         if not pids and not dirs:
             return
         if time.monotonic() > deadline:

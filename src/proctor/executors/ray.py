@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -252,7 +253,9 @@ class RayExecutor:
 
         from proctor.executors.ray_node import NodeRunner
 
-        node.label = f"{self.run_id}-{next(self._labels)}"
+        # Unique across heads too: a resumed run's actors never share a label with the
+        # killed run's, whose leftovers a node's janitor may be sweeping.
+        node.label = f"{self.run_id}-{next(self._labels)}{secrets.token_hex(3)}"
         remote = self.ray.remote(NodeRunner)
         node.actor = remote.options(
             num_cpus=0, max_concurrency=1000, max_restarts=0, max_task_retries=0,

@@ -14,8 +14,9 @@ trace/audit (and `--keep` workdir) until the head has pulled them in chunks, and
 * a lock file held for the actor's life marks its label as live; the next run's actor on
   the node sweeps every label whose lock nobody holds (a reaper that was killed too).
 
-Everything here is labelled `<run_id>-<n>`, n counting the actors the head created, so an
-actor re-created on the same node after a crash never sweeps its successor's work.
+Everything here is labelled `<run_id>-<n><random>`, n counting the actors the head created,
+so an actor re-created on the same node after a crash (or by a resumed run) never sweeps its
+successor's work.
 """
 
 from __future__ import annotations
