@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to a working proctor:
 #   1. system packages the sandboxes and services use (PostgreSQL, MariaDB, strace, git, jq, ...)
+#      and the browser the report tests drive (Chromium)
 #   2. .venv/ with proctor and its test tools (the CLI lands at .venv/bin/proctor)
 #   3. a first run of the bundled examples through the LLM agent, with a scripted model
 #      (mock/solver replays each task's reference solution as tool calls; no API key)
@@ -17,7 +18,10 @@ for arg in "$@"; do
   esac
 done
 
-packages=(postgresql mariadb-server mariadb-client strace bubblewrap git jq sqlite3 curl)
+# chromium + chromium-driver: the report tests drive report.html and `proctor view` in a
+# real headless browser (tests/report/test_browser.py).
+packages=(postgresql mariadb-server mariadb-client strace bubblewrap git jq sqlite3 curl
+          chromium chromium-driver fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

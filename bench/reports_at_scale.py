@@ -1,21 +1,35 @@
 """Reports at scale: every format for a run of 10,000 tasks (one trial each), timed.
 
-    .venv/bin/python bench/reports_at_scale.py [--tasks 10000]
+    .venv/bin/python bench/reports_at_scale.py [--tasks 10000] [--keep DIR]
 
 The results come from the real scorer; each renderer (json, junit, md, html, the terminal
 table) is timed alone. Every report must be linear in trials + tasks (target: each format
-under 1 s at 10,000 tasks).
+under 1 s at 10,000 tasks, without trajectories).
+
+report.html with trajectories: each trial gets a realistic trace.jsonl and audit.jsonl in a
+run directory (an LLM agent's 6 turns, 6 commands with 1-8 kB of output each, a long system
+prompt, 40 file writes); the page embeds them all and must stay <= 25 MB. `--keep DIR`
+leaves the run directory (and its report.html) there, to open in a browser. `--browser`
+opens it in headless Chromium (selenium, chromium-driver) and times loading the page and
+opening a failed trial's trajectory.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
+import random
+import shutil
+import tempfile
 import time
+from collections import Counter
+from pathlib import Path
 
 from proctor.model import AgentDef, CheckResult, TaskDef, TrialResult
 from proctor.report import render
 from proctor.report.terminal import print_summary
+from proctor.report.trajectory import decode
 from proctor.scoring import summarize
 
 
@@ -36,9 +50,96 @@ def results_for(n: int) -> dict:
             "trials": [t.to_dict() for t in trials], **scored}
 
 
+WORDS = ("src tests build error warning main branch commit file line module import value "
+         "config http json table index cache query result return self none true false").split()
+
+
+def _output(rng: random.Random, size: int) -> str:
+    lines = []
+    while sum(len(x) + 1 for x in lines) < size:
+        lines.append(f"{rng.choice(WORDS)}/{rng.choice(WORDS)}.py:{rng.randint(1, 999)}: "
+                     + " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 12))))
+    return "\n".join(lines) + "\n"
+
+
+def write_traces(run_dir: Path, trials: list[dict]) -> None:
+    """A realistic trace and audit log per trial: what an LLM agent leaves behind."""
+    rng = random.Random(7)
+    system = "You are an agent working in a shell. " + _output(rng, 3000)
+    for t in trials:
+        d = run_dir / "trials" / t["id"]
+        d.mkdir(parents=True)
+        events, history = [], 0
+        messages = [{"role": "user", "content": "Make the tests pass: " + _output(rng, 300)}]
+        for turn in range(1, 7):
+            command = f"{rng.choice(WORDS)} --{rng.choice(WORDS)} {rng.choice(WORDS)}"
+            call = {"id": f"c{turn}", "name": "run_command",
+                    "arguments": {"command": command}}
+            request = {"history": history, "messages": messages[history:]}
+            if turn == 1:
+                request["system"] = system
+            events.append({"type": "model_call", "model": "mock/m", "turn": turn,
+                           "request": request,
+                           "response": {"text": "Let me look. " + _output(rng, 120),
+                                        "tool_calls": [call]},
+                           "usage": {"input": 1500 * turn, "output": 60}, "latency_s": 0.9,
+                           "attempt": 1})
+            history = len(messages)
+            out = _output(rng, rng.randint(1000, 8000))
+            events.append({"type": "command", "command": command, "exit_code": turn % 2,
+                           "stdout": out, "stderr": _output(rng, 200) if turn % 2 else "",
+                           "duration_s": 0.05, "timed_out": False, "truncated": False,
+                           "source": "agent"})
+            messages += [{"role": "assistant", "content": "", "tool_calls": [call]},
+                         {"role": "tool", "tool_call_id": call["id"], "content": out}]
+        events.append({"type": "agent_output", "output": "Done: " + _output(rng, 200)})
+        audit = [{"type": "file_write", "details": {"path": f"src/{rng.choice(WORDS)}{i}.py",
+                                                    "size": rng.randint(10, 9000)}}
+                 for i in range(40)]
+        (d / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+        (d / "audit.jsonl").write_text("".join(json.dumps(e) + "\n" for e in audit))
+
+
+def blocks_of(page: str) -> list[str]:
+    start = page.index('id="trajectories"')
+    start = page.index(">", start) + 1
+    return json.loads(page[start:page.index("</script>", start)])
+
+
+def browse(page: Path) -> None:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    opts = Options()
+    opts.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        driver.get(page.resolve().as_uri())
+        loaded = driver.execute_script(
+            "return performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
+        opened = driver.execute_async_script("""
+            var done = arguments[arguments.length - 1], t0 = performance.now();
+            var rows = document.querySelectorAll('#trials tbody[data-status=fail]');
+            var tb = rows[rows.length - 1];
+            tb.querySelector('tr.trial').click();
+            (function wait() {
+              if (tb.querySelector('.traj .step')) done(performance.now() - t0);
+              else setTimeout(wait, 5);
+            })();""")
+        print(f"chromium: page ready {loaded / 1000:.2f} s; a failed trial's trajectory "
+              f"drawn {opened:.0f} ms after the click")
+    finally:
+        driver.quit()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=10_000)
+    ap.add_argument("--keep", type=Path, help="write the run directory with traces here")
+    ap.add_argument("--browser", action="store_true", help="time the page in headless Chromium")
     args = ap.parse_args()
     results = results_for(args.tasks)
     for fmt in ("json", "junit", "md", "html"):
@@ -50,6 +151,26 @@ def main() -> None:
     t0 = time.perf_counter()
     print_summary(results, Console(file=io.StringIO(), width=120))
     print(f"terminal table: {time.perf_counter() - t0:.3f} s")
+
+    run_dir = args.keep or Path(tempfile.mkdtemp(prefix="proctor-bench-"))
+    try:
+        t0 = time.perf_counter()
+        write_traces(run_dir, results["trials"])
+        raw = sum(f.stat().st_size for f in (run_dir / "trials").rglob("*.jsonl"))
+        print(f"traces written: {time.perf_counter() - t0:.1f} s ({raw / 1e6:.0f} MB of jsonl)")
+        t0 = time.perf_counter()
+        text = render("html", results, {}, run_dir)
+        print(f"html with trajectories: {time.perf_counter() - t0:.2f} s "
+              f"({len(text.encode()) / 1e6:.1f} MB)")
+        (run_dir / "report.html").write_text(text, encoding="utf-8")
+        levels = Counter(d["limit"] for b in blocks_of(text) for d in decode(b) if d)
+        print("characters kept per text, trials: "
+              + ", ".join(f"{k}: {n}" for k, n in sorted(levels.items(), reverse=True)))
+        if args.browser:
+            browse(run_dir / "report.html")
+    finally:
+        if not args.keep:
+            shutil.rmtree(run_dir)
 
 
 if __name__ == "__main__":

@@ -280,6 +280,24 @@ def runs(limit: int) -> None:
 
 
 @main.command()
+@click.argument("runs_dir", required=False, type=click.Path(exists=True, file_okay=False))
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (0.0.0.0: every interface; anyone who can reach it "
+                   "reads the runs).")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
+              help="Port (0 picks a free one; printed on start).")
+def view(runs_dir: str | None, host: str, port: int) -> None:
+    """Browse runs in a web browser: every run's report, and each suite's pass rate per model
+    over time. Without RUNS_DIR, the runs `proctor runs` lists; with it, the runs under it."""
+    def body() -> int:
+        from proctor.report.view import view_main
+
+        return view_main(runs_dir, host=host, port=port)
+
+    _guard(body)
+
+
+@main.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("trial", required=False)
 @click.option("--failed", is_flag=True, help="Only trials that did not pass (fail or error).")

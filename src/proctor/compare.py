@@ -162,15 +162,21 @@ def _rate(passed: int, n: int) -> str:
     return f"{passed}/{n} {data.pct(passed / n if n else 0.0)}"
 
 
-def _table(rows: list[Comparison], title: str, with_task: bool, width: int) -> Any:
+def _table(rows: list[Comparison], title: str, with_task: bool, width: int,
+           with_model: bool = True) -> Any:
     from rich.table import Table
     from rich.text import Text
 
     wide = width >= 110
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    # Names are never folded mid-word (`claude-son|net`): a name too long for the terminal
+    # ends in an ellipsis, and `--format md` / `json` have them whole.
     if with_task:
-        table.add_column("task", overflow="fold", ratio=3)
-    table.add_column("model", overflow="fold", ratio=2)
+        table.add_column("task", no_wrap=True, overflow="ellipsis", ratio=3,
+                         min_width=min(24, max((len(r.task_id or "") for r in rows), default=4)))
+    if with_model:
+        table.add_column("model", no_wrap=True, overflow="ellipsis", ratio=2,
+                         min_width=min(20, max((len(r.label) for r in rows), default=5)))
     table.add_column("A", justify="right", no_wrap=True)
     table.add_column("B", justify="right", no_wrap=True)
     table.add_column("Δ", justify="right", no_wrap=True)
@@ -183,7 +189,8 @@ def _table(rows: list[Comparison], title: str, with_task: bool, width: int) -> A
         cells: list[Any] = []
         if with_task:
             cells.append(Text(data.clean(r.task_id)))
-        cells.append(Text(data.clean(r.label)))
+        if with_model:
+            cells.append(Text(data.clean(r.label)))
         a, b = Text(_rate(r.passed_a, r.n_a)), Text(_rate(r.passed_b, r.n_b))
         if wide:  # each side's own 95% Wilson interval
             a.append(f" ({data.ci_text(wilson(r.passed_a, r.n_a))})", style="dim")
@@ -218,15 +225,21 @@ def print_comparison(res: CompareResult, console: Console) -> None:
     head.append("B ", style="bold")
     head.append(data.clean(res.run_b))
     console.print(head)
+    labels = {r.label for r in res.tasks}
+    # One model for every task row (or model A vs model B): say it once, not on every row.
+    task_models = not res.cross_model and len(labels) > 1
     if res.cross_model:
         console.print(Text(f"comparing model {data.clean(res.cross_model[0])} (A) with "
                            f"{data.clean(res.cross_model[1])} (B) on the same tasks",
                            style="dim"))
+    elif len(labels) == 1:
+        console.print(Text(f"model {data.clean(labels.pop())}", style="dim"))
     if res.models:
         console.print(_table(res.models, "Models", with_task=False, width=console.width))
         console.print()
     if res.tasks:
-        console.print(_table(res.tasks, "Tasks", with_task=True, width=console.width))
+        console.print(_table(res.tasks, "Tasks", with_task=True, width=console.width,
+                             with_model=task_models))
         console.print()
     else:
         console.print("no task ran in both runs")

@@ -17,7 +17,9 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._=,-]+")
 
 
 def trial_id(task_id: str, model: str | None, help_mode: str | None,
-             params: dict[str, Any], replica: int) -> str:
+             params: dict[str, Any], replica: int, width: int = 1) -> str:
+    """`TASK[.MODEL][.HELP_MODE][.PARAMS].rNN`: the replica zero-padded to `width` digits,
+    so ids sort in replica order (r00 … r10, not r0, r1, r10, r2)."""
     parts = [task_id]
     if model:
         parts.append(model.replace("/", "-"))
@@ -25,7 +27,7 @@ def trial_id(task_id: str, model: str | None, help_mode: str | None,
         parts.append(help_mode)
     if params:
         parts.append(",".join(f"{k}={v}" for k, v in sorted(params.items())))
-    parts.append(f"r{replica}")
+    parts.append(f"r{replica:0{width}d}")
     raw = ".".join(parts)
     safe = _UNSAFE.sub("-", raw)
     if safe == raw and len(safe) <= 200:
@@ -61,7 +63,9 @@ def models_for(task: TaskDef, options: RunOptions) -> list[str | None]:
     return list(options.models or task.models) or [None]
 
 
-def plan(tasks: list[TaskDef], options: RunOptions) -> list[Trial]:
+def plan(tasks: list[TaskDef], options: RunOptions, *, pad: bool = True) -> list[Trial]:
+    """Every trial of a run. `pad=False` plans replica ids as runs before zero-padding
+    named them (r0 … r10), so such a run can still be resumed."""
     trials: list[Trial] = []
     for task in tasks:
         agent = agent_for(task, options)
@@ -71,12 +75,13 @@ def plan(tasks: list[TaskDef], options: RunOptions) -> list[Trial]:
         combos = [dict(zip(keys, values, strict=True))
                   for values in itertools.product(*(task.matrix[k] for k in keys))]
         repeat = options.repeat or task.repeat
+        width = len(str(repeat - 1)) if pad else 1  # repeat <= 10: r0 … r9 as before
         for model in models_for(task, options):
             for mode in help_modes:
                 for params in combos:
                     for replica in range(repeat):
                         trials.append(Trial(
-                            id=trial_id(task.id, model, mode, params, replica),
+                            id=trial_id(task.id, model, mode, params, replica, width),
                             task_id=task.id, agent=agent, model=model, help_mode=mode,
                             replica=replica, params=params))
     return trials

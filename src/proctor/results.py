@@ -63,6 +63,8 @@ class ModelRow(Usage):
     trials: int
     passed: int
     errored: int
+    pass_at_k: dict[str, float]  # the mean of its tasks rows', for k every row reaches
+    pass_hat_k: dict[str, float]
 
 
 class HelpModeEffect(TypedDict):

@@ -36,7 +36,7 @@ from proctor.sandbox import BACKENDS
 from proctor.scoring import summarize
 from proctor.services.lifecycle import start_services, stop_services
 from proctor.spec.load import load_specs
-from proctor.store import RunStore, index_run, iso
+from proctor.store import RunStore, index_run, iso, shown
 from proctor.trial import RunContext, run_trial
 
 # Options a resumed run may change; everything else comes from the interrupted run.
@@ -56,7 +56,12 @@ class Planned:
 
 def run_main(paths: list[str], options: RunOptions) -> int:
     planned = prepare(paths, options)
-    results = run_planned(planned)
+    try:
+        results = run_planned(planned)
+    except KeyboardInterrupt:
+        print(f"proctor: interrupted; finished trials are kept. Finish the run with:\n"
+              f"  proctor run --resume {shown(planned.store.dir)}", file=sys.stderr)
+        raise SystemExit(130) from None
     _print_outcome(planned, results)
     return results["exit_code"]
 
@@ -86,7 +91,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     if not tasks:
         raise UsageError(_nothing_selected(options))
     by_id = {t.id: t for t in tasks}  # the loader guarantees unique ids across files
-    trials = plan(tasks, options)
+    # Runs written before replica ids were zero-padded have no "trial_ids" in run.json.
+    trials = plan(tasks, options, pad=not meta or meta.get("trial_ids") == "padded")
     _preflight(trials, by_id, options)
     agent_versions = install_agents(trials, by_id, options)
     isolated = _preflight_backend(options)
@@ -100,7 +106,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
         ray_started = connect(options)  # a bad address is exit 2 before the run dir exists
     store = store or RunStore.create(options.output_dir)
     if not meta:
-        meta = {"run_id": store.run_id, "started_at": iso(), "paths": [str(Path(p).resolve()) for p in paths],
+        meta = {"run_id": store.run_id, "started_at": iso(), "trial_ids": "padded",
+                "paths": [str(Path(p).resolve()) for p in paths],
                 "options": _stored_options(options),
                 "versions": {**_versions(), **agent_versions, **cli_versions(by_id.values())},
                 "isolation": {"isolated": isolated, "backend": options.backend,
@@ -122,7 +129,8 @@ def run_planned(planned: Planned) -> dict[str, Any]:
     # An infrastructure error (a Ray node lost) says nothing about the trial: run it again.
     todo = [t for t in planned.trials if t.id not in done or infra_error(done[t.id])]
     index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status="running",
-              specs=planned.paths)
+              specs=planned.paths,
+              models=list(dict.fromkeys(t.model or f"({t.agent})" for t in planned.trials)))
     progress = _progress(len(planned.trials), len(planned.trials) - len(todo), options)
     interrupted = False
     try:
@@ -136,7 +144,10 @@ def run_planned(planned: Planned) -> dict[str, Any]:
     store.write_results(results)
     status = "interrupted" if interrupted else ("passed" if results["exit_code"] == 0 else "failed")
     index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status=status,
-              specs=planned.paths, finished_at=results["finished_at"], summary=results["summary"])
+              specs=planned.paths, finished_at=results["finished_at"], summary=results["summary"],
+              models=[m.get("model") or f"({m['agent']})" for m in results["models"]] or None,
+              by_model={m.get("model") or f"({m['agent']})": [m["passed"], m["trials"]]
+                        for m in results["models"]} or None)
     extra = [f for f in options.formats if f != "json"]
     if extra:
         results["reports"] = [str(p) for p in write_reports(store.dir, results, extra)]
@@ -309,8 +320,11 @@ def _print_outcome(planned: Planned, results: dict[str, Any]) -> None:
             print_summary(results, Console(width=None if sys.stdout.isatty() else 120))
         except ImportError:
             pass
-    print(f"{s['passed']}/{s['trials']} passed, {s['failed']} failed, {s['errored']} errored "
-          f"({time.strftime('%H:%M:%S')})")
+    else:  # the tables end with this headline; quiet, it is the only line
+        print(f"{s['passed']}/{s['trials']} passed, {s['failed']} failed, {s['errored']} "
+              f"errored ({time.strftime('%H:%M:%S')})")
     print(f"run: {planned.store.dir}")
     for path in results.get("reports", []):
         print(f"report: {path}")
+    if s["passed"] < s["trials"]:
+        print(f"what went wrong: proctor show {shown(planned.store.dir)} --failed")

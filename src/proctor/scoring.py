@@ -158,6 +158,17 @@ def _task_row(key: tuple, group: list[TrialResult], task: TaskDef | None) -> Tas
     }
 
 
+def _mean_k(rows: list[TaskRow]) -> dict[str, dict[str, float]]:
+    """A model's pass@k / pass^k: for each k, the mean over its tasks rows (conditions) with
+    at least k trials — a task run once says nothing about k = 3 and is left out of it."""
+    out: dict[str, dict[str, float]] = {"pass_at_k": {}, "pass_hat_k": {}}
+    for k in range(1, max((len(r["pass_at_k"]) for r in rows), default=0) + 1):
+        reach = [r for r in rows if str(k) in r["pass_at_k"]]
+        for name in out:
+            out[name][str(k)] = sum(r[name][str(k)] for r in reach) / len(reach)
+    return out
+
+
 def _model_row(agent: str, group: list[TrialResult], by_id: dict[str, TaskDef]
                ) -> tuple[ModelRow, bool]:
     """The row, and whether it missed a threshold that is enforced (behavior: error)."""
@@ -183,6 +194,7 @@ def _model_row(agent: str, group: list[TrialResult], by_id: dict[str, TaskDef]
         "model": model, "agent": agent, "pass_rate": ok / n, "ci95": list(wilson(ok, n)),
         "threshold": threshold, "met": met, "trials": n, "passed": ok,
         "errored": sum(t.status == "error" for t in group), **usage(group),
+        "pass_at_k": {}, "pass_hat_k": {},  # from its tasks rows, in summarize
     }
     return row, enforced_miss
 
@@ -210,6 +222,8 @@ def summarize(trials: list[TrialResult], tasks: Iterable[TaskDef]) -> Scored:
         row, miss = _model_row(agent, group, by_id)
         model_rows.append(row)
         enforced_miss |= miss
+    for row in model_rows:
+        row.update(_mean_k([r for r in task_rows if r["agent"] == row["agent"]]))
     if any(row["threshold"] is not None for row in model_rows):
         exit_code = 1 if enforced_miss else 0
     else:

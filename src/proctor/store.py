@@ -27,6 +27,17 @@ def proctor_home() -> Path:
     return Path(os.environ.get("PROCTOR_HOME") or ".proctor")
 
 
+def shown(path: str | Path) -> str:
+    """A path as messages show it: relative to the current directory when inside it (what
+    one would type), else absolute."""
+    p = Path(path).absolute()
+    try:
+        rel = p.relative_to(Path.cwd())
+    except ValueError:
+        return str(p)
+    return str(rel) if str(rel) != "." else "."
+
+
 def iso(ts: float | None = None) -> str:
     return datetime.fromtimestamp(ts or time.time(), UTC).isoformat(timespec="seconds")
 
@@ -188,7 +199,9 @@ def read_json(path: Path) -> Any:
 _SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY, dir TEXT NOT NULL, started_at TEXT, finished_at TEXT,
   status TEXT, specs TEXT, trials INTEGER, passed INTEGER, failed INTEGER, errored INTEGER,
-  pass_rate REAL)"""
+  pass_rate REAL, models TEXT, by_model TEXT)"""
+_COLUMNS = ("run_id", "dir", "started_at", "finished_at", "status", "specs", "trials",
+            "passed", "failed", "errored", "pass_rate", "models", "by_model")
 
 
 def _index() -> sqlite3.Connection:
@@ -196,56 +209,98 @@ def _index() -> sqlite3.Connection:
     home.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(home / "index.sqlite", timeout=10)
     db.execute(_SCHEMA)
+    have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    for column in ("models", "by_model"):  # an index written before these columns
+        if column not in have:
+            db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
     return db
 
 
 def index_run(run_id: str, run_dir: Path, *, started_at: str, status: str, specs: list[str],
-              finished_at: str | None = None, summary: dict[str, Any] | None = None) -> None:
+              finished_at: str | None = None, summary: dict[str, Any] | None = None,
+              models: list[str] | None = None,
+              by_model: dict[str, list[int]] | None = None) -> None:
+    """Add or update a run's row (`by_model`: label -> [passed, trials], for `proctor view`'s
+    pass rate over time). A directory holds one run: an older row for the same directory
+    (its run was deleted and --output-dir reused) is dropped."""
     s = summary or {}
+    values = (run_id, str(run_dir), started_at, finished_at, status, json.dumps(specs),
+              s.get("trials"), s.get("passed"), s.get("failed"), s.get("errored"),
+              s.get("pass_rate"), None if models is None else json.dumps(models),
+              None if by_model is None else json.dumps(by_model))
+    updates = ", ".join(f"{c}=excluded.{c}" for c in _COLUMNS[1:-2]
+                        if c not in ("started_at", "specs"))
+    updates += (", models=COALESCE(excluded.models, models)"
+                ", by_model=COALESCE(excluded.by_model, by_model)")
     try:
         with _index() as db:
+            db.execute("DELETE FROM runs WHERE dir = ? AND run_id != ?", (str(run_dir), run_id))
             # An upsert keeps the row's rowid, which orders runs started in the same second.
-            db.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(run_id) DO UPDATE SET "
-                "dir=excluded.dir, finished_at=excluded.finished_at, status=excluded.status, "
-                "trials=excluded.trials, passed=excluded.passed, failed=excluded.failed, "
-                "errored=excluded.errored, pass_rate=excluded.pass_rate",
-                (run_id, str(run_dir), started_at, finished_at, status, json.dumps(specs),
-                 s.get("trials"), s.get("passed"), s.get("failed"), s.get("errored"),
-                 s.get("pass_rate")))
+            db.execute(f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES "
+                       f"({', '.join('?' * len(_COLUMNS))}) ON CONFLICT(run_id) DO UPDATE SET "
+                       f"{updates}", values)
     except sqlite3.Error:
         pass  # the index is a convenience; a locked or read-only home must not fail a run
 
 
-def list_runs(limit: int) -> list[dict[str, Any]]:
+def list_runs(limit: int | None = None) -> list[dict[str, Any]]:
+    """The index's runs, newest first (all of them without `limit`)."""
     with _index() as db:
         db.row_factory = sqlite3.Row
         rows = db.execute("SELECT * FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?",
-                          (limit,)).fetchall()
+                          (-1 if limit is None else limit,)).fetchall()
     return [dict(r) for r in rows]
 
 
+def models_of(row: dict[str, Any]) -> list[str]:
+    try:
+        models = json.loads(row.get("models") or "[]")
+    except ValueError:
+        return []
+    return [str(m) for m in models] if isinstance(models, list) else []
+
+
 def runs_main(limit: int = 20) -> int:
+    """`proctor runs`: newest first. The directory (what `proctor show` takes; relative to
+    here when inside) comes first and is never wrapped: a path too long for the terminal
+    loses its start, not its run id. Narrow terminals drop the specs, then the start time;
+    long model lists end in an ellipsis."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     rows = list_runs(limit)
-    console = Console()
+    console = Console(highlight=False)
     if not rows:
-        console.print(f"no runs yet under {proctor_home()}")
+        console.print(f"no runs yet under {shown(proctor_home())}")
         return 0
-    # The run id starts with its UTC start time, so it doubles as the "started" column.
-    table = Table(box=None, header_style="bold")
-    table.add_column("run", no_wrap=True)
+    width = console.width
+    # What the directory may take: the rest needs ~38 columns (status, passed, some models).
+    room = max(24, width - 38 - (18 if width >= 110 else 0) - (16 if width >= 130 else 0))
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    table.add_column("run directory", no_wrap=True)
+    if width >= 110:
+        table.add_column("started", no_wrap=True)
     table.add_column("status", no_wrap=True)
-    table.add_column("trials", justify="right")
-    table.add_column("pass rate", justify="right")
-    table.add_column("specs")
-    table.add_column("directory", overflow="fold")
+    table.add_column("passed", justify="right", no_wrap=True)
+    table.add_column("models", no_wrap=True, overflow="ellipsis", ratio=2, min_width=8)
+    if width >= 130:
+        table.add_column("specs", no_wrap=True, overflow="ellipsis", ratio=1)
     for r in rows:
-        rate = "" if r["pass_rate"] is None else f"{r['pass_rate']:.0%}"
-        specs = ", ".join(Path(s).name for s in json.loads(r["specs"] or "[]"))
-        where = r["dir"] if Path(r["dir"]).exists() else f"{r['dir']} (deleted)"
-        table.add_row(r["run_id"], r["status"] or "", str(r["trials"] or 0), rate, specs, where)
+        gone = not Path(r["dir"]).exists()
+        status = (r["status"] or "") + (" (deleted)" if gone else "")
+        passed = ("" if r["trials"] is None else
+                  f"{r['passed'] or 0}/{r['trials']}" + ("" if r["pass_rate"] is None else
+                                                         f" {r['pass_rate']:.0%}"))
+        where = shown(r["dir"])
+        if len(where) > room:  # the end names the run; a wrapped path is worse than a cut one
+            where = "…" + where[len(where) - room + 1:]
+        cells: list[Any] = [Text(where, style="dim" if gone else "")]
+        if width >= 110:
+            cells.append((r["started_at"] or "").replace("T", " ")[:16])
+        cells += [status, passed, Text(", ".join(models_of(r)) or "–")]
+        if width >= 130:
+            cells.append(Text(", ".join(Path(s).name for s in json.loads(r["specs"] or "[]"))))
+        table.add_row(*cells)
     console.print(table)
     return 0

@@ -345,6 +345,8 @@ async def _run_agent(agent: Any, task: TaskDef, env: AgentEnv, recorder: Recorde
     except TimeoutError:
         # Out of time is the agent's problem, not the harness's: the checks still judge.
         recorder.trace({"type": "agent_timeout", "timeout_s": task.timeout})
+        if env.on_timeout is not None:
+            return env.on_timeout()
         return AgentResult(output="", turns=len(env.commands))
 
 

@@ -138,3 +138,17 @@ def test_a_configured_provider_is_reached_through_the_proxy_holding_the_key(tmp_
     [env_txt] = run.glob("workdirs/*/**/env.txt")
     seen = env_txt.read_text()
     assert "PROCTOR_MODEL_KEY=proctor-proxy" in seen and "sk-real-secret-4242" not in seen
+
+
+def test_an_unreachable_endpoint_is_an_error_reported_at_once(tmp_path):
+    """Connection refused: the proxy answers 400 so the agent stops instead of backing off
+    for minutes, and the trial is an error naming the endpoint."""
+    (tmp_path / "proctor.toml").write_text(
+        '[providers.dead]\nkind = "anthropic"\nbase_url = "http://127.0.0.1:9"\napi_key = "x"\n')
+    proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", "claude-code", "--model",
+                         "dead/claude-x", "-q", timeout=120)
+    assert proc.returncode == 1
+    [t] = results(run_dir_of(proc))["trials"]
+    assert t["status"] == "error" and t["duration_s"] < 60
+    assert "the model endpoint failed: http://127.0.0.1:9/v1/messages" in t["error"]
+    assert "Cannot connect" in t["error"]

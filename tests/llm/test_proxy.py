@@ -74,7 +74,8 @@ def _free_port() -> int:
 async def test_a_broken_endpoint_is_an_error_with_its_cause(wire_server):
     async with ModelProxy(f"http://127.0.0.1:{_free_port()}") as p:
         oai = openai.AsyncOpenAI(base_url=p.url + "/v1", api_key="k", max_retries=0)
-        with pytest.raises(openai.InternalServerError):
+        # 400, not 5xx: an agent would retry a 5xx for minutes
+        with pytest.raises(openai.BadRequestError, match="proctor model proxy"):
             await oai.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     assert len(p.errors) == 1 and "127.0.0.1" in p.errors[0] and p.turns == 0
     async with ModelProxy(wire_server.url) as p:

@@ -111,3 +111,26 @@ def test_markdown_and_json_for_a_pull_request(run_pair, capsys):
     assert md.startswith("## proctor compare `run-a` → `run-b`")
     assert "| 10/10 | 2/10 |" in md and "🔻 regression" in md
     assert "**Only in A:** `t5" in md
+
+
+def test_eighty_columns_cross_model_names_whole_words(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    long_a, long_b = "anthropic/claude-sonnet-4-5-20250929", "openai/gpt-4.1-2025-04-14"
+    a = write_run(tmp_path, "ra", counted("refund-order-with-ledger", long_a, 8, 8, "a"))
+    b = write_run(tmp_path, "rb", counted("refund-order-with-ledger", long_b, 0, 8, "b"))
+    compare_main(a, b)
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines), out
+    # both models are named (not only A's), once, and no name is folded over two lines
+    assert f"comparing model {long_a} (A) with {long_b} (B)" in " ".join(out.split())
+    task = next(x for x in lines if x.startswith("refund-order-with-ledger"))
+    assert "REGRESSION" in task and "anthropic" not in task  # the header names the models
+    assert not any(x.startswith(("-20250929", "0929", "ger ")) for x in lines)
+    # one model in both runs: named once above the table, not on every row
+    c = write_run(tmp_path, "rc", counted("t1", long_a, 1, 2, "c"))
+    d = write_run(tmp_path, "rd", counted("t1", long_a, 2, 2, "d"))
+    compare_main(c, d)
+    out = capsys.readouterr().out
+    assert f"model {long_a}" in out
+    assert next(x for x in out.splitlines() if x.startswith("t1")).count("anthropic") == 0

@@ -61,3 +61,9 @@ def test_rows_without_aggregates_fall_back_to_trials():
     (t,) = data.task_rows(results)  # scored as the run goes, without the tasks' rules
     assert t["status"] == "error" and t["passed"] == 1
     assert data.headline(results)["trials"] == 2
+
+
+def test_money_known_to_be_zero_reads_free():
+    from proctor.report.data import usd
+
+    assert usd(0.0) == "free" and usd(None) == "–" and usd(0.0021) == "$0.0021"

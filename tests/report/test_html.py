@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from html.parser import HTMLParser
 
 from proctor.report import write_reports
 from proctor.report.html import JS, render_html
+from proctor.report.trajectory import decode, fitted
+
+from .conftest import FLAKY_TRIAL
 
 
 class Page(HTMLParser):
@@ -71,15 +75,22 @@ def test_structure(mixed_run):
     assert "Threshold missed" in text and "anthropic/claude-sonnet-4-5" in text
     assert "refunds.count = 1" in text  # check details are in the page
     assert "flaky" in text
+    # pass@k / pass^k in the heat map (per tasks row) and the models table; total cost too
+    assert "k=3: 100% / 0%" in text and "k=3: 67% / 67%" in text
+    assert "$ total" in text and f"${18 * 0.0021:.4f}" in text
 
 
 def test_self_contained(mixed_run):
     html, page = _page(mixed_run)
-    assert page.scripts == [JS]  # our one inline script, nothing else
+    # the trajectories (data: a JSON array of base64 strings) and our one inline script
+    assert len(page.scripts) == 2 and page.scripts[1] == JS
+    assert page.find("script", type="application/json", id="trajectories")
+    assert all(re.fullmatch(r"[A-Za-z0-9+/=]+", b) for b in json.loads(page.scripts[0]))
     assert not page.find("link")
     assert all("src" not in a for _, a in page.elements)
     links = [a["href"] for a in page.find("a")]
-    assert links and all(h.startswith("trials/") for h in links)  # files of the run only
+    # files of the run, or this page (the failing-checks list opens a trial below)
+    assert links and all(h.startswith(("trials/", "#")) for h in links)
     assert "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in html
     (csp,) = [a for a in page.find("meta") if a.get("http-equiv") == "Content-Security-Policy"]
@@ -116,3 +127,153 @@ def test_empty_run_renders():
     page = Page()
     page.feed(html)
     assert len(page.find("table", id="trials")) == 1
+
+
+def _docs(page) -> list:
+    (script,) = page.find("script", id="trajectories")
+    chunk = int(script["data-chunk"])
+    blocks = [decode(b) for b in json.loads(page.scripts[0])]
+    return [d for block in blocks for d in block], chunk
+
+
+def test_trajectory_is_embedded_compressed_and_complete(mixed_run):
+    html, page = _page(mixed_run)
+    docs, chunk = _docs(page)
+    assert chunk == 50 and len(docs) == 44
+    bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
+    by_id = {a["data-id"]: docs[int(a["data-i"])] for a in bodies}
+    assert sum(d is not None for d in docs) == 1  # only that trial has a trace in the fixture
+    doc = by_id[FLAKY_TRIAL]
+    kinds = [s["k"] for s in doc["steps"]]
+    assert kinds == ["model", "cmd", "cmd", "output"]
+    model = doc["steps"][0]
+    assert model["calls"] == ["run_command: git switch -c feature"]
+    assert model["text"] == "I'll create the branch." and model["in"] == 1200
+    cmd = doc["steps"][2]
+    assert cmd["cmd"] == "git branch" and cmd["exit"] == 1 and cmd["dur"] == 0.01
+    assert "line 39" in cmd["stdout"] and "\x1b" not in cmd["stdout"]
+    assert doc["steps"][1]["stderr"] == "Switched to a new branch 'feature'\n"
+    assert [a[0] for a in doc["audit"]] == ["command", "file_write", "db_write", "http_call"]
+    assert doc["audit"][3][1] == "mail POST /send → 200"
+    # trials without a trace say so instead of a spinner
+    assert html.count('<p class="muted">No trace recorded.</p>') == 43
+
+
+def test_trajectory_fits_its_share_and_says_what_was_cut():
+    trace = [{"type": "command", "command": f"step {i}", "exit_code": 0, "duration_s": 0.1,
+              "stdout": f"{i}:" + "y" * 50_000, "stderr": ""} for i in range(200)]
+    audit = [{"type": "file_write", "details": {"path": f"node_modules/{i}", "size": 1}}
+             for i in range(3000)]
+    doc = fitted(trace, audit, 6000)
+    assert len(json.dumps(doc, separators=(",", ":"))) <= 6000
+    head, gone = doc["steps_cut"]
+    assert len(doc["steps"]) + gone == 200 and doc["steps"][0]["cmd"] == "step 0"
+    assert doc["steps"][-1]["cmd"] == "step 199"  # the start and the end are kept
+    assert "characters" in doc["steps"][0]["stdout"]  # the cut says so
+    assert doc["limit"] < 8000 and doc["audit_more"]["file_write"] > 2900
+    # a small trace keeps everything
+    small = fitted(trace[:2], [], 400_000)
+    assert small["limit"] == 8000 and "steps_cut" not in small
+
+
+def test_a_page_of_many_trials_stays_within_its_budget(tmp_path):
+    from proctor.report.trajectory import blocks, recorded
+
+    trials = [{"id": f"t{i}", "status": "pass" if i % 2 else "fail"} for i in range(120)]
+    for i, t in enumerate(trials):
+        d = tmp_path / "trials" / t["id"]
+        d.mkdir(parents=True)
+        (d / "trace.jsonl").write_text("".join(json.dumps(
+            {"type": "command", "command": f"make {i}", "exit_code": i % 2, "duration_s": 1,
+             "stdout": "".join(f"{i}-{j} {'ab' * (j % 7)} line\n" for j in range(400))}) + "\n"
+            for _ in range(5)))
+    dirs = recorded(trials, tmp_path)
+    out = blocks(trials, dirs, 60_000)
+    assert len(out) == 3 and sum(len(b) for b in out) <= 60_000
+    docs = [d for b in out for d in decode(b)]
+    assert [d["steps"][0]["cmd"] for d in docs] == [f"make {i}" for i in range(120)]
+    # failures got more room than passes
+    assert docs[0]["limit"] >= docs[1]["limit"]
+
+
+def test_failing_checks_triage_and_heat_map_cells_filter(mixed_run):
+    html, page = _page(mixed_run)
+    text = "".join(page.text)
+    assert "Failing checks (15 in " in text
+    assert "git-branch · anthropic/claude-sonnet-4-5 · output_contains#1 (output_contains) " \
+           "failed in 2 of 6 trials: 'feature' not in stdout" in text
+    items = [a for a in page.find("a") if "data-show-trial" in a]
+    assert items and all(a["href"] == "#" for a in items)
+    # every heat-map cell's key is carried by its trials, and only by them
+    cells = {a["data-cell"] for a in page.find("td") if a.get("class") == "cell"}
+    bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
+    assert {a["data-cell"] for a in bodies} == cells and len(cells) == 16
+    flaky = next(a for a in bodies if a["data-id"] == FLAKY_TRIAL)
+    same = [a["data-id"] for a in bodies if a["data-cell"] == flaky["data-cell"]]
+    assert len(same) == 3 and all(".injected." in i and "anthropic" in i for i in same)
+
+
+def test_long_model_names_stay_distinct():
+    from proctor.report.data import short_labels
+
+    a, b = "anthropic/claude-sonnet-4-5", "anthropic/claude-sonnet-4-5-20250929"
+    names = short_labels([a, b, "openai/gpt-4.1"], 22)
+    assert len(set(names.values())) == 3 and all(len(v) <= 22 for v in names.values())
+    assert names[b].endswith("20250929") and names["openai/gpt-4.1"] == "openai/gpt-4.1"
+    trials = [{"id": f"t.{m}", "task_id": "t", "model": m, "status": "pass", "agent": "llm"}
+              for m in (a, b)]
+    from proctor.model import TrialResult
+    from proctor.scoring import summarize
+
+    scored = summarize([TrialResult.from_dict(t) for t in trials], [])
+    page = Page()
+    page.feed(render_html({"run_id": "r", "trials": trials, **scored}))
+    heads = [a.get("title") for a in page.find("th") if a.get("class") == "model"]
+    assert heads == [a, b]  # whole names in the heat map header (wrapped by CSS)
+
+
+def test_a_large_run_carries_details_compressed(mixed_run, monkeypatch):
+    import proctor.report.html as html_mod
+
+    monkeypatch.setattr(html_mod, "INLINE_DETAILS", 10)  # this run's 44 trials are "large"
+    html, page = _page(mixed_run)
+    assert not page.find("tr", **{"class": "detail"})  # a small DOM: details come on open
+    docs, _ = _docs(page)
+    assert len(docs) == 44 and all(d and d["detail"] for d in docs)
+    bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
+    doc = docs[int(next(a for a in bodies if a["data-id"] == FLAKY_TRIAL)["data-i"])]
+    assert doc["steps"] and '<div class="traj">' in doc["detail"]
+    # the detail is the same escaped markup as inline: hostile output stays text
+    everything = "".join(d["detail"] for d in docs)
+    assert "refunds.count = 1" in everything and "<script>alert" not in everything
+    assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;" in everything
+
+
+def test_histogram_axes_neither_repeat_nor_split_trials():
+    import re
+
+    from proctor.report.html import chart_durations
+
+    def axes(durations):
+        svg = chart_durations([{"duration_s": d} for d in durations])
+        return (re.findall(r'text-anchor="middle">([^<]*)<', svg),
+                re.findall(r'text-anchor="end">([^<]*)<', svg))
+
+    labels, ticks = axes([0.01, 0.02, 0.2, 0.24] + [0.01] * 438)
+    assert labels == ["0s", "0.05s", "0.1s", "0.15s", "0.2s"]  # not 0s 0s 0.1s
+    assert ticks == ["0", "220", "440"]  # whole trials: no 219.5
+    labels, _ = axes([100, 3000])
+    assert labels[:2] == ["0s", "16m40s"] and len(set(labels)) == len(labels)
+
+
+def test_a_trial_id_cannot_point_outside_its_run(tmp_path):
+    from proctor.report.trajectory import recorded
+
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "trace.jsonl").write_text('{"type": "command", "command": "cat key"}\n')
+    run = tmp_path / "run"
+    (run / "trials" / "ok").mkdir(parents=True)
+    (run / "trials" / "ok" / "trace.jsonl").write_text('{"type": "agent_output"}\n')
+    dirs = recorded([{"id": "../../secret"}, {"id": ".."}, {"id": "ok"}], run)
+    assert dirs == [None, None, run / "trials" / "ok"]

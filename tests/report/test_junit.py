@@ -101,3 +101,34 @@ def test_empty_run_is_valid():
     doc = etree.fromstring(render_junit({"run_id": "x", "trials": []}).encode())
     assert schema.validate(doc), schema.error_log
     assert doc.get("tests") == "0"
+
+
+def test_junit2html_reads_every_row_and_renders_it(mixed_run, tmp_path):
+    """junit2html, a second consumer: its parser sees every tasks row (task × model × help
+    mode × params) as a suite with its trials, and its command renders the file."""
+    import subprocess
+    import sys
+
+    from junit2htmlreport.parser import Junit
+
+    path = _write(mixed_run)
+    report = Junit(filename=str(path))
+    results = json.loads((mixed_run / "results.json").read_text())
+    assert len(report.suites) == len(results["tasks"]) == 16
+    cases = [c for s in report.suites for c in s.all()]
+    assert len(cases) == 44
+    assert sum(len(s.failed()) for s in report.suites) == 16 + 3  # failures and errors
+    names = {s.name for s in report.suites}
+    assert "git-branch [anthropic/claude-sonnet-4-5, injected]" in names
+    assert "git-branch [anthropic/claude-sonnet-4-5, none]" in names  # help modes apart
+    assert "refund-order [db=mysql]" in names  # params apart
+    props = {p.name: p.value for p in next(s for s in report.suites
+                                           if s.name == "refund-order [db=mysql]").properties}
+    assert props["param.db"] == "mysql"
+    out = tmp_path / "junit.html"
+    exe = Path(sys.executable).parent / "junit2html"
+    done = subprocess.run([str(exe), str(path), str(out)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert "jq-filter.openai-gpt-4.1.injected.r0" in page and "<script>alert" not in page

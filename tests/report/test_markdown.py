@@ -60,26 +60,33 @@ def test_headline_models_and_tasks(mixed_run):
     assert "**Threshold missed:** `anthropic/claude-sonnet-4-5`" in md
     models, _help_modes, tasks = _render(md).tables
     assert models[0] == ["model", "passed", "pass rate", "95% CI", "threshold", "avg turns",
-                         "tokens in", "tokens out", "$ / success"]
+                         "tokens in", "tokens out", "$ total", "$ / success", "pass@k / pass^k"]
     by_model = {r[0]: r for r in models[1:]}
     assert by_model["openai/gpt-4.1"][1:5] == ["12/19", "63%", "41–81%", "60% ✅"]
     assert by_model["anthropic/claude-sonnet-4-5"][4] == "70% ❌"
     # cost per success: 19 trials × $0.0021 (no cost on the errored one: 18 × 0.0021) / 12
-    assert by_model["openai/gpt-4.1"][8] == f"${18 * 0.0021 / 12:.4f}"
+    assert by_model["openai/gpt-4.1"][8] == f"${18 * 0.0021:.4f}"  # total, next to per success
+    assert by_model["openai/gpt-4.1"][9] == f"${18 * 0.0021 / 12:.4f}"
+    # pass@3 / pass^3: the mean over its six 3-trial rows (jq-keys ran once: not in k=3):
+    # git-init 1/1 twice, git-branch 1/1 twice, jq-filter 0/0 twice
+    assert by_model["openai/gpt-4.1"][10] == "k=3: 67% / 67%"
     assert by_model["(command)"][1] == "3/6"
-    assert all(len(r) == 9 for r in models)
+    assert all(len(r) == 11 for r in models)
     # the scenario aggregates replicas by majority, so a verdict column says what it decided
     assert tasks[0] == ["task", "model", "status", "verdict", "passed", "pass rate",
-                        "avg duration"]
+                        "pass@k / pass^k", "avg duration"]
     rows = {(r[0], r[1]): r for r in tasks[1:]}  # one per task × model × help mode × params
     assert rows[("git-branch [injected]", "anthropic/claude-sonnet-4-5")][2:4] == [
         "⚠️ flaky", "fail (all)"]
+    # 2 of 3 passed: pass@3 = 1, pass^3 = 0; a single trial has no k beyond 1
+    assert rows[("git-branch [injected]", "anthropic/claude-sonnet-4-5")][6] == "k=3: 100% / 0%"
+    assert rows[("jq-keys [injected]", "openai/gpt-4.1")][6] == "–"
     assert rows[("jq-keys [injected]", "openai/gpt-4.1")][2] == "💥 error"
     assert rows[("refund-order [db=mysql]", "(command)")][2:6] == [
         "💥 error", "fail (majority)", "0/3", "0%"]
     assert rows[("refund-order [db=postgres]", "(command)")][2:6] == [
         "✅ pass", "pass (majority)", "3/3", "100%"]
-    assert all(len(r) == 7 for r in tasks)
+    assert all(len(r) == 8 for r in tasks)
 
 
 def test_failing_checks_grouped_and_errors_listed(mixed_run):

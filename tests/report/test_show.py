@@ -123,3 +123,10 @@ def test_the_list_filters_by_outcome_task_and_model(mixed_run, capsys):
     assert "refund-order" in out and "git-init" not in out
     show_main(mixed_run, None, TrialFilter(tasks={"nope"}))
     assert "none of the run's 44 trials match" in capsys.readouterr().out
+
+
+def test_notes_use_a_wide_terminal(mixed_run, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    out = _show(capsys, mixed_run)
+    line = next(x for x in out.splitlines() if x.startswith("jq-filter.openai-gpt-4.1.none.r0"))
+    assert len(line.rstrip()) > 200 and "x" * 80 in line  # not cut at ~120 characters

@@ -28,8 +28,11 @@ def test_wide_table_has_everything(mixed_run):
     # One row per identical conditions: the help modes are rows of their own.
     row = next(line for line in lines if "git-branch [injected]" in line and "anthropic" in line)
     assert "FLAKY" in row and "2/3 67%" in row and "3.0" in row and "5.0s" in row
+    assert "k=3: 100% / 0%" in row  # pass@3 / pass^3 of 2 passes in 3
     row = next(line for line in lines if line.startswith("openai/gpt-4.1"))
-    for cell in ("12/19 63%", "41–81%", "23.4k/2.7k", "$0.0032", "60% met"):
+    # total cost next to cost per success, and the model's mean pass@3 / pass^3
+    for cell in ("12/19 63%", "41–81%", "23.4k/2.7k", "$0.0378", "$0.0032", "60% met",
+                 "k=3: 67% / 67%"):
         assert cell in row
     row = next(line for line in lines if line.startswith("anthropic/claude-sonnet-4-5"))
     assert "70% MISSED" in row
@@ -41,6 +44,18 @@ def test_narrow_terminal_drops_columns_not_meaning(mixed_run):
     assert "turns" not in text and "tokens" not in text
     assert "FLAKY" in text and "MISSED" in text and "ERROR" in text
     assert max(len(line) for line in text.splitlines()) <= 60
+
+
+def test_eighty_columns_keep_the_cost_and_the_help_mode_figures(mixed_run):
+    text, _ = _print(_results(mixed_run), width=80, color_system=None)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    row = next(line for line in lines if line.startswith("openai/gpt-4.1"))
+    assert "$0.0378" in row  # the total cost stays below 100 columns
+    help_rows = [line for line in lines if "injected" in line and "pts" in line]
+    assert len(help_rows) == 2  # one line each: figures whole, the model name cut in the middle
+    assert all("6/9" in r or "5/9" in r for r in help_rows)
+    assert any("+0 pts (-38 to +38)" in r and "1.000" in r and "4.1" in r for r in help_rows)
 
 
 def test_no_color_means_no_colour_codes(mixed_run, monkeypatch):

@@ -90,6 +90,7 @@ def test_interrupt_keeps_finished_trials_and_leaves_nothing_behind(cli, spec, tm
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err
     assert "Traceback" not in err
+    assert "Finish the run with:\n  proctor run --resume run\n" in err  # what to do next
     run_id = json.loads((tmp_path / "run" / "run.json").read_text())["run_id"]
     r = results(tmp_path / "run")
     assert r["interrupted"] is True and r["complete"] is False

@@ -55,3 +55,15 @@ def test_select_by_task_and_category():
     ts = [task("a", category="x"), task("b", category="y"), task("c")]
     assert [t.id for t in select(ts, RunOptions(tasks=["a", "c"]))] == ["a", "c"]
     assert [t.id for t in select(ts, RunOptions(categories=["y"]))] == ["b"]
+
+
+def test_replica_ids_are_zero_padded_to_sort_in_order():
+    task = TaskDef(id="t", dialect="scenario", source="s.yaml", base_dir=".", prompt="p",
+                   agent=AgentDef(type="oracle"), checks=[], repeat=11)
+    ids = [t.id for t in plan([task], RunOptions())]
+    assert ids[:2] == ["t.r00", "t.r01"] and ids[-1] == "t.r10" and sorted(ids) == ids
+    # up to 10 replicas the ids are what they always were
+    assert [t.id for t in plan([task], RunOptions(repeat=3))] == ["t.r0", "t.r1", "t.r2"]
+    # a run planned before padding keeps its ids, so --resume finds its finished trials
+    assert [t.id for t in plan([task], RunOptions(), pad=False)][-1] == "t.r10"
+    assert trial_id("t", None, None, {}, 7, width=3) == "t.r007"

@@ -212,3 +212,16 @@ def test_help_mode_effect_per_agent():
         10, 10, 2, 10)
     assert effect["diff"] == pytest.approx(-0.8)
     assert effect["ci95"][1] < 0 and effect["p_value"] < 0.001
+
+
+def test_model_pass_at_k_is_the_mean_over_its_rows_that_reach_k():
+    trials = ([trial("pass", task="a", model="m", replica=r) for r in range(2)]
+              + [trial("pass" if r == 0 else "fail", task="b", model="m", replica=r)
+                 for r in range(2)]
+              + [trial("fail", task="c", model="m")])
+    row = summarize(trials, [task_def()])["models"][0]
+    assert row["pass_at_k"]["1"] == pytest.approx((1 + 0.5 + 0) / 3)
+    # k = 2: only a (1.0) and b (1.0) ran twice; c's single trial says nothing about k = 2
+    assert row["pass_at_k"]["2"] == pytest.approx(1.0)
+    assert row["pass_hat_k"]["2"] == pytest.approx(0.5)
+    assert set(row["pass_at_k"]) == {"1", "2"}

@@ -41,6 +41,9 @@ class AgentEnv:
     solution: list[str] = field(default_factory=list)  # rendered; what the oracle runs
     commands: list[CommandRecord] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (e.g. --help text)
+    # What the agent has to show if its time runs out (an external agent: the model calls
+    # so far, and whether the endpoint failed).
+    on_timeout: Callable[[], AgentResult] | None = None
 
     async def run_command(self, command: str, timeout: float | None = None) -> CommandRecord:
         """Run one agent command (`sh -c`) in the sandbox and record it."""
@@ -74,13 +77,14 @@ class AgentEnv:
                                         "cwd": rec.cwd, "source": rec.source})
         return rec
 
-    def record_execs(self, res: ExecResult, is_launcher: Callable[[list[str]], bool],
+    def record_execs(self, res: ExecResult, is_launcher: Callable[[list[str], int], bool],
                      housekeeping: tuple[str, ...] = (), tool: re.Pattern[str] | None = None,
                      unwrap: Callable[[list[str]], str | None] | None = None) -> None:
         """The processes a traced agent program started, after proctor's own `sh -c`.
 
         Set aside (in the trace only, marked `ignored`): the agent program itself and its
-        wrappers (`is_launcher`); a process matching `housekeeping` or the spec's
+        wrappers (`is_launcher(argv, parent)`, parent: the index of the exec it descends from,
+        0 for proctor's wrapper); a process matching `housekeeping` or the spec's
         `ignore_commands`, with every process it started; and, for an agent whose shell
         tool runs commands under a known process (`tool`, matched on the argv), every
         process outside those: what the agent runs for itself. `unwrap` gives the command
@@ -100,11 +104,12 @@ class AgentEnv:
                 in_tool.add(i)
             why = set_aside.get(parent) or next(
                 (p for p in patterns if re.search(p, command)), None)
-            if why is None and tool is not None and i not in in_tool and not is_launcher(argv):
+            launcher = is_launcher(argv, parent)
+            if why is None and tool is not None and i not in in_tool and not launcher:
                 why = "housekeeping"
             if why is not None:
                 set_aside[i] = why
-            elif is_launcher(argv) or is_tool and command == raw:
+            elif launcher or is_tool and command == raw:
                 why = "launcher"
             self.record(CommandRecord(command=command, argv=argv, cwd=cwd, exit_code=None,
                                       stdout="", stderr="", started_at=res.started_at,

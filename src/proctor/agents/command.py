@@ -60,8 +60,9 @@ class CommandAgent:
         res = await env.sandbox.exec(command, timeout=env.task.agent.timeout,
                                      env={"PROCTOR_PROMPT": env.prompt}, trace=True)
         cwd = str(env.sandbox.workdir)
-        # The program itself (its argv holds the prompt) is recorded last, as the launcher.
-        env.record_execs(res, lambda argv: bool(env.prompt) and env.prompt in argv)
+        # The program itself (started by proctor's wrapper, its argv holding the prompt) is
+        # recorded last, as the launcher.
+        env.record_execs(res, lambda argv, parent: parent == 0 and env.prompt in argv)
         env.record(CommandRecord(command=command, argv=["sh", "-c", command], cwd=cwd,
                                  exit_code=res.exit_code, stdout=res.stdout, stderr=res.stderr,
                                  started_at=res.started_at, duration_s=res.duration_s,

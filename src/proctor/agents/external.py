@@ -143,21 +143,26 @@ class ExternalAgent:
                 for rel, content in self.files(w).items():
                     await env.sandbox.write_file(f"{w.home}/{rel}", content.encode())
                 argv = self.argv(exe, env.prompt, w)
+
+                def result(stdout: str, exit_code: int | None, timed_out: bool) -> AgentResult:
+                    return AgentResult(
+                        output=self.answer(stdout), turns=proxy.turns,
+                        tokens_in=proxy.tokens_in, tokens_out=proxy.tokens_out,
+                        cost_usd=_cost(proxy.usage_by_model, model, upstream.model, config),
+                        error=_endpoint_failure(proxy, exit_code, timed_out))
+
+                env.on_timeout = lambda: result("", None, True)
                 res = await env.sandbox.exec(shlex.join(argv), timeout=task.agent.timeout,
                                              trace=True, env=self.environment(w))
         self._record(env, argv, res, exe)
-        return AgentResult(
-            output=self.answer(res.stdout), turns=proxy.turns, tokens_in=proxy.tokens_in,
-            tokens_out=proxy.tokens_out,
-            cost_usd=cost_usd(price_of(model, config), proxy.tokens_in, proxy.tokens_out),
-            error=_endpoint_failure(proxy, res.exit_code, res.timed_out))
+        return result(res.stdout, res.exit_code, res.timed_out)
 
     def _record(self, env: AgentEnv, argv: list[str], res: Any, exe: str) -> None:
         """What the agent executed, then its launcher with its exit code and output."""
         roots = (str(pinned_dir(self.name, self.pinned_version(env.task))),)
         wrappers = [re.compile(w) for w in self.wrappers]
 
-        def is_launcher(args: list[str]) -> bool:
+        def is_launcher(args: list[str], parent: int) -> bool:
             return _is_launcher(args, roots) or any(w.search(shlex.join(args)) for w in wrappers)
 
         tool = re.compile(self.tool_process) if self.tool_process else None
@@ -183,14 +188,29 @@ def _is_launcher(args: list[str], roots: tuple[str, ...]) -> bool:
                for a in args[:2] if a.startswith("/"))
 
 
+def _cost(usage: dict[str, list[int]], model: str, asked: str,
+          config: dict[str, Any]) -> float | None:
+    """Every call priced by its own model (Claude Code's side calls go to a smaller one);
+    unknown (None) if any model's price is."""
+    provider = model.split("/", 1)[0]
+    total = 0.0
+    for name, (tin, tout) in usage.items():
+        price = price_of(model if name == asked else f"{provider}/{name}", config)
+        cost = cost_usd(price, tin, tout)
+        if cost is None:
+            return None
+        total += cost
+    return total
+
+
 def _endpoint_failure(proxy: Any, exit_code: int | None, timed_out: bool) -> str | None:
     """Why the trial is `error` (the model endpoint, not the agent, failed), or None."""
     if not proxy.errors:
         if exit_code not in (0, None) and proxy.turns == 0 and not timed_out:
             return f"the agent exited {exit_code} without a single successful model call"
         return None
-    if exit_code == 0 and not proxy.last_failed:
-        return None  # a failure the agent retried past
+    if not proxy.last_failed and (exit_code == 0 or timed_out):
+        return None  # a failure the agent retried past (running out of time is its own)
     more = f" (and {len(proxy.errors) - 1} more)" if len(proxy.errors) > 1 else ""
     return f"the model endpoint failed: {proxy.errors[-1]}{more}"
 

@@ -4,8 +4,9 @@ the real provider and records every model call.
 The key is injected here from proctor's environment (`api_key`), so an agent under test
 never holds the real key. Streams (SSE) pass through chunk by chunk as they arrive; usage is
 read from the finished body (JSON, or the stream's events). A call the upstream refuses
-(connection error, 4xx/5xx) is recorded with its cause in `errors`, so the agent type can
-make the trial `error`, not `fail`.
+(4xx/5xx, passed through) or that cannot reach it at all (answered 400, so the agent stops
+instead of retrying for minutes) is recorded with its cause in `errors`, so the agent type
+can make the trial `error`, not `fail`.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class ModelProxy:
         self.last_failed = False  # did the most recent model call fail?
         self.on_call = on_call  # e.g. the trial recorder's trace: one model_call event per call
         self.turns = self.tokens_in = self.tokens_out = 0
+        self.usage_by_model: dict[str, list[int]] = {}  # model -> [input, output] tokens
         self.errors: list[str] = []
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -103,8 +105,10 @@ class ModelProxy:
                 await out.write_eof()
         except aiohttp.ClientError as e:
             self._record(request, body, None, b"", started, f"{target}: {e}")
-            return web.json_response({"error": {"type": "proxy_error", "message":
-                                                f"proctor model proxy: {target}: {e}"}}, status=502)
+            # 400, not 502: an agent backs off and retries a 5xx for minutes, while an
+            # endpoint proctor cannot reach at all is a setup problem to report at once.
+            return web.json_response({"error": {"type": "invalid_request_error", "message":
+                                                f"proctor model proxy: {target}: {e}"}}, status=400)
         error = f"{target}: HTTP {up.status}: {bytes(answer[:300]).decode('utf-8', 'replace')}" \
             if up.status >= 400 else None
         self._record(request, body, up.status, bytes(answer), started, error)
@@ -133,6 +137,10 @@ class ModelProxy:
             self.turns += not side
             self.tokens_in += tin
             self.tokens_out += tout
+            model = event["request"].get("model") if isinstance(event["request"], dict) else None
+            per_model = self.usage_by_model.setdefault(str(model or self.main_model or ""), [0, 0])
+            per_model[0] += tin
+            per_model[1] += tout
             event.update(turn=self.turns, usage={"input": tin, "output": tout},
                          response=answer[:200_000].decode("utf-8", "replace"))
         if self.on_call is not None:

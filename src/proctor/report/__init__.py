@@ -4,6 +4,8 @@
 * `report_main(run_dir, formats)`: `proctor report`
 * `terminal.print_summary(results, console)`: the tables at the end of `proctor run`
 * `show.show_main(run_dir, trial)`: `proctor show`
+* `view.view_main(runs_dir)`: `proctor view`, a local web server over the runs
+* `trajectory` (with `wire`): what each agent did, compressed into report.html
 
 Renderers are pure functions of the results dict (plus run.json for page headers); nothing here
 runs trials or changes verdicts."""
@@ -28,16 +30,19 @@ FORMATS: Registry = Registry("report format", {
 FILES = {"json": "results.json", "junit": "junit.xml", "md": "summary.md", "html": "report.html"}
 
 
-def render_json(results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
+def render_json(results: dict[str, Any], run: dict[str, Any] | None = None,
+                run_dir: Path | None = None) -> str:
     shown = {k: v for k, v in results.items() if not k.startswith("_")}  # no reader caches
     return json.dumps(shown, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-def render(fmt: str, results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
-    """The text of one report format."""
+def render(fmt: str, results: dict[str, Any], run: dict[str, Any] | None = None,
+           run_dir: Path | None = None) -> str:
+    """The text of one report format; `run_dir` lets a format read the trial directories
+    (report.html embeds each trial's trajectory)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(FILES)})")
-    return FORMATS.get(fmt)(results, run)
+    return FORMATS.get(fmt)(results, run, run_dir)
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -65,7 +70,7 @@ def write_reports(run_dir: Path, results: dict[str, Any], formats: list[str]) ->
         if fmt not in FILES:
             raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(FILES)})")
         path = run_dir / FILES[fmt]
-        _write_atomic(path, render(fmt, results, run))
+        _write_atomic(path, render(fmt, results, run, run_dir))
         paths.append(path)
     return paths
 

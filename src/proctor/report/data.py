@@ -85,8 +85,12 @@ def count(n: float | None) -> str:
 
 
 def usd(x: float | None) -> str:
+    """`$0.0123`, `$4.20`; `–` when unknown; `free` when known to cost nothing (mock models:
+    `$0.0000` read like a rounding of something)."""
     if x is None:
         return "–"
+    if x == 0:
+        return "free"
     if x == float("inf"):
         return "∞"
     return f"${x:.4f}" if x < 1 else f"${x:.2f}"
@@ -96,6 +100,42 @@ def diff_text(effect: dict[str, Any]) -> str:
     """`+40 pts (−2 to +72)`: a difference of pass rates, in percentage points, with its CI."""
     lo, hi = effect["ci95"]
     return f"{100 * effect['diff']:+.0f} pts ({100 * lo:+.0f} to {100 * hi:+.0f})"
+
+
+def top_k(row: dict[str, Any]) -> int:
+    """The largest k a row has pass@k for (its repeats, up to the scorer's 10)."""
+    return max((int(k) for k in row.get("pass_at_k") or {}), default=0)
+
+
+def pass_k_text(row: dict[str, Any]) -> str:
+    """`k=3: 97% / 34%`: pass@k and pass^k at the row's largest k; `–` with one trial, where
+    both are just the pass rate."""
+    k = top_k(row)
+    if k < 2:
+        return "–"
+    at, hat = row["pass_at_k"][str(k)], (row.get("pass_hat_k") or {}).get(str(k))
+    return f"k={k}: {pct(at)} / {pct(hat)}"
+
+
+def shows_pass_k(rows: list[dict[str, Any]]) -> bool:
+    return any(top_k(r) >= 2 for r in rows)
+
+
+def short_labels(labels: list[str], n: int) -> dict[str, str]:
+    """Labels of at most `n` characters that stay distinct: the middle goes (`anthropic/cl…
+    sonnet-4-5-20250929` keeps the provider and the version, where models differ); if two
+    would still read the same, both stay whole."""
+    def short(label: str) -> str:
+        if len(label) <= n:
+            return label
+        tail = (n - 1) // 2
+        return label[: n - 1 - tail] + "…" + label[len(label) - tail:]
+
+    out = {label: short(label) for label in labels}
+    seen: dict[str, int] = {}
+    for v in out.values():
+        seen[v] = seen.get(v, 0) + 1
+    return {k: (v if seen[v] == 1 else k) for k, v in out.items()}
 
 
 def params_text(params: dict[str, Any] | None) -> str:
@@ -159,6 +199,7 @@ def load_run(run_dir: str | Path, *, allow_partial: bool = False) -> Run:
             "run_id": config.get("run_id", d.name),
             "started_at": config.get("started_at"),
             "finished_at": None,
+            "complete": False,  # every report says so
             "summary": summarize(trials),
             "trials": trials,
             "tasks": [],
@@ -264,6 +305,31 @@ def condition(row: dict[str, Any]) -> tuple[Any, ...]:
     help mode, params."""
     params = tuple(sorted((k, repr(v)) for k, v in (row.get("params") or {}).items()))
     return (row.get("task_id"), row.get("model"), row.get("help_mode"), params)
+
+
+def cell_key(row: dict[str, Any]) -> str:
+    """A heat-map cell's key, the same for a `tasks` row and each of its trials: task, model,
+    help mode, params (report.html filters trials by it)."""
+    return "␟".join(str(x) for x in (row.get("task_id"), row.get("model") or "",
+                                          row.get("help_mode") or "", params_text(row.get("params"))))
+
+
+def failure_groups(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Failing checks grouped by task, model and check, in first-seen order: one group says
+    "failed in 6 of 6 trials" with the first message and trial, instead of six lines."""
+    runs: dict[tuple[Any, Any], int] = {}
+    for t in results.get("trials") or []:
+        key = (t.get("task_id"), t.get("model"))
+        runs[key] = runs.get(key, 0) + 1
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for t, c in failed_checks(results):
+        key = (t.get("task_id"), t.get("model"), c.get("name"))
+        if key not in groups:
+            groups[key] = {"task_id": key[0], "model": key[1], "trial": t, "check": c,
+                           "failed": 0, "trials": runs.get(key[:2], 0), "ids": []}
+        groups[key]["failed"] += 1
+        groups[key]["ids"].append(t.get("id"))
+    return list(groups.values())
 
 
 def rows_by_condition(results: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:

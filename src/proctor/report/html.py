@@ -8,12 +8,15 @@ network access even if something slipped through."""
 from __future__ import annotations
 
 import html
+import json
 import math
 from collections import Counter
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from proctor.report import data
+from proctor.report import data, trajectory
+from proctor.report.html_assets import CSS, JS
 from proctor.stats import quantile
 
 OUTPUT_LIMIT = 4000
@@ -35,14 +38,11 @@ def _num(x: float) -> str:
 # ---- charts (SVG) ---------------------------------------------------------------------------
 
 
-def _short(label: str, n: int = 26) -> str:
-    return label if len(label) <= n else label[: n - 1] + "…"
-
-
 def chart_models(rows: list[dict[str, Any]]) -> str:
     """Horizontal bars: pass rate per model, whiskers for the 95% CI, a tick for thresholds."""
     left, plot, right, row_h, top = 230, 440, 60, 30, 22
     height = top + row_h * len(rows) + 8
+    names = data.short_labels([data.clean(r["label"]) for r in rows], 34)
     width = left + plot + right
     out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="pass rate per model">']
     for p in (0, 25, 50, 75, 100):
@@ -59,7 +59,7 @@ def chart_models(rows: list[dict[str, Any]]) -> str:
         out.append(f'<g><title>{e(label)}: {data.pct(rate)} ({r["passed"]}/{r["trials"]}), '
                    f'95% CI {data.ci_text((lo, hi))}</title>')
         out.append(f'<text x="{left - 8}" y="{_num(cy + 4)}" text-anchor="end" '
-                   f'class="label">{e(_short(label, 34))}</text>')
+                   f'class="label">{e(names[label])}</text>')
         out.append(f'<rect x="{left}" y="{_num(y + 7)}" width="{_num(plot * rate)}" '
                    f'height="{row_h - 14}" rx="3" class="bar"/>')
         x1, x2 = left + plot * lo, left + plot * hi
@@ -83,11 +83,12 @@ def _histogram(counts: list[int], labels: list[str], colors: list[str], title: s
     n = max(1, len(counts))
     bw = plot_w / n
     out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{e(title)}">']
-    for frac in (0, 0.5, 1):
-        y = top + plot_h * (1 - frac)
+    # Whole trials on the y axis: 0, about half the peak, the peak (no "219.5").
+    for tick in sorted({0, peak // 2, peak} if peak >= 2 else {0, peak}):
+        y = top + plot_h * (1 - tick / peak)
         out.append(f'<line x1="{left}" y1="{_num(y)}" x2="{left + plot_w}" y2="{_num(y)}" '
                    f'class="grid"/><text x="{left - 6}" y="{_num(y + 4)}" class="axis" '
-                   f'text-anchor="end">{_num(peak * frac)}</text>')
+                   f'text-anchor="end">{tick}</text>')
     for i, c in enumerate(counts):
         h = plot_h * c / peak
         x = left + i * bw
@@ -119,6 +120,13 @@ def _nice_step(span: float, bins: int = 10) -> float:
     return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
 
 
+def _axis_seconds(x: float, places: int) -> str:
+    if x >= 60:
+        return data.seconds(x)  # 16m40s
+    text = f"{x:.{places}f}"
+    return (text.rstrip("0").rstrip(".") if "." in text else text) + "s"
+
+
 def chart_durations(trials: list[dict[str, Any]]) -> str:
     durations = [float(t.get("duration_s") or 0.0) for t in trials]
     step = _nice_step(max(durations, default=0.0))
@@ -126,7 +134,9 @@ def chart_durations(trials: list[dict[str, Any]]) -> str:
     counts = [0] * n
     for d in durations:
         counts[min(n - 1, int(d // step))] += 1
-    labels = [f"{_num(i * step)}s" for i in range(n)]
+    # As many decimals as the step needs: 0.025 s bins read 0s 0.025s 0.05s, not 0s 0s 0.1s.
+    places = max(0, -math.floor(math.log10(step) + 1e-9)) + (1 if f"{step:g}"[-1] == "5" else 0)
+    labels = [_axis_seconds(i * step, places) for i in range(n)]
     return _histogram(counts, labels, ["var(--accent)"] * n, "trial duration distribution")
 
 
@@ -140,7 +150,8 @@ def heat_map(results: dict[str, Any]) -> str:
     for r in rows:
         tasks.setdefault(r["task_label"], {})[r.get("model")] = r
     out = ['<div class="scroll"><table class="heat"><thead><tr><th>task</th>']
-    out += [f'<th title="{e(label)}">{e(_short(label, 22))}</th>' for label in models.values()]
+    # Whole names, wrapped at any character: two long names that share a start stay apart.
+    out += [f'<th class="model" title="{e(label)}">{e(label)}</th>' for label in models.values()]
     out.append("</tr></thead><tbody>")
     for task, cells in tasks.items():
         out.append(f'<tr><th scope="row">{e(task)}</th>')
@@ -153,11 +164,16 @@ def heat_map(results: dict[str, Any]) -> str:
             status = r.get("status") or ""
             badge = (f' <span class="badge {e(status)}">{e(status)}</span>'
                      if status in ("flaky", "error") else "")
+            k = data.pass_k_text(r)
+            k_line = f'<br><small class="k">{e(k)}</small>' if k != "–" else ""
             out.append(f'<td class="cell" style="--h:{round(120 * rate)}" '
+                       f'data-cell="{e(data.cell_key(r))}" '
+                       f'data-label="{e(task)} · {e(r["label"])}" '
                        f'title="{e(task)} · {e(r["label"])}: {r["passed"]}/{r["trials"]} passed, '
-                       f'status {e(status or "–")}, verdict {e(data.verdict_text(r))}">'
+                       f'status {e(status or "–")}, verdict {e(data.verdict_text(r))}, '
+                       f'pass@k / pass^k {e(k)}">'
                        f'{data.pct(rate)} '
-                       f'<small>{r["passed"]}/{r["trials"]}</small>{badge}</td>')
+                       f'<small>{r["passed"]}/{r["trials"]}</small>{badge}{k_line}</td>')
         out.append("</tr>")
     out.append("</tbody></table></div>")
     return "".join(out)
@@ -170,7 +186,8 @@ def models_table(results: dict[str, Any]) -> str:
     out = ['<div class="scroll"><table class="grid-table"><thead><tr><th>model</th>'
            '<th class="n">passed</th><th class="n">pass rate</th><th class="n">95% CI</th>'
            '<th class="n">threshold</th><th class="n">avg turns</th><th class="n">tokens in</th>'
-           '<th class="n">tokens out</th><th class="n">$ / success</th></tr></thead><tbody>']
+           '<th class="n">tokens out</th><th class="n">$ total</th><th class="n">$ / success</th>'
+           '<th class="n">pass@k / pass^k</th></tr></thead><tbody>']
     for r in data.model_rows(results):
         th = r.get("threshold")
         met = ("–" if th is None else
@@ -184,7 +201,9 @@ def models_table(results: dict[str, Any]) -> str:
             f'<td class="n">{"–" if turns is None else f"{turns:.1f}"}</td>'
             f'<td class="n">{data.count(r["tokens"]["input"])}</td>'
             f'<td class="n">{data.count(r["tokens"]["output"])}</td>'
-            f'<td class="n">{e(data.usd(r.get("cost_per_success")))}</td></tr>')
+            f'<td class="n">{e(data.usd(r.get("cost_usd")))}</td>'
+            f'<td class="n">{e(data.usd(r.get("cost_per_success")))}</td>'
+            f'<td class="n">{e(data.pass_k_text(r))}</td></tr>')
     out.append("</tbody></table></div>")
     return "".join(out)
 
@@ -222,7 +241,13 @@ def _forbidden(t: dict[str, Any]) -> str:
     return f"<h4>Forbidden rules</h4><ul class=\"rules\">{items}</ul>"
 
 
-def _trial_body(t: dict[str, Any], columns: int) -> str:
+INLINE_DETAILS = 1000  # above this many trials, details travel compressed (a smaller DOM)
+
+
+def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
+                details: list[str] | None) -> str:
+    """A trial's row and its detail; with `details`, the detail goes there (to be embedded
+    compressed and drawn when the row is opened) instead of into the page."""
     status = data.status_of(t)
     model = data.model_label(t.get("model"), [t])
     tokens = t.get("tokens") or {}
@@ -231,13 +256,11 @@ def _trial_body(t: dict[str, Any], columns: int) -> str:
     duration = float(t.get("duration_s") or 0.0)
     cost = t.get("cost_usd")
     params = data.params_text(t.get("params"))
-    search = " ".join(data.clean(x) for x in (t.get("id"), t.get("task_id"), model,
-                                               t.get("help_mode"), params, status)).lower()
     attrs = {
         "id": t.get("id"), "task": t.get("task_id"), "model": model, "status": status,
         "score": f"{score:.4f}", "turns": str(int(t.get("turns") or 0)), "tokens": str(tin + tout),
         "cost": "" if cost is None else f"{float(cost):.6f}", "duration": f"{duration:.3f}",
-        "search": search,
+        "cell": data.cell_key(t),
     }
     data_attrs = " ".join(f'data-{k}="{e(v)}"' for k, v in attrs.items())
     tid = data.clean(t.get("id"))
@@ -258,21 +281,31 @@ def _trial_body(t: dict[str, Any], columns: int) -> str:
     if t.get("output"):
         detail.append(f'<h4>Agent output</h4><pre class="out">{e(t.get("output"), OUTPUT_LIMIT)}'
                       "</pre>")
+    detail.append('<h4>Trajectory</h4>' + (
+        '<div class="traj"><p class="muted">Unpacking… (this needs JavaScript; the trace '
+        'link above has it all)</p></div>' if traced else
+        '<p class="muted">No trace recorded.</p>'))
+    if details is not None:
+        details.append("".join(detail))
     return (
-        f'<tbody {data_attrs}><tr class="trial">'
-        f'<td><button class="toggle" aria-expanded="false" title="show checks">▸</button> '
+        f'<tbody {data_attrs} data-i="{index}"><tr class="trial">'
+        f'<td><button class="toggle" aria-expanded="false">▸</button> '
         f"<code>{e(tid)}</code></td>"
         f"<td>{e(t.get('task_id'))}</td><td>{e(model)}</td>"
         f'<td><span class="badge {status}">{status}</span></td>'
         f'<td class="n">{score:.2f}</td><td class="n">{int(t.get("turns") or 0)}</td>'
         f'<td class="n">{data.count(tin)} / {data.count(tout)}</td>'
         f'<td class="n">{e(data.usd(cost))}</td><td class="n">{data.seconds(duration)}</td></tr>'
-        f'<tr class="detail"><td colspan="{columns}">{"".join(detail)}</td></tr></tbody>'
+        + ("" if details is not None else
+           f'<tr class="detail"><td colspan="{columns}">{"".join(detail)}</td></tr>')
+        + "</tbody>"
     )
 
 
-def trials_table(results: dict[str, Any]) -> str:
+def trials_table(results: dict[str, Any], traced: list[bool] | None = None,
+                 details: list[str] | None = None) -> str:
     trials = results.get("trials") or []
+    traced = traced or [False] * len(trials)
     heads = [("id", "trial", "text"), ("task", "task", "text"), ("model", "model", "text"),
              ("status", "status", "text"), ("score", "score", "num"), ("turns", "turns", "num"),
              ("tokens", "tokens in / out", "num"), ("cost", "cost", "num"),
@@ -287,15 +320,47 @@ def trials_table(results: dict[str, Any]) -> str:
                   for s in ("pass", "fail", "error") if statuses[s])
         + '</select><select id="fmodel" aria-label="model"><option value="">all models</option>'
         + "".join(f'<option value="{e(m)}">{e(m)}</option>' for m in models)
-        + f'</select><span class="muted"><span id="shown">{len(trials)}</span> of {len(trials)} '
-        "shown · click a row for its checks</span></div>"
+        + '</select><span class="chip" id="fcell" hidden>heat-map cell <b></b>'
+        '<button type="button" title="show all trials" aria-label="clear">✕</button></span>'
+        + f'<span class="muted"><span id="shown">{len(trials)}</span> of {len(trials)} '
+        "shown · click a row for its checks and trajectory</span></div>"
     )
     head = "".join(
         f'<th data-key="{k}" data-type="{kind}" class="{"n" if kind == "num" else ""}" '
         f'tabindex="0">{label}</th>' for k, label, kind in heads)
-    bodies = "".join(_trial_body(t, len(heads)) for t in trials)
+    bodies = "".join(_trial_body(t, len(heads), i, traced[i], details)
+                     for i, t in enumerate(trials))
     return (f'{controls}<div class="scroll"><table id="trials" class="grid-table">'
             f"<thead><tr>{head}</tr></thead>{bodies}</table></div>")
+
+
+MAX_GROUPS = 100  # failing-check groups listed in the page; the rest are counted
+
+
+def triage(results: dict[str, Any]) -> str:
+    """Failing checks grouped by task, model and check, most frequent first; each names an
+    example trial that opens in the table below."""
+    groups = sorted(data.failure_groups(results), key=lambda g: -g["failed"])
+    if not groups:
+        return ""
+    out = [f'<section><h2>Failing checks <span class="muted">'
+           f'({sum(g["failed"] for g in groups)} in {len(groups)} groups)</span></h2>'
+           '<ul class="triage">']
+    for g in groups[:MAX_GROUPS]:
+        t, c = g["trial"], g["check"]
+        model = f' · {e(data.model_label(g["model"], [t]))}' if g["model"] else ""
+        gate = ", gate" if c.get("gate") else ""
+        tid = data.clean(t.get("id"))
+        out.append(
+            f'<li><b>{e(g["task_id"])}</b>{model} · <code>{e(c.get("name"))}</code> '
+            f'<span class="muted">({e(c.get("type"))}{gate})</span> failed in '
+            f'<b>{g["failed"]} of {g["trials"]}</b> trials: {e(c.get("message") or "failed", 300)}'
+            f' <span class="muted">e.g.</span> <a href="#" data-show-trial="{e(tid)}">'
+            f'<code>{e(tid)}</code></a></li>')
+    if len(groups) > MAX_GROUPS:
+        out.append(f'<li class="muted">… and {len(groups) - MAX_GROUPS} more groups</li>')
+    out.append("</ul></section>")
+    return "".join(out)
 
 
 # ---- the page -------------------------------------------------------------------------------
@@ -338,10 +403,22 @@ def _cards(results: dict[str, Any]) -> str:
     return f'<div class="cards">{out}</div>'
 
 
-def render_html(results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
-    """The whole report page."""
+def _trajectories(blocks: list[str]) -> str:
+    """The encoded trajectory blocks as one JSON array (trajectory.blocks). Base64 and JSON
+    punctuation only, so nothing in it can close the element."""
+    if not blocks:
+        return ""
+    return (f'<script type="application/json" id="trajectories" data-chunk="{trajectory.CHUNK}">'
+            + json.dumps(blocks, separators=(",", ":")) + "</script>")
+
+
+def render_html(results: dict[str, Any], run: dict[str, Any] | None = None,
+                run_dir: Path | None = None) -> str:
+    """The whole report page; with `run_dir`, each trial's trajectory is embedded."""
     run = run or {}
     trials = results.get("trials") or []
+    traced = trajectory.recorded(trials, Path(run_dir) if run_dir else None)
+    details: list[str] | None = [] if len(trials) > INLINE_DETAILS else None
     model_rows = data.model_rows(results)
     missed = [r for r in model_rows if r.get("met") is False]
     banner = ""
@@ -372,99 +449,21 @@ Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figur
 </section>
 <section><h2>Tasks × models</h2>{heat_map(results)}</section>
 <section><h2>Models</h2>{models_table(results)}</section>
-<section><h2>Trials</h2>{trials_table(results)}</section>
+{triage(results)}
+<section><h2>Trials</h2>{trials_table(results, [d is not None for d in traced], details)}</section>
 <footer class="muted">Written by proctor. Pass rates count every repeat and replica as one
 trial; intervals are 95% Wilson score intervals.</footer>"""
-    return (
+    before = (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>proctor run {run_id}</title><style>{CSS}</style>"
         "<noscript><style>tr.detail{display:table-row!important}.toggle{display:none}</style>"
-        f"</noscript></head><body>{body}<script>{JS}</script></body></html>\n"
+        f"</noscript></head><body>{body}"
     )
-
-
-CSS = """
-:root{--bg:#fff;--fg:#1d2330;--muted:#6b7280;--line:#e5e7eb;--panel:#f8fafc;--accent:#4f6bed;
---pass:#16a34a;--fail:#dc2626;--error:#d97706;--flaky:#9333ea;--heat-l:86%;--heat-s:62%}
-@media (prefers-color-scheme:dark){:root{--bg:#0f1420;--fg:#e5e7eb;--muted:#9ca3af;
---line:#273043;--panel:#151c2c;--accent:#7c93ff;--heat-l:30%;--heat-s:45%}}
-*{box-sizing:border-box}
-body{margin:0 auto;max-width:1200px;padding:24px;background:var(--bg);color:var(--fg);
-font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px}h4{margin:14px 0 6px}
-code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-pre{white-space:pre-wrap;word-break:break-word;margin:0}
-.muted{color:var(--muted)}a{color:var(--accent)}
-.cards{display:flex;flex-wrap:wrap;gap:10px;margin:16px 0}
-.card{flex:1 1 120px;background:var(--panel);border:1px solid var(--line);border-radius:10px;
-padding:10px 14px}.card .k{color:var(--muted);font-size:12px;text-transform:uppercase}
-.card .v{font-size:24px;font-weight:650}.card .v.small{font-size:18px;padding-top:5px}
-.card.pass .v{color:var(--pass)}.card.fail .v{color:var(--fail)}.card.error .v{color:var(--error)}
-.banner{border-left:4px solid var(--fail);background:var(--panel);padding:8px 12px;margin:8px 0}
-.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(420px,100%),1fr));gap:14px}
-.charts .wide{grid-column:1/-1}.charts .wide svg{max-width:760px;display:block}
-figure{margin:0;background:var(--panel);border:1px solid var(--line);border-radius:10px;
-padding:12px}figcaption{font-weight:600;margin-bottom:6px}svg{width:100%;height:auto}
-svg text{fill:var(--fg);font-size:11px}svg .axis{fill:var(--muted);font-size:10px}
-svg .grid{stroke:var(--line)}svg .bar{fill:var(--accent);opacity:.85}
-svg .whisker{stroke:var(--fg);stroke-width:1.5;fill:none}svg .value{font-weight:600}
-svg .thr{stroke-width:3;stroke-dasharray:3 2}svg .thr.met{stroke:var(--pass)}
-svg .thr.missed{stroke:var(--fail)}
-.scroll{overflow-x:auto}
-table{border-collapse:collapse;width:100%}th,td{padding:6px 8px;text-align:left;
-vertical-align:top;border-bottom:1px solid var(--line)}th{font-weight:600;white-space:nowrap}
-.n{text-align:right;font-variant-numeric:tabular-nums}
-.heat td.cell{background:hsl(var(--h) var(--heat-s) var(--heat-l));text-align:center;border:2px solid var(--bg);
-white-space:nowrap}.heat td.none{text-align:center;color:var(--muted)}
-.heat small{opacity:.75}
-.badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:11px;font-weight:600;
-color:#fff;background:var(--muted)}.badge.pass{background:var(--pass)}
-.badge.fail{background:var(--fail)}.badge.error{background:var(--error)}
-.badge.flaky{background:var(--flaky)}
-.controls{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin-bottom:8px}
-.controls input,.controls select{font:inherit;padding:5px 8px;border:1px solid var(--line);
-border-radius:6px;background:var(--bg);color:var(--fg)}.controls input{flex:1 1 220px}
-#trials thead th{cursor:pointer;user-select:none}#trials th[data-dir=asc]::after{content:" ▲"}
-#trials th[data-dir=desc]::after{content:" ▼"}
-#trials tr.trial{cursor:pointer}#trials tr.trial:hover{background:var(--panel)}
-#trials tbody:not(.open) tr.detail{display:none}#trials tr.detail>td{background:var(--panel)}
-.toggle{border:0;background:none;color:var(--muted);cursor:pointer;font-size:12px;padding:0 4px}
-tbody.open .toggle{transform:rotate(90deg)}
-table.checks{margin:4px 0;background:var(--bg)}table.checks tr.bad td{background:
-color-mix(in srgb,var(--fail) 8%,transparent)}pre.msg{max-height:14em;overflow:auto}
-pre.out,pre.err{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:8px;
-max-height:24em;overflow:auto}ul.rules{margin:4px 0;padding-left:18px}
-.meta{margin:4px 0 2px}footer{margin:32px 0 8px;font-size:12px}
-"""
-
-JS = """
-(function(){
-var table=document.getElementById('trials');if(!table)return;
-var q=document.getElementById('q'),fs=document.getElementById('fstatus'),
-fm=document.getElementById('fmodel'),shown=document.getElementById('shown');
-function filter(){var text=q.value.toLowerCase(),s=fs.value,m=fm.value,n=0;
-Array.prototype.forEach.call(table.tBodies,function(tb){var ok=(!s||tb.dataset.status===s)&&
-(!m||tb.dataset.model===m)&&(!text||tb.dataset.search.indexOf(text)>=0);tb.hidden=!ok;
-if(ok)n++;});shown.textContent=n;}
-[q,fs,fm].forEach(function(el){el.addEventListener('input',filter);});
-function sort(th){var key=th.dataset.key,num=th.dataset.type==='num',
-dir=th.dataset.dir==='asc'?'desc':'asc';
-table.tHead.querySelectorAll('th').forEach(function(o){delete o.dataset.dir;
-o.removeAttribute('aria-sort');});th.dataset.dir=dir;
-th.setAttribute('aria-sort',dir==='asc'?'ascending':'descending');
-var bodies=Array.prototype.slice.call(table.tBodies);bodies.sort(function(a,b){
-var x=a.dataset[key],y=b.dataset[key],c;if(num){x=x===''?-Infinity:parseFloat(x);
-y=y===''?-Infinity:parseFloat(y);c=x-y;}else{c=x.localeCompare(y,undefined,{numeric:true});}
-return dir==='asc'?c:-c;});bodies.forEach(function(b){table.appendChild(b);});}
-table.tHead.addEventListener('click',function(ev){var th=ev.target.closest('th[data-key]');
-if(th)sort(th);});
-table.tHead.addEventListener('keydown',function(ev){var th=ev.target.closest('th[data-key]');
-if(th&&(ev.key==='Enter'||ev.key===' ')){ev.preventDefault();sort(th);}});
-table.addEventListener('click',function(ev){var row=ev.target.closest('tr.trial');
-if(!row||ev.target.closest('a'))return;var tb=row.parentNode;tb.classList.toggle('open');
-row.querySelector('.toggle').setAttribute('aria-expanded',tb.classList.contains('open'));});
-})();
-"""
+    after = f"<script>{JS}</script></body></html>\n"
+    # The trajectories get what is left of the page's target size (see trajectory.py).
+    budget = max(trajectory.BUDGET_MIN,
+                 trajectory.PAGE_TARGET - len(before.encode()) - len(after))
+    return before + _trajectories(trajectory.blocks(trials, traced, budget, details)) + after

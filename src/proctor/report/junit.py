@@ -126,7 +126,8 @@ def _properties(first: dict[str, Any], entry: dict[str, Any] | None,
     return {k: attr(v, 300) for k, v in props.items() if v is not None}
 
 
-def render_junit(results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
+def render_junit(results: dict[str, Any], run: dict[str, Any] | None = None,
+                 run_dir: Any = None) -> str:
     """The whole junit.xml document."""
     trials = results.get("trials") or []
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}

@@ -54,7 +54,8 @@ def _table(header: list[str], rows: list[list[str]], align: list[str]) -> list[s
     return out
 
 
-def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) -> str:
+def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None,
+                    run_dir: Any = None) -> str:
     """The whole summary as GitHub-flavoured markdown."""
     h = data.headline(results)
     run_id = results.get("run_id") or (run or {}).get("run_id") or "run"
@@ -78,7 +79,8 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) 
 
     lines += ["", "### Models", ""]
     rows = []
-    for r in data.model_rows(results):
+    mrows = data.model_rows(results)
+    for r in mrows:
         th = r.get("threshold")
         met = "–" if th is None else f"{th:g}% {'✅' if r.get('met') else '❌'}"
         turns = r.get("avg_turns")
@@ -86,28 +88,31 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None) 
             cell(r["label"]), f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate")),
             data.ci_text(r.get("ci95")), met, "–" if turns is None else f"{turns:.1f}",
             data.count(r["tokens"]["input"]), data.count(r["tokens"]["output"]),
-            data.usd(r.get("cost_per_success")),
-        ])
+            data.usd(r.get("cost_usd")), data.usd(r.get("cost_per_success")),
+        ] + ([data.pass_k_text(r)] if data.shows_pass_k(mrows) else []))
+    pass_k = ["pass@k / pass^k"] if data.shows_pass_k(mrows) else []
     lines += _table(
         ["model", "passed", "pass rate", "95% CI", "threshold", "avg turns", "tokens in",
-         "tokens out", "$ / success"],
-        rows, [":--", "--:", "--:", "--:", "--:", "--:", "--:", "--:", "--:"],
+         "tokens out", "$ total", "$ / success"] + pass_k,
+        rows, [":--"] + ["--:"] * (9 + len(pass_k)),
     )
 
     lines += _help_modes(results)
     lines += ["", "### Tasks", ""]
     task_rows = data.task_rows(results)
     verdicts = data.shows_verdicts(task_rows)
+    pass_k = data.shows_pass_k(task_rows)
     rows = []
     for r in task_rows:
         row = [cell(r["task_label"]), cell(r["label"]), ICON.get(r.get("status") or "", "–")]
         if verdicts:
             row.append(cell(data.verdict_text(r)))
-        rows.append(row + [f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate")),
-                           data.seconds(r.get("avg_duration_s"))])
+        rows.append(row + [f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate"))]
+                    + ([data.pass_k_text(r)] if pass_k else [])
+                    + [data.seconds(r.get("avg_duration_s"))])
     header = ["task", "model", "status"] + (["verdict"] if verdicts else [])
-    lines += _table(header + ["passed", "pass rate", "avg duration"], rows,
-                    [":--"] * len(header) + ["--:", "--:", "--:"])
+    numbers = ["passed", "pass rate"] + (["pass@k / pass^k"] if pass_k else []) + ["avg duration"]
+    lines += _table(header + numbers, rows, [":--"] * len(header) + ["--:"] * len(numbers))
 
     lines += _failures(results) + _errors(results)
     return "\n".join(lines) + "\n"
@@ -127,28 +132,21 @@ def _help_modes(results: dict[str, Any]) -> list[str]:
 
 
 def _failures(results: dict[str, Any]) -> list[str]:
-    """Failing checks grouped by task, model and check: one line says "failed in 6 of 6
-    trials" with the first message, instead of six near-identical lines."""
+    """Failing checks grouped by task, model and check (data.failure_groups)."""
     trials = results.get("trials") or []
-    runs: dict[tuple[Any, Any], int] = {}
-    for t in trials:
-        runs[(t.get("task_id"), t.get("model"))] = runs.get((t.get("task_id"), t.get("model")), 0) + 1
-    groups: dict[tuple[Any, ...], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
-    for t, c in data.failed_checks(results):
-        groups.setdefault((t.get("task_id"), t.get("model"), c.get("name")), []).append((t, c))
+    groups = data.failure_groups(results)
     rules = [(t, f) for t in trials for f in data.violated_rules(t)]
     if not groups and not rules:
         return []
-    out = ["", f"### Failing checks ({sum(len(g) for g in groups.values())})", ""]
-    for (task, model, _), hits in list(groups.items())[:MAX_FAILURES]:
-        t, c = hits[0]
-        where = f"**{cell(task, 80)}**"
-        if model:
-            where += f" · {cell(data.model_label(model, [t]), 60)}"
+    out = ["", f"### Failing checks ({sum(g['failed'] for g in groups)})", ""]
+    for g in groups[:MAX_FAILURES]:
+        t, c, total = g["trial"], g["check"], g["trials"]
+        where = f"**{cell(g['task_id'], 80)}**"
+        if g["model"]:
+            where += f" · {cell(data.model_label(g['model'], [t]), 60)}"
         gate = ", gate" if c.get("gate") else ""
-        total = runs.get((task, model), len(hits))
         out.append(f"- {where} · {code(c.get('name'), 80)} ({cell(c.get('type'), 40)}{gate}) "
-                   f"failed in {len(hits)} of {total} trial{'s' if total != 1 else ''}: "
+                   f"failed in {g['failed']} of {total} trial{'s' if total != 1 else ''}: "
                    f"{cell(c.get('message') or 'failed', 200)} (e.g. {code(t.get('id'), 100)})")
     if len(groups) > MAX_FAILURES:
         out.append(f"- … and {len(groups) - MAX_FAILURES} more (see report.html or results.json)")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proctor.report import data
+from proctor.report import data, wire
 from proctor.report.terminal import status_text
 
 if TYPE_CHECKING:
@@ -78,7 +78,8 @@ def print_trial_list(run: data.Run, console: Console) -> None:
                  data.seconds(t.get("duration_s"))]
         if with_note:
             note = t.get("error") or _first_failure(t)
-            cells.append(Text(data.one_line(note, 120), style="dim"))
+            # as much as the terminal shows (the column ends in an ellipsis), not 120 chars
+            cells.append(Text(data.one_line(note, max(120, note_width)), style="dim"))
         table.add_row(*cells)
     console.print(table)
     if not run.trials:
@@ -137,40 +138,24 @@ def _model_call(ev: dict[str, Any]) -> Any:
 
     usage = ev.get("usage") or {}
     t = Text()
+    request = ev.get("request") if isinstance(ev.get("request"), dict) else {}
     t.append("◆ model ", style="cyan bold")
-    t.append(data.one_line(ev.get("model") or "", 80), style="cyan")
+    t.append(data.one_line(ev.get("model") or request.get("model") or "", 80), style="cyan")
+    if ev.get("side") or ev.get("purpose"):
+        t.append(f" ({'side call' if ev.get('side') else data.clean(ev.get('purpose'))})",
+                 style="dim")
     t.append(f"  {data.count(usage.get('input'))} in / {data.count(usage.get('output'))} out"
              f", {data.seconds(ev.get('latency_s'))}", style="dim")
     if (ev.get("attempt") or 1) > 1:
         t.append(f", attempt {ev.get('attempt')}", style="yellow")
-    response = ev.get("response") or {}
-    if isinstance(response, dict):
-        content = response.get("content")
-        if isinstance(content, list):  # content blocks
-            content = " ".join(str(b.get("text", "")) if isinstance(b, dict) else str(b)
-                               for b in content)
-        if content:
-            t.append("\n    " + data.one_line(content, 300))
-        for call in response.get("tool_calls") or []:
-            t.append("\n    → ", style="cyan")
-            t.append(data.one_line(_tool_call_text(call), 300))
+    # the built-in agent's record, or a body the proxy saw (any API, streamed or not)
+    text, calls = wire.response_parts(ev.get("response"))
+    if text:
+        t.append("\n    " + data.one_line(text, 300))
+    for call in calls:
+        t.append("\n    → ", style="cyan")
+        t.append(data.one_line(call, 300))
     return t
-
-
-def _tool_call_text(call: Any) -> str:
-    if not isinstance(call, dict):
-        return str(call)
-    fn = call.get("function") if isinstance(call.get("function"), dict) else call
-    name = fn.get("name") or "tool"
-    args = fn.get("arguments", fn.get("input", ""))
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except ValueError:
-            return f"{name}({args})"
-    if isinstance(args, dict) and set(args) == {"command"}:
-        return f"{name}: {args['command']}"
-    return f"{name}({json.dumps(args, ensure_ascii=False)})"
 
 
 def _trace_event(ev: dict[str, Any]) -> Any:

@@ -73,6 +73,9 @@ def task_table(results: dict[str, Any], width: int) -> Any:
     if verdicts:
         table.add_column("verdict", no_wrap=True)
     table.add_column("pass", justify="right", no_wrap=True)
+    pass_k = wide and data.shows_pass_k(rows)
+    if pass_k:
+        table.add_column("pass@k / pass^k", justify="right", no_wrap=True)
     if wide:
         table.add_column("turns", justify="right", no_wrap=True)
         table.add_column("duration", justify="right", no_wrap=True)
@@ -84,6 +87,8 @@ def task_table(results: dict[str, Any], width: int) -> Any:
         if verdicts:
             cells.append(data.verdict_text(r))
         cells.append(f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}")
+        if pass_k:
+            cells.append(data.pass_k_text(r))
         if wide:
             turns = r.get("avg_turns")
             cells += ["–" if turns is None else f"{turns:.1f}", data.seconds(r.get("avg_duration_s"))]
@@ -94,19 +99,30 @@ def task_table(results: dict[str, Any], width: int) -> Any:
     return table
 
 
-def help_mode_table(results: dict[str, Any]) -> Any:
+def help_mode_table(results: dict[str, Any], width: int = 120) -> Any:
     from rich.table import Table
     from rich.text import Text
 
     table = Table(title="Help modes (does --help help?)", title_justify="left",
                   show_edge=False, pad_edge=False)
-    for name in ("model", "mode", "passed", "vs mode", "passed", "difference (95% CI)", "p"):
-        table.add_column(name, justify="left" if "mode" in name or name == "model" else "right")
-    for e in results["help_modes"]:
-        table.add_row(Text(data.clean(e["agent"])), Text(data.clean(e["mode_a"])),
-                      f"{e['passed_a']}/{e['trials_a']}", Text(data.clean(e["mode_b"])),
-                      f"{e['passed_b']}/{e['trials_b']}", data.diff_text(e),
-                      f"{e['p_value']:.3f}")
+    rows = [[data.clean(e["agent"]), data.clean(e["mode_a"]), f"{e['passed_a']}/{e['trials_a']}",
+             data.clean(e["mode_b"]), f"{e['passed_b']}/{e['trials_b']}", data.diff_text(e),
+             f"{e['p_value']:.3f}"] for e in results["help_modes"]]
+    heads = ("model", "mode", "passed", "vs mode", "passed", "Δ (95% CI)", "p")
+    widest = [max([len(name)] + [len(r[i]) for r in rows]) for i, name in enumerate(heads)]
+    # The model name gives way (its middle cut) before any figure does; 3 = padding, rule.
+    room = max(8, width - sum(widest[1:]) - 3 * (len(heads) - 1))
+    names = data.short_labels([r[0] for r in rows], room)
+    for r in rows:
+        r[0] = names[r[0]]
+    for i, name in enumerate(heads):
+        if i == 0:
+            table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=room)
+        else:
+            table.add_column(name, justify="left" if "mode" in name else "right",
+                             no_wrap=True, min_width=widest[i])
+    for r in rows:
+        table.add_row(*(Text(c) for c in r))
     return table
 
 
@@ -121,9 +137,17 @@ def model_table(results: dict[str, Any], width: int) -> Any:
     table.add_column("model", overflow="fold", ratio=2)
     table.add_column("pass rate", justify="right", no_wrap=True)
     table.add_column("95% CI", justify="right", no_wrap=True)
+    pass_k = wide and data.shows_pass_k(rows)
+    if pass_k:
+        table.add_column("pass@k / pass^k", justify="right", no_wrap=True)
+    # Narrow, the total cost stays (when anything cost money): what a run cost is asked first.
+    cost_only = not wide and any(r.get("cost_usd") for r in rows)
     if wide:
         table.add_column("tokens in/out", justify="right", no_wrap=True)
+        table.add_column("$ total", justify="right", no_wrap=True)
         table.add_column("$/success", justify="right", no_wrap=True)
+    elif cost_only:
+        table.add_column("$ total", justify="right", no_wrap=True)
     if has_threshold:
         table.add_column("threshold", justify="right", no_wrap=True)
     for r in rows:
@@ -132,9 +156,13 @@ def model_table(results: dict[str, Any], width: int) -> Any:
             f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}",
             data.ci_text(r.get("ci95")),
         ]
+        if pass_k:
+            cells.append(data.pass_k_text(r))
         if wide:
             cells += [f"{data.count(r['tokens']['input'])}/{data.count(r['tokens']['output'])}",
-                      data.usd(r.get("cost_per_success"))]
+                      data.usd(r.get("cost_usd")), data.usd(r.get("cost_per_success"))]
+        elif cost_only:
+            cells.append(data.usd(r.get("cost_usd")))
         if has_threshold:
             cells.append(threshold_text(r, Text))
         table.add_row(*cells)
@@ -158,6 +186,6 @@ def print_summary(results: dict[str, Any], console: Console) -> None:
         console.print(model_table(results, width))
         console.print()
         if results.get("help_modes"):
-            console.print(help_mode_table(results))
+            console.print(help_mode_table(results, width))
             console.print()
     console.print(headline_text(results))

@@ -1,0 +1,192 @@
+"""The CSS and script of report.html, kept apart from the markup that uses them."""
+
+CSS = """
+:root{--bg:#fff;--fg:#1d2330;--muted:#6b7280;--line:#e5e7eb;--panel:#f8fafc;--accent:#4f6bed;
+--pass:#16a34a;--fail:#dc2626;--error:#d97706;--flaky:#9333ea;--heat-l:86%;--heat-s:62%}
+@media (prefers-color-scheme:dark){:root{--bg:#0f1420;--fg:#e5e7eb;--muted:#9ca3af;
+--line:#273043;--panel:#151c2c;--accent:#7c93ff;--heat-l:30%;--heat-s:45%}}
+*{box-sizing:border-box}
+body{margin:0 auto;max-width:1200px;padding:24px;background:var(--bg);color:var(--fg);
+font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px}h4{margin:14px 0 6px}
+code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+pre{white-space:pre-wrap;word-break:break-word;margin:0}
+.muted{color:var(--muted)}a{color:var(--accent)}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:16px 0}
+.card{flex:1 1 120px;background:var(--panel);border:1px solid var(--line);border-radius:10px;
+padding:10px 14px}.card .k{color:var(--muted);font-size:12px;text-transform:uppercase}
+.card .v{font-size:24px;font-weight:650}.card .v.small{font-size:18px;padding-top:5px}
+.card.pass .v{color:var(--pass)}.card.fail .v{color:var(--fail)}.card.error .v{color:var(--error)}
+.banner{border-left:4px solid var(--fail);background:var(--panel);padding:8px 12px;margin:8px 0}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(420px,100%),1fr));gap:14px}
+.charts .wide{grid-column:1/-1}.charts .wide svg{max-width:760px;display:block}
+figure{margin:0;background:var(--panel);border:1px solid var(--line);border-radius:10px;
+padding:12px}figcaption{font-weight:600;margin-bottom:6px}svg{width:100%;height:auto}
+svg text{fill:var(--fg);font-size:11px}svg .axis{fill:var(--muted);font-size:10px}
+svg .grid{stroke:var(--line)}svg .bar{fill:var(--accent);opacity:.85}
+svg .whisker{stroke:var(--fg);stroke-width:1.5;fill:none}svg .value{font-weight:600}
+svg .thr{stroke-width:3;stroke-dasharray:3 2}svg .thr.met{stroke:var(--pass)}
+svg .thr.missed{stroke:var(--fail)}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;width:100%}th,td{padding:6px 8px;text-align:left;
+vertical-align:top;border-bottom:1px solid var(--line)}th{font-weight:600;white-space:nowrap}
+.n{text-align:right;font-variant-numeric:tabular-nums}
+.heat td.cell{background:hsl(var(--h) var(--heat-s) var(--heat-l));text-align:center;border:2px solid var(--bg);
+white-space:nowrap}.heat td.none{text-align:center;color:var(--muted)}
+.heat small{opacity:.75}.heat th.model{white-space:normal;overflow-wrap:anywhere;
+max-width:11em;min-width:6em;vertical-align:bottom;font-size:12px}
+.badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:11px;font-weight:600;
+color:#fff;background:var(--muted)}.badge.pass{background:var(--pass)}
+.badge.fail{background:var(--fail)}.badge.error{background:var(--error)}
+.badge.flaky{background:var(--flaky)}
+.controls{display:flex;flex-wrap:wrap;gap:8px;align-items:center;margin-bottom:8px}
+.controls input,.controls select{font:inherit;padding:5px 8px;border:1px solid var(--line);
+border-radius:6px;background:var(--bg);color:var(--fg)}.controls input{flex:1 1 220px}
+#trials{table-layout:fixed}#trials td{overflow-wrap:anywhere}
+#trials>thead th:nth-child(1){width:27%}#trials>thead th:nth-child(2){width:15%}
+#trials>thead th:nth-child(3){width:14%}#trials>thead th:nth-child(4){width:8%}
+#trials>thead th:nth-child(n+5){width:7.2%}#trials>thead th{white-space:normal}
+#trials thead th{cursor:pointer;user-select:none}#trials th[data-dir=asc]::after{content:" ▲"}
+#trials th[data-dir=desc]::after{content:" ▼"}
+#trials tr.trial{cursor:pointer}#trials tr.trial:hover{background:var(--panel)}
+#trials tbody:not(.open) tr.detail{display:none}#trials tr.detail>td{background:var(--panel)}
+.toggle{border:0;background:none;color:var(--muted);cursor:pointer;font-size:12px;padding:0 4px}
+tbody.open .toggle{transform:rotate(90deg)}
+table.checks{margin:4px 0;background:var(--bg)}table.checks tr.bad td{background:
+color-mix(in srgb,var(--fail) 8%,transparent)}pre.msg{max-height:14em;overflow:auto}
+pre.out,pre.err{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:8px;
+max-height:24em;overflow:auto}ul.rules{margin:4px 0;padding-left:18px}
+.meta{margin:4px 0 2px}footer{margin:32px 0 8px;font-size:12px}
+.heat td.cell{cursor:pointer}.heat td.cell.picked{outline:3px solid var(--accent);outline-offset:-3px}
+.heat small.k{opacity:.7;font-size:10px}.chip{display:inline-flex;gap:6px;align-items:center;
+background:var(--panel);border:1px solid var(--accent);border-radius:12px;padding:2px 4px 2px 10px}
+.chip[hidden]{display:none}.chip button{border:0;background:none;color:var(--fg);cursor:pointer;font:inherit}
+.traj .step{border-left:3px solid var(--line);padding:4px 0 4px 10px;margin:6px 0}
+.traj .step.cmd.ok{border-color:var(--pass)}.traj .step.cmd.bad{border-color:var(--fail)}
+.traj .step.model{border-color:var(--accent)}.traj .step.ignored{padding:1px 0 1px 10px;margin:2px 0}.traj .head{font-weight:600;margin-bottom:3px}
+.traj .head .badge{margin:0 6px}.traj pre{background:var(--bg);border:1px solid var(--line);
+border-radius:6px;padding:6px;margin:3px 0;max-height:20em;overflow:auto}
+.traj pre.stderr{border-color:var(--error)}.traj .msg{margin:4px 0 4px 6px}
+.traj .role{font-size:11px;text-transform:uppercase;color:var(--muted)}
+.traj .call{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;color:var(--accent)}
+.traj p.cut{font-style:italic;color:var(--error)}ul.audit{padding-left:18px;margin:4px 0}
+ul.audit .kind{display:inline-block;min-width:7em;color:var(--muted)}
+ul.triage li{margin:3px 0;overflow-wrap:anywhere}
+"""
+
+JS = """
+(function(){
+var table=document.getElementById('trials');if(!table)return;
+var q=document.getElementById('q'),fs=document.getElementById('fstatus'),
+fm=document.getElementById('fmodel'),shown=document.getElementById('shown'),
+chip=document.getElementById('fcell'),cell='';
+function search(tb){var d=tb.dataset;if(d.search===undefined)d.search=[d.id,d.task,d.model,
+d.status,d.cell.split('␟').slice(2).join(' ')].join(' ').toLowerCase();return d.search;}
+function filter(){var text=q.value.toLowerCase(),s=fs.value,m=fm.value,n=0;
+Array.prototype.forEach.call(table.tBodies,function(tb){var ok=(!s||tb.dataset.status===s)&&
+(!m||tb.dataset.model===m)&&(!cell||tb.dataset.cell===cell)&&
+(!text||search(tb).indexOf(text)>=0);tb.hidden=!ok;if(ok)n++;});shown.textContent=n;}
+[q,fs,fm].forEach(function(el){el.addEventListener('input',filter);
+el.addEventListener('change',filter);});
+function setCell(key,label){cell=key;chip.hidden=!key;
+chip.querySelector('b').textContent=label||'';
+document.querySelectorAll('.heat td.cell').forEach(function(td){
+td.classList.toggle('picked',!!key&&td.dataset.cell===key);});filter();}
+chip.querySelector('button').addEventListener('click',function(){setCell('');});
+document.querySelectorAll('.heat td.cell').forEach(function(td){
+td.tabIndex=0;function pick(){if(cell===td.dataset.cell){setCell('');return;}
+setCell(td.dataset.cell,td.dataset.label);table.scrollIntoView({block:'start'});}
+td.addEventListener('click',pick);td.addEventListener('keydown',function(ev){
+if(ev.key==='Enter'||ev.key===' '){ev.preventDefault();pick();}});});
+document.querySelectorAll('[data-show-trial]').forEach(function(a){
+a.addEventListener('click',function(ev){ev.preventDefault();var id=a.dataset.showTrial;
+setCell('');fs.value='';fm.value='';q.value='';
+var tb=Array.prototype.find.call(table.tBodies,function(b){return b.dataset.id===id;});
+filter();if(tb){open(tb,true);tb.scrollIntoView({block:'start'});}});});
+function sort(th){var key=th.dataset.key,num=th.dataset.type==='num',
+dir=th.dataset.dir==='asc'?'desc':'asc';
+table.tHead.querySelectorAll('th').forEach(function(o){delete o.dataset.dir;
+o.removeAttribute('aria-sort');});th.dataset.dir=dir;
+th.setAttribute('aria-sort',dir==='asc'?'ascending':'descending');
+var bodies=Array.prototype.slice.call(table.tBodies);bodies.sort(function(a,b){
+var x=a.dataset[key],y=b.dataset[key],c;if(num){x=x===''?-Infinity:parseFloat(x);
+y=y===''?-Infinity:parseFloat(y);c=x-y;}else{c=x.localeCompare(y,undefined,{numeric:true});}
+return dir==='asc'?c:-c;});bodies.forEach(function(b){table.appendChild(b);});}
+table.tHead.addEventListener('click',function(ev){var th=ev.target.closest('th[data-key]');
+if(th)sort(th);});
+table.tHead.addEventListener('keydown',function(ev){var th=ev.target.closest('th[data-key]');
+if(th&&(ev.key==='Enter'||ev.key===' ')){ev.preventDefault();sort(th);}});
+function open(tb,on){tb.classList.toggle('open',on);
+tb.querySelector('.toggle').setAttribute('aria-expanded',on);if(on)trajectory(tb);}
+table.addEventListener('click',function(ev){var row=ev.target.closest('tr.trial');
+if(!row||ev.target.closest('a'))return;var tb=row.parentNode;
+open(tb,!tb.classList.contains('open'));});
+var blocks=null,chunk=50,unpacked={};
+function doc(i){if(blocks===null){var el=document.getElementById('trajectories');
+blocks=el?JSON.parse(el.textContent):[];if(el)chunk=+el.dataset.chunk;}
+var c=Math.floor(i/chunk);if(!blocks[c])return Promise.resolve(null);
+if(!unpacked[c])unpacked[c]=inflate(blocks[c]);
+return unpacked[c].then(function(docs){return docs[i%chunk];});}
+function inflate(b64){var bin=atob(b64),u=new Uint8Array(bin.length);
+for(var i=0;i<bin.length;i++)u[i]=bin.charCodeAt(i);
+var st=new Blob([u]).stream().pipeThrough(new DecompressionStream('gzip'));
+return new Response(st).text().then(JSON.parse);}
+function el(tag,cls,text){var n=document.createElement(tag);if(cls)n.className=cls;
+if(text!==undefined&&text!==null)n.textContent=String(text);return n;}
+function secs(x){return x==null?'':(x<1?x.toFixed(2):x.toFixed(1))+'s';}
+function pre(parent,text,cls){if(text)parent.appendChild(el('pre',cls,text));}
+function step(s){var d;
+if(s.k==='cmd'&&s.ignored){d=el('div','step cmd ignored muted');
+d.appendChild(el('code','','$ '+s.cmd));d.appendChild(el('span','',' · set aside ('+s.ignored+
+(s.exit!=null?', exit '+s.exit:'')+')'));return d;}
+if(s.k==='cmd'){var ok=s.exit===0&&!s.timed_out,known=s.exit!=null||s.timed_out;
+d=el('div','step cmd '+(known?(ok?'ok':'bad'):''));
+var h=el('div','head');h.appendChild(el('code','', '$ '+s.cmd));
+h.appendChild(el('span','badge '+(known?(ok?'pass':'fail'):''),
+s.timed_out?'timed out':(known?'exit '+s.exit:'ran')));
+var timed=!(s.source==='exec'&&!s.dur);  /* exec-traced: no timing of its own */
+h.appendChild(el('span','muted',' '+(timed?secs(s.dur):'')+(s.source&&s.source!=='agent'?
+(timed?' · ':'')+s.source:'')));
+d.appendChild(h);pre(d,s.stdout,'stdout');pre(d,s.stderr,'stderr');
+if(s.capped)d.appendChild(el('p','muted','output was capped while recording'));return d;}
+if(s.k==='model'){d=el('div','step model');var t='◆ '+(s.turn==null?'':'turn '+s.turn+' · ')+
+s.model+(s.in!=null?' · '+s.in+' in / '+s.out+' out':'')+(s.lat!=null?' · '+secs(s.lat):'')+
+(s.attempt>1?' · attempt '+s.attempt:'')+(s.side||s.purpose?' · '+(s.side||s.purpose):'');d.appendChild(el('div','head',t));
+(s.msgs||[]).forEach(function(m){var b=el('div','msg '+m.role);b.appendChild(el('span','role',m.role));
+pre(b,m.text);(m.calls||[]).forEach(function(c){b.appendChild(el('div','call','→ '+c));});
+d.appendChild(b);});
+var r=el('div','msg assistant');r.appendChild(el('span','role','response'));pre(r,s.text);
+(s.calls||[]).forEach(function(c){r.appendChild(el('div','call','→ '+c));});
+if(s.error)pre(r,s.error,'err');d.appendChild(r);return d;}
+if(s.k==='output'){d=el('div','step output');d.appendChild(el('div','head','◇ agent output'));
+pre(d,s.text);return d;}
+d=el('div','step event muted');d.appendChild(el('span','',('· '+s.type+' ')));
+d.appendChild(el('code','',s.text));return d;}
+function draw(box,doc,id){box.textContent='';var steps=doc.steps||[];
+if(!steps.length)box.appendChild(el('p','muted','No steps recorded.'));
+steps.forEach(function(s,i){if(doc.steps_cut&&i===doc.steps_cut[0])box.appendChild(el('p',
+'cut','… '+doc.steps_cut[1]+' steps left out to keep this page small (all of them: trials/'+
+id+'/trace.jsonl)'));box.appendChild(step(s));});
+if(doc.limit<8000)box.appendChild(el('p','muted',(doc.limit?'Texts here are cut to '+
+doc.limit+' characters (each cut says so)':'Texts are left out')+' to keep this page small; '+
+'trials/'+id+'/trace.jsonl has all.'));
+if((doc.audit||[]).length){box.appendChild(el('h4','','Audit'));var ul=el('ul','audit');
+doc.audit.forEach(function(a){var li=el('li');li.appendChild(el('span','kind',a[0]+' '));
+li.appendChild(el('code','',a[1]));ul.appendChild(li);});
+Object.keys(doc.audit_more||{}).forEach(function(k){ul.appendChild(el('li','muted',
+'… '+doc.audit_more[k]+' more '+k+' events (all in trials/'+id+'/audit.jsonl)'));});
+box.appendChild(ul);}}
+function trajectory(tb){if(tb.dataset.done)return;tb.dataset.done='1';
+var lazy=!tb.querySelector('tr.detail'),td=null;
+if(lazy){var tr=el('tr','detail');td=el('td');td.colSpan=tb.rows[0].cells.length;
+td.appendChild(el('p','muted','opening…'));tr.appendChild(td);tb.appendChild(tr);}
+var box=tb.querySelector('.traj');if(!box&&!lazy)return;
+function say(msg){(lazy?td:box).textContent=msg;}
+if(typeof DecompressionStream==='undefined'){
+say('This browser cannot unpack the details (it needs DecompressionStream).');return;}
+doc(+tb.dataset.i).then(function(d){if(lazy){if(!d||!d.detail){say('No details recorded.');
+return;}td.innerHTML=d.detail;box=td.querySelector('.traj');if(!box)return;}
+if(d&&d.steps)draw(box,d,tb.dataset.id);else box.textContent='No trace recorded.';},
+function(err){say('Could not unpack the details: '+err);});}
+})();
+"""

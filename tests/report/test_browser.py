@@ -1,0 +1,210 @@
+"""report.html and `proctor view` in a real browser: headless Chromium driven by Selenium
+(Debian's `chromium` and `chromium-driver`, installed by ./setup.sh).
+
+Each test saves screenshots (under the test's tmp dir, or $PROCTOR_TEST_ARTIFACTS when set,
+e.g. a CI artifact directory) and fails on any error in the browser's console."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from proctor.report import write_reports
+from tests.report.conftest import FLAKY_TRIAL
+
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMEDRIVER).exists(),
+                       reason="Chromium is not installed (Debian packages `chromium` and "
+                              "`chromium-driver`; ./setup.sh installs them)"),
+]
+
+
+@pytest.fixture
+def shots(tmp_path, request) -> Path:
+    base = os.environ.get("PROCTOR_TEST_ARTIFACTS")
+    root = Path(base) / "screenshots" if base else tmp_path / "screenshots"
+    d = root / request.node.name
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+@pytest.fixture
+def browser(shots):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    opts = Options()
+    # Debian's browser and driver, both given: selenium never looks for (or downloads) one.
+    opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1000"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.implicitly_wait(0)
+    yield driver
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    driver.quit()
+    assert errors == [], errors  # no console errors, whatever the test did
+
+
+def wait_for(fn, timeout: float = 10.0):
+    end = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.05)
+
+
+def _report(run_dir: Path) -> Path:
+    results = json.loads((run_dir / "results.json").read_text())
+    (path,) = write_reports(run_dir, results, ["html"])
+    return path
+
+
+def _body(driver, trial_id: str):
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.CSS_SELECTOR, f'#trials tbody[data-id="{trial_id}"]')
+
+
+def _open_trajectory(driver, trial_id: str):
+    from selenium.webdriver.common.by import By
+
+    tb = _body(driver, trial_id)
+    tb.find_element(By.CSS_SELECTOR, "tr.trial").click()
+    return wait_for(lambda: tb.find_elements(By.CSS_SELECTOR, ".traj .step")) and tb
+
+
+def _visible_ids(driver) -> list[str]:
+    return driver.execute_script(
+        "return Array.prototype.filter.call(document.getElementById('trials').tBodies,"
+        "function(b){return !b.hidden;}).map(function(b){return b.dataset.id;});")
+
+
+def test_a_failed_trials_trajectory_opens_and_reads(mixed_run, browser, shots):
+    from selenium.webdriver.common.by import By
+
+    browser.get(_report(mixed_run).as_uri())
+    browser.save_screenshot(str(shots / "1-report.png"))
+    tb = _open_trajectory(browser, FLAKY_TRIAL)
+    traj = tb.find_element(By.CSS_SELECTOR, ".traj")
+    steps = traj.find_elements(By.CSS_SELECTOR, ".step")
+    assert [s.get_attribute("class") for s in steps] == [
+        "step model", "step cmd ok", "step cmd bad", "step output"]
+    text = traj.text
+    assert "◆ openai/gpt-4.1 · 1200 in / 40 out · 0.80s" in text
+    assert "→ run_command: git switch -c feature" in text
+    assert "$ git branch" in text and "exit 1" in text and "line 39" in text
+    assert "Switched to a new branch 'feature'" in text
+    assert "http_call mail POST /send → 200" in text  # the audit log
+    # hostile agent output is text on the page, never markup or script
+    assert '<script>alert("pwned")</script>' in text
+    assert browser.execute_script("return document.querySelectorAll('.traj script').length") == 0
+    browser.execute_script("arguments[0].scrollIntoView()", tb)
+    browser.save_screenshot(str(shots / "2-trajectory.png"))
+
+
+def test_a_heat_map_click_filters_the_trials(mixed_run, browser, shots):
+    from selenium.webdriver.common.by import By
+
+    browser.get(_report(mixed_run).as_uri())
+    assert len(_visible_ids(browser)) == 44
+    cell = next(c for c in browser.find_elements(By.CSS_SELECTOR, ".heat td.cell")
+                if c.get_attribute("data-label") ==
+                "git-branch [injected] · anthropic/claude-sonnet-4-5")
+    cell.click()
+    shown = _visible_ids(browser)
+    assert sorted(shown) == [f"git-branch.anthropic-claude-sonnet-4-5.injected.r{i}"
+                             for i in range(3)]
+    assert browser.find_element(By.ID, "shown").text == "3"
+    chip = browser.find_element(By.ID, "fcell")
+    assert chip.is_displayed() and "git-branch [injected]" in chip.text
+    browser.save_screenshot(str(shots / "1-filtered.png"))
+    # the filter combines with the others: failed only
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element(By.ID, "fstatus")).select_by_value("fail")
+    assert _visible_ids(browser) == [FLAKY_TRIAL]
+    Select(browser.find_element(By.ID, "fstatus")).select_by_value("")
+    cell.click()  # again: everything
+    assert len(_visible_ids(browser)) == 44 and not chip.is_displayed()
+    # the failing-checks list opens its example trial in the table
+    link = browser.find_element(By.CSS_SELECTOR, f'a[data-show-trial="{FLAKY_TRIAL}"]')
+    link.click()
+    tb = _body(browser, FLAKY_TRIAL)
+    assert "open" in tb.get_attribute("class")
+    wait_for(lambda: tb.find_elements(By.CSS_SELECTOR, ".traj .step"))
+
+
+def test_a_large_run_draws_details_on_open(mixed_run, browser, shots, monkeypatch):
+    from selenium.webdriver.common.by import By
+
+    import proctor.report.html as html_mod
+
+    monkeypatch.setattr(html_mod, "INLINE_DETAILS", 10)
+    browser.get(_report(mixed_run).as_uri())
+    assert not browser.find_elements(By.CSS_SELECTOR, "tr.detail")
+    tb = _open_trajectory(browser, FLAKY_TRIAL)
+    detail = tb.find_element(By.CSS_SELECTOR, "tr.detail")
+    assert "output_contains#1" in detail.text and "'feature' not in stdout" in detail.text
+    other = _body(browser, "refund-order.db=mysql.r2")
+    other.find_element(By.CSS_SELECTOR, "tr.trial").click()
+    wait_for(lambda: "custom script exited 1" in other.text)
+    assert "No trace recorded." in other.text
+    browser.save_screenshot(str(shots / "1-large-run.png"))
+
+
+def test_proctor_view_lists_opens_and_charts(mixed_run, tmp_path, browser, shots):
+    from selenium.webdriver.common.by import By
+
+    from proctor.report.view import make_server
+    from proctor.store import index_run
+    from tests.report.conftest import counted, write_run
+
+    runs = []
+    for day, passed in enumerate((1, 3)):
+        run = write_run(tmp_path / "runs", f"day-{day}",
+                        counted("t1", "openai/gpt-4.1", passed, 4, f"d{day}"))
+        runs.append(run)
+    for run in [*runs, mixed_run]:
+        res = json.loads((run / "results.json").read_text())
+        index_run(res["run_id"], run, started_at=f"2026-03-0{len(res['run_id']) % 7 + 1}T10:00",
+                  status="failed", specs=["/x/suite.yaml"], summary=res["summary"],
+                  models=[m["model"] or "(command)" for m in res["models"]],
+                  by_model={m["model"] or "(command)": [m["passed"], m["trials"]]
+                            for m in res["models"]})
+    server = make_server(None, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        browser.get(base + "/")
+        assert "proctor runs (3, the run index)" in browser.find_element(By.TAG_NAME, "h1").text
+        browser.save_screenshot(str(shots / "1-runs.png"))
+        browser.find_element(By.LINK_TEXT, "20260302T101500Z-ab12cd").click()
+        wait_for(lambda: browser.find_elements(By.ID, "trials"))
+        _open_trajectory(browser, FLAKY_TRIAL)
+        browser.save_screenshot(str(shots / "2-report.png"))
+        browser.get(base + "/")
+        browser.find_elements(By.LINK_TEXT, "suite.yaml")[0].click()
+        svg = wait_for(lambda: browser.find_elements(By.TAG_NAME, "svg"))[0]
+        assert len(svg.find_elements(By.TAG_NAME, "circle")) >= 3
+        assert "openai/gpt-4.1" in browser.find_element(By.CSS_SELECTOR, ".legend").text
+        browser.save_screenshot(str(shots / "3-trend.png"))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

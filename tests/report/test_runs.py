@@ -1,0 +1,114 @@
+"""`proctor runs` and what `proctor run` prints at its end, through the real executable."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.runner.conftest import Cli
+
+SUITE = """
+cli: sh
+tasks:
+  - id: write-file
+    intent: write hello into out.txt
+    solution: ["echo hello > out.txt"]
+    assert:
+      - file_contains: {path: out.txt, text: hello}
+  - id: count
+    intent: print 3
+    solution: ["echo 3"]
+    assert:
+      - output_equals: "3"
+"""
+
+
+@pytest.fixture
+def cli(tmp_path) -> Cli:
+    (tmp_path / "spec.yaml").write_text(textwrap.dedent(SUITE))
+    return Cli(tmp_path)
+
+
+pytestmark = pytest.mark.slow  # real runs (a few seconds)
+
+
+def test_a_failed_run_prints_its_result_once_and_where_to_look(cli):
+    out = cli("run", "spec.yaml", "--agent", "nop", "--output-dir", "out", env={"COLUMNS": "100"})
+    assert out.returncode == 1, out.stderr
+    # the tables end with the headline; no second "0/2 passed" line
+    assert out.stdout.count("2 trials: 0 passed, 2 failed, 0 errored") == 1
+    assert "0/2 passed" not in out.stdout
+    assert "what went wrong: proctor show out --failed" in out.stdout
+    quiet = cli("run", "spec.yaml", "--agent", "oracle", "-q")
+    assert quiet.returncode == 0
+    assert quiet.stdout.splitlines()[0].startswith("2/2 passed, 0 failed, 0 errored")
+    assert "what went wrong" not in quiet.stdout
+
+
+def test_runs_lists_models_fits_80_columns_and_drops_stale_entries(cli, tmp_path):
+    assert cli("run", "spec.yaml", "--agent", "oracle", "-q").returncode == 0
+    assert cli("run", "spec.yaml", "--agent", "nop", "--output-dir", "reused", "-q").returncode == 1
+    # the directory is emptied and reused: the index keeps only the run that is there now
+    for p in sorted((tmp_path / "reused").rglob("*"), reverse=True):
+        p.unlink() if p.is_file() or p.is_symlink() else p.rmdir()
+    assert cli("run", "spec.yaml", "--agent", "oracle", "--output-dir", "reused",
+               "-q").returncode == 0
+    out = cli("runs", env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), out.stdout
+    assert lines[0].split() == ["run", "directory", "status", "passed", "models"]
+    rows = [line.split() for line in lines[1:]]
+    assert len(rows) == 2  # not 3: the first run in `reused` is gone
+    assert rows[0] == ["reused", "passed", "2/2", "100%", "(oracle)"]
+    # the default run directory (far from here: the test's PROCTOR_HOME), on one line: a
+    # path too long loses its start, never the run id at its end
+    assert rows[1][0].startswith("…") and rows[1][1:] == ["passed", "2/2", "100%", "(oracle)"]
+    (default,) = (Path(os.environ["PROCTOR_HOME"]) / "runs").iterdir()
+    assert rows[1][0].endswith("/runs/" + default.name)
+    wide = cli("runs", env={"COLUMNS": "140"}).stdout.splitlines()
+    assert wide[0].split() == ["run", "directory", "started", "status", "passed", "models",
+                               "specs"]
+    assert wide[1].split()[-1] == "spec.yaml"
+
+
+def test_an_index_from_before_models_still_lists(cli, tmp_path):
+    home = tmp_path / "old-home"
+    home.mkdir()
+    db = sqlite3.connect(home / "index.sqlite")
+    db.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, dir TEXT NOT NULL, started_at TEXT,"
+               " finished_at TEXT, status TEXT, specs TEXT, trials INTEGER, passed INTEGER,"
+               " failed INTEGER, errored INTEGER, pass_rate REAL)")
+    db.execute("INSERT INTO runs VALUES ('old', '/nowhere/old', '2026-01-01T00:00:00+00:00',"
+               " NULL, 'passed', '[]', 3, 3, 0, 0, 1.0)")
+    db.commit()
+    db.close()
+    env = {"PROCTOR_HOME": str(home), "COLUMNS": "80"}
+    out = cli("runs", env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1].split() == ["/nowhere/old", "passed", "(deleted)", "3/3",
+                                                  "100%", "–"]
+    assert cli("run", "spec.yaml", "--agent", "oracle", "-q", env=env).returncode == 0
+    assert "(oracle)" in cli("runs", env=env).stdout
+    assert os.path.exists(home / "index.sqlite")
+
+
+def test_a_real_runs_report_carries_what_each_agent_ran(cli, tmp_path):
+    import json
+
+    from proctor.report.trajectory import decode
+
+    out = cli("run", "spec.yaml", "--agent", "oracle", "--output-dir", "out", "--format", "html",
+              "-q")
+    assert out.returncode == 0, out.stderr
+    page = (tmp_path / "out" / "report.html").read_text()
+    start = page.index(">", page.index('id="trajectories"')) + 1
+    docs = [d for b in json.loads(page[start:page.index("</script>", start)]) for d in decode(b)]
+    commands = {s["cmd"]: s for d in docs for s in d["steps"] if s["k"] == "cmd"}
+    assert commands["echo 3"]["exit"] == 0 and commands["echo 3"]["stdout"] == "3\n"
+    assert "echo hello > out.txt" in commands
+    assert any(a[0] == "file_write" and "out.txt" in a[1] for d in docs for a in d["audit"])

@@ -1,0 +1,185 @@
+"""`proctor view`: the real server on a loopback port, read over real HTTP."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import signal
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from proctor.report.view import make_server, suite_key
+from proctor.store import index_run
+from tests.conftest import PROCTOR
+from tests.report.conftest import FLAKY_TRIAL, counted, write_run
+
+SPECS = ["/work/bench/git-suite.yaml"]
+
+
+def _index(run_dir: Path, started: str, specs=SPECS) -> str:
+    res = json.loads((run_dir / "results.json").read_text())
+    models = res["models"]
+    index_run(res["run_id"], run_dir, started_at=started, status="failed", specs=specs,
+              finished_at=started, summary=res["summary"],
+              models=[m["model"] or f"({m['agent']})" for m in models],
+              by_model={m["model"] or f"({m['agent']})": [m["passed"], m["trials"]]
+                        for m in models})
+    return res["run_id"]
+
+
+class Served:
+    def __init__(self, runs_dir: Path | None = None):
+        self.server = make_server(runs_dir, "127.0.0.1", 0)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def get(self, path: str, host: str | None = None) -> tuple[int, dict, str]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn.request("GET", path, headers={"Host": host or f"127.0.0.1:{self.port}"})
+        r = conn.getresponse()
+        body = r.read().decode()
+        conn.close()
+        return r.status, dict(r.getheaders()), body
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join()
+
+
+@pytest.fixture
+def served():
+    servers: list[Served] = []
+
+    def start(runs_dir: Path | None = None) -> Served:
+        servers.append(Served(runs_dir))
+        return servers[-1]
+    yield start
+    for s in servers:
+        s.close()
+
+
+def test_lists_runs_and_serves_each_report_with_its_trajectories(mixed_run, served):
+    run_id = _index(mixed_run, "2026-03-02T10:15:00+00:00")
+    site = served()
+    status, headers, body = site.get("/")
+    assert status == 200 and headers["Content-Security-Policy"].startswith("default-src 'none'")
+    assert f'href="/runs/{run_id}/"' in body and "openai/gpt-4.1" in body
+    assert f'href="/suites/{suite_key(SPECS)}"' in body and "git-suite.yaml" in body
+    status, headers, page = site.get(f"/runs/{run_id}/")
+    # no report.html in the run: rendered on the fly, trajectories included
+    assert status == 200 and page.startswith("<!DOCTYPE html>") and 'id="trajectories"' in page
+    assert "script-src 'unsafe-inline'" in headers["Content-Security-Policy"]
+    status, headers, _ = site.get(f"/runs/{run_id}")
+    assert status == 301 and headers["Location"] == f"/runs/{run_id}/"
+    # the report's links to a trial's logs work, as plain text
+    status, headers, trace = site.get(f"/runs/{run_id}/trials/{FLAKY_TRIAL}/trace.jsonl")
+    assert status == 200 and headers["Content-Type"].startswith("text/plain")
+    assert json.loads(trace.splitlines()[0])["type"] == "model_call"
+
+
+def test_serves_nothing_else(mixed_run, served):
+    run_id = _index(mixed_run, "2026-03-02T10:15:00+00:00")
+    site = served()
+    for path in (f"/runs/{run_id}/run.json", f"/runs/{run_id}/trials/{FLAKY_TRIAL}/../../run.json",
+                 f"/runs/{run_id}/trials/..%2F..%2Frun.json/trace.jsonl",
+                 f"/runs/{run_id}/trials/{FLAKY_TRIAL}/results.json", "/runs/nope/",
+                 "/etc/passwd", "/suites/0000"):
+        status, _, _ = site.get(path)
+        assert status == 404, path
+    # a page asked for under another name (DNS rebinding) is refused
+    assert site.get("/", host="attacker.example:80")[0] == 421
+    assert site.get("/", host=f"localhost:{site.port}")[0] == 200
+
+
+def test_suite_pass_rate_per_model_over_time(tmp_path, served):
+    m1, m2 = "openai/gpt-4.1", "anthropic/claude-sonnet-4-5"
+    ids = []
+    for day, (p1, p2) in enumerate([(2, 1), (3, 2), (4, 4)]):
+        run = write_run(tmp_path, f"run-{day}", counted("t1", m1, p1, 4, f"a{day}")
+                        + counted("t1", m2, p2, 4, f"b{day}"))
+        ids.append(_index(run, f"2026-03-0{day + 1}T10:00:00+00:00"))
+    other = write_run(tmp_path, "other", counted("t9", m1, 1, 1, "o"))
+    _index(other, "2026-03-05T10:00:00+00:00", specs=["/elsewhere/other.yaml"])
+    status, _, page = served().get(f"/suites/{suite_key(SPECS)}")
+    assert status == 200 and "3 runs" in page and "other" not in page
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert svg.count("<polyline") == 2  # one line per model
+    assert svg.count("<circle") == 6  # one point per run and model, each a link to its run
+    assert f'<a href="/runs/{ids[0]}/">' in svg and "openai/gpt-4.1: 2/4 (50%)" in svg
+    assert "anthropic/claude-sonnet-4-5: 4/4 (100%)" in svg
+    # oldest left, newest right; higher pass rate, higher point (smaller y)
+    points = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', svg)
+    xs = [float(x) for x, _ in points[:3]]
+    ys = [float(y) for _, y in points[:3]]
+    assert xs == sorted(xs) and ys == sorted(ys, reverse=True)
+    assert "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_a_runs_dir_shows_its_runs_indexed_or_not(tmp_path, served):
+    runs = tmp_path / "artifacts"
+    runs.mkdir()
+    run = write_run(runs, "ci-run", counted("t1", "openai/gpt-4.1", 1, 2, "c"))
+    elsewhere = write_run(tmp_path, "elsewhere", counted("t1", "openai/gpt-4.1", 1, 1, "e"))
+    _index(elsewhere, "2026-03-02T10:15:00+00:00")
+    site = served(runs)
+    _, _, body = site.get("/")
+    assert "ci-run" in body and "1/2 50%" in body and "elsewhere" not in body
+    status, _, page = site.get("/runs/ci-run/")
+    assert status == 200 and "proctor run ci-run" in page
+    assert run.is_dir()
+
+
+@pytest.mark.slow
+def test_the_command_binds_to_loopback_and_stops_on_ctrl_c(tmp_path):
+    proc = subprocess.Popen([PROCTOR, "view", "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        line = proc.stdout.readline()
+        m = re.match(r"proctor view: http://127\.0\.0\.1:(\d+)/", line)
+        assert m, line
+        conn = http.client.HTTPConnection("127.0.0.1", int(m.group(1)), timeout=10)
+        conn.request("GET", "/")
+        assert conn.getresponse().status == 200
+        conn.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0 and "Traceback" not in err
+    with socket.socket() as busy:  # a port in use: one line, exit 2
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = subprocess.run([PROCTOR, "view", "--port", str(busy.getsockname()[1])],
+                               capture_output=True, text=True, timeout=10, cwd=tmp_path)
+    assert taken.returncode == 2 and taken.stderr.count("\n") == 1
+    assert taken.stderr.startswith("proctor: cannot listen on 127.0.0.1:")
+
+
+def test_a_run_still_going_shows_its_finished_trials(mixed_run, served):
+    run_id = _index(mixed_run, "2026-03-02T10:15:00+00:00")
+    (mixed_run / "results.json").unlink()  # as while the run goes: results.jsonl only
+    status, _, page = served().get(f"/runs/{run_id}/")
+    assert status == 200 and page.count('<tbody data-id="') == 44
+    assert "Incomplete run" in page  # said, not left to guess
+
+
+def test_each_run_of_a_suite_compares_with_the_one_before(tmp_path, served):
+    m = "openai/gpt-4.1"
+    old = write_run(tmp_path, "old", counted("t1", m, 10, 10, "a") + counted("t2", m, 5, 10, "a"))
+    new = write_run(tmp_path, "new", counted("t1", m, 1, 10, "b") + counted("t2", m, 5, 10, "b"))
+    _index(old, "2026-03-01T10:00:00+00:00")
+    _index(new, "2026-03-02T10:00:00+00:00")
+    site = served()
+    _, _, suite = site.get(f"/suites/{suite_key(SPECS)}")
+    assert suite.count("vs previous") == 1 and 'href="/compare/old/new"' in suite
+    status, _, page = site.get("/compare/old/new")
+    assert status == 200 and "2 significant regression(s)" in page  # t1 and the model
+    row = next(r for r in page.split("<tr>") if r.startswith("<td>t1 · "))
+    assert "10/10" in row and "1/10" in row and "REGRESSION" in row
+    assert site.get("/compare/old/nope")[0] == 404
