@@ -101,7 +101,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
             print(f"proctor: warning: {note}", file=sys.stderr)
     ray_started = False
     if options.executor == "ray":
-        from proctor.executors.ray import connect
+        from proctor.executors.ray_connect import connect
 
         ray_started = connect(options)  # a bad address is exit 2 before the run dir exists
     store = store or RunStore.create(options.output_dir)

@@ -283,7 +283,7 @@ def test_ctrl_c_on_a_terminal_stops_a_private_instance_run_cleanly(cli, spec, tm
 
 
 def _marked(owner: int) -> list[int]:
-    from proctor.executors.ray import PRIVATE_MARK
+    from proctor.executors.ray_connect import PRIVATE_MARK
 
     mark = f"{PRIVATE_MARK}={owner}".encode()
     pids = []
