@@ -185,6 +185,8 @@ class RayExecutor:
                 return failed(trial, task, INFRA_ERROR + node, failures)
             actor = node.actor
             try:
+                if actor is None:  # lost by another trial in the meantime: place again
+                    continue
                 result, sizes, inline = await actor.run.remote(trial)
                 await self._fetch(actor, trial.id, sizes, inline)
                 return result
