@@ -44,6 +44,7 @@ class _Node:
     alive: bool = False  # its actor answered: trials may go there
     running: int = 0
     label: str = ""
+    error: str = ""  # why its last actor failed to start
 
 
 class RayExecutor:
@@ -129,8 +130,11 @@ class RayExecutor:
             self._spawn(node)
             try:
                 await asyncio.wait_for(node.actor.where.remote(), REVIVE_TIMEOUT_S)
-            except (self.ray.exceptions.RayError, TimeoutError):
+            except (self.ray.exceptions.RayError, TimeoutError) as e:
+                # e.g. proctor is not installed there: said when no node is left
                 node.actor = None
+                node.error = (f"its actor did not answer within {REVIVE_TIMEOUT_S:g}s"
+                              if isinstance(e, TimeoutError) else _first_line(e))
                 continue
             node.alive = True
             return
@@ -146,7 +150,9 @@ class RayExecutor:
             while True:
                 live = [n for n in self.nodes.values() if n.alive and n.actor is not None]
                 if not live and not any(not j.done() for j in self._revivals):
-                    return "no live Ray node with CPUs is left"
+                    why = "; ".join(f"{n.node_id[:8]}: {n.error}" for n in self.nodes.values()
+                                    if n.error)
+                    return "no live Ray node with CPUs is left" + (f" ({why})" if why else "")
                 if not live:
                     await self._changed.wait()
                     continue
