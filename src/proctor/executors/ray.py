@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import re
 import secrets
 import shutil
 import tarfile
@@ -262,8 +263,12 @@ class RayExecutor:
 
 
 def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0][:300] if text else type(e).__name__
+    """What went wrong, in one line: Ray's errors wrap the cause in lines about the actor;
+    the last `SomeError: message` line is the cause."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()
+    causes = re.findall(r"^\s*([\w.]+(?:Error|Exception): .+)$", text, re.M)
+    line = causes[-1].strip() if causes else (text.splitlines()[0] if text else type(e).__name__)
+    return line[:300]
 
 
 def failed(trial: Trial, task: TaskDef, error: str, failures: list[str]) -> TrialResult:
