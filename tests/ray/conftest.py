@@ -103,17 +103,22 @@ def _can_hide() -> bool:
     return os.geteuid() == 0 and shutil.which("unshare") is not None
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def start_cluster(head_cpus: int = 2, spec_dir: Path | None = None) -> Cluster:
     if not _can_hide():
         pytest.fail("tests/ray need root and unshare (./setup.sh runs them as root)")
-    spec_dir = tmp_path_factory.mktemp("ray-specs")
     temp = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))
-    subprocess.run([RAY, "start", "--head", "--port", "0", "--num-cpus", "2",
+    subprocess.run([RAY, "start", "--head", "--port", "0", "--num-cpus", str(head_cpus),
                     "--temp-dir", str(temp), "--include-dashboard", "false",
                     "--disable-usage-stats"], env=ENV, check=True, capture_output=True,
                    timeout=120)
-    c = Cluster((temp / "ray_current_cluster").read_text().strip(), spec_dir, Node(temp))
+    return Cluster((temp / "ray_current_cluster").read_text().strip(), spec_dir or temp,
+                   Node(temp))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    spec_dir = tmp_path_factory.mktemp("ray-specs")
+    c = start_cluster(spec_dir=spec_dir)
     try:
         c.hidden = c.add_node(hide=spec_dir)
         _wait_nodes(c, 2)

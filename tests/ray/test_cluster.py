@@ -236,3 +236,24 @@ def test_a_node_that_joins_during_the_run_gets_trials(cluster, tmp_path):
     assert {t["status"] for t in trials.values()} == {"pass"}
     assert len({t["node"] for t in trials.values()}) == 3, "the late node ran nothing"
     late.kill()
+
+
+def test_a_node_without_proctor_is_named_with_the_reason(tmp_path):
+    """A head without CPUs and one node where proctor cannot be imported (its source is
+    hidden): every trial is an infrastructure error saying so, and nothing hangs."""
+    import proctor
+    from tests.ray.conftest import start_cluster
+
+    src = Path(proctor.__file__).resolve().parent.parent  # src/ of the editable install
+    cluster = start_cluster(head_cpus=0)
+    try:
+        cluster.add_node(hide=src)
+        (tmp_path / "s.yaml").write_text(SLEEPS.format(n=1, s=0))
+        out = _run(tmp_path, "s.yaml", "--agent", "oracle", "-q", "--executor", "ray",
+                   "--ray-address", cluster.address, "--output-dir", "run", timeout=120)
+    finally:
+        cluster.stop()
+    assert out.returncode == 1, out.stdout + out.stderr
+    (trial,) = _trials(tmp_path / "run").values()
+    assert trial["error"].startswith("infrastructure error: no live Ray node with CPUs is left")
+    assert "No module named 'proctor" in trial["error"]
