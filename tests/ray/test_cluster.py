@@ -141,6 +141,7 @@ def test_resume_reruns_trials_lost_with_their_node(cluster, tmp_path):
     lost = [t for t in _trials(tmp_path / "run").values() if t["status"] == "error"]
     assert lost, out + err
     assert all(t["error"].startswith("infrastructure error: ") for t in lost), lost
+    assert all(t["node"] for t in lost)  # the node it was lost on
     again = _run(tmp_path, "--resume", "run", "-q", "--ray-address", cluster.address)
     assert again.returncode == 0, again.stdout + again.stderr
     trials = _trials(tmp_path / "run")

@@ -44,6 +44,7 @@ class _Node:
     used_memory: float = 0.0
     alive: bool = False  # its actor answered: trials may go there
     running: int = 0
+    name: str = ""  # HOSTNAME/NODE_ID[:8], as results' `node`
     label: str = ""
     error: str = ""  # why its last actor failed to start
 
@@ -78,7 +79,8 @@ class RayExecutor:
             cpus = float(n.get("Resources", {}).get("CPU", 0))
             if not n.get("Alive") or cpus <= 0 or n["NodeID"] in self.nodes:
                 continue
-            node = _Node(n["NodeID"], cpus, float(n["Resources"].get("memory", 0)))
+            node = _Node(n["NodeID"], cpus, float(n["Resources"].get("memory", 0)),
+                         name=f"{n.get('NodeManagerHostname', '?')}/{n['NodeID'][:8]}")
             self.nodes[n["NodeID"]] = node
             added.append(node)
         return added
@@ -208,9 +210,11 @@ class RayExecutor:
                 if node.actor is actor:
                     self._lost(node)
                 if len(failures) > self.max_retries:
-                    return failed(trial, task, INFRA_ERROR + f"the trial's Ray node or worker "
-                                   f"was lost {len(failures)} time(s) ([ray] max_retries = "
-                                   f"{self.max_retries})", failures)
+                    lost = failed(trial, task, INFRA_ERROR + f"the trial's Ray node or worker "
+                                  f"was lost {len(failures)} time(s) ([ray] max_retries = "
+                                  f"{self.max_retries})", failures)
+                    lost.node = node.name  # the last node it was lost on
+                    return lost
             finally:
                 await self._release(node, need_cpus, need_memory)
 
