@@ -41,6 +41,9 @@ invariants:
 solution: ['sleep 5']
 """
 
+HUGE = SLOWPOKE.replace("id: slowpoke", "id: huge").replace(
+    "resources: {timeout: 1, cpu: 0.5, memory: 256m}", "resources: {cpu: 64}")
+
 BIG = """
 cli: sh
 tasks:
@@ -83,6 +86,7 @@ def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     spec(SCENARIO, name="scenario.yaml")
     spec(BIG, name="big.yaml")
     spec(SLOWPOKE, name="slowpoke.yaml")
+    spec(HUGE, name="huge.yaml")
     before = _ray_processes()
     out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "-q", "--output-dir", "run",
               "--keep", "--output-limit", "4000000", env={"RAY_ADDRESS": ""}, timeout=180)
@@ -90,11 +94,15 @@ def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     r = results(tmp_path / "run")
     status = {t["task_id"]: t["status"] for t in r["trials"]}
     assert status == {"writes": "pass", "fails": "fail", "with-mock": "pass", "big": "pass",
-                      "slowpoke": "error"}
+                      "slowpoke": "error", "huge": "error"}
+    huge = next(t for t in r["trials"] if t["task_id"] == "huge")
+    assert huge["error"].startswith("infrastructure error: no Ray node can hold this trial "
+                                    "(resources: 64 CPU"), huge
     # The trial's own error is a verdict: not an infrastructure error, not run again.
     slow = next(t for t in r["trials"] if t["task_id"] == "slowpoke")
     assert slow["error"].startswith("the trial took longer than resources.timeout")
-    assert all(t["node"] for t in r["trials"])  # hostname/node id
+    assert all(t["node"] for t in r["trials"] if t is not huge)  # hostname/node id
+    assert huge["node"] is None  # it never got one
     assert out.stderr == ""  # -q: not a word from Ray
     trace = (tmp_path / "run" / "trials" / "writes.r0" / "trace.jsonl").read_text().splitlines()
     assert json.loads(trace[0])["argv"] == ["sh", "-c", "echo a > f"]
@@ -111,7 +119,8 @@ def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     lines = (tmp_path / "run" / "results.jsonl").read_text().count("\n")
     again = cli("run", "--resume", "run", "-q", env={"RAY_ADDRESS": ""}, timeout=180)
     assert again.returncode == 1, again.stdout + again.stderr
-    assert (tmp_path / "run" / "results.jsonl").read_text().count("\n") == lines
+    # Only the infrastructure error ran again (and failed the same way).
+    assert (tmp_path / "run" / "results.jsonl").read_text().count("\n") == lines + 1
     assert os.environ.get("RAY_ADDRESS") in (None, "")
 
 
