@@ -149,6 +149,10 @@ def _run_options(f: Callable) -> Callable:
                           "unisolated and every report says so. See docs/security.md."),
         click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
                      show_default=True, help="Run trials in this process, or on a Ray cluster."),
+        click.option("--ray-address", metavar="ADDR",
+                     help="Ray cluster for --executor ray (host:port, ray://host:10001, auto); "
+                          "default: proctor.toml [ray] address, else $RAY_ADDRESS, else a "
+                          "private local instance."),
         click.option("--keep", is_flag=True,
                      help="Keep each trial's sandbox (workdir, HOME, TMPDIR) under RUN_DIR/workdirs/."),
         click.option("--output-limit", type=click.IntRange(1_000), metavar="BYTES",
@@ -182,6 +186,7 @@ def _options(**kw) -> object:
         backend=kw.get("backend") or config.get("backend") or "local",
         isolation=kw.get("isolation") or "auto",
         executor=kw.get("executor") or "local",
+        ray_address=kw.get("ray_address"),
         keep=bool(kw.get("keep")),
         **({"output_limit": kw["output_limit"]} if kw.get("output_limit") else {}),
         quiet=bool(kw.get("quiet")),

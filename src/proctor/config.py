@@ -61,6 +61,14 @@ class PriceConfig(_Table):
     output: float = Field(ge=0)
 
 
+class RayConfig(_Table):
+    """`--executor ray` (docs/running.md#ray)."""
+
+    address: str | None = None  # `--ray-address` overrides; else $RAY_ADDRESS; else a private instance
+    connect_timeout_s: float = Field(30.0, gt=0)
+    max_retries: int = Field(2, ge=0)  # re-runs of a trial whose node or worker was lost
+
+
 class ProctorConfig(_Table):
     model: str | None = None
     backend: Literal["local", "docker"] | None = None  # `--backend` when not given
@@ -71,6 +79,7 @@ class ProctorConfig(_Table):
     prices: dict[str, PriceConfig] = {}
     env: dict[str, str] = {}  # values for redact_env names
     pass_env: list[str] = []  # host variables (fnmatch patterns) agents may inherit
+    ray: RayConfig = RayConfig()
 
 
 def load_config(path: str | None = None) -> dict[str, Any]:

@@ -57,3 +57,16 @@ def sweep(run_id: str) -> tuple[int, int]:
         shutil.rmtree(path, ignore_errors=True)
         dirs += 1
     return killed, dirs
+
+
+def sweep_node(label: str) -> tuple[int, int]:
+    """`sweep` plus the database data dirs (/dev/shm or $PROCTOR_DB_DIR) named after the
+    run: what a Ray node's janitor removes when a run's trials on it end or die."""
+    from proctor.services._dbserver import DIR_VAR, SHM
+
+    killed, dirs = sweep(label)
+    for parent in {SHM, Path(os.environ.get(DIR_VAR) or SHM)}:
+        for path in parent.glob(f"proctor-{label}-*") if parent.is_dir() else ():
+            shutil.rmtree(path, ignore_errors=True)
+            dirs += 1
+    return killed, dirs

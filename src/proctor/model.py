@@ -215,6 +215,7 @@ class TrialResult:
     category: str | None = None
     started_at: str | None = None
     output: str = ""  # the agent's final message / stdout, cut
+    node: str | None = None  # where it ran under --executor ray: "HOSTNAME/NODE_ID[:8]"
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -250,6 +251,7 @@ class RunOptions:
     # auto: namespaces, or exit 2 saying what is missing; none: run without a boundary.
     isolation: Literal["auto", "namespaces", "none"] = "auto"
     executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None  # --ray-address (over proctor.toml's [ray] address)
     keep: bool = False  # keep trial workdirs
     quiet: bool = False
     output_limit: int = 1_000_000  # bytes kept per stream per command

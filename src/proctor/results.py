@@ -104,7 +104,7 @@ class RunResults(TypedDict, total=False):
     complete: bool
     interrupted: bool
     summary: Summary
-    trials: list[dict[str, Any]]  # TrialResult.to_dict() each
+    trials: list[dict[str, Any]]  # TrialResult.to_dict() each (`node`: where, under Ray)
     tasks: list[TaskRow]
     models: list[ModelRow]
     help_modes: list[HelpModeEffect]

@@ -22,6 +22,7 @@ from typing import Any
 from proctor import __version__, proc
 from proctor.agents.external import install_agents
 from proctor.errors import UsageError
+from proctor.executors import infra_error
 from proctor.inputs import check_unchanged, fingerprint, referenced
 from proctor.janitor import sweep
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
@@ -39,7 +40,7 @@ from proctor.store import RunStore, index_run, iso, shown
 from proctor.trial import RunContext, run_trial
 
 # Options a resumed run may change; everything else comes from the interrupted run.
-_RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep")
+_RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep", "ray_address")
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Planned:
     options: RunOptions
     paths: list[str]
     meta: dict[str, Any]
+    ray_started: bool = False  # this process started a private Ray instance (and stops it)
 
 
 def run_main(paths: list[str], options: RunOptions) -> int:
@@ -101,10 +103,11 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     if not options.quiet:
         for note in _ignored_by_backend(by_id.values(), options):
             print(f"proctor: warning: {note}", file=sys.stderr)
+    ray_started = False
     if options.executor == "ray":
-        from proctor.executors.ray import require_ray
+        from proctor.executors.ray_connect import connect
 
-        require_ray()
+        ray_started = connect(options)  # a bad address is exit 2 before the run dir exists
     store = store or RunStore.create(options.output_dir)
     if not meta:
         meta = {"run_id": store.run_id, "started_at": iso(), "trial_ids": "padded",
@@ -118,7 +121,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
                 "host": {"name": os.uname().nodename, "cpus": os.cpu_count(),
                          "platform": sys.platform}}
         store.write_meta(meta)
-    return Planned(store, by_id, trials, options, paths, meta)
+    return Planned(store, by_id, trials, options, paths, meta, ray_started)
 
 
 def run_planned(planned: Planned) -> dict[str, Any]:
@@ -127,7 +130,8 @@ def run_planned(planned: Planned) -> dict[str, Any]:
     if store.rejected:
         print(f"proctor: {store.jsonl_path}: {store.rejected} line(s) not written by this run "
               "(forged or altered) were ignored; their trials run again", file=sys.stderr)
-    todo = [t for t in planned.trials if t.id not in done]
+    # An infrastructure error (a Ray node lost) says nothing about the trial: run it again.
+    todo = [t for t in planned.trials if t.id not in done or infra_error(done[t.id])]
     index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status="running",
               specs=planned.paths,
               models=list(dict.fromkeys(t.model or f"({t.agent})" for t in planned.trials)))
@@ -171,10 +175,11 @@ async def _execute(trials: list[Trial], planned: Planned,
     executor = None
     try:
         if options.executor == "ray":
-            # Each trial runs on a Ray node with its own services; see executors/ray.py.
+            # Trials run on Ray nodes, with the services of their node; see executors/ray.py.
             from proctor.executors.ray import RayExecutor
 
-            executor = await asyncio.to_thread(RayExecutor, store.trial_dir, store.run_id, options)
+            executor = await asyncio.to_thread(RayExecutor, store.trial_dir, store.run_id, options,
+                                               planned.tasks, store.dir, planned.ray_started)
             run_one = executor.run
         else:
             needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials}

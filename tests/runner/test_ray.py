@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +26,31 @@ tasks:
     intent: x
     solution: ["echo b > f"]
     assert: [{file_contains: {path: f, text: nope}}]
+"""
+
+SLOWPOKE = """
+version: 1
+id: slowpoke
+task: {prompt: x}
+agent: {type: oracle}
+resources: {timeout: 1, cpu: 0.5, memory: 256m}
+invariants:
+  done:
+    description: never reached
+    check: {type: file_content, path: f, contains: x}
+solution: ['sleep 5']
+"""
+
+HUGE = SLOWPOKE.replace("id: slowpoke", "id: huge").replace(
+    "resources: {timeout: 1, cpu: 0.5, memory: 256m}", "resources: {cpu: 64}")
+
+BIG = """
+cli: sh
+tasks:
+  - id: big
+    intent: x
+    solution: ["head -c 3000000 /dev/zero | tr '\\\\0' a"]
+    assert: [{exit_code: 0}]
 """
 
 SCENARIO = """
@@ -56,17 +84,248 @@ def _ray_processes() -> list[str]:
 def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     spec(SUITE)
     spec(SCENARIO, name="scenario.yaml")
+    spec(BIG, name="big.yaml")
+    spec(SLOWPOKE, name="slowpoke.yaml")
+    spec(HUGE, name="huge.yaml")
     before = _ray_processes()
     out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "-q", "--output-dir", "run",
-              env={"RAY_ADDRESS": ""}, timeout=180)
+              "--keep", "--output-limit", "4000000", env={"RAY_ADDRESS": ""}, timeout=180)
     assert out.returncode == 1, out.stdout + out.stderr
     r = results(tmp_path / "run")
     status = {t["task_id"]: t["status"] for t in r["trials"]}
-    assert status == {"writes": "pass", "fails": "fail", "with-mock": "pass"}
+    assert status == {"writes": "pass", "fails": "fail", "with-mock": "pass", "big": "pass",
+                      "slowpoke": "error", "huge": "error"}
+    huge = next(t for t in r["trials"] if t["task_id"] == "huge")
+    assert huge["error"].startswith("infrastructure error: no Ray node can hold this trial "
+                                    "(resources: 64 CPU"), huge
+    # The trial's own error is a verdict: not an infrastructure error, not run again.
+    slow = next(t for t in r["trials"] if t["task_id"] == "slowpoke")
+    assert slow["error"].startswith("the trial took longer than resources.timeout")
+    assert all(t["node"] for t in r["trials"] if t is not huge)  # hostname/node id
+    assert huge["node"] is None  # it never got one
+    assert out.stderr == ""  # -q: not a word from Ray
     trace = (tmp_path / "run" / "trials" / "writes.r0" / "trace.jsonl").read_text().splitlines()
     assert json.loads(trace[0])["argv"] == ["sh", "-c", "echo a > f"]
     audit = (tmp_path / "run" / "trials" / "with-mock.r0" / "audit.jsonl").read_text()
     assert '"http_call"' in audit
+    # A trace bigger than a chunk comes home whole, in chunks.
+    big = (tmp_path / "run" / "trials" / "big.r0" / "trace.jsonl").read_text()
+    assert big.count("a" * 1000) >= 2900
+    # --keep: the workdirs come home too.
+    kept = [p for p in (tmp_path / "run" / "workdirs" / "writes.r0").rglob("f") if p.is_file()]
+    assert kept and kept[0].read_text() == "a\n"
     # The local Ray instance started for the run is gone with it.
     assert _ray_processes() == before
+    lines = (tmp_path / "run" / "results.jsonl").read_text().count("\n")
+    again = cli("run", "--resume", "run", "-q", env={"RAY_ADDRESS": ""}, timeout=180)
+    assert again.returncode == 1, again.stdout + again.stderr
+    # Only the infrastructure error ran again (and failed the same way).
+    assert (tmp_path / "run" / "results.jsonl").read_text().count("\n") == lines + 1
     assert os.environ.get("RAY_ADDRESS") in (None, "")
+
+
+def _silent_server():
+    """A TCP port that accepts and never answers: a cluster address that hangs."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    return s
+
+
+@pytest.mark.slow
+def test_a_cluster_that_does_not_answer_is_an_exit_2_error_within_the_timeout(cli, spec, tmp_path):
+    import time
+
+    spec(SUITE)
+    (tmp_path / "proctor.toml").write_text("[ray]\nconnect_timeout_s = 2\n")
+    with _silent_server() as s:
+        t0 = time.monotonic()
+        out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "--ray-address",
+                  f"127.0.0.1:{s.getsockname()[1]}", "--output-dir", "run", timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "could not connect to the Ray cluster at 127.0.0.1:" in out.stderr
+    assert "within 2s" in out.stderr and "Traceback" not in out.stderr
+    assert time.monotonic() - t0 < 20
+    assert not (tmp_path / "run").exists()  # nothing ran, no run directory
+
+
+@pytest.mark.slow
+def test_nothing_listening_is_an_exit_2_error(cli, spec, tmp_path):
+    import socket
+
+    spec(SUITE)
+    with socket.socket() as s:  # a port that was free a moment ago
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "proctor.toml").write_text(f'[ray]\naddress = "127.0.0.1:{port}"\n'
+                                           "connect_timeout_s = 1\n")
+    out = cli("run", ".", "--agent", "oracle", "--executor", "ray", timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"127.0.0.1:{port} within 1s" in out.stderr
+
+
+@pytest.mark.slow
+def test_sigterm_while_connecting_ends_the_run(cli, spec, tmp_path):
+    import signal
+    import time
+
+    spec(SUITE)
+    with _silent_server() as s:
+        p = cli.popen("run", ".", "--agent", "oracle", "--executor", "ray", "--ray-address",
+                      f"127.0.0.1:{s.getsockname()[1]}")
+        time.sleep(3)
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=15)
+        finally:
+            p.kill()
+    assert p.returncode != 0
+
+
+def test_the_ray_table_is_validated(cli, spec, tmp_path):
+    spec(SUITE)
+    (tmp_path / "proctor.toml").write_text('[ray]\nadress = "x"\nmax_retries = -1\n')
+    out = cli("run", ".", "--agent", "oracle", "--executor", "ray")
+    assert out.returncode == 2
+    assert "proctor.toml:2:1: ray.adress: unknown key 'adress'" in out.stderr
+    assert "proctor.toml:3:1: ray.max_retries: " in out.stderr
+
+
+def test_spec_files_are_packed_by_content_and_relocated(tmp_path):
+    from proctor.executors.ray_files import materialize, pack, relocate
+    from proctor.spec.load import load_specs
+
+    (tmp_path / "scaf").mkdir()
+    (tmp_path / "scaf" / "fixture").write_text("x")
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "ok.sh").write_text("#!/bin/sh\necho '{\"passed\": true}'\n")
+    (tmp_path / "s.yaml").write_text(SUITE.replace("cli: sh", "cli: sh\nscaffold: scaf"))
+    tasks = load_specs([str(tmp_path / "s.yaml")]).tasks
+    first, again = pack(tasks), pack(tasks)
+    assert first.digest == again.digest and first.data == again.data
+    root = materialize(first.digest, first.data)
+    moved = relocate(tasks[0], root)
+    assert moved.scaffold == str(root / str(tmp_path / "scaf").lstrip("/"))
+    assert (root / str(tmp_path / "scaf" / "fixture").lstrip("/")).read_text() == "x"
+    assert moved.base_dir.startswith(str(root))
+    (tmp_path / "scaf" / "fixture").write_text("changed")
+    assert pack(tasks).digest != first.digest
+
+
+def test_the_next_run_on_a_node_sweeps_labels_whose_actor_is_gone(tmp_path):
+    import fcntl
+    import tempfile
+    import uuid
+    from pathlib import Path
+
+    from proctor.executors.ray_node import sweep_stale_labels
+
+    tmp = Path(tempfile.gettempdir())
+    dead, live = f"t{uuid.uuid4().hex[:8]}-1", f"t{uuid.uuid4().hex[:8]}-2"
+    for label in (dead, live):
+        home = tmp / f"proctor-{label}-node-x"
+        (home / "sandboxes").mkdir(parents=True)
+        (home / "lock").touch()
+    db = Path("/dev/shm") / f"proctor-{dead}-postgres-x"
+    db.mkdir()
+    agent = subprocess.Popen(["sleep", "60"], env={**os.environ, "PROCTOR_RUN_ID": dead})
+    held = (tmp / f"proctor-{live}-node-x" / "lock").open("a")
+    fcntl.flock(held, fcntl.LOCK_EX)  # a live actor holds its lock
+    try:
+        assert dead in sweep_stale_labels()
+        assert agent.wait(timeout=5) == -9
+        assert not (tmp / f"proctor-{dead}-node-x").exists() and not db.exists()
+        assert (tmp / f"proctor-{live}-node-x").exists()
+    finally:
+        agent.kill()
+        held.close()
+        import shutil
+
+        for label in (dead, live):
+            shutil.rmtree(tmp / f"proctor-{label}-node-x", ignore_errors=True)
+        shutil.rmtree(db, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_terminal_stops_a_private_instance_run_cleanly(cli, spec, tmp_path):
+    """A terminal's Ctrl-C signals the whole process group: the private Ray instance must
+    outlive it long enough for the node to clean up (it once crashed proctor: SIGSEGV)."""
+    import signal
+    import time
+
+    from tests.conftest import PROCTOR
+
+    spec("""
+        cli: sh
+        tasks:
+          - id: nap
+            intent: x
+            repeat: 2
+            solution: ["sleep 60"]
+            assert: [{exit_code: 0}]
+    """)
+    p = subprocess.Popen([PROCTOR, "run", ".", "--agent", "oracle", "--executor", "ray", "-q",
+                          "--output-dir", "run"], cwd=tmp_path, start_new_session=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "RAY_ADDRESS": ""})
+    try:
+        deadline = time.monotonic() + 90
+        while not list((tmp_path / "run" / "trials").glob("*")) and time.monotonic() < deadline:
+            run_id = json.loads((tmp_path / "run" / "run.json").read_text())["run_id"] \
+                if (tmp_path / "run" / "run.json").exists() else None
+            if run_id and any(Path(tempfile.gettempdir()).glob(f"proctor-{run_id}-*-node-*/sandboxes/*")):
+                break
+            time.sleep(0.2)
+        os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, out + err
+    assert run_id
+    assert not list(Path(tempfile.gettempdir()).glob(f"proctor-{run_id}-*"))
+    group = subprocess.run(["ps", "-eo", "pgid=,stat="], capture_output=True, text=True).stdout
+    assert not [line for line in group.splitlines()
+                if line.split()[0] == str(p.pid) and not line.split()[1].startswith("Z")]
+
+
+def _marked(owner: int) -> list[int]:
+    from proctor.executors.ray_connect import PRIVATE_MARK
+
+    mark = f"{PRIVATE_MARK}={owner}".encode()
+    pids = []
+    for entry in os.scandir("/proc"):
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and mark in Path(f"/proc/{entry.name}/environ").read_bytes().split(b"\0"):
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.slow
+def test_what_a_killed_proctor_leaves_of_its_private_instance_goes_at_the_next_run(cli, spec, tmp_path):
+    import time
+
+    from tests.conftest import PROCTOR
+
+    spec(SUITE.replace('"echo a > f"', '"sleep 60"'))
+    p = subprocess.Popen([PROCTOR, "run", ".", "--agent", "oracle", "--executor", "ray", "-q",
+                          "--task", "writes", "--output-dir", "run"], cwd=tmp_path,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env={**os.environ, "RAY_ADDRESS": ""})
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not any(
+                Path(tempfile.gettempdir()).glob("proctor-*-node-*/sandboxes/writes.r0")):
+            time.sleep(0.2)
+    finally:
+        p.kill()  # SIGKILL: no clean-up at all from proctor
+        p.wait()
+    out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "-q", "--task", "fails",
+              env={"RAY_ADDRESS": ""}, timeout=180)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert _marked(p.pid) == []
+    from proctor.janitor import sweep
+
+    sweep(json.loads((tmp_path / "run" / "run.json").read_text())["run_id"])  # what --resume does

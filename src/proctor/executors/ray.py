@@ -1,105 +1,286 @@
-"""Trials on a Ray cluster (`--executor ray`).
+"""Trials on a Ray cluster (`--executor ray`); docs/running.md#ray.
 
 The head (the `proctor run` process) plans, scores, stores and reports exactly as with the
-local executor; only `run_trial` moves. Each trial is one Ray task that runs the trial in a
-private temp dir on whichever node Ray picks, and sends back its TrialResult together with
-its trace and audit files, which the head writes into the run directory. So nodes need
-proctor installed and the tools the specs use, but no shared filesystem.
+local executor; only `run_trial` moves, to one `NodeRunner` actor per node (ray_node.py),
+which holds the run's spec files and services on that node and cleans up after itself. The
+head places each trial on the node with the most free CPUs that fits the trial's
+`resources` (cpu, memory; 1 CPU by default), retries it on another node when its node or
+worker is lost, and pulls its trace and audit home in chunks.
 
-Services: a trial's PostgreSQL/MariaDB servers and HTTP mocks are started on its node, for
-that trial alone (a server start is ~0.6 s, paid per trial instead of per run).
-
-The cluster is `$RAY_ADDRESS` when set (e.g. `ray://head:10001` or `auto`), otherwise a
-local Ray instance started for the run and stopped after it.
+Reaching the cluster (or starting a private instance) is ray_connect.py; it happens in
+`prepare`, before the run directory exists.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import contextlib
+import itertools
+import re
+import secrets
 import shutil
-import tempfile
+import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from proctor.errors import UsageError
+from proctor.executors import INFRA_ERROR
+from proctor.executors.ray_connect import settings
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 
+# A node takes trials only once its actor answers: a node Ray has not yet noticed is dead
+# (its health checks take a while) gets no trials, so no retries are spent on it.
+REVIVE_ATTEMPTS, REVIVE_DELAY_S, REVIVE_TIMEOUT_S = 3, 2.0, 60.0
+NODE_POLL_S = 5.0  # how often the head looks for nodes that joined
 
-def require_ray() -> None:
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise UsageError("--executor ray needs Ray: pip install 'proctor[ray]' (or run with "
-                         "--executor local)") from None
+
+@dataclass
+class _Node:
+    node_id: str
+    cpus: float
+    memory: float  # bytes; 0 when Ray reports none
+    actor: Any = None
+    used_cpus: float = 0.0
+    used_memory: float = 0.0
+    alive: bool = False  # its actor answered: trials may go there
+    running: int = 0
+    name: str = ""  # HOSTNAME/NODE_ID[:8], as results' `node`
+    label: str = ""
+    error: str = ""  # why its last actor failed to start
 
 
 class RayExecutor:
-    def __init__(self, trial_dir: Any, run_id: str, options: RunOptions):
+    def __init__(self, trial_dir: Any, run_id: str, options: RunOptions,
+                 tasks: dict[str, TaskDef], run_dir: Path, started_here: bool):
         import ray
+        from proctor.executors.ray_files import pack
 
         self.ray = ray
         self.trial_dir = trial_dir  # Callable[[str], Path] into the head's run directory
-        self.run_id = run_id
-        self.options = options
-        self.started_here = not ray.is_initialized()
-        if self.started_here:
-            ray.init(address=os.environ.get("RAY_ADDRESS") or None, include_dashboard=False,
-                     logging_level="ERROR", log_to_driver=False,
-                     runtime_env={"env_vars": {"PROCTOR_RUN_ID": run_id}})
-        self.remote = ray.remote(num_cpus=1, max_retries=0)(_run_remote)
+        self.run_id, self.options, self.tasks = run_id, options, tasks
+        self.run_dir = run_dir
+        self.started_here = started_here
+        self.max_retries = settings(options)["max_retries"]
+        bundle = pack(tasks.values(), options.models)
+        self.digest, self.bundle = bundle.digest, [ray.put(bundle.data)]
+        self._labels = itertools.count(1)
+        self.nodes: dict[str, _Node] = {}
+        self._changed: asyncio.Condition | None = None
+        self._revivals: list[asyncio.Future] = []
+        self._watcher: asyncio.Future | None = None
+        self._refresh()
+
+    # Nodes ------------------------------------------------------------------------------------
+
+    def _refresh(self, nodes: list[dict] | None = None) -> list[_Node]:
+        """Add the live nodes with CPUs not seen before; returns them."""
+        added = []
+        for n in self.ray.nodes() if nodes is None else nodes:
+            cpus = float(n.get("Resources", {}).get("CPU", 0))
+            if not n.get("Alive") or cpus <= 0 or n["NodeID"] in self.nodes:
+                continue
+            node = _Node(n["NodeID"], cpus, float(n["Resources"].get("memory", 0)),
+                         name=f"{n.get('NodeManagerHostname', '?')}/{n['NodeID'][:8]}")
+            self.nodes[n["NodeID"]] = node
+            added.append(node)
+        return added
+
+    async def _watch(self) -> None:
+        """Nodes that join during the run get an actor, and trials."""
+        while True:
+            await asyncio.sleep(NODE_POLL_S)
+            for node in self._refresh(await asyncio.to_thread(self.ray.nodes)):
+                self._revivals.append(asyncio.ensure_future(self._revive(node, 0)))
+
+    def _spawn(self, node: _Node) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from proctor.executors.ray_node import NodeRunner
+
+        # Unique across heads too: a resumed run's actors never share a label with the
+        # killed run's, whose leftovers a node's janitor may be sweeping.
+        node.label = f"{self.run_id}-{next(self._labels)}{secrets.token_hex(3)}"
+        remote = self.ray.remote(NodeRunner)
+        node.actor = remote.options(
+            num_cpus=0, max_concurrency=1000, max_restarts=0, max_task_retries=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
+        ).remote(node.label, self.options, self.tasks, self.digest, self.bundle)
+
+    def _lost(self, node: _Node) -> None:
+        """The node's actor is gone: no trial goes there until a new actor on it answers
+        (a killed node is still "alive" for Ray until its health checks run out)."""
+        if node.actor is None:
+            return
+        node.actor, node.alive = None, False
+        self._revivals.append(asyncio.ensure_future(self._revive(node, REVIVE_DELAY_S)))
+
+    async def _revive(self, node: _Node, delay: float) -> None:
+        """Start an actor on the node; it takes trials once it has answered."""
+        try:
+            await self._revive_once(node, delay)
+        finally:
+            async with self._changed:  # waiting trials look again: revived, or give up
+                self._changed.notify_all()
+
+    async def _revive_once(self, node: _Node, delay: float) -> None:
+        for _ in range(REVIVE_ATTEMPTS):
+            await asyncio.sleep(delay)
+            delay = REVIVE_DELAY_S
+            alive = {n["NodeID"] for n in await asyncio.to_thread(self.ray.nodes)
+                     if n.get("Alive")}
+            if node.node_id not in alive:
+                return
+            self._spawn(node)
+            try:
+                await asyncio.wait_for(node.actor.where.remote(), REVIVE_TIMEOUT_S)
+            except (self.ray.exceptions.RayError, TimeoutError) as e:
+                # e.g. proctor is not installed there: said when no node is left
+                node.actor = None
+                node.error = (f"its actor did not answer within {REVIVE_TIMEOUT_S:g}s"
+                              if isinstance(e, TimeoutError) else _first_line(e))
+                continue
+            node.alive = True
+            return
+
+    async def _place(self, need_cpus: float, need_memory: float) -> _Node | str:
+        """The live node with the most free CPUs that fits, waiting while none does; or why
+        no node ever will."""
+        if self._changed is None:  # the first trial: start every node's actor
+            self._changed = asyncio.Condition()
+            self._revivals += [asyncio.ensure_future(self._revive(n, 0)) for n in self.nodes.values()]
+            self._watcher = asyncio.ensure_future(self._watch())
+        async with self._changed:
+            while True:
+                live = [n for n in self.nodes.values() if n.alive and n.actor is not None]
+                if not live and not any(not j.done() for j in self._revivals):
+                    why = "; ".join(f"{n.node_id[:8]}: {n.error}" for n in self.nodes.values()
+                                    if n.error)
+                    return "no live Ray node with CPUs is left" + (f" ({why})" if why else "")
+                if not live:
+                    await self._changed.wait()
+                    continue
+                fits = [n for n in live if n.cpus >= need_cpus
+                        and (not need_memory or not n.memory or n.memory >= need_memory)]
+                if not fits:
+                    return (f"no Ray node can hold this trial (resources: {need_cpus:g} CPU, "
+                            f"{need_memory / 2**20:.0f} MiB; largest node: "
+                            f"{max(n.cpus for n in live):g} CPU)")
+                free = [n for n in fits if n.cpus - n.used_cpus >= need_cpus and
+                        (not need_memory or not n.memory or n.memory - n.used_memory >= need_memory)]
+                if free:
+                    node = max(free, key=lambda n: (n.cpus - n.used_cpus, -n.running))
+                    node.used_cpus += need_cpus
+                    node.used_memory += need_memory
+                    node.running += 1
+                    return node
+                await self._changed.wait()
+
+    async def _release(self, node: _Node, need_cpus: float, need_memory: float) -> None:
+        async with self._changed:
+            node.used_cpus -= need_cpus
+            node.used_memory -= need_memory
+            node.running -= 1
+            self._changed.notify_all()
+
+    # Trials ----------------------------------------------------------------------------------
 
     async def run(self, trial: Trial, task: TaskDef) -> TrialResult:
-        ref = self.remote.remote(trial, task, self.options, self.run_id)
-        try:
-            result, files = await ref
-        except asyncio.CancelledError:
-            # Interrupt the remote trial (not force-kill it) so its cleanup runs there.
-            self.ray.cancel(ref, force=False)
-            raise
-        except self.ray.exceptions.RayError as e:
-            return _lost(trial, task, f"the Ray task failed: {e}")
-        target = self.trial_dir(trial.id)
+        need_cpus = float(task.resources.get("cpu") or 1)
+        need_memory = float(task.resources.get("memory_bytes") or 0)
+        failures: list[str] = []
+        while True:
+            node = await self._place(need_cpus, need_memory)
+            if isinstance(node, str):
+                return failed(trial, task, INFRA_ERROR + node, failures)
+            actor = node.actor
+            try:
+                if actor is None:  # lost by another trial in the meantime: place again
+                    continue
+                result, sizes, inline = await actor.run.remote(trial)
+                await self._fetch(actor, trial.id, sizes, inline)
+                return result
+            except self.ray.exceptions.RayTaskError as e:
+                # proctor itself failed on the node: running it elsewhere would fail the same.
+                cause = getattr(e, "cause", None) or e
+                return failed(trial, task, f"the trial crashed on Ray node {node.label}: "
+                                            f"{type(cause).__name__}: {_first_line(cause)}",
+                               failures)
+            except self.ray.exceptions.RayError as e:  # node died, worker crashed, object lost
+                failures.append(f"{node.node_id[:8]}: {_first_line(e)}")
+                if node.actor is actor:
+                    self._lost(node)
+                if len(failures) > self.max_retries:
+                    lost = failed(trial, task, INFRA_ERROR + f"the trial's Ray node or worker "
+                                  f"was lost {len(failures)} time(s) ([ray] max_retries = "
+                                  f"{self.max_retries})", failures)
+                    lost.node = node.name  # the last node it was lost on
+                    return lost
+            finally:
+                await self._release(node, need_cpus, need_memory)
+
+    async def _fetch(self, actor: Any, trial_id: str, sizes: dict[str, int],
+                     inline: dict[str, bytes]) -> None:
+        """The trial's files into the run directory, in CHUNK-sized pulls when large."""
+        target = self.trial_dir(trial_id)
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True, exist_ok=True)
-        for name, data in files.items():
-            (target / name).write_bytes(data)
-        return result
+        for name, size in sizes.items():
+            path = target / name
+            with path.open("wb") as f:
+                if name in inline:
+                    f.write(inline[name])
+                    continue
+                offset = 0
+                while offset < size:
+                    chunk = await actor.read.remote(trial_id, name, offset)
+                    if not chunk:
+                        break
+                    f.write(chunk)
+                    offset += len(chunk)
+        if not inline:
+            await actor.drop.remote(trial_id)
+        from proctor.executors.ray_node import KEEP_ARCHIVE
+
+        archive = target / KEEP_ARCHIVE
+        if archive.exists():
+            workdir = self.run_dir / "workdirs" / trial_id
+            shutil.rmtree(workdir, ignore_errors=True)
+            workdir.mkdir(parents=True)
+            with tarfile.open(archive) as tar:
+                tar.extractall(workdir, filter="tar")
+            archive.unlink()
 
     def close(self) -> None:
+        """Every node cleans up before Ray goes (Ctrl-C included), then a private Ray stops."""
+        for job in [*self._revivals, self._watcher]:
+            if job is not None:
+                job.cancel()
+        actors = [n.actor for n in self.nodes.values() if n.actor is not None]
+        refs = [a.shutdown.remote() for a in actors]
+        with contextlib.suppress(Exception):  # a node lost now is swept by its reaper
+            self.ray.wait(refs, num_returns=len(refs), timeout=90)
+        for a in actors:
+            with contextlib.suppress(Exception):
+                self.ray.kill(a)
         if self.started_here:
             self.ray.shutdown()
 
 
-def _run_remote(trial: Trial, task: TaskDef, options: RunOptions,
-                run_id: str) -> tuple[TrialResult, dict[str, bytes]]:
-    """One trial on a Ray worker, in a temp dir that is gone when it returns."""
-    from proctor.services.lifecycle import start_services, stop_services
-    from proctor.trial import RunContext, run_trial
-
-    tmp = Path(tempfile.mkdtemp(prefix=f"proctor-{run_id}-"))
-    trials = tmp / "trials"
-
-    async def go() -> TrialResult:
-        run = RunContext(options=options, sandbox_root=tmp / "sandboxes",
-                         trial_dir=lambda trial_id: trials / trial_id, run_id=run_id)
-        try:
-            run.services = await start_services([task], run_id, tmp)
-            return await run_trial(trial, task, run)
-        finally:
-            await stop_services(run.services)
-
-    try:
-        result = asyncio.run(go())
-        out = trials / trial.id
-        files = {p.name: p.read_bytes() for p in out.iterdir()} if out.exists() else {}
-        return result, files
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+def _first_line(e: BaseException) -> str:
+    """What went wrong, in one line: Ray's errors wrap the cause in lines about the actor;
+    the last `SomeError: message` line is the cause."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip()
+    causes = re.findall(r"^\s*([\w.]+(?:Error|Exception): .+)$", text, re.M)
+    line = causes[-1].strip() if causes else (text.splitlines()[0] if text else type(e).__name__)
+    return line[:300]
 
 
-def _lost(trial: Trial, task: TaskDef, error: str) -> TrialResult:
+def failed(trial: Trial, task: TaskDef, error: str, failures: list[str]) -> TrialResult:
+    if failures:
+        error += " — " + "; ".join(failures[-3:])
     return TrialResult(id=trial.id, task_id=trial.task_id, model=trial.model,
                        help_mode=trial.help_mode, replica=trial.replica, params=trial.params,
                        status="error", composite_score=0.0, error=error, agent=trial.agent,
                        category=task.category)
+
+

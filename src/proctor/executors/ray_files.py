@@ -1,0 +1,115 @@
+"""Spec files that travel with a Ray run: scaffolds, seeds, check and mock scripts.
+
+The head packs every file the tasks read from the spec's side (the same set `--resume`
+fingerprints, proctor.inputs.referenced, plus the spec files) into one tar, named by its
+content. Each node unpacks it once into `<tmp>/proctor-cache/<digest>/` (shared by every
+run on that node that ships the same files) and runs the trials against TaskDefs whose
+paths point there: the absolute path P of a file on the head is `<cache>/root/P` on the
+node, so relative paths (`script: checks/x.sh` against `base_dir`) need no rewriting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import io
+import os
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from proctor.inputs import referenced
+from proctor.model import TaskDef
+
+CACHE_DIR = "proctor-cache"
+
+
+@dataclasses.dataclass
+class Bundle:
+    digest: str
+    data: bytes
+
+
+def pack(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> Bundle:
+    """One deterministic tar of every file the tasks read (sorted, no times or owners)."""
+    tasks = list(tasks)
+    paths = {Path(p).resolve() for p in referenced(tasks, models)}
+    paths |= {Path(t.source).resolve() for t in tasks if Path(t.source).is_file()}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for path in sorted(_files(paths)):
+            info = tar.gettarinfo(str(path), arcname=str(path).lstrip("/"))
+            info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+            if info.isreg():
+                with path.open("rb") as f:
+                    tar.addfile(info, f)
+            elif info.issym() or info.isdir():
+                tar.addfile(info)
+    data = buf.getvalue()
+    return Bundle(hashlib.blake2b(data, digest_size=16).hexdigest(), data)
+
+
+def _files(paths: set[Path]) -> set[Path]:
+    out: set[Path] = set()
+    for path in paths:
+        if path.is_dir() and not path.is_symlink():
+            out.add(path)
+            for dirpath, dirnames, filenames in os.walk(path):
+                out.update(Path(dirpath) / d for d in dirnames)
+                out.update(Path(dirpath) / f for f in filenames)
+        elif path.exists() or path.is_symlink():
+            out.add(path)
+    return out
+
+
+def materialize(digest: str, data: bytes) -> Path:
+    """Unpack the bundle on this node unless it already is; returns the root to prefix."""
+    cache = Path(tempfile.gettempdir()) / CACHE_DIR
+    root = cache / digest
+    if (root / ".complete").exists():
+        return root / "root"
+    cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=cache))
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(staging / "root", filter="tar")
+        (staging / ".complete").touch()
+        with contextlib.suppress(OSError):  # another run on this node unpacked it first
+            os.rename(staging, root)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return root / "root"
+
+
+def relocate(task: TaskDef, root: Path) -> TaskDef:
+    """The task as this node sees it: every spec-side path under `root`."""
+    def moved(path: str | None) -> str | None:
+        return str(root / path.lstrip("/")) if path and os.path.isabs(path) else path
+
+    checks = []
+    for check in task.checks:
+        script = getattr(check.config, "script", None)
+        if isinstance(script, str) and os.path.isabs(os.path.expanduser(script)):
+            config = _replace(check.config, script=moved(os.path.expanduser(script)))
+            check = dataclasses.replace(check, config=config)
+        checks.append(check)
+    services = []
+    for svc in task.services:
+        seeds = {k: moved(v) for k in ("seed", "seed_file") if isinstance(v := svc.config.get(k), str)
+                 and "\n" not in v and ";" not in v}
+        services.append(dataclasses.replace(svc, config={**svc.config, **seeds}) if seeds else svc)
+    return dataclasses.replace(task, source=moved(task.source), base_dir=moved(task.base_dir),
+                               scaffold=moved(task.scaffold), checks=checks, services=services)
+
+
+def _replace(config: object, **changes: object) -> object:
+    if dataclasses.is_dataclass(config):
+        return dataclasses.replace(config, **changes)
+    if hasattr(config, "model_copy"):  # a pydantic model
+        return config.model_copy(update=changes)
+    if isinstance(config, dict):
+        return {**config, **changes}
+    return config
