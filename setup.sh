@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh clone to a working proctor:
-#   1. system packages the sandboxes and services use (PostgreSQL, MariaDB, strace, git, jq, ...)
+#   1. system packages the sandboxes and services use (PostgreSQL, MariaDB, a C compiler for
+#      proctor's process tracer, git, jq, ...)
 #      and the browser the report tests drive (Chromium); best effort, the docker backend's
 #      engine (docker.io, mmdebstrap; dockerd started when none answers) and proctor's base image
 #   2. .venv/ with proctor and its test tools (the CLI lands at .venv/bin/proctor)
@@ -21,7 +22,7 @@ done
 
 # chromium + chromium-driver: the report tests drive report.html and `proctor view` in a
 # real headless browser (tests/report/test_browser.py).
-packages=(postgresql mariadb-server mariadb-client strace bubblewrap git jq sqlite3 curl
+packages=(postgresql mariadb-server mariadb-client gcc libc6-dev bubblewrap git jq sqlite3 curl
           chromium chromium-driver fonts-dejavu-core)
 missing=()
 for p in "${packages[@]}"; do

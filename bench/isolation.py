@@ -6,7 +6,7 @@
   cgroup attach) against the same command in an unisolated one (a plain `sh -c`); COMMANDS
   of each, interleaved; the difference of medians is the boundary's cost per command
   (target: ≤ 10 ms).
-* traced: the same with `trace=True` (strace --seccomp-bpf outside the box), per command.
+* traced: the same with `trace=True` (proctor's tracer, outside the box), per command.
 * trial: creating and closing a sandbox (the box, the cgroup, the egress-proxy socket), TRIALS
   times, isolated against unisolated.
 """

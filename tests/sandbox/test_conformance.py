@@ -116,7 +116,7 @@ async def test_trace_records_every_process(sandbox):
     res = await sandbox.exec("ls / > /dev/null; true", timeout=10, trace=True)
     argvs = res.execs or []
     assert any(a[0] == "ls" for a in argvs), argvs
-    assert not any(a[0].endswith(("nsenter", "setpriv", "strace")) for a in argvs), argvs
+    assert not any(a[0].endswith(("nsenter", "setpriv", "exectrace")) for a in argvs), argvs
 
 
 async def test_kill_processes_stops_daemons(sandbox):

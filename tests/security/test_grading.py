@@ -91,12 +91,12 @@ def test_a_command_agent_cannot_forge_or_stop_its_trace(run_spec, tmp_path):
     agent = tmp_path / "agent.py"
     agent.write_text(
         "import glob, os, subprocess\n"
-        "fake = '1 execve(\"/usr/bin/git\", [\"git\", \"commit\"], 0x0 /* 1 vars */) = 0\\n'\n"
-        "for pattern in ('/tmp/.proctor-strace-*', os.environ.get('TMPDIR', '/tmp') + '/.proctor-strace-*',\n"
-        "                '/tmp/**/strace-*', '/home/**/strace-*'):\n"
+        "fake = 'E 1 [\"git\", \"commit\"]\\n'\n"
+        "for pattern in ('/tmp/**/trace-*', os.environ.get('TMPDIR', '/tmp') + '/**/trace-*',\n"
+        "                '/home/**/trace-*', '/.proctor*/**/trace-*'):\n"
         "    for f in glob.glob(pattern, recursive=True):\n"
         "        open(f, 'a').write(fake)\n"
-        "subprocess.run('pkill -9 strace; pkill -9 -f nsenter', shell=True)\n"
+        "subprocess.run('pkill -9 exectrace; pkill -9 -f exectrace; pkill -9 -f nsenter', shell=True)\n"
         "subprocess.run(['rm', '-rf', 'junk'])\n")
     spec = """
         cli: git

@@ -1,9 +1,9 @@
 """`command`: any external agent program, run in the sandbox and traced from outside.
 
-Every process the program executes is recorded (strace, execve) as an agent command with
-`source: "exec"`, so `ran`, `not_ran` and `run_count` work for agents proctor does not
-control. The program itself comes last, with its exit code and output, so `exit_code`,
-`output_contains` and friends read what the agent program printed.
+Every process the program executes is recorded (by the sandbox's tracer) as an agent
+command with `source: "exec"`, so `ran`, `not_ran` and `run_count` work for agents proctor
+does not control. The program itself comes last, with its exit code and output, so
+`exit_code`, `output_contains` and friends read what the agent program printed.
 """
 
 from __future__ import annotations

@@ -36,17 +36,16 @@ from proctor.sandbox.base import Entry, ExecResult, SandboxSpec
 from proctor.sandbox.forward import Forwarder, listen_inside
 from proctor.sandbox.local import LocalSandbox
 from proctor.sandbox.namespaces import AGENT_UID
-from proctor.sandbox.trace import parse_trace
+from proctor.sandbox.trace import parse_trace, tracer, tracer_argv
 
 ENGINE_TIMEOUT_S = 20.0  # a daemon that has not answered by then is as good as absent
 DOCKER_TIMEOUT_S = 120.0  # one engine call (create, remove); images are built beforehand
 RUN_LABEL, TRIAL_LABEL = "proctor.run", "proctor.trial"
 PRIVATE = "/.proctor"  # the trial's private host dir inside (traces); not a writable place
 EXEC_MARK = "PROCTOR_EXEC"  # in every command's environment: what a timeout kills
-# The tracer inside the container: trace.py's flags (execs, the forks that give the process
-# tree, exit lines that prove completeness), with the image's own strace.
-STRACE = ["strace", "-f", "--seccomp-bpf", "-q", "--decode-pids=pidns",
-          "-e", "trace=execve,clone,clone3,fork,vfork", "-e", "signal=none", "-s", "4096", "-o"]
+# The tracer inside the container (trace.py's, built static, mounted read-only): it runs as
+# root there, around the command that drops to the agent's uid.
+TRACER = "/.proctor-exectrace"
 # Runs as root inside around every command ("$@", which drops to the agent's uid): its output
 # goes through two FIFOs and is relayed until the command exits, then for at most 0.2 s (as
 # proc.PIPE_GRACE_S). Without it `docker exec` would wait for every background process that
@@ -190,7 +189,7 @@ class DockerSandbox(LocalSandbox):
                 # For the tracer (root inside): reading the args of a process that has just
                 # changed uid. The agent's uid never holds a capability.
                 "--cap-add", "SYS_PTRACE",
-                "-v", f"{self.private}:{PRIVATE}"]
+                "-v", f"{self.private}:{PRIVATE}", "-v", f"{tracer()}:{TRACER}:ro"]
         for inside, host in sorted(self.places, key=lambda p: p[0].count("/")):
             argv += ["-v", f"{host}:{inside}"]
         for path in spec.readonly_paths:  # an agent's program, a client config: same path, ro
@@ -331,8 +330,8 @@ class DockerSandbox(LocalSandbox):
                  "--no-new-privs", "/bin/sh", "-c", command]
         trace_file = None
         if trace:
-            trace_file = self.private / f"strace-{self._execs}"
-            inner = [*STRACE, f"{PRIVATE}/{trace_file.name}", *inner]
+            trace_file = self.private / f"trace-{self._execs}"
+            inner = [*tracer_argv(Path(PRIVATE, trace_file.name), TRACER), *inner]
         io = await asyncio.to_thread(self._fifos, self._execs)
         inner = ["/bin/sh", "-c", _RELAY, "relay", f"{PRIVATE}/{io.name}", *inner]
         client_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **full}

@@ -41,7 +41,7 @@ from proctor.sandbox.namespaces import (
     missing,
     visible_system_path,
 )
-from proctor.sandbox.trace import parse_trace, strace_argv
+from proctor.sandbox.trace import parse_trace, tracer_argv
 
 INSIDE_WORKDIR = "/workspace"
 INSIDE_HOME = "/home/agent"
@@ -211,10 +211,10 @@ class LocalSandbox:
         trace_file = None
         if trace:
             self._trace_n += 1
-            trace_file = self.private / f"strace-{self._trace_n}"
-            argv = strace_argv(trace_file) + argv
+            trace_file = self.private / f"trace-{self._trace_n}"
+            argv = tracer_argv(trace_file) + argv
         if self.box is None and self.hosts_file is not None:
-            argv = hostsfile.wrap(argv, self.hosts_file)  # outside strace: not the agent's
+            argv = hostsfile.wrap(argv, self.hosts_file)  # outside the tracer: not the agent's
         argv = self._limits_prefix() + argv  # outermost: everything runs inside the limits
         res = await proc.run(argv, timeout=timeout, cwd=host_cwd,
                              env={**self.env, **env} if env else self.env, stdin=stdin,

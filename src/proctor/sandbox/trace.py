@@ -1,53 +1,79 @@
-"""Recording every process an agent starts, from outside the agent, with strace.
+"""Recording every process an agent starts, from outside the agent.
 
-strace runs outside the sandbox boundary (it wraps the `nsenter` that enters the box), writes
-to a file in the trial's private directory, and filters in the kernel (`--seccomp-bpf`: only
-execve and the fork family stop the tracee, so tracing costs next to nothing). Forks give
-the process tree: each exec knows the exec it descends from (`parents`), so what an agent
-runs for itself can be set aside with everything it started. Only successful execve calls are
-kept: what actually ran, not what the shell tried on $PATH. A trace that does not end with
-the top process's exit is incomplete: the recording was lost (the tracer was killed), and
-the sandbox reports that as a fault, never as "the agent ran nothing".
+proctor's own tracer (`exectrace.c`, built once with the C compiler into the cache dir) runs
+outside the sandbox boundary: it wraps the `nsenter` that enters the box, writes to a file in
+the trial's private directory, and filters in the kernel: a seccomp filter stops a process
+only at execve/execveat, forks and exits arrive as ptrace events, so a many-threaded agent
+runs at full speed (strace --seccomp-bpf stops every new thread at each of its system calls).
+Forks give the process tree: each exec knows the exec it descends from (`parents`), so what
+an agent runs for itself can be set aside with everything it started. Only execs that
+succeeded are kept: what actually ran, not what the shell tried on $PATH. A trace without the
+top process's exit is incomplete: the recording was lost (the tracer was killed), and the
+sandbox reports that as a fault, never as "the agent ran nothing".
 """
 
 from __future__ import annotations
 
-import ast
-import re
+import fcntl
+import hashlib
+import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 from proctor.errors import SetupError
+from proctor.sandbox.dockerimages import cache_dir
 
-# 1234  execve("/usr/bin/ls", ["ls", "-l"], 0x7ff... /* 35 vars */) = 0
-# With -f, a call may be split into "<unfinished ...>" and "<... execve resumed>) = 0".
-_LINE = re.compile(r'^(\d+)\s+execve\("((?:[^"\\]|\\.)*)", (\[.*?\])(?:, 0x[0-9a-f]+.*)?')
-# In a PID namespace the child's pid is also given as strace sees it (--decode-pids=pidns).
-_FORK = re.compile(r"^(\d+)\s+(?:clone3?|v?fork)\(.*\)\s+= (\d+)"
-                   r"(?: /\* (\d+) in strace's PID NS \*/)?$")
-_UNFINISHED = " <unfinished ...>"
-_CUT_STRING = re.compile(r'"\.\.\.')
-_CUT_ARRAY = re.compile(r",\s*\.\.\.\]$")
+SOURCE = Path(__file__).with_name("exectrace.c")
+_built: Path | None = None
 
 
-def strace_argv(out: Path) -> list[str]:
-    exe = shutil.which("strace")
-    if exe is None:
-        raise SetupError("the command agent records processes with strace, which is not "
-                         "installed; install the Debian package `strace`")
-    # -s: long argument strings; -q/-e signal=none: the execve lines we parse and the exit
-    # lines that prove the trace is complete.
-    return [exe, "-f", "--seccomp-bpf", "-q", "--decode-pids=pidns",
-            "-e", "trace=execve,clone,clone3,fork,vfork",
-            "-e", "signal=none",
-            "-s", "4096", "-o", str(out)]
+def tracer() -> Path:
+    """The tracer binary, compiled from SOURCE on first use (once per machine and source:
+    its name holds the source's digest). Static when the C library allows, so the same
+    binary also runs inside any container image."""
+    global _built
+    if _built is not None:
+        return _built
+    source = SOURCE.read_bytes()
+    binary = cache_dir() / f"exectrace-{hashlib.sha256(source).hexdigest()[:12]}"
+    if not binary.is_file():
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        with open(binary.parent / ".exectrace.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not binary.is_file():
+                _compile(binary)
+    _built = binary
+    return binary
 
 
-_EXIT = re.compile(r"^(\d+)\s+\+\+\+ (exited with|killed by) ")
+def _compile(binary: Path) -> None:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise SetupError("recording processes needs proctor's tracer, built once from "
+                         f"{SOURCE.name} with a C compiler: install one (Debian: gcc "
+                         "libc6-dev) or set CC")
+    tmp = binary.with_name(f"{binary.name}.{os.getpid()}.tmp")
+    base = [cc, "-O2", "-o", str(tmp), str(SOURCE)]
+    res = None
+    for argv in (base + ["-static"], base):
+        res = subprocess.run(argv, capture_output=True, text=True)
+        if res.returncode == 0:
+            os.replace(tmp, binary)
+            return
+    tmp.unlink(missing_ok=True)
+    raise SetupError(f"building proctor's tracer failed ({' '.join(base)}):\n"
+                     f"{res.stderr.strip()[-2000:]}")
+
+
+def tracer_argv(out: Path, binary: str | None = None) -> list[str]:
+    """Run a command under the tracer, writing its trace to `out`."""
+    return [binary or str(tracer()), "-o", str(out), "--"]
 
 
 class Trace:
-    """Every successful execve in order (`execs`, argv each) and, for each, the index of the
+    """Every successful exec in order (`execs`, argv each) and, for each, the index of the
     exec it descends from (`parents`: the program its process ran before, or the one its
     parent process was running when it forked; -1 for the first)."""
 
@@ -63,62 +89,30 @@ class Trace:
 
 
 def parse_trace(path: Path) -> Trace:
+    """Read the tracer's lines: `S top`, `F parent child`, `E pid [argv]`, `X|K pid n`.
+    The tracer writes a child's F line before anything the child does."""
     trace = Trace()
     try:
         lines = path.read_text(errors="replace").splitlines()
     except FileNotFoundError:
         return trace
-    top = lines[0].partition(" ")[0] if lines else ""
-    trace.complete = any((m := _EXIT.match(line)) and m.group(1) == top
-                         for line in reversed(lines))
-    _read(lines, trace)
-    return trace
-
-
-def _read(lines: list[str], trace: Trace) -> None:
-    pending: dict[str, str] = {}  # pid -> the first half of an interrupted call
-    forked: dict[str, str] = {}  # child pid -> parent pid
-    execs: list[tuple[str, str]] = []  # (pid, the whole execve line), in order
+    top = ""
+    running: dict[str, int] = {}  # pid -> the exec it is running (its own, else inherited)
     for line in lines:
-        pid, _, rest = line.partition(" ")
-        rest = rest.lstrip()
-        if rest.endswith(_UNFINISHED):
-            pending[pid] = line[: -len(_UNFINISHED)]
-            continue
-        if rest.startswith("<... "):  # "<... execve resumed>) = 0", "<... clone resumed>…"
-            head = pending.pop(pid, None)
-            if head is None:
+        kind, _, rest = line.partition(" ")
+        pid, _, arg = rest.partition(" ")
+        if kind == "S":
+            top = pid
+        elif kind == "F":  # a reused pid starts afresh here
+            running[arg] = running.get(pid, -1)
+        elif kind == "E":
+            try:
+                argv = json.loads(arg)
+            except ValueError:
                 continue
-            line = head + rest[rest.index(">") + 1:]
-        if (f := _FORK.match(line)) is not None:
-            forked[f.group(3) or f.group(2)] = pid
-        elif line.rstrip().endswith("= 0"):  # failed lookups along $PATH are not processes
-            execs.append((pid, line))
-    # A child's execve can be written before its parent's fork returns: forks first, then
-    # each exec's parent is what its process (else its parent process) was running.
-    running: dict[str, int] = {}  # pid -> index of the exec it is running
-    for pid, line in execs:
-        m = _LINE.match(line)
-        if m is None:
-            continue
-        # strace marks cut strings as "abc"... and cut argument lists as [..., ...].
-        text = _CUT_ARRAY.sub("]", _CUT_STRING.sub('"', m.group(3)))
-        try:
-            argv = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            continue
-        if isinstance(argv, list):
-            trace.parents.append(_running_in(pid, running, forked))
+            trace.parents.append(running.get(pid, -1))
             running[pid] = len(trace.execs)
             trace.execs.append([str(a) for a in argv])
-
-
-def _running_in(pid: str, running: dict[str, int], forked: dict[str, str]) -> int:
-    """The exec `pid` runs, else the nearest ancestor's (subshells fork without exec)."""
-    for _ in range(10_000):  # a bound, not a depth anyone reaches
-        if pid in running:
-            return running[pid]
-        if pid not in forked:
-            return -1
-        pid = forked[pid]
-    return -1
+        elif kind in ("X", "K") and pid == top:
+            trace.complete = True
+    return trace

@@ -1,12 +1,14 @@
 """`image: X` services: one container per trial, from any image, reached by name.
 
 Each trial gets its own container (fresh state, nothing shared between trials), labelled
-`proctor.run=<run id>` like the trial's own, with the declared `env`, on the engine's default
-bridge: no name, no published port, no network of its own, so nothing collides at any
+`proctor.run=<run id>` like the trial's own, with the declared `env`, on a network of the
+trial's own: an internal bridge (no way out, no other trial's containers on it) with a
+random name, no container name and no published port, so nothing collides at any
 concurrency. proctor listens for it on a loopback address of its own with the service's
-`ports` (see _net.py) and pipes each connection to the container's bridge address: from here
-on the service is an endpoint like a database, so the sandbox shows it under its name
-(`curl http://web:8000`) on either backend, and `wait_for` runs in the sandbox as usual.
+`ports` (see _net.py) and pipes each connection to the container's address on that network
+(the host has a leg on every bridge): from here on the service is an endpoint like a
+database, so the sandbox shows it under its name (`curl http://web:8000`) on either backend,
+and `wait_for` runs in the sandbox as usual.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import subprocess
 from typing import Any
 
@@ -46,6 +49,7 @@ def _docker_sync(*args: str, timeout: float = ENGINE_TIMEOUT_S) -> subprocess.Co
 
 class ContainerHandle(ServiceHandle):
     container: str = ""
+    network: str = ""
     servers: list[asyncio.base_events.Server]
 
     async def release(self) -> None:
@@ -54,6 +58,9 @@ class ContainerHandle(ServiceHandle):
         if self.container:
             await proc.run(["docker", "rm", "-f", "-v", self.container], timeout=ENGINE_TIMEOUT_S)
             self.container = ""
+        if self.network:
+            await proc.run(["docker", "network", "rm", self.network], timeout=ENGINE_TIMEOUT_S)
+            self.network = ""
 
 
 class ContainerService:
@@ -86,25 +93,25 @@ class ContainerService:
             raise SetupError(f"{where}: image {self.image!r} exposes no TCP port; give `ports:`")
 
     async def provision(self, trial_id: str) -> ServiceHandle:
-        argv = ["docker", "run", "-d", "--label", f"{RUN_LABEL}={self.run_id}",
-                "--label", f"{TRIAL_LABEL}={trial_id}", "--label", f"proctor.service={self.name}"]
+        labels = ["--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={trial_id}"]
+        handle = ContainerHandle(name=self.name, kind="container", host="", port=0, url="")
+        handle.servers = []
+        network = f"proctor-{secrets.token_hex(8)}"
+        # Shielded: on Ctrl-C what the engine made is still known, then removed.
+        made = await _shielded(["docker", "network", "create", "--internal", *labels, network],
+                               handle, "network", network)
+        if made.exit_code != 0:
+            raise ServiceError(f"could not make a network for {self.name}: "
+                               f"{made.stderr.strip()[-300:]}")
+        argv = ["docker", "run", "-d", *labels, "--label", f"proctor.service={self.name}",
+                "--network", network]
         for k in self.env:
             argv += ["-e", k]  # values from the client's environment, not in an argv
-        # Shielded: on Ctrl-C the container is still made, known, then removed.
-        job = asyncio.ensure_future(proc.run([*argv, self.image], timeout=ENGINE_TIMEOUT_S,
-                                             env={**_client_env(), **self.env}))
-        try:
-            res = await asyncio.shield(job)
-        except asyncio.CancelledError:
-            res = await job
-            if res.exit_code == 0:
-                await proc.run(["docker", "rm", "-f", "-v", res.stdout.strip()],
-                               timeout=ENGINE_TIMEOUT_S)
-            raise
+        res = await _shielded([*argv, self.image], handle, "container", None,
+                              env={**_client_env(), **self.env})
         if res.exit_code != 0:
+            await handle.release()
             raise ServiceError(f"could not start {self.image}: {res.stderr.strip()[-300:]}")
-        handle = ContainerHandle(name=self.name, kind="container", host="", port=0, url="")
-        handle.container, handle.servers = res.stdout.strip(), []
         try:
             ip = await self._address(handle.container)
             host, ports = await self._listen(handle, ip)
@@ -115,12 +122,13 @@ class ContainerService:
         p = _prefix(self.name)
         handle.host, handle.port, handle.url = host, port, f"http://{host}:{port}"
         handle.env = {f"{p}_HOST": host, f"{p}_PORT": str(port), f"{p}_URL": handle.url}
-        handle.credentials = {"image": self.image, "ports": ports, "container": handle.container}
+        handle.credentials = {"image": self.image, "ports": ports, "container": handle.container,
+                              "network": handle.network}
         return handle
 
     async def _address(self, container: str) -> str:
-        res = await proc.run(["docker", "inspect", "-f",
-                              "{{.State.Running}} {{.NetworkSettings.IPAddress}}", container],
+        res = await proc.run(["docker", "inspect", "-f", "{{.State.Running}} {{range "
+                              ".NetworkSettings.Networks}}{{.IPAddress}}{{end}}", container],
                              timeout=ENGINE_TIMEOUT_S)
         running, _, ip = res.stdout.strip().partition(" ")
         if running != "true" or not ip:
@@ -148,6 +156,24 @@ class ContainerService:
 
     async def stop(self) -> None:
         """Trial containers are removed by their handles' release()."""
+
+
+async def _shielded(argv: list[str], handle: ContainerHandle, kind: str, name: str | None,
+                    env: dict[str, str] | None = None) -> proc.ExecResult:
+    """Run an engine command that makes a `kind` ("network", "container"); what it made goes
+    on the handle, so release() removes it, even when the trial is cancelled meanwhile."""
+    job = asyncio.ensure_future(proc.run(argv, timeout=ENGINE_TIMEOUT_S, env=env))
+    cancelled = False
+    try:
+        res = await asyncio.shield(job)
+    except asyncio.CancelledError:
+        res, cancelled = await job, True
+    if res.exit_code == 0:
+        setattr(handle, kind, name or res.stdout.strip())
+    if cancelled:
+        await handle.release()
+        raise asyncio.CancelledError
+    return res
 
 
 def _piper(ip: str, port: int) -> Any:
