@@ -25,7 +25,7 @@ from proctor.errors import UsageError
 from proctor.executors import infra_error
 from proctor.inputs import check_unchanged, fingerprint, referenced
 from proctor.janitor import sweep
-from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+from proctor.model import EXTERNAL_AGENTS, RunOptions, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select
 from proctor.proc import use_fast_child_watcher
 from proctor.providers import MODEL_AGENT_TYPES, preflight_run
@@ -33,6 +33,7 @@ from proctor.report import write_reports
 from proctor.report.progress import Progress
 from proctor.report.terminal import print_summary
 from proctor.sandbox import BACKENDS
+from proctor.sandbox.trace import tracer
 from proctor.scoring import summarize
 from proctor.services.lifecycle import start_services, stop_services
 from proctor.spec.load import load_specs
@@ -95,6 +96,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     trials = plan(tasks, options, pad=not meta or meta.get("trial_ids") == "padded")
     _preflight(trials, by_id, options)
     agent_versions = install_agents(trials, by_id, options)
+    if any(t.agent == "command" or t.agent in EXTERNAL_AGENTS for t in trials):
+        tracer()  # their commands are recorded: built once per machine, exit 2 if it cannot be
     isolated = _preflight_backend(options)
     _containers_need_docker(by_id.values(), options)
     make_ready = getattr(BACKENDS.get(options.backend)(), "prepare", None)

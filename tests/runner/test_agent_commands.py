@@ -124,3 +124,21 @@ def test_external_agent_types_and_versions_validate(cli, spec):
     """)
     out = cli("validate", "spec.yaml")
     assert out.returncode == 2 and "agent.version" in out.stderr
+
+
+def test_no_way_to_build_the_tracer_stops_the_run_before_any_trial(cli, spec, tmp_path):
+    spec("""
+    cli: git
+    tasks:
+      - {id: t, intent: x, assert: [{exit_code: 0}]}
+    """)
+    args = ("run", "spec.yaml", "--agent", "command", "--agent-command", "true", "-q",
+            "--output-dir", "run")
+    out = cli(*args, env={"PROCTOR_CACHE": str(tmp_path / "cache"), "CC": "/nonexistent/cc"})
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "building proctor's tracer: cannot run /nonexistent/cc" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "run").exists()
+    # the honest twin: a compiler, a fresh cache: built on first use, then the run goes on
+    out = cli(*args, env={"PROCTOR_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert list((tmp_path / "cache").glob("exectrace-*"))

@@ -58,7 +58,10 @@ def _compile(binary: Path) -> None:
     base = [cc, "-O2", "-o", str(tmp), str(SOURCE)]
     res = None
     for argv in (base + ["-static"], base):
-        res = subprocess.run(argv, capture_output=True, text=True)
+        try:
+            res = subprocess.run(argv, capture_output=True, text=True)
+        except OSError as e:
+            raise SetupError(f"building proctor's tracer: cannot run {cc}: {e}") from None
         if res.returncode == 0:
             os.replace(tmp, binary)
             return
