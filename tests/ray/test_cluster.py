@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -84,6 +85,38 @@ def test_results_equal_a_local_run_with_a_node_that_cannot_see_the_specs(cluster
     trace = (tmp_path / "ray" / "trials" / "reconciliation.r0" / "audit.jsonl").read_text()
     assert '"http_call"' in trace
     assert "ray" not in on_ray.stderr.lower(), on_ray.stderr  # no (raylet) noise under -q
+
+
+# Another Ray job on the cluster: it holds every CPU of the node whose temp dir it is given.
+OTHER_JOB = """
+import sys, time, ray
+from ray.util.placement_group import NODE_ID_LABEL_KEY, placement_group
+ray.init(address=sys.argv[1], logging_level="ERROR")
+[node] = [n["NodeID"] for n in ray.nodes() if n["Alive"] and sys.argv[2] in n["ObjectStoreSocketName"]]
+group = placement_group([{"CPU": 2}], bundle_label_selector=[{NODE_ID_LABEL_KEY: node}])
+ray.get(group.ready())
+print(node, flush=True)
+time.sleep(600)
+"""
+
+
+def test_trials_reserve_their_cpus_in_ray_and_wait_for_room_other_jobs_hold(cluster, tmp_path):
+    other = subprocess.Popen([sys.executable, "-c", OTHER_JOB, cluster.address,
+                              str(cluster.hidden.temp_dir)], env=ENV, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        busy = other.stdout.readline().strip()
+        assert busy, "the other job could not reserve the node"
+        (tmp_path / "s.yaml").write_text(SLEEPS.format(n=4, s=1))
+        done = _run(tmp_path, "s.yaml", "--agent", "oracle", "-q", "--executor", "ray",
+                    "--ray-address", cluster.address, "--concurrency", "4", "--output-dir", "run")
+        assert done.returncode == 0, done.stdout + done.stderr
+        nodes = {t["node"] for t in _trials(tmp_path / "run").values()}
+        # Every trial went to the node with room: the busy one's CPUs are the other job's.
+        assert len(nodes) == 1 and not next(iter(nodes)).endswith(busy[:8]), (nodes, busy)
+    finally:
+        other.kill()
+        other.wait()
 
 
 def _node_running_trials(node, timeout: float = 60) -> None:

@@ -2,10 +2,12 @@
 
 The head (the `proctor run` process) plans, scores, stores and reports exactly as with the
 local executor; only `run_trial` moves, to one `NodeRunner` actor per node (ray_node.py),
-which holds the run's spec files and services on that node and cleans up after itself. The
-head places each trial on the node with the most free CPUs that fits the trial's
-`resources` (cpu, memory; 1 CPU by default), retries it on another node when its node or
-worker is lost, and pulls its trace and audit home in chunks.
+which holds the run's spec files and services on that node and cleans up after itself. Each
+trial's `resources` (cpu, memory; 1 CPU by default) are a Ray reservation: a one-bundle
+placement group on a node with a live actor, placed by Ray and counted against every other
+job on the cluster, reused by the run's later trials of the same size (a slot). The head
+retries a trial on another node when its node or worker is lost, and pulls its trace and
+audit home in chunks.
 
 Reaching the cluster (or starting a private instance) is ray_connect.py; it happens in
 `prepare`, before the run directory exists.
@@ -32,6 +34,7 @@ from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 # (its health checks take a while) gets no trials, so no retries are spent on it.
 REVIVE_ATTEMPTS, REVIVE_DELAY_S, REVIVE_TIMEOUT_S = 3, 2.0, 60.0
 NODE_POLL_S = 5.0  # how often the head looks for nodes that joined
+SLOT_POLL_S = 1.0  # how often a trial waiting for room looks whether the live nodes changed
 
 
 @dataclass
@@ -40,13 +43,19 @@ class _Node:
     cpus: float
     memory: float  # bytes; 0 when Ray reports none
     actor: Any = None
-    used_cpus: float = 0.0
-    used_memory: float = 0.0
     alive: bool = False  # its actor answered: trials may go there
-    running: int = 0
     name: str = ""  # HOSTNAME/NODE_ID[:8], as results' `node`
     label: str = ""
     error: str = ""  # why its last actor failed to start
+
+
+@dataclass(eq=False)
+class _Slot:
+    """A placement group holding one trial's CPUs and memory on one node."""
+
+    group: Any
+    node_id: str
+    size: tuple[float, float]  # (cpus, memory bytes)
 
 
 class RayExecutor:
@@ -66,6 +75,9 @@ class RayExecutor:
         self._labels = itertools.count(1)
         self.nodes: dict[str, _Node] = {}
         self._changed: asyncio.Condition | None = None
+        self._idle: list[_Slot] = []  # reserved, no trial in them: the next trial of a size
+        self._waiting: list[tuple[tuple[float, float], asyncio.Future]] = []  # for a slot
+        self._slots: set[_Slot] = set()  # every slot held, removed at the end
         self._revivals: list[asyncio.Future] = []
         self._watcher: asyncio.Future | None = None
         self._refresh()
@@ -142,15 +154,15 @@ class RayExecutor:
             node.alive = True
             return
 
-    async def _place(self, need_cpus: float, need_memory: float) -> _Node | str:
-        """The live node with the most free CPUs that fits, waiting while none does; or why
-        no node ever will."""
+    async def _place(self, cpus: float, memory: float) -> tuple[_Node, _Slot] | str:
+        """A live node and a Ray reservation of the trial's resources on it, waiting while
+        the cluster is full (other jobs' use counts); or why no node ever will hold it."""
         if self._changed is None:  # the first trial: start every node's actor
             self._changed = asyncio.Condition()
             self._revivals += [asyncio.ensure_future(self._revive(n, 0)) for n in self.nodes.values()]
             self._watcher = asyncio.ensure_future(self._watch())
-        async with self._changed:
-            while True:
+        while True:
+            async with self._changed:
                 live = [n for n in self.nodes.values() if n.alive and n.actor is not None]
                 if not live and not any(not j.done() for j in self._revivals):
                     why = "; ".join(f"{n.node_id[:8]}: {n.error}" for n in self.nodes.values()
@@ -159,45 +171,107 @@ class RayExecutor:
                 if not live:
                     await self._changed.wait()
                     continue
-                fits = [n for n in live if n.cpus >= need_cpus
-                        and (not need_memory or not n.memory or n.memory >= need_memory)]
+                fits = [n for n in live if n.cpus >= cpus
+                        and (not memory or not n.memory or n.memory >= memory)]
                 if not fits:
-                    return (f"no Ray node can hold this trial (resources: {need_cpus:g} CPU, "
-                            f"{need_memory / 2**20:.0f} MiB; largest node: "
+                    return (f"no Ray node can hold this trial (resources: {cpus:g} CPU, "
+                            f"{memory / 2**20:.0f} MiB; largest node: "
                             f"{max(n.cpus for n in live):g} CPU)")
-                free = [n for n in fits if n.cpus - n.used_cpus >= need_cpus and
-                        (not need_memory or not n.memory or n.memory - n.used_memory >= need_memory)]
-                if free:
-                    node = max(free, key=lambda n: (n.cpus - n.used_cpus, -n.running))
-                    node.used_cpus += need_cpus
-                    node.used_memory += need_memory
-                    node.running += 1
-                    return node
-                await self._changed.wait()
+            for stale in [x for x in self._idle if x.node_id not in {n.node_id for n in live}]:
+                self._idle.remove(stale)  # its node is gone (Ray would move the reservation)
+                self._remove(stale)
+            usable = {n.node_id for n in fits}
+            slot = next((x for x in self._idle if x.size == (cpus, memory)
+                         and x.node_id in usable), None)
+            if slot is not None:
+                self._idle.remove(slot)
+            else:
+                slot = await self._reserve(cpus, memory, usable, {n.node_id for n in live})
+            if slot is None:  # the live nodes changed while Ray had no room: look again
+                continue
+            node = self.nodes.get(slot.node_id)
+            if node is not None and node.alive and node.actor is not None:
+                return node, slot
+            self._remove(slot)
 
-    async def _release(self, node: _Node, need_cpus: float, need_memory: float) -> None:
+    async def _reserve(self, cpus: float, memory: float, usable: set[str],
+                       live: set[str]) -> _Slot | None:
+        """A new slot on one of `usable` (Ray picks) once Ray has room for it, or a slot a
+        finished trial hands over first; None if the live nodes change meanwhile (one
+        lost, or one whose actor has just answered and may have room)."""
+        from ray.util.placement_group import (
+            NODE_ID_LABEL_KEY,
+            placement_group,
+            placement_group_table,
+        )
+
+        bundle = {"CPU": cpus, **({"memory": memory} if memory else {})}
+        group = placement_group([bundle], strategy="STRICT_PACK", bundle_label_selector=[
+            {NODE_ID_LABEL_KEY: f"in({','.join(sorted(usable))})"}])  # nodes with an actor
+        slot = _Slot(group, "", (cpus, memory))
+        self._slots.add(slot)
+        handed: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._waiting.append((slot.size, handed))
+        ready = asyncio.ensure_future(group.ready())
+        try:
+            while True:
+                await asyncio.wait([ready, handed], timeout=SLOT_POLL_S,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                if handed.done():  # a finished trial's slot: ours is not needed
+                    self._remove(slot)
+                    return handed.result()
+                if ready.done():
+                    break
+                if live != {n.node_id for n in self.nodes.values() if n.alive and n.actor}:
+                    self._remove(slot)
+                    return None
+        finally:
+            ready.cancel()
+            self._waiting.remove((slot.size, handed))
+            if not handed.done():
+                handed.cancel()
+        table = await asyncio.to_thread(placement_group_table, group)
+        slot.node_id = table["bundles_to_node_id"][0]
+        return slot
+
+    def _remove(self, slot: _Slot) -> None:
+        from ray.util.placement_group import remove_placement_group
+
+        self._slots.discard(slot)
+        with contextlib.suppress(Exception):  # its node is gone: so is the reservation
+            remove_placement_group(slot.group)
+
+    async def _release(self, slot: _Slot, reuse: bool) -> None:
+        if not reuse:
+            self._remove(slot)
+        else:  # to a trial waiting for room of this size, else kept for the next one
+            waiter = next((f for size, f in self._waiting if size == slot.size
+                           and not f.done()), None)
+            if waiter is not None:
+                waiter.set_result(slot)
+            else:
+                self._idle.append(slot)
         async with self._changed:
-            node.used_cpus -= need_cpus
-            node.used_memory -= need_memory
-            node.running -= 1
             self._changed.notify_all()
 
     # Trials ----------------------------------------------------------------------------------
 
     async def run(self, trial: Trial, task: TaskDef) -> TrialResult:
-        need_cpus = float(task.resources.get("cpu") or 1)
-        need_memory = float(task.resources.get("memory_bytes") or 0)
+        cpus = float(task.resources.get("cpu") or 1)
+        memory = float(task.resources.get("memory_bytes") or 0)
         failures: list[str] = []
         while True:
-            node = await self._place(need_cpus, need_memory)
-            if isinstance(node, str):
-                return failed(trial, task, INFRA_ERROR + node, failures)
-            actor = node.actor
+            placed = await self._place(cpus, memory)
+            if isinstance(placed, str):
+                return failed(trial, task, INFRA_ERROR + placed, failures)
+            node, slot = placed
+            actor, reuse = node.actor, False
             try:
                 if actor is None:  # lost by another trial in the meantime: place again
                     continue
                 result, sizes, inline = await actor.run.remote(trial)
                 await self._fetch(actor, trial.id, sizes, inline)
+                reuse = True
                 return result
             except self.ray.exceptions.RayTaskError as e:
                 # proctor itself failed on the node: running it elsewhere would fail the same.
@@ -216,7 +290,7 @@ class RayExecutor:
                     lost.node = node.name  # the last node it was lost on
                     return lost
             finally:
-                await self._release(node, need_cpus, need_memory)
+                await self._release(slot, reuse)
 
     async def _fetch(self, actor: Any, trial_id: str, sizes: dict[str, int],
                      inline: dict[str, bytes]) -> None:
@@ -255,6 +329,8 @@ class RayExecutor:
         for job in [*self._revivals, self._watcher]:
             if job is not None:
                 job.cancel()
+        for slot in list(self._slots):
+            self._remove(slot)
         actors = [n.actor for n in self.nodes.values() if n.actor is not None]
         refs = [a.shutdown.remote() for a in actors]
         with contextlib.suppress(Exception):  # a node lost now is swept by its reaper
