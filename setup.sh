@@ -54,7 +54,8 @@ fi
 if [ "$system" = 1 ] && command -v apt-get >/dev/null 2>&1; then
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
   docker_pkgs=()
-  command -v docker >/dev/null 2>&1 || docker_pkgs+=(docker.io)
+  # dockerd, not docker: some machines ship the docker client alone, which can run nothing.
+  command -v dockerd >/dev/null 2>&1 || docker_pkgs+=(docker.io)
   command -v mmdebstrap >/dev/null 2>&1 || docker_pkgs+=(mmdebstrap)
   if [ ${#docker_pkgs[@]} -gt 0 ]; then
     echo "==> installing the docker backend's packages: ${docker_pkgs[*]}"
