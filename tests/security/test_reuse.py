@@ -121,3 +121,19 @@ def test_an_agent_cannot_take_over_the_process_starter(run_spec):
     expected = "pass" if os.geteuid() == 0 else ("fail", "error")
     assert trial(r, "a-attack")["status"] in expected, trial(r, "a-attack")
     assert trial(r, "b-next")["status"] == "pass", trial(r, "b-next")
+
+
+def test_keyrings_are_refused_to_traced_agents_too(run_spec):
+    # Keyrings belong to a uid, shared by every trial: a command agent (traced, entered from
+    # outside) is refused them as the spawner's commands are; the same agent otherwise works.
+    add_key = ("python3 -c \"import ctypes, platform; n = 248 if platform.machine() == 'x86_64'"
+               " else 217; print(ctypes.CDLL(None).syscall(n, b'user', b'k', b'v', 1, -2))\""
+               " > key.txt")
+    r = run_spec("""
+        cli: sh
+        tasks:
+          - id: key
+            intent: keep a secret in a keyring
+            assert: [{verify: {run: "test $(cat key.txt) = -1"}}]
+        """, "--agent", "command", "--agent-command", add_key)
+    assert trial(r)["status"] == "pass", trial(r)
