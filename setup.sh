@@ -97,6 +97,25 @@ echo "==> installing proctor into .venv"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[dev]'
 
+# The unprivileged path (tests/security/test_unprivileged.py): as root, a user of its own and
+# a Python it can run (Debian's; this one may live under /root) with proctor's dependencies.
+# The tests copy the current source next to it, so it never runs stale code.
+mkdir -p .proctor
+if [ "$(id -u)" -eq 0 ] && [ -x /usr/bin/python3 ]; then
+  unpriv=/opt/proctor-unprivileged
+  id proctor-test >/dev/null 2>&1 || useradd --create-home --shell /bin/sh proctor-test
+  if [ ! -x "$unpriv/venv/bin/python" ]; then
+    echo "==> a Python for the unprivileged tests ($unpriv)"
+    /usr/bin/python3 -m venv "$unpriv/venv"
+  fi
+  .venv/bin/python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+    | xargs "$unpriv/venv/bin/pip" install -q
+  chmod -R a+rX "$unpriv"
+  echo "$unpriv" > .proctor/setup-unprivileged
+else
+  echo "unavailable: not root, or no /usr/bin/python3" > .proctor/setup-unprivileged
+fi
+
 if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
   # Built once (cached under ~/.cache/proctor); the docker tests and first runs reuse it.
   echo "==> making proctor's docker base image ready"

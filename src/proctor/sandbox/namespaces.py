@@ -31,6 +31,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,6 +80,18 @@ def _probe() -> str | None:
     return None
 
 
+@functools.cache
+def _own_installation() -> tuple[str, ...]:
+    """proctor's package and virtualenv, where they lie inside a directory the box shows
+    (installed under /usr/local or /opt): hidden under an empty read-only tmpfs."""
+    import proctor
+
+    paths = [Path(proctor.__file__).resolve().parent]
+    if sys.prefix != sys.base_prefix:  # a virtualenv (never a system Python's own prefix)
+        paths.append(Path(sys.prefix).resolve())
+    return tuple(str(p) for p in paths if visible_system_path(str(p), []) and p.is_dir())
+
+
 def _links() -> list[str]:
     """/bin, /lib, ... as the host has them: links into /usr, or directories."""
     argv: list[str] = []
@@ -125,6 +138,8 @@ class Box:
             if os.path.isdir(path):
                 argv += ["--ro-bind", path, path]
         argv += _links()
+        for path in _own_installation():  # under /usr or /opt when installed there
+            argv += ["--perms", "0555", "--tmpfs", path, "--remount-ro", path]
         if hosts_file is not None:
             argv += ["--ro-bind", str(hosts_file), "/etc/hosts"]
         argv += ["--proc", "/proc", "--dev", "/dev"]
