@@ -85,7 +85,8 @@ def fitted_table(cols: list[Col], width: int, **table_kw: Any) -> Any:
             cells.append([Text(short[t], style=getattr(c, "style", "") or col.style)
                           for t, c in zip(texts, col.cells, strict=True)])
         else:
-            cells.append(col.cells)
+            cells.append([Text(c, style=col.style) if col.style and isinstance(c, str) else c
+                          for c in col.cells])
         table.add_column(col.head, justify="right" if col.right else "left", no_wrap=True,
                          min_width=w, max_width=max(w, len(col.head)), overflow="ellipsis")
     for row in zip(*cells, strict=True):

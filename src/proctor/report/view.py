@@ -318,7 +318,7 @@ def compare_page(site: Site, run_a: str, run_b: str) -> bytes | None:
                    "<th class=n>p (Holm)</th><th></th></tr></thead><tbody>")
         for c in comparisons:
             lo, hi = c.diff_ci
-            label = f"{c.task_id} · {c.label}" if c.task_id else c.label
+            label = f"{c.task_label} · {c.label}" if c.task_id else c.label
             out.append(f"<tr><td>{e(label)}</td><td class=n>{c.passed_a}/{c.n_a}</td>"
                        f"<td class=n>{c.passed_b}/{c.n_b}</td><td class=n>{100 * c.diff:+.0f} "
                        f"pts ({100 * lo:+.0f} to {100 * hi:+.0f})</td>"
