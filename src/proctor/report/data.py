@@ -7,6 +7,7 @@ cost per success) are computed here from the trials, so they need no extra resul
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -138,13 +139,34 @@ def short_labels(labels: list[str], n: int, *, keep_tail: bool = False) -> dict[
         if len(set(out.values())) == len(out):
             return out
     balanced = (n - 1) - (n - 1) // 2
-    # The head's length: balanced first, then tail-heavier and head-heavier by turns.
-    for head in sorted(range(n), key=lambda h: (abs(h - balanced), -h)):
+    # What a label shares with a similar one (`mock/models/…`, `….yaml`) does not tell it
+    # apart: of the cuts that keep the labels distinct, the one showing most of each label's
+    # own part wins, then the most balanced.
+    long = [label for label in uniq if len(label) > n]
+    own = {label: _own_part(label, uniq) for label in long}
+
+    def telling(head: int) -> int:
+        tail = n - 1 - head
+        total = 0
+        for label in long:
+            lo, hi = own[label]
+            total += max(0, min(head, hi) - lo) + max(0, hi - max(len(label) - tail, lo))
+        return total
+
+    for head in sorted(range(n), key=lambda h: (-telling(h), abs(h - balanced), -h)):
         out = {label: _cut_middle(label, n, head) for label in uniq}
         if len(set(out.values())) == len(out):
             return out
     out = {label: _window(label, uniq, n) for label in uniq}
     return out if len(set(out.values())) == len(out) else {label: label for label in uniq}
+
+
+def _own_part(label: str, labels: list[str]) -> tuple[int, int]:
+    """Where `label` differs from the labels most like it: [start, end)."""
+    others = [o for o in labels if o != label]
+    start = max((len(os.path.commonprefix([label, o])) for o in others), default=0)
+    end = max((len(os.path.commonprefix([label[::-1], o[::-1]])) for o in others), default=0)
+    return (start, max(start, len(label) - end))
 
 
 def _cut_before_tail(label: str, n: int) -> str:
@@ -199,7 +221,9 @@ def gist(text: Any, limit: int = 200) -> str:
     if len(lines) == 1:  # one long line: both its ends
         keep = limit - 3
         return whole[: keep - keep // 2] + " … " + whole[len(whole) - keep // 2:]
-    first = lines[0] if len(lines[0]) <= limit // 2 else lines[0][: limit // 2 - 1] + "…"
+    # The first line leaves room for the last one (up to half the limit).
+    cap = limit - 3 - min(len(lines[-1]), limit // 2)
+    first = lines[0][:cap].rstrip()  # cut or not, ` … ` follows
     room = limit - len(first) - 3
     tail: list[str] = []
     for line in reversed(lines[1:]):
