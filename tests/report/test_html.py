@@ -200,8 +200,9 @@ def test_failing_checks_triage_and_heat_map_cells_filter(mixed_run):
     html, page = _page(mixed_run)
     text = "".join(page.text)
     assert "Failing checks (15 in " in text
-    assert "git-branch · anthropic/claude-sonnet-4-5 · output_contains#1 (output_contains) " \
-           "failed in 2 of 6 trials: 'feature' not in stdout" in text
+    for mode in ("injected", "none"):  # grouped per identical conditions
+        assert f"git-branch [{mode}] · anthropic/claude-sonnet-4-5 · output_contains#1 " \
+               "(output_contains) failed in 1 of 3 trials: 'feature' not in stdout" in text
     items = [a for a in page.find("a") if "data-show-trial" in a]
     assert items and all(a["href"] == "#" for a in items)
     # every heat-map cell's key is carried by its trials, and only by them

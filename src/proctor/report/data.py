@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from proctor.errors import UsageError
 from proctor.model import TrialResult
@@ -36,9 +36,10 @@ def clean(text: Any) -> str:
     return _CONTROL.sub("", s)
 
 
-def cut(text: Any, limit: int) -> str:
-    """Clean and cut to `limit` characters, saying how much was left out (proctor.text.cut)."""
-    return text_cut(clean(text), limit)
+def cut(text: Any, limit: int, keep: Literal["head", "tail", "both"] = "head") -> str:
+    """Clean and cut to `limit` characters, saying how much was left out (proctor.text.cut):
+    the start, or both ends (`keep="both"`: a check's message, whose output ends with why)."""
+    return text_cut(clean(text), limit, keep=keep)
 
 
 def one_line(text: Any, limit: int = 200) -> str:
@@ -392,9 +393,7 @@ def task_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     for e in _scored(results)["tasks"]:
         row = dict(e)
         row["label"] = e.get("model") or f"({e.get('agent') or 'no model'})"
-        extra = [x for x in (e.get("help_mode"), params_text(e.get("params"))) if x]
-        task = str(e.get("task_id"))
-        row["task_label"] = f"{task} [{', '.join(extra)}]" if extra else task
+        row["task_label"] = task_label(e)
         rows.append(row)
     return rows
 
@@ -413,19 +412,29 @@ def cell_key(row: dict[str, Any]) -> str:
                                           row.get("help_mode") or "", params_text(row.get("params"))))
 
 
+def task_label(row: dict[str, Any]) -> str:
+    """`git-init [injected, k=v]`: a task and the other conditions of its trials."""
+    extra = [x for x in (row.get("help_mode"), params_text(row.get("params"))) if x]
+    task = str(row.get("task_id"))
+    return f"{task} [{', '.join(extra)}]" if extra else task
+
+
 def failure_groups(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Failing checks grouped by task, model and check, in first-seen order: one group says
-    "failed in 6 of 6 trials" with the first message and trial, instead of six lines."""
-    runs: dict[tuple[Any, Any], int] = {}
+    """Failing checks grouped by identical conditions (task, model, help mode, params) and
+    check, in first-seen order: one group says "failed in 6 of 6 trials" with the first
+    message and trial, instead of six lines; a check failing under one help mode only is
+    not blurred with the other mode's passes."""
+    runs: dict[tuple[Any, ...], int] = {}
     for t in results.get("trials") or []:
-        key = (t.get("task_id"), t.get("model"))
+        key = condition(t)
         runs[key] = runs.get(key, 0) + 1
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for t, c in failed_checks(results):
-        key = (t.get("task_id"), t.get("model"), c.get("name"))
+        key = (*condition(t), c.get("name"))
         if key not in groups:
-            groups[key] = {"task_id": key[0], "model": key[1], "trial": t, "check": c,
-                           "failed": 0, "trials": runs.get(key[:2], 0), "ids": []}
+            groups[key] = {"task_id": t.get("task_id"), "task_label": task_label(t),
+                           "model": t.get("model"), "trial": t, "check": c, "failed": 0,
+                           "trials": runs.get(key[:-1], 0), "ids": []}
         groups[key]["failed"] += 1
         groups[key]["ids"].append(t.get("id"))
     return list(groups.values())

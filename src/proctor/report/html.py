@@ -352,9 +352,10 @@ def triage(results: dict[str, Any]) -> str:
         gate = ", gate" if c.get("gate") else ""
         tid = data.clean(t.get("id"))
         out.append(
-            f'<li><b>{e(g["task_id"])}</b>{model} · <code>{e(c.get("name"))}</code> '
+            f'<li><b>{e(g["task_label"])}</b>{model} · <code>{e(c.get("name"))}</code> '
             f'<span class="muted">({e(c.get("type"))}{gate})</span> failed in '
-            f'<b>{g["failed"]} of {g["trials"]}</b> trials: {e(c.get("message") or "failed", 300)}'
+            f'<b>{g["failed"]} of {g["trials"]}</b> trials: '
+            f'{e(data.gist(c.get("message") or "failed", 400))}'
             f' <span class="muted">e.g.</span> <a href="#" data-show-trial="{e(tid)}">'
             f'<code>{e(tid)}</code></a></li>')
     if len(groups) > MAX_GROUPS:

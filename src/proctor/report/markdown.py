@@ -141,13 +141,14 @@ def _failures(results: dict[str, Any]) -> list[str]:
     out = ["", f"### Failing checks ({sum(g['failed'] for g in groups)})", ""]
     for g in groups[:MAX_FAILURES]:
         t, c, total = g["trial"], g["check"], g["trials"]
-        where = f"**{cell(g['task_id'], 80)}**"
+        where = f"**{cell(g['task_label'], 120)}**"
         if g["model"]:
             where += f" · {cell(data.model_label(g['model'], [t]), 60)}"
         gate = ", gate" if c.get("gate") else ""
         out.append(f"- {where} · {code(c.get('name'), 80)} ({cell(c.get('type'), 40)}{gate}) "
                    f"failed in {g['failed']} of {total} trial{'s' if total != 1 else ''}: "
-                   f"{cell(c.get('message') or 'failed', 200)} (e.g. {code(t.get('id'), 100)})")
+                   f"{cell(data.gist(c.get('message') or 'failed', 300), 300)} "
+                   f"(e.g. {code(t.get('id'), 100)})")
     if len(groups) > MAX_FAILURES:
         out.append(f"- … and {len(groups) - MAX_FAILURES} more (see report.html or results.json)")
     if rules:
