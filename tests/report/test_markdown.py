@@ -142,7 +142,9 @@ def test_empty_and_all_passing_runs():
 
 def test_help_modes_table_answers_does_help_help(mixed_run):
     md = _md(mixed_run)
-    assert "### Help modes" in md
+    assert "### Help modes (does `--help` help?)" in md
     tables = _render(md).tables
-    modes = next(t for t in tables if t[0][:2] == ["model", "mode"])
-    assert modes[1][:5] == ["openai/gpt-4.1", "injected", "6/9", "none", "6/9"]
+    modes = next(t for t in tables if t[0][:2] == ["model", "baseline"])
+    assert modes[0][3:6] == ["mode", "passed", "Δ mode − baseline (95% CI)"]
+    assert modes[1] == ["openai/gpt-4.1", "injected", "6/9", "none", "6/9",
+                        "+0 pts (-38 to +38)", "1.000"]

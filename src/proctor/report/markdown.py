@@ -119,16 +119,18 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None,
 
 
 def _help_modes(results: dict[str, Any]) -> list[str]:
-    """Does injecting `--help` help? Each mode against the first, per model."""
+    """Does injecting `--help` help? Each mode against the baseline (the first), per model."""
     effects = results.get("help_modes") or []
     if not effects:
         return []
     rows = [[cell(e["agent"]), cell(e["mode_a"]), f"{e['passed_a']}/{e['trials_a']}",
              cell(e["mode_b"]), f"{e['passed_b']}/{e['trials_b']}", data.diff_text(e),
-             f"{e['p_value']:.3f}"] for e in effects]
-    return ["", "### Help modes", ""] + _table(
-        ["model", "mode", "passed", "vs mode", "passed", "difference (95% CI)", "p (Fisher)"],
-        rows, [":--", ":--", "--:", ":--", "--:", "--:", "--:"])
+             "<0.001" if e["p_value"] < 0.001 else f"{e['p_value']:.3f}"] for e in effects]
+    return ["", "### Help modes (does `--help` help?)", ""] + _table(
+        ["model", "baseline", "passed", "mode", "passed", "Δ mode − baseline (95% CI)",
+         "p (Fisher)"], rows, [":--", ":--", "--:", ":--", "--:", "--:", "--:"]) + [
+        "", "Δ in percentage points over the tasks both modes ran; an interval crossing 0 "
+        "means this run cannot tell."]
 
 
 def _failures(results: dict[str, Any]) -> list[str]:
