@@ -239,10 +239,10 @@ def _columns(rows: list[Comparison], with_task: bool, with_model: bool,
             right=True),
         Col("95% CI", [data.ci_text(wilson(r.passed_b, r.n_b)) for r in rows], right=True,
             drop=4, style="dim"),
-        Col("Δ", [Text(f"{100 * r.diff:+.0f} pp",
+        Col("Δ", [Text(f"{data.points(r.diff)} pp",
                        style="red" if r.diff < 0 else ("green" if r.diff > 0 else ""))
                   for r in rows], right=True),
-        Col("95% CI of Δ", [f"{100 * r.diff_ci[0]:+.0f} to {100 * r.diff_ci[1]:+.0f} pp"
+        Col("95% CI of Δ", [f"{data.points(r.diff_ci[0])} to {data.points(r.diff_ci[1])} pp"
                             for r in rows], right=True, drop=3),
         Col("p", [_p(r.p) for r in rows], right=True, drop=2),
         Col("p (Holm)", [_p(r.p_adj) for r in rows], right=True),
@@ -366,7 +366,7 @@ def comparison_markdown(res: CompareResult) -> str:
             label = ([cell(c.label, 200)] if title == "Models" else
                      [cell(c.task_label, 200)] + ([cell(c.label, 200)] if with_model else []))
             lines.append(f"| {' | '.join(label)} | {c.passed_a}/{c.n_a} | {c.passed_b}/{c.n_b} | "
-                         f"{100 * c.diff:+.0f} pts ({100 * lo:+.0f} to {100 * hi:+.0f}) | "
+                         f"{data.points(c.diff)} pts ({data.points(lo)} to {data.points(hi)}) | "
                          f"{_p(c.p_adj)} | {icon.get(c.flag, '')} |")
         lines.append("")
     for label, names in (("Only in A", res.only_a), ("Only in B", res.only_b)):

@@ -294,7 +294,7 @@ def test_help_mode_effects_table(mixed_run):
     rows = re.findall(r"<tr>(.*?)</tr>", table)[1:]
     cells = [re.sub(r"<svg.*?</svg>", "SVG", r) for r in rows]
     assert cells[0] == ('<td>openai/gpt-4.1</td><td>injected</td><td class="n">6/9 (67%)</td>'
-                        '<td>none</td><td class="n">6/9 (67%)</td><td class="n">+0</td>'
+                        '<td>none</td><td class="n">6/9 (67%)</td><td class="n">0</td>'
                         '<td class="n">-38 to +38</td><td>SVG</td><td class="n">1.000</td>')
     assert len(rows) == 2 and 'class="effect "' in rows[0]  # an interval crossing 0: grey
     text = "".join(page.text)

@@ -147,4 +147,4 @@ def test_help_modes_table_answers_does_help_help(mixed_run):
     modes = next(t for t in tables if t[0][:2] == ["model", "baseline"])
     assert modes[0][3:6] == ["mode", "passed", "Δ mode − baseline (95% CI)"]
     assert modes[1] == ["openai/gpt-4.1", "injected", "6/9", "none", "6/9",
-                        "+0 pts (-38 to +38)", "1.000"]
+                        "0 pts (-38 to +38)", "1.000"]

@@ -63,14 +63,14 @@ def test_eighty_columns_keep_tokens_cost_and_every_help_mode_figure(mixed_run):
     assert lines[at + 1].split() == ["baseline", "┃", "passed", "┃", "mode", "┃", "passed",
                                      "┃", "Δ", "┃", "95%", "CI", "┃", "p"]
     assert lines[at + 3].split() == ["injected", "│", "5/9", "│", "none", "│", "5/9", "│",
-                                     "+0", "pts", "│", "-39", "to", "+39", "│", "1.000"]
+                                     "0", "pts", "│", "-39", "to", "+39", "│", "1.000"]
 
 
 def test_help_mode_effects_name_their_baseline(mixed_run):
     text, _ = _print(_results(mixed_run), width=140, color_system=None)
     row = next(line for line in text.splitlines()
                if line.startswith("openai/gpt-4.1") and "injected" in line)
-    assert row.split("│")[1:] == [" injected ", "    6/9 ", " none ", "    6/9 ", " +0 pts ",
+    assert row.split("│")[1:] == [" injected ", "    6/9 ", " none ", "    6/9 ", " 0 pts ",
                                   " -38 to +38 ", " 1.000"]
     assert "Δ: the mode's pass rate minus the baseline's" in text
 

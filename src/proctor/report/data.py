@@ -98,10 +98,17 @@ def usd(x: float | None) -> str:
     return f"${x:.4f}" if x < 1 else f"${x:.2f}"
 
 
+def points(x: float) -> str:
+    """A difference of rates in percentage points: `+40`, `-12`, and `0` for anything that
+    rounds to zero (no `-0` for an interval's bound a hair below it)."""
+    s = f"{100 * x:+.0f}"
+    return "0" if s in ("+0", "-0") else s
+
+
 def diff_text(effect: dict[str, Any]) -> str:
-    """`+40 pts (−2 to +72)`: a difference of pass rates, in percentage points, with its CI."""
+    """`+40 pts (-2 to +72)`: a difference of pass rates, in percentage points, with its CI."""
     lo, hi = effect["ci95"]
-    return f"{100 * effect['diff']:+.0f} pts ({100 * lo:+.0f} to {100 * hi:+.0f})"
+    return f"{points(effect['diff'])} pts ({points(lo)} to {points(hi)})"
 
 
 def top_k(row: dict[str, Any]) -> int:

@@ -113,8 +113,8 @@ def help_modes(results: dict[str, Any]) -> str:
             f'<td class="n">{x["passed_a"]}/{x["trials_a"]} ({data.pct(ra)})</td>'
             f'<td>{e(x["mode_b"])}</td>'
             f'<td class="n">{x["passed_b"]}/{x["trials_b"]} ({data.pct(rb)})</td>'
-            f'<td class="n">{100 * x["diff"]:+.0f}</td>'
-            f'<td class="n">{100 * lo:+.0f} to {100 * hi:+.0f}</td>'
+            f'<td class="n">{data.points(x["diff"])}</td>'
+            f'<td class="n">{data.points(lo)} to {data.points(hi)}</td>'
             f"<td>{_effect_svg(x['diff'], lo, hi)}</td>"
             f'<td class="n">{"&lt;0.001" if p < 0.001 else f"{p:.3f}"}</td></tr>')
     out.append('</tbody></table></div><p class="muted">Δ: the mode\'s pass rate minus the '
@@ -132,8 +132,8 @@ def _effect_svg(diff: float, lo: float, hi: float) -> str:
 
     cls = "up" if lo > 0 else ("down" if hi < 0 else "")
     return (f'<svg class="effect {cls}" viewBox="0 0 160 16" width="160" height="16" '
-            f'role="img" aria-label="{100 * diff:+.0f} points, 95% CI {100 * lo:+.0f} to '
-            f'{100 * hi:+.0f}"><line x1="80" y1="1" x2="80" y2="15" class="grid"/>'
+            f'role="img" aria-label="{data.points(diff)} points, 95% CI {data.points(lo)} to '
+            f'{data.points(hi)}"><line x1="80" y1="1" x2="80" y2="15" class="grid"/>'
             f'<line x1="{x(lo)}" y1="8" x2="{x(hi)}" y2="8" class="ci"/>'
             f'<circle cx="{x(diff)}" cy="8" r="4"/></svg>')
 

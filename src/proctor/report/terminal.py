@@ -104,13 +104,13 @@ def help_mode_table(results: dict[str, Any], width: int = 120) -> Any:
     def figures(es: list[dict[str, Any]]) -> list[Col]:
         def ci(e: dict[str, Any]) -> str:
             lo, hi = e["ci95"]
-            return f"{100 * lo:+.0f} to {100 * hi:+.0f}"
+            return f"{data.points(lo)} to {data.points(hi)}"
 
         return [Col("baseline", [data.clean(e["mode_a"]) for e in es]),
                 Col("passed", [f"{e['passed_a']}/{e['trials_a']}" for e in es], right=True),
                 Col("mode", [data.clean(e["mode_b"]) for e in es]),
                 Col("passed", [f"{e['passed_b']}/{e['trials_b']}" for e in es], right=True),
-                Col("Δ", [f"{100 * e['diff']:+.0f} pts" for e in es], right=True),
+                Col("Δ", [f"{data.points(e['diff'])} pts" for e in es], right=True),
                 Col("95% CI", [ci(e) for e in es], right=True, drop=1),
                 Col("p", [p_text(e["p_value"]) for e in es], right=True)]
 

@@ -320,8 +320,8 @@ def compare_page(site: Site, run_a: str, run_b: str) -> bytes | None:
             lo, hi = c.diff_ci
             label = f"{c.task_label} · {c.label}" if c.task_id else c.label
             out.append(f"<tr><td>{e(label)}</td><td class=n>{c.passed_a}/{c.n_a}</td>"
-                       f"<td class=n>{c.passed_b}/{c.n_b}</td><td class=n>{100 * c.diff:+.0f} "
-                       f"pts ({100 * lo:+.0f} to {100 * hi:+.0f})</td>"
+                       f"<td class=n>{c.passed_b}/{c.n_b}</td><td class=n>{data.points(c.diff)} "
+                       f"pts ({data.points(lo)} to {data.points(hi)})</td>"
                        f"<td class=n>{c.p_adj:.3f}</td><td>{mark.get(c.flag, '')}</td></tr>")
         out.append("</tbody></table>")
     for label, names in (("Only in A", res.only_a), ("Only in B", res.only_b)):
