@@ -195,7 +195,7 @@ def index_page(site: Site) -> bytes:
            "</tr></thead><tbody>"]
     for r in rows:
         specs = _specs(r)
-        names = ", ".join(Path(s).name for s in specs) or "–"
+        names = ", ".join(Path(s).name or s for s in specs) or "–"
         gone = not Path(r["dir"]).is_dir()
         status = (r.get("status") or "") + (" (deleted)" if gone else "")
         run_link = (e(r["run_id"]) if gone else
@@ -273,7 +273,7 @@ def suite_page(site: Site, key: str) -> bytes | None:
     runs = [r for r in site.runs() if suite_key(_specs(r)) == key]
     if not runs:
         return None
-    names = ", ".join(Path(s).name for s in _specs(runs[0])) or "(no specs)"
+    names = ", ".join(Path(s).name or s for s in _specs(runs[0])) or "(no specs)"
     models = list(dict.fromkeys(m for r in reversed(runs) for m in _by_model(r)))
     head = "".join(f'<th class="n">{e(m)}</th>' for m in models)
     rows = []
