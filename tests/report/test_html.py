@@ -60,6 +60,8 @@ def test_structure(mixed_run):
     # pass rate by model, scores, durations; a help-mode effect per model
     assert len(page.find("svg")) == 3 + 2
     assert len(page.find("table", id="trials")) == 1
+    # model names wrap after a `/` before they would break mid-word
+    assert "<td>anthropic/<wbr>claude-sonnet-4-5</td>" in html
     bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
     assert len(bodies) == 44
     statuses = [a["data-status"] for a in bodies]

@@ -24,6 +24,11 @@ STATUS_COLOR = {"pass": "var(--pass)", "fail": "var(--fail)", "error": "var(--er
                 "flaky": "var(--flaky)"}
 
 
+def breakable(name: Any) -> str:
+    """A model name that wraps after its `/` and `-` before anywhere mid-word."""
+    return e(name).replace("/", "/<wbr>")
+
+
 def heat_map(results: dict[str, Any]) -> str:
     """Tasks down, models across; each cell coloured by pass rate, labelled with counts."""
     rows = data.task_rows(results)
@@ -35,7 +40,8 @@ def heat_map(results: dict[str, Any]) -> str:
         tasks.setdefault(r["task_label"], {})[r.get("model")] = r
     out = ['<div class="scroll"><table class="heat"><thead><tr><th>task</th>']
     # Whole names, wrapped at any character: two long names that share a start stay apart.
-    out += [f'<th class="model" title="{e(label)}">{e(label)}</th>' for label in models.values()]
+    out += [f'<th class="model" title="{e(label)}">{breakable(label)}</th>'
+            for label in models.values()]
     out.append("</tr></thead><tbody>")
     for task, cells in tasks.items():
         out.append(f'<tr><th scope="row">{e(task)}</th>')
@@ -221,7 +227,7 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
         f'<tbody {data_attrs} data-i="{index}"><tr class="trial">'
         f'<td><button class="toggle" aria-expanded="false">▸</button> '
         f"<code>{e(tid)}</code></td>"
-        f"<td>{e(t.get('task_id'))}</td><td>{e(model)}</td>"
+        f"<td>{e(t.get('task_id'))}</td><td>{breakable(model)}</td>"
         f'<td><span class="badge {status}">{status}</span></td>'
         f'<td class="n">{score:.2f}</td><td class="n">{int(t.get("turns") or 0)}</td>'
         f'<td class="n">{data.count(tin)} / {data.count(tout)}</td>'
