@@ -170,3 +170,12 @@ def test_eighty_columns_keep_status_score_duration_and_put_the_note_below(unitte
     assert cells[1:] == ["FAIL", "0.00", "12.5s"]
     below = " ".join(x.split("│")[0].strip() for x in lines[4:7])
     assert "tests_pass: `python3 -m unittest" in below and "FAILED (failures=2)" in below
+
+
+def test_a_trials_long_check_message_keeps_its_end(unittest_run, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    path = unittest_run / "results.json"  # 800 more characters in the middle of the message
+    path.write_text(path.read_text().replace("Traceback (most recent",
+                                             "x" * 800 + "\\nTraceback (most recent"))
+    out = _show(capsys, unittest_run, "fix-the-bug")
+    assert "exited with 1" in out and "FAILED (failures=2)" in out and "characters cut" in out

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 OUTPUT_LINES = 12  # lines of stdout/stderr per command
 OUTPUT_CHARS = 1500
-MESSAGE_CHARS = 600
+MESSAGE_CHARS = 600  # of a check message: its start and its end (where the reason is)
 AUDIT_PER_TYPE = 25  # audit events shown per type
 
 
@@ -286,7 +286,7 @@ def _print_checks(t: dict[str, Any], console: Console) -> None:
                           f"{float(c.get('score') or 0.0):.2f}",
                           f"{float(c.get('weight', 1.0) or 0.0):g}",
                           "gate" if c.get("gate") else "",
-                          Text(data.cut(c.get("message"), MESSAGE_CHARS)))
+                          Text(data.cut(c.get("message"), MESSAGE_CHARS, keep="both")))
         console.print(table)
     else:
         console.print(Text("(no checks ran)", style="dim"))
