@@ -218,7 +218,7 @@ def test_failing_checks_triage_and_heat_map_cells_filter(mixed_run):
 
 
 def test_long_model_names_stay_distinct():
-    from proctor.report.data import short_labels
+    from proctor.report.labels import short_labels
 
     a, b = "anthropic/claude-sonnet-4-5", "anthropic/claude-sonnet-4-5-20250929"
     names = short_labels([a, b, "openai/gpt-4.1"], 22)

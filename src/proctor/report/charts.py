@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from proctor.report import data
+from proctor.report.labels import short_labels
 
 
 def e(value: Any, limit: int | None = None) -> str:
@@ -24,7 +25,7 @@ def chart_models(rows: list[dict[str, Any]]) -> str:
     """Horizontal bars: pass rate per model, whiskers for the 95% CI, a tick for thresholds."""
     left, plot, right, row_h, top = 230, 440, 60, 30, 22
     height = top + row_h * len(rows) + 8
-    names = data.short_labels([data.clean(r["label"]) for r in rows], 34)
+    names = short_labels([data.clean(r["label"]) for r in rows], 34)
     width = left + plot + right
     out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="pass rate per model">']
     for p in (0, 25, 50, 75, 100):

@@ -16,6 +16,7 @@ from urllib.parse import quote
 from proctor.report import data, trajectory
 from proctor.report.charts import chart_durations, chart_models, chart_scores, e, num
 from proctor.report.html_assets import CSS, JS
+from proctor.report.labels import gist
 from proctor.stats import quantile
 
 OUTPUT_LIMIT = 4000
@@ -291,7 +292,7 @@ def triage(results: dict[str, Any]) -> str:
             f'<li><b>{e(g["task_label"])}</b>{model} · <code>{e(c.get("name"))}</code> '
             f'<span class="muted">({e(c.get("type"))}{gate})</span> failed in '
             f'<b>{g["failed"]} of {g["trials"]}</b> trials: '
-            f'{e(data.gist(c.get("message") or "failed", 400))}'
+            f'{e(gist(c.get("message") or "failed", 400))}'
             f' <span class="muted">e.g.</span> <a href="#" data-show-trial="{e(tid)}">'
             f'<code>{e(tid)}</code></a></li>')
     if len(groups) > MAX_GROUPS:

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from proctor.report import data
+from proctor.report.labels import gist
 
 OUTPUT_LIMIT = 4000  # characters of agent output per testcase
 MESSAGE_LIMIT = 2000  # characters per check message in a failure body
@@ -98,14 +99,14 @@ def _failure(t: dict[str, Any]) -> tuple[str, str, str]:
 def _heads(named: list[tuple[str, str]]) -> list[str]:
     """`name: message` per failure, sharing the message attribute's ATTR_LIMIT: a short
     message leaves its unused share to the long ones, and each long one keeps its first
-    line and its end (data.gist), where a test runner or a traceback says what went wrong."""
-    whole = [data.gist(m, 10 * ATTR_LIMIT) for _, m in named]
+    line and its end (labels.gist), where a test runner or a traceback says what went wrong."""
+    whole = [gist(m, 10 * ATTR_LIMIT) for _, m in named]
     room = ATTR_LIMIT - sum(len(n) + 4 for n, _ in named)  # `name: ` and `; `
     limits = [0] * len(named)
     for k, i in enumerate(sorted(range(len(named)), key=lambda i: len(whole[i]))):
         limits[i] = max(40, min(len(whole[i]), room // (len(named) - k)))
         room -= limits[i]
-    return [f"{n}: {data.gist(m, lim)}" for (n, m), lim in zip(named, limits, strict=True)]
+    return [f"{n}: {gist(m, lim)}" for (n, m), lim in zip(named, limits, strict=True)]
 
 
 def _testcase(t: dict[str, Any]) -> ET.Element:
@@ -118,7 +119,7 @@ def _testcase(t: dict[str, Any]) -> ET.Element:
     status = data.status_of(t)
     if status == "error":
         err = t.get("error") or "the trial errored"
-        el = ET.SubElement(case, "error", {"message": attr(data.gist(err, ATTR_LIMIT)),
+        el = ET.SubElement(case, "error", {"message": attr(gist(err, ATTR_LIMIT)),
                                            "type": "error"})
         el.text = _xml(data.cut(err, MESSAGE_LIMIT, keep="both"))
     elif status == "fail":

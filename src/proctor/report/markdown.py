@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from proctor.report import data
+from proctor.report.labels import gist
 
 MAX_FAILURES = 50  # failing checks listed; the rest are counted
 MAX_ERRORS = 30
@@ -149,7 +150,7 @@ def _failures(results: dict[str, Any]) -> list[str]:
         gate = ", gate" if c.get("gate") else ""
         out.append(f"- {where} · {code(c.get('name'), 80)} ({cell(c.get('type'), 40)}{gate}) "
                    f"failed in {g['failed']} of {total} trial{'s' if total != 1 else ''}: "
-                   f"{cell(data.gist(c.get('message') or 'failed', 300), 300)} "
+                   f"{cell(gist(c.get('message') or 'failed', 300), 300)} "
                    f"(e.g. {code(t.get('id'), 100)})")
     if len(groups) > MAX_FAILURES:
         out.append(f"- … and {len(groups) - MAX_FAILURES} more (see report.html or results.json)")

@@ -10,7 +10,7 @@ from collections import Counter
 from typing import IO, Any
 
 from proctor.model import TrialResult
-from proctor.report.data import short_labels
+from proctor.report.labels import short_labels
 
 LINE_EVERY_S = 10.0  # without a terminal: at most this long between lines
 LINE_EVERY_FRACTION = 0.1  # ... and a line every tenth of the run

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor.report import data, wire
+from proctor.report.labels import gist
 from proctor.report.terminal import status_text
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def print_trial_list(run: data.Run, console: Console) -> None:
     if beside:
         table.add_column("note", overflow="ellipsis", no_wrap=True, max_width=note_width)
     for t in run.trials:
-        note = data.gist(t.get("error") or _first_failure(t),
+        note = gist(t.get("error") or _first_failure(t),
                          note_width if beside else 2 * (console.width - figures) - 4)
         trial = Text(data.clean(t.get("id")))
         if note and not beside:

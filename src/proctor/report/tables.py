@@ -1,5 +1,5 @@
 """Terminal tables that fit the terminal: figures are never cut or wrapped; names (tasks,
-models, run directories) give way, cut in the middle and kept distinct (data.short_labels),
+models, run directories) give way, cut in the middle and kept distinct (labels.short_labels),
 never folded mid-word; optional columns go, least useful first, before a name would shrink
 below NAME_MIN characters."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.report import data
+from proctor.report.labels import short_labels
 
 NAME_MIN = 20  # a name column keeps this many characters (or its longest name) if it can
 GAP = 3  # between two columns: padding, rule, padding (tables have no outer edge)
@@ -77,7 +77,7 @@ def _shorten(col: Col, texts: list[str], w: int) -> dict[str, str]:
         return {t: t if len(t) <= w else "…" + t[len(t) - w + 1:] for t in texts}
     if col.cut == "list":
         return {t: _short_list(t, w) for t in texts}
-    return data.short_labels(texts, max(w, 1), keep_tail=col.keep_tail)
+    return short_labels(texts, max(w, 1), keep_tail=col.keep_tail)
 
 
 def _short_list(text: str, w: int) -> str:
@@ -88,7 +88,7 @@ def _short_list(text: str, w: int) -> str:
     items = text.split(", ")
     each = (w - 2 * (len(items) - 1)) // len(items)
     if each >= 8:
-        short = data.short_labels(items, each)
+        short = short_labels(items, each)
         return ", ".join(short[i] for i in items)
     return text[: w - 1] + "…"
 
