@@ -338,8 +338,10 @@ def _print_outcome(planned: Planned, results: dict[str, Any]) -> None:
         try:
             from rich.console import Console
 
-            # Logs (CI) have no width; 120 columns keeps turns, tokens and cost in the table.
-            print_summary(results, Console(width=None if sys.stdout.isatty() else 120))
+            # Logs (CI) have no width: 120 columns keeps turns, tokens and cost in the
+            # tables, unless COLUMNS says how wide the reader's window is.
+            wide = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
+            print_summary(results, Console(width=None if wide else 120))
         except ImportError:
             pass
     else:  # the tables end with this headline; quiet, it is the only line

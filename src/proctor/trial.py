@@ -36,6 +36,7 @@ from proctor.model import (
 )
 from proctor.proc import RUN_ID_VAR
 from proctor.record import fsdiff
+from proctor.record.paths import PathNames
 from proctor.record.recorder import Recorder
 from proctor.record.secretscan import SecretScanner
 from proctor.redact import Redactor
@@ -130,6 +131,7 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
     finally:
         await _release(one.handles, one.sandbox)
         one.recorder.close()
+    one.result.error = one.names(one.result.error)
     one.result.duration_s = round(time.monotonic() - t0, 4)
     return one.result
 
@@ -158,6 +160,8 @@ class _Trial:
             started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self.handles: dict[str, ServiceHandle] = {}
         self.sandbox: Sandbox | None = None
+        # Messages name the sandbox's places, never proctor's temp paths (record/paths.py).
+        self.names = PathNames.for_trial(run.sandbox_root / trial.id)
         self.egress: list[dict[str, Any]] = []
         self.output = _AgentOutput(self.secrets)
         self.agent = make_agent(trial.agent)
@@ -174,6 +178,7 @@ class _Trial:
                 raise TrialFault("service", name=svc.name, detail=str(e)) from None
         self.sandbox = sandbox = await _open_sandbox(
             self.trial, task, run, self.agent, self.handles, self.secrets, self.output.feed)
+        self.names = PathNames.for_trial(self.run.sandbox_root / self.trial.id, sandbox)
         self.values = {"params": self.trial.params, "secrets": self.secrets,
                        "workdir": sandbox.workdir}
         await _egress_proxy(task, sandbox, self.handles, self.egress.append)
@@ -220,9 +225,12 @@ class _Trial:
                            secrets=self.secrets)
         r.checks = [await _check(c, ctx, self.values, self.redactor) for c in task.checks]
         for c in r.checks:
+            c.message, c.error = self.names(c.message) or "", self.names(c.error)
             self.recorder.trace({"type": "check", "name": c.name, "passed": c.passed,
                                  "score": c.score, "message": c.message, "error": c.error})
         r.forbidden = evaluate_forbidden(task.forbidden, seen, self.secrets)
+        for f in r.forbidden:
+            f.details = self.names(f.details) or ""
         score = score_trial(r.checks, r.forbidden, task.pass_threshold)
         r.status, r.composite_score = score.status, score.composite
         if score.status == "error":
