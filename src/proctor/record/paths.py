@@ -28,10 +28,7 @@ class PathNames:
         rules = [(p, "") for p in workspaces] + list(named)
         rules = [(p.rstrip("/"), name) for p, name in rules if p and p.rstrip("/")]
         self._names = dict(rules)
-        alts = sorted(self._names, key=len, reverse=True)  # the longest prefix wins
-        self._regex = re.compile(
-            rf"(?<![\w.~/@+%-])({'|'.join(re.escape(p) for p in alts)})"
-            rf"(?:(/)(?={_PATH_CHAR})|(?!{_PATH_CHAR}|/{_PATH_CHAR}))") if alts else None
+        self._regex: re.Pattern[str] | None = None  # compiled when a text needs it (rarely)
 
     @classmethod
     def for_trial(cls, root: Path, sandbox: Any = None) -> PathNames:
@@ -42,16 +39,26 @@ class PathNames:
             workspaces.append(f"{base}/work")
             named += [(f"{base}/{place}", name) for place, name in _HOST_PLACE_NAMES.items()]
             named.append((base, "<sandbox>"))
-        if sandbox is not None:
+        if sandbox is not None:  # its places wherever the backend keeps them (a box's own)
             workspaces.append(sandbox.workdir)
+            env = getattr(sandbox, "env", {})
+            by_inside = {env.get("HOME"): "$HOME", env.get("TMPDIR"): "$TMPDIR",
+                         "/dev/shm": "/dev/shm"}
             for inside, host in getattr(sandbox, "places", ()):
                 if inside == sandbox.workdir:
                     workspaces.append(str(host))
+                elif inside in by_inside:
+                    named.append((str(host), by_inside[inside]))
         return cls(workspaces, named)
 
     def __call__(self, text: str | None) -> str | None:
-        if not text or self._regex is None:
+        if not text or not any(p in text for p in self._names):
             return text
+        if self._regex is None:
+            alts = sorted(self._names, key=len, reverse=True)  # the longest prefix wins
+            self._regex = re.compile(
+                rf"(?<![\w.~/@+%-])({'|'.join(re.escape(p) for p in alts)})"
+                rf"(?:(/)(?={_PATH_CHAR})|(?!{_PATH_CHAR}|/{_PATH_CHAR}))")
         return self._regex.sub(self._name, text)
 
     def _name(self, m: re.Match[str]) -> str:
