@@ -178,11 +178,26 @@ def _canonical(obj: dict[str, Any]) -> str:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Atomically: a reader never sees half a file."""
+    """Atomically: a reader never sees half a file. A dict's lists of objects (trials, task
+    rows) are written one object per line, each by the C encoder: json's indenting encoder
+    is pure Python, and took a quarter of a 1,000-trial run's own time."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
         # Streamed, not built as one string: results.json of 10,000 trials is tens of MB.
-        json.dump(data, f, indent=2, default=str)
+        if not isinstance(data, dict):
+            json.dump(data, f, indent=2, default=str)
+        else:
+            f.write("{")
+            for i, (key, value) in enumerate(data.items()):
+                f.write(("," if i else "") + "\n  " + json.dumps(key) + ": ")
+                if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+                    f.write("[")
+                    for j, item in enumerate(value):
+                        f.write(("," if j else "") + "\n    " + json.dumps(item, default=str))
+                    f.write("\n  ]")
+                else:
+                    f.write(json.dumps(value, indent=2, default=str).replace("\n", "\n  "))
+            f.write("\n}")
         f.write("\n")
     os.replace(tmp, path)
 
