@@ -1,7 +1,7 @@
 """Every file a run reads from the spec's side, by content: what `--resume` checks first.
 
 run.json records a digest of each spec file (and included task list), scaffold tree, seed
-file, custom check script and mock script. `--resume` recomputes them: a file that changed
+file, custom check script and mock script (an agent's or a judge's). `--resume` recomputes them: a file that changed
 since the run started stops it (exit 2, naming the file) instead of grading the rest of the
 run against a different spec.
 """
@@ -35,9 +35,13 @@ def referenced(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> set[Path
             seed = svc.config.get("seed_file") or svc.config.get("seed")
             if isinstance(seed, str) and "\n" not in seed and ";" not in seed:
                 out.add(base / seed)
-        for model in [*task.models, *extra_models]:
+        # Mock scripts: the agent's model and the judges' are read during the trial too.
+        judges = [getattr(c.config, "model", None) for c in task.checks]
+        for model in [*task.models, task.agent.model, *judges, *extra_models]:
+            if not isinstance(model, str) or not model.startswith("mock/"):
+                continue
             name = model.removeprefix("mock/")
-            if model.startswith("mock/") and (base / name).is_file():
+            if (base / name).is_file():
                 out.add(base / name)
     return {p for p in out if p.exists()}
 

@@ -46,11 +46,12 @@ tasks:
 
 
 def _specs(cluster: Cluster, name: str) -> Path:
-    """The examples that read spec-side files (seed, check script) plus a scaffold suite,
-    written where the hidden node cannot see them."""
+    """The examples that read spec-side files (seed, check script, the agent's and the
+    judge's mock scripts) plus a scaffold suite, written where the hidden node cannot see
+    them."""
     d = cluster.spec_dir / name
-    shutil.copytree(REPO / "examples" / "reconciliation", d / "reconciliation")
-    shutil.copytree(REPO / "examples" / "fix-the-bug", d / "fix-the-bug")
+    for example in ("reconciliation", "fix-the-bug", "mock-llm-demo"):
+        shutil.copytree(REPO / "examples" / example, d / example)
     (d / "suite" / "scaf").mkdir(parents=True)
     (d / "suite" / "scaf" / "fixture").write_text("from-the-scaffold\n")
     (d / "suite" / "suite.yaml").write_text(SUITE)

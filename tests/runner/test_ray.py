@@ -214,6 +214,27 @@ def test_spec_files_are_packed_by_content_and_relocated(tmp_path):
     assert pack(tasks).digest != first.digest
 
 
+def test_the_mock_scripts_of_agents_and_judges_travel(tmp_path):
+    """A judge's scripted model is read on the node like the agent's: both are shipped (and
+    fingerprinted for --resume: the same set)."""
+    import io
+    import shutil
+    import tarfile
+
+    from proctor.executors.ray_files import pack
+    from proctor.inputs import referenced
+    from proctor.spec.load import load_specs
+    from tests.conftest import REPO
+
+    shutil.copytree(REPO / "examples" / "mock-llm-demo", tmp_path / "demo")
+    tasks = load_specs([str(tmp_path / "demo" / "scenario.yaml")]).tasks
+    models = tmp_path.resolve() / "demo" / "models"
+    assert {models / "judge.json", models / "release-notes.json"} <= referenced(tasks)
+    with tarfile.open(fileobj=io.BytesIO(pack(tasks).data)) as tar:
+        names = set(tar.getnames())
+    assert str(models / "judge.json").lstrip("/") in names
+
+
 def test_the_next_run_on_a_node_sweeps_labels_whose_actor_is_gone(tmp_path):
     import fcntl
     import tempfile
