@@ -167,21 +167,47 @@ def test_nothing_listening_is_an_exit_2_error(cli, spec, tmp_path):
 
 
 @pytest.mark.slow
-def test_sigterm_while_connecting_ends_the_run(cli, spec, tmp_path):
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_while_connecting_ends_the_run_as_an_interruption(cli, spec, tmp_path, sig):
     import signal
     import time
 
     spec(SUITE)
     with _silent_server() as s:
         p = cli.popen("run", ".", "--agent", "oracle", "--executor", "ray", "--ray-address",
-                      f"127.0.0.1:{s.getsockname()[1]}")
+                      f"127.0.0.1:{s.getsockname()[1]}", "--output-dir", "run")
         time.sleep(3)
-        p.send_signal(signal.SIGTERM)
+        p.send_signal(getattr(signal, sig))
         try:
-            p.wait(timeout=15)
+            out, err = p.communicate(timeout=15)
         finally:
             p.kill()
-    assert p.returncode != 0
+    assert p.returncode == 130, out + err
+    assert err.strip() == "proctor: interrupted", err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_an_address_where_something_else_answers_is_one_clear_line(cli, spec, tmp_path):
+    """An HTTP server is not a Ray cluster: Ray's client retries it, and its C++ logging
+    of each attempt stays off the terminal."""
+    import http.server
+    import threading
+
+    spec(SUITE)
+    (tmp_path / "proctor.toml").write_text("[ray]\nconnect_timeout_s = 8\n")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "--ray-address",
+                  f"127.0.0.1:{server.server_address[1]}", "--output-dir", "run", timeout=60)
+    finally:
+        server.shutdown()
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr.splitlines() == [
+        f"proctor: could not connect to the Ray cluster at 127.0.0.1:{server.server_address[1]} "
+        "within 8s ([ray] connect_timeout_s); is it running?"], out.stderr
+    assert not (tmp_path / "run").exists()
 
 
 def test_the_ray_table_is_validated(cli, spec, tmp_path):
