@@ -3,8 +3,8 @@
     .venv/bin/python bench/reports_at_scale.py [--tasks 10000] [--keep DIR]
 
 The results come from the real scorer; each renderer (json, junit, md, html, the terminal
-table) is timed alone. Every report must be linear in trials + tasks (target: each format
-under 1 s at 10,000 tasks, without trajectories).
+table, `proctor show`'s list of every trial) is timed alone. Every report must be linear in
+trials + tasks (target: each format under 1 s at 10,000 tasks, without trajectories).
 
 report.html with trajectories: each trial gets a realistic trace.jsonl and audit.jsonl in a
 run directory (an LLM agent's 6 turns, 6 commands with 1-8 kB of output each, a long system
@@ -17,8 +17,10 @@ opening a failed trial's trajectory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
+import os
 import random
 import shutil
 import tempfile
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from proctor.model import AgentDef, CheckResult, TaskDef, TrialResult
 from proctor.report import render
+from proctor.report.show import TrialFilter, show_main
 from proctor.report.terminal import print_summary
 from proctor.report.trajectory import decode
 from proctor.scoring import summarize
@@ -100,6 +103,20 @@ def write_traces(run_dir: Path, trials: list[dict]) -> None:
         (d / "audit.jsonl").write_text("".join(json.dumps(e) + "\n" for e in audit))
 
 
+def time_show(results: dict) -> None:
+    """`proctor show RUN_DIR` (every trial, 120 columns), then `--failed`: results.json read
+    and listed."""
+    os.environ["COLUMNS"] = "120"
+    with tempfile.TemporaryDirectory(prefix="proctor-bench-") as d:
+        (Path(d) / "results.json").write_text(json.dumps(results))
+        for label, only in (("show", TrialFilter()), ("show --failed", TrialFilter(failed=True))):
+            t0 = time.perf_counter()
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                show_main(d, None, only)
+            lines = out.getvalue().count("\n")
+            print(f"{label}: {time.perf_counter() - t0:.3f} s ({lines} lines)")
+
+
 def blocks_of(page: str) -> list[str]:
     start = page.index('id="trajectories"')
     start = page.index(">", start) + 1
@@ -151,6 +168,7 @@ def main() -> None:
     t0 = time.perf_counter()
     print_summary(results, Console(file=io.StringIO(), width=120))
     print(f"terminal table: {time.perf_counter() - t0:.3f} s")
+    time_show(results)
 
     run_dir = args.keep or Path(tempfile.mkdtemp(prefix="proctor-bench-"))
     try:
