@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import ray  # noqa: F401 - in the dev extra: without Ray these tests fail, never skip
 from tests.runner.conftest import results
-
-pytest.importorskip("ray")
 
 SUITE = """
 cli: sh
