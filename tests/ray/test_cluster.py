@@ -58,9 +58,10 @@ def _specs(cluster: Cluster, name: str) -> Path:
     return d
 
 
-def _run(cwd: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+def _run(cwd: Path, *args: str, timeout: float = 240,
+         env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([PROCTOR, "run", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=ENV)
+                          timeout=timeout, env={**ENV, **(env or {})})
 
 
 def _trials(run_dir: Path) -> dict[str, dict]:
@@ -86,6 +87,25 @@ def test_results_equal_a_local_run_with_a_node_that_cannot_see_the_specs(cluster
     trace = (tmp_path / "ray" / "trials" / "reconciliation.r0" / "audit.jsonl").read_text()
     assert '"http_call"' in trace
     assert "ray" not in on_ray.stderr.lower(), on_ray.stderr  # no (raylet) noise under -q
+
+
+def test_the_address_is_the_flag_else_proctor_toml_else_ray_address(cluster, tmp_path):
+    """Each source reaches the cluster; each one before it wins over a dead address in the
+    ones after (nothing listens on port 1)."""
+    (tmp_path / "s.yaml").write_text(SLEEPS.format(n=2, s=0))
+    dead = "127.0.0.1:1"
+    toml = tmp_path / "proctor.toml"
+    for n, (flag, in_toml, env) in enumerate([(None, None, cluster.address),
+                                              (None, cluster.address, dead),
+                                              (cluster.address, dead, dead)]):
+        toml.write_text(f'[ray]\naddress = "{in_toml}"\nconnect_timeout_s = 5\n' if in_toml
+                        else "[ray]\nconnect_timeout_s = 5\n")
+        out = _run(tmp_path, "s.yaml", "--agent", "oracle", "--executor", "ray",
+                   "--output-dir", f"run{n}", *(["--ray-address", flag] if flag else []),
+                   env={"RAY_ADDRESS": env})
+        assert out.returncode == 0, (n, out.stdout + out.stderr)
+        assert "private local Ray instance" not in out.stderr
+        assert len({t["node"] for t in _trials(tmp_path / f"run{n}").values()}) >= 1
 
 
 # Another Ray job on the cluster: it holds every CPU of the node whose temp dir it is given.

@@ -368,10 +368,14 @@ def test_what_a_killed_proctor_leaves_of_its_private_instance_goes_at_the_next_r
     finally:
         p.kill()  # SIGKILL: no clean-up at all from proctor
         p.wait()
-    out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "-q", "--task", "fails",
+    out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "--task", "fails",
               env={"RAY_ADDRESS": ""}, timeout=180)
     assert out.returncode == 1, out.stdout + out.stderr
     assert _marked(p.pid) == []
+    # No address anywhere: a private instance, and proctor says so.
+    assert out.stderr.startswith("proctor: no Ray address given (--ray-address, [ray] "
+                                 "address, $RAY_ADDRESS): starting a private local Ray "
+                                 "instance for this run\n"), out.stderr
     from proctor.janitor import sweep
 
     sweep(json.loads((tmp_path / "run" / "run.json").read_text())["run_id"])  # what --resume does
