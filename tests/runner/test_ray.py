@@ -208,6 +208,26 @@ def test_an_address_where_something_else_answers_is_one_clear_line(cli, spec, tm
     assert not (tmp_path / "run").exists()
 
 
+def test_cluster_messages_are_one_line_each_and_none_under_quiet(capsys, monkeypatch):
+    from ray._private import worker
+
+    from proctor.executors.ray_connect import _route_cluster_messages
+
+    monkeypatch.setattr(worker, "print_to_stdstream", worker.print_to_stdstream)  # undone after
+    dead = {"pid": "raylet", "lines": [
+        "The node with node id: 5254f3 has been marked dead. This can happen when a \t(1) "
+        "raylet crashes unexpectedly (OOM, etc.) \n\t(2) raylet has lagging heartbeats"]}
+    _route_cluster_messages(quiet=False)
+    worker.print_to_stdstream(dead)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == (
+        "proctor: ray: The node with node id: 5254f3 has been marked dead. This can happen "
+        "when a (1) raylet crashes unexpectedly (OOM, etc.)\n")
+    _route_cluster_messages(quiet=True)
+    worker.print_to_stdstream(dead)
+    assert capsys.readouterr() == ("", "")
+
+
 def test_the_ray_table_is_validated(cli, spec, tmp_path):
     spec(SUITE)
     (tmp_path / "proctor.toml").write_text('[ray]\nadress = "x"\nmax_retries = -1\n')

@@ -211,7 +211,7 @@ def _route_cluster_messages(quiet: bool) -> None:
         if quiet:
             return
         for line in data.get("lines", [])[:1]:
-            first = line.strip().splitlines()[0][:300] if line.strip() else ""
+            first = " ".join(line.strip().splitlines()[0].split())[:300] if line.strip() else ""
             print(f"proctor: ray: {first}", file=sys.stderr)
 
     worker.print_to_stdstream = show
