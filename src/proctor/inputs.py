@@ -35,15 +35,25 @@ def referenced(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> set[Path
             seed = svc.config.get("seed_file") or svc.config.get("seed")
             if isinstance(seed, str) and "\n" not in seed and ";" not in seed:
                 out.add(base / seed)
-        # Mock scripts: the agent's model and the judges' are read during the trial too.
-        judges = [getattr(c.config, "model", None) for c in task.checks]
-        for model in [*task.models, task.agent.model, *judges, *extra_models]:
-            if not isinstance(model, str) or not model.startswith("mock/"):
-                continue
-            name = model.removeprefix("mock/")
-            if (base / name).is_file():
-                out.add(base / name)
+        out.update(path for _, path in mock_scripts(task, extra_models))
     return {p for p in out if p.exists()}
+
+
+def mock_scripts(task: TaskDef, models: Iterable[str] = ()) -> list[tuple[str, Path]]:
+    """(name, file) of each mock script the task's trials read: its agent's model, its
+    judges', `models` (--model). A name is looked up next to the spec, else in the current
+    directory (providers.mock.resolve_script_path); built-in and missing ones are left out."""
+    judges = [getattr(c.config, "model", None) for c in task.checks]
+    out = []
+    for model in dict.fromkeys([*task.models, task.agent.model, *judges, *models]):
+        if not isinstance(model, str) or not model.startswith("mock/"):
+            continue
+        name = model.removeprefix("mock/")
+        for path in (Path(task.base_dir) / name, Path(name)):
+            if path.is_file():
+                out.append((name, path))
+                break
+    return out
 
 
 def fingerprint(paths: Iterable[str | Path]) -> dict[str, str]:

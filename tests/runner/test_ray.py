@@ -279,6 +279,30 @@ def test_the_mock_scripts_of_agents_and_judges_travel(tmp_path):
     assert str(models / "judge.json").lstrip("/") in names
 
 
+def test_a_mock_script_from_the_current_directory_is_found_on_a_node(tmp_path, monkeypatch):
+    """`--model mock/PATH` is looked up next to the spec, else in the current directory;
+    a node's current directory is Ray's, so the script is shipped next to the spec."""
+    from proctor.executors.ray_files import materialize, pack, relocate
+    from proctor.inputs import referenced
+    from proctor.providers.mock import resolve_script_path
+    from proctor.spec.load import load_specs
+
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "s.yaml").write_text(SUITE)
+    (tmp_path / "here" / "scripts").mkdir(parents=True)
+    (tmp_path / "here" / "scripts" / "m.yaml").write_text("responses: []\n")
+    monkeypatch.chdir(tmp_path / "here")
+    tasks = load_specs([str(tmp_path / "specs" / "s.yaml")]).tasks
+    model = ["mock/scripts/m.yaml"]
+    assert Path("scripts/m.yaml") in referenced(tasks, model)  # --resume fingerprints it
+    bundle = pack(tasks, model)
+    monkeypatch.chdir(tmp_path)  # elsewhere, as a Ray worker
+    moved = relocate(tasks[0], materialize(bundle.digest, bundle.data))
+    found = resolve_script_path("scripts/m.yaml", moved.base_dir)
+    assert found is not None and found.read_text() == "responses: []\n"
+    assert str(found).startswith(str(Path(moved.base_dir)))
+
+
 def test_the_next_run_on_a_node_sweeps_labels_whose_actor_is_gone(tmp_path):
     import fcntl
     import tempfile
