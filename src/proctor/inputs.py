@@ -1,7 +1,7 @@
 """Every file a run reads from the spec's side, by content: what `--resume` checks first.
 
 run.json records a digest of each spec file (and included task list), scaffold tree, seed
-file, custom check script and mock script. `--resume` recomputes them: a file that changed
+file, custom check script and mock script (an agent's or a judge's). `--resume` recomputes them: a file that changed
 since the run started stops it (exit 2, naming the file) instead of grading the rest of the
 run against a different spec.
 """
@@ -35,11 +35,25 @@ def referenced(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> set[Path
             seed = svc.config.get("seed_file") or svc.config.get("seed")
             if isinstance(seed, str) and "\n" not in seed and ";" not in seed:
                 out.add(base / seed)
-        for model in [*task.models, *extra_models]:
-            name = model.removeprefix("mock/")
-            if model.startswith("mock/") and (base / name).is_file():
-                out.add(base / name)
+        out.update(path for _, path in mock_scripts(task, extra_models))
     return {p for p in out if p.exists()}
+
+
+def mock_scripts(task: TaskDef, models: Iterable[str] = ()) -> list[tuple[str, Path]]:
+    """(name, file) of each mock script the task's trials read: its agent's model, its
+    judges', `models` (--model). A name is looked up next to the spec, else in the current
+    directory (providers.mock.resolve_script_path); built-in and missing ones are left out."""
+    judges = [getattr(c.config, "model", None) for c in task.checks]
+    out = []
+    for model in dict.fromkeys([*task.models, task.agent.model, *judges, *models]):
+        if not isinstance(model, str) or not model.startswith("mock/"):
+            continue
+        name = model.removeprefix("mock/")
+        for path in (Path(task.base_dir) / name, Path(name)):
+            if path.is_file():
+                out.append((name, path))
+                break
+    return out
 
 
 def fingerprint(paths: Iterable[str | Path]) -> dict[str, str]:

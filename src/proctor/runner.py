@@ -171,13 +171,10 @@ async def _execute(trials: list[Trial], planned: Planned,
     main = asyncio.current_task()
     loop.add_signal_handler(signal.SIGTERM, main.cancel)
     store, options = planned.store, planned.options
-    tmp_root = Path(tempfile.mkdtemp(prefix=f"proctor-{store.run_id}-"))
-    sandbox_root = store.dir / "workdirs" if options.keep else tmp_root
-    workers = min(_concurrency(planned), len(trials)) or 1
-    run = RunContext(options=options, sandbox_root=sandbox_root, trial_dir=store.trial_dir,
-                     run_id=store.run_id,
-                     backend=backend_for_run(options.backend, tmp_root, workers))
+    tmp_root: Path | None = None  # none on the head with Ray: nothing to leave if it is killed
+    run: RunContext | None = None
     executor = None
+    workers = min(_concurrency(planned), len(trials)) or 1
     try:
         if options.executor == "ray":
             # Trials run on Ray nodes, with the services of their node; see executors/ray.py.
@@ -187,6 +184,10 @@ async def _execute(trials: list[Trial], planned: Planned,
                                                planned.tasks, store.dir, planned.ray_started)
             run_one = executor.run
         else:
+            tmp_root = Path(tempfile.mkdtemp(prefix=f"proctor-{store.run_id}-"))
+            run = RunContext(options=options, trial_dir=store.trial_dir, run_id=store.run_id,
+                             sandbox_root=store.dir / "workdirs" if options.keep else tmp_root,
+                             backend=backend_for_run(options.backend, tmp_root, workers))
             needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials}
             run.services = await start_services(list(needed.values()), store.run_id, tmp_root)
 
@@ -206,11 +207,13 @@ async def _execute(trials: list[Trial], planned: Planned,
                 group.create_task(worker())
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
-        await close_backend(run.backend)
-        await stop_services(run.services)
+        if run is not None:
+            await close_backend(run.backend)
+            await stop_services(run.services)
         if executor is not None:
             executor.close()
-        shutil.rmtree(tmp_root, ignore_errors=True)
+        if tmp_root is not None:
+            shutil.rmtree(tmp_root, ignore_errors=True)
 
 
 def build_results(planned: Planned, finished: dict[str, TrialResult],

@@ -57,3 +57,15 @@ def test_memory_of_a_process_tree(tmp_path: Path) -> None:
     m = measure.run([sys.executable, "-c", code], cwd=tmp_path, memory=True, interval=0.01)
     assert m.returncode == 0 and m.samples > 5
     assert 50 <= m.root_peak_rss_mb <= m.tree_peak_rss_mb < 2 * m.root_peak_rss_mb
+
+
+def test_reports_at_scale_runs(tmp_path: Path) -> None:
+    """bench/reports_at_scale.py (docs/benchmarks.md's report figures) still runs: every
+    format, the terminal table and `proctor show`, on 300 tasks."""
+    proc = subprocess.run([sys.executable, str(BENCH / "reports_at_scale.py"), "--tasks", "300",
+                           "--no-traces"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    labels = [line.split(":")[0] for line in proc.stdout.splitlines()]
+    assert labels == ["scoring", "json", "junit", "md", "html", "terminal table", "show",
+                      "show --failed"], proc.stdout
+    assert "show: " in proc.stdout and "(305 lines)" in proc.stdout

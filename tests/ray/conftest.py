@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("ray")
+import ray  # noqa: F401 - in the dev extra: without Ray these tests fail, never skip
 
 RAY = str(Path(sys.executable).parent / "ray")
 # A machine-wide ~/.ray/auth_token would make the head demand a token its nodes lack.
 ENV = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": ""}
+NODE_MEMORY = 4 << 30  # each node's `memory` resource: what trials' resources.memory reserve
 
 
 @dataclass
@@ -70,7 +71,7 @@ class Cluster:
     def add_node(self, cpus: int = 2, hide: Path | None = None) -> Node:
         temp = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))  # short: socket paths
         argv = [RAY, "start", "--address", self.address, "--num-cpus", str(cpus),
-                "--temp-dir", str(temp), "--disable-usage-stats"]
+                "--memory", str(NODE_MEMORY), "--temp-dir", str(temp), "--disable-usage-stats"]
         if hide is not None:
             script = f"mount -t tmpfs proctor-test {hide} && exec \"$@\""
             argv = ["unshare", "-m", "sh", "-c", script, "sh", *argv]
@@ -108,7 +109,7 @@ def start_cluster(head_cpus: int = 2, spec_dir: Path | None = None) -> Cluster:
         pytest.fail("tests/ray need root and unshare (./setup.sh runs them as root)")
     temp = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))
     subprocess.run([RAY, "start", "--head", "--port", "0", "--num-cpus", str(head_cpus),
-                    "--temp-dir", str(temp), "--include-dashboard", "false",
+                    "--memory", str(NODE_MEMORY), "--temp-dir", str(temp), "--include-dashboard", "false",
                     "--disable-usage-stats"], env=ENV, check=True, capture_output=True,
                    timeout=120)
     return Cluster((temp / "ray_current_cluster").read_text().strip(), spec_dir or temp,

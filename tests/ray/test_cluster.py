@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
-import textwrap
+import tempfile
 import time
 from pathlib import Path
 
@@ -46,20 +46,22 @@ tasks:
 
 
 def _specs(cluster: Cluster, name: str) -> Path:
-    """The examples that read spec-side files (seed, check script) plus a scaffold suite,
-    written where the hidden node cannot see them."""
+    """The examples that read spec-side files (seed, check script, the agent's and the
+    judge's mock scripts) plus a scaffold suite, written where the hidden node cannot see
+    them."""
     d = cluster.spec_dir / name
-    shutil.copytree(REPO / "examples" / "reconciliation", d / "reconciliation")
-    shutil.copytree(REPO / "examples" / "fix-the-bug", d / "fix-the-bug")
+    for example in ("reconciliation", "fix-the-bug", "mock-llm-demo"):
+        shutil.copytree(REPO / "examples" / example, d / example)
     (d / "suite" / "scaf").mkdir(parents=True)
     (d / "suite" / "scaf" / "fixture").write_text("from-the-scaffold\n")
     (d / "suite" / "suite.yaml").write_text(SUITE)
     return d
 
 
-def _run(cwd: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+def _run(cwd: Path, *args: str, timeout: float = 240,
+         env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([PROCTOR, "run", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=ENV)
+                          timeout=timeout, env={**ENV, **(env or {})})
 
 
 def _trials(run_dir: Path) -> dict[str, dict]:
@@ -85,6 +87,25 @@ def test_results_equal_a_local_run_with_a_node_that_cannot_see_the_specs(cluster
     trace = (tmp_path / "ray" / "trials" / "reconciliation.r0" / "audit.jsonl").read_text()
     assert '"http_call"' in trace
     assert "ray" not in on_ray.stderr.lower(), on_ray.stderr  # no (raylet) noise under -q
+
+
+def test_the_address_is_the_flag_else_proctor_toml_else_ray_address(cluster, tmp_path):
+    """Each source reaches the cluster; each one before it wins over a dead address in the
+    ones after (nothing listens on port 1)."""
+    (tmp_path / "s.yaml").write_text(SLEEPS.format(n=2, s=0))
+    dead = "127.0.0.1:1"
+    toml = tmp_path / "proctor.toml"
+    for n, (flag, in_toml, env) in enumerate([(None, None, cluster.address),
+                                              (None, cluster.address, dead),
+                                              (cluster.address, dead, dead)]):
+        toml.write_text(f'[ray]\naddress = "{in_toml}"\nconnect_timeout_s = 5\n' if in_toml
+                        else "[ray]\nconnect_timeout_s = 5\n")
+        out = _run(tmp_path, "s.yaml", "--agent", "oracle", "--executor", "ray",
+                   "--output-dir", f"run{n}", *(["--ray-address", flag] if flag else []),
+                   env={"RAY_ADDRESS": env})
+        assert out.returncode == 0, (n, out.stdout + out.stderr)
+        assert "private local Ray instance" not in out.stderr
+        assert len({t["node"] for t in _trials(tmp_path / f"run{n}").values()}) >= 1
 
 
 # Another Ray job on the cluster: it holds every CPU of the node whose temp dir it is given.
@@ -117,6 +138,47 @@ def test_trials_reserve_their_cpus_in_ray_and_wait_for_room_other_jobs_hold(clus
     finally:
         other.kill()
         other.wait()
+
+
+BIG_MEMORY = """
+version: 1
+id: {id}
+task: {{prompt: x}}
+agent: {{type: oracle}}
+resources: {{memory: {memory}}}
+invariants:
+  done:
+    description: it ran
+    check: {{type: file_content, path: f, contains: done}}
+solution: ['sleep 3', 'echo done > f']
+"""
+
+
+def test_a_trials_memory_is_a_ray_reservation(cluster, tmp_path):
+    """Trials asking for more than half of a node's memory (NODE_MEMORY) never share a node
+    though it has CPUs for two; one asking for more than any node has is an infrastructure
+    error that says so."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "big.yaml").write_text(BIG_MEMORY.format(id="big", memory="3g"))
+    (tmp_path / "s" / "huge.yaml").write_text(BIG_MEMORY.format(id="huge", memory="5g"))
+    done = _run(tmp_path, "s", "--agent", "oracle", "-q", "--executor", "ray", "--repeat", "4",
+                "--ray-address", cluster.address, "--concurrency", "4", "--output-dir", "run")
+    assert done.returncode == 1, done.stdout + done.stderr
+    trials = _trials(tmp_path / "run")
+    huge = [t for t in trials.values() if t["task_id"] == "huge"]
+    assert all(t["error"].startswith("infrastructure error: no Ray node can hold this trial "
+                                     "(resources: 1 CPU, 5120 MiB; the nodes have at most 2 "
+                                     "CPU, 4096 MiB)") for t in huge), huge
+    big = [t for t in trials.values() if t["task_id"] == "big"]
+    assert {t["status"] for t in big} == {"pass"}
+    by_node: dict[str, list[float]] = {}
+    for t in big:
+        started = time.mktime(time.strptime(t["started_at"], "%Y-%m-%dT%H:%M:%SZ"))
+        by_node.setdefault(t["node"], []).append(started)
+    assert max(len(s) for s in by_node.values()) >= 2, by_node
+    for starts in by_node.values():  # one after the other (3 s each; started_at in seconds)
+        starts.sort()
+        assert all(b - a >= 2 for a, b in itertools.pairwise(starts)), by_node
 
 
 def _node_running_trials(node, timeout: float = 60) -> None:
@@ -181,76 +243,65 @@ def test_resume_reruns_trials_lost_with_their_node(cluster, tmp_path):
     assert len(trials) == 6 and {t["status"] for t in trials.values()} == {"pass"}
 
 
-def test_ctrl_c_leaves_nothing_on_either_node(cluster, tmp_path):
-    specs = _specs(cluster, "interrupt")
-    (specs / "suite" / "slow.yaml").write_text(textwrap.dedent("""
-        cli: sh
-        tasks:
-          - id: long
-            intent: x
-            repeat: 4
-            solution: ["sleep 60 & sleep 60"]
-            assert: [{file_contains: {path: out, text: never}}]
-    """))
+def _slow_db(specs: Path) -> None:
+    """examples/reconciliation, 4 replicas, each first sleeping a minute (database up)."""
+    d = specs / "slow-db"
+    shutil.copytree(REPO / "examples" / "reconciliation", d)
+    text = (d / "scenario.yaml").read_text().replace("id: reconciliation", "id: slow-db")
+    text = text.replace("solution:\n", "parallelism: {replicas: 4}\nsolution:\n  - sleep 60 & sleep 60\n")
+    (d / "scenario.yaml").write_text(text)
+
+
+def _wait_sandboxes(run_dir: Path, prefix: str, n: int, timeout: float = 90) -> str:
+    """Wait until n trials whose ids start with prefix have their sandbox on some node;
+    returns the run id."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (run_dir / "run.json").exists():
+            run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+            boxes = Path(tempfile.gettempdir()).glob(f"proctor-{run_id}-*-node-*/sandboxes/{prefix}*")
+            if len(list(boxes)) >= n:
+                return run_id
+        time.sleep(0.2)
+    raise AssertionError(f"{n} trials {prefix}* never ran at once")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["SIGINT", "SIGTERM", "SIGKILL"])
+def test_an_interrupt_or_a_killed_head_leaves_nothing_on_either_node(cluster, tmp_path, sig):
+    """Agents, temp dirs and the database servers' data dirs (/dev/shm) go on both nodes
+    (a SIGKILLed head cleans nothing: the nodes' reapers do; the head has no temp dir of its
+    own); while the trials ran, each node had one PostgreSQL server for all its trials."""
+    specs = _specs(cluster, f"interrupt-{sig.name}")
+    _slow_db(specs)
     run = subprocess.Popen([PROCTOR, "run", str(specs), "--agent", "oracle", "-q",
                             "--executor", "ray", "--ray-address", cluster.address,
                             "--concurrency", "4", "--output-dir", "run"], cwd=tmp_path, env=ENV,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _node_running_trials(cluster.hidden)
-        time.sleep(1.5)  # trials and the database server are up on both nodes
-        run_id = json.loads((tmp_path / "run" / "run.json").read_text())["run_id"]
-        pids, _ = proctor_leftovers(run_id)
+        run_id = _wait_sandboxes(tmp_path / "run", "slow-db.", 4)  # 2 CPUs a node: 2 each
+        pids, dirs = proctor_leftovers(run_id)
         assert pids, "no trial process was running"
-        run.send_signal(signal.SIGINT)
+        servers = [d for d in dirs if d.startswith("/dev/shm/") and "-postgres-" in d]
+        nodes = {Path(d).name.split("-node-")[0] for d in dirs if "-node-" in d}
+        assert len(servers) == len(nodes) == 2, dirs
+        run.send_signal(sig)
         out, err = run.communicate(timeout=120)
     finally:
         run.kill()
-    assert run.returncode == 130, out + err
-    _assert_nothing_left(run_id)
+    assert run.returncode == (-9 if sig == signal.SIGKILL else 130), out + err
+    _assert_nothing_left(run_id, timeout=60)
 
 
-def _assert_nothing_left(run_id: str, timeout: float = 30, nodes_only: bool = False) -> None:
+def _assert_nothing_left(run_id: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while True:
         pids, dirs = proctor_leftovers(run_id)
-        if nodes_only:  # what node actors make is labelled <run id>-<n><hex>-
-            dirs = [d for d in dirs if re.match(rf"proctor-{run_id}-\d+[0-9a-f]{{6}}-", Path(d).name)]
         if not pids and not dirs:
             return
         if time.monotonic() > deadline:
             raise AssertionError(f"left behind: processes {pids}, dirs {dirs}")
         time.sleep(0.5)
-
-
-def test_a_killed_head_leaves_nothing_on_the_nodes(cluster, tmp_path):
-    specs = _specs(cluster, "head-killed")
-    (specs / "suite" / "slow.yaml").write_text(textwrap.dedent("""
-        cli: sh
-        tasks:
-          - id: long
-            intent: x
-            repeat: 4
-            solution: ["sleep 60 & sleep 60"]
-            assert: [{file_contains: {path: out, text: never}}]
-    """))
-    run = subprocess.Popen([PROCTOR, "run", str(specs), "--agent", "oracle", "-q",
-                            "--executor", "ray", "--ray-address", cluster.address,
-                            "--concurrency", "4", "--output-dir", "run"], cwd=tmp_path, env=ENV,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _node_running_trials(cluster.hidden)
-        time.sleep(1.5)
-        run_id = json.loads((tmp_path / "run" / "run.json").read_text())["run_id"]
-        assert proctor_leftovers(run_id)[0], "no trial process was running"
-    finally:
-        run.kill()  # SIGKILL: no clean-up from the head; the nodes' reapers do it
-        run.wait()
-    # The head's own temp dir is --resume's to sweep (docs/running.md); the nodes' are not.
-    _assert_nothing_left(run_id, timeout=60, nodes_only=True)
-    from proctor.janitor import sweep
-
-    sweep(run_id)
 
 
 def test_a_node_that_joins_during_the_run_gets_trials(cluster, tmp_path):

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import ray  # noqa: F401 - in the dev extra: without Ray these tests fail, never skip
 from tests.runner.conftest import results
-
-pytest.importorskip("ray")
 
 SUITE = """
 cli: sh
@@ -74,12 +73,6 @@ solution: ['curl -sf -X POST "$API_URL/hook"']
 """
 
 
-def _ray_processes() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines()
-            if not line.startswith("Z") and ("raylet" in line or "gcs_server" in line)]
-
-
 @pytest.mark.slow
 def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     spec(SUITE)
@@ -87,9 +80,13 @@ def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     spec(BIG, name="big.yaml")
     spec(SLOWPOKE, name="slowpoke.yaml")
     spec(HUGE, name="huge.yaml")
-    before = _ray_processes()
-    out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "-q", "--output-dir", "run",
-              "--keep", "--output-limit", "4000000", env={"RAY_ADDRESS": ""}, timeout=180)
+    p = cli.popen("run", ".", "--agent", "oracle", "--executor", "ray", "-q", "--output-dir",
+                  "run", "--keep", "--output-limit", "4000000", env={"RAY_ADDRESS": ""})
+    try:
+        stdout, stderr = p.communicate(timeout=180)
+    finally:
+        p.kill()
+    out = subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
     assert out.returncode == 1, out.stdout + out.stderr
     r = results(tmp_path / "run")
     status = {t["task_id"]: t["status"] for t in r["trials"]}
@@ -114,8 +111,9 @@ def test_trials_run_on_ray_and_their_traces_come_home(cli, spec, tmp_path):
     # --keep: the workdirs come home too.
     kept = [p for p in (tmp_path / "run" / "workdirs" / "writes.r0").rglob("f") if p.is_file()]
     assert kept and kept[0].read_text() == "a\n"
-    # The local Ray instance started for the run is gone with it.
-    assert _ray_processes() == before
+    # The local Ray instance started for the run is gone with it (its processes carry the
+    # pid of their proctor; other Ray instances on this machine are not ours to count).
+    assert _marked(p.pid) == []
     lines = (tmp_path / "run" / "results.jsonl").read_text().count("\n")
     again = cli("run", "--resume", "run", "-q", env={"RAY_ADDRESS": ""}, timeout=180)
     assert again.returncode == 1, again.stdout + again.stderr
@@ -167,21 +165,67 @@ def test_nothing_listening_is_an_exit_2_error(cli, spec, tmp_path):
 
 
 @pytest.mark.slow
-def test_sigterm_while_connecting_ends_the_run(cli, spec, tmp_path):
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_while_connecting_ends_the_run_as_an_interruption(cli, spec, tmp_path, sig):
     import signal
     import time
 
     spec(SUITE)
     with _silent_server() as s:
         p = cli.popen("run", ".", "--agent", "oracle", "--executor", "ray", "--ray-address",
-                      f"127.0.0.1:{s.getsockname()[1]}")
+                      f"127.0.0.1:{s.getsockname()[1]}", "--output-dir", "run")
         time.sleep(3)
-        p.send_signal(signal.SIGTERM)
+        p.send_signal(getattr(signal, sig))
         try:
-            p.wait(timeout=15)
+            out, err = p.communicate(timeout=15)
         finally:
             p.kill()
-    assert p.returncode != 0
+    assert p.returncode == 130, out + err
+    assert err.strip() == "proctor: interrupted", err
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_an_address_where_something_else_answers_is_one_clear_line(cli, spec, tmp_path):
+    """An HTTP server is not a Ray cluster: Ray's client retries it, and its C++ logging
+    of each attempt stays off the terminal."""
+    import http.server
+    import threading
+
+    spec(SUITE)
+    (tmp_path / "proctor.toml").write_text("[ray]\nconnect_timeout_s = 8\n")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "--ray-address",
+                  f"127.0.0.1:{server.server_address[1]}", "--output-dir", "run", timeout=60)
+    finally:
+        server.shutdown()
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr.splitlines() == [
+        f"proctor: could not connect to the Ray cluster at 127.0.0.1:{server.server_address[1]} "
+        "within 8s ([ray] connect_timeout_s); is it running?"], out.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_cluster_messages_are_one_line_each_and_none_under_quiet(capsys, monkeypatch):
+    from ray._private import worker
+
+    from proctor.executors.ray_connect import _route_cluster_messages
+
+    monkeypatch.setattr(worker, "print_to_stdstream", worker.print_to_stdstream)  # undone after
+    dead = {"pid": "raylet", "lines": [
+        "The node with node id: 5254f3 has been marked dead. This can happen when a \t(1) "
+        "raylet crashes unexpectedly (OOM, etc.) \n\t(2) raylet has lagging heartbeats"]}
+    _route_cluster_messages(quiet=False)
+    worker.print_to_stdstream(dead)
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == (
+        "proctor: ray: The node with node id: 5254f3 has been marked dead. This can happen "
+        "when a (1) raylet crashes unexpectedly (OOM, etc.)\n")
+    _route_cluster_messages(quiet=True)
+    worker.print_to_stdstream(dead)
+    assert capsys.readouterr() == ("", "")
 
 
 def test_the_ray_table_is_validated(cli, spec, tmp_path):
@@ -212,6 +256,51 @@ def test_spec_files_are_packed_by_content_and_relocated(tmp_path):
     assert moved.base_dir.startswith(str(root))
     (tmp_path / "scaf" / "fixture").write_text("changed")
     assert pack(tasks).digest != first.digest
+
+
+def test_the_mock_scripts_of_agents_and_judges_travel(tmp_path):
+    """A judge's scripted model is read on the node like the agent's: both are shipped (and
+    fingerprinted for --resume: the same set)."""
+    import io
+    import shutil
+    import tarfile
+
+    from proctor.executors.ray_files import pack
+    from proctor.inputs import referenced
+    from proctor.spec.load import load_specs
+    from tests.conftest import REPO
+
+    shutil.copytree(REPO / "examples" / "mock-llm-demo", tmp_path / "demo")
+    tasks = load_specs([str(tmp_path / "demo" / "scenario.yaml")]).tasks
+    models = tmp_path.resolve() / "demo" / "models"
+    assert {models / "judge.json", models / "release-notes.json"} <= referenced(tasks)
+    with tarfile.open(fileobj=io.BytesIO(pack(tasks).data)) as tar:
+        names = set(tar.getnames())
+    assert str(models / "judge.json").lstrip("/") in names
+
+
+def test_a_mock_script_from_the_current_directory_is_found_on_a_node(tmp_path, monkeypatch):
+    """`--model mock/PATH` is looked up next to the spec, else in the current directory;
+    a node's current directory is Ray's, so the script is shipped next to the spec."""
+    from proctor.executors.ray_files import materialize, pack, relocate
+    from proctor.inputs import referenced
+    from proctor.providers.mock import resolve_script_path
+    from proctor.spec.load import load_specs
+
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "s.yaml").write_text(SUITE)
+    (tmp_path / "here" / "scripts").mkdir(parents=True)
+    (tmp_path / "here" / "scripts" / "m.yaml").write_text("responses: []\n")
+    monkeypatch.chdir(tmp_path / "here")
+    tasks = load_specs([str(tmp_path / "specs" / "s.yaml")]).tasks
+    model = ["mock/scripts/m.yaml"]
+    assert Path("scripts/m.yaml") in referenced(tasks, model)  # --resume fingerprints it
+    bundle = pack(tasks, model)
+    monkeypatch.chdir(tmp_path)  # elsewhere, as a Ray worker
+    moved = relocate(tasks[0], materialize(bundle.digest, bundle.data))
+    found = resolve_script_path("scripts/m.yaml", moved.base_dir)
+    assert found is not None and found.read_text() == "responses: []\n"
+    assert str(found).startswith(str(Path(moved.base_dir)))
 
 
 def test_the_next_run_on_a_node_sweeps_labels_whose_actor_is_gone(tmp_path):
@@ -322,10 +411,14 @@ def test_what_a_killed_proctor_leaves_of_its_private_instance_goes_at_the_next_r
     finally:
         p.kill()  # SIGKILL: no clean-up at all from proctor
         p.wait()
-    out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "-q", "--task", "fails",
+    out = cli("run", ".", "--agent", "oracle", "--executor", "ray", "--task", "fails",
               env={"RAY_ADDRESS": ""}, timeout=180)
     assert out.returncode == 1, out.stdout + out.stderr
     assert _marked(p.pid) == []
+    # No address anywhere: a private instance, and proctor says so.
+    assert out.stderr.startswith("proctor: no Ray address given (--ray-address, [ray] "
+                                 "address, $RAY_ADDRESS): starting a private local Ray "
+                                 "instance for this run\n"), out.stderr
     from proctor.janitor import sweep
 
     sweep(json.loads((tmp_path / "run" / "run.json").read_text())["run_id"])  # what --resume does

@@ -174,9 +174,11 @@ class RayExecutor:
                 fits = [n for n in live if n.cpus >= cpus
                         and (not memory or not n.memory or n.memory >= memory)]
                 if not fits:
+                    most = max(n.memory for n in live)
                     return (f"no Ray node can hold this trial (resources: {cpus:g} CPU, "
-                            f"{memory / 2**20:.0f} MiB; largest node: "
-                            f"{max(n.cpus for n in live):g} CPU)")
+                            f"{memory / 2**20:.0f} MiB; the nodes have at most "
+                            f"{max(n.cpus for n in live):g} CPU"
+                            + (f", {most / 2**20:.0f} MiB" if most else "") + ")")
             for stale in [x for x in self._idle if x.node_id not in {n.node_id for n in live}]:
                 self._idle.remove(stale)  # its node is gone (Ray would move the reservation)
                 self._remove(stale)

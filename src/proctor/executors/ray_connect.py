@@ -52,40 +52,84 @@ def connect(options: RunOptions) -> bool:
     _quiet_ray_logs()
     _route_cluster_messages(options.quiet)
     if address is None:
-        kw: dict[str, Any] = {"address": "local", "object_store_memory": PRIVATE_OBJECT_STORE}
         if not options.quiet:
             print("proctor: no Ray address given (--ray-address, [ray] address, $RAY_ADDRESS): "
                   "starting a private local Ray instance for this run", file=sys.stderr)
-    else:
+        return _start_private(ray)
+    with _sigterm_interrupts():
         _probe(address, timeout)
-        kw = {"address": address}
-    if address is None:  # in this thread: Ray ties the processes it starts to their thread
-        # Ctrl-C on a terminal signals the whole process group: the private instance's
-        # processes are started with SIGINT blocked (they inherit the mask), so they outlive
-        # it until the nodes have cleaned up and proctor stops them. A Ctrl-C meanwhile is
-        # held, and interrupts proctor as soon as Ray is up.
-        sweep_orphaned_instances()
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        os.environ[PRIVATE_MARK] = str(os.getpid())  # inherited by every process of the instance
-        try:
-            _init(ray, kw, address)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-            os.environ.pop(PRIVATE_MARK, None)
-        return True
+        return _join(ray, address, timeout)
+
+
+def _start_private(ray: Any) -> bool:
+    # In this thread: Ray ties the processes it starts to their thread. Ctrl-C on a terminal
+    # signals the whole process group: the private instance's processes are started with
+    # SIGINT blocked (they inherit the mask), so they outlive it until the nodes have cleaned
+    # up and proctor stops them. A Ctrl-C meanwhile is held, and interrupts proctor as soon
+    # as Ray is up.
+    sweep_orphaned_instances()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    os.environ[PRIVATE_MARK] = str(os.getpid())  # inherited by every process of the instance
+    try:
+        _init(ray, {"address": "local", "object_store_memory": PRIVATE_OBJECT_STORE}, None)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.environ.pop(PRIVATE_MARK, None)
+    return True
+
+
+def _join(ray: Any, address: str, timeout: float) -> bool:
     # ray.init cannot be interrupted and may retry for minutes: the main thread waits, so
     # Ctrl-C and SIGTERM still work, and gives up at the timeout.
     outcome: list[BaseException | None] = []
-    thread = threading.Thread(target=lambda: outcome.append(_init(ray, kw, address, raise_=False)),
-                              name="proctor-ray-connect", daemon=True)
-    thread.start()
-    thread.join(timeout)
+
+    def attempt() -> None:
+        outcome.append(_init(ray, {"address": address}, address, raise_=False))
+
+    thread = threading.Thread(target=attempt, name="proctor-ray-connect", daemon=True)
+    with _stderr_off():
+        thread.start()
+        thread.join(timeout)
     if not outcome:
         raise UsageError(f"could not connect to the Ray cluster at {address} within "
                          f"{timeout:g}s ([ray] connect_timeout_s); is it running?")
     if outcome[0] is not None:
         raise outcome[0]
     return True
+
+
+@contextlib.contextmanager
+def _stderr_off() -> Any:
+    """While Ray's client tries an address where something else answers, its C++ code logs
+    each failed attempt on stderr ("Failed to connect to GCS ...", "Failed to get cluster
+    ID ...") whatever its log level: proctor says what went wrong in one line instead."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Any:
+    """SIGTERM while connecting ends proctor as Ctrl-C does: "interrupted", exit 130."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _init(ray: Any, kw: dict[str, Any], address: str | None,
@@ -167,7 +211,7 @@ def _route_cluster_messages(quiet: bool) -> None:
         if quiet:
             return
         for line in data.get("lines", [])[:1]:
-            first = line.strip().splitlines()[0][:300] if line.strip() else ""
+            first = " ".join(line.strip().splitlines()[0].split())[:300] if line.strip() else ""
             print(f"proctor: ray: {first}", file=sys.stderr)
 
     worker.print_to_stdstream = show

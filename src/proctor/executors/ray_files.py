@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from proctor.inputs import referenced
+from proctor.inputs import mock_scripts, referenced
 from proctor.model import TaskDef
 
 CACHE_DIR = "proctor-cache"
@@ -35,13 +35,19 @@ class Bundle:
 
 def pack(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> Bundle:
     """One deterministic tar of every file the tasks read (sorted, no times or owners)."""
-    tasks = list(tasks)
+    tasks, models = list(tasks), list(models)
     paths = {Path(p).resolve() for p in referenced(tasks, models)}
     paths |= {Path(t.source).resolve() for t in tasks if Path(t.source).is_file()}
+    # A mock script found in the head's current directory is also put next to the spec
+    # (where it was looked up first, in vain): a node's current directory is Ray's.
+    aliases = {Path(os.path.normpath(Path(t.base_dir).resolve() / name)): path.resolve()
+               for t in tasks for name, path in mock_scripts(t, models)
+               if not os.path.isabs(name) and not (Path(t.base_dir) / name).is_file()}
+    members = {path: path for path in _files(paths)} | aliases
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path in sorted(_files(paths)):
-            info = tar.gettarinfo(str(path), arcname=str(path).lstrip("/"))
+        for arcname, path in sorted(members.items()):
+            info = tar.gettarinfo(str(path), arcname=str(arcname).lstrip("/"))
             info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
             if info.isreg():
                 with path.open("rb") as f:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from proctor.report import data, wire
 from proctor.report.labels import gist
-from proctor.report.terminal import status_text
+from proctor.report.terminal import STATUS_STYLE, status_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -58,43 +58,85 @@ def show_main(run_dir: str | Path, trial: str | None, only: TrialFilter | None =
 
 
 def print_trial_list(run: data.Run, console: Console) -> None:
-    from rich.table import Table
+    """One line per trial (an id longer than its column folds onto more). The note (the
+    error or first failed check: its first line and its end, where the reason usually is)
+    gets a column when the terminal is wide, else the lines under the trial id. The lines are
+    laid out here rather than by a rich Table, which measures and renders every cell as an
+    object: 10,000 trials took seconds that way; this is linear and cheap per line."""
+    from rich.cells import cell_len, chop_cells, set_cell_size
     from rich.text import Text
 
     state = "" if run.complete else " (unfinished: trials so far)"
-    title = Text(f"run {data.clean(run.results.get('run_id') or run.dir.name)}{state}")
-    ids = max((len(data.clean(t.get("id"))) for t in run.trials), default=5)
-    figures = 6 + 5 + 8 + 3 * 3  # status, score, duration and the rules between columns
-    note_width = console.width - min(ids, 60) - figures - 3
-    # A wide terminal gives the note a column (as much of it as fits: its first line and
-    # its end, where the reason usually is); a narrow one puts it under the trial id.
-    beside = note_width >= 30
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("trial", overflow="fold",
-                     min_width=min(ids, 60) if beside else console.width - figures)
-    table.add_column("status", no_wrap=True)
-    table.add_column("score", justify="right", no_wrap=True)
-    table.add_column("duration", justify="right", no_wrap=True)
-    if beside:
-        table.add_column("note", overflow="ellipsis", no_wrap=True, max_width=note_width)
-    for t in run.trials:
+    console.print(Text(f"run {data.clean(run.results.get('run_id') or run.dir.name)}{state}"))
+    ids = [data.clean(t.get("id")) for t in run.trials]
+    width = max((cell_len(i) for i in ids), default=5)
+    # the other columns and the separators take 28 cells (31 with the note's)
+    beside = console.width - min(width, 60) - 31 >= 30
+    id_width = max(5, min(width, 60 if beside else console.width - 28))
+    note_width = console.width - id_width - 31
+    heads = [("trial", id_width, False), ("status", 6, False), ("score", 5, True),
+             ("duration", 8, True)] + ([("note", note_width, False)] if beside else [])
+    paint = _painter(console)
+    lines = [" ┃ ".join(paint(_cell(h, w, right), "bold") for h, w, right in heads).rstrip(),
+             "━╇━".join("━" * w for _, w, _ in heads)]
+    blank = " │ ".join(" " * w for _, w, _ in heads[1:])  # beside an id's folded part
+    for t, trial_id in zip(run.trials, ids, strict=True):
+        status = data.status_of(t)
+        word = status.upper() if status else "–"
+        cells = [_cell(word, 6, False, paint, f"bold {STATUS_STYLE.get(status, '')}".strip()),
+                 _cell(f"{float(t.get('composite_score') or 0.0):.2f}", 5, True),
+                 _cell(data.seconds(t.get("duration_s")), 8, True)]
         note = gist(t.get("error") or _first_failure(t),
-                         note_width if beside else 2 * (console.width - figures) - 4)
-        trial = Text(data.clean(t.get("id")))
-        if note and not beside:
-            trial.append("\n  " + note, style="dim")
-        cells = [trial, status_text(data.status_of(t)),
-                 f"{float(t.get('composite_score') or 0.0):.2f}",
-                 data.seconds(t.get("duration_s"))]
+                    note_width if beside else 2 * (id_width - 2))
         if beside:
-            cells.append(Text(note, style="dim"))
-        table.add_row(*cells)
-    console.print(table)
+            cells.append(paint(set_cell_size(note, note_width) if cell_len(note) > note_width
+                               else note, "dim"))
+        parts = chop_cells(trial_id, id_width) or [""]
+        lines.append(" │ ".join([set_cell_size(parts[0], id_width), *cells]).rstrip())
+        below = [set_cell_size(p, id_width) for p in parts[1:]]
+        if note and not beside:
+            below += [paint(set_cell_size("  " + p, id_width), "dim")
+                      for p in chop_cells(note, id_width - 2)]
+        lines += [f"{p} │ {blank}".rstrip() for p in below]
+    console.file.write("\n".join(lines) + "\n")
     if not run.trials:
         console.print("no trials recorded yet")
     else:
         console.print(Text(f"\nproctor show {run.dir} TRIAL  (an id or a unique prefix)",
                            style="dim"))
+
+
+def _painter(console: Console) -> Any:
+    """text, style -> the text with that style's escape codes for this console (none when
+    it is not a terminal; no colours under NO_COLOR). Each style is worked out once."""
+    from functools import cache
+
+    from rich.style import Style
+
+    @cache
+    def codes(style: str) -> tuple[str, str]:
+        st = Style.parse(style)
+        if console.no_color:
+            st = st.without_color
+        marked = st.render("\0", color_system=console.color_system)
+        return tuple(marked.split("\0"))  # type: ignore[return-value]
+
+    def paint(text: str, style: str) -> str:
+        if not style or not text or console.color_system is None:
+            return text
+        before, after = codes(style)
+        return f"{before}{text}{after}"
+
+    return paint
+
+
+def _cell(text: str, width: int, right: bool, paint: Any = None, style: str = "") -> str:
+    from rich.cells import cell_len, set_cell_size
+
+    pad = " " * max(0, width - cell_len(text))
+    text = text if not pad else (pad + text if right else text + pad)
+    text = set_cell_size(text, width) if cell_len(text) > width else text
+    return paint(text, style) if paint and style else text
 
 
 def _first_failure(t: dict[str, Any]) -> str:
