@@ -182,7 +182,7 @@ def test_a_trials_memory_is_a_ray_reservation(cluster, tmp_path):
 
 
 def _node_running_trials(node, timeout: float = 60) -> None:
-    """Wait until the node's actor has a trial's sandbox."""
+    """Wait until the node's actor has a trial's sandbox (or box)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for pid in node.workers():
@@ -192,9 +192,11 @@ def _node_running_trials(node, timeout: float = 60) -> None:
                 continue
             for link in links:
                 if link.endswith("/lock") and "-node-" in link:
-                    box = Path(link).parent / "sandboxes"
-                    if box.is_dir() and any(box.iterdir()):
-                        return
+                    # an isolated trial runs in a box of the node's pool, else a sandbox dir
+                    for place in ("boxes", "sandboxes"):
+                        box = Path(link).parent / place
+                        if box.is_dir() and any(box.iterdir()):
+                            return
         time.sleep(0.2)
     raise AssertionError("no trial started on the node")
 
@@ -253,14 +255,17 @@ def _slow_db(specs: Path) -> None:
 
 
 def _wait_sandboxes(run_dir: Path, prefix: str, n: int, timeout: float = 90) -> str:
-    """Wait until n trials whose ids start with prefix have their sandbox on some node;
-    returns the run id."""
+    """Wait until n trials whose ids start with prefix have their sandbox on some node (an
+    isolated trial's is a box of its node's pool: n boxes, n trials at once); returns the run
+    id."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if (run_dir / "run.json").exists():
             run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
-            boxes = Path(tempfile.gettempdir()).glob(f"proctor-{run_id}-*-node-*/sandboxes/{prefix}*")
-            if len(list(boxes)) >= n:
+            nodes = f"proctor-{run_id}-*-node-*"
+            tmp = Path(tempfile.gettempdir())
+            boxes = [*tmp.glob(f"{nodes}/sandboxes/{prefix}*"), *tmp.glob(f"{nodes}/boxes/box-*")]
+            if len(boxes) >= n:
                 return run_id
         time.sleep(0.2)
     raise AssertionError(f"{n} trials {prefix}* never ran at once")

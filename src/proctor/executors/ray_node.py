@@ -109,18 +109,23 @@ class NodeRunner:
         from proctor.janitor import sweep_node
 
         with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(_stop(self.services), self.loop).result(timeout=60)
+            backend = self.run.backend if self.run is not None else None
+            asyncio.run_coroutine_threadsafe(_stop(self.services, backend),
+                                             self.loop).result(timeout=60)
         sweep_node(self.label)  # anything a trial's clean-up missed
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-async def _stop(services: dict) -> None:
+async def _stop(services: dict, backend: Any) -> None:
+    from proctor.sandbox import close_backend
     from proctor.services.lifecycle import stop_services
 
     tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    if backend is not None:
+        await close_backend(backend)
     await stop_services(services)
 
 
@@ -136,9 +141,15 @@ class _Work:
 
         task = self.r.tasks[trial.task_id]
         if self.r.run is None:  # one per node, as one per run on a single machine
+            from proctor.sandbox import backend_for_run
+
+            # Boxes kept for the node's next trials: as many as it runs at once, at most.
+            slots = self.r.options.concurrency or os.cpu_count() or 1
             self.r.run = RunContext(options=self.r.options, sandbox_root=self.r.home / "sandboxes",
                                     trial_dir=self.r._out, services=self.r.services,
-                                    run_id=self.r.label)
+                                    run_id=self.r.label,
+                                    backend=backend_for_run(self.r.options.backend,
+                                                            self.r.home / "boxes", slots))
         run = self.r.run
         try:
             await self._services(task)
