@@ -185,9 +185,10 @@ def shell_command(argv: list[str], shells: tuple[str, ...]) -> str | None:
 
 
 def _is_launcher(args: list[str], roots: tuple[str, ...]) -> bool:
-    """The agent's own program (or its interpreter running a file of it)."""
-    return any(a.startswith(roots) or os.path.realpath(a).startswith(roots)
-               for a in args[:2] if a.startswith("/"))
+    """The agent's own program (or its interpreter running a file of it). Paths are resolved
+    first: `ROOT/../../usr/bin/rm` is rm, not the agent."""
+    inside = tuple(root.rstrip("/") + "/" for root in roots)
+    return any(os.path.realpath(a).startswith(inside) for a in args[:2] if a.startswith("/"))
 
 
 def _cost(usage: dict[str, list[int]], model: str, asked: str,
