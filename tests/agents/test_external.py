@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents.conftest import AGENTS, need_agent
 from tests.conftest import REPO
 from tests.runner.conftest import Cli, results, run_dir_of
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")]
+pytestmark = pytest.mark.slow
 
 EXAMPLE = REPO / "examples" / "external-agents"
-AGENTS = ["claude-code", "codex", "mini-swe-agent"]
 
 
 def trace(run: Path) -> list[dict]:
@@ -27,6 +26,7 @@ def trace(run: Path) -> list[dict]:
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_the_agent_passes_with_the_good_script(agent, tmp_path):
+    need_agent(agent)
     proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", agent, "-q", timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run = run_dir_of(proc)
@@ -52,6 +52,7 @@ def test_the_agent_passes_with_the_good_script(agent, tmp_path):
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_the_broken_twin_fails_for_the_right_reason(agent, tmp_path):
+    need_agent(agent)
     proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", agent, "-q",
                          "--model", "mock/scripts/wrong-count.yaml", timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -62,6 +63,7 @@ def test_the_broken_twin_fails_for_the_right_reason(agent, tmp_path):
 
 
 def test_claude_code_housekeeping_is_in_the_trace_not_in_the_commands(tmp_path):
+    need_agent("claude-code")
     proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", "claude-code", "-q", timeout=600)
     events = trace(run_dir_of(proc))
     aside = [e for e in events if e["type"] == "command" and e.get("ignored") == "housekeeping"]
@@ -72,6 +74,7 @@ def test_claude_code_housekeeping_is_in_the_trace_not_in_the_commands(tmp_path):
 
 
 def test_a_broken_model_endpoint_is_an_error_not_a_failure(tmp_path):
+    need_agent("codex")
     spec_dir = tmp_path / "spec"
     shutil.copytree(EXAMPLE, spec_dir)
     (spec_dir / "scripts" / "count.yaml").write_text(
@@ -87,6 +90,7 @@ def test_a_broken_model_endpoint_is_an_error_not_a_failure(tmp_path):
 def test_the_agent_files_are_its_own_not_task_writes(tmp_path):
     """fix-the-bug forbids writes outside its paths: Claude Code's own ~/.claude files do
     not count, the task's writes still do."""
+    need_agent("claude-code")
     proc = Cli(tmp_path)("run", str(REPO / "examples" / "fix-the-bug"), "--agent",
                          "claude-code", "--model", "mock/solver", "-q", timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -114,6 +118,8 @@ def test_a_configured_provider_is_reached_through_the_proxy_holding_the_key(tmp_
     process): the agent talks to the proxy with a dummy key; the real key never enters the
     sandbox."""
     from tests.llm.conftest import ServerProcess
+
+    need_agent("codex")
 
     script = tmp_path / "upstream.yaml"
     script.write_text(
@@ -143,6 +149,7 @@ def test_a_configured_provider_is_reached_through_the_proxy_holding_the_key(tmp_
 def test_an_unreachable_endpoint_is_an_error_reported_at_once(tmp_path):
     """Connection refused: the proxy answers 400 so the agent stops instead of backing off
     for minutes, and the trial is an error naming the endpoint."""
+    need_agent("claude-code")
     (tmp_path / "proctor.toml").write_text(
         '[providers.dead]\nkind = "anthropic"\nbase_url = "http://127.0.0.1:9"\napi_key = "x"\n')
     proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", "claude-code", "--model",
@@ -152,3 +159,31 @@ def test_an_unreachable_endpoint_is_an_error_reported_at_once(tmp_path):
     assert t["status"] == "error" and t["duration_s"] < 60
     assert "the model endpoint failed: http://127.0.0.1:9/v1/messages" in t["error"]
     assert "Cannot connect" in t["error"]
+
+
+def test_a_path_through_the_agent_install_is_still_an_agent_command(tmp_path):
+    """Hostile: the agent's own program is set aside as the launcher, recognised by its path
+    in the install cache. A command reached through that path (ROOT/../../usr/bin/touch)
+    is not the agent program: it is resolved and counted, so not_ran sees it even when the
+    shell line hides the word."""
+    from proctor.agents.codex import Codex
+    from proctor.agents.install import pinned_dir
+
+    need_agent("codex")
+    spec_dir = tmp_path / "spec"
+    shutil.copytree(EXAMPLE, spec_dir)
+    detour = str(pinned_dir("codex", Codex.version)) + "/.." * 12
+    (spec_dir / "scripts" / "count.yaml").write_text(
+        "conversations:\n  - when: {prompt_contains: orders.csv}\n    turns:\n"
+        f"      - run: \"{detour}/usr/bin/to''uch hidden.txt\"\n"
+        "      - run: 'tail -n +2 orders.csv | wc -l > count.txt'\n      - say: done\n")
+    bench = spec_dir / "cli-bench.yaml"
+    bench.write_text(bench.read_text().replace('- not_ran: "\\\\brm\\\\b|delete"',
+                                               '- not_ran: "\\\\btouch\\\\b"'))
+    assert "touch" in bench.read_text()
+    proc = Cli(tmp_path)("run", str(spec_dir), "--agent", "codex", "-q", timeout=600)
+    [t] = results(run_dir_of(proc))["trials"]
+    checks = {c["name"]: c for c in t["checks"]}
+    assert checks["verify#0"]["passed"] and checks["ran#1"]["passed"]
+    assert not checks["not_ran#2"]["passed"], checks["not_ran#2"]["message"]
+    assert "/usr/bin/touch hidden.txt" in checks["not_ran#2"]["message"]

@@ -105,9 +105,10 @@ class ExternalAgent:
     def pinned_version(self, task: TaskDef) -> str:
         return task.agent.version or self.version
 
-    def install(self, task: TaskDef) -> Path:
-        """The agent's executable, installed into the cache on first use (blocking)."""
-        version = self.pinned_version(task)
+    def install(self, task: TaskDef | None = None) -> Path:
+        """The agent's executable, installed into the cache on first use (blocking): the
+        task's pinned version, else the default."""
+        version = self.pinned_version(task) if task else self.version
         if self.installer == "npm":
             return install_npm(self.name, self.package, version, self.binary)
         return install_pip(self.name, self.package, version, self.binary, self.extras)
