@@ -37,6 +37,11 @@ def test_the_launcher_is_not_an_agent_command(cli, spec, tmp_path):
     [t] = results(tmp_path / "run")["trials"]
     assert all(c["passed"] for c in t["checks"]), t["checks"]
     assert t["tokens"] == {"input": None, "output": None}  # unknown, not zero
+    [row] = results(tmp_path / "run")["models"]
+    assert row["tokens"] == {"input": None, "output": None}
+    assert cli("report", "run", "--format", "md").returncode == 0
+    summary = (tmp_path / "run" / "summary.md").read_text()
+    assert "| 1.0 | – | – |" in summary, summary  # avg turns, tokens in, tokens out
     trace = [json.loads(x) for x in (tmp_path / "run" / "trials" / "words.r0" / "trace.jsonl")
              .read_text().splitlines()]
     launcher = [e for e in trace if e.get("ignored") == "launcher"]
