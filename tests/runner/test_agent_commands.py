@@ -131,6 +131,45 @@ def test_external_agent_types_and_versions_validate(cli, spec):
     assert out.returncode == 2 and "agent.version" in out.stderr
 
 
+def test_validate_warns_about_what_would_stop_an_external_agents_run(cli, spec):
+    """As for `llm`: a mock script that is not there, and a model the agent cannot talk to
+    (`proctor run` refuses both before any trial)."""
+    spec("""
+    version: 1
+    id: ext
+    task: {prompt: x}
+    agent: {type: codex, model: anthropic/claude-sonnet-4-5, version: 0.169.0}
+    invariants:
+      ok: {description: x, check: {type: file_exists, path: x}}
+    """)
+    out = cli("validate", "spec.yaml")
+    assert out.returncode == 0 and "1 warning(s)" in out.stdout
+    assert "codex: anthropic/claude-sonnet-4-5 is an anthropic model; codex talks to openai " \
+           "models" in out.stderr
+    spec("""
+    version: 1
+    id: ext
+    task: {prompt: x}
+    agent: {type: claude-code, model: mock/scripts/missing.yaml}
+    invariants:
+      ok: {description: x, check: {type: file_exists, path: x}}
+    """)
+    out = cli("validate", "spec.yaml")
+    assert "mock script 'scripts/missing.yaml' not found" in out.stderr
+    # the honest twin: models these agents speak, a script that is there
+    (spec("conversations: []\n", "scripts/there.yaml"))
+    spec("""
+    version: 1
+    id: ext
+    task: {prompt: x}
+    agent: {type: mini-swe-agent, model: mock/scripts/there.yaml}
+    invariants:
+      ok: {description: x, check: {type: file_exists, path: x}}
+    """)
+    out = cli("validate", "spec.yaml")
+    assert out.returncode == 0 and out.stderr == "" and "warning" not in out.stdout
+
+
 def test_no_way_to_build_the_tracer_stops_the_run_before_any_trial(cli, spec, tmp_path):
     spec("""
     cli: git

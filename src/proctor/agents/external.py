@@ -271,7 +271,7 @@ def install_agents(trials: list[Trial], tasks: dict[str, TaskDef],
         model = model_for(trial.model, task, options.config)
         if (agent.name, model) not in checked:
             checked.add((agent.name, model))
-            _check_model(agent, model, options.config)
+            check_model(agent.name, model, options.config)
         version = agent.pinned_version(task)
         if versions.get(agent.name) == version:
             continue
@@ -283,9 +283,15 @@ def install_agents(trials: list[Trial], tasks: dict[str, TaskDef],
     return versions
 
 
-def _check_model(agent: ExternalAgent, model: str, config: dict[str, Any]) -> None:
+def check_model(agent_type: str, model: str, config: dict[str, Any]) -> None:
+    """A UsageError if agent `agent_type` cannot talk to `model` (e.g. codex and an
+    anthropic model)."""
+    from proctor.agents import make_agent
+
+    agent = make_agent(agent_type)
+    assert isinstance(agent, ExternalAgent)
     provider, _ = split_model(resolve_model(model, config))
     kind = provider_settings(provider, config).kind
     if kind != "mock" and kind not in agent.apis:
-        raise UsageError(f"{agent.name}: {model} is a {kind} model; {agent.name} talks to "
+        raise UsageError(f"{agent.name}: {model} is an {kind} model; {agent.name} talks to "
                          f"{' or '.join(agent.apis)} models (or mock/… for proctor's mock)")
