@@ -4,8 +4,10 @@ use), driven through the recording proxy, their commands traced from the process
 
 from __future__ import annotations
 
+import http.server
 import json
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -73,16 +75,19 @@ def test_claude_code_housekeeping_is_in_the_trace_not_in_the_commands(tmp_path):
     assert ran["passed"], ran["message"]
 
 
-def test_a_broken_model_endpoint_is_an_error_not_a_failure(tmp_path):
-    need_agent("codex")
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_broken_model_endpoint_is_an_error_not_a_failure(agent, tmp_path):
+    """The mock answers 400 (no conversation matches): the agent gives up, and the trial
+    is an error naming the endpoint's answer, not a failure of the agent."""
+    need_agent(agent)
     spec_dir = tmp_path / "spec"
     shutil.copytree(EXAMPLE, spec_dir)
     (spec_dir / "scripts" / "count.yaml").write_text(
         "conversations:\n  - when: {prompt_contains: NOTHING-MATCHES}\n    turns: [{say: hi}]\n")
-    proc = Cli(tmp_path)("run", str(spec_dir), "--agent", "codex", "-q", timeout=600)
+    proc = Cli(tmp_path)("run", str(spec_dir), "--agent", agent, "-q", timeout=600)
     assert proc.returncode == 1
     [t] = results(run_dir_of(proc))["trials"]
-    assert t["status"] == "error"
+    assert t["status"] == "error", t
     assert "the model endpoint failed" in t["error"] and "HTTP 400" in t["error"]
     assert t["checks"] == []  # an error: the checks do not judge a trial that never ran
 
@@ -187,3 +192,49 @@ def test_a_path_through_the_agent_install_is_still_an_agent_command(tmp_path):
     assert checks["verify#0"]["passed"] and checks["ran#1"]["passed"]
     assert not checks["not_ran#2"]["passed"], checks["not_ran#2"]["message"]
     assert "/usr/bin/touch hidden.txt" in checks["not_ran#2"]["message"]
+
+
+class _Failing(http.server.BaseHTTPRequestHandler):
+    """A provider whose every answer is a 500, in Anthropic's error shape."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b'{"type": "error", "error": {"type": "api_error", "message": "down"}}'
+        self.send_response(500)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_provider_failing_with_5xx_is_an_error_within_seconds(tmp_path):
+    """Claude Code retries a 5xx ten times over about three minutes; proctor asks for four
+    (CLAUDE_CODE_MAX_RETRIES), and the spec's env can say otherwise."""
+    need_agent("claude-code")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    (tmp_path / "proctor.toml").write_text(
+        f'[providers.down]\nkind = "anthropic"\nbase_url = "http://127.0.0.1:{server.server_address[1]}"\n'
+        'api_key = "x"\n')
+    spec_dir = tmp_path / "spec"
+    shutil.copytree(EXAMPLE, spec_dir)
+    calls = {}
+    try:
+        for retries in (None, "1"):
+            if retries:
+                bench = spec_dir / "cli-bench.yaml"
+                bench.write_text(f"env: {{CLAUDE_CODE_MAX_RETRIES: '{retries}'}}\n" + bench.read_text())
+            proc = Cli(tmp_path)("run", str(spec_dir), "--agent", "claude-code", "--model",
+                                 "down/claude-x", "-q", timeout=300)
+            assert proc.returncode == 1, proc.stdout + proc.stderr
+            run = run_dir_of(proc)
+            [t] = results(run)["trials"]
+            assert t["status"] == "error" and "HTTP 500" in t["error"] and t["duration_s"] < 60
+            calls[retries] = len([e for e in trace(run) if e["type"] == "model_call"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert calls == {None: 5, "1": 2}  # the first call and its retries

@@ -24,6 +24,9 @@ class ClaudeCode(ExternalAgent):
     # discovery) is housekeeping.
     tool_process = r"^/bin/bash -c 'source \S+/shell-snapshots/snapshot-"
 
+    # A failing model endpoint: 4 retries (about 10 s) instead of 10 (about 3 minutes).
+    defaults = {"CLAUDE_CODE_MAX_RETRIES": "4"}
+
     # Its own files: under HOME, and its scratch files in /tmp (cwd tracking, fs probes).
     state_paths = (".claude.json", ".claude/", "/tmp/claude-")
 

@@ -73,6 +73,9 @@ class ExternalAgent:
     # For an agent that stops only when it runs a given command: proctor's mock answers a
     # script's final answer with it.
     mock_finish: ClassVar[str | None] = None
+    # Variables proctor sets unless the spec's `env` does (e.g. how often to retry a failed
+    # model call: a dead endpoint should not hold a trial for minutes).
+    defaults: ClassVar[dict[str, str]] = {}
 
     # -- the recipe ------------------------------------------------------------------
 
@@ -155,8 +158,10 @@ class ExternalAgent:
                         error=_endpoint_failure(proxy, exit_code, timed_out))
 
                 env.on_timeout = lambda: result("", None, True)
+                variables = {**{k: v for k, v in self.defaults.items()
+                                if k not in env.sandbox.env}, **self.environment(w)}
                 res = await env.sandbox.exec(shlex.join(argv), timeout=task.agent.timeout,
-                                             trace=True, env=self.environment(w))
+                                             trace=True, env=variables)
         self._record(env, argv, res, exe)
         return result(res.stdout, res.exit_code, res.timed_out)
 

@@ -22,6 +22,8 @@ class MiniSweAgent(ExternalAgent):
     housekeeping = (r"^echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT$",)
     mock_finish = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
+    defaults = {"MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "2"}  # a dead endpoint fails fast
+
     state_paths = ("trajectory.json", ".config/mini-swe-agent/", ".cache/")  # its own files under HOME
 
     def shell_tool(self, command: str) -> tuple[str, dict[str, Any]]:
@@ -40,5 +42,4 @@ class MiniSweAgent(ExternalAgent):
     def environment(self, w: Wiring) -> dict[str, str]:
         return {f"{w.kind.upper()}_API_KEY": "proctor-proxy",  # the proxy holds the real key
                 "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors",
-                "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no cost-map download at start
-                "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "2"}  # a dead endpoint fails fast
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # no cost-map download at start
