@@ -35,7 +35,9 @@ def test_the_agent_passes_with_the_good_script(agent, tmp_path):
     [t] = results(run)["trials"]
     assert t["status"] == "pass" and t["agent"] == agent
     assert t["turns"] >= 2 and t["tokens"]["input"] > 0  # through the proxy
-    assert "3" in t["output"]  # the agent's final answer
+    # The agent's final answer, and only that: not Claude Code's JSON around it, not the
+    # conversation (the prompt included) mini-swe-agent prints. output_* checks read it.
+    assert t["output"].strip() == "count.txt holds 3: the number of data rows."
     events = trace(run)
     commands = [e for e in events if e["type"] == "command"]
     counted = [e["command"] for e in commands if not e.get("ignored") and e["source"] == "exec"]
@@ -44,6 +46,10 @@ def test_the_agent_passes_with_the_good_script(agent, tmp_path):
     assert "wc -l" in counted and "cat count.txt" in counted
     # The agent program itself holds the prompt ("Never delete files"): not a command.
     launcher = [e for e in commands if e.get("ignored") == "launcher" or e["source"] == "launcher"]
+    assert launcher[-1]["source"] == "launcher" and launcher[-1]["stdout"] == t["output"]
+    printed = [e["stdout"] for e in events if e["type"] == "agent_stdout"]
+    if agent != "codex":  # codex prints just its answer; the others more, kept in the trace
+        assert len(printed) == 1 and t["output"].strip() in printed[0]
     assert launcher and all("orders.csv" not in c or "tail" in c for c in counted)
     assert not any("Never delete" in c for c in counted)
     model_calls = [e for e in events if e["type"] == "model_call"]

@@ -103,6 +103,11 @@ class ExternalAgent:
         """The agent's final answer, from what it printed."""
         return stdout
 
+    async def final_answer(self, env: AgentEnv, w: Wiring, stdout: str) -> str:
+        """The trial's `output`: `answer(stdout)`, unless the agent leaves its answer
+        elsewhere (a file in its HOME)."""
+        return self.answer(stdout)
+
     # -- the same for every agent ----------------------------------------------------
 
     def pinned_version(self, task: TaskDef) -> str:
@@ -150,9 +155,9 @@ class ExternalAgent:
                     await env.sandbox.write_file(f"{w.home}/{rel}", content.encode())
                 argv = self.argv(exe, env.prompt, w)
 
-                def result(stdout: str, exit_code: int | None, timed_out: bool) -> AgentResult:
+                def result(output: str, exit_code: int | None, timed_out: bool) -> AgentResult:
                     return AgentResult(
-                        output=self.answer(stdout), turns=proxy.turns,
+                        output=output, turns=proxy.turns,
                         tokens_in=proxy.tokens_in, tokens_out=proxy.tokens_out,
                         cost_usd=_cost(proxy.usage_by_model, model, upstream.model, config),
                         error=_endpoint_failure(proxy, exit_code, timed_out))
@@ -162,11 +167,15 @@ class ExternalAgent:
                                 if k not in env.sandbox.env}, **self.environment(w)}
                 res = await env.sandbox.exec(shlex.join(argv), timeout=task.agent.timeout,
                                              trace=True, env=variables)
-        self._record(env, argv, res, exe)
-        return result(res.stdout, res.exit_code, res.timed_out)
+        answer = await self.final_answer(env, w, res.stdout)
+        self._record(env, argv, res, answer)
+        return result(answer, res.exit_code, res.timed_out)
 
-    def _record(self, env: AgentEnv, argv: list[str], res: Any, exe: str) -> None:
-        """What the agent executed, then its launcher with its exit code and output."""
+    def _record(self, env: AgentEnv, argv: list[str], res: Any, answer: str) -> None:
+        """What the agent executed, then its launcher with its exit code and its final
+        answer as its output (what `output_*` checks read: not the JSON around Claude
+        Code's answer, not the prompt mini-swe-agent prints); all it printed goes to the
+        trace."""
         roots = (str(pinned_dir(self.name, self.pinned_version(env.task))),)
         wrappers = [re.compile(w) for w in self.wrappers]
 
@@ -175,9 +184,12 @@ class ExternalAgent:
 
         tool = re.compile(self.tool_process) if self.tool_process else None
         env.record_execs(res, is_launcher, self.housekeeping, tool, self.unwrap)
+        if res.stdout != answer:
+            env.recorder.trace({"type": "agent_stdout", "stdout": res.stdout,
+                                "truncated": res.truncated})
         env.record(CommandRecord(command=shlex.join(argv), argv=argv,
                                  cwd=str(env.sandbox.workdir), exit_code=res.exit_code,
-                                 stdout=res.stdout, stderr=res.stderr,
+                                 stdout=answer, stderr=res.stderr,
                                  started_at=res.started_at, duration_s=res.duration_s,
                                  timed_out=res.timed_out, truncated=res.truncated,
                                  source="launcher"))

@@ -169,6 +169,8 @@ def _trace_event(ev: dict[str, Any]) -> Any:
     if kind == "agent_output":
         body = ev.get("output", ev.get("text", ev.get("content", "")))
         return Text("◇ agent output\n", style="bold") + Text(_indent(_block(body)))
+    if kind == "agent_stdout":
+        return Text("◇ all the agent printed\n", style="bold") + Text(_indent(_block(ev.get("stdout") or "")))
     if kind == "setup":
         label = ev.get("command") or ev.get("name") or ""
         code = ev.get("exit_code")
