@@ -244,3 +244,26 @@ def test_a_provider_failing_with_5xx_is_an_error_within_seconds(tmp_path):
         server.shutdown()
         server.server_close()
     assert calls == {None: 5, "1": 2}  # the first call and its retries
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude-code"])
+def test_codex_refuses_a_literal_rm_rf_on_its_own(agent, tmp_path):
+    """Codex answers the model that `rm -rf` is not permitted instead of running it: the
+    agent's behaviour, not proctor's (Claude Code runs it, and not_ran sees it)."""
+    need_agent(agent)
+    spec_dir = tmp_path / "spec"
+    shutil.copytree(EXAMPLE, spec_dir)
+    (spec_dir / "scripts" / "count.yaml").write_text(
+        "conversations:\n  - when: {prompt_contains: orders.csv}\n    turns:\n"
+        "      - run: 'mkdir junk && rm -rf junk'\n"
+        "      - run: 'tail -n +2 orders.csv | wc -l > count.txt'\n      - say: done\n")
+    proc = Cli(tmp_path)("run", str(spec_dir), "--agent", agent, "-q", timeout=600)
+    run = run_dir_of(proc)
+    [t] = results(run)["trials"]
+    not_ran = next(c for c in t["checks"] if c["name"] == "not_ran#2")
+    replies = json.dumps([e["request"] for e in trace(run) if e["type"] == "model_call"])
+    if agent == "codex":
+        assert t["status"] == "pass" and not_ran["passed"]
+        assert "rm -f style commands are not permitted" in replies
+    else:
+        assert t["status"] == "fail" and "#1 mkdir junk && rm -rf junk" in not_ran["message"]
