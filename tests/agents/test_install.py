@@ -26,6 +26,7 @@ def npm(tmp_path, monkeypatch):
     monkeypatch.setenv("npm_config_registry", registry.url)
     monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))  # every byte from here
     monkeypatch.setenv("npm_config_update_notifier", "false")
+    monkeypatch.setenv("npm_config_offline", "false")  # the registry is local
     monkeypatch.setenv("PROCTOR_AGENTS", str(tmp_path / "agents"))
     yield registry
     registry.close()
