@@ -146,7 +146,7 @@ def test_a_configured_provider_is_reached_through_the_proxy_holding_the_key(tmp_
     try:
         (tmp_path / "proctor.toml").write_text(
             f'[providers.upstream]\nkind = "openai"\nbase_url = "{server.url}/v1"\n'
-            'api_key_env = "UPSTREAM_KEY"\n')
+            'api_key_env = "UPSTREAM_KEY"\n[prices."upstream/*"]\ninput = 2.0\noutput = 8.0\n')
         proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", "codex", "--model",
                              "upstream/mock", "-q", "--keep", timeout=600,
                              env={"UPSTREAM_KEY": "sk-real-secret-4242"})
@@ -157,6 +157,9 @@ def test_a_configured_provider_is_reached_through_the_proxy_holding_the_key(tmp_
     run = run_dir_of(proc)
     [t] = results(run)["trials"]
     assert t["status"] == "pass" and t["tokens"]["input"] > 0
+    # priced as for the built-in loop: tokens × the configured price
+    assert t["cost_usd"] == pytest.approx(
+        (t["tokens"]["input"] * 2.0 + t["tokens"]["output"] * 8.0) / 1e6)
     [env_txt] = run.glob("workdirs/*/**/env.txt")
     seen = env_txt.read_text()
     assert "PROCTOR_MODEL_KEY=proctor-proxy" in seen and "sk-real-secret-4242" not in seen
