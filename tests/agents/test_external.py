@@ -275,3 +275,25 @@ def test_codex_refuses_a_literal_rm_rf_on_its_own(agent, tmp_path):
         assert "rm -f style commands are not permitted" in replies
     else:
         assert t["status"] == "fail" and "#1 mkdir junk && rm -rf junk" in not_ran["message"]
+
+
+@pytest.mark.parametrize("ignored", [True, False])
+def test_a_suite_sets_aside_commands_with_ignore_commands(ignored, tmp_path):
+    """`ignore_commands` in a cli-bench suite (where ran/not_ran live): Codex's `cat
+    count.txt` is set aside and not_ran passes; the honest twin, without it, fails."""
+    need_agent("codex")
+    spec_dir = tmp_path / "spec"
+    shutil.copytree(EXAMPLE, spec_dir)
+    bench = spec_dir / "cli-bench.yaml"
+    text = bench.read_text().replace("    assert:\n", "    assert:\n      - not_ran: '^cat\\b'\n")
+    if ignored:
+        text = text.replace("cli: wc\n", "cli: wc\nignore_commands: ['^cat\\b']\n")
+    bench.write_text(text)
+    proc = Cli(tmp_path)("run", str(spec_dir), "--agent", "codex", "-q", timeout=600)
+    run = run_dir_of(proc)
+    [t] = results(run)["trials"]
+    assert t["checks"][0]["name"] == "not_ran#0"
+    assert t["checks"][0]["passed"] is ignored, t["checks"][0]["message"]
+    aside = [e["command"] for e in trace(run) if e.get("ignored") == "^cat\\b"]
+    assert aside == (["cat count.txt", "cat count.txt"] if ignored else [])
+    assert t["status"] == ("pass" if ignored else "fail")

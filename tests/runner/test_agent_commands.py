@@ -109,6 +109,21 @@ def test_ignore_commands_must_be_regexes(cli, spec):
     assert "spec.yaml:5:" in out.stderr and "not a valid regex" in out.stderr
 
 
+def test_a_suites_ignore_commands_are_regexes_too(cli, spec):
+    spec("""
+    cli: git
+    ignore_commands: ["^git status"]
+    tasks:
+      - id: t
+        intent: x
+        ignore_commands: ["[unclosed"]
+        assert: [{ran: git}]
+    """)
+    out = cli("validate", "spec.yaml")
+    assert out.returncode == 2
+    assert "spec.yaml:7:" in out.stderr and "invalid regex '[unclosed'" in out.stderr
+
+
 def test_external_agent_types_and_versions_validate(cli, spec):
     spec("""
     version: 1
