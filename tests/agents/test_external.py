@@ -297,3 +297,28 @@ def test_a_suite_sets_aside_commands_with_ignore_commands(ignored, tmp_path):
     aside = [e["command"] for e in trace(run) if e.get("ignored") == "^cat\\b"]
     assert aside == (["cat count.txt", "cat count.txt"] if ignored else [])
     assert t["status"] == ("pass" if ignored else "fail")
+
+
+def test_claude_code_without_its_shell_snapshot_still_has_its_commands_counted(tmp_path):
+    """Hostile: with its shell snapshot moved away, Claude Code runs Bash tool commands as
+    `bash -c -l '… eval CMD …'` without `source SNAPSHOT`; they are still the tool's
+    commands, not housekeeping, so not_ran sees the touch (the good script, which keeps the
+    snapshot, is the honest twin)."""
+    need_agent("claude-code")
+    spec_dir = tmp_path / "spec"
+    shutil.copytree(EXAMPLE, spec_dir)
+    (spec_dir / "scripts" / "count.yaml").write_text(
+        "conversations:\n  - when: {prompt_contains: orders.csv}\n    turns:\n"
+        "      - run: 'mv ~/.claude/shell-snapshots ~/.claude/old; true'\n"
+        "      - run: 'touch hidden.txt'\n"
+        "      - run: 'tail -n +2 orders.csv | wc -l > count.txt'\n      - say: done\n")
+    bench = spec_dir / "cli-bench.yaml"
+    bench.write_text(bench.read_text().replace('- not_ran: "\\\\brm\\\\b|delete"',
+                                               '- not_ran: "\\\\btouch\\\\b"'))
+    assert "touch" in bench.read_text()
+    proc = Cli(tmp_path)("run", str(spec_dir), "--agent", "claude-code", "-q", timeout=600)
+    [t] = results(run_dir_of(proc))["trials"]
+    checks = {c["name"]: c for c in t["checks"]}
+    assert checks["verify#0"]["passed"] and checks["ran#1"]["passed"]
+    assert not checks["not_ran#2"]["passed"]
+    assert ": #3 touch hidden.txt, #5 touch hidden.txt" in checks["not_ran#2"]["message"]
