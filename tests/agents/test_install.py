@@ -4,6 +4,7 @@ cache ./setup.sh fills)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import threading
@@ -125,3 +126,56 @@ def test_an_unreachable_registry_says_so(npm, monkeypatch):
     with pytest.raises(UsageError, match=r"failed: npm install --prefix …: FetchError: "
                                          r"request to http://127\.0\.0\.1:9/.* ECONNREFUSED"):
         install_npm("fake", "proctor-fake-agent", "1.2.3", "fake-agent")
+
+
+# A stand-in for Claude Code published to the loopback registry: it asks the model proctor
+# points it at (ANTHROPIC_BASE_URL, a dummy key) once, writes the answer, prints it as
+# `claude -p --output-format json` does.
+FAKE_CLAUDE = """#!/usr/bin/env node
+const prompt = process.argv[process.argv.indexOf('-p') + 1];
+fetch(process.env.ANTHROPIC_BASE_URL + '/v1/messages', {
+  method: 'POST',
+  headers: {'content-type': 'application/json', 'x-api-key': process.env.ANTHROPIC_API_KEY,
+            'anthropic-version': '2023-06-01'},
+  body: JSON.stringify({model: 'mock', max_tokens: 100,
+                        messages: [{role: 'user', content: prompt}]}),
+}).then(r => r.json()).then(answer => {
+  require('fs').writeFileSync('answer.txt', answer.content[0].text);
+  console.log(JSON.stringify({type: 'result', result: answer.content[0].text}));
+});
+"""
+
+
+@needs_npm
+def test_proctor_run_installs_the_pinned_version_on_first_use(npm, tmp_path, monkeypatch):
+    """`proctor run` with `agent: {type: claude-code, version: …}`: the version is
+    installed into $PROCTOR_HOME/agents by the real npm before the first trial, says so,
+    is recorded in run.json and reused by the next run; the agent reaches the model through
+    proctor's proxy."""
+    from tests.runner.conftest import Cli, results, run_dir_of
+
+    npm.publish("@anthropic-ai/claude-code", "9.9.9", {"cli.js": FAKE_CLAUDE},
+                {"claude": "cli.js"})
+    monkeypatch.delenv("PROCTOR_AGENTS")
+    home = tmp_path / "home"
+    (tmp_path / "say.yaml").write_text(
+        "conversations:\n  - when: {prompt_contains: fake}\n    turns: [{say: forty-two}]\n")
+    (tmp_path / "spec.yaml").write_text(
+        "version: 1\nid: fake\ntask: {prompt: the fake agent's task}\n"
+        "agent: {type: claude-code, version: 9.9.9, model: mock/say.yaml}\n"
+        "invariants:\n  answered:\n    description: the model's answer, written by the agent\n"
+        "    check: {type: file_content, path: answer.txt, contains: forty-two}\n")
+    cli = Cli(tmp_path)
+    first = cli("run", "spec.yaml", env={"PROCTOR_HOME": str(home)}, timeout=300)
+    assert first.returncode == 0, first.stdout + first.stderr
+    cache = (home / "agents" / "claude-code-9.9.9").resolve()
+    assert f"proctor: installing claude-code 9.9.9 into {cache}" in first.stderr
+    assert (cache / MARKER).is_file()
+    run = run_dir_of(first)
+    [t] = results(run)["trials"]
+    assert t["status"] == "pass" and t["output"] == "forty-two"
+    assert t["turns"] == 1 and t["tokens"]["input"] > 0  # through the proxy
+    assert json.loads((run / "run.json").read_text())["versions"]["claude-code"] == "9.9.9"
+    again = cli("run", "spec.yaml", env={"PROCTOR_HOME": str(home)}, timeout=300)
+    assert again.returncode == 0 and "installing" not in again.stderr
+    assert npm.downloads == {"claude-code-9.9.9.tgz": 1}
