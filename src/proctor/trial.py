@@ -83,6 +83,7 @@ class RunContext:
     services: dict[tuple[str, str], Service] = field(default_factory=dict)  # (source, name)
     shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (help text, ...)
     run_id: str = ""
+    backend: Any = None  # the run's backend instance (its box pool); None: one per trial
 
 
 def host_env(options: RunOptions) -> dict[str, str]:
@@ -248,7 +249,9 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
                         handles: dict[str, ServiceHandle], secret_values: dict[str, str],
                         on_output: Any) -> Sandbox:
     """The trial's sandbox, with an allowlisted environment and the trial's limits."""
-    env = {**host_env(run.options), **task.env}  # rendered once the workdir is known
+    if "host_env" not in run.shared:  # proctor's own environment does not change in a run
+        run.shared["host_env"] = host_env(run.options)
+    env = {**run.shared["host_env"], **task.env}  # rendered once the workdir is known
     env[RUN_ID_VAR] = run.run_id
     env.update(secret_values)
     for h in handles.values():
@@ -266,7 +269,8 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
                         *(f for h in handles.values() for f in h.files)],
         image=task.base_image, isolation=run.options.isolation, on_output=on_output)
     try:
-        sandbox = await create_sandbox(run.options.backend, spec)
+        sandbox = await (run.backend.create(spec) if run.backend is not None
+                         else create_sandbox(run.options.backend, spec))
     except (OSError, SetupError) as e:
         raise TrialFault("workspace", detail=str(e)) from None
     values = {"params": trial.params, "secrets": secret_values, "workdir": sandbox.workdir}
