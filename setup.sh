@@ -132,15 +132,21 @@ if ! command -v npm >/dev/null 2>&1 && [ "$system" = 1 ] && command -v apt-get >
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
+# mini-swe-agent needs only pip. An agent that cannot be installed or fails its example
+# stops setup here: the test suite runs all three from this cache and must not find it
+# half-filled after a setup that said it succeeded.
+agents=(mini-swe-agent)
 if command -v npm >/dev/null 2>&1; then
-  echo "==> installing Claude Code, Codex CLI and mini-swe-agent into .proctor/agents (each once)"
-  for agent in claude-code codex mini-swe-agent; do
-    PROCTOR_AGENTS="$PWD/.proctor/agents" .venv/bin/proctor run examples/external-agents \
-      --agent "$agent" -q
-  done
+  agents=(claude-code codex mini-swe-agent)
 else
-  echo "warning: no npm: the claude-code and codex agent types will not work" >&2
+  echo "warning: no npm: the claude-code and codex agent types will not work (their tests skip)" >&2
 fi
+echo "==> installing ${agents[*]} into .proctor/agents (each once) and running each on examples/external-agents"
+for agent in "${agents[@]}"; do
+  PROCTOR_AGENTS="$PWD/.proctor/agents" .venv/bin/proctor run examples/external-agents \
+    --agent "$agent" -q \
+    || { echo "error: $agent could not be installed or failed examples/external-agents (see above)" >&2; exit 1; }
+done
 
 if [ "$demo" = 1 ]; then
   echo "==> running the bundled examples with a scripted model (no API key needed)"

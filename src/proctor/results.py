@@ -25,7 +25,7 @@ class Usage(TypedDict):
 
     avg_turns: float
     avg_duration_s: float
-    tokens: dict[str, int]  # {"input", "output"}, summed
+    tokens: dict[str, int | None]  # {"input", "output"}, the known counts summed; None: unknown
     cost_usd: float | None  # the known costs summed; None when no trial's cost is known
     cost_per_success: float | None  # None without a known cost or without a success
 

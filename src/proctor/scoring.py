@@ -116,11 +116,17 @@ def usage(group: list[TrialResult]) -> Usage:
     return {
         "avg_turns": sum(t.turns for t in group) / n,
         "avg_duration_s": sum(t.duration_s for t in group) / n,
-        "tokens": {"input": sum(int(t.tokens.get("input") or 0) for t in group),
-                   "output": sum(int(t.tokens.get("output") or 0) for t in group)},
+        "tokens": {k: _known_sum([t.tokens.get(k) for t in group]) for k in ("input", "output")},
         "cost_usd": cost,
         "cost_per_success": cost / passed if cost is not None and passed else None,
     }
+
+
+def _known_sum(values: list[int | None]) -> int | None:
+    """The known counts summed; None when none is known (a command agent's tokens are
+    unknown, never 0)."""
+    known = [int(v) for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

@@ -3,13 +3,13 @@ egress, forbidden rules and a failing check, on `--backend local` and `--backend
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.agents.conftest import AGENTS, need_agent
 from tests.conftest import REPO
 from tests.docker.conftest import containers
 from tests.runner.conftest import Cli, results, run_dir_of
@@ -170,11 +170,11 @@ def test_custom_checks_run_in_the_container_or_on_the_host(base_image, tmp_path)
     assert {c["name"]: c["passed"] for c in trial["checks"]} == {"inside": True, "outside": True}
 
 
-@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "mini-swe-agent"])
+@pytest.mark.parametrize("agent", AGENTS)
 def test_external_agents_pass_in_the_container(base_image, agent, tmp_path):
     """The real agents (installed on the host, shown read-only at their path) against the
     mock model, through the recording proxy reached inside the container."""
+    need_agent(agent)
     done = Cli(tmp_path)("run", str(REPO / "examples" / "external-agents"), "--agent", agent,
                          "--backend", "docker", "-q", timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

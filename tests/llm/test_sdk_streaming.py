@@ -46,7 +46,7 @@ def test_chat_completions_stream_matches_the_unstreamed_answer(oai):
     assert text == message.content == "Listing the files, then done."
     assert [(c["id"], c["name"], c["args"]) for c in calls.values()] == [
         (t.id, t.function.name, t.function.arguments) for t in message.tool_calls]
-    assert message.tool_calls[0].id.startswith("call_")
+    assert message.tool_calls[0].id == "call_0_0"
     assert finish == whole.choices[0].finish_reason == "tool_calls"
     assert (usage.prompt_tokens, usage.completion_tokens) == (42, 7)
     assert whole.usage.prompt_tokens_details.cached_tokens == 0
@@ -62,7 +62,7 @@ def test_messages_stream_and_helper_match_the_unstreamed_answer(ant):
     with ant.messages.stream(**ask) as stream:
         final = stream.get_final_message()
     assert [b.model_dump() for b in final.content] == [b.model_dump() for b in whole.content]
-    assert whole.content[1].id.startswith("toolu_")
+    assert whole.content[1].id == "toolu_0_0"
     assert whole.content[1].input == {"command": "ls -la"}
     assert final.stop_reason == whole.stop_reason == "tool_use"
     assert final.usage.output_tokens == whole.usage.output_tokens == 7
@@ -106,7 +106,7 @@ def test_responses_stream_matches_the_unstreamed_answer(oai):
     assert [o.type for o in whole.output] == ["message", "function_call"]
     assert whole.output_text == "Listing the files, then done."
     call = whole.output[1]
-    assert call.call_id.startswith("call_") and call.name == "run_command"
+    assert (call.id, call.call_id, call.name) == ("fc_0_0", "call_0_0", "run_command")
     assert call.arguments == '{"command": "ls -la"}'
     assert (whole.usage.input_tokens, whole.usage.output_tokens) == (42, 7)
     assert whole.usage.input_tokens_details.cached_tokens == 0

@@ -37,6 +37,11 @@ def test_the_launcher_is_not_an_agent_command(cli, spec, tmp_path):
     [t] = results(tmp_path / "run")["trials"]
     assert all(c["passed"] for c in t["checks"]), t["checks"]
     assert t["tokens"] == {"input": None, "output": None}  # unknown, not zero
+    [row] = results(tmp_path / "run")["models"]
+    assert row["tokens"] == {"input": None, "output": None}
+    assert cli("report", "run", "--format", "md").returncode == 0
+    summary = (tmp_path / "run" / "summary.md").read_text()
+    assert "| 1.0 | – | – |" in summary, summary  # avg turns, tokens in, tokens out
     trace = [json.loads(x) for x in (tmp_path / "run" / "trials" / "words.r0" / "trace.jsonl")
              .read_text().splitlines()]
     launcher = [e for e in trace if e.get("ignored") == "launcher"]
@@ -104,6 +109,21 @@ def test_ignore_commands_must_be_regexes(cli, spec):
     assert "spec.yaml:5:" in out.stderr and "not a valid regex" in out.stderr
 
 
+def test_a_suites_ignore_commands_are_regexes_too(cli, spec):
+    spec("""
+    cli: git
+    ignore_commands: ["^git status"]
+    tasks:
+      - id: t
+        intent: x
+        ignore_commands: ["[unclosed"]
+        assert: [{ran: git}]
+    """)
+    out = cli("validate", "spec.yaml")
+    assert out.returncode == 2
+    assert "spec.yaml:7:" in out.stderr and "invalid regex '[unclosed'" in out.stderr
+
+
 def test_external_agent_types_and_versions_validate(cli, spec):
     spec("""
     version: 1
@@ -124,6 +144,45 @@ def test_external_agent_types_and_versions_validate(cli, spec):
     """)
     out = cli("validate", "spec.yaml")
     assert out.returncode == 2 and "agent.version" in out.stderr
+
+
+def test_validate_warns_about_what_would_stop_an_external_agents_run(cli, spec):
+    """As for `llm`: a mock script that is not there, and a model the agent cannot talk to
+    (`proctor run` refuses both before any trial)."""
+    spec("""
+    version: 1
+    id: ext
+    task: {prompt: x}
+    agent: {type: codex, model: anthropic/claude-sonnet-4-5, version: 0.169.0}
+    invariants:
+      ok: {description: x, check: {type: file_exists, path: x}}
+    """)
+    out = cli("validate", "spec.yaml")
+    assert out.returncode == 0 and "1 warning(s)" in out.stdout
+    assert "codex: anthropic/claude-sonnet-4-5 is an anthropic model; codex talks to openai " \
+           "models" in out.stderr
+    spec("""
+    version: 1
+    id: ext
+    task: {prompt: x}
+    agent: {type: claude-code, model: mock/scripts/missing.yaml}
+    invariants:
+      ok: {description: x, check: {type: file_exists, path: x}}
+    """)
+    out = cli("validate", "spec.yaml")
+    assert "mock script 'scripts/missing.yaml' not found" in out.stderr
+    # the honest twin: models these agents speak, a script that is there
+    (spec("conversations: []\n", "scripts/there.yaml"))
+    spec("""
+    version: 1
+    id: ext
+    task: {prompt: x}
+    agent: {type: mini-swe-agent, model: mock/scripts/there.yaml}
+    invariants:
+      ok: {description: x, check: {type: file_exists, path: x}}
+    """)
+    out = cli("validate", "spec.yaml")
+    assert out.returncode == 0 and out.stderr == "" and "warning" not in out.stdout
 
 
 def test_no_way_to_build_the_tracer_stops_the_run_before_any_trial(cli, spec, tmp_path):

@@ -156,6 +156,21 @@ def test_cost_per_success_and_unknown_cost():
     assert out["models"][0]["cost_usd"] is None
 
 
+def test_unknown_tokens_stay_unknown_in_every_row():
+    """A command agent's tokens are unknown (proctor does not see its model calls): its rows
+    say so (null, `–` in reports) rather than 0; known counts are summed past unknown ones."""
+    unknown = [trial("pass", replica=r) for r in range(2)]
+    for t in unknown:
+        t.tokens = {"input": None, "output": None}
+    out = summarize(unknown, [task_def()])
+    assert out["models"][0]["tokens"] == {"input": None, "output": None}
+    assert out["tasks"][0]["tokens"] == {"input": None, "output": None}
+    mixed = [trial("pass", model="m"), trial("error", model="m", replica=1)]
+    mixed[0].tokens = {"input": 120, "output": 7}
+    mixed[1].tokens = {"input": None, "output": None}
+    assert summarize(mixed, [task_def()])["models"][0]["tokens"] == {"input": 120, "output": 7}
+
+
 def test_the_default_threshold_applies_to_rows_without_a_model():
     th = Thresholds(default=60)
     oracle = [TrialResult(id=f"t.r{i}", task_id="t", model=None, help_mode=None, replica=i,

@@ -9,7 +9,7 @@ from typing import Any
 
 from proctor.agents.external import ExternalAgent, Wiring
 
-_EVAL = re.compile(r"&& eval (.*) < /dev/null && pwd -P >\| \S+$", re.S)
+_EVAL = re.compile(r"&& eval (.*?)(?: < /dev/null)? && pwd -P >\| \S+$", re.S)
 
 
 class ClaudeCode(ExternalAgent):
@@ -19,10 +19,15 @@ class ClaudeCode(ExternalAgent):
     installer = "npm"
     binary = "claude"
     apis = ("anthropic",)
-    # Every Bash tool command runs as `bash -c 'source SNAPSHOT … eval CMD …'` (see unwrap);
-    # everything else Claude Code starts (its shell snapshot, `env`, `id -u`, tool
-    # discovery) is housekeeping.
-    tool_process = r"^/bin/bash -c 'source \S+/shell-snapshots/snapshot-"
+    # Every Bash tool command runs as `bash -c [-l] '… && eval CMD [< /dev/null] && pwd -P
+    # >| /tmp/claude-XXXX-cwd'` (see unwrap), sourcing its shell snapshot first when there
+    # is one: matched on that tail, which a command cannot change (without a snapshot, a
+    # command matched on the head would pass for housekeeping). Everything else Claude Code
+    # starts (its shell snapshot, `env`, `id -u`, tool discovery) is housekeeping.
+    tool_process = r"(?s)^/bin/bash -c (-l )?'.* && eval .* && pwd -P >\| \S*/claude-\w+-cwd'$"
+
+    # A failing model endpoint: 4 retries (about 10 s) instead of 10 (about 3 minutes).
+    defaults = {"CLAUDE_CODE_MAX_RETRIES": "4"}
 
     # Its own files: under HOME, and its scratch files in /tmp (cwd tracking, fs probes).
     state_paths = (".claude.json", ".claude/", "/tmp/claude-")
@@ -42,9 +47,9 @@ class ClaudeCode(ExternalAgent):
                 "IS_SANDBOX": "1"}  # lets --dangerously-skip-permissions run as root
 
     def unwrap(self, argv: list[str]) -> str | None:
-        """The Bash tool runs `bash -c 'source SNAPSHOT … && eval 'CMD' < /dev/null && pwd -P
-        >| FILE'`: the agent's command is CMD."""
-        if len(argv) == 3 and argv[1] == "-c" and (m := _EVAL.search(argv[2])):
+        """The Bash tool runs `bash -c [-l] '[source SNAPSHOT …] && eval 'CMD' [< /dev/null]
+        && pwd -P >| FILE'`: the agent's command is CMD."""
+        if argv[1:-1] in (["-c"], ["-c", "-l"]) and (m := _EVAL.search(argv[-1])):
             try:
                 words = shlex.split(m.group(1))
             except ValueError:

@@ -73,6 +73,9 @@ class ExternalAgent:
     # For an agent that stops only when it runs a given command: proctor's mock answers a
     # script's final answer with it.
     mock_finish: ClassVar[str | None] = None
+    # Variables proctor sets unless the spec's `env` does (e.g. how often to retry a failed
+    # model call: a dead endpoint should not hold a trial for minutes).
+    defaults: ClassVar[dict[str, str]] = {}
 
     # -- the recipe ------------------------------------------------------------------
 
@@ -100,14 +103,20 @@ class ExternalAgent:
         """The agent's final answer, from what it printed."""
         return stdout
 
+    async def final_answer(self, env: AgentEnv, w: Wiring, stdout: str) -> str:
+        """The trial's `output`: `answer(stdout)`, unless the agent leaves its answer
+        elsewhere (a file in its HOME)."""
+        return self.answer(stdout)
+
     # -- the same for every agent ----------------------------------------------------
 
     def pinned_version(self, task: TaskDef) -> str:
         return task.agent.version or self.version
 
-    def install(self, task: TaskDef) -> Path:
-        """The agent's executable, installed into the cache on first use (blocking)."""
-        version = self.pinned_version(task)
+    def install(self, task: TaskDef | None = None) -> Path:
+        """The agent's executable, installed into the cache on first use (blocking): the
+        task's pinned version, else the default."""
+        version = self.pinned_version(task) if task else self.version
         if self.installer == "npm":
             return install_npm(self.name, self.package, version, self.binary)
         return install_pip(self.name, self.package, version, self.binary, self.extras)
@@ -146,21 +155,27 @@ class ExternalAgent:
                     await env.sandbox.write_file(f"{w.home}/{rel}", content.encode())
                 argv = self.argv(exe, env.prompt, w)
 
-                def result(stdout: str, exit_code: int | None, timed_out: bool) -> AgentResult:
+                def result(output: str, exit_code: int | None, timed_out: bool) -> AgentResult:
                     return AgentResult(
-                        output=self.answer(stdout), turns=proxy.turns,
+                        output=output, turns=proxy.turns,
                         tokens_in=proxy.tokens_in, tokens_out=proxy.tokens_out,
                         cost_usd=_cost(proxy.usage_by_model, model, upstream.model, config),
                         error=_endpoint_failure(proxy, exit_code, timed_out))
 
                 env.on_timeout = lambda: result("", None, True)
+                variables = {**{k: v for k, v in self.defaults.items()
+                                if k not in env.sandbox.env}, **self.environment(w)}
                 res = await env.sandbox.exec(shlex.join(argv), timeout=task.agent.timeout,
-                                             trace=True, env=self.environment(w))
-        self._record(env, argv, res, exe)
-        return result(res.stdout, res.exit_code, res.timed_out)
+                                             trace=True, env=variables)
+        answer = await self.final_answer(env, w, res.stdout)
+        self._record(env, argv, res, answer)
+        return result(answer, res.exit_code, res.timed_out)
 
-    def _record(self, env: AgentEnv, argv: list[str], res: Any, exe: str) -> None:
-        """What the agent executed, then its launcher with its exit code and output."""
+    def _record(self, env: AgentEnv, argv: list[str], res: Any, answer: str) -> None:
+        """What the agent executed, then its launcher with its exit code and its final
+        answer as its output (what `output_*` checks read: not the JSON around Claude
+        Code's answer, not the prompt mini-swe-agent prints); all it printed goes to the
+        trace."""
         roots = (str(pinned_dir(self.name, self.pinned_version(env.task))),)
         wrappers = [re.compile(w) for w in self.wrappers]
 
@@ -169,9 +184,12 @@ class ExternalAgent:
 
         tool = re.compile(self.tool_process) if self.tool_process else None
         env.record_execs(res, is_launcher, self.housekeeping, tool, self.unwrap)
+        if res.stdout != answer:
+            env.recorder.trace({"type": "agent_stdout", "stdout": res.stdout,
+                                "truncated": res.truncated})
         env.record(CommandRecord(command=shlex.join(argv), argv=argv,
                                  cwd=str(env.sandbox.workdir), exit_code=res.exit_code,
-                                 stdout=res.stdout, stderr=res.stderr,
+                                 stdout=answer, stderr=res.stderr,
                                  started_at=res.started_at, duration_s=res.duration_s,
                                  timed_out=res.timed_out, truncated=res.truncated,
                                  source="launcher"))
@@ -185,9 +203,10 @@ def shell_command(argv: list[str], shells: tuple[str, ...]) -> str | None:
 
 
 def _is_launcher(args: list[str], roots: tuple[str, ...]) -> bool:
-    """The agent's own program (or its interpreter running a file of it)."""
-    return any(a.startswith(roots) or os.path.realpath(a).startswith(roots)
-               for a in args[:2] if a.startswith("/"))
+    """The agent's own program (or its interpreter running a file of it). Paths are resolved
+    first: `ROOT/../../usr/bin/rm` is rm, not the agent."""
+    inside = tuple(root.rstrip("/") + "/" for root in roots)
+    return any(os.path.realpath(a).startswith(inside) for a in args[:2] if a.startswith("/"))
 
 
 def _cost(usage: dict[str, list[int]], model: str, asked: str,
@@ -269,7 +288,7 @@ def install_agents(trials: list[Trial], tasks: dict[str, TaskDef],
         model = model_for(trial.model, task, options.config)
         if (agent.name, model) not in checked:
             checked.add((agent.name, model))
-            _check_model(agent, model, options.config)
+            check_model(agent.name, model, options.config)
         version = agent.pinned_version(task)
         if versions.get(agent.name) == version:
             continue
@@ -281,9 +300,15 @@ def install_agents(trials: list[Trial], tasks: dict[str, TaskDef],
     return versions
 
 
-def _check_model(agent: ExternalAgent, model: str, config: dict[str, Any]) -> None:
+def check_model(agent_type: str, model: str, config: dict[str, Any]) -> None:
+    """A UsageError if agent `agent_type` cannot talk to `model` (e.g. codex and an
+    anthropic model)."""
+    from proctor.agents import make_agent
+
+    agent = make_agent(agent_type)
+    assert isinstance(agent, ExternalAgent)
     provider, _ = split_model(resolve_model(model, config))
     kind = provider_settings(provider, config).kind
     if kind != "mock" and kind not in agent.apis:
-        raise UsageError(f"{agent.name}: {model} is a {kind} model; {agent.name} talks to "
+        raise UsageError(f"{agent.name}: {model} is an {kind} model; {agent.name} talks to "
                          f"{' or '.join(agent.apis)} models (or mock/… for proctor's mock)")

@@ -56,13 +56,27 @@ def _install(dest: Path, steps: list[list[str]], what: str) -> None:
                 argv = [a.replace("{dir}", str(dest)) for a in step]
                 done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
                 if done.returncode != 0:
-                    last = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:]
+                    why = _reason(done.stderr.strip() or done.stdout.strip())
                     raise UsageError(f"installing {what} failed: {' '.join(argv[:3])} …: "
-                                     f"{last[0] if last else f'exit {done.returncode}'}")
+                                     f"{why or f'exit {done.returncode}'}")
             (dest / MARKER).write_text(what + "\n")
         except BaseException:
             shutil.rmtree(dest, ignore_errors=True)
             raise
+
+
+_NPM_NOISE = re.compile(r"^npm error( (code|syscall|errno) \S+| A complete log of this run.*)?$")
+
+
+def _reason(output: str) -> str:
+    """The line of an installer's output that says why: npm's first error line that is
+    not a code or its log's path (`404 Not Found - GET …`, `FetchError: … ECONNREFUSED`),
+    else the last line (pip's `No matching distribution found for …`)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    npm = [line for line in lines if line.startswith("npm error") and not _NPM_NOISE.match(line)]
+    if npm:
+        return npm[0].removeprefix("npm error").strip()
+    return lines[-1] if lines else ""
 
 
 def install_npm(name: str, package: str, version: str, binary: str) -> Path:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from proctor.agents.base import AgentEnv
 from proctor.agents.external import ExternalAgent, Wiring, shell_command
+
+TRAJECTORY_LIMIT = 64 << 20  # bytes read of its trajectory file; a longer one is not parsed
 
 
 class MiniSweAgent(ExternalAgent):
@@ -21,6 +25,8 @@ class MiniSweAgent(ExternalAgent):
     tool_process = r"^/bin/sh -c "
     housekeeping = (r"^echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT$",)
     mock_finish = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+    defaults = {"MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "2"}  # a dead endpoint fails fast
 
     state_paths = ("trajectory.json", ".config/mini-swe-agent/", ".cache/")  # its own files under HOME
 
@@ -40,5 +46,32 @@ class MiniSweAgent(ExternalAgent):
     def environment(self, w: Wiring) -> dict[str, str]:
         return {f"{w.kind.upper()}_API_KEY": "proctor-proxy",  # the proxy holds the real key
                 "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors",
-                "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no cost-map download at start
-                "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "2"}  # a dead endpoint fails fast
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # no cost-map download at start
+
+    async def final_answer(self, env: AgentEnv, w: Wiring, stdout: str) -> str:
+        """What it submitted, else its last message: from its trajectory file, as its
+        stdout is the whole conversation (the task's prompt included, which `output_*`
+        checks must not match)."""
+        try:
+            data = await env.sandbox.read_file(f"{w.home}/trajectory.json", TRAJECTORY_LIMIT)
+            return final_message(json.loads(data)) if len(data) <= TRAJECTORY_LIMIT else ""
+        except (OSError, ValueError):
+            return ""  # it never got to write one: no answer
+
+
+def final_message(trajectory: Any) -> str:
+    """`info.submission` when there is one, else the text of the last assistant message."""
+    if not isinstance(trajectory, dict):
+        return ""
+    info = trajectory.get("info")
+    if isinstance(info, dict) and isinstance(info.get("submission"), str) and info["submission"]:
+        return info["submission"]
+    messages = trajectory.get("messages")
+    for message in reversed(messages if isinstance(messages, list) else []):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            content = message.get("content")
+            if isinstance(content, list):  # content parts
+                content = "".join(p.get("text", "") for p in content
+                                  if isinstance(p, dict) and isinstance(p.get("text"), str))
+            return content if isinstance(content, str) else ""
+    return ""

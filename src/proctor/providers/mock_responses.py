@@ -50,8 +50,10 @@ def build_response(body: dict[str, Any], r: Reply, tokens_in: int, tokens_out: i
         output.append({"type": "message", "id": f"msg_mock_{next(_ids)}", "status": "completed",
                        "role": "assistant",
                        "content": [{"type": "output_text", "text": r.text, "annotations": []}]})
-    output += [{"type": "function_call", "id": f"fc_{c.id}", "call_id": f"call_{c.id}",
-                "name": c.name, "arguments": json.dumps(c.arguments), "status": "completed"}
+    # The script's ids are call_TURN_INDEX; each API has its own prefix (no call_call_…).
+    output += [{"type": "function_call", "id": f"fc_{c.id.removeprefix('call_')}",
+                "call_id": c.id, "name": c.name, "arguments": json.dumps(c.arguments),
+                "status": "completed"}
                for c in r.tool_calls]
     return {
         "id": f"resp_mock_{next(_ids)}", "object": "response", "created_at": int(time.time()),

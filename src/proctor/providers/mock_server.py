@@ -198,7 +198,7 @@ class _Handlers:
                  "total_tokens": tokens_in + tokens_out,
                  "prompt_tokens_details": {"cached_tokens": 0},
                  "completion_tokens_details": {"reasoning_tokens": 0}}
-        calls = [{"id": f"call_{c.id}", "type": "function",
+        calls = [{"id": f"call_{c.id.removeprefix('call_')}", "type": "function",
                   "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
                  for c in r.tool_calls]
         head = {"id": f"chatcmpl-mock-{next(_ids)}", "created": int(time.time()),
@@ -234,7 +234,7 @@ class _Handlers:
         chars_in = len(system) + sum(len(_text(m.get("content"))) for m in messages)
         tokens_in, tokens_out = _usage(r, chars_in)
         content: list[dict[str, Any]] = [{"type": "text", "text": r.text}] if r.text else []
-        content += [{"type": "tool_use", "id": f"toolu_{c.id}", "name": c.name,
+        content += [{"type": "tool_use", "id": f"toolu_{c.id.removeprefix('call_')}", "name": c.name,
                      "input": c.arguments} for c in r.tool_calls]
         message = {
             "id": f"msg_mock_{next(_ids)}", "type": "message", "role": "assistant",

@@ -188,14 +188,14 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
     status = data.status_of(t)
     model = data.model_label(t.get("model"), [t])
     tokens = t.get("tokens") or {}
-    tin, tout = int(tokens.get("input") or 0), int(tokens.get("output") or 0)
+    known = [int(v) for v in (tokens.get("input"), tokens.get("output")) if v is not None]
     score = float(t.get("composite_score") or 0.0)
     duration = float(t.get("duration_s") or 0.0)
     cost = t.get("cost_usd")
     params = data.params_text(t.get("params"))
     attrs = {
         "id": t.get("id"), "task": t.get("task_id"), "model": model, "status": status,
-        "score": f"{score:.4f}", "turns": str(int(t.get("turns") or 0)), "tokens": str(tin + tout),
+        "score": f"{score:.4f}", "turns": str(int(t.get("turns") or 0)), "tokens": str(sum(known)) if known else "",
         "cost": "" if cost is None else f"{float(cost):.6f}", "duration": f"{duration:.3f}",
         "cell": data.cell_key(t),
     }
@@ -231,7 +231,7 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
         f"<td>{e(t.get('task_id'))}</td><td>{breakable(model)}</td>"
         f'<td><span class="badge {status}">{status}</span></td>'
         f'<td class="n">{score:.2f}</td><td class="n">{int(t.get("turns") or 0)}</td>'
-        f'<td class="n">{data.count(tin)} / {data.count(tout)}</td>'
+        f'<td class="n">{data.count(tokens.get("input"))} / {data.count(tokens.get("output"))}</td>'
         f'<td class="n">{e(data.usd(cost))}</td><td class="n">{data.seconds(duration)}</td></tr>'
         + ("" if details is not None else
            f'<tr class="detail"><td colspan="{columns}">{"".join(detail)}</td></tr>')

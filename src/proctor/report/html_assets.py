@@ -162,7 +162,7 @@ d.appendChild(b);});
 var r=el('div','msg assistant');r.appendChild(el('span','role','response'));pre(r,s.text);
 (s.calls||[]).forEach(function(c){r.appendChild(el('div','call','→ '+c));});
 if(s.error)pre(r,s.error,'err');d.appendChild(r);return d;}
-if(s.k==='output'){d=el('div','step output');d.appendChild(el('div','head','◇ agent output'));
+if(s.k==='output'){d=el('div','step output');d.appendChild(el('div','head','◇ '+(s.label||'agent output')));
 pre(d,s.text);return d;}
 d=el('div','step event muted');d.appendChild(el('span','',('· '+s.type+' ')));
 d.appendChild(el('code','',s.text));return d;}

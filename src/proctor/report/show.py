@@ -167,14 +167,16 @@ def _command(ev: dict[str, Any]) -> Any:
     t = Text()
     code = ev.get("exit_code")
     ok = code == 0
-    t.append("$ ", style="bold")
-    t.append(data.one_line(ev.get("command") or " ".join(ev.get("argv") or []), 400),
-             style="bold")
-    meta = "timed out" if ev.get("timed_out") else f"exit {code}"
-    t.append(f"   [{meta}, {data.seconds(ev.get('duration_s'))}]",
-             style="green" if ok else "red")
-    if ev.get("source") == "exec":
-        t.append(" (recorded exec)", style="dim")
+    aside = ev.get("ignored")  # an agent's launcher, housekeeping, an ignore_commands match
+    t.append("$ ", style="dim" if aside else "bold")
+    t.append(data.one_line(ev.get("command") or " ".join(ev.get("argv") or []),
+                           120 if aside else 400), style="dim" if aside else "bold")
+    if ev.get("source") != "exec":  # a traced process has no exit code or duration of its own
+        meta = "timed out" if ev.get("timed_out") else f"exit {code}"
+        t.append(f"   [{meta}, {data.seconds(ev.get('duration_s'))}]",
+                 style="green" if ok else "red")
+    t.append(f"  (set aside: {data.clean(aside)})" if aside else
+             "  (recorded exec)" if ev.get("source") == "exec" else "", style="dim")
     for stream, style in (("stdout", ""), ("stderr", "yellow")):
         if ev.get(stream):
             t.append("\n" + _indent(_block(ev[stream])), style=style)
@@ -219,6 +221,8 @@ def _trace_event(ev: dict[str, Any]) -> Any:
     if kind == "agent_output":
         body = ev.get("output", ev.get("text", ev.get("content", "")))
         return Text("◇ agent output\n", style="bold") + Text(_indent(_block(body)))
+    if kind == "agent_stdout":
+        return Text("◇ all the agent printed\n", style="bold") + Text(_indent(_block(ev.get("stdout") or "")))
     if kind == "setup":
         label = ev.get("command") or ev.get("name") or ""
         code = ev.get("exit_code")

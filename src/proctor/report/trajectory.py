@@ -116,6 +116,8 @@ def _step(ev: dict[str, Any], seen: dict[Any, int]) -> dict[str, Any] | None:
     if kind == "agent_output":
         body = ev.get("output", ev.get("text", ev.get("content", "")))
         return {"k": "output", "text": _Text(body)}
+    if kind == "agent_stdout":  # an external agent's whole stdout (its answer is the launcher's)
+        return {"k": "output", "label": "all the agent printed", "text": _Text(ev.get("stdout") or "")}
     if kind == "check":
         return None  # the checks table above shows them, with their messages
     rest = {k: v for k, v in ev.items() if k not in ("type", "time")}

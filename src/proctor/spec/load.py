@@ -11,8 +11,8 @@ from typing import Any
 
 from proctor.config import load_config
 from proctor.errors import SpecError, SpecIssue, UsageError
-from proctor.model import TaskDef
-from proctor.providers import preflight
+from proctor.model import EXTERNAL_AGENTS, TaskDef
+from proctor.providers import MODEL_AGENT_TYPES, preflight
 from proctor.spec.diagnostics import Issues, describe
 from proctor.spec.yamlpos import Doc, Path, YamlError, locate, read
 
@@ -59,7 +59,8 @@ def validate_paths(paths: list[str]) -> int:
 
 def knowable_problems(tasks: list[TaskDef]) -> list[str]:
     """What would stop `run` before the first trial and needs no API key to know: models and
-    judge aliases that are not configured, mock scripts that are not there."""
+    judge aliases that are not configured, mock scripts that are not there, a model an
+    external agent cannot talk to."""
     try:
         config = load_config()
     except UsageError as e:
@@ -68,9 +69,15 @@ def knowable_problems(tasks: list[TaskDef]) -> list[str]:
     for task in tasks:
         judges = [getattr(c.config, "model", None) or "paragon-fast"
                   for c in task.checks if c.type == "llm_as_judge"]
-        models = [m for m in task.models if "{{" not in m] if task.agent.type == "llm" else []
+        models = ([m for m in task.models if "{{" not in m]
+                  if task.agent.type in MODEL_AGENT_TYPES else [])
         try:
             preflight([*models, *judges], config, [task.base_dir], keys=False)
+            if task.agent.type in EXTERNAL_AGENTS:
+                from proctor.agents.external import check_model
+
+                for model in models:
+                    check_model(task.agent.type, model, config)
         except UsageError as e:
             out.append(f"{task.source}: warning: task {task.id}: {e} (`proctor run` would stop "
                        "before the first trial)")

@@ -68,6 +68,14 @@ class SuiteTask(SpecModel):
     timeout: float = Field(300, gt=0, description="Seconds the agent may take.")
     solution: list[str] = Field([], description="Shell commands that solve the "
                                 "task: what the `oracle` agent runs.")
+    ignore_commands: list[str] = Field([], description="Regexes: commands matching one are "
+                                       "not agent commands (`ran`, `not_ran`, `run_count` skip "
+                                       "them; the trace keeps them), added to the suite's.")
+
+    @field_validator("ignore_commands")
+    @classmethod
+    def _regexes(cls, v: list[str]) -> list[str]:
+        return _regexes(v)
 
 
 class Suite(SpecModel):
@@ -92,6 +100,9 @@ class Suite(SpecModel):
     env: EnvMap = Field({}, description="Environment variables for every task; "
                         "`{{workdir}}` expands.")
     setup: list[str] = Field([], description="Shell commands run before every task.")
+    ignore_commands: list[str] = Field([], description="Regexes: commands matching one are "
+                                       "not agent commands (`ran`, `not_ran`, `run_count` skip "
+                                       "them; the trace keeps them); for every task.")
     scaffold: str | None = Field(None, description="Directory (relative to the spec file) copied "
                                  "into each trial's workdir.")
     redact_env: list[str] = Field([], description="Environment variables whose "
@@ -121,15 +132,19 @@ class Suite(SpecModel):
             raise ValueError("each help mode may be listed once")
         return v
 
-    @field_validator("redact_patterns")
+    @field_validator("redact_patterns", "ignore_commands")
     @classmethod
     def _regexes(cls, v: list[str]) -> list[str]:
-        for p in v:
-            try:
-                re.compile(p)
-            except re.error as e:
-                raise ValueError(f"invalid regex {p!r}: {e}") from None
-        return v
+        return _regexes(v)
+
+
+def _regexes(v: list[str]) -> list[str]:
+    for p in v:
+        try:
+            re.compile(p)
+        except re.error as e:
+            raise ValueError(f"invalid regex {p!r}: {e}") from None
+    return v
 
 
 def load_suite(loader: Loader, doc: Doc) -> list[TaskDef]:
@@ -189,7 +204,8 @@ def _task_def(suite: Suite, task: SuiteTask, checks: list[CheckDef], src: TaskSo
     return TaskDef(
         id=task.id, dialect="suite", source=src.doc.abspath, base_dir=src.doc.base_dir,
         prompt=task.intent,
-        agent=AgentDef(type="llm", max_turns=task.max_turns, timeout=task.timeout),
+        agent=AgentDef(type="llm", max_turns=task.max_turns, timeout=task.timeout,
+                       ignore_commands=[*suite.ignore_commands, *task.ignore_commands]),
         checks=checks, category=task.category, difficulty=task.difficulty,
         cli=suite.cli, version_command=suite.version_command, help_modes=list(suite.help_modes),
         system_prompt=suite.system_prompt, models=list(suite.providers),
