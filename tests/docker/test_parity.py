@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.docker.conftest import containers
+from tests.docker.conftest import left_by
 from tests.runner.conftest import Cli, results, run_dir_of
 from tests.services.conftest import mysql_available, pg_available
 
@@ -50,6 +50,7 @@ def _verdicts(run_dir: Path) -> dict:
 
 
 def _both(tmp_path: Path, *args: str) -> tuple[dict, dict]:
+    """Verdicts on each backend; the docker run leaves no container behind."""
     cli = Cli(tmp_path)
     out = {}
     for backend in ("local", "docker"):
@@ -59,13 +60,13 @@ def _both(tmp_path: Path, *args: str) -> tuple[dict, dict]:
         run = run_dir_of(done)
         assert results(run)["isolation"]["backend"] == backend
         out[backend] = _verdicts(run)
+    assert left_by(run) == []  # every trial's container removed
     return out["local"], out["docker"]
 
 
 def test_the_bundled_examples_give_the_same_verdicts(base_image, tmp_path):
     local, docker = _both(tmp_path, str(REPO / "examples"))
     assert len(local) >= 15 and local == docker
-    assert not containers()  # every trial's container removed
 
 
 def test_services_egress_and_forbidden_rules_give_the_same_verdicts(base_image, tmp_path):
@@ -101,7 +102,7 @@ def test_an_image_service_is_reached_by_name(web_image, tmp_path):
     done = cli("run", "web.yaml", "--backend", "docker", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert results(run_dir_of(done))["summary"]["passed"] == 3
-    assert not containers()
+    assert left_by(run_dir_of(done)) == []
     done = cli("run", "web.yaml", "--output-dir", "local-run")
     assert done.returncode == 2 and not (tmp_path / "local-run").exists()
     assert "web: service 'web' runs image 'proctor-test-web:1': image services need " \
