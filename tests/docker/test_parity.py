@@ -49,12 +49,13 @@ def _verdicts(run_dir: Path) -> dict:
             for t in results(run_dir)["trials"]}
 
 
-def _both(tmp_path: Path, *args: str) -> tuple[dict, dict]:
+def _both(tmp_path: Path, *args: str, agent: tuple[str, ...] = ("--agent", "oracle"),
+          ) -> tuple[dict, dict]:
     """Verdicts on each backend; the docker run leaves no container behind."""
     cli = Cli(tmp_path)
     out = {}
     for backend in ("local", "docker"):
-        done = cli("run", *args, "--backend", backend, "--agent", "oracle", "--output-dir",
+        done = cli("run", *args, "--backend", backend, *agent, "--output-dir",
                    f"run-{backend}", timeout=600)
         assert done.returncode in (0, 1), done.stderr
         run = run_dir_of(done)
@@ -64,9 +65,18 @@ def _both(tmp_path: Path, *args: str) -> tuple[dict, dict]:
     return out["local"], out["docker"]
 
 
-def test_the_bundled_examples_give_the_same_verdicts(base_image, tmp_path):
-    local, docker = _both(tmp_path, str(REPO / "examples"))
+@pytest.mark.parametrize("agent", [("--agent", "oracle"), ("--model", "mock/solver"),
+                                   ("--agent", "nop")], ids=["oracle", "llm", "nop"])
+def test_the_bundled_examples_give_the_same_verdicts(base_image, tmp_path, agent):
+    """The reference solutions (oracle), the LLM agent replaying them as tool calls, and an
+    agent that does nothing (every trial fails, some checks still pass): check by check."""
+    local, docker = _both(tmp_path, str(REPO / "examples"), agent=agent)
     assert len(local) >= 15 and local == docker
+    statuses = {status for status, _, _ in local.values()}
+    assert statuses == ({"fail"} if agent[1] == "nop" else {"pass"})
+    if agent[1] == "nop":  # a mixed picture, not all-fail: checks that hold without the agent
+        checks = [passed for _, cs, _ in local.values() for _, passed in cs]
+        assert 0 < sum(checks) < len(checks)
 
 
 def test_services_egress_and_forbidden_rules_give_the_same_verdicts(base_image, tmp_path):
