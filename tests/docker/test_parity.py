@@ -111,6 +111,9 @@ def test_an_image_service_is_reached_by_name(web_image, tmp_path):
     cli = Cli(tmp_path)
     done = cli("run", "web.yaml", "--backend", "docker", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning" not in done.stderr  # `validate` says it needs docker; a docker run does not
+    assert "web.yaml:7:12: warning: services[0].image: service 'web' runs image " \
+        "'proctor-test-web:1': this needs `--backend docker`" in cli("validate", "web.yaml").stderr
     assert results(run_dir_of(done))["summary"]["passed"] == 3
     assert left_by(run_dir_of(done)) == []
     done = cli("run", "web.yaml", "--output-dir", "local-run")
