@@ -3,6 +3,8 @@ egress, forbidden rules and a failing check, on `--backend local` and `--backend
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import textwrap
@@ -49,11 +51,31 @@ def _verdicts(run_dir: Path) -> dict:
             for t in results(run_dir)["trials"]}
 
 
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _audited(event: dict) -> tuple:
+    d = event.get("details") or {}
+    path = re.sub(r"\.git/objects/\w\w/\w+", ".git/objects/*", str(d.get("path")))
+    return event["type"], path, d.get("change"), d.get("method"), d.get("status"), d.get("service")
+
+
+def _records(run_dir: Path) -> dict:
+    """Per trial, what the trace and the audit log say happened, less what differs from one
+    run to the next on any backend (times, git object names, a service's random address)."""
+    return {trial.name: ([(e["type"], e.get("command"), e.get("exit_code"))
+                          for e in _lines(trial / "trace.jsonl")],
+                         sorted(map(_audited, _lines(trial / "audit.jsonl"))))
+            for trial in sorted((run_dir / "trials").iterdir())}
+
+
 def _both(tmp_path: Path, *args: str, agent: tuple[str, ...] = ("--agent", "oracle"),
           ) -> tuple[dict, dict]:
-    """Verdicts on each backend; the docker run leaves no container behind."""
+    """Verdicts on each backend, after checking that both traced and audited the same
+    events; the docker run leaves no container behind."""
     cli = Cli(tmp_path)
-    out = {}
+    out, records = {}, {}
     for backend in ("local", "docker"):
         done = cli("run", *args, "--backend", backend, *agent, "--output-dir",
                    f"run-{backend}", timeout=600)
@@ -61,7 +83,10 @@ def _both(tmp_path: Path, *args: str, agent: tuple[str, ...] = ("--agent", "orac
         run = run_dir_of(done)
         assert results(run)["isolation"]["backend"] == backend
         out[backend] = _verdicts(run)
+        records[backend] = _records(run)
     assert left_by(run) == []  # every trial's container removed
+    assert records["local"] == records["docker"]  # the same trace and audit log
+    assert all(trace for trace, _ in records["docker"].values())
     return out["local"], out["docker"]
 
 
