@@ -7,17 +7,19 @@ import json
 import signal
 import subprocess
 import time
+import uuid
 
 import pytest
 
 from tests.docker.conftest import containers, networks
 from tests.runner.conftest import results
 from tests.runner.test_interrupt import wait_for_lines
+from tests.security.test_processes import sleepers
 
 pytestmark = [pytest.mark.slow]
 
 # Twelve slow trials, each with a service container on a network of its own; each leaves a
-# background process behind.
+# background process behind (`sleep TAG`, a length no other process uses).
 SUITE = """\
 version: 1
 id: slow
@@ -25,7 +27,7 @@ task: {{prompt: x}}
 agent: {{type: oracle}}
 services:
   - {{name: web, image: {image}, wait_for: "curl -sf http://web:8000/ > /dev/null"}}
-solution: ["sleep 0.4; curl -s http://web:8000/ > page.txt; sleep 30 &"]
+solution: ["sleep 0.4; curl -s http://web:8000/ > page.txt; sleep {tag} & sleep {hold}"]
 invariants:
   page: {{description: x, check: {{type: file_content, path: page.txt, contains: hello-from-web}}}}
 parallelism: {{replicas: 12}}
@@ -41,25 +43,30 @@ def _run_id(tmp_path) -> str:
     return json.loads((tmp_path / "run" / "run.json").read_text())["run_id"]
 
 
-def _start(cli, spec, web_image) -> subprocess.Popen:
-    spec(SUITE.format(image=web_image))
+def _start(cli, spec, web_image, tag: str = "30", hold: float = 0) -> subprocess.Popen:
+    spec(SUITE.format(image=web_image, tag=tag, hold=hold))
     return cli.popen("run", "spec.yaml", "--backend", "docker", "--concurrency", "3",
                      "--output-dir", "run", "-q")
 
 
 def test_sigkill_then_resume_removes_the_killed_runs_containers(web_image, cli, spec, tmp_path):
     volumes = _volumes()
-    proc = _start(cli, spec, web_image)
+    tag = f"{uuid.uuid4().int % 10**6 + 3 * 10**6}"
+    proc = _start(cli, spec, web_image, tag, hold=1)  # each agent holds its trial 1 s
     wait_for_lines(tmp_path / "run" / "results.jsonl", 2, timeout=120)
-    time.sleep(0.5)  # the next trials' containers are up (each trial takes over 0.4 s)
+    deadline = time.monotonic() + 30
+    while not sleepers(f"sleep {tag}") and time.monotonic() < deadline:
+        time.sleep(0.05)  # a running trial's agent has left its background process
     proc.kill()
     proc.wait()
     run_id = _run_id(tmp_path)
     assert containers(run_id) and networks(run_id), "a SIGKILLed run leaves its trials' own"
+    assert sleepers(f"sleep {tag}"), "… and the processes in them"
     out = cli("run", "--resume", "run", "-q", timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert results(tmp_path / "run")["summary"]["passed"] == 12
     assert containers(run_id) == networks(run_id) == [] and _volumes() <= volumes
+    assert sleepers(f"sleep {tag}") == []  # no agent process outlives its container
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
