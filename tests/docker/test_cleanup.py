@@ -4,6 +4,7 @@ trials' own containers and their image services' containers and networks."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -11,6 +12,7 @@ import uuid
 
 import pytest
 
+from tests.conftest import PROCTOR
 from tests.docker.conftest import containers, networks
 from tests.runner.conftest import results
 from tests.runner.test_interrupt import wait_for_lines
@@ -43,16 +45,12 @@ def _run_id(tmp_path) -> str:
     return json.loads((tmp_path / "run" / "run.json").read_text())["run_id"]
 
 
-def _start(cli, spec, web_image, tag: str = "30", hold: float = 0) -> subprocess.Popen:
-    spec(SUITE.format(image=web_image, tag=tag, hold=hold))
-    return cli.popen("run", "spec.yaml", "--backend", "docker", "--concurrency", "3",
-                     "--output-dir", "run", "-q")
-
-
 def test_sigkill_then_resume_removes_the_killed_runs_containers(web_image, cli, spec, tmp_path):
     volumes = _volumes()
     tag = f"{uuid.uuid4().int % 10**6 + 3 * 10**6}"
-    proc = _start(cli, spec, web_image, tag, hold=1)  # each agent holds its trial 1 s
+    spec(SUITE.format(image=web_image, tag=tag, hold=1))  # each agent holds its trial 1 s
+    proc = cli.popen("run", "spec.yaml", "--backend", "docker", "--concurrency", "3",
+                     "--output-dir", "run", "-q")
     wait_for_lines(tmp_path / "run" / "results.jsonl", 2, timeout=120)
     deadline = time.monotonic() + 30
     while not sleepers(f"sleep {tag}") and time.monotonic() < deadline:
@@ -69,13 +67,22 @@ def test_sigkill_then_resume_removes_the_killed_runs_containers(web_image, cli, 
     assert sleepers(f"sleep {tag}") == []  # no agent process outlives its container
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_an_interrupted_run_removes_its_containers(web_image, cli, spec, tmp_path, sig):
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "terminal Ctrl-C"])
+def test_an_interrupted_run_removes_its_containers(web_image, spec, tmp_path, how):
+    """SIGINT or SIGTERM to proctor, or a terminal's Ctrl-C: SIGINT to its whole process
+    group, the engine clients it is waiting for included."""
     volumes = _volumes()
-    proc = _start(cli, spec, web_image)
+    spec(SUITE.format(image=web_image, tag=30, hold=0))
+    proc = subprocess.Popen([PROCTOR, "run", "spec.yaml", "--backend", "docker", "--concurrency",
+                             "3", "--output-dir", "run", "-q"], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)  # a group of its own, as in a terminal
     wait_for_lines(tmp_path / "run" / "results.jsonl", 2, timeout=120)
     time.sleep(0.5)
-    proc.send_signal(sig)
+    if how == "terminal Ctrl-C":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(getattr(signal, how))
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err, err
     run_id = _run_id(tmp_path)
