@@ -97,9 +97,27 @@ echo "==> installing proctor into .venv"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[dev]'
 
+# The unprivileged path (tests/security/test_unprivileged.py): as root, a user of its own and
+# a Python it can run (Debian's; this one may live under /root) with proctor's dependencies.
+# The tests copy the current source next to it, so it never runs stale code.
+mkdir -p .proctor
+if [ "$(id -u)" -eq 0 ] && [ -x /usr/bin/python3 ]; then
+  unpriv=/opt/proctor-unprivileged
+  id proctor-test >/dev/null 2>&1 || useradd --create-home --shell /bin/sh proctor-test
+  if [ ! -x "$unpriv/venv/bin/python" ]; then
+    echo "==> a Python for the unprivileged tests ($unpriv)"
+    /usr/bin/python3 -m venv "$unpriv/venv"
+  fi
+  .venv/bin/python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
+    | xargs "$unpriv/venv/bin/pip" install -q
+  chmod -R a+rX "$unpriv"
+  echo "$unpriv" > .proctor/setup-unprivileged
+else
+  echo "unavailable: not root, or no /usr/bin/python3" > .proctor/setup-unprivileged
+fi
+
 # What the docker tests go by (tests/docker/engine.py): they skip only where this line says
 # `unavailable`; where it says `ready`, an engine that stops answering fails them.
-mkdir -p .proctor
 docker_why=$(.venv/bin/python -c 'from proctor.sandbox.docker import engine_problem as p; print(p() or "")')
 [ -z "$docker_why" ] && [ "$(id -u)" -ne 0 ] && docker_why="proctor's docker backend runs as root only"
 if [ -z "$docker_why" ]; then

@@ -2,13 +2,16 @@
 
     .venv/bin/python bench/isolation.py [--commands 300] [--trials 50]
 
-* command: `sh -c true` in an isolated LocalSandbox (nsenter + setpriv into the trial's box,
-  cgroup attach) against the same command in an unisolated one (a plain `sh -c`); COMMANDS
+* command: `sh -c true` in an isolated LocalSandbox (started by the box's spawner) against
+  the same command in an unisolated one (a plain `sh -c` with its cgroup wrapper); COMMANDS
   of each, interleaved; the difference of medians is the boundary's cost per command
   (target: ≤ 10 ms).
-* traced: the same with `trace=True` (proctor's tracer, outside the box), per command.
-* trial: creating and closing a sandbox (the box, the cgroup, the egress-proxy socket), TRIALS
-  times, isolated against unisolated.
+* traced: the same with `trace=True` (proctor's tracer outside the box, nsenter in), per
+  command.
+* trial: creating and closing a sandbox, TRIALS times, isolated against unisolated: a new
+  box each time (bubblewrap, spawner, cgroup, egress-proxy socket), and a box reused from a
+  run's pool (what every trial but the first few of a run pays: limits, hosts file, a new
+  IPC namespace, the kill and the wipe).
 """
 
 from __future__ import annotations
@@ -60,6 +63,23 @@ async def per_trial(root: Path, n: int) -> tuple[float, float]:
     return statistics.median(times["auto"]) * 1000, statistics.median(times["none"]) * 1000
 
 
+async def per_trial_reused(root: Path, n: int) -> float:
+    from proctor.sandbox.local import LocalBackend
+
+    backend = LocalBackend.for_run(root, 1)
+    times = []
+    try:
+        for i in range(n + 1):
+            t0 = time.perf_counter()
+            sb = await backend.create(spec(root / f"pooled{i}", "auto"))
+            await sb.close()
+            if i:  # the first builds the box
+                times.append(time.perf_counter() - t0)
+    finally:
+        await backend.close()
+    return statistics.median(times) * 1000
+
+
 async def main(args: argparse.Namespace) -> None:
     use_fast_child_watcher()
     from proctor.sandbox.local import LocalBackend
@@ -76,6 +96,9 @@ async def main(args: argparse.Namespace) -> None:
         box, dirs = await per_trial(root / "s", args.trials)
         print(f"sandbox create+close: isolated {box:.2f} ms, plain {dirs:.2f} ms median "
               f"-> {box - dirs:.2f} ms per trial ({args.trials} each)")
+        reused = await per_trial_reused(root / "p", args.trials)
+        print(f"sandbox create+close, box reused from the run's pool: {reused:.2f} ms median "
+              f"-> {reused - dirs:+.2f} ms per trial against plain")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from proctor.proc import _Capture
+from proctor.proc import Capture
 from proctor.redact import MIN_PIECE, Redactor
 from proctor.text import cut
 
@@ -35,7 +35,7 @@ def test_both_ends_cut_masks_both_pieces():
 
 
 def test_the_output_cap_note_is_a_cut_too():
-    cap = _Capture(asyncio.new_event_loop(), 1000, None)
+    cap = Capture(asyncio.new_event_loop(), 1000, None)
     cap.pipe_data_received(1, b"q" * 995 + b"DEF-123456 and more")
     out = Redactor(SECRETS).text(cap.text(1))
     assert "DEF-1" not in out and out.endswith("[REDACTED:ID]\n[proctor: 14 more bytes not kept]")

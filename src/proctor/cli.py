@@ -274,7 +274,7 @@ def compare(run_a: str, run_b: str, fail_on_regression: bool, alpha: float, fmt:
 def runs(limit: int) -> None:
     """List stored runs, newest first."""
     def body() -> int:
-        from proctor.store import runs_main
+        from proctor.report.runs import runs_main
 
         return runs_main(limit=limit)
 

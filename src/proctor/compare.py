@@ -1,6 +1,7 @@
 """`proctor compare RUN_A RUN_B`: did pass rates change between two runs, beyond chance?
 
-Per task (task × model) and per model, pass/not-pass counts of A and B go into Fisher's exact
+Per task (task × model × help mode × params: identical conditions) and per model, pass/not-pass
+counts of A and B go into Fisher's exact
 test (two-sided). Each family of comparisons (tasks, models) is Holm-adjusted, and a row is
 flagged a regression or improvement when its adjusted p-value is below alpha. Errored trials
 count as not passed, as in every pass rate proctor reports. See docs/reports.md."""
@@ -8,7 +9,7 @@ count as not passed, as in every pass rate proctor reports. See docs/reports.md.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ class Comparison:
 
     task_id: str | None  # None for a model row
     model: str | None  # the model in A (and in B, unless cross-model)
-    label: str
+    label: str  # the model's display name
     passed_a: int
     n_a: int
     passed_b: int
@@ -39,6 +40,14 @@ class Comparison:
     diff_ci: tuple[float, float] = (-1.0, 1.0)
     flag: str = ""  # "regression", "improvement" or ""
     min_p: float = 1.0  # the smallest p these trial counts could give at all
+    help_mode: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def task_label(self) -> str:
+        """`git-init [injected, k=v]`: the task and what else made its conditions."""
+        extra = [x for x in (self.help_mode, data.params_text(self.params)) if x]
+        return f"{self.task_id} [{', '.join(extra)}]" if extra else str(self.task_id)
 
     @property
     def rate_a(self) -> float:
@@ -103,25 +112,31 @@ def compare_runs(results_a: dict[str, Any], results_b: dict[str, Any],
     # One model each, and not the same one: "model X vs model Y on the same tasks".
     cross = (len(models_a) == 1 and len(models_b) == 1 and models_a != models_b)
 
-    def task_key(t: dict[str, Any]) -> tuple[Any, Any]:
-        return (t.get("task_id"), None if cross else t.get("model"))
+    def task_key(t: dict[str, Any]) -> tuple[Any, ...]:
+        """Identical conditions: task, model (not in model-vs-model mode), help mode, params."""
+        task, model, mode, params = data.condition(t)
+        return (task, None if cross else model, mode, params)
 
     ca, cb = _counts(ta, task_key), _counts(tb, task_key)
-    status_a = {(e.get("task_id"), None if cross else e.get("model")): e.get("status")
-                for e in results_a.get("tasks") or []}
-    status_b = {(e.get("task_id"), None if cross else e.get("model")): e.get("status")
-                for e in results_b.get("tasks") or []}
+    status_a = {task_key(e): e.get("status") for e in results_a.get("tasks") or []}
+    status_b = {task_key(e): e.get("status") for e in results_b.get("tasks") or []}
+    first = {task_key(t): t for t in ta + tb}  # a trial of each condition: its help mode, params
     tasks = []
     for key in ca:
         if key not in cb:
             continue
-        task_id, model = key
+        t = first[key]
+        model = key[1]
         label = data.model_label(models_a[0], ta) if cross else data.model_label(model, ta)
-        tasks.append(Comparison(task_id, model, label, *ca[key], *cb[key],
-                                status_a=status_a.get(key), status_b=status_b.get(key)))
+        tasks.append(Comparison(key[0], model, label, *ca[key], *cb[key],
+                                status_a=status_a.get(key), status_b=status_b.get(key),
+                                help_mode=t.get("help_mode"), params=dict(t.get("params") or {})))
 
-    def label_of(key: tuple[Any, Any], trials: list[dict[str, Any]]) -> str:
-        return f"{key[0]} · {data.model_label(key[1], trials)}" if key[1] else str(key[0])
+    def label_of(key: tuple[Any, ...], trials: list[dict[str, Any]]) -> str:
+        t = first[key]
+        extra = [x for x in (t.get("help_mode"), data.params_text(t.get("params"))) if x]
+        task = f"{key[0]} [{', '.join(extra)}]" if extra else str(key[0])
+        return f"{task} · {data.model_label(key[1], trials)}" if key[1] else task
 
     only_a = [label_of(k, ta) for k in ca if k not in cb]
     only_b = [label_of(k, tb) for k in cb if k not in ca]
@@ -164,55 +179,77 @@ def _rate(passed: int, n: int) -> str:
 
 def _table(rows: list[Comparison], title: str, with_task: bool, width: int,
            with_model: bool = True) -> Any:
-    from rich.table import Table
+    """Names are never folded mid-word (`claude-son|net`): they are cut in the middle to
+    fit (report.tables), and `--format md` / `json` have them whole. When a task and its
+    model cannot both be read on one line, each model heads its own rows."""
+    from rich.console import Group
     from rich.text import Text
 
-    wide = width >= 110
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    # Names are never folded mid-word (`claude-son|net`): a name too long for the terminal
-    # ends in an ellipsis, and `--format md` / `json` have them whole.
-    if with_task:
-        table.add_column("task", no_wrap=True, overflow="ellipsis", ratio=3,
-                         min_width=min(24, max((len(r.task_id or "") for r in rows), default=4)))
-    if with_model:
-        table.add_column("model", no_wrap=True, overflow="ellipsis", ratio=2,
-                         min_width=min(20, max((len(r.label) for r in rows), default=5)))
-    table.add_column("A", justify="right", no_wrap=True)
-    table.add_column("B", justify="right", no_wrap=True)
-    table.add_column("Δ", justify="right", no_wrap=True)
-    if wide:
-        table.add_column("95% CI of Δ", justify="right", no_wrap=True)
-        table.add_column("p", justify="right", no_wrap=True)
-    table.add_column("p (Holm)", justify="right", no_wrap=True)
-    table.add_column("", no_wrap=True)
-    for r in rows:
-        cells: list[Any] = []
-        if with_task:
-            cells.append(Text(data.clean(r.task_id)))
-        if with_model:
-            cells.append(Text(data.clean(r.label)))
-        a, b = Text(_rate(r.passed_a, r.n_a)), Text(_rate(r.passed_b, r.n_b))
-        if wide:  # each side's own 95% Wilson interval
-            a.append(f" ({data.ci_text(wilson(r.passed_a, r.n_a))})", style="dim")
-            b.append(f" ({data.ci_text(wilson(r.passed_b, r.n_b))})", style="dim")
-        if with_task and r.status_a == "flaky":
-            a.append(" ~", style="magenta")
-        if with_task and r.status_b == "flaky":
-            b.append(" ~", style="magenta")
-        cells += [a, b, Text(f"{100 * r.diff:+.0f} pp",
-                             style="red" if r.diff < 0 else ("green" if r.diff > 0 else ""))]
-        if wide:
-            lo, hi = r.diff_ci
-            cells += [f"{100 * lo:+.0f} to {100 * hi:+.0f} pp", _p(r.p)]
-        cells.append(_p(r.p_adj))
+    from proctor.report.tables import NAME_MIN, fitted_table, layout
+
+    cols = _columns(rows, with_task, with_model)
+    widths = {id(c): w for c, w in layout(cols, width)}
+    squeezed = any(widths.get(id(c), 0) < min(max(len(x) for x in c.cells), NAME_MIN)
+                   for c in cols if c.name)
+    if not (with_task and with_model and squeezed):
+        return fitted_table(cols, width, title=title, title_justify="left")
+    # The same columns for every model: those the whole list keeps without a model column.
+    every = _columns(rows, True, False)
+    shown = {id(c) for c, _ in layout(every, width)}
+    kept = [i for i, c in enumerate(every) if id(c) in shown]
+    parts: list[Any] = [Text(title, style="italic")]
+    for label in dict.fromkeys(r.label for r in rows):
+        mine = _columns([r for r in rows if r.label == label], True, False,
+                        flags=any(r.flag for r in rows))
+        parts += [Text(data.clean(label), style="bold"),
+                  fitted_table([mine[i] for i in kept], width)]
+    return Group(*parts)
+
+
+def _columns(rows: list[Comparison], with_task: bool, with_model: bool,
+             flags: bool | None = None) -> list[Any]:
+    from rich.text import Text
+
+    from proctor.report.tables import Col
+
+    def rate(passed: int, n: int, flaky: bool) -> Text:
+        t = Text(_rate(passed, n))
+        if flaky:
+            t.append(" ~", style="magenta")
+        return t
+
+    def mark(r: Comparison) -> Text:
         if r.flag == "regression":
-            cells.append(Text("REGRESSION", style="bold red"))
-        elif r.flag == "improvement":
-            cells.append(Text("improved", style="bold green"))
-        else:
-            cells.append("")
-        table.add_row(*cells)
-    return table
+            return Text("REGRESSION", style="bold red")
+        return Text("improved", style="bold green") if r.flag == "improvement" else Text("")
+
+    cols = []
+    if with_task:
+        cols.append(Col("task", [data.clean(r.task_label) for r in rows], name=True,
+                        keep_tail=True))
+    if with_model:
+        cols.append(Col("model", [data.clean(r.label) for r in rows], name=True))
+    cols += [
+        Col("A", [rate(r.passed_a, r.n_a, with_task and r.status_a == "flaky") for r in rows],
+            right=True),
+        # each side's own 95% Wilson interval, when there is room
+        Col("95% CI", [data.ci_text(wilson(r.passed_a, r.n_a)) for r in rows], right=True,
+            drop=4, style="dim"),
+        Col("B", [rate(r.passed_b, r.n_b, with_task and r.status_b == "flaky") for r in rows],
+            right=True),
+        Col("95% CI", [data.ci_text(wilson(r.passed_b, r.n_b)) for r in rows], right=True,
+            drop=4, style="dim"),
+        Col("Δ", [Text(f"{data.points(r.diff)} pp",
+                       style="red" if r.diff < 0 else ("green" if r.diff > 0 else ""))
+                  for r in rows], right=True),
+        Col("95% CI of Δ", [f"{data.points(r.diff_ci[0])} to {data.points(r.diff_ci[1])} pp"
+                            for r in rows], right=True, drop=3),
+        Col("p", [_p(r.p) for r in rows], right=True, drop=2),
+        Col("p (Holm)", [_p(r.p_adj) for r in rows], right=True),
+    ]
+    if any(r.flag for r in rows) if flags is None else flags:
+        cols.append(Col("", [mark(r) for r in rows]))
+    return cols
 
 
 def print_comparison(res: CompareResult, console: Console) -> None:
@@ -285,7 +322,9 @@ def compare_main(run_a: str | Path, run_b: str | Path, fail_on_regression: bool 
 
 
 def _row(c: Comparison) -> dict[str, Any]:
-    return {"task_id": c.task_id, "model": c.model, "label": c.label,
+    task = {"help_mode": c.help_mode, "params": c.params,
+            "task_label": c.task_label} if c.task_id is not None else {}
+    return {"task_id": c.task_id, **task, "model": c.model, "label": c.label,
             "passed_a": c.passed_a, "trials_a": c.n_a, "passed_b": c.passed_b,
             "trials_b": c.n_b, "status_a": c.status_a, "status_b": c.status_b,
             "diff": c.diff, "ci95": list(c.diff_ci), "p": c.p, "p_adjusted": c.p_adj,
@@ -302,26 +341,35 @@ def comparison_data(res: CompareResult) -> dict[str, Any]:
 
 def comparison_markdown(res: CompareResult) -> str:
     """The comparison as GitHub-flavoured Markdown, for a pull-request comment."""
-    def esc(s: Any) -> str:
-        return str(s).replace("|", "\\|").replace("\n", " ")
+    from proctor.report.markdown import cell, code
 
     icon = {"regression": "🔻 regression", "improvement": "🔺 improvement"}
-    lines = [f"## proctor compare `{esc(res.run_a)}` → `{esc(res.run_b)}`", "",
+    lines = [f"## proctor compare {code(res.run_a)} → {code(res.run_b)}", "",
              f"{len(res.regressions)} regression(s), {len(res.improvements)} improvement(s) "
              f"(Holm-adjusted Fisher's exact test, α = {res.alpha:g})", ""]
+    task_models = {c.label for c in res.tasks}
+    if res.cross_model:
+        lines += [f"Model {code(res.cross_model[0])} (A) against {code(res.cross_model[1])} "
+                  "(B) on the same tasks.", ""]
+    elif len(task_models) == 1:
+        lines += [f"Model {code(next(iter(task_models)))}.", ""]
+    with_model = not res.cross_model and len(task_models) > 1
     for title, rows in (("Models", res.models), ("Tasks", res.tasks)):
         if not rows:
             continue
-        lines += [f"### {title}", "", "| | A | B | difference (95% CI) | p (adj.) | |",
-                  "|:--|--:|--:|--:|--:|:--|"]
+        names = ["model"] if title == "Models" else ["task"] + (["model"] if with_model else [])
+        lines += [f"### {title}", "",
+                  "| " + " | ".join(names) + " | A | B | difference (95% CI) | p (adj.) | |",
+                  "|" + ":--|" * len(names) + "--:|--:|--:|--:|:--|"]
         for c in rows:
             lo, hi = c.diff_ci
-            lines.append(f"| {esc(c.label)} | {c.passed_a}/{c.n_a} | {c.passed_b}/{c.n_b} | "
-                         f"{100 * c.diff:+.0f} pts ({100 * lo:+.0f} to {100 * hi:+.0f}) | "
-                         f"{c.p_adj:.3f} | {icon.get(c.flag, '')} |")
+            label = ([cell(c.label, 200)] if title == "Models" else
+                     [cell(c.task_label, 200)] + ([cell(c.label, 200)] if with_model else []))
+            lines.append(f"| {' | '.join(label)} | {c.passed_a}/{c.n_a} | {c.passed_b}/{c.n_b} | "
+                         f"{data.points(c.diff)} pts ({data.points(lo)} to {data.points(hi)}) | "
+                         f"{_p(c.p_adj)} | {icon.get(c.flag, '')} |")
         lines.append("")
     for label, names in (("Only in A", res.only_a), ("Only in B", res.only_b)):
         if names:
-            lines.append(f"**{label}:** " + ", ".join(f"`{esc(n)}`" for n in names))
+            lines.append(f"**{label}:** " + ", ".join(code(n, 200) for n in names))
     return "\n".join(lines).rstrip() + "\n"
-

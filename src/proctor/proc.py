@@ -51,7 +51,7 @@ async def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
     started, t0 = time.time(), time.monotonic()
     loop = asyncio.get_running_loop()
     spawn = asyncio.ensure_future(loop.subprocess_exec(
-        lambda: _Capture(loop, limit, feed), *argv, cwd=cwd, env=env,
+        lambda: Capture(loop, limit, feed), *argv, cwd=cwd, env=env,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         start_new_session=True, pass_fds=pass_fds))
@@ -124,7 +124,7 @@ def run_sync(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
                       truncated=len(out) > limit or len(err) > limit)
 
 
-class _Capture(asyncio.SubprocessProtocol):
+class Capture(asyncio.SubprocessProtocol):
     """Collects stdout/stderr (the first `limit` bytes of each; the rest is counted and
     dropped) and says when the process exited, separately from when its pipes closed."""
 

@@ -32,7 +32,7 @@ from proctor.providers import MODEL_AGENT_TYPES, preflight_run
 from proctor.report import write_reports
 from proctor.report.progress import Progress
 from proctor.report.terminal import print_summary
-from proctor.sandbox import BACKENDS
+from proctor.sandbox import BACKENDS, backend_for_run, close_backend
 from proctor.sandbox.trace import tracer
 from proctor.scoring import summarize
 from proctor.services.lifecycle import start_services, stop_services
@@ -174,8 +174,10 @@ async def _execute(trials: list[Trial], planned: Planned,
     store, options = planned.store, planned.options
     tmp_root = Path(tempfile.mkdtemp(prefix=f"proctor-{store.run_id}-"))
     sandbox_root = store.dir / "workdirs" if options.keep else tmp_root
+    workers = min(_concurrency(planned), len(trials)) or 1
     run = RunContext(options=options, sandbox_root=sandbox_root, trial_dir=store.trial_dir,
-                     run_id=store.run_id)
+                     run_id=store.run_id,
+                     backend=backend_for_run(options.backend, tmp_root, workers))
     executor = None
     try:
         if options.executor == "ray":
@@ -200,12 +202,12 @@ async def _execute(trials: list[Trial], planned: Planned,
                 store.append(result)
                 on_result(result)
 
-        workers = min(_concurrency(planned), len(trials)) or 1
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
                 group.create_task(worker())
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
+        await close_backend(run.backend)
         await stop_services(run.services)
         if executor is not None:
             executor.close()
@@ -337,8 +339,10 @@ def _print_outcome(planned: Planned, results: dict[str, Any]) -> None:
         try:
             from rich.console import Console
 
-            # Logs (CI) have no width; 120 columns keeps turns, tokens and cost in the table.
-            print_summary(results, Console(width=None if sys.stdout.isatty() else 120))
+            # Logs (CI) have no width: 120 columns keeps turns, tokens and cost in the
+            # tables, unless COLUMNS says how wide the reader's window is.
+            wide = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
+            print_summary(results, Console(width=None if wide else 120))
         except ImportError:
             pass
     else:  # the tables end with this headline; quiet, it is the only line

@@ -36,6 +36,7 @@ from proctor.model import (
 )
 from proctor.proc import RUN_ID_VAR
 from proctor.record import fsdiff
+from proctor.record.paths import PathNames
 from proctor.record.recorder import Recorder
 from proctor.record.secretscan import SecretScanner
 from proctor.redact import Redactor
@@ -83,6 +84,7 @@ class RunContext:
     services: dict[tuple[str, str], Service] = field(default_factory=dict)  # (source, name)
     shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (help text, ...)
     run_id: str = ""
+    backend: Any = None  # the run's backend instance (its box pool); None: one per trial
 
 
 def host_env(options: RunOptions) -> dict[str, str]:
@@ -129,6 +131,7 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
     finally:
         await _release(one.handles, one.sandbox)
         one.recorder.close()
+    one.result.error = one.names(one.result.error)
     one.result.duration_s = round(time.monotonic() - t0, 4)
     return one.result
 
@@ -157,6 +160,8 @@ class _Trial:
             started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self.handles: dict[str, ServiceHandle] = {}
         self.sandbox: Sandbox | None = None
+        # Messages name the sandbox's places, never proctor's temp paths (record/paths.py).
+        self.names = PathNames.for_trial(run.sandbox_root / trial.id)
         self.egress: list[dict[str, Any]] = []
         self.output = _AgentOutput(self.secrets)
         self.agent = make_agent(trial.agent)
@@ -173,6 +178,7 @@ class _Trial:
                 raise TrialFault("service", name=svc.name, detail=str(e)) from None
         self.sandbox = sandbox = await _open_sandbox(
             self.trial, task, run, self.agent, self.handles, self.secrets, self.output.feed)
+        self.names = PathNames.for_trial(self.run.sandbox_root / self.trial.id, sandbox)
         self.values = {"params": self.trial.params, "secrets": self.secrets,
                        "workdir": sandbox.workdir}
         await _egress_proxy(task, sandbox, self.handles, self.egress.append)
@@ -219,9 +225,12 @@ class _Trial:
                            secrets=self.secrets)
         r.checks = [await _check(c, ctx, self.values, self.redactor) for c in task.checks]
         for c in r.checks:
+            c.message, c.error = self.names(c.message) or "", self.names(c.error)
             self.recorder.trace({"type": "check", "name": c.name, "passed": c.passed,
                                  "score": c.score, "message": c.message, "error": c.error})
         r.forbidden = evaluate_forbidden(task.forbidden, seen, self.secrets)
+        for f in r.forbidden:
+            f.details = self.names(f.details) or ""
         score = score_trial(r.checks, r.forbidden, task.pass_threshold)
         r.status, r.composite_score = score.status, score.composite
         if score.status == "error":
@@ -248,7 +257,9 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
                         handles: dict[str, ServiceHandle], secret_values: dict[str, str],
                         on_output: Any) -> Sandbox:
     """The trial's sandbox, with an allowlisted environment and the trial's limits."""
-    env = {**host_env(run.options), **task.env}  # rendered once the workdir is known
+    if "host_env" not in run.shared:  # proctor's own environment does not change in a run
+        run.shared["host_env"] = host_env(run.options)
+    env = {**run.shared["host_env"], **task.env}  # rendered once the workdir is known
     env[RUN_ID_VAR] = run.run_id
     env.update(secret_values)
     for h in handles.values():
@@ -266,7 +277,8 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
                         *(f for h in handles.values() for f in h.files)],
         image=task.base_image, isolation=run.options.isolation, on_output=on_output)
     try:
-        sandbox = await create_sandbox(run.options.backend, spec)
+        sandbox = await (run.backend.create(spec) if run.backend is not None
+                         else create_sandbox(run.options.backend, spec))
     except (OSError, SetupError) as e:
         raise TrialFault("workspace", detail=str(e)) from None
     values = {"params": trial.params, "secrets": secret_values, "workdir": sandbox.workdir}

@@ -296,7 +296,7 @@ async def test_runs_in_sandbox_copies_the_script_when_not_shared(check, make_ctx
     inner = LocalSandbox(tmp_path / "remote", env={})
     ctx = make_ctx(sandbox=RemoteSandbox(inner))
     body = ("#!/bin/sh\n" if executable else "") + \
-        'echo "{\\"passed\\": true, \\"reason\\": \\"$0\\"}"\n'
+        'echo "{\\"passed\\": true, \\"reason\\": \\"$(dirname "$0") $0\\"}"\n'
     script(spec_dir, "where.sh", body, executable=executable)
     try:
         out = await check("custom", ctx, script="where.sh", runs_in="sandbox")
@@ -305,7 +305,8 @@ async def test_runs_in_sandbox_copies_the_script_when_not_shared(check, make_ctx
     assert out.error is None, out.error
     [copied] = ctx.sandbox.written
     assert copied.startswith(str(tmp_path / "remote" / "tmp") + "/.proctor-check-")
-    assert out.message == copied  # it ran the copy, not the original
+    # it ran the copy, not the original; what it prints names the script, not the copy
+    assert out.message == f"{tmp_path / 'remote' / 'tmp'} where.sh"
 
 
 async def test_reason_is_cut_in_the_message(check, ctx, spec_dir):

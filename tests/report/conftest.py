@@ -222,3 +222,70 @@ def run_pair(tmp_path: Path) -> tuple[Path, Path]:
     b = (counted("t1", m, 2, 10, "b") + counted("t2", m, 6, 10, "b")
          + counted("t3", m, 3, 3, "b") + counted("t4", m, 1, 1, "b"))
     return write_run(tmp_path, "run-a", a), write_run(tmp_path, "run-b", b)
+
+
+# ---- a real run, by the real executable --------------------------------------------------
+
+REAL_SUITE = """
+cli: git
+providers: [mock/models/anthropic-claude-sonnet-4-5-careful.yaml,
+            mock/models/anthropic-claude-sonnet-4-5-sloppy.yaml]
+help_modes: [injected, none]
+repeat: 3
+env: {GIT_AUTHOR_NAME: t, GIT_AUTHOR_EMAIL: t@example.com, GIT_COMMITTER_NAME: t,
+      GIT_COMMITTER_EMAIL: t@example.com, GIT_CONFIG_NOSYSTEM: "1"}
+tasks:
+  - id: init-repo
+    intent: Create a new git repository in the current directory.
+    solution: ["git init -q ."]
+    assert:
+      - ran: "git init"
+      - file_exists: .git/HEAD
+  - id: status
+    intent: Show the status of the files here.
+    setup: ["git init -q ."]
+    solution: ["git status"]
+    assert:
+      - exit_code: 0
+"""
+# careful: right with the help text in its prompt, wrong without it; sloppy: always wrong
+CAREFUL = """
+conversations:
+  - when: {prompt_contains: status}
+    turns: [{run: git status}]
+  - when: {system_contains: "usage: git"}
+    turns: [{run: git init -q .}]
+  - turns: [{run: echo nothing}]
+"""
+SLOPPY = """
+conversations:
+  - when: {prompt_contains: status}
+    turns: [{run: git status}]
+  - turns: [{run: echo nothing}]
+"""
+REAL_CAREFUL = "mock/models/anthropic-claude-sonnet-4-5-careful.yaml"
+REAL_SLOPPY = "mock/models/anthropic-claude-sonnet-4-5-sloppy.yaml"
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory) -> Path:
+    """`proctor run` of a suite with two long-named mock models and two help modes (24
+    trials: careful passes init-repo with --help injected only, sloppy never), with every
+    report format."""
+    import os
+    import subprocess
+
+    from tests.conftest import PROCTOR
+
+    root = tmp_path_factory.mktemp("real-run")
+    (root / "models").mkdir()
+    (root / "cli-bench.yaml").write_text(REAL_SUITE)
+    (root / "models" / "anthropic-claude-sonnet-4-5-careful.yaml").write_text(CAREFUL)
+    (root / "models" / "anthropic-claude-sonnet-4-5-sloppy.yaml").write_text(SLOPPY)
+    env = {**os.environ, "PROCTOR_HOME": str(root / "home"), "COLUMNS": "80"}
+    done = subprocess.run([PROCTOR, "run", "cli-bench.yaml", "--output-dir", "run",
+                           "--format", "junit,md,html"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr  # init-repo fails, as scripted
+    (root / "stdout.txt").write_text(done.stdout)
+    return root / "run"

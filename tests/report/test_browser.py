@@ -1,8 +1,11 @@
 """report.html and `proctor view` in a real browser: headless Chromium driven by Selenium
 (Debian's `chromium` and `chromium-driver`, installed by ./setup.sh).
 
-Each test saves screenshots (under the test's tmp dir, or $PROCTOR_TEST_ARTIFACTS when set,
-e.g. a CI artifact directory) and fails on any error in the browser's console."""
+Each test fails on any error in the browser's console and saves screenshots, test
+artefacts for CI: under $PROCTOR_TEST_ARTIFACTS/screenshots/TEST/ when set, else
+test-artifacts/screenshots/TEST/ in the repository (git ignores it). Without Chromium the
+tests skip, except in CI (`CI` set, as CI services and .ci/run do): there a missing browser
+is a failure, so the tests cannot silently stop running."""
 
 from __future__ import annotations
 
@@ -16,22 +19,29 @@ from pathlib import Path
 import pytest
 
 from proctor.report import write_reports
-from tests.report.conftest import FLAKY_TRIAL
+from tests.conftest import REPO
+from tests.report.conftest import FLAKY_TRIAL, REAL_CAREFUL
 
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+MISSING = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
+if MISSING and os.environ.get("CI"):
+    pytest.fail(f"CI is set but {', '.join(MISSING)} is missing: run ./setup.sh (Debian "
+                "packages `chromium` and `chromium-driver`)", pytrace=False)
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMEDRIVER).exists(),
+    pytest.mark.skipif(bool(MISSING),
                        reason="Chromium is not installed (Debian packages `chromium` and "
                               "`chromium-driver`; ./setup.sh installs them)"),
 ]
 
 
 @pytest.fixture
-def shots(tmp_path, request) -> Path:
+def shots(request) -> Path:
     base = os.environ.get("PROCTOR_TEST_ARTIFACTS")
-    root = Path(base) / "screenshots" if base else tmp_path / "screenshots"
-    d = root / request.node.name
+    root = Path(base) if base else REPO / "test-artifacts"
+    d = root / "screenshots" / request.node.name
+    shutil.rmtree(d, ignore_errors=True)  # this run's screenshots only
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -44,7 +54,7 @@ def browser(shots):
 
     opts = Options()
     # Debian's browser and driver, both given: selenium never looks for (or downloads) one.
-    opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    opts.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                 "--window-size=1400,1000"):
         opts.add_argument(arg)
@@ -115,6 +125,43 @@ def test_a_failed_trials_trajectory_opens_and_reads(mixed_run, browser, shots):
     assert browser.execute_script("return document.querySelectorAll('.traj script').length") == 0
     browser.execute_script("arguments[0].scrollIntoView()", tb)
     browser.save_screenshot(str(shots / "2-trajectory.png"))
+
+
+def test_a_real_runs_report_answers_its_questions(real_run, browser, shots):
+    """report.html as `proctor run --format html` wrote it (report.html alone, copied out of
+    the run directory, as downloaded from CI): does --help help, what failed and why."""
+    from selenium.webdriver.common.by import By
+
+    alone = shots / "report.html"
+    shutil.copy(real_run / "report.html", alone)
+    browser.get(alone.as_uri())
+    browser.save_screenshot(str(shots / "1-report.png"))
+    # does --help help? each model's table row: baseline, mode, Δ with its interval
+    rows = browser.find_elements(By.CSS_SELECTOR, "#help-modes tbody tr")
+    careful = [c.text for c in rows[0].find_elements(By.TAG_NAME, "td")]
+    assert careful[:7] == [REAL_CAREFUL, "injected", "6/6 (100%)", "none", "3/6 (50%)", "-50",
+                           "-81 to 0"] and careful[8] == "0.182"
+    browser.execute_script("arguments[0].scrollIntoView()", rows[0])
+    browser.save_screenshot(str(shots / "2-help-modes.png"))
+    # the heat-map cell of the careful model without --help: its three failed trials
+    cell = next(c for c in browser.find_elements(By.CSS_SELECTOR, ".heat td.cell")
+                if c.get_attribute("data-label") == f"init-repo [none] · {REAL_CAREFUL}")
+    assert "0% 0/3" in cell.text
+    cell.click()
+    shown = _visible_ids(browser)
+    assert len(shown) == 3 and all(".none." in i and "careful" in i for i in shown)
+    # its trajectory: what the model was told and did, the command and its output, why
+    tb = _open_trajectory(browser, shown[0])
+    traj = tb.find_element(By.CSS_SELECTOR, ".traj")
+    assert "→ run_command: echo nothing" in traj.text and "$ echo nothing" in traj.text
+    assert "exit 0" in traj.text and "Create a new git repository" in traj.text
+    checks = tb.find_element(By.CSS_SELECTOR, "table.checks").text
+    assert "file not found: .git/HEAD; the workspace holds: nothing" in checks
+    assert "/proctor-" not in browser.find_element(By.TAG_NAME, "body").text
+    browser.execute_script("arguments[0].scrollIntoView()", tb)
+    browser.save_screenshot(str(shots / "3-trajectory.png"))
+    assert sorted(p.name for p in shots.glob("*.png")) == [
+        "1-report.png", "2-help-modes.png", "3-trajectory.png"]
 
 
 def test_a_heat_map_click_filters_the_trials(mixed_run, browser, shots):

@@ -63,9 +63,9 @@ def test_printed_table_and_exit_codes(run_pair, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "A run-a  vs  B run-b" in out
     line = next(x for x in out.splitlines() if x.startswith("t1"))
-    for cell in ("10/10 100% (72–100%)", "2/10 20% (6–51%)", "-80 pp", "<0.001", "0.002",
-                 "REGRESSION"):
-        assert cell in line
+    cells = [c.strip() for c in line.split("│")]
+    assert cells == ["t1", "10/10 100%", "72–100%", "2/10 20% ~", "6–51%", "-80 pp",
+                     "-94 to -38 pp", "<0.001", "0.002", "REGRESSION"]
     assert "only in A (not compared): t5 · openai/gpt-4.1" in out
     assert "only in B (not compared): t4 · openai/gpt-4.1" in out
     assert "1 significant regression, 0 improvements" in out
@@ -109,8 +109,49 @@ def test_markdown_and_json_for_a_pull_request(run_pair, capsys):
     assert compare_main(a, b, fmt="md") == 0
     md = capsys.readouterr().out
     assert md.startswith("## proctor compare `run-a` → `run-b`")
-    assert "| 10/10 | 2/10 |" in md and "🔻 regression" in md
-    assert "**Only in A:** `t5" in md
+    assert "Model `openai/gpt-4.1`." in md  # one model: named once
+    assert "| task | A | B | difference (95% CI) | p (adj.) | |" in md
+    assert "| t1 | 10/10 | 2/10 | -80 pts (-94 to -38) | 0.002 | 🔻 regression |" in md
+    assert "**Only in A:** `t5 · openai/gpt-4.1`" in md
+
+
+def _modes(task: str, model: str, counts: dict[str, tuple[int, int]], tag: str) -> list:
+    out = []
+    for mode, (passed, n) in counts.items():
+        for t in counted(task, model, passed, n, f"{tag}-{mode}"):
+            t["help_mode"] = mode
+            t["id"] = t["id"].replace(f".{tag}-{mode}.", f".{mode}.{tag}.")
+            out.append(t)
+    return out
+
+
+def test_help_modes_and_params_are_compared_apart(tmp_path, capsys, monkeypatch):
+    """A mode that got worse is not hidden by one that got better (pooled: 10/20 both)."""
+    m, other = "openai/gpt-4.1", "anthropic/claude-sonnet-4-5"
+    a = write_run(tmp_path, "ra", _modes("git-init", m, {"injected": (10, 10), "none": (0, 10)},
+                                         "a") + counted("t2", other, 1, 1, "a"))
+    b = write_run(tmp_path, "rb", _modes("git-init", m, {"injected": (0, 10), "none": (10, 10)},
+                                         "b") + counted("t2", other, 1, 1, "b"))
+    res = compare_runs(_results(a), _results(b))
+    rows = {r.task_label: r for r in res.tasks if r.task_id == "git-init"}
+    assert set(rows) == {"git-init [injected]", "git-init [none]"}
+    assert rows["git-init [injected]"].flag == "regression"
+    assert rows["git-init [none]"].flag == "improvement"
+    monkeypatch.setenv("COLUMNS", "80")
+    compare_main(a, b)
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    lines = [x for x in out.splitlines() if x.startswith("git-init")]
+    assert [x.split("│")[0].strip() for x in lines] == ["git-init [injected]", "git-init [none]"]
+    assert "REGRESSION" in lines[0] and "improved" in lines[1]
+    compare_main(a, b, fmt="md")
+    md = capsys.readouterr().out
+    assert "| task | model | A | B |" in md
+    assert "| git-init \\[injected\\] | openai/gpt-4.1 | 10/10 | 0/10 |" in md
+    compare_main(a, b, fmt="json")
+    doc = json.loads(capsys.readouterr().out)
+    assert {(r["task_id"], r["help_mode"]) for r in doc["tasks"]} == {
+        ("git-init", "injected"), ("git-init", "none"), ("t2", None)}
 
 
 def test_eighty_columns_cross_model_names_whole_words(tmp_path, capsys, monkeypatch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proctor.report import data
+from proctor.report import data, labels
 from tests.report.conftest import aggregate, trial
 
 
@@ -67,3 +67,40 @@ def test_money_known_to_be_zero_reads_free():
     from proctor.report.data import usd
 
     assert usd(0.0) == "free" and usd(None) == "–" and usd(0.0021) == "$0.0021"
+
+
+CAREFUL = "mock/models/anthropic-claude-sonnet-4-5-careful.yaml"
+SLOPPY = "mock/models/anthropic-claude-sonnet-4-5-sloppy.yaml"
+
+
+@pytest.mark.parametrize("n", [7, 8, 10, 12, 16, 24, 40])
+def test_short_labels_stay_distinct_and_show_what_differs(n):
+    names = labels.short_labels([CAREFUL, SLOPPY, "openai/gpt-4.1"], n)
+    assert len(set(names.values())) == 3 and all(len(v) <= max(n, 14) for v in names.values())
+    if n >= 12:  # enough room: the part that tells them apart is shown
+        assert "areful" in names[CAREFUL] and "loppy" in names[SLOPPY]
+
+
+def test_short_labels_keep_a_task_labels_help_mode():
+    names = labels.short_labels(["git-branch-rename [injected]", "git-branch-rename [none]"], 20,
+                              keep_tail=True)
+    assert names == {"git-branch-rename [injected]": "git-bran… [injected]",
+                     "git-branch-rename [none]": "git-branch-r… [none]"}
+
+
+def test_short_labels_differing_in_the_middle():
+    names = labels.short_labels(["aaaaaaaa-X-bbbbbbbb", "aaaaaaaa-Y-bbbbbbbb"], 7)
+    assert names == {"aaaaaaaa-X-bbbbbbbb": "…a-X-b…", "aaaaaaaa-Y-bbbbbbbb": "…a-Y-b…"}
+
+
+def test_gist_keeps_what_failed_and_why():
+    message = ("`make test` exited with 2, expected exit code 0\nstdout: (empty)\nstderr:\n"
+               + "=" * 70 + "\n" + "\n".join(f"compiling module {i}" for i in range(40))
+               + "\n" + "-" * 70 + "\nerror: undefined reference to `main'\n")
+    g = labels.gist(message, 120)
+    assert len(g) <= 120 and "=" * 4 not in g
+    assert g.startswith("`make test` exited with 2, expected exit code 0 … ")
+    assert g.endswith("error: undefined reference to `main'")
+    assert labels.gist("short\n\nmessage") == "short message"
+    one = labels.gist("x" * 300, 50)
+    assert len(one) == 50 and " … " in one

@@ -57,8 +57,11 @@ def test_structure(mixed_run):
     html, page = _page(mixed_run)
     assert html.startswith("<!DOCTYPE html>")
     assert "specs examples/git-suite.yaml, examples/refund.yaml" in html  # run.json `paths`
-    assert len(page.find("svg")) == 3  # pass rate by model, scores, durations
+    # pass rate by model, scores, durations; a help-mode effect per model
+    assert len(page.find("svg")) == 3 + 2
     assert len(page.find("table", id="trials")) == 1
+    # model names wrap after a `/` before they would break mid-word
+    assert "<td>anthropic/<wbr>claude-sonnet-4-5</td>" in html
     bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
     assert len(bodies) == 44
     statuses = [a["data-status"] for a in bodies]
@@ -200,8 +203,9 @@ def test_failing_checks_triage_and_heat_map_cells_filter(mixed_run):
     html, page = _page(mixed_run)
     text = "".join(page.text)
     assert "Failing checks (15 in " in text
-    assert "git-branch · anthropic/claude-sonnet-4-5 · output_contains#1 (output_contains) " \
-           "failed in 2 of 6 trials: 'feature' not in stdout" in text
+    for mode in ("injected", "none"):  # grouped per identical conditions
+        assert f"git-branch [{mode}] · anthropic/claude-sonnet-4-5 · output_contains#1 " \
+               "(output_contains) failed in 1 of 3 trials: 'feature' not in stdout" in text
     items = [a for a in page.find("a") if "data-show-trial" in a]
     assert items and all(a["href"] == "#" for a in items)
     # every heat-map cell's key is carried by its trials, and only by them
@@ -214,7 +218,7 @@ def test_failing_checks_triage_and_heat_map_cells_filter(mixed_run):
 
 
 def test_long_model_names_stay_distinct():
-    from proctor.report.data import short_labels
+    from proctor.report.labels import short_labels
 
     a, b = "anthropic/claude-sonnet-4-5", "anthropic/claude-sonnet-4-5-20250929"
     names = short_labels([a, b, "openai/gpt-4.1"], 22)
@@ -252,7 +256,7 @@ def test_a_large_run_carries_details_compressed(mixed_run, monkeypatch):
 def test_histogram_axes_neither_repeat_nor_split_trials():
     import re
 
-    from proctor.report.html import chart_durations
+    from proctor.report.charts import chart_durations, chart_scores
 
     def axes(durations):
         svg = chart_durations([{"duration_s": d} for d in durations])
@@ -260,10 +264,16 @@ def test_histogram_axes_neither_repeat_nor_split_trials():
                 re.findall(r'text-anchor="end">([^<]*)<', svg))
 
     labels, ticks = axes([0.01, 0.02, 0.2, 0.24] + [0.01] * 438)
-    assert labels == ["0s", "0.05s", "0.1s", "0.15s", "0.2s"]  # not 0s 0s 0.1s
+    # where bins meet, with the decimals the step needs (not 0s 0s 0.1s)
+    assert labels == ["0s", "0.05s", "0.1s", "0.15s", "0.2s", "0.25s"]
     assert ticks == ["0", "220", "440"]  # whole trials: no 219.5
     labels, _ = axes([100, 3000])
     assert labels[:2] == ["0s", "16m40s"] and len(set(labels)) == len(labels)
+    # scores: 0 to 1, the last bin (where passing trials are) ends at a label too
+    svg = chart_scores([{"composite_score": 1.0}] * 5 + [{"composite_score": 0.0}])
+    assert re.findall(r'text-anchor="middle">([^<]*)<', svg) == ["0", "0.2", "0.4", "0.6",
+                                                                 "0.8", "1"]
+    assert "<title>0.9–1: 5 trials</title>" in svg
 
 
 def test_a_trial_id_cannot_point_outside_its_run(tmp_path):
@@ -277,3 +287,25 @@ def test_a_trial_id_cannot_point_outside_its_run(tmp_path):
     (run / "trials" / "ok" / "trace.jsonl").write_text('{"type": "agent_output"}\n')
     dirs = recorded([{"id": "../../secret"}, {"id": ".."}, {"id": "ok"}], run)
     assert dirs == [None, None, run / "trials" / "ok"]
+
+
+def test_help_mode_effects_table(mixed_run):
+    html, page = _page(mixed_run)
+    start = html.index('<table class="grid-table" id="help-modes">')
+    table = html[start:html.index("</table>", start)]
+    rows = re.findall(r"<tr>(.*?)</tr>", table)[1:]
+    cells = [re.sub(r"<svg.*?</svg>", "SVG", r) for r in rows]
+    assert cells[0] == ('<td>openai/gpt-4.1</td><td>injected</td><td class="n">6/9 (67%)</td>'
+                        '<td>none</td><td class="n">6/9 (67%)</td><td class="n">0</td>'
+                        '<td class="n">-38 to +38</td><td>SVG</td><td class="n">1.000</td>')
+    assert len(rows) == 2 and 'class="effect "' in rows[0]  # an interval crossing 0: grey
+    text = "".join(page.text)
+    assert "Help modes (does --help help?)" in text and "minus the baseline's" in text
+
+
+def test_effect_drawing_colours_a_clear_difference():
+    from proctor.report.html import _effect_svg
+
+    assert 'class="effect down"' in _effect_svg(-0.5, -0.76, -0.12)
+    assert 'class="effect up"' in _effect_svg(0.5, 0.12, 0.76)
+    assert '<circle cx="42" ' in _effect_svg(-0.5, -0.76, -0.12)  # 80 - 76 * 0.5

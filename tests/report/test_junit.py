@@ -132,3 +132,30 @@ def test_junit2html_reads_every_row_and_renders_it(mixed_run, tmp_path):
     assert done.returncode == 0, done.stderr
     page = out.read_text()
     assert "jq-filter.openai-gpt-4.1.injected.r0" in page and "<script>alert" not in page
+
+
+def test_a_failures_message_carries_the_useful_part(tmp_path):
+    """The message attribute (what CI shows in a list) names each failed check with its first
+    line and its end, where a test runner says why; the body has every message."""
+    from tests.report.conftest import check, trial, write_run
+    from tests.report.test_show import UNITTEST
+
+    t = trial("fix.r0", "fix", "fail", model="m", checks=[
+        check("tests_pass", "command_exit", False, UNITTEST),
+        check("changelog", "file_content", False, "CHANGELOG.md does not contain 'Fix'"),
+        check("small_diff", "custom", True, "2 changed lines")])
+    xml = JUnitXml.fromfile(str(_write(write_run(tmp_path, "r", [t]))))
+    (case,) = [c for s in xml for c in s]
+    (failure,) = case.result
+    msg = failure.message
+    assert msg.startswith("tests_pass: `python3 -m unittest discover -s tests -t . -q` exited "
+                          "with 1, expected exit code 0 ")
+    assert "AssertionError: 5.5 != 7" in msg and "FAILED (failures=2)" in msg
+    assert msg.endswith("; changelog: CHANGELOG.md does not contain 'Fix'")
+    assert len(msg) <= 500 and "=====" not in msg and "small_diff" not in msg
+    assert "FAIL: test_sum" in failure.text and "FAILED (failures=2)" in failure.text
+    # three long failures share the attribute: each keeps its end
+    t["checks"] = [check(f"c{i}", "command_exit", False, UNITTEST) for i in range(3)]
+    xml = JUnitXml.fromfile(str(_write(write_run(tmp_path, "r2", [t]))))
+    msg = next(c for s in xml for c in s).result[0].message
+    assert len(msg) <= 500 and msg.count("FAILED (failures=2)") == 3 and msg.count(" … ") == 3

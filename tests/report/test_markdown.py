@@ -92,15 +92,17 @@ def test_headline_models_and_tasks(mixed_run):
 def test_failing_checks_grouped_and_errors_listed(mixed_run):
     md = _md(mixed_run)
     assert "### Failing checks (15)" in md
-    assert ("**git-branch** · anthropic/claude-sonnet-4-5 · `output_contains#1` "
-            "(output\\_contains) failed in 2 of 6 trials") in md
+    # grouped per identical conditions: each help mode apart
+    for mode in ("injected", "none"):
+        assert (f"**git-branch \\[{mode}\\]** · anthropic/claude-sonnet-4-5 · "
+                "`output_contains#1` (output\\_contains) failed in 1 of 3 trials") in md
     assert "`email_sent` (http\\_mock\\_assertions, gate)" not in md  # not a gate
     assert "### Forbidden rules violated (1)" in md
     assert "\\[REDACTED:STRIPE\\_KEY\\] printed to stdout" in md
     assert "### Errors (3)" in md
     assert "provider error after 5 attempts: 529 overloaded &lt;html&gt;</summary>" in md
     # long messages are cut
-    assert "more characters" in md and "x" * 400 not in md
+    assert "x" * 400 not in md and "x … x" in md
 
 
 def test_untrusted_text_never_becomes_html(mixed_run):
@@ -140,7 +142,9 @@ def test_empty_and_all_passing_runs():
 
 def test_help_modes_table_answers_does_help_help(mixed_run):
     md = _md(mixed_run)
-    assert "### Help modes" in md
+    assert "### Help modes (does `--help` help?)" in md
     tables = _render(md).tables
-    modes = next(t for t in tables if t[0][:2] == ["model", "mode"])
-    assert modes[1][:5] == ["openai/gpt-4.1", "injected", "6/9", "none", "6/9"]
+    modes = next(t for t in tables if t[0][:2] == ["model", "baseline"])
+    assert modes[0][3:6] == ["mode", "passed", "Δ mode − baseline (95% CI)"]
+    assert modes[1] == ["openai/gpt-4.1", "injected", "6/9", "none", "6/9",
+                        "0 pts (-38 to +38)", "1.000"]

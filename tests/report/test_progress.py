@@ -22,8 +22,48 @@ def test_lines_without_a_terminal():
     p.close()
     lines = out.getvalue().splitlines()
     assert len(lines) == 10  # every 2 of 20 trials (a tenth), the last one included
-    assert lines[-1].startswith("proctor: 20/20 trials · 19 pass 1 fail 0 error (m2 10/10, m1 9/10)")
+    assert lines[-1].startswith("proctor: 20/20 trials · 19 pass 1 fail 0 error · ")
+    # done/total, counts, elapsed and ETA first; the per-model counts last
+    assert lines[-1].endswith(" elapsed · eta 0:00 · m2 10/10, m1 9/10")
     assert "elapsed · eta " in lines[0]
+
+
+LONG = ["mock/models/anthropic-claude-sonnet-4-5-careful.yaml",
+        "mock/models/anthropic-claude-sonnet-4-5-sloppy.yaml"]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_bar_keeps_eta_and_counts_at_80_columns_with_long_model_names():
+    import re
+
+    out = Terminal()
+    p = Progress(40, 0, stream=out, width=80)
+    for i in range(30):
+        p.advance(result(i, "fail" if i % 3 == 0 else "pass", model=LONG[i % 2]))
+    p.bar.refresh()
+    p.close()
+    screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    lines = [line for line in screen.splitlines() if line.strip()]
+    bar = next(line for line in reversed(lines) if line.startswith("running"))
+    assert len(bar) <= 80 and "30/40 20 pass 10 fail 0 error" in bar and " eta " in bar
+    models = lines[lines.index(bar) + 1]
+    # each model distinct and readable, on its own line
+    assert models.strip() == ("mock/models/an…-careful.yaml 10/15, "
+                              "mock/models/an…5-sloppy.yaml 10/15")
+
+
+def test_model_names_in_the_bar_are_never_markup():
+    out = Terminal()
+    p = Progress(4, 0, stream=out, width=120)
+    for i, m in enumerate(["[bold]x[/bold]", "[link=http://e]y[/link]"] * 2):
+        p.advance(result(i, model=m))
+    p.bar.refresh()
+    p.close()
+    assert "[bold]x[/bold] 2/2" in out.getvalue() and "[link=http://e]y[/link]" in out.getvalue()
 
 
 def test_a_resumed_run_counts_from_where_it_was():

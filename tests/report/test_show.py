@@ -130,3 +130,52 @@ def test_notes_use_a_wide_terminal(mixed_run, capsys, monkeypatch):
     out = _show(capsys, mixed_run)
     line = next(x for x in out.splitlines() if x.startswith("jq-filter.openai-gpt-4.1.none.r0"))
     assert len(line.rstrip()) > 200 and "x" * 80 in line  # not cut at ~120 characters
+
+
+UNITTEST = ("`python3 -m unittest discover -s tests -t . -q` exited with 1, expected exit code 0\n"
+            "stdout: (empty)\nstderr:\n" + "=" * 70 + "\nFAIL: test_sum (tests.test_cart.T)\n"
+            + "-" * 70 + "\nTraceback (most recent call last):\n"
+            '  File "tests/test_cart.py", line 8, in test_sum\n'
+            "    self.assertEqual(total([1.5, 2.5, 3]), 7)\nAssertionError: 5.5 != 7\n\n"
+            + "-" * 70 + "\nRan 2 tests in 0.008s\n\nFAILED (failures=2)\n")
+
+
+@pytest.fixture
+def unittest_run(tmp_path):
+    from tests.report.conftest import check, trial, write_run
+
+    t = trial("fix-the-bug.mock-models-anthropic-claude-sonnet-4-5-careful.yaml.r07",
+              "fix-the-bug", "fail", model="mock/models/anthropic-claude-sonnet-4-5-careful.yaml",
+              checks=[check("tests_pass", "command_exit", False, UNITTEST)], duration=12.5)
+    return write_run(tmp_path, "r", [t])
+
+
+def test_a_wide_terminal_shows_the_note_to_its_useful_end(unittest_run, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    line = next(x for x in _show(capsys, unittest_run).splitlines() if x.startswith("fix-"))
+    note = line.split("│")[-1].strip()
+    assert note.startswith("tests_pass: `python3 -m unittest discover -s tests -t . -q` exited "
+                           "with 1, expected exit code 0 … ")
+    assert note.endswith(" … Ran 2 tests in 0.008s FAILED (failures=2)")
+    assert "=====" not in note and len(line) <= 250
+
+
+def test_eighty_columns_keep_status_score_duration_and_put_the_note_below(unittest_run, capsys,
+                                                                         monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = _show(capsys, unittest_run).splitlines()
+    assert all(len(x) <= 80 for x in lines)
+    assert lines[1].split() == ["trial", "┃", "status", "┃", "score", "┃", "duration"]
+    cells = [c.strip() for c in lines[3].split("│")]
+    assert cells[1:] == ["FAIL", "0.00", "12.5s"]
+    below = " ".join(x.split("│")[0].strip() for x in lines[4:7])
+    assert "tests_pass: `python3 -m unittest" in below and "FAILED (failures=2)" in below
+
+
+def test_a_trials_long_check_message_keeps_its_end(unittest_run, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    path = unittest_run / "results.json"  # 800 more characters in the middle of the message
+    path.write_text(path.read_text().replace("Traceback (most recent",
+                                             "x" * 800 + "\\nTraceback (most recent"))
+    out = _show(capsys, unittest_run, "fix-the-bug")
+    assert "exited with 1" in out and "FAILED (failures=2)" in out and "characters cut" in out

@@ -46,16 +46,33 @@ def test_narrow_terminal_drops_columns_not_meaning(mixed_run):
     assert max(len(line) for line in text.splitlines()) <= 60
 
 
-def test_eighty_columns_keep_the_cost_and_the_help_mode_figures(mixed_run):
+def test_eighty_columns_keep_tokens_cost_and_every_help_mode_figure(mixed_run):
     text, _ = _print(_results(mixed_run), width=80, color_system=None)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 80
     row = next(line for line in lines if line.startswith("openai/gpt-4.1"))
-    assert "$0.0378" in row  # the total cost stays below 100 columns
-    help_rows = [line for line in lines if "injected" in line and "pts" in line]
-    assert len(help_rows) == 2  # one line each: figures whole, the model name cut in the middle
-    assert all("6/9" in r or "5/9" in r for r in help_rows)
-    assert any("+0 pts (-38 to +38)" in r and "1.000" in r and "4.1" in r for r in help_rows)
+    # tokens and the total cost stay below 100 columns; the model name gives way
+    assert "23.4k/2.7k" in row and "$0.0378" in row and "60% met" in row
+    row = next(line for line in lines if line.startswith("anthropic/…"))
+    assert "$0.0612" in row and "70% MISSED" in row
+    # a task label keeps its help mode when cut; no name is folded onto a second line
+    assert any(line.startswith("git-bra… [injected]") for line in lines)
+    assert not any(line.startswith(" ") and "│" in line for line in lines)
+    # the help-mode figures, all of them, under each model's whole name
+    at = lines.index("anthropic/claude-sonnet-4-5")
+    assert lines[at + 1].split() == ["baseline", "┃", "passed", "┃", "mode", "┃", "passed",
+                                     "┃", "Δ", "┃", "95%", "CI", "┃", "p"]
+    assert lines[at + 3].split() == ["injected", "│", "5/9", "│", "none", "│", "5/9", "│",
+                                     "0", "pts", "│", "-39", "to", "+39", "│", "1.000"]
+
+
+def test_help_mode_effects_name_their_baseline(mixed_run):
+    text, _ = _print(_results(mixed_run), width=140, color_system=None)
+    row = next(line for line in text.splitlines()
+               if line.startswith("openai/gpt-4.1") and "injected" in line)
+    assert row.split("│")[1:] == [" injected ", "    6/9 ", " none ", "    6/9 ", " 0 pts ",
+                                  " -38 to +38 ", " 1.000"]
+    assert "Δ: the mode's pass rate minus the baseline's" in text
 
 
 def test_no_color_means_no_colour_codes(mixed_run, monkeypatch):

@@ -183,3 +183,9 @@ def test_each_run_of_a_suite_compares_with_the_one_before(tmp_path, served):
     row = next(r for r in page.split("<tr>") if r.startswith("<td>t1 · "))
     assert "10/10" in row and "1/10" in row and "REGRESSION" in row
     assert site.get("/compare/old/nope")[0] == 404
+
+
+def test_a_suite_given_as_a_directory_is_named(mixed_run, served):
+    _index(mixed_run, "2026-03-02T10:15:00+00:00", specs=["."])  # `proctor run .`
+    _, _, body = served().get("/")
+    assert f'href="/suites/{suite_key(["."])}">.</a>' in body

@@ -16,7 +16,8 @@ changed = sum(int(a) + int(d) for a, d, _ in (line.split("\t") for line in out.s
 limit = 4
 print(json.dumps({
     "passed": 0 < changed <= limit,
-    "score": 1.0 if 0 < changed <= limit else max(0.0, 1 - (changed - limit) / 20),
+    # Nothing changed scores 0 (the bug is still there); past the limit, less the bigger.
+    "score": 0.0 if changed == 0 else 1.0 if changed <= limit else max(0.0, 1 - (changed - limit) / 20),
     "reason": f"{changed} changed lines in shop/ (limit {limit})",
     "details": {"changed_lines": changed},
 }))

@@ -47,7 +47,9 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     # The script reads the trace and audit log: every event so far must be on disk.
     _prepare_logs(ctx)
     if in_sandbox:
-        res = await _run_in_sandbox(ctx, script, argv, payload, cfg.timeout)
+        res, copy = await _run_in_sandbox(ctx, script, argv, payload, cfg.timeout)
+        # Its copy's temp name means nothing to the reader: a traceback names the script.
+        res.stdout, res.stderr = (res.stdout.replace(copy, name), res.stderr.replace(copy, name))
     else:
         res = await proc.run(argv, timeout=cfg.timeout, cwd=workspace, stdin=payload,
                              env=_host_env(ctx, Path(workspace)))
@@ -111,7 +113,7 @@ def _host_env(ctx: CheckContext, workspace: Path) -> dict[str, str]:
 
 
 async def _run_in_sandbox(ctx: CheckContext, script: Path, argv: list[str], stdin: bytes,
-                          timeout: float) -> ExecResult:
+                          timeout: float) -> tuple[ExecResult, str]:
     """A copy of the script goes into the sandbox's $TMPDIR (else /tmp) and runs there: the
     agent's processes are gone by now, so nothing can change it while it runs."""
     tmp = ctx.sandbox.env.get("TMPDIR") or "/tmp"
@@ -123,7 +125,8 @@ async def _run_in_sandbox(ctx: CheckContext, script: Path, argv: list[str], stdi
     else:
         argv = [*argv[:-1], dest]
         prep = ""
-    return await ctx.sandbox.exec(prep + "exec " + shlex.join(argv), timeout=timeout, stdin=stdin)
+    res = await ctx.sandbox.exec(prep + "exec " + shlex.join(argv), timeout=timeout, stdin=stdin)
+    return res, dest
 
 
 def _outcome(name: str, stdout: str) -> CheckOutcome:

@@ -5,7 +5,10 @@
 * `terminal.print_summary(results, console)`: the tables at the end of `proctor run`
 * `show.show_main(run_dir, trial)`: `proctor show`
 * `view.view_main(runs_dir)`: `proctor view`, a local web server over the runs
+* `runs.runs_main()`: `proctor runs`, the run index
 * `trajectory` (with `wire`): what each agent did, compressed into report.html
+* `tables` (terminal tables that fit), `labels` (names cut yet distinct, a message's gist),
+  `charts` (report.html's SVG)
 
 Renderers are pure functions of the results dict (plus run.json for page headers); nothing here
 runs trials or changes verdicts."""

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from proctor.errors import UsageError
 from proctor.model import TrialResult
@@ -35,9 +35,10 @@ def clean(text: Any) -> str:
     return _CONTROL.sub("", s)
 
 
-def cut(text: Any, limit: int) -> str:
-    """Clean and cut to `limit` characters, saying how much was left out (proctor.text.cut)."""
-    return text_cut(clean(text), limit)
+def cut(text: Any, limit: int, keep: Literal["head", "tail", "both"] = "head") -> str:
+    """Clean and cut to `limit` characters, saying how much was left out (proctor.text.cut):
+    the start, or both ends (`keep="both"`: a check's message, whose output ends with why)."""
+    return text_cut(clean(text), limit, keep=keep)
 
 
 def one_line(text: Any, limit: int = 200) -> str:
@@ -96,10 +97,17 @@ def usd(x: float | None) -> str:
     return f"${x:.4f}" if x < 1 else f"${x:.2f}"
 
 
+def points(x: float) -> str:
+    """A difference of rates in percentage points: `+40`, `-12`, and `0` for anything that
+    rounds to zero (no `-0` for an interval's bound a hair below it)."""
+    s = f"{100 * x:+.0f}"
+    return "0" if s in ("+0", "-0") else s
+
+
 def diff_text(effect: dict[str, Any]) -> str:
-    """`+40 pts (−2 to +72)`: a difference of pass rates, in percentage points, with its CI."""
+    """`+40 pts (-2 to +72)`: a difference of pass rates, in percentage points, with its CI."""
     lo, hi = effect["ci95"]
-    return f"{100 * effect['diff']:+.0f} pts ({100 * lo:+.0f} to {100 * hi:+.0f})"
+    return f"{points(effect['diff'])} pts ({points(lo)} to {points(hi)})"
 
 
 def top_k(row: dict[str, Any]) -> int:
@@ -119,23 +127,6 @@ def pass_k_text(row: dict[str, Any]) -> str:
 
 def shows_pass_k(rows: list[dict[str, Any]]) -> bool:
     return any(top_k(r) >= 2 for r in rows)
-
-
-def short_labels(labels: list[str], n: int) -> dict[str, str]:
-    """Labels of at most `n` characters that stay distinct: the middle goes (`anthropic/cl…
-    sonnet-4-5-20250929` keeps the provider and the version, where models differ); if two
-    would still read the same, both stay whole."""
-    def short(label: str) -> str:
-        if len(label) <= n:
-            return label
-        tail = (n - 1) // 2
-        return label[: n - 1 - tail] + "…" + label[len(label) - tail:]
-
-    out = {label: short(label) for label in labels}
-    seen: dict[str, int] = {}
-    for v in out.values():
-        seen[v] = seen.get(v, 0) + 1
-    return {k: (v if seen[v] == 1 else k) for k, v in out.items()}
 
 
 def params_text(params: dict[str, Any] | None) -> str:
@@ -293,9 +284,7 @@ def task_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     for e in _scored(results)["tasks"]:
         row = dict(e)
         row["label"] = e.get("model") or f"({e.get('agent') or 'no model'})"
-        extra = [x for x in (e.get("help_mode"), params_text(e.get("params"))) if x]
-        task = str(e.get("task_id"))
-        row["task_label"] = f"{task} [{', '.join(extra)}]" if extra else task
+        row["task_label"] = task_label(e)
         rows.append(row)
     return rows
 
@@ -314,19 +303,29 @@ def cell_key(row: dict[str, Any]) -> str:
                                           row.get("help_mode") or "", params_text(row.get("params"))))
 
 
+def task_label(row: dict[str, Any]) -> str:
+    """`git-init [injected, k=v]`: a task and the other conditions of its trials."""
+    extra = [x for x in (row.get("help_mode"), params_text(row.get("params"))) if x]
+    task = str(row.get("task_id"))
+    return f"{task} [{', '.join(extra)}]" if extra else task
+
+
 def failure_groups(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Failing checks grouped by task, model and check, in first-seen order: one group says
-    "failed in 6 of 6 trials" with the first message and trial, instead of six lines."""
-    runs: dict[tuple[Any, Any], int] = {}
+    """Failing checks grouped by identical conditions (task, model, help mode, params) and
+    check, in first-seen order: one group says "failed in 6 of 6 trials" with the first
+    message and trial, instead of six lines; a check failing under one help mode only is
+    not blurred with the other mode's passes."""
+    runs: dict[tuple[Any, ...], int] = {}
     for t in results.get("trials") or []:
-        key = (t.get("task_id"), t.get("model"))
+        key = condition(t)
         runs[key] = runs.get(key, 0) + 1
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for t, c in failed_checks(results):
-        key = (t.get("task_id"), t.get("model"), c.get("name"))
+        key = (*condition(t), c.get("name"))
         if key not in groups:
-            groups[key] = {"task_id": key[0], "model": key[1], "trial": t, "check": c,
-                           "failed": 0, "trials": runs.get(key[:2], 0), "ids": []}
+            groups[key] = {"task_id": t.get("task_id"), "task_label": task_label(t),
+                           "model": t.get("model"), "trial": t, "check": c, "failed": 0,
+                           "trials": runs.get(key[:-1], 0), "ids": []}
         groups[key]["failed"] += 1
         groups[key]["ids"].append(t.get("id"))
     return list(groups.values())

@@ -7,16 +7,16 @@ network access even if something slipped through."""
 
 from __future__ import annotations
 
-import html
 import json
-import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from proctor.report import data, trajectory
+from proctor.report.charts import chart_durations, chart_models, chart_scores, e, num
 from proctor.report.html_assets import CSS, JS
+from proctor.report.labels import gist
 from proctor.stats import quantile
 
 OUTPUT_LIMIT = 4000
@@ -25,119 +25,9 @@ STATUS_COLOR = {"pass": "var(--pass)", "fail": "var(--fail)", "error": "var(--er
                 "flaky": "var(--flaky)"}
 
 
-def e(value: Any, limit: int | None = None) -> str:
-    """Escaped text (also safe inside a quoted attribute)."""
-    s = data.clean(value) if limit is None else data.cut(value, limit)
-    return html.escape(s, quote=True)
-
-
-def _num(x: float) -> str:
-    return f"{x:.1f}".rstrip("0").rstrip(".")
-
-
-# ---- charts (SVG) ---------------------------------------------------------------------------
-
-
-def chart_models(rows: list[dict[str, Any]]) -> str:
-    """Horizontal bars: pass rate per model, whiskers for the 95% CI, a tick for thresholds."""
-    left, plot, right, row_h, top = 230, 440, 60, 30, 22
-    height = top + row_h * len(rows) + 8
-    names = data.short_labels([data.clean(r["label"]) for r in rows], 34)
-    width = left + plot + right
-    out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="pass rate per model">']
-    for p in (0, 25, 50, 75, 100):
-        x = left + plot * p / 100
-        out.append(f'<line x1="{_num(x)}" y1="{top - 4}" x2="{_num(x)}" y2="{height - 6}" '
-                   f'class="grid"/><text x="{_num(x)}" y="{top - 8}" class="axis" '
-                   f'text-anchor="middle">{p}%</text>')
-    for i, r in enumerate(rows):
-        y = top + i * row_h
-        rate = float(r.get("pass_rate") or 0.0)
-        lo, hi = (list(r.get("ci95") or (0.0, 1.0)) + [0.0, 1.0])[:2]
-        label = data.clean(r["label"])
-        cy = y + row_h / 2
-        out.append(f'<g><title>{e(label)}: {data.pct(rate)} ({r["passed"]}/{r["trials"]}), '
-                   f'95% CI {data.ci_text((lo, hi))}</title>')
-        out.append(f'<text x="{left - 8}" y="{_num(cy + 4)}" text-anchor="end" '
-                   f'class="label">{e(names[label])}</text>')
-        out.append(f'<rect x="{left}" y="{_num(y + 7)}" width="{_num(plot * rate)}" '
-                   f'height="{row_h - 14}" rx="3" class="bar"/>')
-        x1, x2 = left + plot * lo, left + plot * hi
-        out.append(f'<path d="M{_num(x1)} {_num(cy)}H{_num(x2)}M{_num(x1)} {_num(cy - 6)}'
-                   f'V{_num(cy + 6)}M{_num(x2)} {_num(cy - 6)}V{_num(cy + 6)}" class="whisker"/>')
-        th = r.get("threshold")
-        if th is not None:
-            tx = left + plot * min(100.0, max(0.0, float(th))) / 100
-            cls = "thr met" if r.get("met") else "thr missed"
-            out.append(f'<path d="M{_num(tx)} {y + 3}V{y + row_h - 3}" class="{cls}"/>')
-        out.append(f'<text x="{left + plot + 8}" y="{_num(cy + 4)}" class="value">'
-                   f'{data.pct(rate)}</text></g>')
-    out.append("</svg>")
-    return "".join(out)
-
-
-def _histogram(counts: list[int], labels: list[str], colors: list[str], title: str) -> str:
-    left, plot_w, plot_h, top, bottom = 34, 420, 120, 14, 34
-    width, height = left + plot_w + 10, top + plot_h + bottom
-    peak = max(counts) if counts and max(counts) else 1
-    n = max(1, len(counts))
-    bw = plot_w / n
-    out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{e(title)}">']
-    # Whole trials on the y axis: 0, about half the peak, the peak (no "219.5").
-    for tick in sorted({0, peak // 2, peak} if peak >= 2 else {0, peak}):
-        y = top + plot_h * (1 - tick / peak)
-        out.append(f'<line x1="{left}" y1="{_num(y)}" x2="{left + plot_w}" y2="{_num(y)}" '
-                   f'class="grid"/><text x="{left - 6}" y="{_num(y + 4)}" class="axis" '
-                   f'text-anchor="end">{tick}</text>')
-    for i, c in enumerate(counts):
-        h = plot_h * c / peak
-        x = left + i * bw
-        out.append(f'<g><title>{e(labels[i])}: {c} trial{"s" if c != 1 else ""}</title>'
-                   f'<rect x="{_num(x + 2)}" y="{_num(top + plot_h - h)}" '
-                   f'width="{_num(max(bw - 4, 1))}" height="{_num(h)}" rx="2" '
-                   f'style="fill:{colors[i]}"/></g>')
-    step = max(1, math.ceil(n / 6))
-    for i in range(0, n, step):
-        out.append(f'<text x="{_num(left + i * bw + bw / 2)}" y="{top + plot_h + 16}" '
-                   f'class="axis" text-anchor="middle">{e(labels[i])}</text>')
-    out.append("</svg>")
-    return "".join(out)
-
-
-def chart_scores(trials: list[dict[str, Any]]) -> str:
-    counts = [0] * 10
-    for t in trials:
-        s = min(1.0, max(0.0, float(t.get("composite_score") or 0.0)))
-        counts[min(9, int(s * 10))] += 1
-    labels = [f"{i / 10:.1f}–{(i + 1) / 10:.1f}" for i in range(10)]
-    colors = [f"hsl({12 * i + 6} 62% 50%)" for i in range(10)]
-    return _histogram(counts, labels, colors, "composite score distribution")
-
-
-def _nice_step(span: float, bins: int = 10) -> float:
-    raw = span / bins if span > 0 else 1.0
-    mag = 10 ** math.floor(math.log10(raw))
-    return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-
-
-def _axis_seconds(x: float, places: int) -> str:
-    if x >= 60:
-        return data.seconds(x)  # 16m40s
-    text = f"{x:.{places}f}"
-    return (text.rstrip("0").rstrip(".") if "." in text else text) + "s"
-
-
-def chart_durations(trials: list[dict[str, Any]]) -> str:
-    durations = [float(t.get("duration_s") or 0.0) for t in trials]
-    step = _nice_step(max(durations, default=0.0))
-    n = max(1, math.floor(max(durations, default=0.0) / step) + 1)
-    counts = [0] * n
-    for d in durations:
-        counts[min(n - 1, int(d // step))] += 1
-    # As many decimals as the step needs: 0.025 s bins read 0s 0.025s 0.05s, not 0s 0s 0.1s.
-    places = max(0, -math.floor(math.log10(step) + 1e-9)) + (1 if f"{step:g}"[-1] == "5" else 0)
-    labels = [_axis_seconds(i * step, places) for i in range(n)]
-    return _histogram(counts, labels, ["var(--accent)"] * n, "trial duration distribution")
+def breakable(name: Any) -> str:
+    """A model name that wraps after its `/` and `-` before anywhere mid-word."""
+    return e(name).replace("/", "/<wbr>")
 
 
 def heat_map(results: dict[str, Any]) -> str:
@@ -151,7 +41,8 @@ def heat_map(results: dict[str, Any]) -> str:
         tasks.setdefault(r["task_label"], {})[r.get("model")] = r
     out = ['<div class="scroll"><table class="heat"><thead><tr><th>task</th>']
     # Whole names, wrapped at any character: two long names that share a start stay apart.
-    out += [f'<th class="model" title="{e(label)}">{e(label)}</th>' for label in models.values()]
+    out += [f'<th class="model" title="{e(label)}">{breakable(label)}</th>'
+            for label in models.values()]
     out.append("</tr></thead><tbody>")
     for task, cells in tasks.items():
         out.append(f'<tr><th scope="row">{e(task)}</th>')
@@ -191,7 +82,7 @@ def models_table(results: dict[str, Any]) -> str:
     for r in data.model_rows(results):
         th = r.get("threshold")
         met = ("–" if th is None else
-               f'{_num(float(th))}% <span class="badge {"pass" if r.get("met") else "fail"}">'
+               f'{num(float(th))}% <span class="badge {"pass" if r.get("met") else "fail"}">'
                f'{"met" if r.get("met") else "missed"}</span>')
         turns = r.get("avg_turns")
         out.append(
@@ -208,6 +99,52 @@ def models_table(results: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def help_modes(results: dict[str, Any]) -> str:
+    """Does --help help? Per model, each help mode against the baseline (the suite's first):
+    both pass rates, the difference with its 95% CI (also drawn) and Fisher's exact p."""
+    effects = results.get("help_modes") or []
+    if not effects:
+        return ""
+    out = ['<section><h2>Help modes <span class="muted">(does --help help?)</span></h2>'
+           '<div class="scroll"><table class="grid-table" id="help-modes"><thead><tr>'
+           '<th>model</th><th>baseline</th><th class="n">passed</th><th>mode</th>'
+           '<th class="n">passed</th><th class="n">Δ (points)</th><th class="n">95% CI of Δ</th>'
+           '<th>−100 … 0 … +100</th><th class="n">p (Fisher)</th></tr></thead><tbody>']
+    for x in effects:
+        lo, hi = x["ci95"]
+        ra = x["passed_a"] / x["trials_a"] if x["trials_a"] else 0.0
+        rb = x["passed_b"] / x["trials_b"] if x["trials_b"] else 0.0
+        p = x["p_value"]
+        out.append(
+            f'<tr><td>{e(x["agent"])}</td><td>{e(x["mode_a"])}</td>'
+            f'<td class="n">{x["passed_a"]}/{x["trials_a"]} ({data.pct(ra)})</td>'
+            f'<td>{e(x["mode_b"])}</td>'
+            f'<td class="n">{x["passed_b"]}/{x["trials_b"]} ({data.pct(rb)})</td>'
+            f'<td class="n">{data.points(x["diff"])}</td>'
+            f'<td class="n">{data.points(lo)} to {data.points(hi)}</td>'
+            f"<td>{_effect_svg(x['diff'], lo, hi)}</td>"
+            f'<td class="n">{"&lt;0.001" if p < 0.001 else f"{p:.3f}"}</td></tr>')
+    out.append('</tbody></table></div><p class="muted">Δ: the mode\'s pass rate minus the '
+               "baseline's, in percentage points, over the tasks both ran; the interval is "
+               "Newcombe's, the p-value Fisher's exact test (two-sided). An interval that "
+               "crosses 0 means the runs cannot tell.</p></section>")
+    return "".join(out)
+
+
+def _effect_svg(diff: float, lo: float, hi: float) -> str:
+    """A difference on a −100…+100 scale: a dot and its interval, coloured when the interval
+    leaves 0 (better: green, worse: red)."""
+    def x(v: float) -> str:
+        return num(80 + 76 * max(-1.0, min(1.0, v)))
+
+    cls = "up" if lo > 0 else ("down" if hi < 0 else "")
+    return (f'<svg class="effect {cls}" viewBox="0 0 160 16" width="160" height="16" '
+            f'role="img" aria-label="{data.points(diff)} points, 95% CI {data.points(lo)} to '
+            f'{data.points(hi)}"><line x1="80" y1="1" x2="80" y2="15" class="grid"/>'
+            f'<line x1="{x(lo)}" y1="8" x2="{x(hi)}" y2="8" class="ci"/>'
+            f'<circle cx="{x(diff)}" cy="8" r="4"/></svg>')
+
+
 def _checks_table(t: dict[str, Any]) -> str:
     checks = t.get("checks") or []
     if not checks:
@@ -222,7 +159,7 @@ def _checks_table(t: dict[str, Any]) -> str:
             f'<td>{e(c.get("type"))}</td>'
             f'<td><span class="badge {"pass" if ok else "fail"}">{"pass" if ok else "fail"}'
             f'</span></td><td class="n">{float(c.get("score") or 0.0):.2f}</td>'
-            f'<td class="n">{_num(float(c.get("weight", 1.0) or 0.0))}</td>'
+            f'<td class="n">{num(float(c.get("weight", 1.0) or 0.0))}</td>'
             f'<td>{"gate" if c.get("gate") else ""}</td>'
             f'<td><pre class="msg">{e(c.get("message"), MESSAGE_LIMIT)}</pre></td></tr>')
     out.append("</tbody></table>")
@@ -291,7 +228,7 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
         f'<tbody {data_attrs} data-i="{index}"><tr class="trial">'
         f'<td><button class="toggle" aria-expanded="false">▸</button> '
         f"<code>{e(tid)}</code></td>"
-        f"<td>{e(t.get('task_id'))}</td><td>{e(model)}</td>"
+        f"<td>{e(t.get('task_id'))}</td><td>{breakable(model)}</td>"
         f'<td><span class="badge {status}">{status}</span></td>'
         f'<td class="n">{score:.2f}</td><td class="n">{int(t.get("turns") or 0)}</td>'
         f'<td class="n">{data.count(tin)} / {data.count(tout)}</td>'
@@ -352,9 +289,10 @@ def triage(results: dict[str, Any]) -> str:
         gate = ", gate" if c.get("gate") else ""
         tid = data.clean(t.get("id"))
         out.append(
-            f'<li><b>{e(g["task_id"])}</b>{model} · <code>{e(c.get("name"))}</code> '
+            f'<li><b>{e(g["task_label"])}</b>{model} · <code>{e(c.get("name"))}</code> '
             f'<span class="muted">({e(c.get("type"))}{gate})</span> failed in '
-            f'<b>{g["failed"]} of {g["trials"]}</b> trials: {e(c.get("message") or "failed", 300)}'
+            f'<b>{g["failed"]} of {g["trials"]}</b> trials: '
+            f'{e(gist(c.get("message") or "failed", 400))}'
             f' <span class="muted">e.g.</span> <a href="#" data-show-trial="{e(tid)}">'
             f'<code>{e(tid)}</code></a></li>')
     if len(groups) > MAX_GROUPS:
@@ -431,7 +369,7 @@ def render_html(results: dict[str, Any], run: dict[str, Any] | None = None,
     if missed:
         banner += ('<div class="banner">Threshold missed: '
                   + ", ".join(f"<b>{e(r['label'])}</b> ({data.pct(r.get('pass_rate'))} &lt; "
-                              f"{_num(float(r['threshold']))}%)" for r in missed) + "</div>")
+                              f"{num(float(r['threshold']))}%)" for r in missed) + "</div>")
     durations = [float(t.get("duration_s") or 0.0) for t in trials]
     med, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
     run_id = e(results.get("run_id") or run.get("run_id") or "")
@@ -449,6 +387,7 @@ Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figur
 </section>
 <section><h2>Tasks × models</h2>{heat_map(results)}</section>
 <section><h2>Models</h2>{models_table(results)}</section>
+{help_modes(results)}
 {triage(results)}
 <section><h2>Trials</h2>{trials_table(results, [d is not None for d in traced], details)}</section>
 <footer class="muted">Written by proctor. Pass rates count every repeat and replica as one

@@ -72,6 +72,10 @@ border-radius:6px;padding:6px;margin:3px 0;max-height:20em;overflow:auto}
 .traj p.cut{font-style:italic;color:var(--error)}ul.audit{padding-left:18px;margin:4px 0}
 ul.audit .kind{display:inline-block;min-width:7em;color:var(--muted)}
 ul.triage li{margin:3px 0;overflow-wrap:anywhere}
+.grid-table td.n{white-space:nowrap}svg.effect{width:160px;vertical-align:middle}
+svg.effect .ci{stroke:var(--muted);stroke-width:3}svg.effect circle{fill:var(--muted)}
+svg.effect.up .ci,svg.effect.up circle{stroke:var(--pass);fill:var(--pass)}
+svg.effect.down .ci,svg.effect.down circle{stroke:var(--fail);fill:var(--fail)}
 """
 
 JS = """

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from proctor.report import data
+from proctor.report.labels import gist
 
 OUTPUT_LIMIT = 4000  # characters of agent output per testcase
 MESSAGE_LIMIT = 2000  # characters per check message in a failure body
@@ -30,6 +31,10 @@ _XML_ILLEGAL = re.compile("[\ud800-\udfff\ufffe\uffff]")
 
 def text(value: Any, limit: int | None = None) -> str:
     s = data.clean(value) if limit is None else data.cut(value, limit)
+    return _XML_ILLEGAL.sub("\ufffd", s)
+
+
+def _xml(s: str) -> str:
     return _XML_ILLEGAL.sub("\ufffd", s)
 
 
@@ -70,17 +75,18 @@ def _failure(t: dict[str, Any]) -> tuple[str, str, str]:
     """(message, type, body) of a failed trial."""
     checks = [c for c in t.get("checks") or [] if not c.get("passed")]
     rules = data.violated_rules(t)
-    heads, body = [], []
+    body = []
+    named = [(str(c.get("name")), c.get("message") or "failed") for c in checks]
+    named += [(f"forbidden {f.get('rule')}", f.get("details") or "violated") for f in rules]
+    heads = _heads(named)
     for c in checks:
-        heads.append(f"{c.get('name')}: {data.one_line(c.get('message') or 'failed', 120)}")
         gate = ", gate" if c.get("gate") else ""
         body.append(f"{c.get('name')} ({c.get('type')}, weight {c.get('weight', 1)}{gate}, "
                     f"score {float(c.get('score') or 0):.2f}):\n"
-                    f"{data.cut(c.get('message') or 'failed', MESSAGE_LIMIT)}")
+                    f"{data.cut(c.get('message') or 'failed', MESSAGE_LIMIT, keep='both')}")
     for f in rules:
-        heads.append(f"forbidden {f.get('rule')}: {data.one_line(f.get('details'), 120)}")
         body.append(f"forbidden rule {f.get('rule')} violated:\n"
-                    f"{data.cut(f.get('details') or '', MESSAGE_LIMIT)}")
+                    f"{data.cut(f.get('details') or '', MESSAGE_LIMIT, keep='both')}")
     score = float(t.get("composite_score") or 0.0)
     if not heads:  # partial scores below the pass threshold, nothing failed outright
         heads.append(f"composite score {score:.2f} below the pass threshold")
@@ -88,6 +94,19 @@ def _failure(t: dict[str, Any]) -> tuple[str, str, str]:
     kind = kinds.pop() if len(kinds) == 1 else "checks"
     body.append(f"composite score: {score:.2f}")
     return "; ".join(heads), kind or "checks", "\n\n".join(body)
+
+
+def _heads(named: list[tuple[str, str]]) -> list[str]:
+    """`name: message` per failure, sharing the message attribute's ATTR_LIMIT: a short
+    message leaves its unused share to the long ones, and each long one keeps its first
+    line and its end (labels.gist), where a test runner or a traceback says what went wrong."""
+    whole = [gist(m, 10 * ATTR_LIMIT) for _, m in named]
+    room = ATTR_LIMIT - sum(len(n) + 4 for n, _ in named)  # `name: ` and `; `
+    limits = [0] * len(named)
+    for k, i in enumerate(sorted(range(len(named)), key=lambda i: len(whole[i]))):
+        limits[i] = max(40, min(len(whole[i]), room // (len(named) - k)))
+        room -= limits[i]
+    return [f"{n}: {gist(m, lim)}" for (n, m), lim in zip(named, limits, strict=True)]
 
 
 def _testcase(t: dict[str, Any]) -> ET.Element:
@@ -100,8 +119,9 @@ def _testcase(t: dict[str, Any]) -> ET.Element:
     status = data.status_of(t)
     if status == "error":
         err = t.get("error") or "the trial errored"
-        el = ET.SubElement(case, "error", {"message": attr(err), "type": "error"})
-        el.text = text(err, MESSAGE_LIMIT)
+        el = ET.SubElement(case, "error", {"message": attr(gist(err, ATTR_LIMIT)),
+                                           "type": "error"})
+        el.text = _xml(data.cut(err, MESSAGE_LIMIT, keep="both"))
     elif status == "fail":
         message, kind, body = _failure(t)
         el = ET.SubElement(case, "failure", {"message": attr(message), "type": attr(kind, 100)})

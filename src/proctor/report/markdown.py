@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from proctor.report import data
+from proctor.report.labels import gist
 
 MAX_FAILURES = 50  # failing checks listed; the rest are counted
 MAX_ERRORS = 30
@@ -119,16 +120,18 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None,
 
 
 def _help_modes(results: dict[str, Any]) -> list[str]:
-    """Does injecting `--help` help? Each mode against the first, per model."""
+    """Does injecting `--help` help? Each mode against the baseline (the first), per model."""
     effects = results.get("help_modes") or []
     if not effects:
         return []
     rows = [[cell(e["agent"]), cell(e["mode_a"]), f"{e['passed_a']}/{e['trials_a']}",
              cell(e["mode_b"]), f"{e['passed_b']}/{e['trials_b']}", data.diff_text(e),
-             f"{e['p_value']:.3f}"] for e in effects]
-    return ["", "### Help modes", ""] + _table(
-        ["model", "mode", "passed", "vs mode", "passed", "difference (95% CI)", "p (Fisher)"],
-        rows, [":--", ":--", "--:", ":--", "--:", "--:", "--:"])
+             "<0.001" if e["p_value"] < 0.001 else f"{e['p_value']:.3f}"] for e in effects]
+    return ["", "### Help modes (does `--help` help?)", ""] + _table(
+        ["model", "baseline", "passed", "mode", "passed", "Δ mode − baseline (95% CI)",
+         "p (Fisher)"], rows, [":--", ":--", "--:", ":--", "--:", "--:", "--:"]) + [
+        "", "Δ in percentage points over the tasks both modes ran; an interval crossing 0 "
+        "means this run cannot tell."]
 
 
 def _failures(results: dict[str, Any]) -> list[str]:
@@ -141,13 +144,14 @@ def _failures(results: dict[str, Any]) -> list[str]:
     out = ["", f"### Failing checks ({sum(g['failed'] for g in groups)})", ""]
     for g in groups[:MAX_FAILURES]:
         t, c, total = g["trial"], g["check"], g["trials"]
-        where = f"**{cell(g['task_id'], 80)}**"
+        where = f"**{cell(g['task_label'], 120)}**"
         if g["model"]:
             where += f" · {cell(data.model_label(g['model'], [t]), 60)}"
         gate = ", gate" if c.get("gate") else ""
         out.append(f"- {where} · {code(c.get('name'), 80)} ({cell(c.get('type'), 40)}{gate}) "
                    f"failed in {g['failed']} of {total} trial{'s' if total != 1 else ''}: "
-                   f"{cell(c.get('message') or 'failed', 200)} (e.g. {code(t.get('id'), 100)})")
+                   f"{cell(gist(c.get('message') or 'failed', 300), 300)} "
+                   f"(e.g. {code(t.get('id'), 100)})")
     if len(groups) > MAX_FAILURES:
         out.append(f"- … and {len(groups) - MAX_FAILURES} more (see report.html or results.json)")
     if rules:

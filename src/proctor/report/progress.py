@@ -10,15 +10,17 @@ from collections import Counter
 from typing import IO, Any
 
 from proctor.model import TrialResult
+from proctor.report.labels import short_labels
 
 LINE_EVERY_S = 10.0  # without a terminal: at most this long between lines
 LINE_EVERY_FRACTION = 0.1  # ... and a line every tenth of the run
-MODELS_SHOWN = 3
+MODELS_SHOWN = 6
+MODEL_NAME_CHARS = 28  # per model in the counts: long names are cut in the middle
 
 
 class Progress:
     def __init__(self, total: int, done: int, *, quiet: bool = False,
-                 stream: IO[str] | None = None):
+                 stream: IO[str] | None = None, width: int | None = None):
         self.total, self.done, self.start_done = total, done, done
         self.counts: Counter[str] = Counter()
         self.by_model: dict[str, Counter[str]] = {}
@@ -30,6 +32,7 @@ class Progress:
         self.quiet = quiet
         if quiet or not self.stream.isatty():
             return
+        from rich.console import Console
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -37,13 +40,14 @@ class Progress:
             TimeElapsedColumn,
             TimeRemainingColumn,
         )
-        from rich.progress import (
-            Progress as Bar,
-        )
 
-        self.bar = Bar(TextColumn("[bold]running"), BarColumn(), MofNCompleteColumn(),
-                       TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
-                       TextColumn("eta"), TimeRemainingColumn(), transient=True)
+        console = Console(file=self.stream, width=width, force_terminal=True)
+        # The bar's line holds what fits in 80 columns (done/total, pass/fail/error, elapsed,
+        # ETA); the per-model counts get a line of their own, cut to the terminal's width.
+        self.bar = _make_bar(TextColumn("[bold]running"), BarColumn(bar_width=24),
+                        MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
+                        TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
+                        console=console, transient=True)
         self.task = self.bar.add_task("trials", total=total, completed=done, counts="")
         self.bar.start()
 
@@ -53,6 +57,7 @@ class Progress:
         label = result.model or result.agent or "?"
         self.by_model.setdefault(label, Counter())[result.status] += 1
         if self.bar is not None:
+            self.bar.models = self.models_text()
             self.bar.update(self.task, advance=1, counts=self._counts(markup=True))
         elif not self.quiet:
             now = time.monotonic()
@@ -63,30 +68,54 @@ class Progress:
                 print(self.line(now), file=self.stream, flush=True)
 
     def line(self, now: float | None = None) -> str:
-        """`proctor: 120/1000 trials · 100 pass 15 fail 5 error · 0:42 elapsed · eta 5:08`"""
+        """`proctor: 120/1000 trials · 100 pass 15 fail 5 error · 0:42 elapsed · eta 5:08`,
+        then the per-model counts when there are several models."""
         elapsed = (now or time.monotonic()) - self.t0
         ran = self.done - self.start_done
         eta = "–" if not ran else _clock(elapsed / ran * (self.total - self.done))
+        models = self.models_text()
         return (f"proctor: {self.done}/{self.total} trials · {self._counts(markup=False)} · "
-                f"{_clock(elapsed)} elapsed · eta {eta}")
+                f"{_clock(elapsed)} elapsed · eta {eta}" + (f" · {models}" if models else ""))
+
+    def models_text(self) -> str:
+        """`careful.yaml 12/20, sloppy.yaml 3/20`: passed/done per model, names shortened
+        (distinct), with several models only."""
+        if len(self.by_model) < 2:
+            return ""
+        names = short_labels(list(self.by_model), MODEL_NAME_CHARS)
+        parts = [f"{names[m]} {n['pass']}/{sum(n.values())}"
+                 for m, n in list(self.by_model.items())[:MODELS_SHOWN]]
+        more = f" (+{len(self.by_model) - MODELS_SHOWN} models)" \
+            if len(self.by_model) > MODELS_SHOWN else ""
+        return ", ".join(parts) + more
 
     def _counts(self, *, markup: bool) -> str:
         c = self.counts
         if markup:
-            text = (f"[green]{c['pass']} pass[/] [red]{c['fail']} fail[/] "
+            return (f"[green]{c['pass']} pass[/] [red]{c['fail']} fail[/] "
                     f"[yellow]{c['error']} error[/]")
-        else:
-            text = f"{c['pass']} pass {c['fail']} fail {c['error']} error"
-        if len(self.by_model) > 1:
-            parts = [f"{m} {n['pass']}/{sum(n.values())}"
-                     for m, n in list(self.by_model.items())[:MODELS_SHOWN]]
-            more = " …" if len(self.by_model) > MODELS_SHOWN else ""
-            text += " (" + ", ".join(parts) + more + ")"
-        return text
+        return f"{c['pass']} pass {c['fail']} fail {c['error']} error"
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def _make_bar(*columns: Any, **kw: Any) -> Any:
+    """rich's Progress with a second line for the per-model counts (imported only when a bar
+    is drawn)."""
+    from rich.progress import Progress as RichProgress
+    from rich.text import Text
+
+    class Bar(RichProgress):
+        models = ""
+
+        def get_renderables(self):
+            yield self.make_tasks_table(self.tasks)
+            if self.models:  # names from the spec: text, never markup
+                yield Text("  " + self.models, style="dim", no_wrap=True, overflow="ellipsis")
+
+    return Bar(*columns, **kw)
 
 
 def _clock(seconds: float) -> str:

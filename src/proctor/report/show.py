@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor.report import data, wire
+from proctor.report.labels import gist
 from proctor.report.terminal import status_text
 
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 OUTPUT_LINES = 12  # lines of stdout/stderr per command
 OUTPUT_CHARS = 1500
-MESSAGE_CHARS = 600
+MESSAGE_CHARS = 600  # of a check message: its start and its end (where the reason is)
 AUDIT_PER_TYPE = 25  # audit events shown per type
 
 
@@ -62,24 +63,31 @@ def print_trial_list(run: data.Run, console: Console) -> None:
 
     state = "" if run.complete else " (unfinished: trials so far)"
     title = Text(f"run {data.clean(run.results.get('run_id') or run.dir.name)}{state}")
-    width = max((len(data.clean(t.get("id"))) for t in run.trials), default=5)
-    note_width = console.width - min(width, 60) - 30  # what is left after the other columns
-    with_note = note_width >= 15  # the note goes before the id is cut
+    ids = max((len(data.clean(t.get("id"))) for t in run.trials), default=5)
+    figures = 6 + 5 + 8 + 3 * 3  # status, score, duration and the rules between columns
+    note_width = console.width - min(ids, 60) - figures - 3
+    # A wide terminal gives the note a column (as much of it as fits: its first line and
+    # its end, where the reason usually is); a narrow one puts it under the trial id.
+    beside = note_width >= 30
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("trial", overflow="fold", min_width=min(width, 60))
+    table.add_column("trial", overflow="fold",
+                     min_width=min(ids, 60) if beside else console.width - figures)
     table.add_column("status", no_wrap=True)
     table.add_column("score", justify="right", no_wrap=True)
     table.add_column("duration", justify="right", no_wrap=True)
-    if with_note:
+    if beside:
         table.add_column("note", overflow="ellipsis", no_wrap=True, max_width=note_width)
     for t in run.trials:
-        cells = [Text(data.clean(t.get("id"))), status_text(data.status_of(t)),
+        note = gist(t.get("error") or _first_failure(t),
+                         note_width if beside else 2 * (console.width - figures) - 4)
+        trial = Text(data.clean(t.get("id")))
+        if note and not beside:
+            trial.append("\n  " + note, style="dim")
+        cells = [trial, status_text(data.status_of(t)),
                  f"{float(t.get('composite_score') or 0.0):.2f}",
                  data.seconds(t.get("duration_s"))]
-        if with_note:
-            note = t.get("error") or _first_failure(t)
-            # as much as the terminal shows (the column ends in an ellipsis), not 120 chars
-            cells.append(Text(data.one_line(note, max(120, note_width)), style="dim"))
+        if beside:
+            cells.append(Text(note, style="dim"))
         table.add_row(*cells)
     console.print(table)
     if not run.trials:
@@ -279,7 +287,7 @@ def _print_checks(t: dict[str, Any], console: Console) -> None:
                           f"{float(c.get('score') or 0.0):.2f}",
                           f"{float(c.get('weight', 1.0) or 0.0):g}",
                           "gate" if c.get("gate") else "",
-                          Text(data.cut(c.get("message"), MESSAGE_CHARS)))
+                          Text(data.cut(c.get("message"), MESSAGE_CHARS, keep="both")))
         console.print(table)
     else:
         console.print(Text("(no checks ran)", style="dim"))

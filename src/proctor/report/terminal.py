@@ -1,20 +1,21 @@
 """The tables printed at the end of `proctor run` (and by `proctor report` on a terminal).
 
 Meaning never rests on colour alone: statuses are words (PASS, FAIL, FLAKY, ERROR), so the
-output reads the same with NO_COLOR, in CI logs and when piped. In narrow terminals the
-less important columns are dropped instead of wrapping every cell."""
+output reads the same with NO_COLOR, in CI logs and when piped. Tables fit the terminal
+(report.tables): long names are cut in the middle, and in narrow terminals the less important
+columns go, instead of wrapping every cell."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from proctor.report import data
+from proctor.report.tables import NAME_MIN, Col, col_width, fitted_table, name_widths
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 STATUS_STYLE = {"pass": "green", "fail": "red", "flaky": "magenta", "error": "yellow"}
-NARROW = 100  # below this width, usage columns go
 
 
 def status_text(status: str | None) -> Any:
@@ -54,119 +55,102 @@ _ATTENTION = {"error": 0, "flaky": 1, "fail": 2}
 
 
 def task_table(results: dict[str, Any], width: int) -> Any:
-    from rich.table import Table
-    from rich.text import Text
-
     rows = data.task_rows(results)
     hidden = 0
     if len(rows) > MAX_TASK_ROWS:
         rows = sorted(rows, key=lambda r: _ATTENTION.get(str(r.get("status")), 3))
         hidden, rows = len(rows) - MAX_TASK_ROWS, rows[:MAX_TASK_ROWS]
-    wide = width >= NARROW
     show_model = any(r.get("model") for r in rows) or len({r["label"] for r in rows}) > 1
-    table = Table(title="Tasks", title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("task", overflow="fold", ratio=3)
+    cols = [Col("task", [data.clean(r["task_label"]) for r in rows], name=True, keep_tail=True)]
     if show_model:
-        table.add_column("model", overflow="fold", ratio=2)
-    table.add_column("status", no_wrap=True)
-    verdicts = data.shows_verdicts(rows)
-    if verdicts:
-        table.add_column("verdict", no_wrap=True)
-    table.add_column("pass", justify="right", no_wrap=True)
-    pass_k = wide and data.shows_pass_k(rows)
-    if pass_k:
-        table.add_column("pass@k / pass^k", justify="right", no_wrap=True)
-    if wide:
-        table.add_column("turns", justify="right", no_wrap=True)
-        table.add_column("duration", justify="right", no_wrap=True)
-    for r in rows:
-        cells: list[Any] = [Text(data.clean(r["task_label"]))]
-        if show_model:
-            cells.append(Text(data.clean(r["label"])))
-        cells.append(status_text(r.get("status")))
-        if verdicts:
-            cells.append(data.verdict_text(r))
-        cells.append(f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}")
-        if pass_k:
-            cells.append(data.pass_k_text(r))
-        if wide:
-            turns = r.get("avg_turns")
-            cells += ["–" if turns is None else f"{turns:.1f}", data.seconds(r.get("avg_duration_s"))]
-        table.add_row(*cells)
+        cols.append(Col("model", [data.clean(r["label"]) for r in rows], name=True))
+    cols.append(Col("status", [status_text(r.get("status")) for r in rows]))
+    if data.shows_verdicts(rows):
+        cols.append(Col("verdict", [data.verdict_text(r) for r in rows]))
+    cols.append(Col("pass", [f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}"
+                             for r in rows], right=True))
+    # Narrow terminals lose the usage columns first (turns, then duration, then pass@k).
+    if data.shows_pass_k(rows):
+        cols.append(Col("pass@k / pass^k", [data.pass_k_text(r) for r in rows], right=True,
+                        drop=1))
+    cols.append(Col("turns", ["–" if r.get("avg_turns") is None else f"{r['avg_turns']:.1f}"
+                              for r in rows], right=True, drop=3))
+    cols.append(Col("duration", [data.seconds(r.get("avg_duration_s")) for r in rows],
+                    right=True, drop=2))
+    table = fitted_table(cols, width, title="Tasks", title_justify="left")
     if hidden:
         table.caption = (f"… and {hidden} more rows (the tasks needing a look come first; "
                          "all are in summary.md / report.html: --format md,html)")
+        table.caption_justify = "left"
     return table
+
+
+def p_text(p: float) -> str:
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+HELP_MODE_NOTE = ("Δ: the mode's pass rate minus the baseline's (the suite's first help mode), "
+                  "in points; 95% CI of Δ (Newcombe); p: Fisher's exact test, two-sided.")
 
 
 def help_mode_table(results: dict[str, Any], width: int = 120) -> Any:
-    from rich.table import Table
+    """Does --help help? Per model, each help mode against the baseline. When the model
+    names do not fit next to the figures, each model heads its own rows."""
+    from rich.console import Group
     from rich.text import Text
 
-    table = Table(title="Help modes (does --help help?)", title_justify="left",
-                  show_edge=False, pad_edge=False)
-    rows = [[data.clean(e["agent"]), data.clean(e["mode_a"]), f"{e['passed_a']}/{e['trials_a']}",
-             data.clean(e["mode_b"]), f"{e['passed_b']}/{e['trials_b']}", data.diff_text(e),
-             f"{e['p_value']:.3f}"] for e in results["help_modes"]]
-    heads = ("model", "mode", "passed", "vs mode", "passed", "Δ (95% CI)", "p")
-    widest = [max([len(name)] + [len(r[i]) for r in rows]) for i, name in enumerate(heads)]
-    # The model name gives way (its middle cut) before any figure does; 3 = padding, rule.
-    room = max(8, width - sum(widest[1:]) - 3 * (len(heads) - 1))
-    names = data.short_labels([r[0] for r in rows], room)
-    for r in rows:
-        r[0] = names[r[0]]
-    for i, name in enumerate(heads):
-        if i == 0:
-            table.add_column(name, no_wrap=True, overflow="ellipsis", max_width=room)
-        else:
-            table.add_column(name, justify="left" if "mode" in name else "right",
-                             no_wrap=True, min_width=widest[i])
-    for r in rows:
-        table.add_row(*(Text(c) for c in r))
-    return table
+    effects = results["help_modes"]
+
+    def figures(es: list[dict[str, Any]]) -> list[Col]:
+        def ci(e: dict[str, Any]) -> str:
+            lo, hi = e["ci95"]
+            return f"{data.points(lo)} to {data.points(hi)}"
+
+        return [Col("baseline", [data.clean(e["mode_a"]) for e in es]),
+                Col("passed", [f"{e['passed_a']}/{e['trials_a']}" for e in es], right=True),
+                Col("mode", [data.clean(e["mode_b"]) for e in es]),
+                Col("passed", [f"{e['passed_b']}/{e['trials_b']}" for e in es], right=True),
+                Col("Δ", [f"{data.points(e['diff'])} pts" for e in es], right=True),
+                Col("95% CI", [ci(e) for e in es], right=True, drop=1),
+                Col("p", [p_text(e["p_value"]) for e in es], right=True)]
+
+    title = Text("Help modes (does --help help?)", style="italic")
+    note = Text(HELP_MODE_NOTE, style="dim")
+    models = [data.clean(e["agent"]) for e in effects]
+    cols = [Col("model", models, name=True), *figures(effects)]
+    longest = max(map(len, models))
+    (room,) = name_widths(width, [col_width(c) for c in cols[1:]], [longest])
+    if room >= min(longest, NAME_MIN):  # every figure and a readable name on one line
+        return Group(title, fitted_table(cols, width), note)
+    parts: list[Any] = [title]
+    for model in dict.fromkeys(models):
+        mine = [e for e, m in zip(effects, models, strict=True) if m == model]
+        parts += [Text(model, style="bold"), fitted_table(figures(mine), width)]
+    return Group(*parts, note)
 
 
 def model_table(results: dict[str, Any], width: int) -> Any:
-    from rich.table import Table
     from rich.text import Text
 
     rows = data.model_rows(results)
-    wide = width >= NARROW
-    has_threshold = any(r.get("threshold") is not None for r in rows)
-    table = Table(title="Models", title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("model", overflow="fold", ratio=2)
-    table.add_column("pass rate", justify="right", no_wrap=True)
-    table.add_column("95% CI", justify="right", no_wrap=True)
-    pass_k = wide and data.shows_pass_k(rows)
-    if pass_k:
-        table.add_column("pass@k / pass^k", justify="right", no_wrap=True)
-    # Narrow, the total cost stays (when anything cost money): what a run cost is asked first.
-    cost_only = not wide and any(r.get("cost_usd") for r in rows)
-    if wide:
-        table.add_column("tokens in/out", justify="right", no_wrap=True)
-        table.add_column("$ total", justify="right", no_wrap=True)
-        table.add_column("$/success", justify="right", no_wrap=True)
-    elif cost_only:
-        table.add_column("$ total", justify="right", no_wrap=True)
-    if has_threshold:
-        table.add_column("threshold", justify="right", no_wrap=True)
-    for r in rows:
-        cells: list[Any] = [
-            Text(data.clean(r["label"])),
-            f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}",
-            data.ci_text(r.get("ci95")),
-        ]
-        if pass_k:
-            cells.append(data.pass_k_text(r))
-        if wide:
-            cells += [f"{data.count(r['tokens']['input'])}/{data.count(r['tokens']['output'])}",
-                      data.usd(r.get("cost_usd")), data.usd(r.get("cost_per_success"))]
-        elif cost_only:
-            cells.append(data.usd(r.get("cost_usd")))
-        if has_threshold:
-            cells.append(threshold_text(r, Text))
-        table.add_row(*cells)
-    return table
+    cols = [Col("model", [data.clean(r["label"]) for r in rows], name=True),
+            Col("pass rate", [f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}"
+                              for r in rows], right=True),
+            Col("95% CI", [data.ci_text(r.get("ci95")) for r in rows], right=True)]
+    # Narrow terminals lose $/success, then pass@k, then tokens; the total cost goes last.
+    if data.shows_pass_k(rows):
+        cols.append(Col("pass@k / pass^k", [data.pass_k_text(r) for r in rows], right=True,
+                        drop=3))
+    cols.append(Col("tokens in/out", [f"{data.count(r['tokens']['input'])}/"
+                                      f"{data.count(r['tokens']['output'])}" for r in rows],
+                    right=True, drop=2))
+    cols.append(Col("$ total", [data.usd(r.get("cost_usd")) for r in rows], right=True,
+                    drop=1))
+    cols.append(Col("$/success", [data.usd(r.get("cost_per_success")) for r in rows],
+                    right=True, drop=4))
+    if any(r.get("threshold") is not None for r in rows):
+        cols.append(Col("threshold", [threshold_text(r, Text) for r in rows], right=True))
+    return fitted_table(cols, width, title="Models", title_justify="left")
 
 
 def threshold_text(row: dict[str, Any], text_cls: Any) -> Any:

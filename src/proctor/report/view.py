@@ -195,7 +195,7 @@ def index_page(site: Site) -> bytes:
            "</tr></thead><tbody>"]
     for r in rows:
         specs = _specs(r)
-        names = ", ".join(Path(s).name for s in specs) or "–"
+        names = ", ".join(Path(s).name or s for s in specs) or "–"
         gone = not Path(r["dir"]).is_dir()
         status = (r.get("status") or "") + (" (deleted)" if gone else "")
         run_link = (e(r["run_id"]) if gone else
@@ -273,7 +273,7 @@ def suite_page(site: Site, key: str) -> bytes | None:
     runs = [r for r in site.runs() if suite_key(_specs(r)) == key]
     if not runs:
         return None
-    names = ", ".join(Path(s).name for s in _specs(runs[0])) or "(no specs)"
+    names = ", ".join(Path(s).name or s for s in _specs(runs[0])) or "(no specs)"
     models = list(dict.fromkeys(m for r in reversed(runs) for m in _by_model(r)))
     head = "".join(f'<th class="n">{e(m)}</th>' for m in models)
     rows = []
@@ -318,10 +318,10 @@ def compare_page(site: Site, run_a: str, run_b: str) -> bytes | None:
                    "<th class=n>p (Holm)</th><th></th></tr></thead><tbody>")
         for c in comparisons:
             lo, hi = c.diff_ci
-            label = f"{c.task_id} · {c.label}" if c.task_id else c.label
+            label = f"{c.task_label} · {c.label}" if c.task_id else c.label
             out.append(f"<tr><td>{e(label)}</td><td class=n>{c.passed_a}/{c.n_a}</td>"
-                       f"<td class=n>{c.passed_b}/{c.n_b}</td><td class=n>{100 * c.diff:+.0f} "
-                       f"pts ({100 * lo:+.0f} to {100 * hi:+.0f})</td>"
+                       f"<td class=n>{c.passed_b}/{c.n_b}</td><td class=n>{data.points(c.diff)} "
+                       f"pts ({data.points(lo)} to {data.points(hi)})</td>"
                        f"<td class=n>{c.p_adj:.3f}</td><td>{mark.get(c.flag, '')}</td></tr>")
         out.append("</tbody></table>")
     for label, names in (("Only in A", res.only_a), ("Only in B", res.only_b)):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from proctor.registry import Registry
 
@@ -19,3 +20,17 @@ BACKENDS: Registry = Registry("backend", {
 
 async def create_sandbox(backend: str, spec: SandboxSpec) -> Sandbox:
     return await BACKENDS.get(backend)().create(spec)
+
+
+def backend_for_run(backend: str, scratch: Path, concurrency: int) -> Any:
+    """The backend instance a run's trials share (with state kept across trials, e.g. the
+    local backend's box pool); `await close_backend(it)` when the run ends."""
+    cls = BACKENDS.get(backend)
+    for_run = getattr(cls, "for_run", None)
+    return for_run(scratch, concurrency) if for_run is not None else cls()
+
+
+async def close_backend(backend: Any) -> None:
+    close = getattr(backend, "close", None)
+    if close is not None:
+        await close()

@@ -31,10 +31,11 @@ class TrialCgroup:
     dirs: dict[str, Path]  # controller ("memory", "pids", "cpu", or "" for v2) -> directory
     resources: Resources
     _procs_files: list[str] = field(default_factory=list)
+    _marks: tuple[int, int] = (0, 0)  # oom kills, pid-limit hits before the current trial
 
     @classmethod
     def create(cls, name: str, resources: Resources) -> TrialCgroup | None:
-        wanted = ("memory", "pids", "cpu") if resources.cpus else ("memory", "pids")
+        wanted = ("memory", "pids", "cpu")
         try:
             dirs = _make(name, wanted)
         except OSError:
@@ -50,23 +51,39 @@ class TrialCgroup:
         cg._procs_files = [str(d / "cgroup.procs") for d in dirs.values()]
         return cg
 
+    def apply(self, resources: Resources) -> None:
+        """The next trial's limits (a cgroup kept across trials); raises OSError when the
+        kernel refuses them (e.g. memory below what is still charged)."""
+        if resources != self.resources:
+            self.resources = resources
+            self._set_limits()
+        self._marks = self._events()
+
+    def attach(self, pid: int) -> None:
+        """Move a process (the box's spawner) into the cgroup: what it starts is counted."""
+        for f in self._procs_files:
+            Path(f).write_text(str(pid))
+
     def attach_argv(self) -> list[str]:
         """A prefix that moves the command into this cgroup, then execs it."""
         writes = " && ".join(f"echo $$ > {shlex.quote(p)}" for p in self._procs_files)
         return ["/bin/sh", "-c", f'{writes} && exec "$@"', "proctor-limits"]
 
     def pids(self) -> list[int]:
-        out: set[int] = set()
-        for d in self.dirs.values():
-            with contextlib.suppress(OSError):
-                out.update(int(p) for p in (d / "cgroup.procs").read_text().split())
-        return sorted(out)
+        # Every process joins all of the trial's controllers at once, so one list holds all.
+        try:
+            with open(self._procs_files[0] if self._procs_files else
+                      next(iter(self.dirs.values())) / "cgroup.procs") as f:
+                return [int(p) for p in f.read().split()]
+        except OSError:
+            return []
 
-    def kill_all(self) -> int:
-        """SIGKILL every process in the trial's cgroup until none is left (new forks race)."""
+    def kill_all(self, spare: int | None = None) -> int:
+        """SIGKILL every process in the trial's cgroup until none is left (new forks race),
+        but `spare` (the box's spawner)."""
         killed = 0
         for _ in range(50):
-            pids = self.pids()
+            pids = [p for p in self.pids() if p != spare]
             if not pids:
                 break
             for pid in pids:
@@ -77,17 +94,25 @@ class TrialCgroup:
         return killed
 
     def fault(self) -> str | None:
-        """Why the trial hit a limit, in words, or None."""
-        mem = self.resources.memory_bytes
-        if "memory" in self.dirs and _field(self.dirs["memory"] / "memory.oom_control", "oom_kill"):
-            return f"out of memory: the trial's processes passed resources.memory ({_size(mem)})"
-        if "" in self.dirs and _field(self.dirs[""] / "memory.events", "oom_kill"):
-            return f"out of memory: the trial's processes passed resources.memory ({_size(mem)})"
-        pids_dir = self.dirs.get("pids") or self.dirs.get("")
-        if pids_dir is not None and _field(pids_dir / "pids.events", "max"):
+        """Why the trial hit a limit (since `apply`), in words, or None."""
+        ooms, pid_hits = self._events()
+        if ooms > self._marks[0]:
+            mem = _size(self.resources.memory_bytes)
+            return f"out of memory: the trial's processes passed resources.memory ({mem})"
+        if pid_hits > self._marks[1]:
             return (f"process limit reached: more than {self.resources.pids} processes at once "
                     "(a fork bomb?)")
         return None
+
+    def _events(self) -> tuple[int, int]:
+        """The kernel's counters (they only grow): OOM kills, forks refused at pids.max."""
+        if "" in self.dirs:
+            ooms = _field(self.dirs[""] / "memory.events", "oom_kill")
+        else:
+            ooms = _field(self.dirs["memory"] / "memory.oom_control", "oom_kill") \
+                if "memory" in self.dirs else 0
+        pids_dir = self.dirs.get("pids") or self.dirs.get("")
+        return ooms, _field(pids_dir / "pids.events", "max") if pids_dir is not None else 0
 
     def remove(self) -> None:
         self.kill_all()
@@ -105,24 +130,35 @@ class TrialCgroup:
         r = self.resources
         if "" in self.dirs:  # cgroup v2
             d = self.dirs[""]
-            if r.memory_bytes:
-                (d / "memory.max").write_text(str(r.memory_bytes))
-                with contextlib.suppress(OSError):
-                    (d / "memory.swap.max").write_text("0")
+            (d / "memory.max").write_text(str(r.memory_bytes or "max"))
+            with contextlib.suppress(OSError):
+                (d / "memory.swap.max").write_text("0")
             if r.pids:
                 (d / "pids.max").write_text(str(r.pids))
-            if r.cpus:
-                (d / "cpu.max").write_text(f"{int(r.cpus * CFS_PERIOD_US)} {CFS_PERIOD_US}")
+            if (d / "cpu.max").exists():
+                quota = int(r.cpus * CFS_PERIOD_US) if r.cpus else "max"
+                (d / "cpu.max").write_text(f"{quota} {CFS_PERIOD_US}")
             return
-        if r.memory_bytes and "memory" in self.dirs:
-            (self.dirs["memory"] / "memory.limit_in_bytes").write_text(str(r.memory_bytes))
+        if "memory" in self.dirs:
+            mem, value = self.dirs["memory"], str(r.memory_bytes or -1)
+            # memsw must stay >= the limit: raising, it goes first (the retry); lowering, after.
+            for _ in range(2):
+                try:
+                    (mem / "memory.limit_in_bytes").write_text(value)
+                    break
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        (mem / "memory.memsw.limit_in_bytes").write_text(value)
+            else:
+                raise OSError(f"cannot set memory.limit_in_bytes to {value}")
             with contextlib.suppress(OSError):  # no swap accounting: the plain limit still holds
-                (self.dirs["memory"] / "memory.memsw.limit_in_bytes").write_text(str(r.memory_bytes))
+                (mem / "memory.memsw.limit_in_bytes").write_text(value)
         if r.pids and "pids" in self.dirs:
             (self.dirs["pids"] / "pids.max").write_text(str(r.pids))
-        if r.cpus and "cpu" in self.dirs:
+        if "cpu" in self.dirs:
             (self.dirs["cpu"] / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
-            (self.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(int(r.cpus * CFS_PERIOD_US)))
+            quota = int(r.cpus * CFS_PERIOD_US) if r.cpus else -1
+            (self.dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(quota))
 
 
 def sweep_stale() -> int:

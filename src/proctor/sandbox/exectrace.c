@@ -19,7 +19,8 @@
    top process did, once every traced process is gone; if exectrace dies, the kernel kills
    every traced process (PTRACE_O_EXITKILL). A process that escapes tracing (clone with
    CLONE_UNTRACED) keeps the filter and cannot exec at all: its execve fails with ENOSYS.
-   Syscalls through a foreign ABI (int 0x80 on x86_64) are refused (EPERM). */
+   Syscalls through a foreign ABI (int 0x80 on x86_64) are refused (EPERM), and so are the
+   keyring calls (add_key, request_key, keyctl): keyrings belong to a uid, not a sandbox. */
 
 #define _GNU_SOURCE
 #include <elf.h>
@@ -203,6 +204,11 @@ static int install_filter(void) {
         BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_BIT, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 #endif
+        /* Keyrings are per user, not per sandbox: refused, as the spawner refuses them. */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_add_key, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_request_key, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_keyctl, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 0, 1),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | DATA_EXECVE),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1),

@@ -32,28 +32,34 @@ from proctor import proc
 from proctor.errors import SetupError, UsageError
 from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox import hosts as hostsfile
+from proctor.sandbox import native
 from proctor.sandbox.base import Entry, ExecResult, Resources, SandboxSpec, Snapshot
-from proctor.sandbox.forward import Forwarder, listen_inside
-from proctor.sandbox.namespaces import (
-    AGENT_UID,
-    Box,
-    Mount,
-    missing,
-    visible_system_path,
-)
+from proctor.sandbox.forward import Forwarder
+from proctor.sandbox.namespaces import Box, missing, visible_system_path
+from proctor.sandbox.pool import INSIDE_HOME, PLACES, BoxPool, Shape, Slot
 from proctor.sandbox.trace import parse_trace, tracer_argv
 
 INSIDE_WORKDIR = "/workspace"
-INSIDE_HOME = "/home/agent"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SNAPSHOT_MAX_ENTRIES = 20_000
 HASH_MAX_BYTES = 256 * 1024 * 1024  # bigger files are compared by size + mtime + inode
 _SYMLINK_HOPS = 40
-_PLACES = ("work", "home", "tmp", "shm")
 
 
 class LocalBackend:
-    """`--backend local`: isolated with namespaces when it can be, else as `--isolation` says."""
+    """`--backend local`: isolated with namespaces when it can be, else as `--isolation` says.
+
+    One instance per run (`scratch`: where its boxes live; `pool_size`: how many idle boxes
+    it keeps for the next trials, sandbox/pool.py); `close()` at the end of the run."""
+
+    def __init__(self, scratch: Path | None = None, pool_size: int = 0):
+        self.scratch, self.pool_size = scratch, pool_size
+        self.pool: BoxPool | None = None
+
+    @classmethod
+    def for_run(cls, scratch: Path, concurrency: int) -> LocalBackend:
+        """As many idle boxes as trials run at once: a box per trial slot, reused."""
+        return cls(scratch, concurrency)
 
     def preflight(self, options: Any) -> bool:
         """Whether trials will be isolated (`options.isolation`); a UsageError (exit 2) when
@@ -63,6 +69,7 @@ class LocalBackend:
         why = missing()
         if why is not None:
             raise UsageError(f"cannot isolate trials: {why}")
+        native.binary("spawner")  # built once per machine; no compiler: exit 2
         return True
 
     async def create(self, spec: SandboxSpec) -> LocalSandbox:
@@ -72,12 +79,18 @@ class LocalBackend:
                                resources=spec.resources, hosts=spec.hosts,
                                isolated=isolated, readonly_paths=spec.readonly_paths,
                                trial_id=spec.trial_id, prepare=False)
+        if isolated and self.pool is None:
+            self.pool = BoxPool(self.scratch or spec.root.parent, self.pool_size)
         try:
-            await sandbox.start(spec)
+            await sandbox.start(spec, self.pool)
         except BaseException:
             await sandbox.close()
             raise
         return sandbox
+
+    async def close(self) -> None:
+        if self.pool is not None:
+            await self.pool.close()
 
 
 class LocalSandbox:
@@ -99,6 +112,8 @@ class LocalSandbox:
         self.trial_id = trial_id or root.name
         self.private = root / "private"
         self.on_output = on_output
+        self.slot: Slot | None = None  # isolated: the box this trial runs in
+        self.pool: BoxPool | None = None
         self.box: Box | None = None
         self.cgroup: cgroups.TrialCgroup | None = None
         self.forwarder: Forwarder | None = None
@@ -106,11 +121,11 @@ class LocalSandbox:
         self._faults: list[str] = []
         self._trace_n = 0
         self._made_workdir = False
-        host = {name: root / name for name in _PLACES}
-        if isolated:
+        host = {name: root / name for name in PLACES}
+        if isolated:  # the host side is the box's (`start`)
             self.workdir = workdir or INSIDE_WORKDIR
             home, tmp = INSIDE_HOME, "/tmp"
-            inside = {"work": self.workdir, "home": home, "tmp": tmp, "shm": "/dev/shm"}
+            inside = Shape(self.workdir).places()
         else:
             if workdir:  # a fixed host directory: proctor makes it, so it may remove it
                 if os.path.lexists(workdir):
@@ -120,9 +135,9 @@ class LocalSandbox:
                 self._made_workdir = True
             self.workdir = str(host["work"])
             home, tmp = str(host["home"]), str(host["tmp"])
-            inside = {name: str(host[name]) for name in _PLACES}
+            inside = {name: str(host[name]) for name in PLACES}
         # (inside prefix, host dir), longest prefix first, for the path view and snapshots.
-        self.places = sorted(((inside[n], host[n]) for n in _PLACES),
+        self.places = sorted(((inside[n], host[n]) for n in PLACES),
                              key=lambda p: len(p[0]), reverse=True)
         self.hosts = hosts or {}
         self.hosts_file: Path | None = None
@@ -132,46 +147,49 @@ class LocalSandbox:
             self._prepare()
 
     def _prepare(self) -> None:
-        """The host side: directories, the hosts file, the cgroup (blocking file system work,
-        done off the event loop by `start`)."""
+        """The host side without isolation: directories, the hosts file, the cgroup
+        (blocking file system work, done off the event loop by `start`)."""
         for _, d in self.places:
             d.mkdir(parents=True, exist_ok=True)
         self.private.mkdir(exist_ok=True)
-        self.hosts_file = hostsfile.write_hosts_file(self.hosts, self.private,
-                                                     for_namespace=self.isolated)
+        self.hosts_file = hostsfile.write_hosts_file(self.hosts, self.private)
         self.cgroup = cgroups.TrialCgroup.create(f"proctor-{os.getpid()}-{self.trial_id}",
                                                  self.resources)
-        if self.isolated and os.geteuid() == 0:  # the places belong to the agent's uid
-            for _, d in self.places:
-                os.chown(d, AGENT_UID, AGENT_UID)
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    async def start(self, spec: SandboxSpec) -> None:
-        """Directories and limits, the box, and the forwarders to the trial's services."""
-        await asyncio.to_thread(self._prepare)
+    async def start(self, spec: SandboxSpec, pool: BoxPool | None = None) -> None:
+        """Without isolation: directories and limits. Isolated: a box from the pool, made
+        this trial's (limits, service names, IPC), and forwarders to the trial's services."""
         if not self.isolated:
+            await asyncio.to_thread(self._prepare)
             return
-        # Parents before children: a fixed workdir under /tmp is mounted over the private /tmp.
-        mounts = [Mount(host, inside) for inside, host in
-                  sorted(self.places, key=lambda p: p[0].count("/"))]
-        mounts += [Mount(Path(p), p, writable=False) for p in self.readonly_paths
-                   if os.path.exists(p)]
-        self.box = await Box.start(mounts, workdir=self.workdir, hosts_file=self.hosts_file,
-                                   env={"PROCTOR_RUN_ID": spec.env.get("PROCTOR_RUN_ID", "")})
+        assert pool is not None
+        self.pool = pool
+        shape = Shape(self.workdir, tuple(p for p in self.readonly_paths if os.path.exists(p)))
+        run_env = {"PROCTOR_RUN_ID": spec.env.get("PROCTOR_RUN_ID", "")}
+        slot = await pool.acquire(shape, run_env, self.resources)
+        self.slot, self.box, self.cgroup = slot, slot.box, slot.cgroup
+        self.private = slot.root / "private"
+        self.places = sorted(((inside, slot.root / name) for name, inside in
+                              shape.places().items()), key=lambda p: len(p[0]), reverse=True)
         self.forwarder = Forwarder()
+        await slot.begin(self.resources, self.hosts)
         for address in spec.endpoints:
             await self.expose(*address)
 
     async def close(self) -> None:
-        """Kill everything still running, stop forwarders, remove the tree (unless kept)."""
+        """Kill everything still running, stop forwarders, remove the tree (unless kept;
+        isolated, the box goes back to the pool, wiped)."""
         for pgid in self._groups:
             proc.kill_group(pgid)
         self._groups.clear()
-        if self.box is not None:
-            await self.box.close()
         if self.forwarder is not None:
             await self.forwarder.close()
+        if self.slot is not None and self.pool is not None:
+            slot, self.slot, self.box = self.slot, None, None
+            await self.pool.release(slot, keep=self.root if self.keep else None)
+            return
         await asyncio.to_thread(self._remove)
 
     def _remove(self) -> None:
@@ -184,9 +202,9 @@ class LocalSandbox:
 
     async def kill_processes(self) -> int:
         """Everything the agent left running (daemons, setsid, double forks) is killed."""
-        if self.cgroup is not None:  # every command joined it: no need to scan /proc
-            return self.cgroup.kill_all()
-        return self.box.kill_processes() if self.box is not None else 0
+        if self.slot is not None:
+            return await self.slot.kill_processes()
+        return self.cgroup.kill_all() if self.cgroup is not None else 0
 
     def fault(self) -> str | None:
         """A limit the trial hit, or a recording that was lost, in words."""
@@ -199,12 +217,20 @@ class LocalSandbox:
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
                    trace: bool = False) -> ExecResult:
-        host_cwd = self.workdir
-        if self.box is not None:
+        env = {**self.env, **env} if env else self.env
+        if self.box is not None and not trace:  # started by the box's spawner: no wrapper
+            res = await self.box.spawner.run(
+                ["/bin/sh", "-c", command], env=env, cwd=cwd or self.workdir, timeout=timeout,
+                stdin=stdin, limit=self.output_limit, feed=self.on_output,
+                as_bytes=None if self.cgroup is not None else self.resources.memory_bytes)
+            if res.error:
+                self._faults.append(res.error)
+            return res
+        if self.box is not None:  # the tracer stays outside the box: enter from outside
             if cwd and cwd != self.workdir:
                 command = f"cd {shlex.quote(cwd)} && {command}"
             argv = self.box.wrap(["/bin/sh", "-c", command])
-            host_cwd = str(self.root / "work")
+            host_cwd = str(self._map(self.workdir))
         else:
             host_cwd = cwd or self.workdir
             argv = ["/bin/sh", "-c", command]
@@ -216,8 +242,7 @@ class LocalSandbox:
         if self.box is None and self.hosts_file is not None:
             argv = hostsfile.wrap(argv, self.hosts_file)  # outside the tracer: not the agent's
         argv = self._limits_prefix() + argv  # outermost: everything runs inside the limits
-        res = await proc.run(argv, timeout=timeout, cwd=host_cwd,
-                             env={**self.env, **env} if env else self.env, stdin=stdin,
+        res = await proc.run(argv, timeout=timeout, cwd=host_cwd, env=env, stdin=stdin,
                              limit=self.output_limit, on_start=self._groups.add,
                              feed=self.on_output)
         if trace_file is not None:
@@ -351,16 +376,15 @@ class LocalSandbox:
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         if self.box is None or self.forwarder is None:
             return host, port
-        [sock] = await listen_inside(self.box.pid, [(host, port)], self.box.userns)
+        sock = await self.box.spawner.listen(host, port)
         await self.forwarder.forward(sock, (host, port))
         return host, port
 
     async def serve_inside(self, host: str, port: int, handler) -> None:
-        """Serve `handler` at host:port inside the box (the egress proxy)."""
-        if self.box is None or self.forwarder is None:
+        """Serve `handler` at host:port inside the box for this trial (the egress proxy)."""
+        if self.slot is None:
             raise RuntimeError("serve_inside needs an isolated sandbox")
-        [sock] = await listen_inside(self.box.pid, [(host, port)], self.box.userns)
-        await self.forwarder.serve(sock, handler)
+        await self.slot.serve(host, port, handler)
 
     def _own(self, host: Path) -> None:
         """As root, files proctor puts in the sandbox belong to the agent's uid."""

@@ -1,6 +1,6 @@
 """Recording every process an agent starts, from outside the agent.
 
-proctor's own tracer (`exectrace.c`, built once with the C compiler into the cache dir) runs
+proctor's own tracer (`exectrace.c`, built once with the C compiler, sandbox/native.py) runs
 outside the sandbox boundary: it wraps the `nsenter` that enters the box, writes to a file in
 the trial's private directory, and filters in the kernel: a seccomp filter stops a process
 only at execve/execveat, forks and exits arrive as ptrace events, so a many-threaded agent
@@ -14,60 +14,15 @@ sandbox reports that as a fault, never as "the agent ran nothing".
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
-from proctor.errors import SetupError
-from proctor.sandbox.dockerimages import cache_dir
-
-SOURCE = Path(__file__).with_name("exectrace.c")
-_built: Path | None = None
+from proctor.sandbox import native
 
 
 def tracer() -> Path:
-    """The tracer binary, compiled from SOURCE on first use (once per machine and source:
-    its name holds the source's digest). Static when the C library allows, so the same
-    binary also runs inside any container image."""
-    global _built
-    if _built is not None:
-        return _built
-    source = SOURCE.read_bytes()
-    binary = cache_dir() / f"exectrace-{hashlib.sha256(source).hexdigest()[:12]}"
-    if not binary.is_file():
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        with open(binary.parent / ".exectrace.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not binary.is_file():
-                _compile(binary)
-    _built = binary
-    return binary
-
-
-def _compile(binary: Path) -> None:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        raise SetupError("recording processes needs proctor's tracer, built once from "
-                         f"{SOURCE.name} with a C compiler: install one (Debian: gcc "
-                         "libc6-dev) or set CC")
-    tmp = binary.with_name(f"{binary.name}.{os.getpid()}.tmp")
-    base = [cc, "-O2", "-o", str(tmp), str(SOURCE)]
-    res = None
-    for argv in (base + ["-static"], base):
-        try:
-            res = subprocess.run(argv, capture_output=True, text=True)
-        except OSError as e:
-            raise SetupError(f"building proctor's tracer: cannot run {cc}: {e}") from None
-        if res.returncode == 0:
-            os.replace(tmp, binary)
-            return
-    tmp.unlink(missing_ok=True)
-    raise SetupError(f"building proctor's tracer failed ({' '.join(base)}):\n"
-                     f"{res.stderr.strip()[-2000:]}")
+    """The tracer binary (built once per machine and source, see sandbox/native.py)."""
+    return native.binary("exectrace")
 
 
 def tracer_argv(out: Path, binary: str | None = None) -> list[str]:

@@ -1,0 +1,330 @@
+"""proctor's side of a box's spawner (spawner.c): commands started from inside the box.
+
+One SOCK_SEQPACKET socket per box. A command is a RUN request carrying four descriptors:
+a memfd with its cwd, argv and environment, and its stdin, stdout and stderr. proctor reads
+the output pipes in its event loop and learns the start and the wait status as replies, so
+a command costs no process of proctor's own: no fork of proctor, no `nsenter`, no wrapper.
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import contextlib
+import errno
+import itertools
+import os
+import select
+import signal
+import socket
+import struct
+import time
+from collections.abc import Sequence
+
+from proctor import proc
+from proctor.proc import ExecResult, Feed
+
+OP_RUN, OP_KILL, OP_LISTEN, OP_NEWIPC, OP_PING = 1, 2, 3, 4, 5
+REQUEST = struct.Struct("=IIiIII")  # op, id, sig, argc, envc, as_mib
+REPLY = struct.Struct("=IIii")  # kind, id, value, err
+_FD_SPACE = socket.CMSG_SPACE(array.array("i", [0]).itemsize)
+SEND_WAIT_S = 10.0
+
+
+class SpawnerLost(Exception):
+    """The box's spawner is gone (killed, or its box died): nothing more runs in it."""
+
+
+class Spawner:
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop):
+        self.sock = sock
+        self.loop = loop
+        self.lost: str | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future] = {}  # start / listen / newipc replies
+        self._exits: dict[int, asyncio.Future] = {}
+        self._ready: asyncio.Future = loop.create_future()
+        self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        sock.setblocking(False)
+        loop.add_reader(sock.fileno(), self._on_reply)
+
+    async def ready(self, timeout: float) -> int:
+        """Wait for the spawner's first word; its pid inside the box."""
+        return await asyncio.wait_for(asyncio.shield(self._ready), timeout)
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def run(self, argv: Sequence[str], *, env: dict[str, str], cwd: str, timeout: float,
+                  stdin: bytes | None = None, limit: int = 1_000_000, feed: Feed | None = None,
+                  as_bytes: int | None = None) -> ExecResult:
+        """`argv` run in the box; like proc.run: output capped, killed at the timeout."""
+        started, t0 = time.time(), time.monotonic()
+        cap = proc.Capture(self.loop, limit, feed)
+        job = next(self._ids)
+        fds: list[int] = []
+        try:
+            payload = _strings([cwd, *argv, *(f"{k}={v}" for k, v in env.items())])
+            request = _memfd(payload)
+            fds.append(request)
+            out_r, out_w = os.pipe()
+            fds += [out_r, out_w]
+            err_r, err_w = os.pipe()
+            fds += [err_r, err_w]
+            in_r, in_w = os.pipe() if stdin is not None else (self._devnull, -1)
+            if stdin is not None:
+                fds += [in_r, in_w]
+        except (OSError, ValueError) as e:  # out of descriptors, a NUL in an argument
+            _close(fds)
+            return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
+                              time.monotonic() - t0, started)
+        exited = self._exits[job] = self.loop.create_future()
+        start = self._pending[job] = self.loop.create_future()
+        try:
+            self._send(OP_RUN, job, argc=len(argv), envc=len(env),
+                       as_mib=(as_bytes or 0) >> 20, fds=[request, in_r, out_w, err_w])
+        except SpawnerLost as e:
+            self._exits.pop(job, None)
+            self._pending.pop(job, None)
+            _close(fds)
+            return ExecResult(None, "", "", time.monotonic() - t0, started, error=str(e))
+        _close([request, out_w, err_w] + ([in_r] if stdin is not None else []))
+        readers = [_Reader(self.loop, out_r, 1, cap), _Reader(self.loop, err_r, 2, cap)]
+        if stdin is not None:
+            self.loop.create_task(_feed_stdin(self.loop, in_w, stdin))
+        timed_out = False
+        deadline = self.loop.time() + timeout
+        try:
+            try:  # a spawner stopped by the agent (same uid, no root) never answers: bounded
+                await asyncio.wait_for(asyncio.shield(start), timeout)
+            except OSError as e:  # no fork (the trial's process limit): nothing ran
+                return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
+                                  time.monotonic() - t0, started)
+            try:
+                status = await asyncio.wait_for(asyncio.shield(exited),
+                                                max(0.0, deadline - self.loop.time()))
+            except TimeoutError:
+                timed_out = True
+                self.kill(job)
+                status = await exited
+            if not cap.closed.done():  # background children may hold the pipes open
+                await asyncio.wait([cap.closed], timeout=proc.PIPE_GRACE_S)
+        except TimeoutError:  # never started
+            timed_out, status = True, 0
+        except SpawnerLost as e:
+            return ExecResult(None, cap.text(1), cap.text(2), time.monotonic() - t0, started,
+                              error=f"the sandbox lost its process starter: {e}")
+        finally:
+            if not exited.done():  # cancelled (Ctrl-C, the trial's time): leave nothing
+                self.kill(job)
+            self._exits.pop(job, None)
+            self._pending.pop(job, None)
+            for r in readers:
+                r.close()
+        note = f"\nproctor: timed out after {timeout:g}s" if timed_out else ""
+        return ExecResult(
+            exit_code=None if timed_out else os.waitstatus_to_exitcode(status),
+            stdout=cap.text(1), stderr=cap.text(2) + note,
+            duration_s=time.monotonic() - t0, started_at=started, timed_out=timed_out,
+            truncated=cap.dropped[1] > 0 or cap.dropped[2] > 0)
+
+    @property
+    def busy(self) -> bool:
+        """Requests still unanswered or commands still running."""
+        return bool(self._pending or self._exits)
+
+    def kill(self, job: int, sig: int = signal.SIGKILL) -> None:
+        """Signal the process group of a command started by `run`."""
+        with contextlib.suppress(SpawnerLost):
+            self._send(OP_KILL, job, sig=sig)
+
+    async def listen(self, host: str, port: int) -> socket.socket:
+        """A listening TCP socket bound at host:port in the box's network namespace."""
+        job = next(self._ids)
+        fut = self._pending[job] = self.loop.create_future()
+        request = _memfd(_strings([host, str(port)]))
+        try:
+            self._send(OP_LISTEN, job, fds=[request])
+        finally:
+            os.close(request)
+        fd = await fut
+        sock = socket.socket(fileno=fd)
+        sock.setblocking(False)
+        return sock
+
+    async def new_ipc_namespace(self) -> None:
+        """Commands started from now on get a fresh IPC namespace (SysV IPC, mqueues)."""
+        await self._ask(OP_NEWIPC)
+
+    async def ping(self, timeout: float) -> None:
+        """Returns once every request sent before has been handled."""
+        await asyncio.wait_for(self._ask(OP_PING), timeout)
+
+    async def _ask(self, op: int) -> int:
+        job = next(self._ids)
+        fut = self._pending[job] = self.loop.create_future()
+        try:
+            self._send(op, job)
+            return await fut
+        finally:
+            self._pending.pop(job, None)
+
+    def close(self) -> None:
+        with contextlib.suppress(ValueError, OSError):
+            self.loop.remove_reader(self.sock.fileno())
+        self.sock.close()
+        with contextlib.suppress(OSError):
+            os.close(self._devnull)
+        self._lose("the sandbox was closed")
+
+    # -- wire --------------------------------------------------------------------------
+
+    def _send(self, op: int, job: int, *, sig: int = 0, argc: int = 0, envc: int = 0,
+              as_mib: int = 0, fds: Sequence[int] = ()) -> None:
+        if self.lost:
+            raise SpawnerLost(self.lost)
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+        message = [REQUEST.pack(op, job, sig, argc, envc, as_mib)]
+        try:
+            try:
+                self.sock.sendmsg(message, anc)
+            except BlockingIOError:  # its queue is full: it is stuck; give it a moment
+                if not select.select([], [self.sock], [], SEND_WAIT_S)[1]:
+                    raise OSError(errno.ETIMEDOUT, "it stopped reading requests") from None
+                self.sock.sendmsg(message, anc)
+        except OSError as e:
+            self._lose(f"the sandbox's process starter is gone ({e})")
+            raise SpawnerLost(self.lost) from None
+
+    def _on_reply(self) -> None:
+        while True:
+            try:
+                data, anc, _, _ = self.sock.recvmsg(
+                    REPLY.size, _FD_SPACE, socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                data, anc = b"", []
+                why = str(e)
+            else:
+                why = "it exited"
+            if len(data) != REPLY.size:
+                self._lose(f"the sandbox's process starter is gone ({why})")
+                return
+            kind, job, value, err = REPLY.unpack(data)
+            fd = next((array.array("i", d)[0] for level, typ, d in anc
+                       if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS), None)
+            self._deliver(chr(kind), job, value, err, fd)
+
+    def _deliver(self, kind: str, job: int, value: int, err: int, fd: int | None) -> None:
+        if kind == "R":
+            if not self._ready.done():
+                self._ready.set_result(value)
+            return
+        if kind == "X":
+            fut = self._exits.get(job)
+            if fut is not None and not fut.done():
+                fut.set_result(value)
+            return
+        fut = self._pending.pop(job, None)
+        if fut is None or fut.done():
+            if fd is not None:
+                os.close(fd)
+            return
+        if kind == "E" or err:
+            fut.set_exception(OSError(err, os.strerror(err)))
+        elif kind == "L":
+            fut.set_result(fd)
+        else:  # S (started), I (new IPC namespace), P (ping)
+            fut.set_result(value)
+
+    def _lose(self, why: str) -> None:
+        if self.lost:
+            return
+        self.lost = why
+        with contextlib.suppress(ValueError, OSError):
+            self.loop.remove_reader(self.sock.fileno())
+        error = SpawnerLost(why)
+        for fut in [self._ready, *self._pending.values(), *self._exits.values()]:
+            if not fut.done():
+                fut.set_exception(error)
+                fut.exception()  # retrieved: nobody may be waiting on it
+        self._pending.clear()
+
+
+class _Reader:
+    """One output pipe of a command, read in the event loop into its Capture."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, stream: int, cap: proc.Capture):
+        self.loop, self.fd, self.stream, self.cap = loop, fd, stream, cap
+        self.open = True
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._drain)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.close()
+                self.cap.pipe_connection_lost(self.stream, None)
+                return
+            self.cap.pipe_data_received(self.stream, data)
+
+    def close(self) -> None:
+        if self.open:
+            self.open = False
+            self.loop.remove_reader(self.fd)
+            os.close(self.fd)
+
+
+def _strings(items: Sequence[str]) -> bytes:
+    parts = [os.fsencode(s) for s in items]
+    if any(b"\0" in p for p in parts):
+        raise ValueError("embedded null byte")
+    return b"\0".join(parts) + b"\0"
+
+
+def _memfd(data: bytes) -> int:
+    fd = os.memfd_create("proctor-request", os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    return fd
+
+
+async def _feed_stdin(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> None:
+    """Write `data` to the command's stdin without blocking the loop, then close it."""
+    os.set_blocking(fd, False)
+    view = memoryview(data)
+    try:
+        while view:
+            try:
+                view = view[os.write(fd, view):]
+            except BlockingIOError:
+                ready = loop.create_future()
+                loop.add_writer(fd, _resolve, ready)
+                try:
+                    await ready
+                finally:
+                    loop.remove_writer(fd)
+    except OSError as e:  # the command closed its stdin: what it did not read is dropped
+        if e.errno != errno.EPIPE:
+            raise
+    finally:
+        os.close(fd)
+
+
+def _resolve(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+def _close(fds: Sequence[int]) -> None:
+    for fd in fds:
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)

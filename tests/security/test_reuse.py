@@ -1,0 +1,139 @@
+"""A box serves one trial after another (sandbox/pool.py): nothing a trial leaves in it
+reaches the next. Each hostile trial is followed, in the same box, by a probe that must find
+it clean; the probe is the honest twin (it passes), and the test checks the two really
+shared a box (the same network namespace), or it would prove nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.security.conftest import trial
+
+# What a trial can try to leave behind, all at once.
+PLANT = [
+    "readlink /proc/self/ns/net",
+    "for d in $PROCTOR_WORKDIR $HOME /tmp /dev/shm; do echo planted > $d/leak; done",
+    "mkdir -p /tmp/locked/deep && echo x > /tmp/locked/deep/f && chmod 000 /tmp/locked/deep /tmp/locked",
+    "ipcmk -M 4096 && ipcmk -Q && ipcmk -S 2",
+    "python3 -c \"import ctypes, os; rt = ctypes.CDLL('librt.so.1'); "
+    "print('mq', rt.mq_open(b'/leak', os.O_CREAT | os.O_RDWR, 0o600, None))\"",
+    "python3 -c \"import ctypes, platform; n = 248 if platform.machine() == 'x86_64' else 217; "
+    "print('keyring', ctypes.CDLL(None).syscall(n, b'user', b'leak', b'v', 1, -2))\"",
+    "(setsid sh -c 'sleep 1; echo late > /tmp/late; sleep 600' > /dev/null 2>&1 &)",
+    "nohup sleep 600 > /dev/null 2>&1 &",
+]
+
+PROBE = [
+    "readlink /proc/self/ns/net",
+    "sleep 1.5",  # long enough for a surviving daemon to write /tmp/late
+    "{ ls -A $PROCTOR_WORKDIR $HOME /tmp /dev/shm; ipcs -m -q -s | grep '^0x';"
+    " python3 -c \"import ctypes, os; rt = ctypes.CDLL('librt.so.1'); "
+    "print('mq leak') if rt.mq_open(b'/leak', os.O_RDWR, 0, None) >= 0 else None\";"
+    " ps -eo comm | grep -x sleep; } > .found 2>&1; true",
+    # Directory headers, blank lines, the probe's own file and a fixed workdir's mount point
+    # are not findings.
+    "grep -v -x -e '/.*:' -e '' -e '.found' -e project .found > found.txt || true",
+    "test -s found.txt || echo nothing > found.txt",
+    "cat .found",
+]
+
+
+def _spec(plant: list[str], suite: str = "") -> str:
+    steps = "\n".join(f"              - {json.dumps(c)}" for c in plant)
+    probe = "\n".join(f"              - {json.dumps(c)}" for c in PROBE)
+    return f"""
+        cli: sh
+        {suite}
+        tasks:
+          - id: a-plant
+            intent: leave things behind
+            solution:
+{steps}
+            assert: [{{exit_code: 0}}]
+          - id: b-probe
+            intent: find nothing
+            solution:
+{probe}
+            assert: [{{verify: {{run: "test \\"$(cat found.txt)\\" = nothing"}}}}]
+        """
+
+
+def _netns(run_dir: Path, trial_id: str) -> str:
+    for line in (run_dir / "trials" / trial_id / "trace.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("type") == "command" and event["command"].startswith("readlink"):
+            return event["stdout"].strip()
+    raise AssertionError(f"{trial_id} printed no namespace")
+
+
+def _outputs(run_dir: Path, trial_id: str) -> str:
+    lines = (run_dir / "trials" / trial_id / "trace.jsonl").read_text().splitlines()
+    return "\n".join(f"$ {e['command']}\n{e['stdout']}{e['stderr']}" for e in map(json.loads, lines)
+                     if e.get("type") == "command")
+
+
+def test_the_next_trial_in_a_box_finds_nothing_of_the_last(run_spec, tmp_path):
+    r = run_spec(_spec(PLANT), "--concurrency", "1")
+    run_dir = tmp_path / "run0"
+    plant, probe = trial(r, "a-plant"), trial(r, "b-probe")
+    outputs = _outputs(run_dir, plant["id"])
+    assert plant["status"] == "pass", outputs  # every plant worked ...
+    assert "keyring -1" in outputs  # ... but a key: refused outright
+    assert _netns(run_dir, plant["id"]) == _netns(run_dir, probe["id"])  # one box, reused
+    assert probe["status"] == "pass", _outputs(run_dir, probe["id"])
+
+
+def test_a_workdir_inside_tmp_gets_a_new_box_for_each_trial(run_spec, tmp_path):
+    # A fixed workdir under /tmp is mounted on a directory of /tmp's place, which a wipe
+    # would remove: such boxes serve one trial, and the probe still finds nothing.
+    r = run_spec(_spec(PLANT, suite="workdir: /tmp/project"), "--concurrency", "1")
+    run_dir = tmp_path / "run0"
+    plant, probe = trial(r, "a-plant"), trial(r, "b-probe")
+    assert plant["status"] == "pass", _outputs(run_dir, plant["id"])
+    assert _netns(run_dir, plant["id"]) != _netns(run_dir, probe["id"])
+    assert probe["status"] == "pass", _outputs(run_dir, probe["id"])
+
+
+def test_an_agent_cannot_take_over_the_process_starter(run_spec):
+    # As root the agent runs as another uid than the box's spawner (PID 2 inside): it can
+    # neither stop nor kill it, nor read its descriptors or environment. Without root they
+    # share a uid: stopping or killing it then costs the agent its own trial (a timeout, or
+    # an error), and the box is not reused. Either way the next trial runs as usual.
+    r = run_spec("""
+        cli: sh
+        tasks:
+          - id: a-attack
+            intent: take over the box
+            timeout: 5
+            solution:
+              - "kill -STOP 2; echo stop=$? > out.txt"
+              - "kill -KILL 2; echo kill=$? >> out.txt"
+              - "ls /proc/2/fd > /dev/null 2>&1; echo fd=$? >> out.txt"
+              - "cat /proc/2/environ > /dev/null 2>&1; echo environ=$? >> out.txt"
+            assert: [{verify: {run: "test \\"$(cat out.txt | tr '\\n' ' ')\\" = 'stop=1 kill=1 fd=2 environ=1 '"}}]
+          - id: b-next
+            intent: work
+            solution: ["echo ok > ok.txt"]
+            assert: [{file_contains: {path: ok.txt, text: ok}}]
+        """, "--concurrency", "1")
+    expected = "pass" if os.geteuid() == 0 else ("fail", "error")
+    assert trial(r, "a-attack")["status"] in expected, trial(r, "a-attack")
+    assert trial(r, "b-next")["status"] == "pass", trial(r, "b-next")
+
+
+def test_keyrings_are_refused_to_traced_agents_too(run_spec):
+    # Keyrings belong to a uid, shared by every trial: a command agent (traced, entered from
+    # outside) is refused them as the spawner's commands are; the same agent otherwise works.
+    add_key = ("python3 -c \"import ctypes, platform; n = 248 if platform.machine() == 'x86_64'"
+               " else 217; print(ctypes.CDLL(None).syscall(n, b'user', b'k', b'v', 1, -2))\""
+               " > key.txt")
+    r = run_spec("""
+        cli: sh
+        tasks:
+          - id: key
+            intent: keep a secret in a keyring
+            assert: [{verify: {run: "test $(cat key.txt) = -1"}}]
+        """, "--agent", "command", "--agent-command", add_key)
+    assert trial(r)["status"] == "pass", trial(r)
