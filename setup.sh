@@ -50,7 +50,7 @@ fi
 
 # The docker backend (docs/docker.md): an engine and mmdebstrap (which builds proctor's base
 # image). Best effort: a machine that cannot run an engine still gets a working proctor, and
-# the docker tests then say why they skip.
+# the docker tests then skip saying why (.proctor/setup-docker, below).
 if [ "$system" = 1 ] && command -v apt-get >/dev/null 2>&1; then
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
   docker_pkgs=()
@@ -116,11 +116,19 @@ else
   echo "unavailable: not root, or no /usr/bin/python3" > .proctor/setup-unprivileged
 fi
 
-if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then
+# What the docker tests go by (tests/docker/engine.py): they skip only where this line says
+# `unavailable`; where it says `ready`, an engine that stops answering fails them.
+docker_why=$(.venv/bin/python -c 'from proctor.sandbox.docker import engine_problem as p; print(p() or "")')
+[ -z "$docker_why" ] && [ "$(id -u)" -ne 0 ] && docker_why="proctor's docker backend runs as root only"
+if [ -z "$docker_why" ]; then
+  echo ready > .proctor/setup-docker
   # Built once (cached under ~/.cache/proctor); the docker tests and first runs reuse it.
   echo "==> making proctor's docker base image ready"
   .venv/bin/python -c "from proctor.sandbox.dockerimages import ensure_base; print(ensure_base(quiet=False))" \
     || echo "warning: the docker base image could not be built; --backend docker runs will say why" >&2
+else
+  echo "unavailable: $docker_why" > .proctor/setup-docker
+  echo "warning: no docker engine ($docker_why): --backend docker is not usable here and the docker tests skip" >&2
 fi
 
 # The external agents (issue 13): node/npm for Claude Code and Codex (machines usually have

@@ -2,12 +2,15 @@
 
     python bench/docker_overhead.py sandbox [N]         # N × (create -> first command -> closed), docker and local
     python bench/docker_overhead.py trials [N [CONC]]   # `proctor run` of N trivial trials, docker vs local
+                                                        # (and Inspect AI's docker sandbox, if bench/.venv-peer has it)
     python bench/docker_overhead.py engine [N [IMAGE]]  # the bare engine: network + container + exec + removal
 
 `sandbox` uses the backends themselves (DockerBackend / LocalBackend, isolated), so the figure
 is what a trial pays: container made with its mounts and limits, a first `exec`, container
 removed and its directories deleted. `trials` runs the real CLI with the oracle agent on a
-one-check scenario. `engine` is the earlier probe of the engine alone (a two-megabyte image
+one-check scenario; where `bench/run` has installed Inspect AI (bench/.venv-peer), the same
+N samples through Inspect's docker sandbox (bench/inspect_task.py, a compose file naming
+proctor's base image, no network), or the reason Inspect gives for not running them. `engine` is the earlier probe of the engine alone (a two-megabyte image
 of this host's `sh` and libc, or a local IMAGE), kept for comparison.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,6 +31,7 @@ PROBE = "proctor-bench-probe:1"
 FILES = ["/bin/sh", "/bin/sleep", "/bin/true", "/lib/x86_64-linux-gnu/libc.so.6",
          "/lib64/ld-linux-x86-64.so.2"]
 PROCTOR = str(Path(sys.executable).parent / "proctor")
+BENCH = Path(__file__).resolve().parent
 SPEC = """\
 version: 1
 id: trivial{n}
@@ -94,6 +99,35 @@ def trials(n: int, concurrency: int) -> None:
             print(f"{backend}: {n} trials at concurrency {concurrency}: {wall:.1f} s wall "
                   f"({wall / n * 1000:.0f} ms/trial), passed {summary['passed']}, "
                   f"errors {summary.get('errored', summary.get('errors'))}, exit {done.returncode}")
+        inspect_docker(n, concurrency, Path(tmp))
+
+
+def inspect_docker(n: int, concurrency: int, tmp: Path) -> None:
+    """The same trials as Inspect AI samples in its docker sandbox, from proctor's base image."""
+    inspect = BENCH / ".venv-peer" / "bin" / "inspect"
+    if not inspect.exists():
+        print("inspect-ai docker: not measured (no bench/.venv-peer: `bench/run` installs it)")
+        return
+    from proctor.sandbox.dockerimages import ensure_base
+
+    compose = tmp / "compose.yaml"
+    compose.write_text(f"services:\n  default:\n    image: {ensure_base()}\n    x-local: true\n"
+                       "    init: true\n    network_mode: none\n    working_dir: /root\n"
+                       "    command: sleep infinity\n")
+    shutil.copy(BENCH / "inspect_task.py", tmp / "inspect_task.py")  # Inspect wants it relative
+    start = time.perf_counter()
+    done = subprocess.run([str(inspect), "eval", "inspect_task.py@write_file", "--model",
+                           "mockllm/model", "-T", f"trials={n}", "-T", f"compose={compose}",
+                           "--max-samples", str(concurrency), "--display", "plain", "--log-dir",
+                           str(tmp / "inspect-logs")], capture_output=True, text=True, cwd=tmp)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        out = done.stderr + done.stdout
+        why = " ".join(out[out.find("ERROR"):].split()[:40]) if "ERROR" in out else out[-300:]
+        print(f"inspect-ai docker: did not run (exit {done.returncode}): {why}")
+        return
+    print(f"inspect-ai docker: {n} samples at --max-samples {concurrency}: {wall:.1f} s wall "
+          f"({wall / n * 1000:.0f} ms/sample)")
 
 
 # -- engine: the bare engine, as measured before the backend existed ----------------------

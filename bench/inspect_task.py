@@ -37,11 +37,13 @@ def file_holds():
 
 
 @task
-def write_file(trials: int = 1000) -> Task:
+def write_file(trials: int = 1000, compose: str = "") -> Task:
+    """`compose`: a compose file for Inspect's docker sandbox (bench/docker_overhead.py
+    trials); without it, the local sandbox."""
     samples = [
         Sample(id=i, input="Write the file.", target=f"hello-{i}",
                metadata={"command": f"echo hello-{i} > out.txt", "path": "out.txt"})
         for i in range(trials)
     ]
     return Task(dataset=MemoryDataset(samples), solver=run_command(), scorer=file_holds(),
-                sandbox="local")
+                sandbox=("docker", compose) if compose else "local")

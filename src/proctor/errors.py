@@ -13,6 +13,7 @@ class SpecIssue:
     path: str  # field path, e.g. "tasks[3].assert[1]"
     message: str
     severity: str = "error"  # or "warning"
+    moot_with: str = ""  # a warning that no longer applies when running with this backend
 
     def __str__(self) -> str:
         if self.severity == "warning":

@@ -87,7 +87,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
         raise UsageError("no specs given: proctor run PATH... (files or directories of *.yaml)")
     loaded = load_specs(paths)
     for w in loaded.warnings if warn else ():
-        print(w, file=sys.stderr)
+        if w.moot_with != options.backend:  # e.g. "needs --backend docker" on docker
+            print(w, file=sys.stderr)
     tasks = select(loaded.tasks, options)
     if not tasks:
         raise UsageError(_nothing_selected(options))

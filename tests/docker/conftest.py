@@ -1,5 +1,5 @@
-"""The docker tests run for real wherever an engine answers (./setup.sh starts one); where
-none can run they skip, saying why."""
+"""The docker tests run for real wherever an engine answers (./setup.sh starts one); they skip,
+saying why, only where ./setup.sh recorded that none can run (tests/docker/engine.py)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import subprocess
 
 import pytest
 
-from proctor.sandbox.docker import RUN_LABEL, engine_problem
+from proctor.sandbox.docker import RUN_LABEL
+from tests.docker.engine import require_engine
 from tests.runner.conftest import cli, spec  # noqa: F401 (the CLI fixtures, shared)
 
 
 @pytest.fixture(scope="session")
 def engine() -> None:
-    if (why := engine_problem()) is not None:
-        pytest.skip(f"no usable docker engine: {why}")
+    require_engine()
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +30,21 @@ def containers(run_id: str | None = None) -> list[str]:
     done = subprocess.run(["docker", "ps", "-aq", "--filter", f"label={label}"],
                           capture_output=True, text=True, check=True)
     return done.stdout.split()
+
+
+def networks(run_id: str) -> list[str]:
+    done = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"label={RUN_LABEL}={run_id}"],
+                          capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
+def left_by(run_dir) -> list[str]:
+    """Containers and networks a finished run left behind (by its run id: other runs on this
+    engine, such as another session's tests, do not count)."""
+    from tests.runner.conftest import results
+
+    run_id = results(run_dir)["run_id"]
+    return containers(run_id) + networks(run_id)
 
 
 @pytest.fixture(scope="session")

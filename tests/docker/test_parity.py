@@ -3,6 +3,8 @@ egress, forbidden rules and a failing check, on `--backend local` and `--backend
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import textwrap
 from pathlib import Path
@@ -11,7 +13,7 @@ import pytest
 
 from tests.agents.conftest import AGENTS, need_agent
 from tests.conftest import REPO
-from tests.docker.conftest import containers
+from tests.docker.conftest import left_by
 from tests.runner.conftest import Cli, results, run_dir_of
 from tests.services.conftest import mysql_available, pg_available
 
@@ -49,23 +51,57 @@ def _verdicts(run_dir: Path) -> dict:
             for t in results(run_dir)["trials"]}
 
 
-def _both(tmp_path: Path, *args: str) -> tuple[dict, dict]:
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _audited(event: dict) -> tuple:
+    d = event.get("details") or {}
+    path = re.sub(r"\.git/objects/\w\w/\w+", ".git/objects/*", str(d.get("path")))
+    return event["type"], path, d.get("change"), d.get("method"), d.get("status"), d.get("service")
+
+
+def _records(run_dir: Path) -> dict:
+    """Per trial, what the trace and the audit log say happened, less what differs from one
+    run to the next on any backend (times, git object names, a service's random address)."""
+    return {trial.name: ([(e["type"], e.get("command"), e.get("exit_code"))
+                          for e in _lines(trial / "trace.jsonl")],
+                         sorted(map(_audited, _lines(trial / "audit.jsonl"))))
+            for trial in sorted((run_dir / "trials").iterdir())}
+
+
+def _both(tmp_path: Path, *args: str, agent: tuple[str, ...] = ("--agent", "oracle"),
+          ) -> tuple[dict, dict]:
+    """Verdicts on each backend, after checking that both traced and audited the same
+    events; the docker run leaves no container behind."""
     cli = Cli(tmp_path)
-    out = {}
+    out, records = {}, {}
     for backend in ("local", "docker"):
-        done = cli("run", *args, "--backend", backend, "--agent", "oracle", "--output-dir",
+        done = cli("run", *args, "--backend", backend, *agent, "--output-dir",
                    f"run-{backend}", timeout=600)
         assert done.returncode in (0, 1), done.stderr
         run = run_dir_of(done)
         assert results(run)["isolation"]["backend"] == backend
         out[backend] = _verdicts(run)
+        records[backend] = _records(run)
+    assert left_by(run) == []  # every trial's container removed
+    assert records["local"] == records["docker"]  # the same trace and audit log
+    assert all(trace for trace, _ in records["docker"].values())
     return out["local"], out["docker"]
 
 
-def test_the_bundled_examples_give_the_same_verdicts(base_image, tmp_path):
-    local, docker = _both(tmp_path, str(REPO / "examples"))
+@pytest.mark.parametrize("agent", [("--agent", "oracle"), ("--model", "mock/solver"),
+                                   ("--agent", "nop")], ids=["oracle", "llm", "nop"])
+def test_the_bundled_examples_give_the_same_verdicts(base_image, tmp_path, agent):
+    """The reference solutions (oracle), the LLM agent replaying them as tool calls, and an
+    agent that does nothing (every trial fails, some checks still pass): check by check."""
+    local, docker = _both(tmp_path, str(REPO / "examples"), agent=agent)
     assert len(local) >= 15 and local == docker
-    assert not containers()  # every trial's container removed
+    statuses = {status for status, _, _ in local.values()}
+    assert statuses == ({"fail"} if agent[1] == "nop" else {"pass"})
+    if agent[1] == "nop":  # a mixed picture, not all-fail: checks that hold without the agent
+        checks = [passed for _, cs, _ in local.values() for _, passed in cs]
+        assert 0 < sum(checks) < len(checks)
 
 
 def test_services_egress_and_forbidden_rules_give_the_same_verdicts(base_image, tmp_path):
@@ -100,8 +136,11 @@ def test_an_image_service_is_reached_by_name(web_image, tmp_path):
     cli = Cli(tmp_path)
     done = cli("run", "web.yaml", "--backend", "docker", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning" not in done.stderr  # `validate` says it needs docker; a docker run does not
+    assert "web.yaml:7:12: warning: services[0].image: service 'web' runs image " \
+        "'proctor-test-web:1': this needs `--backend docker`" in cli("validate", "web.yaml").stderr
     assert results(run_dir_of(done))["summary"]["passed"] == 3
-    assert not containers()
+    assert left_by(run_dir_of(done)) == []
     done = cli("run", "web.yaml", "--output-dir", "local-run")
     assert done.returncode == 2 and not (tmp_path / "local-run").exists()
     assert "web: service 'web' runs image 'proctor-test-web:1': image services need " \

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from proctor.errors import SetupError
 from proctor.sandbox.docker import DockerBackend, engine_problem
+from tests.docker.engine import require_engine
 
 
 def _fake_docker(tmp_path: Path, script: str) -> str:
@@ -48,12 +50,14 @@ def test_a_daemon_that_answers_passes_preflight(monkeypatch: pytest.MonkeyPatch,
     assert DockerBackend().preflight(None) is True  # trials are isolated (in containers)
 
 
-@pytest.mark.skipif(not os.path.exists("/usr/local/bin/docker") or
-                    os.path.exists("/var/run/docker.sock"),
-                    reason="needs the docker client with no daemon running")
-def test_real_client_without_daemon() -> None:
+def test_real_client_without_daemon(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The real client (./setup.sh installs one), pointed at a socket no daemon listens on."""
+    if shutil.which("docker") is None:
+        require_engine()  # skips where ./setup.sh said no engine can run; fails otherwise
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
     why = engine_problem()
     assert why is not None and "Cannot connect to the Docker daemon" in why
+    assert f"unix://{tmp_path}/no-daemon.sock" in why
 
 
 def test_not_root_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -62,3 +66,37 @@ def test_not_root_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(SetupError, match="--backend docker needs proctor to run as root"):
         DockerBackend().preflight(None)
+
+
+@pytest.mark.parametrize(("said", "outcome"), [
+    ("unavailable: dockerd did not start", pytest.skip.Exception),
+    ("ready", pytest.fail.Exception),
+    (None, pytest.fail.Exception),  # ./setup.sh never ran here
+])
+def test_the_docker_tests_skip_only_where_setup_found_no_engine(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, said, outcome) -> None:
+    from tests.docker import engine
+
+    _fake_docker(tmp_path, "echo 'Cannot connect to the Docker daemon.' >&2; exit 1\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(engine, "STATUS", tmp_path / "setup-docker")
+    if said is not None:
+        (tmp_path / "setup-docker").write_text(said + "\n")
+    with pytest.raises(outcome) as raised:
+        engine.require_engine()
+    assert "Cannot connect to the Docker daemon." in str(raised.value)
+    if said is not None and said.startswith("unavailable"):
+        assert "dockerd did not start" in str(raised.value)
+    else:
+        assert "run ./setup.sh" in str(raised.value)
+
+
+def test_an_answering_engine_is_required_not_skipped(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    from tests.docker import engine
+
+    _fake_docker(tmp_path, "echo 28.2.2\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(engine, "STATUS", tmp_path / "setup-docker")
+    (tmp_path / "setup-docker").write_text("unavailable: stale\n")
+    assert engine.require_engine() is None  # whatever setup said then, it answers now

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.docker.conftest import containers
+from tests.docker.conftest import left_by
 from tests.runner.conftest import results, run_dir_of
 
 pytestmark = [pytest.mark.slow]
@@ -30,8 +30,9 @@ def test_200_trials_at_concurrency_16(base_image, cli, tmp_path):
     out = cli("run", "s1.yaml", "s2.yaml", "--backend", "docker", "--concurrency", "16",
               "-q", timeout=900)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    r = results(run_dir_of(out))
+    run = run_dir_of(out)
+    r = results(run)
     assert r["summary"]["trials"] == 200
     errors = [t["error"] for t in r["trials"] if t["status"] != "pass"]
     assert errors == []
-    assert containers() == []
+    assert left_by(run) == []

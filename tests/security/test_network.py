@@ -99,11 +99,13 @@ def test_denied_egress_is_refused_and_recorded_for_http_except(run_spec, tmp_pat
     assert "evil.example.org" in audit and '"allowed": false' in audit
 
 
-def test_allowed_egress_goes_through_the_proxy_and_is_recorded(run_spec, tmp_path):
-    # This machine's own non-loopback address stands in for "a host on the internet".
+@pytest.fixture
+def outside_server():
+    """A web server on this machine's own non-loopback address, standing in for "a host on
+    the internet": (address, port, hits)."""
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:
-        probe.connect(("192.0.2.1", 9))
+        probe.connect(("192.0.2.1", 9))  # no packet is sent: this only picks the interface
         address = probe.getsockname()[0]
     except OSError:
         pytest.skip("no non-loopback address on this machine")
@@ -124,26 +126,60 @@ def test_allowed_egress_goes_through_the_proxy_and_is_recorded(run_spec, tmp_pat
 
     server = http.server.ThreadingHTTPServer((address, 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        r = run_spec(f"""
-            version: 1
-            id: allowed
-            task: {{prompt: fetch}}
-            agent: {{type: oracle}}
-            network: {{egress: deny, allow: ["{address}"]}}
-            solution: ["curl -s -m 5 http://{address}:{server.server_address[1]}/data > got.txt"]
-            invariants:
-              fetched:
-                description: the allowed host answered
-                check: {{type: file_content, path: got.txt, contains: ok}}
-            """)
-    finally:
-        server.shutdown()
+    yield address, server.server_address[1], hits
+    server.shutdown()
+
+
+def test_allowed_egress_goes_through_the_proxy_and_is_recorded(run_spec, tmp_path,
+                                                               outside_server):
+    address, port, hits = outside_server
+    r = run_spec(f"""
+        version: 1
+        id: allowed
+        task: {{prompt: fetch}}
+        agent: {{type: oracle}}
+        network: {{egress: deny, allow: ["{address}"]}}
+        solution: ["curl -s -m 5 http://{address}:{port}/data > got.txt"]
+        invariants:
+          fetched:
+            description: the allowed host answered
+            check: {{type: file_content, path: got.txt, contains: ok}}
+        """)
     t = trial(r)
     assert t["status"] == "pass", t
     assert hits == ["/data"]
     audit = (tmp_path / "run0" / "trials" / t["id"] / "audit.jsonl").read_text()
     assert '"allowed": true' in audit
+
+
+def test_no_way_out_but_the_proxy(run_spec, tmp_path, outside_server):
+    """Even with `egress: allow`, a connection that skips the proxy (raw TCP, --noproxy)
+    reaches nothing: the policy cannot be bypassed; the proxied twin does reach the host."""
+    address, port, hits = outside_server
+    r = run_spec(f"""
+        version: 1
+        id: bypass
+        task: {{prompt: fetch}}
+        agent: {{type: oracle}}
+        network: {{egress: allow}}
+        solution:
+          - "curl -s -m 3 --noproxy '*' http://{address}:{port}/direct > direct.txt; true"
+          - "python3 -c 'import socket; socket.create_connection((\\"{address}\\", {port}), 3)' 2> raw.txt; true"
+          - "curl -s -m 5 http://{address}:{port}/proxied > proxied.txt"
+        invariants:
+          direct:
+            description: nothing came back without the proxy
+            check: {{type: command_exit, command: "! grep -q ok direct.txt"}}
+          raw:
+            description: a raw socket finds no route
+            check: {{type: file_content, path: raw.txt, contains: "Network is unreachable"}}
+          proxied:
+            description: through the proxy the host answers
+            check: {{type: file_content, path: proxied.txt, contains: ok}}
+        """)
+    t = trial(r)
+    assert t["status"] == "pass", t
+    assert hits == ["/proxied"]
 
 
 def test_a_call_to_a_mock_that_records_nothing_still_counts_for_http_except(run_spec):

@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import os
 import shutil
 import socket
 import sys
-import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
-from proctor import proc
+from proctor import netns, proc
 
 # Runs inside the box's network namespace: bind each address, send the sockets back.
 _HELPER = """
@@ -39,7 +36,6 @@ for spec in sys.argv[2:]:
 socket.send_fds(out, [b"ok"], fds)
 """
 
-CLONE_NEWNET = 0x40000000
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 BUFFER = 65536
 
@@ -70,37 +66,7 @@ def _bind(addresses: list[tuple[str, int]]) -> list[socket.socket]:
 
 
 def _in_namespace(box_pid: int, addresses: list[tuple[str, int]]) -> list[socket.socket]:
-    """setns(2) affects only the calling thread: do it in a fresh thread that ends after,
-    so no pooled thread is ever left in the box's network."""
-    result: list[list[socket.socket] | BaseException] = []
-
-    def work() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fds: list[int] = []
-        try:
-            own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-            fds.append(own)
-            theirs = os.open(f"/proc/{box_pid}/ns/net", os.O_RDONLY)  # gone if the box died
-            fds.append(theirs)
-            if libc.setns(theirs, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "setns into the sandbox network failed")
-            try:
-                result.append(_bind(addresses))
-            finally:
-                if libc.setns(own, CLONE_NEWNET) != 0:  # cannot happen; never reuse the thread
-                    os.abort()
-        except BaseException as e:
-            result.append(e)
-        finally:
-            for fd in fds:
-                os.close(fd)
-
-    t = threading.Thread(target=work, name="proctor-netns")
-    t.start()
-    t.join()
-    if isinstance(result[0], BaseException):
-        raise result[0]
-    return result[0]
+    return netns.run_in(box_pid, lambda: _bind(addresses))
 
 
 async def _with_helper(box_pid: int, addresses: list[tuple[str, int]]) -> list[socket.socket]:

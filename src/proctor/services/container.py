@@ -1,14 +1,16 @@
 """`image: X` services: one container per trial, from any image, reached by name.
 
 Each trial gets its own container (fresh state, nothing shared between trials), labelled
-`proctor.run=<run id>` like the trial's own, with the declared `env`, on a network of the
-trial's own: an internal bridge (no way out, no other trial's containers on it) with a
-random name, no container name and no published port, so nothing collides at any
-concurrency. proctor listens for it on a loopback address of its own with the service's
-`ports` (see _net.py) and pipes each connection to the container's address on that network
-(the host has a leg on every bridge): from here on the service is an endpoint like a
-database, so the sandbox shows it under its name (`curl http://web:8000`) on either backend,
-and `wait_for` runs in the sandbox as usual.
+`proctor.run=<run id>` like the trial's own, with the declared `env` and no network at all
+(`--network none`: only its own loopback), no container name and no published port, so
+nothing collides at any concurrency and the service reaches nothing: not the host (a Docker
+bridge, even an internal one, lets a container open connections to every host service
+listening on all addresses), not another trial's service, not the outside. proctor listens
+for it on a loopback address of its own with the service's `ports` (see _net.py) and pipes
+each connection to the same port on the container's loopback, through a socket made inside
+the container's network namespace (netns.py): from here on the service is an endpoint like
+a database, so the sandbox shows it under its name (`curl http://web:8000`) on either
+backend, and `wait_for` runs in the sandbox as usual.
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ import contextlib
 import json
 import os
 import re
-import secrets
+import socket
 import subprocess
 from typing import Any
 
-from proctor import proc
+from proctor import netns, proc
 from proctor.errors import ServiceError, SetupError
 from proctor.model import ServiceDef
 from proctor.services import _net
@@ -49,7 +51,6 @@ def _docker_sync(*args: str, timeout: float = ENGINE_TIMEOUT_S) -> subprocess.Co
 
 class ContainerHandle(ServiceHandle):
     container: str = ""
-    network: str = ""
     servers: list[asyncio.base_events.Server]
 
     async def release(self) -> None:
@@ -58,9 +59,6 @@ class ContainerHandle(ServiceHandle):
         if self.container:
             await proc.run(["docker", "rm", "-f", "-v", self.container], timeout=ENGINE_TIMEOUT_S)
             self.container = ""
-        if self.network:
-            await proc.run(["docker", "network", "rm", self.network], timeout=ENGINE_TIMEOUT_S)
-            self.network = ""
 
 
 class ContainerService:
@@ -96,25 +94,18 @@ class ContainerService:
         labels = ["--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={trial_id}"]
         handle = ContainerHandle(name=self.name, kind="container", host="", port=0, url="")
         handle.servers = []
-        network = f"proctor-{secrets.token_hex(8)}"
-        # Shielded: on Ctrl-C what the engine made is still known, then removed.
-        made = await _shielded(["docker", "network", "create", "--internal", *labels, network],
-                               handle, "network", network)
-        if made.exit_code != 0:
-            raise ServiceError(f"could not make a network for {self.name}: "
-                               f"{made.stderr.strip()[-300:]}")
         argv = ["docker", "run", "-d", *labels, "--label", f"proctor.service={self.name}",
-                "--network", network]
+                "--network", "none"]
         for k in self.env:
             argv += ["-e", k]  # values from the client's environment, not in an argv
-        res = await _shielded([*argv, self.image], handle, "container", None,
-                              env={**_client_env(), **self.env})
+        # Shielded: on Ctrl-C what the engine made is still known, then removed.
+        res = await _shielded([*argv, self.image], handle, env={**_client_env(), **self.env})
         if res.exit_code != 0:
             await handle.release()
             raise ServiceError(f"could not start {self.image}: {res.stderr.strip()[-300:]}")
         try:
-            ip = await self._address(handle.container)
-            host, ports = await self._listen(handle, ip)
+            pid = await self._pid(handle.container)
+            host, ports = await self._listen(handle, pid)
         except BaseException:
             await handle.release()
             raise
@@ -122,22 +113,21 @@ class ContainerService:
         p = _prefix(self.name)
         handle.host, handle.port, handle.url = host, port, f"http://{host}:{port}"
         handle.env = {f"{p}_HOST": host, f"{p}_PORT": str(port), f"{p}_URL": handle.url}
-        handle.credentials = {"image": self.image, "ports": ports, "container": handle.container,
-                              "network": handle.network}
+        handle.credentials = {"image": self.image, "ports": ports, "container": handle.container}
         return handle
 
-    async def _address(self, container: str) -> str:
-        res = await proc.run(["docker", "inspect", "-f", "{{.State.Running}} {{range "
-                              ".NetworkSettings.Networks}}{{.IPAddress}}{{end}}", container],
-                             timeout=ENGINE_TIMEOUT_S)
-        running, _, ip = res.stdout.strip().partition(" ")
-        if running != "true" or not ip:
+    async def _pid(self, container: str) -> int:
+        """The container's init as the host numbers it: its network namespace is the way in."""
+        res = await proc.run(["docker", "inspect", "-f", "{{.State.Running}} {{.State.Pid}}",
+                              container], timeout=ENGINE_TIMEOUT_S)
+        running, _, pid = res.stdout.strip().partition(" ")
+        if running != "true" or not pid.isdigit() or pid == "0":
             logs = await proc.run(["docker", "logs", "--tail", "5", container], timeout=30)
             raise ServiceError(f"{self.image} exited at start: "
                                f"{(logs.stderr or logs.stdout).strip()[-300:]}")
-        return ip
+        return int(pid)
 
-    async def _listen(self, handle: ContainerHandle, ip: str) -> tuple[str, list[int]]:
+    async def _listen(self, handle: ContainerHandle, pid: int) -> tuple[str, list[int]]:
         """One loopback address of our own with the service's ports, each piped to the
         container (without private loopback addresses: 127.0.0.1 and free ports)."""
         for _ in range(20):
@@ -146,7 +136,7 @@ class ContainerService:
             try:
                 for port in self.ports:
                     handle.servers.append(await asyncio.start_server(
-                        _piper(ip, port), host, port if own else 0))
+                        _piper(pid, port), host, port if own else 0))
                 return host, [s.sockets[0].getsockname()[1] for s in handle.servers]
             except OSError:  # raced with another server for this address: another one
                 for s in handle.servers:
@@ -158,10 +148,10 @@ class ContainerService:
         """Trial containers are removed by their handles' release()."""
 
 
-async def _shielded(argv: list[str], handle: ContainerHandle, kind: str, name: str | None,
+async def _shielded(argv: list[str], handle: ContainerHandle,
                     env: dict[str, str] | None = None) -> proc.ExecResult:
-    """Run an engine command that makes a `kind` ("network", "container"); what it made goes
-    on the handle, so release() removes it, even when the trial is cancelled meanwhile."""
+    """Run the engine command that makes the container; its id goes on the handle, so
+    release() removes it, even when the trial is cancelled meanwhile."""
     job = asyncio.ensure_future(proc.run(argv, timeout=ENGINE_TIMEOUT_S, env=env))
     cancelled = False
     try:
@@ -169,17 +159,25 @@ async def _shielded(argv: list[str], handle: ContainerHandle, kind: str, name: s
     except asyncio.CancelledError:
         res, cancelled = await job, True
     if res.exit_code == 0:
-        setattr(handle, kind, name or res.stdout.strip())
+        handle.container = res.stdout.strip()
     if cancelled:
         await handle.release()
         raise asyncio.CancelledError
     return res
 
 
-def _piper(ip: str, port: int) -> Any:
+def _piper(pid: int, port: int) -> Any:
+    """Each connection piped to `port` on the loopback of the container whose init is `pid`."""
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            up_r, up_w = await asyncio.open_connection(ip, port)
+            sock = await asyncio.to_thread(netns.run_in, pid, socket.socket)
+            sock.setblocking(False)
+            try:
+                await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+            except BaseException:
+                sock.close()
+                raise
+            up_r, up_w = await asyncio.open_connection(sock=sock)
         except OSError:
             writer.close()
             return

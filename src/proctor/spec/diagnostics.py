@@ -76,16 +76,19 @@ class Issues:
     def error(self, doc: Doc, path: Path, message: str, *, key: bool = False) -> None:
         self._add(doc, path, message, key, "error")
 
-    def warn(self, doc: Doc, path: Path, message: str, *, key: bool = False) -> None:
-        self._add(doc, path, message, key, "warning")
+    def warn(self, doc: Doc, path: Path, message: str, *, key: bool = False,
+             moot_with: str = "") -> None:
+        self._add(doc, path, message, key, "warning", moot_with)
 
     def at(self, file: str, line: int, col: int, message: str) -> None:
         """A problem with a whole file (unreadable, not YAML), before any data exists."""
         self.items.append(SpecIssue(file, line, col, "", message))
 
-    def _add(self, doc: Doc, path: Path, message: str, key: bool, severity: str) -> None:
+    def _add(self, doc: Doc, path: Path, message: str, key: bool, severity: str,
+             moot_with: str = "") -> None:
         line, col = locate(doc.root, path, key=key)
-        self.items.append(SpecIssue(doc.file, line, col, fmt_path(path), message, severity))
+        self.items.append(SpecIssue(doc.file, line, col, fmt_path(path), message, severity,
+                                    moot_with))
 
     def duplicates(self, doc: Doc) -> None:
         for first, again in doc.duplicates:

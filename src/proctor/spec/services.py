@@ -153,7 +153,8 @@ def check_names(issues: Issues, doc: Doc, raw: Any, prefix: Path) -> None:
         if not entry.get("type") and isinstance(entry.get("image"), str) \
                 and image_kind(entry["image"]) == "container":
             issues.warn(doc, (*prefix, i, "image"), f"service {name!r} runs image "
-                        f"{entry['image']!r}: this needs `--backend docker`")
+                        f"{entry['image']!r}: this needs `--backend docker`",
+                        moot_with="docker")
 
 
 def service_defs(issues: Issues, doc: Doc, raw: Any, prefix: Path) -> list[ServiceDef]:
