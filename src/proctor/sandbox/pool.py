@@ -241,10 +241,13 @@ def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:
 
 
 def _own(place: Path) -> None:
-    """A place as the agent finds it: an empty directory it owns, mode 0755."""
-    if os.geteuid() == 0:
+    """A place as the agent finds it: an empty directory it owns, mode 0755 (changed only
+    when it is not: an unchanged inode costs the file system's journal nothing)."""
+    st = os.lstat(place)
+    if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (AGENT_UID, AGENT_UID):
         os.lchown(place, AGENT_UID, AGENT_UID)
-    os.chmod(place, 0o755)
+    if stat.S_IMODE(st.st_mode) != 0o755 or not stat.S_ISDIR(st.st_mode):
+        os.chmod(place, 0o755)
 
 
 def _empty(place: Path) -> bool:
