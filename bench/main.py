@@ -97,10 +97,15 @@ def env_for(work: Path) -> dict[str, str]:
     return env
 
 
+_runs = iter(range(1_000_000))
+
+
 def once(tool: str, trials: int, args: argparse.Namespace, work: Path, memory: bool = False,
          verify: bool = False) -> measure.Measurement:
-    out = work / "out" / tool
-    shutil.rmtree(out, ignore_errors=True)
+    # Each run writes a directory of its own, removed when the workload ends (`alternate`):
+    # deleting 1,000 trial directories right before a run slows that run's own file system
+    # work for a while (ext4 with online discard), and neither tool should pay for that.
+    out = work / "out" / f"{tool}-{next(_runs)}"
     if tool == "proctor":
         argv = [*wl.proctor_argv(work / f"proctor-{trials}", args.concurrency, out),
                 "--isolation", args.isolation]
@@ -113,7 +118,6 @@ def once(tool: str, trials: int, args: argparse.Namespace, work: Path, memory: b
         sys.exit(f"bench: {tool} exited {m.returncode}:\n{' '.join(argv)}\n{m.stderr_tail}")
     if verify:
         check_outcome(tool, trials, out)
-    shutil.rmtree(out, ignore_errors=True)
     return m
 
 
@@ -164,6 +168,8 @@ def alternate(name: str, trials: int, runs: int, args: argparse.Namespace, work:
     if "inspect" in result:
         key = "median_mb" if memory else "median_s"
         result["ratio"] = round(result["proctor"][key] / result["inspect"][key], 3)
+    shutil.rmtree(work / "out", ignore_errors=True)
+    os.sync()
     return result
 
 
