@@ -273,18 +273,28 @@ class DockerSandbox(LocalSandbox):
         return out
 
     def _kill(self, mark: bytes | None = None) -> int:
-        """SIGKILL the container's processes (only those whose environment holds `mark`)."""
+        """SIGKILL the container's processes (only those whose environment holds `mark`),
+        again until none is left: a daemon forking in a loop makes new ones between a scan
+        and its kills, and a process killed inside a write finishes that write first."""
         killed = 0
-        for pid in self._processes():
-            try:
-                if mark is not None:
-                    with open(f"/proc/{pid}/environ", "rb") as f:
-                        if mark not in f.read().split(b"\0"):
-                            continue
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                continue
+        for _ in range(50):
+            alive = 0
+            for pid in self._processes():
+                try:
+                    if _zombie(pid):
+                        continue
+                    if mark is not None:
+                        with open(f"/proc/{pid}/environ", "rb") as f:
+                            if mark not in f.read().split(b"\0"):
+                                continue
+                    os.kill(pid, signal.SIGKILL)
+                    killed += 1
+                    alive += 1
+                except OSError:
+                    continue
+            if not alive:
+                break
+            time.sleep(0.001)  # let the kills land before looking again
         return killed
 
     async def close(self) -> None:
@@ -522,3 +532,10 @@ def _limit_hit(dirs: dict[str, Path], resources: Any) -> str | None:
     return None
 
 
+def _zombie(pid: int) -> bool:
+    """Dead, waiting for its parent: nothing left to kill."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2:][:1] in ("Z", "X")
