@@ -34,3 +34,13 @@ def _env_names(v: Any) -> Any:
 
 
 EnvMap = Annotated[dict[str, Annotated[str, BeforeValidator(_env_value)]], BeforeValidator(_env_names)]
+
+
+def valid_regexes(patterns: list[str]) -> list[str]:
+    """A validator's body: every pattern compiles (`ignore_commands`, ...)."""
+    for p in patterns:
+        try:
+            re.compile(p)
+        except re.error as e:
+            raise ValueError(f"invalid regex {p!r}: {e}") from None
+    return patterns

@@ -12,7 +12,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from proctor.checks.base import CheckConfig
 from proctor.checks.http_mock_assertions import FIELD as HTTP_FIELD
 from proctor.model import AgentDef, CheckDef, SecretDef, TaskDef
-from proctor.spec.base import EnvMap, SpecModel
+from proctor.spec.base import EnvMap, SpecModel, valid_regexes
 from proctor.spec.checks import invariant_check
 from proctor.spec.diagnostics import Issues, suggest
 from proctor.spec.refs import check_refs
@@ -111,12 +111,7 @@ class Agent(SpecModel):
     @field_validator("ignore_commands")
     @classmethod
     def _regexes(cls, v: list[str]) -> list[str]:
-        for pattern in v:
-            try:
-                re.compile(pattern)
-            except re.error as e:
-                raise ValueError(f"{pattern!r} is not a valid regex: {e}") from None
-        return v
+        return valid_regexes(v)
 
     @model_validator(mode="after")
     def _command(self) -> Agent:

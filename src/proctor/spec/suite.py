@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
 from proctor import model
 from proctor.model import AgentDef, CheckDef, TaskDef
-from proctor.spec.base import EnvMap, SpecModel
+from proctor.spec.base import EnvMap, SpecModel, valid_regexes
 from proctor.spec.checks import assertion
 from proctor.spec.diagnostics import describe
 from proctor.spec.includes import TaskSource, expand
@@ -75,7 +74,7 @@ class SuiteTask(SpecModel):
     @field_validator("ignore_commands")
     @classmethod
     def _regexes(cls, v: list[str]) -> list[str]:
-        return _regexes(v)
+        return valid_regexes(v)
 
 
 class Suite(SpecModel):
@@ -135,16 +134,7 @@ class Suite(SpecModel):
     @field_validator("redact_patterns", "ignore_commands")
     @classmethod
     def _regexes(cls, v: list[str]) -> list[str]:
-        return _regexes(v)
-
-
-def _regexes(v: list[str]) -> list[str]:
-    for p in v:
-        try:
-            re.compile(p)
-        except re.error as e:
-            raise ValueError(f"invalid regex {p!r}: {e}") from None
-    return v
+        return valid_regexes(v)
 
 
 def load_suite(loader: Loader, doc: Doc) -> list[TaskDef]:
