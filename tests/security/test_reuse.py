@@ -137,3 +137,30 @@ def test_keyrings_are_refused_to_traced_agents_too(run_spec):
             assert: [{verify: {run: "test $(cat key.txt) = -1"}}]
         """, "--agent", "command", "--agent-command", add_key)
     assert trial(r)["status"] == "pass", trial(r)
+
+
+def test_each_trial_in_a_box_gets_its_own_limits(cli, tmp_path):
+    # One box, three trials: 1 GiB, then 64 MiB (lowered: the hog is stopped and the trial
+    # says so), then 1 GiB again (raised: the same allocation passes). Limits and the
+    # kernel's counters are per trial, not per box.
+    for name, memory in (("a-roomy", "1g"), ("b-tight", "64m"), ("c-roomy", "1g")):
+        (tmp_path / "specs").mkdir(exist_ok=True)
+        (tmp_path / "specs" / f"{name}.yaml").write_text(f"""
+version: 1
+id: {name}
+task: {{prompt: use memory}}
+agent: {{type: oracle}}
+resources: {{memory: {memory}}}
+solution: ["readlink /proc/self/ns/net", "python3 -c 'b = bytearray(200 * 1024**2)'"]
+invariants:
+  ran: {{description: x, check: {{type: command_exit, command: "true"}}}}
+""")
+    out = cli("run", "specs", "--concurrency", "1", "--output-dir", "run", "-q", timeout=180)
+    r = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert "Traceback" not in out.stderr, out.stderr
+    roomy, tight, again = (trial(r, n) for n in ("a-roomy", "b-tight", "c-roomy"))
+    assert roomy["status"] == "pass", roomy
+    assert tight["status"] == "error" and "64 MiB" in tight["error"], tight
+    assert again["status"] == "pass", again
+    run_dir = tmp_path / "run"
+    assert len({_netns(run_dir, t["id"]) for t in (roomy, tight, again)}) == 1  # one box

@@ -168,13 +168,12 @@ class LocalSandbox:
         self.pool = pool
         shape = Shape(self.workdir, tuple(p for p in self.readonly_paths if os.path.exists(p)))
         run_env = {"PROCTOR_RUN_ID": spec.env.get("PROCTOR_RUN_ID", "")}
-        slot = await pool.acquire(shape, run_env, self.resources)
+        slot = await pool.acquire(shape, run_env, self.resources, self.hosts)
         self.slot, self.box, self.cgroup = slot, slot.box, slot.cgroup
         self.private = slot.root / "private"
         self.places = sorted(((inside, slot.root / name) for name, inside in
                               shape.places().items()), key=lambda p: len(p[0]), reverse=True)
         self.forwarder = Forwarder()
-        await slot.begin(self.resources, self.hosts)
         for address in spec.endpoints:
             await self.expose(*address)
 

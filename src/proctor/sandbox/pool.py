@@ -176,13 +176,29 @@ class BoxPool:
         self.root, self.size = root, size
         self._idle: list[Slot] = []
 
-    async def acquire(self, shape: Shape, env: dict[str, str], resources: Resources) -> Slot:
+    async def acquire(self, shape: Shape, env: dict[str, str], resources: Resources,
+                      names: dict[str, str]) -> Slot:
+        """A slot of this shape made the next trial's (`Slot.begin`): an idle one, else a new
+        one. An idle slot that cannot be made the trial's (e.g. a lower memory limit than
+        what is still charged to it) is closed, and a new one built instead."""
         for i, slot in enumerate(self._idle):
             if slot.shape == shape:
-                return self._idle.pop(i)
+                self._idle.pop(i)
+                try:
+                    await slot.begin(resources, names)
+                    return slot
+                except Exception:
+                    await slot.close()
+                break
         if len(self._idle) >= self.size and self._idle:  # room for a box of this shape
             await self._idle.pop(0).close()
-        return await Slot.create(self.root / f"box-{next(_numbers)}", shape, env, resources)
+        slot = await Slot.create(self.root / f"box-{next(_numbers)}", shape, env, resources)
+        try:
+            await slot.begin(resources, names)
+        except BaseException:
+            await slot.close()
+            raise
+        return slot
 
     async def release(self, slot: Slot, keep: Path | None = None) -> None:
         try:
