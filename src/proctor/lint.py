@@ -61,9 +61,10 @@ def findings(oracle: dict[str, Any], nop: dict[str, Any], tasks: dict) -> tuple[
         elif trial["status"] == "error":
             problems.append(f"{where}: solution errored: {trial['error']}")
         elif trial["status"] != "pass":
-            failed = "; ".join(f"{c['name']}: {c['message']}" for c in trial["checks"]
-                               if not c["passed"])
-            problems.append(f"{where}: solution fails: {cut(failed, 400)}")
+            # Its reason (a results.json without one: the checks that failed).
+            why = trial.get("reason") or "; ".join(
+                f"{c['name']}: {c['message']}" for c in trial["checks"] if not c["passed"])
+            problems.append(f"{where}: solution fails: {cut(why.removeprefix('failed: '), 400)}")
     for trial in nop["trials"]:
         task = tasks[trial["task_id"]]
         where = f"{_shown(task.source)}: {trial['task_id']}"

@@ -68,6 +68,8 @@ class Thresholds:
     models: dict[str, float] = field(default_factory=dict)
     tolerance: float = 0.0
     behavior: Literal["error", "informational"] = "error"
+    # The suite file that set them: a model's trials of one suite are judged together.
+    suite: str = ""
 
 
 @dataclass
@@ -107,7 +109,7 @@ class TaskDef:
     # trials and verdicts
     repeat: int = 1  # replicas per (model, help mode, params)
     matrix: dict[str, list[Any]] = field(default_factory=dict)
-    pass_threshold: float = 1.0
+    pass_threshold: float | None = None  # None: a trial passes iff every check passed
     replica_aggregation: Literal["all", "any", "majority", "mean"] = "all"
     thresholds: Thresholds | None = None
     redact_env: list[str] = field(default_factory=list)
@@ -206,6 +208,10 @@ class TrialResult:
     error: str | None = None
     checks: list[CheckResult] = field(default_factory=list)
     forbidden: list[ForbiddenResult] = field(default_factory=list)
+    # Why it failed or errored, in one line (None when it passed; and in results.json
+    # written before proctor recorded it).
+    reason: str | None = None
+    timed_out: bool = False  # the agent ran out of its time (task timeout)
     turns: int = 0
     # None values: unknown (a command agent's model calls are not seen by proctor)
     tokens: dict[str, int | None] = field(default_factory=lambda: {"input": 0, "output": 0})

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from proctor.model import CheckResult, ForbiddenResult, TaskDef, Thresholds, TrialResult
 from proctor.results import HelpModeEffect, ModelRow, Scored, Summary, TaskRow, Usage
 from proctor.stats import fisher_exact, newcombe_diff, wilson
+from proctor.text import cut
 
 # Scores are sums of float products: 0.85 must pass a 0.85 threshold.
 _EPS = 1e-9
@@ -22,14 +23,38 @@ _EPS = 1e-9
 class Score:
     status: str  # pass | fail | error
     composite: float
-    reason: str | None = None  # why the status is what it is, when not obvious
+    reason: str | None = None  # why it failed or errored, one line (None when it passed)
+    error: str | None = None  # an error's whole message
+
+
+REASON_LIMIT = 500  # characters of a trial's reason
 
 
 def score_trial(checks: list[CheckResult], forbidden: list[ForbiddenResult],
-                pass_threshold: float, error: str | None = None) -> Score:
-    """SPEC §3 Scoring, in order of precedence."""
+                pass_threshold: float | None, error: str | None = None,
+                timed_out_after: float | None = None) -> Score:
+    """SPEC §3 Scoring, in order of precedence. `pass_threshold` None: the trial passes iff
+    every check passed. `timed_out_after` (seconds): the agent ran out of time, said first
+    in the reason of a trial that did not pass."""
     total = sum(c.weight for c in checks)
     composite = sum(c.weight * c.score for c in checks) / total if total > 0 else 0.0
+    score = _verdict(checks, forbidden, pass_threshold, error, composite)
+    if score.status == "error":
+        score.error = score.reason
+    if score.reason is not None:
+        score.reason = reason(score.reason, timed_out_after)
+    return score
+
+
+def reason(why: str, timed_out_after: float | None = None) -> str:
+    """A trial's `reason`: one line, cut, saying first that the agent ran out of time."""
+    if timed_out_after is not None:
+        why = f"the agent timed out after {timed_out_after:g} s; {one_line(why)}"
+    return cut(one_line(why), REASON_LIMIT)
+
+
+def _verdict(checks: list[CheckResult], forbidden: list[ForbiddenResult],
+             pass_threshold: float | None, error: str | None, composite: float) -> Score:
     # The harness or a check could not do its job: the agent is neither credited nor blamed.
     if error:
         return Score("error", 0.0, error)
@@ -37,21 +62,41 @@ def score_trial(checks: list[CheckResult], forbidden: list[ForbiddenResult],
     if errored:
         return Score("error", 0.0, f"check {errored[0].name} errored: {errored[0].error}")
     # A gate is a hard requirement: when it did not pass, nothing else counts.
-    fired = [c.name for c in checks if c.gate and not c.passed]
+    fired = [c for c in checks if c.gate and not c.passed]
     if fired:
-        return Score("fail", 0.0, f"gate failed: {', '.join(fired)}")
-    violated = [f.rule for f in forbidden if f.violated]
+        return Score("fail", 0.0, f"gate failed: {_named(fired)}")
+    violated = [f for f in forbidden if f.violated]
     if violated:
-        return Score("fail", 0.0, f"forbidden: {', '.join(violated)}")
+        return Score("fail", 0.0, "forbidden: " + "; ".join(
+            f"{f.rule}: {one_line(f.details)}" if f.details.strip() else f.rule for f in violated))
+    failed = [c for c in checks if not c.passed]
+    if pass_threshold is None:
+        # No threshold: every check must pass (a judge at 0.9 that passed counts as passed).
+        return Score("pass", composite) if not failed else Score(
+            "fail", composite, f"failed: {_named(failed)}")
     if composite + _EPS >= pass_threshold:
         return Score("pass", composite)
-    return Score("fail", composite)
+    why = f"composite {composite:.2f} < pass_threshold {pass_threshold:g}"
+    return Score("fail", composite, f"{why}; failed: {_named(failed)}" if failed else why)
 
 
-def aggregate_replicas(trials: list[TrialResult], how: str, pass_threshold: float) -> str:
+def _named(checks: list[CheckResult]) -> str:
+    """`NAME: first line of its message` for each check, `; `-separated."""
+    return "; ".join(f"{c.name}: {one_line(c.message)}" if c.message.strip() else c.name
+                     for c in checks)
+
+
+def one_line(text: str) -> str:
+    """The first non-empty line of `text`, stripped."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def aggregate_replicas(trials: list[TrialResult], how: str, pass_threshold: float | None) -> str:
     """A task's verdict (pass | fail) from its trials under `replica_aggregation`.
 
-    Errored trials count as not passed: an outage must not turn into a pass."""
+    Errored trials count as not passed: an outage must not turn into a pass. `mean` without
+    a pass_threshold (a trial then passes iff every check passed) needs at least half the
+    trials to pass: the mean of their verdicts, 1 or 0, against one half."""
     passed = sum(t.status == "pass" for t in trials)
     n = len(trials)
     if n == 0:
@@ -60,6 +105,8 @@ def aggregate_replicas(trials: list[TrialResult], how: str, pass_threshold: floa
         ok = passed > 0
     elif how == "majority":
         ok = passed * 2 > n
+    elif how == "mean" and pass_threshold is None:
+        ok = passed * 2 >= n
     elif how == "mean":
         ok = sum(t.composite_score for t in trials) / n + _EPS >= pass_threshold
     else:  # all
@@ -153,7 +200,7 @@ def _task_row(key: tuple, group: list[TrialResult], task: TaskDef | None) -> Tas
     return {
         "task_id": task_id, "model": model, "agent": agent, "help_mode": help_mode,
         "params": dict(group[0].params), "status": task_status(group),
-        "verdict": aggregate_replicas(group, how, task.pass_threshold if task else 1.0),
+        "verdict": aggregate_replicas(group, how, task.pass_threshold if task else None),
         "aggregation": how, "pass_rate": ok / n, "trials": n, "passed": ok,
         "errored": sum(t.status == "error" for t in group),
         "mean_score": sum(t.composite_score for t in group) / n,
@@ -180,12 +227,12 @@ def _model_row(agent: str, group: list[TrialResult], by_id: dict[str, TaskDef]
     """The row, and whether it missed a threshold that is enforced (behavior: error)."""
     n, ok = len(group), sum(t.status == "pass" for t in group)
     model = group[0].model
-    # Each suite's own thresholds judge its own tasks.
-    by_source: dict[int, tuple[Thresholds, list[TrialResult]]] = {}
+    # Each suite's thresholds judge the row's trials of that suite, all together (SPEC §2).
+    by_source: dict[object, tuple[Thresholds, list[TrialResult]]] = {}
     for t in group:
         task = by_id.get(t.task_id)
-        if task is not None and task.thresholds is not None:
-            by_source.setdefault(id(task.thresholds), (task.thresholds, []))[1].append(t)
+        if task is not None and (th := task.thresholds) is not None:
+            by_source.setdefault(th.suite or id(th), (th, []))[1].append(t)
     threshold, met, enforced_miss = None, None, False
     for th, trials in by_source.values():
         limit = threshold_for(model, th)

@@ -44,7 +44,7 @@ from proctor.sandbox import create_sandbox
 from proctor.sandbox.base import Resources, Sandbox, SandboxSpec
 from proctor.sandbox.egress import PORT, EgressProxy
 from proctor.sandbox.hosts import aliases
-from proctor.scoring import score_trial
+from proctor.scoring import reason, score_trial
 from proctor.services.base import Service, ServiceHandle
 from proctor.templating import render, render_data
 
@@ -109,6 +109,7 @@ async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult
                            help_mode=trial.help_mode, replica=trial.replica,
                            params=trial.params, status="error", composite_score=0.0,
                            error=f"the trial took longer than resources.timeout ({limit:g}s)",
+                           reason=f"the trial took longer than resources.timeout ({limit:g}s)",
                            agent=trial.agent, category=task.category,
                            duration_s=round(time.monotonic() - t0, 4))
 
@@ -131,9 +132,12 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
     finally:
         await _release(one.handles, one.sandbox)
         one.recorder.close()
-    one.result.error = one.names(one.result.error)
-    one.result.duration_s = round(time.monotonic() - t0, 4)
-    return one.result
+    r = one.result
+    r.error = one.names(r.error)
+    if r.status == "error" and r.error and r.reason is None:  # a fault before the checks
+        r.reason = reason(r.error, task.timeout if r.timed_out else None)
+    r.duration_s = round(time.monotonic() - t0, 4)
+    return r
 
 
 class _Trial:
@@ -231,10 +235,11 @@ class _Trial:
         r.forbidden = evaluate_forbidden(task.forbidden, seen, self.secrets)
         for f in r.forbidden:
             f.details = self.names(f.details) or ""
-        score = score_trial(r.checks, r.forbidden, task.pass_threshold)
-        r.status, r.composite_score = score.status, score.composite
+        score = score_trial(r.checks, r.forbidden, task.pass_threshold,
+                            timed_out_after=task.timeout if r.timed_out else None)
+        r.status, r.composite_score, r.reason = score.status, score.composite, score.reason
         if score.status == "error":
-            r.error = score.reason
+            r.error = score.error
 
 
 class _AgentOutput:

@@ -67,6 +67,40 @@ def test_default_threshold_needs_everything():
     assert score_trial([check("a", True), check("b", True)], [], 1.0).status == "pass"
 
 
+def test_without_a_pass_threshold_every_invariant_must_pass():
+    """SPEC §3: a judge that scored 0.9 and passed does not fail the trial (composite
+    0.983 would miss a threshold of 1.0); one that did not pass does, and says so."""
+    judged = [check("tests", True), check("judge", True, score=0.9),
+              check("style", True, weight=5)]
+    s = score_trial(judged, [], None)
+    assert (s.status, s.reason) == ("pass", None) and s.composite == pytest.approx(6.9 / 7)
+    judged[1] = CheckResult(name="judge", type="llm_as_judge", passed=False, score=0.4,
+                            weight=1.0, gate=False, message="score 0.40 < 0.5\nthe reply was rude")
+    s = score_trial(judged, [], None)
+    assert (s.status, s.reason) == ("fail", "failed: judge: score 0.40 < 0.5")
+
+
+def test_every_failed_or_errored_trial_says_why_in_one_line():
+    failed = CheckResult(name="exit_code#0", type="exit_code", passed=False, score=0.0,
+                         weight=1.0, gate=False, message="the last command exited with 2\n…")
+    assert score_trial([failed], [], None).reason == (
+        "failed: exit_code#0: the last command exited with 2")
+    assert score_trial([check("a", True, 0.3), check("b", False, 0.7)], [], 0.5).reason == (
+        "composite 0.30 < pass_threshold 0.5; failed: b")
+    assert score_trial([check("j", True, score=0.6)], [], 0.85).reason == (
+        "composite 0.60 < pass_threshold 0.85")
+    assert score_trial([check("must", False, gate=True)], [], None).reason == "gate failed: must"
+    assert score_trial([check("a", True)], [ForbiddenResult("http_except", True, "POST x\ny")],
+                       None).reason == "forbidden: http_except: POST x"
+    s = score_trial([check("a", True)], [], None, error="agent error: the model endpoint "
+                    "failed: HTTP 500\n{body}")
+    assert (s.status, s.reason) == ("error", "agent error: the model endpoint failed: HTTP 500")
+    assert s.error.endswith("{body}")  # the error keeps its whole message
+    s = score_trial([check("a", False)], [], None, timed_out_after=15)
+    assert s.reason == "the agent timed out after 15 s; failed: a"
+    assert len(score_trial([check("a" * 900, False)], [], None).reason) < 600
+
+
 def test_threshold_equality_passes_despite_float_rounding():
     checks = [check("a", True, 0.85), check("b", False, 0.15)]
     assert score_trial(checks, [], 0.85).status == "pass"
@@ -180,6 +214,22 @@ def test_the_default_threshold_applies_to_rows_without_a_model():
     [row] = out["models"]
     assert (row["agent"], row["threshold"], row["met"]) == ("oracle", 60, False)
     assert out["exit_code"] == 1  # the threshold decides, not "any failure"
+
+
+def test_a_suites_threshold_is_judged_over_all_its_trials(tmp_path):
+    """One failed trial of four, `default: 50`: the model met its threshold (75 %), though
+    the task that failed is at 0 % on its own."""
+    from proctor.spec.load import load_specs
+
+    (tmp_path / "s.yaml").write_text(
+        "cli: echo\nthresholds: {default: 50}\ntasks:\n"
+        + "".join(f"  - {{id: t{i}, intent: x, assert: [{{exit_code: 0}}]}}\n"
+                  for i in range(4)))
+    tasks = load_specs([str(tmp_path / "s.yaml")]).tasks
+    trials = [trial("fail" if t.id == "t0" else "pass", task=t.id, model="m") for t in tasks]
+    out = summarize(trials, tasks)
+    assert [(r["threshold"], r["met"]) for r in out["models"]] == [(50, True)]
+    assert out["exit_code"] == 0
 
 
 def test_each_suites_thresholds_judge_its_own_tasks():

@@ -354,7 +354,8 @@ def test_task_def_mapping(spec_dir):
 def test_defaults(spec_dir):
     (t,) = loads(scenario(spec_dir, OK_INVARIANT)).tasks
     assert (t.agent.type, t.agent.max_turns, t.timeout, t.repeat) == ("llm", 5, 300, 1)
-    assert (t.pass_threshold, t.replica_aggregation, t.network, t.forbidden) == (1.0, "all", {}, {})
+    # SPEC §3: without a pass_threshold, every invariant must pass
+    assert (t.pass_threshold, t.replica_aggregation, t.network, t.forbidden) == (None, "all", {}, {})
     assert t.checks[0].weight == 1.0 and t.checks[0].gate is False
 
 

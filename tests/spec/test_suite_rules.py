@@ -288,7 +288,7 @@ def test_task_def_mapping(spec_dir):
     assert t1.models == ["openai/gpt-4.1", "anthropic/claude-sonnet-4-5"]
     assert t1.help_modes == ["injected", "none"] and t1.system_prompt == "be brief"
     assert (t1.agent.type, t1.agent.max_turns, t1.agent.timeout, t1.timeout) == ("llm", 7, 30, 30)
-    assert (t1.repeat, t2.repeat, t1.concurrency, t1.pass_threshold) == (2, 4, 5, 1.0)
+    assert (t1.repeat, t2.repeat, t1.concurrency, t1.pass_threshold) == (2, 4, 5, None)
     assert t1.solution == ["git init"] and t1.category == "c" and t1.difficulty == "easy"
     assert t1.redact_env == ["TOKEN"] and t1.redact_patterns == ["sk-\\w+"]
     assert t1.workdir == str(spec_dir / "work") and t1.source == str(spec_dir / "s.yaml")

@@ -27,7 +27,9 @@ def agents_home() -> Path:
     below store in the import layers)."""
     if os.environ.get("PROCTOR_AGENTS"):
         return Path(os.environ["PROCTOR_AGENTS"]).resolve()
-    return Path(os.environ.get("PROCTOR_HOME") or ".proctor").resolve() / "agents"
+    # Resolved whole: a symlinked `agents` (a shared cache) names the real place, which is
+    # what the tracer sees in the agent's argv.
+    return (Path(os.environ.get("PROCTOR_HOME") or ".proctor") / "agents").resolve()
 
 
 def pinned_dir(name: str, version: str) -> Path:

@@ -214,6 +214,8 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
                   f'<a href="trials/{link}/audit.jsonl">audit</a></div>')
     if t.get("error"):
         detail.append(f'<h4>Error</h4><pre class="err">{e(t.get("error"), MESSAGE_LIMIT)}</pre>')
+    elif t.get("reason"):
+        detail.append(f'<h4>Why it failed</h4><p class="why">{e(t.get("reason"))}</p>')
     detail.append("<h4>Checks</h4>" + _checks_table(t) + _forbidden(t))
     if t.get("output"):
         detail.append(f'<h4>Agent output</h4><pre class="out">{e(t.get("output"), OUTPUT_LIMIT)}'

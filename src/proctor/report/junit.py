@@ -75,7 +75,7 @@ def _failure(t: dict[str, Any]) -> tuple[str, str, str]:
     """(message, type, body) of a failed trial."""
     checks = [c for c in t.get("checks") or [] if not c.get("passed")]
     rules = data.violated_rules(t)
-    body = []
+    body = [f"why: {t['reason']}"] if t.get("reason") else []
     named = [(str(c.get("name")), c.get("message") or "failed") for c in checks]
     named += [(f"forbidden {f.get('rule')}", f.get("details") or "violated") for f in rules]
     heads = _heads(named)

@@ -115,8 +115,22 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None,
     numbers = ["passed", "pass rate"] + (["pass@k / pass^k"] if pass_k else []) + ["avg duration"]
     lines += _table(header + numbers, rows, [":--"] * len(header) + ["--:"] * len(numbers))
 
-    lines += _failures(results) + _errors(results)
+    lines += _failures(results) + _errors(results) + _reasons(results)
     return "\n".join(lines) + "\n"
+
+
+def _reasons(results: dict[str, Any]) -> list[str]:
+    """Why each trial that did not pass did not, one line each (results.json `reason`)."""
+    bad = [t for t in results.get("trials") or [] if t.get("status") in ("fail", "error")]
+    if not bad:
+        return []
+    out = ["", f"### Why trials did not pass ({len(bad)})", ""]
+    for t in bad[:MAX_FAILURES]:
+        why = t.get("reason") or t.get("error") or "(no reason recorded)"
+        out.append(f"- {code(t.get('id'), 100)} ({t.get('status')}): {cell(why, 300)}")
+    if len(bad) > MAX_FAILURES:
+        out.append(f"- … and {len(bad) - MAX_FAILURES} more (see results.json)")
+    return out
 
 
 def _help_modes(results: dict[str, Any]) -> list[str]:

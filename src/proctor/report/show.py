@@ -86,7 +86,7 @@ def print_trial_list(run: data.Run, console: Console) -> None:
         cells = [_cell(word, 6, False, paint, f"bold {STATUS_STYLE.get(status, '')}".strip()),
                  _cell(f"{float(t.get('composite_score') or 0.0):.2f}", 5, True),
                  _cell(data.seconds(t.get("duration_s")), 8, True)]
-        note = gist(t.get("error") or _first_failure(t),
+        note = gist(t.get("reason") or t.get("error") or _first_failure(t),
                     note_width if beside else 2 * (id_width - 2))
         if beside:
             cells.append(paint(set_cell_size(note, note_width) if cell_len(note) > note_width
@@ -291,6 +291,8 @@ def _print_head(t: dict[str, Any], console: Console) -> None:
     console.print(Text(" · ".join(facts), style="dim"))
     if t.get("error"):
         console.print(Text("error: ", style="bold yellow") + Text(data.cut(t["error"], 2000)))
+    elif t.get("reason"):  # why it failed, one line
+        console.print(Text("why: ", style="bold red") + Text(data.clean(t["reason"])))
 
 
 def _print_trace(t: dict[str, Any], trial_dir: Path, console: Console) -> None:

@@ -172,4 +172,29 @@ def print_summary(results: dict[str, Any], console: Console) -> None:
         if results.get("help_modes"):
             console.print(help_mode_table(results, width))
             console.print()
+        if why := reasons_text(results):
+            console.print(why)
+            console.print()
     console.print(headline_text(results))
+
+
+MAX_REASONS = 5  # trials whose reason `proctor run` prints; `proctor show --failed` has all
+
+
+def reasons_text(results: dict[str, Any]) -> Any:
+    """"why: TRIAL: reason" for the first trials that did not pass (None when all did)."""
+    from rich.text import Text
+
+    bad = [t for t in results.get("trials") or [] if data.status_of(t) in ("fail", "error")]
+    if not bad:
+        return None
+    out = Text()
+    for t in bad[:MAX_REASONS]:
+        out.append("why: ", style=f"bold {STATUS_STYLE[data.status_of(t)]}")
+        out.append(f"{data.clean(t.get('id'))}: ", style="bold")
+        out.append(data.cut(data.clean(t.get("reason") or t.get("error") or "(no reason "
+                                       "recorded)"), 300) + "\n")
+    if len(bad) > MAX_REASONS:
+        out.append(f"… and {len(bad) - MAX_REASONS} more\n", style="dim")
+    out.rstrip()
+    return out

@@ -164,11 +164,13 @@ class Forbidden(SpecModel):
 class Scoring(SpecModel):
     """How checks become a verdict."""
 
-    pass_threshold: float = Field(1.0, ge=0, le=1, description="A trial passes when its composite "
-                                  "score is at least this.")
+    pass_threshold: float | None = Field(None, ge=0, le=1, description="A trial passes when its "
+                                         "composite score is at least this; without it, when "
+                                         "every invariant passed.")
     replica_aggregation: Literal["all", "any", "majority", "mean"] = Field(
         "all", description="The scenario's verdict from its replicas: every one passes (`all`), "
-        "one does (`any`), more than half do (`majority`), or the mean composite ≥ pass_threshold."
+        "one does (`any`), more than half do (`majority`), or the mean composite ≥ pass_threshold "
+        "(`mean`; without a pass_threshold, at least half pass)."
     )
 
 

@@ -152,6 +152,9 @@ def load_suite(loader: Loader, doc: Doc) -> list[TaskDef]:
         "services": service_defs(issues, doc, data.get("services"), ("services",)),
         "scaffold": _scaffold(loader, doc, data.get("scaffold")),
         "workdir": _abs(doc, suite.workdir) if suite else None,
+        # One object for the whole suite: a model's threshold is judged over all its trials
+        # of this suite (SPEC §2), not task by task.
+        "thresholds": _thresholds(suite, doc),
     }
     entries = data.get("tasks")
     sources = expand(issues, loader.open_doc, doc, entries, ("tasks",)) if isinstance(entries, list) else []
@@ -190,7 +193,6 @@ def _task(loader: Loader, src: TaskSource) -> tuple[SuiteTask, list[CheckDef]] |
 
 def _task_def(suite: Suite, task: SuiteTask, checks: list[CheckDef], src: TaskSource,
               shared: dict[str, Any]) -> TaskDef:
-    t = suite.thresholds
     return TaskDef(
         id=task.id, dialect="suite", source=src.doc.abspath, base_dir=src.doc.base_dir,
         prompt=task.intent,
@@ -202,10 +204,16 @@ def _task_def(suite: Suite, task: SuiteTask, checks: list[CheckDef], src: TaskSo
         env={**suite.env, **task.env}, setup=[*suite.setup, *task.setup],
         timeout=task.timeout, solution=list(task.solution),
         repeat=task.repeat or suite.repeat,
-        thresholds=model.Thresholds(t.default, dict(t.models), t.tolerance, t.behavior) if t else None,
         redact_env=list(suite.redact_env), redact_patterns=list(suite.redact_patterns),
         concurrency=suite.concurrency, **shared,
     )
+
+
+def _thresholds(suite: Suite | None, doc: Doc) -> model.Thresholds | None:
+    t = suite.thresholds if suite else None
+    if t is None:
+        return None
+    return model.Thresholds(t.default, dict(t.models), t.tolerance, t.behavior, suite=doc.abspath)
 
 
 def _abs(doc: Doc, path: str | None) -> str | None:
