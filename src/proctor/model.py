@@ -14,6 +14,8 @@ from typing import Any, Literal
 Status = Literal["pass", "fail", "error"]
 AgentType = Literal["llm", "command", "oracle", "nop", "claude-code", "codex", "mini-swe-agent"]
 EXTERNAL_AGENTS = ("claude-code", "codex", "mini-swe-agent")  # installed programs with a model
+# Agents that take a prompt, so a suite's help modes apply (oracle and nop run one trial).
+PROMPTED_AGENTS = ("llm", "command", *EXTERNAL_AGENTS)
 
 
 @dataclass

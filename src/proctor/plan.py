@@ -11,7 +11,7 @@ import itertools
 import re
 from typing import Any
 
-from proctor.model import EXTERNAL_AGENTS, RunOptions, TaskDef, Trial
+from proctor.model import EXTERNAL_AGENTS, PROMPTED_AGENTS, RunOptions, TaskDef, Trial
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=,-]+")
 
@@ -63,14 +63,35 @@ def models_for(task: TaskDef, options: RunOptions) -> list[str | None]:
     return list(options.models or task.models) or [None]
 
 
+def modes_for(task: TaskDef, agent: str) -> list[str | None]:
+    """A suite's help modes, for every agent that takes a prompt (SPEC §4); `oracle` and
+    `nop` run one trial per task (help_mode None; `unprompted_notes` says so)."""
+    if task.dialect == "suite" and agent in PROMPTED_AGENTS and task.help_modes:
+        return list(task.help_modes)
+    return [None]
+
+
+def unprompted_notes(tasks: list[TaskDef], options: RunOptions) -> list[str]:
+    """One line per agent that takes no prompt but was given tasks with several help modes:
+    why it ran one trial per task instead of one per mode."""
+    named: dict[tuple[str, tuple[str, ...]], int] = {}
+    for task in tasks:
+        agent = agent_for(task, options)
+        if task.dialect == "suite" and agent not in PROMPTED_AGENTS and len(task.help_modes) > 1:
+            key = (agent, tuple(task.help_modes))
+            named[key] = named.get(key, 0) + 1
+    return [f"{agent} takes no prompt, so help_modes [{', '.join(modes)}] do not apply to it: "
+            f"one trial per task ({n} task{'s' if n != 1 else ''})"
+            for (agent, modes), n in named.items()]
+
+
 def plan(tasks: list[TaskDef], options: RunOptions, *, pad: bool = True) -> list[Trial]:
     """Every trial of a run. `pad=False` plans replica ids as runs before zero-padding
     named them (r0 … r10), so such a run can still be resumed."""
     trials: list[Trial] = []
     for task in tasks:
         agent = agent_for(task, options)
-        help_modes: list[str | None] = (
-            list(task.help_modes) if agent == "llm" and task.dialect == "suite" else [None])
+        help_modes = modes_for(task, agent)
         keys = sorted(task.matrix)
         combos = [dict(zip(keys, values, strict=True))
                   for values in itertools.product(*(task.matrix[k] for k in keys))]

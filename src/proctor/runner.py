@@ -26,7 +26,7 @@ from proctor.executors import infra_error
 from proctor.inputs import check_unchanged, fingerprint, referenced
 from proctor.janitor import sweep
 from proctor.model import EXTERNAL_AGENTS, RunOptions, TaskDef, Trial, TrialResult
-from proctor.plan import plan, select
+from proctor.plan import plan, select, unprompted_notes
 from proctor.proc import use_fast_child_watcher
 from proctor.providers import MODEL_AGENT_TYPES, preflight_run
 from proctor.report import write_reports
@@ -235,6 +235,8 @@ def build_results(planned: Planned, finished: dict[str, TrialResult],
         "tasks": scored["tasks"],
         "models": scored["models"],
         "help_modes": scored["help_modes"],
+        # Why an agent ran fewer trials than the suite's help modes (oracle, nop).
+        "notes": unprompted_notes(list(planned.tasks.values()), planned.options),
         "exit_code": scored["exit_code"],
         "isolation": planned.meta.get("isolation") or {"isolated": True, "note": ""},
     }

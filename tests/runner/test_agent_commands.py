@@ -42,7 +42,7 @@ def test_the_launcher_is_not_an_agent_command(cli, spec, tmp_path):
     assert cli("report", "run", "--format", "md").returncode == 0
     summary = (tmp_path / "run" / "summary.md").read_text()
     assert "| 1.0 | – | – |" in summary, summary  # avg turns, tokens in, tokens out
-    trace = [json.loads(x) for x in (tmp_path / "run" / "trials" / "words.r0" / "trace.jsonl")
+    trace = [json.loads(x) for x in (tmp_path / "run" / "trials" / "words.injected.r0" / "trace.jsonl")
              .read_text().splitlines()]
     launcher = [e for e in trace if e.get("ignored") == "launcher"]
     assert launcher and "Never run rm -rf" in launcher[0]["command"]

@@ -217,7 +217,7 @@ def test_command_agent_is_traced_from_outside(cli, spec, tmp_path):
         "task = sys.argv[1]\n"
         "subprocess.run(['git', 'init', '-q', '.'], check=True)\n"
         "subprocess.run('ls -a | grep -c git > count.txt', shell=True)\n"
-        "print('did:', task)\n")
+        "print('did:', task.splitlines()[-1])\n")  # the task, after what it is told
     spec("""
     cli: git
     tasks:
@@ -234,7 +234,7 @@ def test_command_agent_is_traced_from_outside(cli, spec, tmp_path):
     out = cli("run", "spec.yaml", "--agent", "command", "-q", "--output-dir", "run",
               "--agent-command", f"{sys.executable} {agent} {{{{prompt}}}}")
     assert out.returncode == 0, out.stdout + out.stderr
-    trace = (tmp_path / "run" / "trials" / "external.r0" / "trace.jsonl").read_text()
+    trace = (tmp_path / "run" / "trials" / "external.injected.r0" / "trace.jsonl").read_text()
     execs = [json.loads(x) for x in trace.splitlines() if json.loads(x).get("source") == "exec"]
     assert any(e["argv"][:2] == ["git", "init"] for e in execs)
     assert any(e["argv"][0] == "grep" for e in execs)

@@ -36,8 +36,10 @@ class ClaudeCode(ExternalAgent):
         return "Bash", {"command": command, "description": "run a command"}
 
     def argv(self, exe: str, prompt: str, w: Wiring) -> list[str]:
+        # The help text and the suite's system_prompt: at the end of its system prompt.
+        told = ["--append-system-prompt", w.instructions] if w.instructions else []
         return [exe, "-p", prompt, "--output-format", "json",
-                "--dangerously-skip-permissions", "--model", w.model]
+                "--dangerously-skip-permissions", "--model", w.model, *told]
 
     def environment(self, w: Wiring) -> dict[str, str]:
         return {"ANTHROPIC_BASE_URL": w.base_url,

@@ -46,4 +46,7 @@ class Codex(ExternalAgent):
         return {"CODEX_HOME": f"{w.home}/.codex", "PROCTOR_MODEL_KEY": "proctor-proxy"}
 
     def files(self, w: Wiring) -> dict[str, str]:
-        return {".codex/config.toml": CONFIG.format(model=w.model, base_url=w.base_url)}
+        files = {".codex/config.toml": CONFIG.format(model=w.model, base_url=w.base_url)}
+        if w.instructions:  # the help text and the suite's system_prompt: its global AGENTS.md
+            files[".codex/AGENTS.md"] = w.instructions
+        return files

@@ -15,6 +15,8 @@ import shutil
 from pathlib import Path
 
 from proctor.agents.base import AgentEnv, AgentResult
+from proctor.agents.instructions import ahead_of, for_trial
+from proctor.errors import UsageError
 from proctor.model import CommandRecord, RunOptions, TaskDef
 from proctor.templating import render
 
@@ -56,13 +58,19 @@ class CommandAgent:
                                      "the scenario, or pass --agent-command 'PROGRAM {{prompt}}'")
         # {{ params.X }} and {{workdir}} expand as anywhere else; {{prompt}} becomes one word.
         template = render(template, params=env.trial.params, workdir=env.sandbox.workdir)
-        command = render_command(template, env.prompt)
+        # A program proctor knows nothing about reads its prompt: the help text (per help
+        # mode) and the suite's system_prompt go ahead of the task there.
+        try:
+            prompt = ahead_of(env.prompt, await for_trial(env))
+        except UsageError as e:
+            return AgentResult(error=str(e))
+        command = render_command(template, prompt)
         res = await env.sandbox.exec(command, timeout=env.task.agent.timeout,
-                                     env={"PROCTOR_PROMPT": env.prompt}, trace=True)
+                                     env={"PROCTOR_PROMPT": prompt}, trace=True)
         cwd = str(env.sandbox.workdir)
         # The program itself (started by proctor's wrapper, its argv holding the prompt) is
         # recorded last, as the launcher.
-        env.record_execs(res, lambda argv, parent: parent == 0 and env.prompt in argv)
+        env.record_execs(res, lambda argv, parent: parent == 0 and prompt in argv)
         env.record(CommandRecord(command=command, argv=["sh", "-c", command], cwd=cwd,
                                  exit_code=res.exit_code, stdout=res.stdout, stderr=res.stderr,
                                  started_at=res.started_at, duration_s=res.duration_s,

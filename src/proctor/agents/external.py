@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from proctor.agents.base import AgentEnv, AgentResult
 from proctor.agents.install import install_npm, install_pip, installed, pinned_dir
+from proctor.agents.instructions import for_trial
 from proctor.errors import UsageError
 from proctor.model import EXTERNAL_AGENTS, CommandRecord, RunOptions, TaskDef, Trial
 from proctor.providers import cost_usd, model_for, price_of, resolve_model
@@ -48,6 +49,9 @@ class Wiring:
     kind: str  # the API it speaks there: "anthropic" | "openai"
     model: str  # the model name to ask for ("mock" for proctor's mock)
     home: str  # the agent's HOME
+    # What the agent is told besides its task (the CLI, its help per help mode, the suite's
+    # system_prompt; agents/instructions.py), put where the agent reads it; "" for nothing.
+    instructions: str = ""
 
 
 class ExternalAgent:
@@ -150,7 +154,7 @@ class ExternalAgent:
             async with proxy:
                 host, port = await env.sandbox.expose("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))
                 w = Wiring(f"http://{host}:{port}", upstream.kind, upstream.model,
-                           env.sandbox.env.get("HOME", ""))
+                           env.sandbox.env.get("HOME", ""), await for_trial(env))
                 for rel, content in self.files(w).items():
                     await env.sandbox.write_file(f"{w.home}/{rel}", content.encode())
                 argv = self.argv(exe, env.prompt, w)

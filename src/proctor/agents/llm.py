@@ -12,11 +12,11 @@ still fails after the retries ends the trial as `error`, never `fail`.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 from proctor.agents.base import AgentEnv, AgentResult
+from proctor.agents.instructions import compose, for_trial
 from proctor.errors import UsageError
 from proctor.model import CommandRecord
 from proctor.providers import (
@@ -75,17 +75,8 @@ class LLMSettings:
 
 def system_prompt(cli: str | None, help_mode: str | None, help_text: str | None,
                   extra: str | None) -> str:
-    parts = [BASE_PROMPT]
-    if cli:
-        about = f"The task is about the command-line tool `{cli}`."
-        if help_mode == "injected":
-            about += f" This is the output of `{cli} --help`:\n\n<help>\n{help_text or ''}\n</help>"
-        elif help_mode == "discoverable":
-            about += f" Run `{cli} --help` to learn how to use it."
-        parts.append(about)
-    if extra:
-        parts.append(extra.strip())
-    return "\n\n".join(parts)
+    """What the tool loop tells the model: how it works, then what every agent is told."""
+    return "\n\n".join(p for p in (BASE_PROMPT, compose(cli, help_mode, help_text, extra)) if p)
 
 
 def _both(text: str, limit: int, what: str) -> str:
@@ -103,23 +94,6 @@ def tool_result(rec: CommandRecord, limit: int) -> str:
     if rec.truncated:
         out.append("(output beyond the sandbox's capture limit was dropped)")
     return "\n".join(out)
-
-
-async def help_text(env: AgentEnv, cli: str, settings: LLMSettings) -> str:
-    """`<cli> --help`, run in the sandbox once per run and cached in `env.shared`."""
-    key = f"llm.help:{cli}"
-    if key in env.shared:
-        return env.shared[key]
-    lock = env.shared.setdefault(f"llm.help-lock:{cli}", asyncio.Lock())
-    async with lock:  # concurrent trials wait for the first one instead of all running it
-        if key in env.shared:
-            return env.shared[key]
-        res = await env.sandbox.exec(f"{cli} --help", timeout=settings.help_timeout)
-        text = (res.stdout.strip() or res.stderr.strip())
-        if not text:
-            text = f"(`{cli} --help` printed nothing; exit code {res.exit_code})"
-        env.shared[key] = text = cut(text, settings.help_limit, keep="both", what="help text")
-        return text
 
 
 class LLMAgent:
@@ -141,10 +115,8 @@ class LLMAgent:
         return result
 
     async def _system_prompt(self, env: AgentEnv, settings: LLMSettings) -> str:
-        task = env.task
-        mode = env.trial.help_mode or (task.help_modes[0] if task.cli and task.help_modes else None)
-        help_ = await help_text(env, task.cli, settings) if task.cli and mode == "injected" else None
-        return system_prompt(task.cli, mode, help_, task.system_prompt)
+        told = await for_trial(env)
+        return "\n\n".join(p for p in (BASE_PROMPT, told) if p)
 
     async def _loop(self, env: AgentEnv, provider: Any, model: str, system: str,
                     settings: LLMSettings, provider_error: type[Exception]) -> AgentResult:

@@ -7,6 +7,7 @@ from typing import Any
 
 from proctor.agents.base import AgentEnv
 from proctor.agents.external import ExternalAgent, Wiring, shell_command
+from proctor.agents.instructions import ahead_of
 
 TRAJECTORY_LIMIT = 64 << 20  # bytes read of its trajectory file; a longer one is not parsed
 
@@ -38,7 +39,9 @@ class MiniSweAgent(ExternalAgent):
 
     def argv(self, exe: str, prompt: str, w: Wiring) -> list[str]:
         base = w.base_url if w.kind == "anthropic" else f"{w.base_url}/v1"
-        return [exe, "-y", "--exit-immediately", "--cost-limit", "0", "--task", prompt,
+        # Its only channel besides its fixed templates: the task text, help text first.
+        task = ahead_of(prompt, w.instructions)
+        return [exe, "-y", "--exit-immediately", "--cost-limit", "0", "--task", task,
                 "--model", f"{w.kind}/{w.model}", "-c", "mini.yaml",
                 "-c", f"model.model_kwargs.api_base={base}",
                 "--output", f"{w.home}/trajectory.json"]

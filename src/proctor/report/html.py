@@ -103,8 +103,9 @@ def help_modes(results: dict[str, Any]) -> str:
     """Does --help help? Per model, each help mode against the baseline (the suite's first):
     both pass rates, the difference with its 95% CI (also drawn) and Fisher's exact p."""
     effects = results.get("help_modes") or []
+    notes = "".join(f'<p class="muted">note: {e(n)}</p>' for n in results.get("notes") or [])
     if not effects:
-        return ""
+        return f"<section>{notes}</section>" if notes else ""
     out = ['<section><h2>Help modes <span class="muted">(does --help help?)</span></h2>'
            '<div class="scroll"><table class="grid-table" id="help-modes"><thead><tr>'
            '<th>model</th><th>baseline</th><th class="n">passed</th><th>mode</th>'
@@ -127,7 +128,7 @@ def help_modes(results: dict[str, Any]) -> str:
     out.append('</tbody></table></div><p class="muted">Δ: the mode\'s pass rate minus the '
                "baseline's, in percentage points, over the tasks both ran; the interval is "
                "Newcombe's, the p-value Fisher's exact test (two-sided). An interval that "
-               "crosses 0 means the runs cannot tell.</p></section>")
+               f"crosses 0 means the runs cannot tell.</p>{notes}</section>")
     return "".join(out)
 
 

@@ -99,6 +99,7 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None,
     )
 
     lines += _help_modes(results)
+    lines += [f"\n> note: {cell(n, 300)}" for n in results.get("notes") or []]
     lines += ["", "### Tasks", ""]
     task_rows = data.task_rows(results)
     verdicts = data.shows_verdicts(task_rows)

@@ -163,6 +163,8 @@ def threshold_text(row: dict[str, Any], text_cls: Any) -> Any:
 
 def print_summary(results: dict[str, Any], console: Console) -> None:
     """Print the task and model tables and the headline to `console`."""
+    from rich.text import Text
+
     width = console.width
     if results.get("trials"):
         console.print(task_table(results, width))
@@ -172,6 +174,8 @@ def print_summary(results: dict[str, Any], console: Console) -> None:
         if results.get("help_modes"):
             console.print(help_mode_table(results, width))
             console.print()
+        for note in results.get("notes") or []:  # e.g. why oracle ran no help modes
+            console.print(Text(f"note: {data.clean(note)}", style="dim"))
         if why := reasons_text(results):
             console.print(why)
             console.print()
