@@ -19,3 +19,12 @@ def test_an_unpriced_model_makes_the_cost_unknown_not_cheaper():
     assert _cost(usage, "anthropic/claude-sonnet-4-5", "claude-sonnet-4-5", {}) is None
     # mock models cost nothing, as for the llm agent; so do their side calls
     assert _cost({"mock": [10, 10], "claude-haiku-4-5": [5, 5]}, "mock/x.yaml", "mock", {}) == 0
+
+
+def test_an_unpriced_model_costs_null_even_without_a_successful_call():
+    """As for `llm` (cost_usd of an unknown price is None): an endpoint that failed at once
+    leaves no usage, and that must not read as free."""
+    assert _cost({}, "dead/some-model", "some-model", {}) is None
+    assert _cost({}, "mock/x.yaml", "mock", {}) == 0  # a known price: known to be 0
+    assert _cost({}, "dead/some-model", "some-model",
+                 {"prices": {"dead/*": {"input": 1, "output": 2}}}) == 0

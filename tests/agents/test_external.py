@@ -178,6 +178,7 @@ def test_an_unreachable_endpoint_is_an_error_reported_at_once(tmp_path):
     assert t["status"] == "error" and t["duration_s"] < 60
     assert "the model endpoint failed: http://127.0.0.1:9/v1/messages" in t["error"]
     assert "Cannot connect" in t["error"]
+    assert t["cost_usd"] is None  # dead/claude-x has no price: unknown, as under `llm`
 
 
 def test_a_path_through_the_agent_install_is_still_an_agent_command(tmp_path):

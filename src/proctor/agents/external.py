@@ -216,7 +216,10 @@ def _is_launcher(args: list[str], roots: tuple[str, ...]) -> bool:
 def _cost(usage: dict[str, list[int]], model: str, asked: str,
           config: dict[str, Any]) -> float | None:
     """Every call priced by its own model (Claude Code's side calls go to a smaller one);
-    unknown (None) if any model's price is."""
+    unknown (None) if any model's price is — the trial's own model's included, whether or
+    not a call of it succeeded (as for `llm`: an unpriced model never costs 0)."""
+    if price_of(model, config) is None:
+        return None
     provider = model.split("/", 1)[0]
     total = 0.0
     for name, (tin, tout) in usage.items():
