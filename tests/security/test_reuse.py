@@ -164,3 +164,54 @@ invariants:
     assert again["status"] == "pass", again
     run_dir = tmp_path / "run"
     assert len({_netns(run_dir, t["id"]) for t in (roomy, tight, again)}) == 1  # one box
+
+
+def _agent_under_tmp(tmp_path: Path, body: str) -> str:
+    """A command agent installed under /tmp (tmp_path), as an agent cache under a temporary
+    PROCTOR_HOME is: its prefix is shown read-only at its own path inside the box's /tmp."""
+    prog = tmp_path / "tool" / "bin" / "agent"
+    prog.parent.mkdir(parents=True)
+    prog.write_text(f"#!/bin/sh\nreadlink /proc/self/ns/net\n{body}\necho done > out.txt\n")
+    prog.chmod(0o755)
+    assert str(prog).startswith("/tmp/")
+    return str(prog)
+
+
+THREE = """
+    cli: sh
+    tasks:
+      - id: again
+        intent: work
+        repeat: 3
+        assert: [{file_contains: {path: out.txt, text: done}}]
+    """
+
+
+def test_a_read_only_mount_inside_tmp_outlives_the_wipe_between_trials(run_spec, tmp_path):
+    # The honest twin: three trials in one box, the program under /tmp found each time.
+    prog = _agent_under_tmp(tmp_path, "")
+    r = run_spec(THREE, "--agent", "command", "--agent-command", prog, "--concurrency", "1")
+    assert [t["status"] for t in r["trials"]] == ["pass"] * 3, r["trials"]
+    run_dir = tmp_path / "run0"
+    assert len({_exec_netns(run_dir, t["id"]) for t in r["trials"]}) == 1  # one box
+
+
+def test_a_box_whose_mount_was_moved_away_is_never_reused(run_spec, tmp_path):
+    # The agent owns its /tmp, so it can rename the directory holding a read-only mount's
+    # point. The wipe takes the mount with it; the box is closed, not handed on with the
+    # program gone (`not found`, exit 127, in every later trial).
+    top = str(tmp_path).split("/")[2]
+    prog = _agent_under_tmp(tmp_path, f"mv /tmp/{top} /tmp/moved-$$")
+    r = run_spec(THREE, "--agent", "command", "--agent-command", prog, "--concurrency", "1")
+    assert [t["status"] for t in r["trials"]] == ["pass"] * 3, r["trials"]
+    run_dir = tmp_path / "run0"
+    assert len({_exec_netns(run_dir, t["id"]) for t in r["trials"]}) == 3  # a new box each
+
+
+def _exec_netns(run_dir: Path, trial_id: str) -> str:
+    """What the command agent's program printed first: its network namespace."""
+    for line in (run_dir / "trials" / trial_id / "trace.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("type") == "command" and event.get("source") == "launcher":
+            return event["stdout"].splitlines()[0]
+    raise AssertionError(f"{trial_id}: no launcher recorded")

@@ -51,6 +51,18 @@ class Shape:
         """Each place's path inside the box."""
         return {"work": self.workdir, "home": INSIDE_HOME, "tmp": "/tmp", "shm": "/dev/shm"}
 
+    def mount_points(self) -> dict[str, list[str]]:
+        """For each place, the read-only paths mounted inside it (relative to it): e.g. the
+        agents' cache of a PROCTOR_HOME under /tmp. Their mount points are directories of
+        the place on the host; removing one would unmount it in the box, so a wipe keeps
+        them (`_empty`) and checks they are still the same directories."""
+        out: dict[str, list[str]] = {}
+        for name, inside in self.places().items():
+            prefix = inside.rstrip("/") + "/"
+            out[name] = [p[len(prefix):].strip("/") for p in self.readonly
+                         if p.startswith(prefix) and p[len(prefix):].strip("/")]
+        return {name: rels for name, rels in out.items() if rels}
+
     @property
     def nested(self) -> bool:
         """A place inside another (a fixed workdir under /tmp): its mount point is a directory
@@ -67,6 +79,10 @@ class Slot:
         self.tampered = False  # its spawner was stopped by an agent: never reused
         self._names: dict[str, str] | None = None  # what the hosts file holds now
         self._servers: dict[tuple[str, int], _Switch] = {}  # outlive trials (egress proxy)
+        # The read-only mounts inside a place: host directory -> its identity when the box
+        # was built (a renamed or replaced one means the mount is no longer where it was).
+        self.mounted = {path: was for name, rels in shape.mount_points().items()
+                        for rel in rels if (was := _identity(path := root / name / rel))}
 
     @classmethod
     async def create(cls, root: Path, shape: Shape, env: dict[str, str],
@@ -159,9 +175,12 @@ class Slot:
 
     def _wipe(self) -> bool:
         ok = True
+        kept = self.shape.mount_points()
         for name in PLACES:
-            ok = _empty(self.root / name) and ok
-        return ok
+            ok = _empty(self.root / name, kept.get(name, ())) and ok
+        # A mount point moved away (its place is the agent's to rename in) went with the
+        # wipe, and the mount with it: such a box is not reused.
+        return ok and all(_identity(path) == was for path, was in self.mounted.items())
 
     def _remove(self) -> None:
         if self.cgroup is not None:  # waits until the kernel has reaped every task
@@ -266,26 +285,58 @@ def _own(place: Path) -> None:
         os.chmod(place, 0o755)
 
 
-def _empty(place: Path) -> bool:
-    """Remove everything in `place` (whatever modes the agent left), keep the directory."""
+def _empty(place: Path, keep: tuple[str, ...] | list[str] = (), top: bool = True) -> bool:
+    """Remove everything in `place` (whatever modes the agent left), keep the directory; and
+    keep each `keep` path (relative: a read-only mount's point, a directory or a file) with
+    the directories on the way to it, emptied of everything else and left as they are."""
+    ahead: dict[str, list[str]] = {}  # entry name -> what to keep under it ("" : itself)
+    for rel in keep:
+        head, _, rest = rel.partition("/")
+        ahead.setdefault(head, []).append(rest)
     for attempt in range(2):
         try:
-            _own(place)
+            if top:
+                _own(place)
             with os.scandir(place) as it:
                 entries = list(it)
         except OSError:
             return False
-        if not entries:
-            return True
-        if attempt:  # an agent without root may have made directories unwritable: undo
-            _unlock(place)
+        ok = True
+        others = []
         for e in entries:
+            if e.name not in ahead or e.is_symlink():
+                others.append(e)
+            elif "" in ahead[e.name]:
+                continue  # the mount point itself: never touched
+            elif e.is_dir(follow_symlinks=False):  # a directory on the way: empty it around
+                ok = _empty(Path(e.path), ahead[e.name], top=False) and ok
+            else:
+                others.append(e)
+        if not others:
+            return ok
+        for e in others:
             with contextlib.suppress(OSError):
                 if e.is_dir(follow_symlinks=False):
+                    if attempt:  # an agent without root may have made directories unwritable
+                        _unlock(Path(e.path))
                     shutil.rmtree(e.path, ignore_errors=True)
                 else:
                     os.unlink(e.path)
-    return not any(os.scandir(place))
+    try:
+        with os.scandir(place) as it:
+            return ok and all(e.name in ahead and not e.is_symlink() for e in it)
+    except OSError:
+        return False
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of a directory or file that is not a symlink, or None."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode) \
+        else None
 
 
 def _unlock(top: Path) -> None:
