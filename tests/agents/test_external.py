@@ -56,6 +56,12 @@ def test_the_agent_passes_with_the_good_script(agent, tmp_path):
     assert model_calls and all(e["status"] == 200 for e in model_calls)
     run_json = json.loads((run / "run.json").read_text())
     assert agent in run_json["versions"]
+    # Nothing but the model: no update check, telemetry, plugin sync or price-map download
+    # leaves through the box's egress (each a wait at start-up, and noise, where it is open).
+    [audit] = run.glob("trials/*/audit.jsonl")
+    egress = [e["details"] for e in map(json.loads, audit.read_text().splitlines())
+              if e["type"] == "http_call"]
+    assert egress == [], egress
 
 
 @pytest.mark.parametrize("agent", AGENTS)

@@ -6,8 +6,17 @@ from typing import Any
 
 from proctor.agents.external import ExternalAgent, Wiring, shell_command
 
+# Besides the model, nothing to reach: no update check, no analytics, no plugin sync (a
+# `git ls-remote` of its plugin index and ChatGPT's catalogs at every start).
 CONFIG = """model = "{model}"
 model_provider = "proctor"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
 
 [model_providers.proctor]
 name = "proctor"
