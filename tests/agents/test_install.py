@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -108,6 +109,13 @@ def test_pip_agent_and_its_extras_install_into_their_own_venv(wheels, tmp_path):
     out = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert out.stdout == "fake with its undeclared dependency\n", out.stderr
     assert install_pip("fake", "proctor-fake-agent", "2.0.1", "fake-agent") == exe
+    # proctor's exit hook: the venv's interpreter (and no other) registers gc.freeze at exit
+    probe = "import atexit, gc; atexit._run_exitfuncs(); print(gc.get_freeze_count() > 0)"
+    out = subprocess.run([str(venv / "bin" / "python"), "-c", probe], capture_output=True,
+                         text=True, timeout=60)
+    assert out.stdout == "True\n", out.stderr
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.stdout == "False\n", out.stderr
 
 
 def test_a_pip_version_that_does_not_exist_says_so(wheels, tmp_path):
