@@ -87,10 +87,12 @@ class Suite(SpecModel):
                                  "`provider/model` (default: the configured model).")
     help_modes: list[Literal["injected", "discoverable", "none"]] = Field(
         ["injected"], min_length=1,
-        description="How the agent learns the CLI: `injected` (help text in the system prompt), "
-        "`discoverable` (told to run --help), `none`. Each mode is a separate trial.",
+        description="How the agent learns the CLI: `injected` (its --help text, where the agent "
+        "reads instructions: the system prompt for `llm`), `discoverable` (told to run --help), "
+        "`none`. Each mode is a separate trial, for every agent that takes a prompt.",
     )
-    system_prompt: str | None = Field(None, description="Extra text for the agent's system prompt.")
+    system_prompt: str | None = Field(None, description="Extra text for the agent's system prompt "
+                                      "(or where the agent reads instructions).")
     concurrency: int = Field(3, ge=1, le=1024, description="Trials at once (`--concurrency` overrides).")
     workdir: str | None = Field(None, description="Fixed working directory (relative to the spec "
                                 "file) instead of a fresh temp dir per trial.")
