@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from proctor.model import CheckResult, ForbiddenResult, TaskDef, Thresholds, TrialResult
 from proctor.results import HelpModeEffect, ModelRow, Scored, Summary, TaskRow, Usage
 from proctor.stats import fisher_exact, newcombe_diff, wilson
-from proctor.text import cut
+from proctor.text import cut, first_line
 
 # Scores are sums of float products: 0.85 must pass a 0.85 threshold.
 _EPS = 1e-9
@@ -49,8 +49,8 @@ def score_trial(checks: list[CheckResult], forbidden: list[ForbiddenResult],
 def reason(why: str, timed_out_after: float | None = None) -> str:
     """A trial's `reason`: one line, cut, saying first that the agent ran out of time."""
     if timed_out_after is not None:
-        why = f"the agent timed out after {timed_out_after:g} s; {one_line(why)}"
-    return cut(one_line(why), REASON_LIMIT)
+        why = f"the agent timed out after {timed_out_after:g} s; {first_line(why)}"
+    return cut(first_line(why), REASON_LIMIT)
 
 
 def _verdict(checks: list[CheckResult], forbidden: list[ForbiddenResult],
@@ -68,7 +68,7 @@ def _verdict(checks: list[CheckResult], forbidden: list[ForbiddenResult],
     violated = [f for f in forbidden if f.violated]
     if violated:
         return Score("fail", 0.0, "forbidden: " + "; ".join(
-            f"{f.rule}: {one_line(f.details)}" if f.details.strip() else f.rule for f in violated))
+            f"{f.rule}: {first_line(f.details)}" if f.details.strip() else f.rule for f in violated))
     failed = [c for c in checks if not c.passed]
     if pass_threshold is None:
         # No threshold: every check must pass (a judge at 0.9 that passed counts as passed).
@@ -82,13 +82,8 @@ def _verdict(checks: list[CheckResult], forbidden: list[ForbiddenResult],
 
 def _named(checks: list[CheckResult]) -> str:
     """`NAME: first line of its message` for each check, `; `-separated."""
-    return "; ".join(f"{c.name}: {one_line(c.message)}" if c.message.strip() else c.name
+    return "; ".join(f"{c.name}: {first_line(c.message)}" if c.message.strip() else c.name
                      for c in checks)
-
-
-def one_line(text: str) -> str:
-    """The first non-empty line of `text`, stripped."""
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def aggregate_replicas(trials: list[TrialResult], how: str, pass_threshold: float | None) -> str:

@@ -29,3 +29,8 @@ def cut(text: str, limit: int = 2000, *, keep: Literal["head", "tail", "both"] =
         return (f"{text[:head]}\n[... {gone} of {len(text)} characters{of} cut ...]\n"
                 f"{text[len(text) - (limit - head):]}")
     return text[:limit] + f"... [{gone} more characters]"
+
+
+def first_line(text: str) -> str:
+    """The first non-empty line of `text`, stripped (what a message says first)."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
