@@ -13,7 +13,10 @@ results.json and the trace:
 * after last: from the last model answer to the agent's exit (its shut-down).
 
 It prints the median and the fastest of each (on a shared machine the median moves with
-the load), then the wall time of a whole one-trial `proctor run` (process start to exit).
+the load), then the wall time of a whole one-trial `proctor run` (process start to exit),
+and the CPU time (user + system, of proctor and everything it started, the agents included)
+a trial adds: (CPU of the N-trial run − CPU of the one-trial run) / (N − 1). CPU time moves
+far less with the machine's load than wall time does.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -50,13 +54,18 @@ conversations:
 """
 
 
-def run(spec: Path, agent: str, trials: int, out: Path) -> tuple[list[dict], float]:
-    """Per-trial figures of one `proctor run`, and its wall time."""
-    t0 = time.monotonic()
+def _cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def run(spec: Path, agent: str, trials: int, out: Path) -> tuple[list[dict], float, float]:
+    """Per-trial figures of one `proctor run`, its wall time and its CPU time."""
+    t0, cpu0 = time.monotonic(), _cpu()
     proc = subprocess.run([str(PROCTOR), "run", str(spec), "--agent", agent, "--repeat",
                            str(trials), "--concurrency", "1", "-q", "--output-dir", str(out)],
                           capture_output=True, text=True, timeout=1800)
-    wall = time.monotonic() - t0
+    wall, cpu = time.monotonic() - t0, _cpu() - cpu0
     if proc.returncode != 0:
         raise SystemExit(f"{agent}: proctor run exited {proc.returncode}:\n"
                          f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
@@ -73,7 +82,7 @@ def run(spec: Path, agent: str, trials: int, out: Path) -> tuple[list[dict], flo
             "to 1st call": calls[0]["time"] - calls[0]["latency_s"] - start,
             "after last": end - calls[-1]["time"],
         })
-    return figures, wall
+    return figures, wall, cpu
 
 
 def main() -> None:
@@ -90,15 +99,18 @@ def main() -> None:
         (spec / "cli-bench.yaml").write_text(SUITE)
         (spec / "script.yaml").write_text(SCRIPT)
         print(f"{args.trials} trials per agent in one box; seconds, median (fastest)")
-        print(f"{'agent':<16}" + "".join(f"{c:>18}" for c in columns) + f"{'one-trial run':>16}")
+        print(f"{'agent':<16}" + "".join(f"{c:>18}" for c in columns)
+              + f"{'one-trial run':>15}{'CPU/trial':>11}")
         for agent in args.agents.split(","):
-            figures, _ = run(spec, agent, args.trials, Path(tmp) / f"{agent}-n")
-            _, wall = run(spec, agent, 1, Path(tmp) / f"{agent}-1")
+            figures, _, cpu_n = run(spec, agent, args.trials, Path(tmp) / f"{agent}-n")
+            _, wall, cpu_1 = run(spec, agent, 1, Path(tmp) / f"{agent}-1")
             cells = []
             for c in columns:
                 values = [f[c] for f in figures]
                 cells.append(f"{statistics.median(values):.2f} ({min(values):.2f})")
-            print(f"{agent:<16}" + "".join(f"{c:>18}" for c in cells) + f"{wall:>15.2f}s")
+            per_trial = (cpu_n - cpu_1) / (args.trials - 1) if args.trials > 1 else cpu_1
+            print(f"{agent:<16}" + "".join(f"{c:>18}" for c in cells)
+                  + f"{wall:>14.2f}s{per_trial:>10.2f}s")
             sys.stdout.flush()
 
 
