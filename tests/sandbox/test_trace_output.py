@@ -11,6 +11,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from proctor.sandbox.trace import parse_trace, tracer_argv
 
 SCRIPT = textwrap.dedent("""\
@@ -47,15 +49,22 @@ def test_stdout_and_stderr_are_exactly_what_the_pipes_got(tmp_path):
     assert t.exit_of(ls)[0] == 2 and t.exit_of(0)[0] == 3
 
 
-def test_one_target_for_both_is_split_by_the_fd_written_to(tmp_path):
-    res, t = traced(tmp_path, ["sh", "-c", "echo a; echo b >&2; ls /nonexistent-dir"],
-                    stderr=subprocess.STDOUT)
-    assert t.programs[0].fds[0] == t.programs[0].fds[1]
-    stdout, stderr, _ = t.output(0)
-    # ls wrote to its fd 2; `echo b >&2` is the shell writing to its fd 1 (a copy of fd 2,
-    # which points to the same place): with one target, the fd number is all there is.
-    assert stdout == b"a\nb\n" and b"nonexistent-dir" in stderr
-    assert res.stdout == b"a\nb\n" + stderr
+@pytest.mark.parametrize("shell", ["sh", "bash"])
+def test_one_target_for_both_splits_as_two_would(shell, tmp_path):
+    """Where fd 1 and 2 point to one place (a merged pipe, as mini-swe-agent and Claude Code
+    run commands), stdout and stderr are told apart as separate pipes would: `>&2` makes fd 1
+    a copy of fd 2 (the dup is in the trace), `2>&1` the other way round."""
+    script = ("echo a; echo b >&2; ls /nonexistent-dir; (exec 1>&2; echo c); "
+              "sh -c 'echo d' 1>&2; ls /nonexistent-e 2>&1; echo f")
+    res, separate = traced(tmp_path, [shell, "-c", script])
+    assert separate.programs[0].fds[0] != separate.programs[0].fds[1]
+    assert separate.output(0)[:2] == (res.stdout, res.stderr)
+    merged_res, merged = traced(tmp_path, [shell, "-c", script], stderr=subprocess.STDOUT)
+    assert merged.programs[0].fds[0] == merged.programs[0].fds[1]
+    assert merged.output(0) == separate.output(0)
+    assert merged.output(0)[0] == b"a\nls: cannot access '/nonexistent-e': No such file or " \
+        b"directory\nf\n"
+    assert merged_res.stdout.startswith(b"a\nb\n")
 
 
 def test_every_write_family_call_and_every_thread(tmp_path):
@@ -137,3 +146,14 @@ def test_without_capture_nothing_stops_at_writes(tmp_path):
     subprocess.run(tracer_argv(out) + ["sh", "-c", "echo hi"], capture_output=True, timeout=60)
     t = parse_trace(out)
     assert t.complete and t.writes == [] and t.programs[0].fds is None
+
+
+def test_zero_copy_output_falls_back_to_writes_that_are_seen(tmp_path):
+    """cat copies a file to a regular-file stdout with copy_file_range, whose bytes never
+    pass through its memory: under capture that call fails (ENOSYS) and cat writes."""
+    (tmp_path / "data.txt").write_text("copied by cat\n")
+    with open(tmp_path / "out", "wb") as f:
+        subprocess.run(tracer_argv(tmp_path / "t", capture=1 << 20) + ["cat", "data.txt"],
+                       stdout=f, timeout=60, cwd=tmp_path, check=True)
+    assert (tmp_path / "out").read_text() == "copied by cat\n"
+    assert parse_trace(tmp_path / "t").output(0)[0] == b"copied by cat\n"

@@ -3,7 +3,7 @@
    exectrace -o FILE [-w PER,TOTAL] -- PROGRAM [ARG...]
 
    Runs PROGRAM under ptrace with a seccomp filter that stops a process only at execve and
-   execveat (and, with -w, at a write to fd 1 or 2); forks, clones, execs and exits arrive as
+   execveat (and, with -w, at a write to fd 1 or 2 and a dup onto one); forks, clones, execs and exits arrive as
    ptrace events. Nothing else stops anything: a program's threads run at full speed (strace
    --seccomp-bpf restarts every new thread with a stop at each of its system calls until that
    thread itself calls a traced one, which costs a many-threaded agent such as Codex or Claude
@@ -29,6 +29,11 @@
                                   DATA is what was kept of them, a prefix: at most PER bytes
                                   per process (thread) and TOTAL in all (N - its length were
                                   dropped)
+     D PID NEWFD OLDFD            with -w: NEWFD became a copy of OLDFD, one of them 1 or 2
+                                  (dup2, dup3, dup, fcntl F_DUPFD; `cmd >&2` in a shell is
+                                  D PID 1 2), so a reader can tell which of a program's
+                                  original fds a write went to even where fd 1 and 2 point
+                                  to one place
      X PID CODE TIME              a process or thread exited
      K PID SIGNAL TIME            ... was killed by a signal
 
@@ -41,8 +46,10 @@
    foreign ABI (int 0x80 on x86_64) are refused (EPERM), and so are the keyring calls
    (add_key, request_key, keyctl): keyrings belong to a uid, not a sandbox.
 
-   Not seen by -w: output that reaches fd 1 or 2 without a write-family call (sendfile,
-   splice, copy_file_range, io_uring, a shared mapping of the target file). */
+   With -w, sendfile, splice, tee and copy_file_range to fd 1 or 2 fail with ENOSYS (their
+   bytes never pass through the process's memory, so they could not be kept; programs fall
+   back to write). Not seen by -w: output through io_uring or a shared mapping of the
+   target file, and an fd 1 or 2 reopened after close keeps the identity of the old one. */
 
 #define _GNU_SOURCE
 #include <elf.h>
@@ -88,7 +95,8 @@ typedef struct user_pt_regs regs_t;
 
 #define DATA_EXEC 1
 #define DATA_WRITE 2  /* write, pwrite64: (fd, buf, count) */
-#define DATA_WRITEV 3 /* writev, pwritev, pwritev2: (fd, iov, iovcnt) */
+#define DATA_WRITEV 3 /* writev, pwritev, pwritev2, vmsplice: (fd, iov, iovcnt) */
+#define DATA_DUP 4    /* dup2, dup3, dup, fcntl F_DUPFD: (oldfd, ...) -> newfd */
 #define MAX_ARG 65536      /* bytes kept of one argument */
 #define MAX_ARGS 4096      /* arguments kept of one argv */
 #define MAX_CMDLINE (1 << 21) /* bytes read of one argv */
@@ -106,9 +114,8 @@ static size_t per_task_limit, total_limit, total_kept;
 struct task {
     pid_t pid;
     int announced, parked;
-    int writing; /* 0, DATA_WRITE or DATA_WRITEV */
-    int fd;
-    uint64_t addr, count;
+    int pending; /* 0, or the DATA_ kind of a call whose exit is awaited */
+    uint64_t args[3];
     char target[PATH_MAX];
     size_t kept;
     struct task *next;
@@ -268,51 +275,58 @@ static int get_regs(pid_t pid, regs_t *regs) {
     return (int)ptrace(PTRACE_GETREGSET, pid, (void *)NT_PRSTATUS, &io);
 }
 
-/* A write to fd 1 or 2 is about to happen: note it, to see at its exit what it wrote.
-   Returns whether to stop the task at that exit. */
-static int on_write_entry(pid_t pid, int kind) {
+/* A write to fd 1 or 2, or a dup onto one, is about to happen: note it, to see at its exit
+   what it did. Returns whether to stop the task at that exit. */
+static int on_call_entry(pid_t pid, int kind) {
     regs_t regs;
     if (get_regs(pid, &regs) < 0) return 0;
     struct task *t = task(pid, 1);
-    t->writing = kind;
-    t->fd = (int)ARG(regs, 0);
-    t->addr = ARG(regs, 1);
-    t->count = ARG(regs, 2);
-    fd_target(pid, t->fd, t->target, sizeof t->target);
+    t->pending = kind;
+    t->args[0] = ARG(regs, 0);
+    t->args[1] = ARG(regs, 1);
+    t->args[2] = ARG(regs, 2);
+    if (kind != DATA_DUP) fd_target(pid, (int)t->args[0], t->target, sizeof t->target);
     return 1;
 }
 
-static void on_write_exit(pid_t pid) {
+/* The bytes a write wrote (`written` of them): from its buffer, or its iovec array. */
+static size_t written_bytes(pid_t pid, int kind, const struct task *t, unsigned char *data,
+                            size_t want) {
+    if (kind == DATA_WRITE) return peek(pid, t->args[1], data, want);
+    struct iovec iov[MAX_IOV];
+    size_t n = t->args[2] < MAX_IOV ? (size_t)t->args[2] : MAX_IOV, got = 0;
+    size_t have = peek(pid, t->args[1], iov, n * sizeof iov[0]) / sizeof iov[0];
+    for (size_t i = 0; i < have && got < want; i++) {
+        size_t part = iov[i].iov_len < want - got ? iov[i].iov_len : want - got;
+        size_t read = peek(pid, (uint64_t)(uintptr_t)iov[i].iov_base, data + got, part);
+        got += read;
+        if (read < part) break;
+    }
+    return got;
+}
+
+static void on_call_exit(pid_t pid) {
     struct task *t = task(pid, 0);
     regs_t regs;
-    if (!t || !t->writing) return;
-    int kind = t->writing;
-    t->writing = 0;
+    if (!t || !t->pending) return;
+    int kind = t->pending;
+    t->pending = 0;
     if (get_regs(pid, &regs) < 0) return;
-    int64_t written = RETVAL(regs);
-    if (written <= 0) return;
+    int64_t result = RETVAL(regs);
+    if (kind == DATA_DUP) {
+        if (result >= 0) line("D %d %d %d\n", pid, (int)result, (int)t->args[0]);
+        return;
+    }
+    if (result <= 0) return;
     size_t room = per_task_limit - t->kept;
     if (total_limit - total_kept < room) room = total_limit - total_kept;
-    size_t want = (uint64_t)written < room ? (size_t)written : room;
+    size_t want = (uint64_t)result < room ? (size_t)result : room, got = 0;
     unsigned char *data = want ? malloc(want) : NULL;
-    size_t got = 0;
     if (want && !data) abort();
-    if (want && kind == DATA_WRITE) {
-        got = peek(pid, t->addr, data, want);
-    } else if (want) {
-        struct iovec iov[MAX_IOV];
-        size_t n = t->count < MAX_IOV ? (size_t)t->count : MAX_IOV;
-        size_t have = peek(pid, t->addr, iov, n * sizeof iov[0]) / sizeof iov[0];
-        for (size_t i = 0; i < have && got < want; i++) {
-            size_t part = iov[i].iov_len < want - got ? iov[i].iov_len : want - got;
-            size_t read = peek(pid, (uint64_t)(uintptr_t)iov[i].iov_base, data + got, part);
-            got += read;
-            if (read < part) break;
-        }
-    }
+    if (want) got = written_bytes(pid, kind, t, data, want);
     t->kept += got;
     total_kept += got;
-    line("W %d %d %lld ", pid, t->fd, (long long)written);
+    line("W %d %d %lld ", pid, (int)t->args[0], (long long)result);
     put_text(t->target);
     line(" ");
     put_bytes(data, got);
@@ -322,64 +336,116 @@ static void on_write_exit(pid_t pid) {
 
 /* -- the filter ------------------------------------------------------------------------- */
 
-#define LD(field) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, field))
-#define JEQ(k, t, f) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (f))
-#define JGT(k, t, f) BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, (k), (t), (f))
-#define RET(v) BPF_STMT(BPF_RET | BPF_K, (v))
+/* A seccomp program with forward jumps to labels, resolved once it is complete. */
+enum { L_PLAIN, L_VECTOR, L_DUP2, L_DUP2_NEW, L_DUP, L_FCNTL, L_TRACE_DUP, L_REFUSE0,
+       L_REFUSE1, L_REFUSE2, L_ALLOW, N_LABELS };
+static struct sock_filter prog[96];
+static int prog_n, label_at[N_LABELS], jump_from[48], jump_to[48], jumps;
+
+static void op(struct sock_filter f) { prog[prog_n++] = f; }
+static void here(int label) { label_at[label] = prog_n; }
+/* if A == k (or A > k, `gt`) go to label, else on */
+static void jump_if(int gt, uint32_t k, int label) {
+    jump_from[jumps] = prog_n;
+    jump_to[jumps++] = label;
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | (gt ? BPF_JGT : BPF_JEQ) | BPF_K, k, 0, 0));
+}
+static void load(uint32_t offset) { op((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset)); }
+static void ret(uint32_t v) { op((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, v)); }
+#define ARG_LOW(i) (offsetof(struct seccomp_data, args) + 8 * (i)) /* little-endian */
+
+/* Continues with A = the syscall number unless fd argument `i` (its low half: the kernel
+   reads an fd as an unsigned int) is 1 or 2. */
+static void unless_fd_1_or_2(int i, int otherwise) {
+    load(ARG_LOW(i));
+    jump_if(1, 2, otherwise);
+    jump_if(0, 0, otherwise);
+}
 
 static int install_filter(void) {
-    struct sock_filter base[] = {
-        LD(arch),
-        JEQ(NATIVE_ARCH, 1, 0),
-        RET(SECCOMP_RET_ERRNO | EPERM),
-        LD(nr),
+    load(offsetof(struct seccomp_data, arch));
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0));
+    ret(SECCOMP_RET_ERRNO | EPERM);
+    load(offsetof(struct seccomp_data, nr));
 #ifdef X32_BIT
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_BIT, 0, 1),
-        RET(SECCOMP_RET_ERRNO | EPERM),
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_BIT, 0, 1));
+    ret(SECCOMP_RET_ERRNO | EPERM);
 #endif
-        /* Keyrings are per user, not per sandbox: refused, as the spawner refuses them. */
-        JEQ(__NR_add_key, 2, 0),
-        JEQ(__NR_request_key, 1, 0),
-        JEQ(__NR_keyctl, 0, 1),
-        RET(SECCOMP_RET_ERRNO | EPERM),
-        JEQ(__NR_execve, 1, 0),
-        JEQ(__NR_execveat, 0, 1),
-        RET(SECCOMP_RET_TRACE | DATA_EXEC),
-    };
-    /* -w: a write-family call whose fd is 1 or 2 stops. The kernel reads an fd argument as
-       an unsigned int, so only the low half of the register counts (little-endian). */
-    struct sock_filter writes[] = {
-        JEQ(__NR_write, 5, 0),      /* -> plain */
-        JEQ(__NR_pwrite64, 4, 0),   /* -> plain */
-        JEQ(__NR_writev, 7, 0),     /* -> vector */
-        JEQ(__NR_pwritev, 6, 0),    /* -> vector */
-        JEQ(__NR_pwritev2, 5, 0),   /* -> vector */
-        RET(SECCOMP_RET_ALLOW),
-        LD(args[0]),                /* plain: */
-        JGT(2, 6, 0),               /* -> allow */
-        JEQ(0, 5, 0),               /* -> allow */
-        RET(SECCOMP_RET_TRACE | DATA_WRITE),
-        LD(args[0]),                /* vector: */
-        JGT(2, 2, 0),               /* -> allow */
-        JEQ(0, 1, 0),               /* -> allow */
-        RET(SECCOMP_RET_TRACE | DATA_WRITEV),
-        RET(SECCOMP_RET_ALLOW),     /* allow: */
-    };
-    struct sock_filter f[sizeof base / sizeof base[0] + sizeof writes / sizeof writes[0]];
-    size_t n = sizeof base / sizeof base[0];
-    memcpy(f, base, sizeof base);
+    /* Keyrings are per user, not per sandbox: refused, as the spawner refuses them. */
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_add_key, 2, 0));
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_request_key, 1, 0));
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_keyctl, 0, 1));
+    ret(SECCOMP_RET_ERRNO | EPERM);
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 1, 0));
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1));
+    ret(SECCOMP_RET_TRACE | DATA_EXEC);
     if (capture) {
-        memcpy(f + n, writes, sizeof writes);
-        n += sizeof writes / sizeof writes[0];
-    } else {
-        f[n++] = (struct sock_filter)RET(SECCOMP_RET_ALLOW);
+        jump_if(0, __NR_write, L_PLAIN);
+        jump_if(0, __NR_pwrite64, L_PLAIN);
+        jump_if(0, __NR_writev, L_VECTOR);
+        jump_if(0, __NR_pwritev, L_VECTOR);
+        jump_if(0, __NR_pwritev2, L_VECTOR);
+        jump_if(0, __NR_vmsplice, L_VECTOR);
+#ifdef __NR_dup2
+        jump_if(0, __NR_dup2, L_DUP2);
+#endif
+        jump_if(0, __NR_dup3, L_DUP2);
+        jump_if(0, __NR_dup, L_DUP);
+        jump_if(0, __NR_fcntl, L_FCNTL);
+        /* Output that never passes through this process's memory cannot be captured: to
+           fd 1 or 2 these fail as if the kernel lacked them, and programs fall back to
+           write (cat, for one, tries copy_file_range first). */
+        jump_if(0, __NR_sendfile, L_REFUSE0);
+        jump_if(0, __NR_tee, L_REFUSE1);
+        jump_if(0, __NR_copy_file_range, L_REFUSE2);
+        jump_if(0, __NR_splice, L_REFUSE2);
+        ret(SECCOMP_RET_ALLOW);
+        here(L_PLAIN);
+        unless_fd_1_or_2(0, L_ALLOW);
+        ret(SECCOMP_RET_TRACE | DATA_WRITE);
+        here(L_VECTOR);
+        unless_fd_1_or_2(0, L_ALLOW);
+        ret(SECCOMP_RET_TRACE | DATA_WRITEV);
+        /* Copies from or onto fd 1 and 2: dup2/dup3(old, new) with either one 1 or 2;
+           dup(old) and fcntl(old, F_DUPFD[_CLOEXEC]) with old 1 or 2 (how a shell saves
+           fd 1 before `cmd >&2`, to put it back after). */
+        here(L_DUP2);
+        unless_fd_1_or_2(0, L_DUP2_NEW);
+        ret(SECCOMP_RET_TRACE | DATA_DUP);
+        here(L_DUP2_NEW);
+        unless_fd_1_or_2(1, L_ALLOW);
+        ret(SECCOMP_RET_TRACE | DATA_DUP);
+        here(L_DUP);
+        unless_fd_1_or_2(0, L_ALLOW);
+        ret(SECCOMP_RET_TRACE | DATA_DUP);
+        here(L_FCNTL);
+        unless_fd_1_or_2(0, L_ALLOW);
+        load(ARG_LOW(1));
+        jump_if(0, F_DUPFD, L_TRACE_DUP);
+        jump_if(0, F_DUPFD_CLOEXEC, L_TRACE_DUP);
+        ret(SECCOMP_RET_ALLOW);
+        here(L_TRACE_DUP);
+        ret(SECCOMP_RET_TRACE | DATA_DUP);
+        here(L_REFUSE0);
+        unless_fd_1_or_2(0, L_ALLOW);
+        ret(SECCOMP_RET_ERRNO | ENOSYS);
+        here(L_REFUSE1);
+        unless_fd_1_or_2(1, L_ALLOW);
+        ret(SECCOMP_RET_ERRNO | ENOSYS);
+        here(L_REFUSE2);
+        unless_fd_1_or_2(2, L_ALLOW);
+        ret(SECCOMP_RET_ERRNO | ENOSYS);
     }
-    struct sock_fprog prog = {(unsigned short)n, f};
+    here(L_ALLOW);
+    ret(SECCOMP_RET_ALLOW);
+    for (int j = 0; j < jumps; j++)
+        prog[jump_from[j]].jt = (unsigned char)(label_at[jump_to[j]] - jump_from[j] - 1);
+    struct sock_fprog fprog = {(unsigned short)prog_n, prog};
     /* Without privileges a filter needs no_new_privs; with them, leave setuid programs be. */
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0) return 0;
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) == 0) return 0;
     if (errno != EACCES) return -1;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return -1;
-    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog);
 }
 
 /* -- the loop --------------------------------------------------------------------------- */
@@ -493,7 +559,8 @@ int main(int argc, char **argv) {
         case PTRACE_EVENT_SECCOMP:
             if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg) < 0) break;
             /* An exec needs nothing here: its argv is read once it succeeded. */
-            if ((msg == DATA_WRITE || msg == DATA_WRITEV) && on_write_entry(pid, (int)msg))
+            if ((msg == DATA_WRITE || msg == DATA_WRITEV || msg == DATA_DUP) &&
+                on_call_entry(pid, (int)msg))
                 how = PTRACE_SYSCALL; /* next stop: this call's exit */
             break;
         case PTRACE_EVENT_EXEC:
@@ -526,8 +593,8 @@ int main(int argc, char **argv) {
             }
             break;
         case 0:
-            if (sig == (SIGTRAP | 0x80)) { /* a syscall-exit stop: a write finished */
-                on_write_exit(pid);
+            if (sig == (SIGTRAP | 0x80)) { /* a syscall-exit stop: a write or dup finished */
+                on_call_exit(pid);
                 break;
             }
             inject = sig; /* a signal on its way: deliver it */

@@ -43,6 +43,12 @@ def tracer_argv(out: Path, binary: str | None = None, capture: int | None = None
     return [*argv, "--"]
 
 
+# (program index, fd): "a copy of that program's fd 1 or 2 as it was when the program
+# started". Kept through forks, execs and dups onto fd 1 / 2 (`cmd >&2`); None: anything
+# else (a file opened, a dup of another fd), where only the target tells.
+Origin = tuple[int, int]
+
+
 @dataclass(slots=True)
 class Program:
     """One successful exec: a program a process ran."""
@@ -57,6 +63,9 @@ class Program:
     #                            exit code, or -SIGNAL; None: it exec'd again, or never ended
     ended: float | None = None
     next: int = -1  # the program its process exec'd next
+    # With output capture: what its fd 1 and fd 2 were copies of when it started (see
+    # `Origin`), so a write can be traced back to the fd of an earlier program it went to.
+    origins: tuple[Origin | None, Origin | None] = (None, None)
 
 
 @dataclass(slots=True)
@@ -68,6 +77,7 @@ class Write:
     target: str  # where the fd pointed: "pipe:[INODE]", "/dev/pts/0", a path
     data: bytes  # the bytes kept: a prefix of what was written
     size: int  # bytes written
+    origin: Origin | None = None  # what the fd written to was a copy of
 
 
 @dataclass
@@ -94,9 +104,11 @@ class Trace:
         for p in self.programs:
             p.parent = p.parent - n if p.parent >= n else -1
             p.next = p.next - n if p.next >= n else -1
+            p.origins = (_shift(p.origins[0], n), _shift(p.origins[1], n))
         self.writes = [w for w in self.writes if w.program >= n]
         for w in self.writes:
             w.program -= n
+            w.origin = _shift(w.origin, n)
 
     def exit_of(self, i: int) -> tuple[int | None, float | None]:
         """How the process that ran program i ended (following its later execs), and when."""
@@ -117,8 +129,11 @@ class Trace:
 
     def output(self, i: int, members: list[int] | None = None) -> tuple[bytes, bytes, int]:
         """(stdout, stderr, bytes not kept) of program i and everything below it: what they
-        wrote where program i's fd 1 and fd 2 pointed. Where both point to one place (a pty,
-        a merged pipe), the fd number written to decides. `members`: `below(i)`, if known."""
+        wrote to program i's fd 1 and fd 2. A write whose fd is a copy of one of those (by
+        inheritance or a dup: `cmd >&2` writes to its fd 1, a copy of fd 2) goes to that
+        stream; one to an fd of unknown origin counts by where it went (where fd 1 and 2
+        point to one place, a pty or a merged pipe, by the fd number written to).
+        `members`: `below(i)`, if known."""
         fds = self.programs[i].fds
         if not fds:
             return b"", b"", 0
@@ -126,12 +141,29 @@ class Trace:
         out: dict[int, list[bytes]] = {1: [], 2: []}
         dropped = 0
         for w in self.writes:
-            if w.program not in inside or w.target not in fds or not w.target:
-                continue
-            stream = w.fd if fds[0] == fds[1] else 1 if w.target == fds[0] else 2
-            out[stream].append(w.data)
-            dropped += w.size - len(w.data)
+            stream = self._stream(w, i, fds, inside)
+            if stream:
+                out[stream].append(w.data)
+                dropped += w.size - len(w.data)
         return b"".join(out[1]), b"".join(out[2]), dropped
+
+    def _stream(self, w: Write, i: int, fds: tuple[str, str], inside: set[int]) -> int:
+        """1 or 2: which of program i's streams write `w` went to; 0: neither."""
+        origin = w.origin
+        while origin is not None:
+            program, fd = origin
+            if program == i:
+                return fd
+            if program < i:  # a copy of something older than program i: not its stream
+                return 0
+            origin = self.programs[program].origins[fd - 1]
+        if w.program not in inside or not w.target or w.target not in fds:
+            return 0
+        return w.fd if fds[0] == fds[1] else 1 if w.target == fds[0] else 2
+
+
+def _shift(origin: Origin | None, n: int) -> Origin | None:
+    return None if origin is None or origin[0] < n else (origin[0] - n, origin[1])
 
 
 def _text(s: str) -> str:
@@ -161,26 +193,38 @@ def parse_trace(path: Path) -> Trace:
     top = ""
     running: dict[str, int] = {}  # pid -> the program it is running (its own, else inherited)
     own: dict[str, int] = {}  # pid -> the last program it exec'd itself
+    copies: dict[str, dict[int, Origin | None]] = {}  # pid -> fd -> what it is a copy of
+    nothing: dict[int, Origin | None] = {}
     for line in lines:
         kind, _, rest = line.partition(" ")
         try:
             if kind == "W":
                 pid, fd, size, strings = rest.split(" ", 3)
                 target, data = _strings(strings)
-                trace.writes.append(Write(running.get(pid, -1), int(fd), _text(target),
-                                          data.encode("latin-1"), int(size)))
+                n = int(fd)
+                trace.writes.append(Write(running.get(pid, -1), n, _text(target),
+                                          data.encode("latin-1"), int(size),
+                                          copies.get(pid, nothing).get(n)))
+            elif kind == "D":
+                pid, new, old = rest.split(" ", 2)
+                fds = copies.setdefault(pid, {})
+                fds[int(new)] = fds.get(int(old))
             elif kind == "F":  # a reused pid starts afresh here
                 pid, child = rest.split(" ", 1)
                 running[child] = running.get(pid, -1)
                 own.pop(child, None)
+                copies[child] = dict(copies.get(pid, nothing))
             elif kind == "E":
                 pid, when, argv = rest.split(" ", 2)
                 args = [_text(str(a)) for a in json.loads(argv)]
                 i = len(programs)
                 if pid in own:
                     programs[own[pid]].next = i
-                programs.append(Program(args, int(pid), running.get(pid, -1), float(when)))
+                fds = copies.get(pid, nothing)
+                programs.append(Program(args, int(pid), running.get(pid, -1), float(when),
+                                        origins=(fds.get(1), fds.get(2))))
                 running[pid] = own[pid] = i
+                copies[pid] = {**fds, 1: (i, 1), 2: (i, 2)}
             elif kind == "O":
                 pid, strings = rest.split(" ", 1)
                 if pid in own:
