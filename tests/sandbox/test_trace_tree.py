@@ -3,10 +3,12 @@ descends from; threads run untouched; a process cannot exec out of sight."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -174,23 +176,40 @@ RACE = textwrap.dedent("""
                     ctypes.memmove(word, b"AAAAAAAA", 8)
             if sys.argv[1] == "flip":
                 threading.Thread(target=flip, daemon=True).start()
-            libc.execv(b"/bin/echo", argv)
+            libc.execv(sys.argv[3].encode(), argv)
             os._exit(99)
         os.waitpid(pid, 0)
 """)
 
 
-def test_a_thread_rewriting_argv_during_the_exec_cannot_fool_the_trace(tmp_path):
+@pytest.mark.parametrize("program", ["binary", "script"])
+def test_a_thread_rewriting_argv_during_the_exec_cannot_fool_the_trace(program, tmp_path):
     """Hostile: while one thread execs `echo WORD`, another rewrites WORD in its memory
-    (AAAAAAAA <-> BBBBBBBB). The argv is read once the new program has it, so the trace
-    says what each echo really got (read at the exec attempt instead, 7 of 40 were wrong
-    here). The honest twin: no rewriting, every argv as written."""
+    (AAAAAAAA <-> BBBBBBBB). The argv recorded is what the new program got, checked at the
+    exec event (read at the exec attempt alone, 7 of 40 were wrong here); for a script, its
+    arguments after argv[0]. The honest twin: no rewriting, every argv as written."""
+    exe = "/bin/echo"
+    if program == "script":
+        exe = str(tmp_path / "echo.sh")
+        Path(exe).write_text('#!/bin/sh\necho "$1"\n')
+        Path(exe).chmod(0o755)
     for mode, n in (("flip", 40), ("still", 5)):
-        res, t = traced(tmp_path, [sys.executable, "-c", RACE, mode, str(n)])
+        res, t = traced(tmp_path, [sys.executable, "-c", RACE, mode, str(n), exe])
         printed = res.stdout.split()
-        recorded = [a[1] for a in t.execs if a[0] == "echo"]
+        recorded = [a[-1] for a in t.execs if a[0] == "echo" or exe in a[1:2]]
         assert recorded == printed and len(printed) == n
         if mode == "flip":  # the rewriting really happened
             assert set(printed) == {"AAAAAAAA", "BBBBBBBB"}, printed
         else:
             assert set(printed) == {"AAAAAAAA"}
+
+
+def test_a_script_is_recorded_as_it_was_called(tmp_path):
+    """The kernel runs `mycli a b` as `/bin/sh /path/mycli a b`; the trace keeps the call
+    (so `ran: ^mycli` matches a CLI that is a script, as the shell string would)."""
+    (tmp_path / "mycli").write_text("#!/bin/sh\necho called \"$@\"\n")
+    (tmp_path / "mycli").chmod(0o755)
+    res, t = traced(tmp_path, ["sh", "-c", "mycli a b"],
+                    env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    assert res.stdout == "called a b\n"
+    assert t.execs[1] == ["mycli", "a", "b"]

@@ -18,9 +18,13 @@
      S PID TIME                   the top process
      F PARENT CHILD               a fork, vfork or clone (threads included), written before
                                   anything the child does
-     E PID TIME ["ARG",...]       an exec that succeeded, with the argv the new program got
-                                  (read at the exec event, after the old program is gone: no
-                                  thread of it can change the argv in between)
+     E PID TIME ["ARG",...]       an exec that succeeded, with the argv its caller gave it
+                                  (read at the attempt) if the new program got those very
+                                  arguments (read at the exec event, before it ran, with no
+                                  thread of the old program left), else the argv it got: a
+                                  thread rewriting the argv during the exec cannot hide what
+                                  ran. (A script gets its interpreter and its own path in
+                                  place of argv[0]: the arguments after argv[0] must match.)
      O PID "FD1" "FD2"            with -w, right after E: where that program's fd 1 and fd 2
                                   point (readlink of /proc/PID/fd/N: "pipe:[INODE]",
                                   "/dev/pts/0", a path; "" when closed)
@@ -93,7 +97,8 @@ typedef struct user_pt_regs regs_t;
 #error "the seccomp filter reads the low half of a 64-bit argument first"
 #endif
 
-#define DATA_EXEC 1
+#define DATA_EXECVE 1
+#define DATA_EXECVEAT 5
 #define DATA_WRITE 2  /* write, pwrite64: (fd, buf, count) */
 #define DATA_WRITEV 3 /* writev, pwritev, pwritev2, vmsplice: (fd, iov, iovcnt) */
 #define DATA_DUP 4    /* dup2, dup3, dup, fcntl F_DUPFD: (oldfd, ...) -> newfd */
@@ -107,6 +112,14 @@ static int out_failed; /* a line could not be written: the trace stays incomplet
 static int capture;    /* -w given */
 static size_t per_task_limit, total_limit, total_kept;
 
+/* An argv: its arguments as NUL-terminated strings one after the other in `s`, each cut
+   at MAX_ARG bytes, at most MAX_ARGS of them, MAX_CMDLINE bytes in all. */
+struct args {
+    char *s;
+    size_t len, cap;
+    int n;
+};
+
 /* What is known of a task: whether its parent's fork event has been written; whether it is
    held at its first stop until that is so (a child's first stop can arrive before its
    parent's fork event: its F line comes first all the same); a write it is in the middle of
@@ -114,6 +127,7 @@ static size_t per_task_limit, total_limit, total_kept;
 struct task {
     pid_t pid;
     int announced, parked;
+    struct args asked; /* the argv of its exec attempt */
     int pending; /* 0, or the DATA_ kind of a call whose exit is awaited */
     uint64_t args[3];
     char target[PATH_MAX];
@@ -139,6 +153,7 @@ static void forget(pid_t pid) {
         if ((*pp)->pid == pid) {
             struct task *t = *pp;
             *pp = t->next;
+            free(t->asked.s);
             free(t);
             return;
         }
@@ -215,9 +230,43 @@ static void fd_target(pid_t pid, int fd, char *buf, size_t len) {
     buf[n > 0 ? n : 0] = 0;
 }
 
-/* The argv of a program that has just been exec'd: /proc/PID/cmdline, its NUL-separated
-   arguments, each cut at MAX_ARG bytes. */
-static void put_argv(pid_t pid) {
+static void add_arg(struct args *a, const char *s, size_t n) {
+    if (n > MAX_ARG) n = MAX_ARG;
+    if (a->len + n + 1 > a->cap) {
+        a->cap = (a->len + n + 1) * 2;
+        a->s = realloc(a->s, a->cap);
+        if (!a->s) abort();
+    }
+    memcpy(a->s + a->len, s, n);
+    a->s[a->len + n] = 0;
+    a->len += n + 1;
+    a->n++;
+}
+
+/* The argv an exec was asked for, read from the caller's memory at its seccomp stop. */
+static void args_from_memory(pid_t pid, uint64_t argv, struct args *a) {
+    char *arg = malloc(MAX_ARG);
+    if (!arg) abort();
+    for (int i = 0; i < MAX_ARGS && a->len < MAX_CMDLINE; i++) {
+        uint64_t ptr = 0;
+        if (peek(pid, argv + 8 * (uint64_t)i, &ptr, 8) != 8 || ptr == 0) break;
+        size_t len = 0;
+        while (len < MAX_ARG) {
+            size_t want = MAX_ARG - len < 512 ? MAX_ARG - len : 512;
+            size_t n = peek(pid, ptr + len, arg + len, want);
+            char *end = n ? memchr(arg + len, 0, n) : NULL;
+            if (end) { len = (size_t)(end - arg); break; }
+            len += n;
+            if (n < want) break;
+        }
+        add_arg(a, arg, len);
+    }
+    free(arg);
+}
+
+/* The argv a program got, from /proc/PID/cmdline at its exec event: before it ran a single
+   instruction, with no other thread left that could change it. */
+static void args_from_proc(pid_t pid, struct args *a) {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
     size_t cap = 65536, len = 0;
@@ -239,25 +288,71 @@ static void put_argv(pid_t pid) {
         }
         close(fd);
     }
-    if (putc_unlocked('[', out) == EOF) out_failed = 1;
-    size_t start = 0;
-    for (int i = 0; start < len && i < MAX_ARGS; i++) {
+    for (size_t start = 0; start < len && a->n < MAX_ARGS;) {
         char *end = memchr(s + start, 0, len - start);
         size_t n = end ? (size_t)(end - (s + start)) : len - start;
-        if (i && putc_unlocked(',', out) == EOF) out_failed = 1;
-        put_bytes((unsigned char *)s + start, n < MAX_ARG ? n : MAX_ARG);
+        add_arg(a, s + start, n);
         start += n + 1;
     }
-    if (putc_unlocked(']', out) == EOF) out_failed = 1;
     free(s);
 }
 
+/* Argument i of a (0-based). */
+static const char *arg_at(const struct args *a, int i) {
+    const char *p = a->s;
+    while (i-- > 0) p += strlen(p) + 1;
+    return p;
+}
+
+/* Whether the program got what the caller asked for: the same argv, or, for a script (the
+   kernel puts the interpreter and the script's path in front, in place of argv[0]), the
+   same arguments after argv[0]. */
+static int same_args(const struct args *asked, const struct args *got) {
+    if (asked->n == 0 || got->n < asked->n) return 0;
+    int skip = got->n - asked->n, from = skip == 0 ? 0 : 1;
+    for (int i = from; i < asked->n; i++)
+        if (strcmp(arg_at(asked, i), arg_at(got, i + skip)) != 0) return 0;
+    return 1;
+}
+
+static void put_args(const struct args *a) {
+    if (putc_unlocked('[', out) == EOF) out_failed = 1;
+    const char *p = a->s;
+    for (int i = 0; i < a->n; i++) {
+        size_t n = strlen(p);
+        if (i && putc_unlocked(',', out) == EOF) out_failed = 1;
+        put_bytes((const unsigned char *)p, n);
+        p += n + 1;
+    }
+    if (putc_unlocked(']', out) == EOF) out_failed = 1;
+}
+
+static void on_exec_attempt(pid_t pid, unsigned long which) {
+    regs_t regs;
+    struct iovec io = {&regs, sizeof regs};
+    if (ptrace(PTRACE_GETREGSET, pid, (void *)NT_PRSTATUS, &io) < 0) return;
+    struct task *t = task(pid, 1);
+    free(t->asked.s);
+    memset(&t->asked, 0, sizeof t->asked);
+    args_from_memory(pid, which == DATA_EXECVEAT ? ARG(regs, 2) : ARG(regs, 1), &t->asked);
+}
+
 static void on_exec_done(pid_t pid) {
-    char t[32];
-    now(t, sizeof t);
-    line("E %d %s ", pid, t);
-    put_argv(pid);
+    unsigned long former = (unsigned long)pid; /* a thread that exec'd takes the leader's pid */
+    if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &former) < 0) former = (unsigned long)pid;
+    struct task *t = task((pid_t)former, 0);
+    struct args got = {0};
+    args_from_proc(pid, &got);
+    char when[32];
+    now(when, sizeof when);
+    line("E %d %s ", pid, when);
+    put_args(t && same_args(&t->asked, &got) ? &t->asked : &got);
     line("\n");
+    free(got.s);
+    if (t) {
+        free(t->asked.s);
+        memset(&t->asked, 0, sizeof t->asked);
+    }
     if (capture) {
         char fd1[PATH_MAX], fd2[PATH_MAX];
         fd_target(pid, 1, fd1, sizeof fd1);
@@ -376,9 +471,10 @@ static int install_filter(void) {
     op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_request_key, 1, 0));
     op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_keyctl, 0, 1));
     ret(SECCOMP_RET_ERRNO | EPERM);
-    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 1, 0));
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 0, 1));
+    ret(SECCOMP_RET_TRACE | DATA_EXECVE);
     op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1));
-    ret(SECCOMP_RET_TRACE | DATA_EXEC);
+    ret(SECCOMP_RET_TRACE | DATA_EXECVEAT);
     if (capture) {
         jump_if(0, __NR_write, L_PLAIN);
         jump_if(0, __NR_pwrite64, L_PLAIN);
@@ -558,8 +654,8 @@ int main(int argc, char **argv) {
         switch (event) {
         case PTRACE_EVENT_SECCOMP:
             if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg) < 0) break;
-            /* An exec needs nothing here: its argv is read once it succeeded. */
-            if ((msg == DATA_WRITE || msg == DATA_WRITEV || msg == DATA_DUP) &&
+            if (msg == DATA_EXECVE || msg == DATA_EXECVEAT) on_exec_attempt(pid, msg);
+            else if ((msg == DATA_WRITE || msg == DATA_WRITEV || msg == DATA_DUP) &&
                 on_call_entry(pid, (int)msg))
                 how = PTRACE_SYSCALL; /* next stop: this call's exit */
             break;
