@@ -213,3 +213,23 @@ def test_a_script_is_recorded_as_it_was_called(tmp_path):
                     env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
     assert res.stdout == "called a b\n"
     assert t.execs[1] == ["mycli", "a", "b"]
+
+
+def test_what_a_command_leaves_running_is_traced_after_it_returned(tmp_path):
+    """The command returns as soon as its shell ends (a server it started in the background
+    keeps running); the tracer stays with what was left, and the rest of the trace (here an
+    exec made later) is read once that has ended."""
+    import asyncio
+
+    from proctor.sandbox.trace import read_trace, reread
+
+    out = tmp_path / "trace"
+    started = time.monotonic()
+    res = subprocess.run(tracer_argv(out) + ["sh", "-c", "(sleep 0.5; rm -rf junk) & exit 4"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    assert res.returncode == 4 and time.monotonic() - started < 0.5
+    first = read_trace(out)
+    assert first.complete and not first.finished and ["rm", "-rf", "junk"] not in first.execs
+    final = asyncio.run(reread(first, wait=10))
+    assert final.finished and ["rm", "-rf", "junk"] in final.execs and not out.exists()
+    assert final.parents[final.execs.index(["rm", "-rf", "junk"])] == 0

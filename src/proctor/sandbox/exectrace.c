@@ -40,12 +40,15 @@
                                   to one place
      X PID CODE TIME              a process or thread exited
      K PID SIGNAL TIME            ... was killed by a signal
+     Z TIME                       the end: every traced process is gone
 
    The trace is complete when it holds the top process's X or K line, which is written only
    if every line before it was. Lines are flushed whenever the tracer waits, so a tracer
    killed while the command hangs loses nothing it saw. exectrace exits as the top process
-   did, once every traced process is gone; if exectrace dies, the kernel kills every traced
-   process (PTRACE_O_EXITKILL). A process that escapes tracing (clone with CLONE_UNTRACED)
+   did, as soon as it did (once its line is written); what the top left running (a server
+   started in the background) stays traced by a child of exectrace, its lines appended
+   until it ends. If the tracer dies, the kernel kills every traced process
+   (PTRACE_O_EXITKILL). A process that escapes tracing (clone with CLONE_UNTRACED)
    keeps the filter and cannot exec at all: its execve fails with ENOSYS. Syscalls through a
    foreign ABI (int 0x80 on x86_64) are refused (EPERM), and so are the keyring calls
    (add_key, request_key, keyctl): keyrings belong to a uid, not a sandbox.
@@ -573,6 +576,27 @@ static int parse_limits(const char *s) {
     return 0;
 }
 
+/* The first process: it waits until the tracer (its child) reports how the top process
+   ended, and exits the same way. The tracer stays with whatever the top left running (a
+   server started in the background), recording until it ends. */
+static int wait_for_report(int fd, pid_t tracer) {
+    int st = 0;
+    ssize_t n;
+    do n = read(fd, &st, sizeof st);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof st) { /* the tracer failed, or died, before the top ended */
+        while (waitpid(tracer, &st, 0) < 0 && errno == EINTR) {}
+        if (WIFEXITED(st) && WEXITSTATUS(st)) return WEXITSTATUS(st);
+        return 2;
+    }
+    if (WIFSIGNALED(st)) {
+        signal(WTERMSIG(st), SIG_DFL);
+        kill(getpid(), WTERMSIG(st));
+        return 128 + WTERMSIG(st);
+    }
+    return WEXITSTATUS(st);
+}
+
 static int usage(void) {
     fprintf(stderr, "usage: exectrace -o FILE [-w PER,TOTAL] -- PROGRAM [ARG...]\n");
     return 2;
@@ -590,6 +614,15 @@ int main(int argc, char **argv) {
         else break;
     }
     if (!path || i >= argc) return usage();
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) < 0) { perror("exectrace: pipe"); return 2; }
+    pid_t tracer = fork();
+    if (tracer < 0) { perror("exectrace: fork"); return 2; }
+    if (tracer > 0) {
+        close(report[1]);
+        return wait_for_report(report[0], tracer);
+    }
+    close(report[0]);
     out = fopen(path, "we");
     if (!out) { perror("exectrace: output"); return 2; }
     static char outbuf[1 << 16];
@@ -622,8 +655,12 @@ int main(int argc, char **argv) {
     line("S %d %s\n", top, t);
     if (write(go[1], "g", 1) != 1) { kill(top, SIGKILL); return 2; }
     close(go[1]);
+    /* The command's output is its own: the tracer holds none of its descriptors open. */
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3 && null >= 0; fd++)
+        if (dup2(null, fd) < 0) out_failed = 1;
+    if (null > 2) close(null);
 
-    int top_status = 0;
     for (;;) {
         int st;
         pid_t pid = waitpid(-1, &st, __WALL | WNOHANG);
@@ -639,12 +676,16 @@ int main(int argc, char **argv) {
             /* The top's line vouches for every line before it: those are flushed first. */
             int failed_before = pid == top && (fflush(out) != 0 || out_failed || ferror(out));
             now(t, sizeof t);
-            if (pid == top) top_status = st;
             if (!failed_before) {
                 if (WIFEXITED(st)) line("X %d %d %s\n", pid, WEXITSTATUS(st), t);
                 else line("K %d %d %s\n", pid, WTERMSIG(st), t);
             }
             forget(pid);
+            if (pid == top) { /* written down: the first process may now end as it did */
+                if (fflush(out) != 0) out_failed = 1;
+                if (write(report[1], &st, sizeof st) != (ssize_t)sizeof st) out_failed = 1;
+                close(report[1]);
+            }
             continue;
         }
         if (!WIFSTOPPED(st)) continue;
@@ -700,11 +741,7 @@ int main(int argc, char **argv) {
         }
         resume(pid, how, inject);
     }
-    if (fclose(out) != 0) out_failed = 1;
-    if (WIFSIGNALED(top_status)) {
-        signal(WTERMSIG(top_status), SIG_DFL);
-        kill(getpid(), WTERMSIG(top_status));
-        return 128 + WTERMSIG(top_status);
-    }
-    return WEXITSTATUS(top_status);
+    now(t, sizeof t);
+    line("Z %s\n", t);
+    return fclose(out) == 0 ? 0 : 1;
 }

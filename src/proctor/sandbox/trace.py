@@ -87,6 +87,9 @@ class Trace:
     programs: list[Program] = field(default_factory=list)
     writes: list[Write] = field(default_factory=list)
     complete: bool = False  # the trace saw the top process end
+    finished: bool = False  # ... and everything it left running (nothing more will come)
+    path: Path | None = None  # where it is, while not finished (read again by `reread`)
+    wrappers: int = 0  # leading programs dropped (proctor's own)
 
     @property
     def execs(self) -> list[list[str]]:
@@ -240,19 +243,45 @@ def parse_trace(path: Path) -> Trace:
                     trace.complete = True
             elif kind == "S":
                 top = rest.split(" ", 1)[0]
+            elif kind == "Z":
+                trace.finished = True
         except ValueError:
             continue  # a line cut short (the tracer was killed while writing it)
     return trace
 
 
 def read_trace(path: Path, wrappers: tuple[str, ...] = ()) -> Trace:
-    """The trace at `path` (removed once read), without the leading programs named in
-    `wrappers` (proctor's own way into the box: nsenter, setpriv)."""
+    """The trace at `path` (removed once finished), without the leading programs named in
+    `wrappers` (proctor's own way into the box: nsenter, setpriv). A trace whose command
+    left something running is not finished: `path` says where to read the rest."""
     trace = parse_trace(path)
-    path.unlink(missing_ok=True)
+    if trace.finished:
+        path.unlink(missing_ok=True)
+    else:
+        trace.path = path
     n = 0
     while n < len(trace.programs) and posixpath.basename(trace.programs[n].argv[0] if
                                                          trace.programs[n].argv else "") in wrappers:
         n += 1
     trace.drop_leading(n)
+    trace.wrappers = n
     return trace
+
+
+async def reread(trace: Trace, wait: float = 2.0) -> Trace:
+    """`trace` as its tracer finished it, once what it left running has ended (waited for
+    up to `wait` seconds; then as far as it got)."""
+    import asyncio
+    import time
+
+    if trace.path is None:
+        return trace
+    deadline = time.monotonic() + wait
+    while True:
+        again = parse_trace(trace.path)
+        if again.finished or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(0.02)
+    trace.path.unlink(missing_ok=True)
+    again.drop_leading(trace.wrappers)
+    return again
