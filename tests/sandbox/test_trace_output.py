@@ -126,7 +126,7 @@ def test_a_killed_tracer_keeps_what_it_saw(tmp_path):
                             stdout=subprocess.PIPE, cwd=tmp_path, start_new_session=True)
     try:
         deadline = time.monotonic() + 30
-        while b"sleep" not in (out.read_bytes() if out.exists() else b""):
+        while b'["sleep","60"]' not in (out.read_bytes() if out.exists() else b""):
             assert time.monotonic() < deadline, "the trace never showed the sleep"
             time.sleep(0.05)
     finally:
