@@ -253,12 +253,12 @@ def parse_trace(path: Path) -> Trace:
 def read_trace(path: Path, wrappers: tuple[str, ...] = ()) -> Trace:
     """The trace at `path` (removed once finished), without the leading programs named in
     `wrappers` (proctor's own way into the box: nsenter, setpriv). A trace whose command
-    left something running is not finished: `path` says where to read the rest."""
+    ended but left something running is not finished: `path` says where to read the rest."""
     trace = parse_trace(path)
-    if trace.finished:
-        path.unlink(missing_ok=True)
+    if trace.complete and not trace.finished:
+        trace.path = path  # its tracer is still with what the command left running
     else:
-        trace.path = path
+        path.unlink(missing_ok=True)  # finished, or its tracer was killed: nothing more comes
     n = 0
     while n < len(trace.programs) and posixpath.basename(trace.programs[n].argv[0] if
                                                          trace.programs[n].argv else "") in wrappers:
