@@ -30,7 +30,9 @@ class ExecResult:
     started_at: float
     timed_out: bool = False
     truncated: bool = False  # stdout or stderr went past the output limit
-    trace: Any = None  # when traced: every program run (and output written), sandbox.trace.Trace
+    execs: list[list[str]] | None = None  # argv of every process run, when traced
+    exec_parents: list[int] | None = None  # per exec: the index of the exec it descends from
+    trace: Any = None  # when traced: all of it (programs, tree, exits, writes): sandbox.trace.Trace
     error: str | None = None  # the harness lost something (e.g. "recording lost")
 
 

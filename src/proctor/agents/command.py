@@ -61,7 +61,8 @@ class CommandAgent:
         template = render(template, params=env.trial.params, workdir=env.sandbox.workdir)
         command = render_command(template, env.prompt)
         res = await env.sandbox.exec(command, timeout=env.time_left(),
-                                     env={"PROCTOR_PROMPT": env.prompt}, capture=True)
+                                     env={"PROCTOR_PROMPT": env.prompt},
+                                     capture=env.options.output_limit)
         if res.timed_out:
             env.out_of_time()
         env.record_program(res, Reading(is_launcher=lambda argv, parent: parent == 0,

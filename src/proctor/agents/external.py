@@ -169,7 +169,7 @@ class ExternalAgent:
                 variables = {**{k: v for k, v in self.defaults.items()
                                 if k not in env.sandbox.env}, **self.environment(w)}
                 res = await env.sandbox.exec(shlex.join(argv), timeout=env.time_left(),
-                                             capture=True, env=variables)
+                                             capture=env.options.output_limit, env=variables)
         if res.timed_out:
             env.out_of_time()
         answer = await self.final_answer(env, w, res.stdout)

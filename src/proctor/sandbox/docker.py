@@ -323,9 +323,9 @@ class DockerSandbox(LocalSandbox):
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
-                   trace: bool = False, capture: bool = False) -> ExecResult:
+                   trace: bool = False, capture: int | None = None) -> ExecResult:
         assert self.container is not None
-        trace = trace or capture
+        trace = trace or capture is not None
         self._execs += 1
         mark = f"{EXEC_MARK}={self._execs}"
         full = {**self.env, **(env or {}), EXEC_MARK: str(self._execs)}
@@ -343,7 +343,7 @@ class DockerSandbox(LocalSandbox):
         if trace:
             trace_file = self.private / f"trace-{self._execs}"
             inner = [*tracer_argv(Path(PRIVATE, trace_file.name), TRACER,
-                                  capture=self.output_limit if capture else None), *inner]
+                                  capture=capture), *inner]
         io = await asyncio.to_thread(self._fifos, self._execs)
         inner = ["/bin/sh", "-c", _RELAY, "relay", f"{PRIVATE}/{io.name}", *inner]
         client_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **full}
@@ -357,6 +357,7 @@ class DockerSandbox(LocalSandbox):
         await asyncio.to_thread(shutil.rmtree, io, True)
         if trace_file is not None:
             res.trace = trace = read_trace(trace_file, ("setpriv",))
+            res.execs, res.exec_parents = trace.execs, trace.parents
             if not trace.complete and not res.timed_out:
                 res.error = "recording lost: the command trace ended before the command did"
                 self._faults.append(res.error)

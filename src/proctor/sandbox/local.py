@@ -215,9 +215,9 @@ class LocalSandbox:
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
-                   trace: bool = False, capture: bool = False) -> ExecResult:
+                   trace: bool = False, capture: int | None = None) -> ExecResult:
         env = {**self.env, **env} if env else self.env
-        trace = trace or capture
+        trace = trace or capture is not None
         if self.box is not None and not trace:  # started by the box's spawner: no wrapper
             res = await self.box.spawner.run(
                 ["/bin/sh", "-c", command], env=env, cwd=cwd or self.workdir, timeout=timeout,
@@ -238,7 +238,7 @@ class LocalSandbox:
         if trace:
             self._trace_n += 1
             trace_file = self.private / f"trace-{self._trace_n}"
-            argv = tracer_argv(trace_file, capture=self.output_limit if capture else None) + argv
+            argv = tracer_argv(trace_file, capture=capture) + argv
         if self.box is None and self.hosts_file is not None:
             argv = hostsfile.wrap(argv, self.hosts_file)  # outside the tracer: not the agent's
         argv = self._limits_prefix() + argv  # outermost: everything runs inside the limits
@@ -248,6 +248,7 @@ class LocalSandbox:
         if trace_file is not None:
             res.trace = trace = read_trace(
                 trace_file, self.box.wrapper_programs if self.box is not None else ())
+            res.execs, res.exec_parents = trace.execs, trace.parents
             if not trace.complete and not res.timed_out:
                 res.error = "recording lost: the command trace ended before the command did"
                 self._faults.append(res.error)
