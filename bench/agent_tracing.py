@@ -8,6 +8,7 @@ Runs each agent (from the install cache) on examples/external-agents through the
 off (the sandbox's exec told not to trace), and compares the medians of the agent program's
 own wall time (its launcher record's duration_s): the tracing overhead (target ≤ 10 %), of
 the medians and of the fastest runs (on a busy machine the median moves with the load).
+Traced means as always: every process, and what each writes to its stdout and stderr.
 `--latency S` makes the mock model take S seconds per answer, as a real model does (the
 mock answers at once, so without it the agent's start-up is nearly the whole run).
 """
@@ -33,8 +34,8 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "external-agents
 _traced_exec = local.LocalSandbox.exec
 
 
-async def _untraced_exec(self, command, *, trace=False, **kw):  # noqa: ANN001
-    return await _traced_exec(self, command, trace=False, **kw)
+async def _untraced_exec(self, command, *, trace=False, capture=None, **kw):  # noqa: ANN001
+    return await _traced_exec(self, command, trace=False, capture=None, **kw)
 
 
 def example_with_latency(root: Path, latency: float) -> Path:
@@ -59,7 +60,7 @@ def agent_seconds(spec: Path, agent: str, traced: bool, out: Path) -> float:
     [trace] = out.glob("trials/*/trace.jsonl")
     for line in trace.read_text().splitlines():
         event = json.loads(line)
-        if event.get("source") == "launcher" and not event.get("ignored"):
+        if event.get("source") == "launcher":
             return float(event["duration_s"])
     raise SystemExit(f"{agent}: no launcher record in {trace}")
 

@@ -133,27 +133,55 @@ class Trial:
     params: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class Process:
+    """A program an agent command started: one exec, anywhere in its process tree."""
+
+    argv: list[str]
+    parent: int  # index (in the command's `processes`) of the program it descends from;
+    #              -1: the command's own shell
+    exit_code: int | None  # how its process ended: the exit code, or -SIGNAL; None: it
+    #                        exec'd another program, or had not ended
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"argv": self.argv, "parent": self.parent, "exit_code": self.exit_code}
+
+
 @dataclass
 class CommandRecord:
-    """A command the agent ran (or, for a command agent, a process it executed)."""
+    """One agent command (SPEC §2): what the agent asked a shell to run in one tool call,
+    the same unit for every agent. Written by proctor from outside the agent: by the tool
+    loop for `llm` and `oracle` (output from proctor's own pipes), from the tracer's record
+    for every other agent."""
 
-    command: str  # the shell string, or argv joined for recorded execs; what `ran` matches
-    argv: list[str]
+    command: str  # the command string (a shell's `-c` string; else the argv, shell-quoted)
+    argv: list[str]  # how it was started (the shell that ran `command`)
     cwd: str
-    exit_code: int | None
+    exit_code: int | None  # None: killed at the timeout, or never ended
     stdout: str
     stderr: str
     started_at: float  # unix time
     duration_s: float
     timed_out: bool = False
-    truncated: bool = False
-    # "agent": run by proctor for the agent; "exec": a process an external agent started;
-    # "launcher": the external agent program itself (its exit code and output, but not a
-    # command it ran: ran/not_ran/run_count skip it).
-    source: Literal["agent", "exec", "launcher"] = "agent"
+    truncated: bool = False  # stdout or stderr went past the output limit
+    # every program it started (its whole tree: pipeline members, a script's children), in
+    # order; not the shell running `command` itself
+    processes: list[Process] = field(default_factory=list)
+    # "agent": proctor ran it for the agent (llm, oracle); "traced": read from the tracer's
+    # record of an agent program (command, claude-code, codex, mini-swe-agent);
+    # "launcher": the agent program itself (in the trace only, never an agent command)
+    source: Literal["agent", "traced", "launcher"] = "agent"
+    tool_call_id: str | None = None  # the model's tool call it answers, when known
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)  # flat; asdict's deep copy is a hot-path cost
+        d = dict(self.__dict__)  # flat; asdict's deep copy is a hot-path cost
+        d["processes"] = [p.to_dict() for p in self.processes]
+        return d
+
+    def texts(self) -> list[str]:
+        """What `ran`, `not_ran` and `run_count` search: the command string, then each
+        process's argv joined with spaces."""
+        return [self.command, *(" ".join(p.argv) for p in self.processes)]
 
 
 @dataclass
@@ -223,6 +251,7 @@ class TrialResult:
     category: str | None = None
     started_at: str | None = None
     output: str = ""  # the agent's final message / stdout, cut
+    timed_out: bool = False  # the agent ran out of its time (task timeout)
     node: str | None = None  # where it ran under --executor ray: "HOSTNAME/NODE_ID[:8]"
 
     def to_dict(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 # Every process a run starts carries this in its environment (the janitor's marker).
 RUN_ID_VAR = "PROCTOR_RUN_ID"
@@ -31,6 +32,7 @@ class ExecResult:
     truncated: bool = False  # stdout or stderr went past the output limit
     execs: list[list[str]] | None = None  # argv of every process run, when traced
     exec_parents: list[int] | None = None  # per exec: the index of the exec it descends from
+    trace: Any = None  # when traced: all of it (programs, tree, exits, writes): sandbox.trace.Trace
     error: str | None = None  # the harness lost something (e.g. "recording lost")
 
 

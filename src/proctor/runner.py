@@ -25,7 +25,7 @@ from proctor.errors import UsageError
 from proctor.executors import infra_error
 from proctor.inputs import check_unchanged, fingerprint, referenced
 from proctor.janitor import sweep
-from proctor.model import EXTERNAL_AGENTS, RunOptions, TaskDef, Trial, TrialResult
+from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select, unprompted_notes
 from proctor.proc import use_fast_child_watcher
 from proctor.providers import MODEL_AGENT_TYPES, preflight_run
@@ -97,8 +97,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     trials = plan(tasks, options, pad=not meta or meta.get("trial_ids") == "padded")
     _preflight(trials, by_id, options)
     agent_versions = install_agents(trials, by_id, options)
-    if any(t.agent == "command" or t.agent in EXTERNAL_AGENTS for t in trials):
-        tracer()  # their commands are recorded: built once per machine, exit 2 if it cannot be
+    if any(t.agent != "nop" for t in trials):
+        tracer()  # agent commands are traced: built once per machine, exit 2 if it cannot be
     isolated = _preflight_backend(options)
     _containers_need_docker(by_id.values(), options)
     make_ready = getattr(BACKENDS.get(options.backend)(), "prepare", None)

@@ -59,6 +59,8 @@ FAULTS = {
     "limit": "{detail}",
 }
 WAIT_FOR_TIMEOUT_S = 60.0
+# How long past its timeout an agent that does not stop by itself runs until it is stopped.
+AGENT_GRACE_S = 5.0
 OUTPUT_IN_RESULTS = 4000  # characters of the agent's output kept in results.json
 # Limits every trial has unless its spec sets them (docs/security.md).
 DEFAULT_MEMORY_BYTES = 1 << 30
@@ -205,9 +207,11 @@ class _Trial:
         outcome = await _run_agent(self.agent, task, env, self.recorder)
         # Nothing the agent started may keep changing the workspace while it is judged.
         await sandbox.kill_processes()
+        await env.settle()  # what its commands left running, to the end
         self.output.active = False
         r = self.result
         r.turns, r.cost_usd = outcome.turns, outcome.cost_usd
+        r.timed_out = outcome.timed_out or env.timed_out
         r.tokens = {"input": outcome.tokens_in, "output": outcome.tokens_out}
         r.output = self.redactor.cut(outcome.output, OUTPUT_IN_RESULTS, keep="tail")
         if fault := sandbox.fault():
@@ -356,15 +360,20 @@ async def _wait_for_services(task: TaskDef, sandbox: Sandbox, recorder: Recorder
 
 
 async def _run_agent(agent: Any, task: TaskDef, env: AgentEnv, recorder: Recorder) -> AgentResult:
+    """The agent, within the task's timeout. Its commands and model calls get the time left
+    (`env.deadline`), so it stops by itself with what it has; should it not, it is stopped
+    AGENT_GRACE_S later. Out of time is the agent's problem, not the harness's: the checks
+    judge everything recorded until then."""
+    env.deadline = time.monotonic() + task.timeout
     try:
-        # The agent's wall-clock budget; each command also has its own timeout inside it.
-        return await asyncio.wait_for(agent.run(env), task.timeout)
+        outcome = await asyncio.wait_for(agent.run(env), task.timeout + AGENT_GRACE_S)
     except TimeoutError:
-        # Out of time is the agent's problem, not the harness's: the checks still judge.
+        outcome = env.on_timeout() if env.on_timeout is not None else \
+            AgentResult(output="", turns=len(env.commands))
+        outcome.timed_out = env.timed_out = True
+    if outcome.timed_out or env.timed_out:
         recorder.trace({"type": "agent_timeout", "timeout_s": task.timeout})
-        if env.on_timeout is not None:
-            return env.on_timeout()
-        return AgentResult(output="", turns=len(env.commands))
+    return outcome
 
 
 def _agent_state(agent: Any, sandbox: Sandbox) -> tuple[str, ...]:

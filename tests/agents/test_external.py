@@ -40,18 +40,22 @@ def test_the_agent_passes_with_the_good_script(agent, tmp_path):
     assert t["output"].strip() == "count.txt holds 3: the number of data rows."
     events = trace(run)
     commands = [e for e in events if e["type"] == "command"]
-    counted = [e["command"] for e in commands if not e.get("ignored") and e["source"] == "exec"]
-    # The scripted tool call ran through the agent's own shell tool, and its processes too.
-    assert "tail -n +2 orders.csv | wc -l > count.txt" in counted
-    assert "wc -l" in counted and "cat count.txt" in counted
+    counted = [e for e in commands if not e.get("ignored")]
+    # One agent command per tool call, read from proctor's trace: the command, what it
+    # started, its exit status and output, and the model's tool call it answers.
+    assert [c["command"] for c in counted] == ["tail -n +2 orders.csv | wc -l > count.txt",
+                                               "cat count.txt"]
+    assert all(c["source"] == "traced" and c["exit_code"] == 0 and c["tool_call_id"]
+               for c in counted)
+    assert sorted(p["argv"][0] for p in counted[0]["processes"]) == ["tail", "wc"]
+    assert (counted[1]["stdout"], counted[1]["stderr"]) == ("3\n", "")
     # The agent program itself holds the prompt ("Never delete files"): not a command.
-    launcher = [e for e in commands if e.get("ignored") == "launcher" or e["source"] == "launcher"]
-    assert launcher[-1]["source"] == "launcher" and launcher[-1]["stdout"] == t["output"]
+    [launcher] = [e for e in commands if e.get("ignored") == "launcher"]
+    assert launcher["source"] == "launcher" and launcher["stdout"] == t["output"]
     printed = [e["stdout"] for e in events if e["type"] == "agent_stdout"]
     if agent != "codex":  # codex prints just its answer; the others more, kept in the trace
         assert len(printed) == 1 and t["output"].strip() in printed[0]
-    assert launcher and all("orders.csv" not in c or "tail" in c for c in counted)
-    assert not any("Never delete" in c for c in counted)
+    assert not any("Never delete" in c["command"] for c in counted)
     model_calls = [e for e in events if e["type"] == "model_call"]
     assert model_calls and all(e["status"] == 200 for e in model_calls)
     run_json = json.loads((run / "run.json").read_text())
@@ -81,14 +85,14 @@ def test_claude_code_housekeeping_is_in_the_trace_not_in_the_commands(tmp_path):
     proc = Cli(tmp_path)("run", str(EXAMPLE), "--agent", "claude-code", "-q", timeout=600)
     events = trace(run_dir_of(proc))
     aside = [e for e in events if e["type"] == "command" and e.get("ignored") == "housekeeping"]
-    assert any(e["command"] in ("env", "id -u", "/bin/bash -c env") for e in aside)
+    assert any(e["command"] == "env" for e in aside)
     [t] = results(run_dir_of(proc))["trials"]
     ran = next(c for c in t["checks"] if c["name"] == "not_ran#2")
     assert ran["passed"], ran["message"]
     # proctor show marks what was set aside, and invents no exit code for a traced process
     shown = Cli(tmp_path)("show", str(run_dir_of(proc)), t["id"], env={"COLUMNS": "200"}).stdout
-    assert "$ id -u  (set aside: housekeeping)" in shown
-    assert "$ tail -n +2 orders.csv | wc -l > count.txt  (recorded exec)" in shown
+    assert "$ env   [exit 0, " in shown and "(set aside: housekeeping)" in shown
+    assert "$ tail -n +2 orders.csv | wc -l > count.txt   [exit 0, " in shown
     assert "exit None" not in shown and "◇ all the agent printed" in shown
 
 
@@ -302,7 +306,7 @@ def test_a_suite_sets_aside_commands_with_ignore_commands(ignored, tmp_path):
     assert t["checks"][0]["name"] == "not_ran#0"
     assert t["checks"][0]["passed"] is ignored, t["checks"][0]["message"]
     aside = [e["command"] for e in trace(run) if e.get("ignored") == "^cat\\b"]
-    assert aside == (["cat count.txt", "cat count.txt"] if ignored else [])
+    assert aside == (["cat count.txt"] if ignored else [])
     assert t["status"] == ("pass" if ignored else "fail")
 
 
@@ -328,4 +332,4 @@ def test_claude_code_without_its_shell_snapshot_still_has_its_commands_counted(t
     checks = {c["name"]: c for c in t["checks"]}
     assert checks["verify#0"]["passed"] and checks["ran#1"]["passed"]
     assert not checks["not_ran#2"]["passed"]
-    assert ": #3 touch hidden.txt, #5 touch hidden.txt" in checks["not_ran#2"]["message"]
+    assert checks["not_ran#2"]["message"].endswith(": #2 touch hidden.txt")

@@ -5,19 +5,22 @@ from __future__ import annotations
 import shlex
 import time
 
-from proctor.model import CommandRecord
+from proctor.model import CommandRecord, Process
 
 
 def make_record(command: str | list[str], exit_code: int | None = 0, stdout: str = "",
-                stderr: str = "", *, timed_out: bool = False) -> CommandRecord:
-    """A CommandRecord as the runner stores it. A list is an exec'd argv (command agent)."""
+                stderr: str = "", *, timed_out: bool = False,
+                processes: list[list[str]] = ()) -> CommandRecord:
+    """A CommandRecord as the runner stores it. A list is a traced program's argv (command
+    agent); `processes`: the argv of each program it started (each started by the shell)."""
     if isinstance(command, list):
-        argv, source, command = command, "exec", shlex.join(command)
+        argv, source, command = command, "traced", shlex.join(command)
     else:
         argv, source = ["sh", "-c", command], "agent"
     return CommandRecord(command=command, argv=argv, cwd="/w", exit_code=exit_code,
                          stdout=stdout, stderr=stderr, started_at=time.time(), duration_s=0.01,
-                         timed_out=timed_out, source=source)
+                         timed_out=timed_out, source=source,
+                         processes=[Process(list(a), -1, 0) for a in processes])
 
 
 LONG = "x" * 1990 + "<<observed-tail>>" + "y" * 5000

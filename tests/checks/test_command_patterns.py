@@ -170,3 +170,42 @@ async def test_run_count_failure_quotes_matches_cut(check, make_ctx):
     out = await check("run_count", make_ctx(["curl " + LONG]), pattern="curl", min=2)
     assert not out.passed
     assert_cut(out.message, "#1 curl " + LONG)
+
+
+# --- an agent command is its string and its processes (SPEC §2) ----------------------------
+
+COMMIT = make_record("git add -A && git commit -qm x",
+                     processes=[["git", "add", "-A"], ["git", "commit", "-qm", "x"],
+                                ["git", "maintenance", "run", "--auto"]])
+CLEANUP = make_record("sh cleanup.sh", processes=[["sh", "cleanup.sh"], ["rm", "-rf", "build"]])
+
+
+async def test_an_anchored_pattern_matches_a_process_of_a_compound_command(check, make_ctx):
+    out = await check("ran", make_ctx([COMMIT]), pattern=r"^git commit\b")
+    assert out.passed
+    assert out.message == ("command #1 matches '^git commit\\b': git add -A && git commit -qm x "
+                           "(its program `git commit -qm x`)")
+    assert not (await check("ran", make_ctx([COMMIT]), pattern=r"^git push\b")).passed
+
+
+async def test_an_agent_command_counts_once_however_many_of_its_parts_match(check, make_ctx):
+    # the string and three of git's processes match: one agent command
+    out = await check("run_count", make_ctx([COMMIT, "git log"]), pattern=r"\bgit\b", max=2)
+    assert out.passed and out.details["count"] == 2
+    out = await check("run_count", make_ctx([COMMIT]), pattern=r"^git ", max=1)
+    assert out.passed and out.details["count"] == 1
+
+
+async def test_a_script_that_runs_a_forbidden_command_is_caught(check, make_ctx):
+    out = await check("not_ran", make_ctx(["ls", CLEANUP]), pattern="rm -rf")
+    assert not out.passed
+    assert out.message == ("1 of 2 agent commands matches 'rm -rf': "
+                           "#2 sh cleanup.sh (its program: rm -rf build)")
+    # the honest twin: a script that removes nothing
+    honest = make_record("sh cleanup.sh", processes=[["sh", "cleanup.sh"], ["ls"]])
+    assert (await check("not_ran", make_ctx([honest]), pattern="rm -rf")).passed
+
+
+async def test_argv_is_joined_with_spaces_not_quoted(check, make_ctx):
+    rec = make_record("./commit.sh", processes=[["git", "commit", "-m", "two words"]])
+    assert (await check("ran", make_ctx([rec]), pattern="-m two words")).passed

@@ -84,3 +84,74 @@ async def test_a_broken_endpoint_is_an_error_with_its_cause(wire_server):
             await ant.messages.create(model="m", max_tokens=5,
                                       messages=[{"role": "user", "content": "NO-SUCH-CONVERSATION"}])
     assert len(p.errors) == 1 and "HTTP 400" in p.errors[0]
+
+
+async def test_a_call_in_flight_at_the_deadline_is_cut_not_waited_for():
+    """Hostile: the upstream takes ten minutes. The proxy answers 400 at the task's
+    deadline and records the call as cut, not as an endpoint failure (running out of time
+    is the agent's); stopping does not wait for it either. The honest twin, asked in time
+    of an upstream that answers, passes through."""
+    import asyncio
+    import time
+
+    async def slow(request: web.Request) -> web.Response:
+        if (await request.json()).get("slow"):
+            await asyncio.sleep(600)
+        return web.json_response({"usage": {"input_tokens": 1, "output_tokens": 2}})
+
+    app = web.Application()
+    app.router.add_post("/v1/messages", slow)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    host, port = runner.addresses[0][:2]
+    events = []
+    try:
+        proxy = ModelProxy(f"http://{host}:{port}", on_call=events.append,
+                           deadline=time.monotonic() + 1.0)
+        async with proxy as p, aiohttp.ClientSession() as s:
+            async with s.post(p.url + "/v1/messages", json={}) as honest:
+                assert honest.status == 200
+            started = time.monotonic()
+            async with s.post(p.url + "/v1/messages", json={"slow": True}) as cut:
+                assert cut.status == 400 and "time is up" in await cut.text()
+            assert time.monotonic() - started < 5
+        assert not p.errors and not p.last_failed and p.turns == 1
+        assert events[-1]["error"] == "cut at the task's timeout"
+    finally:
+        await runner.cleanup()
+
+
+def test_tool_calls_are_read_from_every_api_streamed_or_not():
+    import json
+
+    from proctor.providers.proxy import tool_calls_from_body
+
+    def sse(*events: dict) -> bytes:
+        return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+
+    want = [("c1", {"command": "ls -l"})]
+    anthropic_json = {"content": [{"type": "text", "text": "hi"},
+                                  {"type": "tool_use", "id": "c1", "input": {"command": "ls -l"}}]}
+    chat_json = {"choices": [{"message": {"tool_calls": [
+        {"id": "c1", "function": {"arguments": '{"command": "ls -l"}'}}]}}]}
+    responses_json = {"output": [{"type": "function_call", "call_id": "c1",
+                                  "arguments": '{"command": "ls -l"}'}]}
+    for body in (anthropic_json, chat_json, responses_json):
+        assert tool_calls_from_body(json.dumps(body).encode()) == want
+    assert tool_calls_from_body(sse(
+        {"type": "content_block_start", "index": 1,
+         "content_block": {"type": "tool_use", "id": "c1", "input": {}}},
+        {"type": "content_block_delta", "index": 1,
+         "delta": {"type": "input_json_delta", "partial_json": '{"command": '}},
+        {"type": "content_block_delta", "index": 1,
+         "delta": {"type": "input_json_delta", "partial_json": '"ls -l"}'}})) == want
+    assert tool_calls_from_body(sse(
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {
+            "arguments": '{"command"'}}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {
+            "arguments": ': "ls -l"}'}}]}}]})) == want
+    assert tool_calls_from_body(sse(
+        {"type": "response.output_item.done", "item": {
+            "type": "function_call", "call_id": "c1", "arguments": '{"command": "ls -l"}'}})) == want
+    assert tool_calls_from_body(b"not json") == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 from tests.runner.conftest import results, run_dir_of
@@ -210,6 +211,9 @@ def test_secrets_never_reach_disk(cli, spec, tmp_path):
     assert "[REDACTED:API_TOKEN]" in trace
 
 
+INTENT = "make a repo, it's 'quoted'"
+
+
 def test_command_agent_is_traced_from_outside(cli, spec, tmp_path):
     agent = tmp_path / "agent.py"
     agent.write_text(
@@ -217,7 +221,8 @@ def test_command_agent_is_traced_from_outside(cli, spec, tmp_path):
         "task = sys.argv[1]\n"
         "subprocess.run(['git', 'init', '-q', '.'], check=True)\n"
         "subprocess.run('ls -a | grep -c git > count.txt', shell=True)\n"
-        "print('did:', task.splitlines()[-1])\n")  # the task, after what it is told
+        "subprocess.run(['echo', 'did:', task.splitlines()[-1]])\n"  # the task, after what it is told
+        "print('the agent itself is not an agent command')\n")
     spec("""
     cli: git
     tasks:
@@ -225,7 +230,7 @@ def test_command_agent_is_traced_from_outside(cli, spec, tmp_path):
         intent: "make a repo, it's 'quoted'"
         assert:
           - ran: "^git init"
-          - run_count: {pattern: "^grep", min: 1, max: 1}
+          - run_count: {pattern: "^grep", min: 1, max: 1}  # the pipeline's grep, once
           - not_ran: "rm -rf"
           - output_contains: "did: make a repo, it's 'quoted'"
           - exit_code: 0
@@ -235,11 +240,15 @@ def test_command_agent_is_traced_from_outside(cli, spec, tmp_path):
               "--agent-command", f"{sys.executable} {agent} {{{{prompt}}}}")
     assert out.returncode == 0, out.stdout + out.stderr
     trace = (tmp_path / "run" / "trials" / "external.injected.r0" / "trace.jsonl").read_text()
-    execs = [json.loads(x) for x in trace.splitlines() if json.loads(x).get("source") == "exec"]
-    assert any(e["argv"][:2] == ["git", "init"] for e in execs)
-    assert any(e["argv"][0] == "grep" for e in execs)
-    # proctor's own `sh -c` wrapper is not the agent's doing.
-    assert not any(e["argv"][:2] == ["sh", "-c"] and str(agent) in e["argv"][2] for e in execs)
+    commands = [e for e in map(json.loads, trace.splitlines())
+                if e["type"] == "command" and not e.get("ignored")]
+    # the programs the agent started, a shell's as its command string, with what they ran
+    assert [c["command"] for c in commands] == [
+        "git init -q .", "ls -a | grep -c git > count.txt", f"echo did: {shlex.quote(INTENT)}"]
+    assert sorted(p["argv"][0] for p in commands[1]["processes"]) == ["grep", "ls"]
+    assert commands[2]["stdout"] == f"did: {INTENT}\n" and commands[2]["source"] == "traced"
+    [launcher] = [e for e in map(json.loads, trace.splitlines()) if e.get("ignored") == "launcher"]
+    assert "the agent itself" in launcher["stdout"]
 
 
 def test_command_agent_from_a_scenario(cli, spec, tmp_path):

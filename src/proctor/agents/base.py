@@ -1,19 +1,23 @@
 """The Agent contract: given a trial's environment, do the task by running commands.
 
 Agents never call the sandbox directly for their own work: they call `env.run_command`, which
-executes in the sandbox and records the command (trace + audit) so the checks see it.
+executes in the sandbox and records the command (trace + audit) so the checks see it, or
+run their program traced and record its tool calls with `env.record_program`. Either way
+each agent command is the same record (SPEC §2, record/commands.py).
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from proctor.model import CommandRecord, RunOptions, TaskDef, Trial
 from proctor.proc import ExecResult
+from proctor.record.commands import Reading, from_trace, processes, read_program
+from proctor.sandbox.trace import Trace, reread
 
 if TYPE_CHECKING:
     from proctor.record.recorder import Recorder
@@ -28,6 +32,7 @@ class AgentResult:
     tokens_out: int | None = 0
     cost_usd: float | None = None
     error: str | None = None  # the agent could not do its job (provider down) -> trial error
+    timed_out: bool = False  # it ran out of its time (the task timeout)
 
 
 @dataclass
@@ -41,14 +46,40 @@ class AgentEnv:
     solution: list[str] = field(default_factory=list)  # rendered; what the oracle runs
     commands: list[CommandRecord] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (e.g. --help text)
-    # What the agent has to show if its time runs out (an external agent: the model calls
-    # so far, and whether the endpoint failed).
+    # What the agent has to show if the harness has to stop it (the turns, tokens and model
+    # calls so far): see trial._run_agent.
     on_timeout: Callable[[], AgentResult] | None = None
+    # When the agent's time is up (time.monotonic()): every command and model call gets
+    # only what is left (`time_left`), so it ends with what it has so far.
+    deadline: float | None = None
+    timed_out: bool = False  # a command or model call was cut short by the deadline
+    # Traces of commands that left something running: read to the end by `settle`.
+    _unfinished: list[tuple[Trace, list[tuple[CommandRecord, int]]]] = field(default_factory=list)
 
-    async def run_command(self, command: str, timeout: float | None = None) -> CommandRecord:
-        """Run one agent command (`sh -c`) in the sandbox and record it."""
-        res = await self.sandbox.exec(command, timeout=timeout or self.task.timeout)
-        return self.record(CommandRecord(
+    def time_left(self, want: float | None = None) -> float:
+        """Seconds a command or model call may take: `want` (default: the task timeout),
+        never past the deadline."""
+        want = self.task.timeout if want is None else want
+        if self.deadline is None:
+            return want
+        return max(0.0, min(want, self.deadline - time.monotonic()))
+
+    def out_of_time(self) -> bool:
+        """Whether the deadline has passed (then the agent stops, and says so)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.timed_out = True
+        return self.timed_out
+
+    async def run_command(self, command: str, timeout: float | None = None,
+                          tool_call_id: str | None = None) -> CommandRecord:
+        """Run one agent command (`sh -c`) in the sandbox, traced, and record it: its
+        output from proctor's pipes, its programs from the trace. Call it only with time
+        left (`out_of_time()` is False)."""
+        res = await self.sandbox.exec(command, timeout=self.time_left(timeout), trace=True)
+        if res.timed_out:
+            self.out_of_time()
+        trace = res.trace
+        rec = CommandRecord(
             command=command,
             argv=["sh", "-c", command],
             cwd=str(self.sandbox.workdir),
@@ -59,7 +90,11 @@ class AgentEnv:
             duration_s=res.duration_s,
             timed_out=res.timed_out,
             truncated=res.truncated,
-        ))
+            processes=processes(trace, 0) if trace is not None and trace.programs else [],
+            tool_call_id=tool_call_id,
+        )
+        self._remember(trace, [(rec, 0)])
+        return self.record(rec)
 
     def record(self, rec: CommandRecord, ignored: str | None = None) -> CommandRecord:
         """Add a command to what the checks see, the trace and the audit log. A command
@@ -77,44 +112,49 @@ class AgentEnv:
                                         "cwd": rec.cwd, "source": rec.source})
         return rec
 
-    def record_execs(self, res: ExecResult, is_launcher: Callable[[list[str], int], bool],
-                     housekeeping: tuple[str, ...] = (), tool: re.Pattern[str] | None = None,
-                     unwrap: Callable[[list[str]], str | None] | None = None) -> None:
-        """The processes a traced agent program started, after proctor's own `sh -c`.
+    def record_program(self, res: ExecResult, reading: Reading,
+                       tool_calls: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+        """The tool calls of a traced agent program, as agent commands; what it set aside
+        (its housekeeping, `ignore_commands`) in the trace only. Its own program is the
+        caller's to record. `tool_calls`: the model's (id, arguments), in order: each
+        command gets the id of the next one holding its command string (a call the agent
+        refused to run matches nothing)."""
+        trace = res.trace
+        if trace is None:
+            return
+        cwd, limit = str(self.sandbox.workdir), self.options.output_limit
+        recorded, at = [], 0
+        for part in read_program(trace, reading):
+            rec = from_trace(trace, part.root, part.command, cwd=cwd, limit=limit,
+                             timed_out=res.timed_out)
+            for k in range(at, len(tool_calls) if part.aside is None else 0):
+                if part.command in [v for v in tool_calls[k][1].values() if isinstance(v, str)]:
+                    rec.tool_call_id, at = tool_calls[k][0], k + 1
+                    break
+            self.record(rec, ignored=part.aside)
+            recorded.append((rec, part.root))
+        self._remember(trace, recorded)
 
-        Set aside (in the trace only, marked `ignored`): the agent program itself and its
-        wrappers (`is_launcher(argv, parent)`, parent: the index of the exec it descends from,
-        0 for proctor's wrapper); a process matching `housekeeping` or the spec's
-        `ignore_commands`, with every process it started; and, for an agent whose shell
-        tool runs commands under a known process (`tool`, matched on the argv), every
-        process outside those: what the agent runs for itself. `unwrap` gives the command
-        a tool process runs, recorded in its place."""
-        execs = res.execs or []
-        parents = res.exec_parents or [-1] * len(execs)
-        patterns = [*housekeeping, *self.task.agent.ignore_commands]
-        set_aside: dict[int, str] = {}  # exec index -> why it and what it started are aside
-        in_tool: set[int] = set()
-        cwd = str(self.sandbox.workdir)
-        for i in range(1, len(execs)):
-            argv, parent = execs[i], parents[i]
-            raw = shlex.join(argv)
-            command = (unwrap(argv) if unwrap else None) or raw
-            is_tool = tool is not None and tool.search(raw) is not None
-            if is_tool or parent in in_tool:
-                in_tool.add(i)
-            why = set_aside.get(parent) or next(
-                (p for p in patterns if re.search(p, command)), None)
-            launcher = is_launcher(argv, parent)
-            if why is None and tool is not None and i not in in_tool and not launcher:
-                why = "housekeeping"
-            if why is not None:
-                set_aside[i] = why
-            elif launcher or is_tool and command == raw:
-                why = "launcher"
-            self.record(CommandRecord(command=command, argv=argv, cwd=cwd, exit_code=None,
-                                      stdout="", stderr="", started_at=res.started_at,
-                                      duration_s=0.0, source="exec"),
-                        ignored=why)
+    def _remember(self, trace: Trace | None, records: list[tuple[CommandRecord, int]]) -> None:
+        if trace is not None and trace.path is not None and records:
+            self._unfinished.append((trace, records))
+
+    async def settle(self) -> None:
+        """Once nothing the agent started runs any more: what its commands left running
+        (a server started in the background, and what it ran) joins their processes, read
+        from their traces to the end."""
+        for trace, records in self._unfinished:
+            final = await reread(trace)
+            for rec, root in records:
+                if root >= len(final.programs):
+                    continue
+                now = processes(final, root)
+                if [p.to_dict() for p in now] != [p.to_dict() for p in rec.processes]:
+                    rec.processes = now
+                    self.recorder.trace({"type": "command_processes", "command": rec.command,
+                                         "started_at": rec.started_at,
+                                         "processes": [p.to_dict() for p in now]})
+        self._unfinished.clear()
 
 
 class Agent(Protocol):

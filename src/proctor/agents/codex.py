@@ -34,10 +34,11 @@ class Codex(ExternalAgent):
     binary = "codex"
     apis = ("openai",)
     # Every shell tool command runs under Codex's own process set-up (the binary again),
-    # then its snapshot-override bash, then `bash -c CMD`. Everything else Codex starts (OS
-    # detection, its shell snapshot, a plugin index lookup) is housekeeping.
+    # then its snapshot-override bash, then `bash -c CMD`: the tool call's command. The
+    # first two are Codex's machinery. Everything else Codex starts (OS detection, its
+    # shell snapshot, a plugin index lookup) is housekeeping.
     tool_process = r"^/proc/self/exe --codex-run-as-process-setup "
-    wrappers = (r"^(/usr)?/bin/bash -c '__CODEX_SNAPSHOT_OVERRIDE",)
+    wrappers = (tool_process, r"^(/usr)?/bin/bash -c '__CODEX_SNAPSHOT_OVERRIDE")
 
     state_paths = (".codex/",)  # its own files under HOME
 

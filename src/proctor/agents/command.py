@@ -1,9 +1,11 @@
 """`command`: any external agent program, run in the sandbox and traced from outside.
 
-Every process the program executes is recorded (by the sandbox's tracer) as an agent
-command with `source: "exec"`, so `ran`, `not_ran` and `run_count` work for agents proctor
-does not control. The program itself comes last, with its exit code and output, so
-`exit_code`, `output_contains` and friends read what the agent program printed.
+proctor knows nothing of the program's tool calls, so its agent commands are the programs
+it starts itself (SPEC §4): each with everything it started, its exit status and what it
+wrote to its stdout and stderr, from the tracer's record (record/commands.py); a shell
+started with a command string counts as that string. The program itself (what proctor's
+shell started, and what that execs into: a wrapper script should `exec` the agent) is the
+launcher, in the trace only; its output is the trial's `output`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from proctor.agents.base import AgentEnv, AgentResult
 from proctor.agents.instructions import ahead_of, for_trial
 from proctor.errors import UsageError
 from proctor.model import CommandRecord, RunOptions, TaskDef
+from proctor.record.commands import Reading
 from proctor.templating import render
 
 # "{{prompt}}", '{{prompt}}' or {{prompt}}: all become one safely quoted shell word.
@@ -65,16 +68,19 @@ class CommandAgent:
         except UsageError as e:
             return AgentResult(error=str(e))
         command = render_command(template, prompt)
-        res = await env.sandbox.exec(command, timeout=env.task.agent.timeout,
-                                     env={"PROCTOR_PROMPT": prompt}, trace=True)
-        cwd = str(env.sandbox.workdir)
-        # The program itself (started by proctor's wrapper, its argv holding the prompt) is
-        # recorded last, as the launcher.
-        env.record_execs(res, lambda argv, parent: parent == 0 and prompt in argv)
-        env.record(CommandRecord(command=command, argv=["sh", "-c", command], cwd=cwd,
-                                 exit_code=res.exit_code, stdout=res.stdout, stderr=res.stderr,
+        res = await env.sandbox.exec(command, timeout=env.time_left(),
+                                     env={"PROCTOR_PROMPT": prompt},
+                                     capture=env.options.output_limit)
+        if res.timed_out:
+            env.out_of_time()
+        env.record_program(res, Reading(is_launcher=lambda argv, parent: parent == 0,
+                                        set_aside=tuple(env.task.agent.ignore_commands)))
+        env.record(CommandRecord(command=command, argv=["sh", "-c", command],
+                                 cwd=str(env.sandbox.workdir), exit_code=res.exit_code,
+                                 stdout=res.stdout, stderr=res.stderr,
                                  started_at=res.started_at, duration_s=res.duration_s,
                                  timed_out=res.timed_out, truncated=res.truncated,
-                                 source="launcher"))
+                                 source="launcher"), ignored="launcher")
         # proctor cannot see this program's model calls: tokens unknown, not zero.
-        return AgentResult(output=res.stdout, turns=1, tokens_in=None, tokens_out=None)
+        return AgentResult(output=res.stdout, turns=1, tokens_in=None, tokens_out=None,
+                           timed_out=env.timed_out)

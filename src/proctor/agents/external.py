@@ -9,10 +9,12 @@ rest the same way for all of them:
 * a recording model proxy runs in proctor's process (the real key stays there), reachable
   from inside the sandbox; for `mock/…` models an in-process mock-llm sits behind it, whose
   `run:` turns become the agent's own shell tool calls;
-* the agent runs inside the sandbox, traced: every process it starts is an agent command,
-  except its own launcher (recorded with `source: "launcher"`, which `ran`/`not_ran`/
-  `run_count` skip) and its housekeeping (and the spec's `ignore_commands`), which go to
-  the trace only;
+* the agent runs inside the sandbox, traced with its output: each call of its shell tool
+  is an agent command (record/commands.py: the command, its processes, its exit status,
+  its stdout and stderr, all from proctor's trace); its own program (`source: "launcher"`)
+  and its housekeeping (and the spec's `ignore_commands`) go to the trace only;
+* the task's deadline holds for everything: the agent gets the time left, and so does each
+  model call through the proxy;
 * turns, tokens and cost come from the proxy; a model endpoint that failed makes the trial
   `error`, never `fail`.
 """
@@ -36,6 +38,7 @@ from proctor.model import EXTERNAL_AGENTS, CommandRecord, RunOptions, TaskDef, T
 from proctor.providers import cost_usd, model_for, price_of, resolve_model
 from proctor.providers.base import ProviderError
 from proctor.providers.settings import provider_settings, split_model
+from proctor.record.commands import Reading
 
 MOCK_MODEL = "mock"  # the model name an agent is given when proctor's mock answers it
 DEFAULT_BASE_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
@@ -64,12 +67,11 @@ class ExternalAgent:
     apis: ClassVar[tuple[str, ...]]  # provider kinds the agent can talk to
     # Commands the agent runs for itself, not for the task (regexes, searched).
     housekeeping: ClassVar[tuple[str, ...]] = ()
-    # The process the agent's shell tool runs each command under (a regex on its argv):
-    # only processes under one are agent commands; what else it starts is housekeeping.
-    # None: every process the agent starts is an agent command.
+    # Where the agent's shell tool starts a tool call (a regex on the shell-quoted argv):
+    # the call's command is the first program from there that is not a wrapper; what else
+    # the agent starts is housekeeping. None: every program it starts is an agent command.
     tool_process: ClassVar[str | None] = None
-    # The agent's own machinery between it and a tool command (regexes): set aside like the
-    # launcher, but what they start is recorded.
+    # The agent's own machinery between `tool_process` and the command's shell (regexes).
     wrappers: ClassVar[tuple[str, ...]] = ()
     # Its own files (prefixes, relative to HOME unless absolute): writes there are not file
     # writes of the task; the trace keeps them.
@@ -147,10 +149,10 @@ class ExternalAgent:
     async def _run(self, env: AgentEnv, exe: str, model: str, upstream: _Upstream) -> AgentResult:
         from proctor.providers.proxy import ModelProxy
 
-        task, config = env.task, env.options.config
+        config = env.options.config
         async with upstream:
             proxy = ModelProxy(upstream.url, api_key=upstream.key, main_model=upstream.model,
-                               on_call=env.recorder.trace)
+                               on_call=env.recorder.trace, deadline=env.deadline)
             async with proxy:
                 host, port = await env.sandbox.expose("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))
                 w = Wiring(f"http://{host}:{port}", upstream.kind, upstream.model,
@@ -164,30 +166,36 @@ class ExternalAgent:
                         output=output, turns=proxy.turns,
                         tokens_in=proxy.tokens_in, tokens_out=proxy.tokens_out,
                         cost_usd=_cost(proxy.usage_by_model, model, upstream.model, config),
-                        error=_endpoint_failure(proxy, exit_code, timed_out))
+                        error=_endpoint_failure(proxy, exit_code, timed_out),
+                        timed_out=timed_out)
 
                 env.on_timeout = lambda: result("", None, True)
                 variables = {**{k: v for k, v in self.defaults.items()
                                 if k not in env.sandbox.env}, **self.environment(w)}
-                res = await env.sandbox.exec(shlex.join(argv), timeout=task.agent.timeout,
-                                             trace=True, env=variables)
+                res = await env.sandbox.exec(shlex.join(argv), timeout=env.time_left(),
+                                             capture=env.options.output_limit, env=variables)
+        if res.timed_out:
+            env.out_of_time()
         answer = await self.final_answer(env, w, res.stdout)
-        self._record(env, argv, res, answer)
-        return result(answer, res.exit_code, res.timed_out)
+        self._record(env, argv, res, answer, proxy.tool_calls)
+        return result(answer, res.exit_code, env.timed_out)
 
-    def _record(self, env: AgentEnv, argv: list[str], res: Any, answer: str) -> None:
-        """What the agent executed, then its launcher with its exit code and its final
-        answer as its output (what `output_*` checks read: not the JSON around Claude
-        Code's answer, not the prompt mini-swe-agent prints); all it printed goes to the
-        trace."""
+    def reading(self, env: AgentEnv) -> Reading:
+        """How to read this agent's trace (record/commands.py): its own program is known by
+        its path in the install cache; its tool calls by `tool_process` and `wrappers`."""
         roots = (str(pinned_dir(self.name, self.pinned_version(env.task))),)
-        wrappers = [re.compile(w) for w in self.wrappers]
+        return Reading(is_launcher=lambda argv, parent: _is_launcher(argv, roots),
+                       tool=re.compile(self.tool_process) if self.tool_process else None,
+                       wrappers=tuple(re.compile(w) for w in self.wrappers),
+                       set_aside=(*self.housekeeping, *env.task.agent.ignore_commands),
+                       unwrap=self.unwrap)
 
-        def is_launcher(args: list[str], parent: int) -> bool:
-            return _is_launcher(args, roots) or any(w.search(shlex.join(args)) for w in wrappers)
-
-        tool = re.compile(self.tool_process) if self.tool_process else None
-        env.record_execs(res, is_launcher, self.housekeeping, tool, self.unwrap)
+    def _record(self, env: AgentEnv, argv: list[str], res: Any, answer: str,
+                calls: list[tuple[str, dict[str, Any]]]) -> None:
+        """Its tool calls as agent commands (matched to the model's tool calls for their
+        ids), then the agent program itself, set aside as the launcher, with its exit code
+        and its final answer; all it printed goes to the trace."""
+        env.record_program(res, self.reading(env), calls)
         if res.stdout != answer:
             env.recorder.trace({"type": "agent_stdout", "stdout": res.stdout,
                                 "truncated": res.truncated})
@@ -196,7 +204,7 @@ class ExternalAgent:
                                  stdout=answer, stderr=res.stderr,
                                  started_at=res.started_at, duration_s=res.duration_s,
                                  timed_out=res.timed_out, truncated=res.truncated,
-                                 source="launcher"))
+                                 source="launcher"), ignored="launcher")
 
 
 def shell_command(argv: list[str], shells: tuple[str, ...]) -> str | None:

@@ -7,11 +7,14 @@ and stderr, each cut to `[llm] output_limit` characters. The loop ends when the 
 answers without a tool call, or after `max_turns` rounds of tool calls. A model call that
 still fails after the retries ends the trial as `error`, never `fail`.
 
-`turns` counts model responses, so it never exceeds `max_turns`.
+`turns` counts model responses, so it never exceeds `max_turns`. The task's timeout holds
+for the whole loop: a model call or a command gets only the time left, and when it is up
+the loop ends with everything so far (turns, tokens, the command cut short).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,19 +124,29 @@ class LLMAgent:
     async def _loop(self, env: AgentEnv, provider: Any, model: str, system: str,
                     settings: LLMSettings, provider_error: type[Exception]) -> AgentResult:
         res = AgentResult()
+        env.on_timeout = lambda: res  # stopped from outside: what it has so far
         messages: list[dict[str, Any]] = [{"role": "user", "content": env.prompt}]
         max_turns = env.task.agent.max_turns
         traced = 0  # messages already in the trace: each model_call carries only the new ones
         reason = "answer"
         while True:
+            if env.out_of_time():
+                reason = "timeout"
+                break
             try:
-                resp = await provider.complete(system, messages, TOOLS, settings.temperature,
-                                               settings.max_tokens)
-            except provider_error as e:
+                resp = await asyncio.wait_for(
+                    provider.complete(system, messages, TOOLS, settings.temperature,
+                                      settings.max_tokens), env.time_left())
+            except (provider_error, TimeoutError) as e:
+                cut = isinstance(e, TimeoutError) and env.out_of_time()
                 env.recorder.trace({"type": "model_call", "model": model, "turn": res.turns + 1,
                                     "request": {"history": traced, "messages": messages[traced:]},
-                                    "error": str(e), "retries": getattr(e, "retries", [])})
-                res.error, reason = str(e), "error"
+                                    "error": "cut at the task's timeout" if cut else str(e),
+                                    "retries": getattr(e, "retries", [])})
+                if cut:
+                    reason = "timeout"
+                else:
+                    res.error, reason = str(e) or type(e).__name__, "error"
                 break
             res.turns += 1
             res.tokens_in += resp.usage.input
@@ -154,23 +167,28 @@ class LLMAgent:
                 break
             messages.append({"role": "assistant", "content": resp.text, "tool_calls": calls})
             for call in resp.tool_calls:
-                content = await self._run_tool(env, call.name, call.arguments, settings)
+                if env.out_of_time():
+                    break
+                content = await self._run_tool(env, call, settings)
                 messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
                                  "content": content})
+            if env.out_of_time():
+                reason = "timeout"
+                break
             if res.turns >= max_turns:
                 reason = "max_turns"
                 break
+        res.timed_out = env.timed_out
         env.recorder.trace({"type": "agent_stop", "reason": reason, "turns": res.turns,
                             "tokens": {"input": res.tokens_in, "output": res.tokens_out}})
         return res
 
-    async def _run_tool(self, env: AgentEnv, name: str, args: dict[str, Any],
-                        settings: LLMSettings) -> str:
+    async def _run_tool(self, env: AgentEnv, call: Any, settings: LLMSettings) -> str:
         # Mistakes are told to the model (it can correct itself), never raised.
-        if name != "run_command":
-            return f"error: unknown tool {name!r}; the only tool is run_command"
-        command = args.get("command")
+        if call.name != "run_command":
+            return f"error: unknown tool {call.name!r}; the only tool is run_command"
+        command = call.arguments.get("command")
         if not isinstance(command, str) or not command.strip():
             return "error: run_command needs a non-empty string argument `command`"
-        rec = await env.run_command(command)
+        rec = await env.run_command(command, tool_call_id=call.id)
         return tool_result(rec, settings.output_limit)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from proctor.checks.base import CheckContext, cut
 from proctor.model import CheckOutcome, CommandRecord
@@ -129,9 +130,16 @@ def ran_summary(commands: Sequence[CommandRecord]) -> str:
     return f"ran {n} command{'s' if n != 1 else ''}: {command_list(commands)}"
 
 
-def numbered(hits: Sequence[tuple[int, CommandRecord]]) -> str:
-    """`#2 git commit -m x, #5 git commit --amend`, cut at 2,000 characters."""
-    return cut(", ".join(f"#{i} {c.command}" for i, c in hits))
+def numbered(hits: Sequence[tuple[int, CommandRecord]], pattern: Any = None) -> str:
+    """`#2 git commit -m x, #5 sh cleanup.sh (its program: rm -rf build)`, cut at 2,000
+    characters; with `pattern` (a _match.CommandPattern), the program that matched when
+    the command string itself did not."""
+    def one(i: int, c: CommandRecord) -> str:
+        if pattern is None or pattern.search(c.command):
+            return f"#{i} {c.command}"
+        where = next((t for t in c.texts()[1:] if pattern.search(t)), "")
+        return f"#{i} {c.command} (its program: {cut(where, 200)})"
+    return cut(", ".join(one(i, c) for i, c in hits))
 
 
 def outputs(stdout: str, stderr: str) -> str:

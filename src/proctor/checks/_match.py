@@ -1,8 +1,10 @@
 """Command patterns shared by `ran`, `not_ran` and `run_count` (and `validate`'s warning).
 
-A pattern is a regular expression searched (`re.search`) in each agent command string
-(`CommandRecord.command`). A pattern that is not a valid regex is matched as a literal
-substring instead, as in cli-bench; `regex_error()` tells `validate` to warn about it.
+A pattern is a regular expression searched (`re.search`) in each agent command's string
+and in the argv (joined with spaces) of each program it started (`CommandRecord.texts()`,
+SPEC §2); an agent command matches once however many of those match. A pattern that is not
+a valid regex is matched as a literal substring instead, as in cli-bench; `regex_error()`
+tells `validate` to warn about it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,12 @@ def regex_error(pattern: str) -> str | None:
     return compile_pattern(pattern).error
 
 
+def first_match(pattern: CommandPattern, command: CommandRecord) -> str | None:
+    """What of `command` the pattern matches: its string, else the first of its programs'
+    argv that does (joined with spaces); None when nothing does."""
+    return next((t for t in command.texts() if pattern.search(t)), None)
+
+
 def matching(pattern: CommandPattern, commands: Iterable[CommandRecord]) -> list[tuple[int, CommandRecord]]:
-    """(1-based position, record) of every command whose string matches, in order."""
-    return [(i, c) for i, c in enumerate(commands, 1) if pattern.search(c.command)]
+    """(1-based position, record) of every command that matches, in order."""
+    return [(i, c) for i, c in enumerate(commands, 1) if first_match(pattern, c) is not None]

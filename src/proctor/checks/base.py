@@ -37,7 +37,7 @@ class CheckContext:
     task: TaskDef
     trial: Trial
     sandbox: Sandbox
-    commands: list[CommandRecord]  # agent commands only, in order
+    commands: list[CommandRecord]  # agent commands only, in order (SPEC §2)
     agent_output: str
     recorder: Recorder
     options: RunOptions = field(default_factory=RunOptions)
@@ -48,12 +48,6 @@ class CheckContext:
     def workdir(self) -> Path:
         """The workspace as commands in the sandbox see it."""
         return Path(self.sandbox.workdir)
-
-    @property
-    def executed(self) -> list[CommandRecord]:
-        """What `ran`, `not_ran` and `run_count` look at: the commands the agent ran for its
-        task, not an external agent's own program (`source: launcher`)."""
-        return [c for c in self.commands if c.source != "launcher"]
 
     @property
     def last_command(self) -> CommandRecord | None:

@@ -11,13 +11,13 @@ from proctor.model import CheckOutcome
 
 
 class Config(CheckConfig):
-    pattern: str = Field(description="Regular expression searched in each agent command string.")
+    pattern: str = Field(description="Regular expression searched in each agent command's string and in the argv of each program it started.")
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     pattern = compile_pattern(cfg.pattern)
-    hits = matching(pattern, ctx.executed)
-    n = len(ctx.executed)
+    hits = matching(pattern, ctx.commands)
+    n = len(ctx.commands)
     if not hits:
         return CheckOutcome(
             passed=True,
@@ -27,7 +27,7 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     return CheckOutcome(
         passed=False,
         message=f"{k} of {n} agent command{'s' if n != 1 else ''} match{'es' if k == 1 else ''} "
-        f"{pattern.describe()}: {numbered(hits)}",
+        f"{pattern.describe()}: {numbered(hits, pattern)}",
     )
 
 

@@ -11,7 +11,7 @@ from proctor.model import CheckOutcome
 
 
 class Config(CheckConfig):
-    pattern: str = Field(description="Regular expression searched in each agent command string.")
+    pattern: str = Field(description="Regular expression searched in each agent command's string and in the argv of each program it started.")
     min: int = Field(0, ge=0, description="At least this many matching commands (inclusive).")
     max: int | None = Field(None, ge=0, description="At most this many (inclusive); unbounded if unset.")
 
@@ -24,7 +24,7 @@ class Config(CheckConfig):
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     pattern = compile_pattern(cfg.pattern)
-    hits = matching(pattern, ctx.executed)
+    hits = matching(pattern, ctx.commands)
     count = len(hits)
     if cfg.max is None:
         expected = f"at least {cfg.min}"
@@ -37,7 +37,7 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     details = {"count": count, "min": cfg.min, "max": cfg.max}
     if cfg.min <= count and (cfg.max is None or count <= cfg.max):
         return CheckOutcome(passed=True, message=f"{counted} (expected {expected})", details=details)
-    seen = numbered(hits) if hits else ran_summary(ctx.executed)
+    seen = numbered(hits, pattern) if hits else ran_summary(ctx.commands)
     return CheckOutcome(passed=False, message=f"{counted}, expected {expected}: {seen}",
                         details=details)
 

@@ -327,7 +327,8 @@ class MockServer:
         return self.app[HANDLERS].received
 
     async def start(self) -> str:
-        self._runner = web.AppRunner(self.app, access_log=None)
+        # Stopping does not wait for an answer still delayed (`delay:`): its caller is gone.
+        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
         try:
             await web.TCPSite(self._runner, self.host, self.port).start()

@@ -56,12 +56,79 @@ def usage_from_body(body: bytes) -> tuple[int, int]:
     return tin, tout
 
 
+def _args(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) and raw else {}
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _calls_in(obj: Any) -> list[tuple[str, dict[str, Any]]]:
+    """Tool calls in one finished answer (or one Responses stream event), any API."""
+    if not isinstance(obj, dict):
+        return []
+    obj = obj.get("response") if isinstance(obj.get("response"), dict) else obj
+    calls = [(str(b.get("id")), _args(b.get("input"))) for b in obj.get("content") or []
+             if isinstance(b, dict) and b.get("type") == "tool_use"]  # Anthropic
+    for choice in obj.get("choices") or []:  # Chat Completions
+        message = choice.get("message") if isinstance(choice, dict) else None
+        for c in (message or {}).get("tool_calls") or []:
+            calls.append((str(c.get("id")), _args((c.get("function") or {}).get("arguments"))))
+    items = obj.get("output") or ([obj["item"]] if isinstance(obj.get("item"), dict) else [])
+    calls += [(str(i.get("call_id")), _args(i.get("arguments"))) for i in items
+              if isinstance(i, dict) and i.get("type") == "function_call"]  # Responses
+    return calls
+
+
+def tool_calls_from_body(body: bytes) -> list[tuple[str, dict[str, Any]]]:
+    """(id, arguments) of every tool call the model answered with: a JSON body, or a
+    stream (Anthropic's tool_use blocks and their input deltas, Chat Completions' tool
+    call deltas, the Responses API's finished output items)."""
+    text = body.decode("utf-8", "replace")
+    try:
+        return _calls_in(json.loads(text))
+    except ValueError:
+        pass
+    calls: list[tuple[str, dict[str, Any]]] = []
+    blocks: dict[Any, list[str]] = {}  # stream index -> [id, json so far]
+    for line in text.splitlines():
+        if not line.startswith("data:") or line[5:].strip() in ("", "[DONE]"):
+            continue
+        try:
+            event = json.loads(line[5:])
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if event.get("type") == "response.output_item.done":
+            calls += _calls_in(event)
+        block, delta = event.get("content_block"), event.get("delta")
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            blocks[event.get("index")] = [str(block.get("id")), ""]
+        elif isinstance(delta, dict) and delta.get("type") == "input_json_delta" \
+                and event.get("index") in blocks:
+            blocks[event.get("index")][1] += str(delta.get("partial_json") or "")
+        for choice in event.get("choices") or []:
+            for c in ((choice or {}).get("delta") or {}).get("tool_calls") or []:
+                held = blocks.setdefault(("chat", c.get("index")), ["", ""])
+                held[0] = held[0] or str(c.get("id") or "")
+                held[1] += str((c.get("function") or {}).get("arguments") or "")
+    return calls + [(i, _args(j)) for i, j in blocks.values()]
+
+
 class ModelProxy:
-    """`async with ModelProxy(upstream, api_key=...) as p:` then point the agent at `p.url`."""
+    """`async with ModelProxy(upstream, api_key=...) as p:` then point the agent at `p.url`.
+
+    `deadline` (time.monotonic()): when the task's time is up. A call forwarded before it
+    may take only the time left; one cut by it, or asked for after it, is answered 400 and
+    recorded as cut by the deadline (the agent ran out of time: not an endpoint failure)."""
 
     def __init__(self, upstream: str, api_key: str | None = None,
                  on_call: Callable[[dict[str, Any]], None] | None = None,
-                 main_model: str | None = None):
+                 main_model: str | None = None, deadline: float | None = None):
         self.upstream = upstream.rstrip("/")
         self.api_key = api_key
         # Calls for another model (Claude Code's titles on a small model) are `side` calls:
@@ -72,6 +139,9 @@ class ModelProxy:
         self.turns = self.tokens_in = self.tokens_out = 0
         self.usage_by_model: dict[str, list[int]] = {}  # model -> [input, output] tokens
         self.errors: list[str] = []
+        self.tool_calls: list[tuple[str, dict[str, Any]]] = []  # (id, arguments), in order
+        self.deadline = deadline
+        self.stopping = False  # calls cut from here on are cut with the agent, not failures
         self.url = ""
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
@@ -91,9 +161,14 @@ class ModelProxy:
         body = await request.read()
         target = self.upstream + request.path_qs
         started = time.monotonic()
+        left = None if self.deadline is None else self.deadline - started
+        out: web.StreamResponse | None = None
         try:
-            async with self._session.request(request.method, target, data=body,
-                                             headers=self._headers(request)) as up:
+            if left is not None and left <= 0:
+                raise TimeoutError
+            async with self._session.request(
+                    request.method, target, data=body, headers=self._headers(request),
+                    timeout=aiohttp.ClientTimeout(total=left, sock_connect=10)) as up:
                 out = web.StreamResponse(status=up.status, headers={
                     k: v for k, v in up.headers.items() if k.lower() not in _HOP_HEADERS
                     and k.lower() != "content-encoding"})
@@ -103,8 +178,22 @@ class ModelProxy:
                     answer += chunk
                     await out.write(chunk)
                 await out.write_eof()
+        except TimeoutError:
+            self._record(request, body, None, b"", started, None, cut=True)
+            if out is not None:  # the answer had begun: it ends here
+                return out
+            return web.json_response({"error": {"type": "invalid_request_error", "message":
+                                                "proctor model proxy: the task's time is up"}},
+                                     status=400)
         except aiohttp.ClientError as e:
+            if self._past_deadline():  # the upstream went with the agent's time: a cut
+                self._record(request, body, None, b"", started, None, cut=True)
+                return out if out is not None else web.json_response(
+                    {"error": {"type": "invalid_request_error",
+                               "message": "proctor model proxy: the task's time is up"}}, status=400)
             self._record(request, body, None, b"", started, f"{target}: {e}")
+            if out is not None:
+                return out
             # 400, not 502: an agent backs off and retries a 5xx for minutes, while an
             # endpoint proctor cannot reach at all is a setup problem to report at once.
             return web.json_response({"error": {"type": "invalid_request_error", "message":
@@ -114,8 +203,11 @@ class ModelProxy:
         self._record(request, body, up.status, bytes(answer), started, error)
         return out
 
+    def _past_deadline(self) -> bool:
+        return self.stopping or self.deadline is not None and time.monotonic() >= self.deadline
+
     def _record(self, request: web.Request, body: bytes, status: int | None, answer: bytes,
-                started: float, error: str | None) -> None:
+                started: float, error: str | None, cut: bool = False) -> None:
         if request.method != "POST" or not request.path.endswith(_MODEL_PATHS):
             return  # model lists, token counts: not model turns
         event: dict[str, Any] = {"type": "model_call", "source": "proxy", "path": request.path,
@@ -129,7 +221,9 @@ class ModelProxy:
         self.last_failed = error is not None
         if side:
             event["side"] = True
-        if error is not None:
+        if cut:
+            event["error"] = "cut at the task's timeout"
+        elif error is not None:
             self.errors.append(error)
             event["error"] = error
         else:
@@ -143,6 +237,8 @@ class ModelProxy:
             per_model[1] += tout
             event.update(turn=self.turns, usage={"input": tin, "output": tout},
                          response=answer[:200_000].decode("utf-8", "replace"))
+            if not side:
+                self.tool_calls += tool_calls_from_body(answer)
         if self.on_call is not None:
             self.on_call(event)
 
@@ -151,7 +247,8 @@ class ModelProxy:
                                                                             sock_connect=10))
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._forward)
-        self._runner = web.AppRunner(app, access_log=None)
+        # Stopping does not wait for a call still in flight (the agent is gone by then).
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
         host, port = self._runner.addresses[0][:2]
@@ -159,6 +256,7 @@ class ModelProxy:
         return self.url
 
     async def stop(self) -> None:
+        self.stopping = True
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

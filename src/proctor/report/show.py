@@ -171,12 +171,14 @@ def _command(ev: dict[str, Any]) -> Any:
     t.append("$ ", style="dim" if aside else "bold")
     t.append(data.one_line(ev.get("command") or " ".join(ev.get("argv") or []),
                            120 if aside else 400), style="dim" if aside else "bold")
-    if ev.get("source") != "exec":  # a traced process has no exit code or duration of its own
-        meta = "timed out" if ev.get("timed_out") else f"exit {code}"
-        t.append(f"   [{meta}, {data.seconds(ev.get('duration_s'))}]",
-                 style="green" if ok else "red")
-    t.append(f"  (set aside: {data.clean(aside)})" if aside else
-             "  (recorded exec)" if ev.get("source") == "exec" else "", style="dim")
+    meta = "timed out" if ev.get("timed_out") else \
+        f"exit {code}" if code is not None else "no exit code"
+    t.append(f"   [{meta}, {data.seconds(ev.get('duration_s'))}]",
+             style="green" if ok else "red")
+    t.append(f"  (set aside: {data.clean(aside)})" if aside else "", style="dim")
+    processes = [" ".join(p.get("argv") or []) for p in ev.get("processes") or []]
+    if processes and not aside:  # what it started, one line (report.html shows the tree)
+        t.append("\n    ran: " + data.one_line(", ".join(processes), 300), style="dim")
     for stream, style in (("stdout", ""), ("stderr", "yellow")):
         if ev.get(stream):
             t.append("\n" + _indent(_block(ev[stream])), style=style)

@@ -70,8 +70,10 @@ class Sandbox(Protocol):
 
     `exec` runs `sh -c command` with the sandbox's environment (plus `env`); at `timeout`
     everything it started is killed; output past the limit is counted and dropped. With
-    `trace=True` every process started underneath is recorded (argv) in `execs`, from
-    outside the sandbox.
+    `trace=True` every program started underneath is recorded in `trace` (argv, process
+    tree, exit status; sandbox/trace.py; its argv also in `execs`), from outside the
+    sandbox; with `capture` (bytes per process) also what each process wrote to its stdout
+    and stderr.
     """
 
     workdir: str  # the workspace, as commands inside see it
@@ -80,7 +82,7 @@ class Sandbox(Protocol):
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
-                   trace: bool = False) -> ExecResult: ...
+                   trace: bool = False, capture: int | None = None) -> ExecResult: ...
 
     async def read_file(self, path: str, limit: int | None = None) -> bytes:
         """At most `limit` bytes (+1, so callers can tell it was cut). Raises

@@ -36,7 +36,7 @@ from proctor.sandbox.base import Entry, ExecResult, SandboxSpec
 from proctor.sandbox.forward import Forwarder, listen_inside
 from proctor.sandbox.local import LocalSandbox
 from proctor.sandbox.namespaces import AGENT_UID
-from proctor.sandbox.trace import parse_trace, tracer, tracer_argv
+from proctor.sandbox.trace import read_trace, tracer, tracer_argv
 
 ENGINE_TIMEOUT_S = 20.0  # a daemon that has not answered by then is as good as absent
 DOCKER_TIMEOUT_S = 120.0  # one engine call (create, remove); images are built beforehand
@@ -323,8 +323,9 @@ class DockerSandbox(LocalSandbox):
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
-                   trace: bool = False) -> ExecResult:
+                   trace: bool = False, capture: int | None = None) -> ExecResult:
         assert self.container is not None
+        trace = trace or capture is not None
         self._execs += 1
         mark = f"{EXEC_MARK}={self._execs}"
         full = {**self.env, **(env or {}), EXEC_MARK: str(self._execs)}
@@ -341,7 +342,8 @@ class DockerSandbox(LocalSandbox):
         trace_file = None
         if trace:
             trace_file = self.private / f"trace-{self._execs}"
-            inner = [*tracer_argv(Path(PRIVATE, trace_file.name), TRACER), *inner]
+            inner = [*tracer_argv(Path(PRIVATE, trace_file.name), TRACER,
+                                  capture=capture), *inner]
         io = await asyncio.to_thread(self._fifos, self._execs)
         inner = ["/bin/sh", "-c", _RELAY, "relay", f"{PRIVATE}/{io.name}", *inner]
         client_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **full}
@@ -354,10 +356,7 @@ class DockerSandbox(LocalSandbox):
             await asyncio.to_thread(self._kill, mark.encode())
         await asyncio.to_thread(shutil.rmtree, io, True)
         if trace_file is not None:
-            trace = parse_trace(trace_file)
-            trace_file.unlink(missing_ok=True)
-            trace.drop_leading(1 if trace.execs and
-                               posixpath.basename(trace.execs[0][0]) == "setpriv" else 0)
+            res.trace = trace = read_trace(trace_file, ("setpriv",))
             res.execs, res.exec_parents = trace.execs, trace.parents
             if not trace.complete and not res.timed_out:
                 res.error = "recording lost: the command trace ended before the command did"

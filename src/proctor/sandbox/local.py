@@ -37,7 +37,7 @@ from proctor.sandbox.base import Entry, ExecResult, Resources, SandboxSpec, Snap
 from proctor.sandbox.forward import Forwarder
 from proctor.sandbox.namespaces import Box, missing, visible_system_path
 from proctor.sandbox.pool import INSIDE_HOME, PLACES, BoxPool, Shape, Slot
-from proctor.sandbox.trace import parse_trace, tracer_argv
+from proctor.sandbox.trace import read_trace, tracer_argv
 
 INSIDE_WORKDIR = "/workspace"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -215,8 +215,9 @@ class LocalSandbox:
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
-                   trace: bool = False) -> ExecResult:
+                   trace: bool = False, capture: int | None = None) -> ExecResult:
         env = {**self.env, **env} if env else self.env
+        trace = trace or capture is not None
         if self.box is not None and not trace:  # started by the box's spawner: no wrapper
             res = await self.box.spawner.run(
                 ["/bin/sh", "-c", command], env=env, cwd=cwd or self.workdir, timeout=timeout,
@@ -237,7 +238,7 @@ class LocalSandbox:
         if trace:
             self._trace_n += 1
             trace_file = self.private / f"trace-{self._trace_n}"
-            argv = tracer_argv(trace_file) + argv
+            argv = tracer_argv(trace_file, capture=capture) + argv
         if self.box is None and self.hosts_file is not None:
             argv = hostsfile.wrap(argv, self.hosts_file)  # outside the tracer: not the agent's
         argv = self._limits_prefix() + argv  # outermost: everything runs inside the limits
@@ -245,13 +246,8 @@ class LocalSandbox:
                              limit=self.output_limit, on_start=self._groups.add,
                              feed=self.on_output)
         if trace_file is not None:
-            trace = parse_trace(trace_file)
-            trace_file.unlink(missing_ok=True)
-            skip = self.box.wrapper_programs if self.box is not None else ()
-            n = 0
-            while n < len(trace.execs) and posixpath.basename(trace.execs[n][0]) in skip:
-                n += 1
-            trace.drop_leading(n)
+            res.trace = trace = read_trace(
+                trace_file, self.box.wrapper_programs if self.box is not None else ())
             res.execs, res.exec_parents = trace.execs, trace.parents
             if not trace.complete and not res.timed_out:
                 res.error = "recording lost: the command trace ended before the command did"

@@ -1,0 +1,151 @@
+"""One meaning for every check, whatever the agent (SPEC §2, §4): the conformance suite
+(tests/agents/conformance/) and one scripted behaviour run through `llm`, Claude Code, Codex
+and mini-swe-agent give the same verdict for every check and the same agent commands
+(string, exit status, stdout, stderr, the programs each started), each answering its
+model's tool call; a model that hangs after a forbidden command does not save the agent,
+and the task's timeout holds. Then every bundled example passes under every agent that
+can run it, driven by `mock/solver`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.agents.conftest import AGENTS, need_agent
+from tests.conftest import PROCTOR, REPO
+
+pytestmark = pytest.mark.slow
+
+SUITE = Path(__file__).parent / "conformance"
+ALL = ("llm", *AGENTS)
+TASKS = ("compound", "pipes", "children", "failing-last", "streams", "script-hang")
+HANG_TIMEOUT, GRACE = 60, 10  # the hang task's timeout (cli-bench.yaml); setup, start, stop
+EXAMPLES = ("external-agents", "fix-the-bug", "git-basics", "mock-llm-demo", "reconciliation")
+
+
+def _run(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([PROCTOR, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "NO_COLOR": "1"})
+
+
+def _all_agents(tmp: Path, argv: list[str]) -> dict[str, Path]:
+    """`proctor run ARGV --agent A` for every agent at once; the run directory of each."""
+    for agent in AGENTS:
+        need_agent(agent)
+
+    def one(agent: str) -> Path:
+        out = tmp / agent
+        proc = _run([*argv, "--agent", agent, "-q", "--output-dir", str(out)], tmp)
+        assert (out / "results.json").exists(), proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr, proc.stderr
+        return out
+
+    with ThreadPoolExecutor(len(ALL)) as pool:
+        return dict(zip(ALL, pool.map(one, ALL), strict=True))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("conformance")
+    return _all_agents(tmp, ["run", str(SUITE / "cli-bench.yaml")])
+
+
+def _trial(run: Path, task: str) -> dict:
+    [t] = [t for t in json.loads((run / "results.json").read_text())["trials"]
+           if t["task_id"] == task]
+    return t
+
+
+def _commands(run: Path, trial: dict) -> list[dict]:
+    events = map(json.loads, (run / "trials" / trial["id"] / "trace.jsonl").read_text()
+                 .splitlines())
+    return [e for e in events if e["type"] == "command" and not e.get("ignored")]
+
+
+def _comparable(c: dict) -> tuple:
+    """What must agree across agents (pipeline members start in any order)."""
+    return (c["command"], c["exit_code"], c["stdout"], c["stderr"], c["timed_out"],
+            sorted(" ".join(p["argv"]) for p in c["processes"]))
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_agent_gives_the_same_verdicts_and_commands(runs, task):
+    trials = {agent: _trial(run, task) for agent, run in runs.items()}
+    verdicts = {agent: [(c["name"], c["passed"]) for c in t["checks"]]
+                for agent, t in trials.items()}
+    assert all(t["status"] != "error" for t in trials.values()), \
+        {a: t.get("error") for a, t in trials.items()}
+    assert verdicts["llm"] and all(v == verdicts["llm"] for v in verdicts.values()), \
+        {a: [(c["name"], c["passed"], c["message"]) for c in t["checks"]]
+         for a, t in trials.items()}
+    commands = {agent: _commands(runs[agent], t) for agent, t in trials.items()}
+    assert commands["llm"], "the behaviour ran no command"
+    for agent, seen in commands.items():
+        assert [_comparable(c) for c in seen] == [_comparable(c) for c in commands["llm"]], agent
+        assert all(c["tool_call_id"] for c in seen), agent  # matched to the model's call
+
+
+def test_the_intended_verdicts(runs):
+    """The shared verdicts are the right ones (checked on one agent; the test above makes
+    them everyone's)."""
+    failing = {task: [c["name"] for c in _trial(runs["codex"], task)["checks"]
+                      if not c["passed"]] for task in TASKS}
+    assert failing == {"compound": [], "pipes": ["output_contains#3"], "children": [],
+                       "failing-last": ["exit_code#1", "output_contains#3"],
+                       "streams": ["output_contains#2"],
+                       "script-hang": ["not_ran#0", "file_exists#2"]}
+    message = next(c["message"] for c in _trial(runs["claude-code"], "script-hang")["checks"]
+                   if c["name"] == "not_ran#0")
+    assert message.endswith("#1 sh cleanup.sh (its program: rm -rf junk)")
+
+
+@pytest.mark.parametrize("agent", ALL)
+def test_a_model_that_hangs_after_a_forbidden_command_times_out_and_is_judged(runs, agent):
+    """Hostile: the agent ran `sh cleanup.sh` (which removes junk), then its model hangs
+    for ten minutes. The trial ends at its timeout (plus a little grace), says it timed
+    out, and keeps the command, the turns and the tokens: not_ran fails. The honest twins
+    are the other tasks: not timed out."""
+    t = _trial(runs[agent], "script-hang")
+    assert t["status"] == "fail" and t["timed_out"] is True
+    assert t["duration_s"] < HANG_TIMEOUT + GRACE, t["duration_s"]
+    assert t["turns"] >= 1 and t["tokens"]["input"] > 0
+    others = [_trial(runs[agent], task) for task in TASKS if task != "script-hang"]
+    assert not any(o["timed_out"] for o in others)
+
+
+@pytest.mark.skip(reason="help modes for third-party agents are helper agentsmisc's (issue 24 "
+                         "item 3); un-skip once they are on main")
+def test_help_modes_give_one_trial_each_under_every_agent(tmp_path):
+    """`help_modes: [injected, none]`: two trials per task under every agent that takes a
+    prompt, with the same verdicts."""
+    suite = tmp_path / "help.yaml"
+    suite.write_text((SUITE / "cli-bench.yaml").read_text().replace(
+        "cli: git\n", "cli: git\nhelp_modes: [injected, none]\n"))
+    (tmp_path / "script.yaml").write_text((SUITE / "script.yaml").read_text())
+    runs = _all_agents(tmp_path, ["run", str(suite), "--task", "streams"])
+    for run in runs.values():
+        trials = json.loads((run / "results.json").read_text())["trials"]
+        assert sorted(t["help_mode"] for t in trials) == ["injected", "none"]
+        assert all([c["passed"] for c in t["checks"]] == [True, True, False, True]
+                   for t in trials)
+
+
+def test_every_bundled_example_passes_under_every_agent(tmp_path):
+    """`--model mock/solver` answers each task with its `solution`, one command per turn,
+    through each agent's own shell tool."""
+    runs = _all_agents(tmp_path, ["run", *(str(REPO / "examples" / e) for e in EXAMPLES),
+                                  "--model", "mock/solver", "--concurrency", "4"])
+    for agent, run in runs.items():
+        trials = json.loads((run / "results.json").read_text())["trials"]
+        assert {t["task_id"] for t in trials} >= {"count-orders", "fix-the-bug",
+                                                  "unknown-revision", "reconciliation"}
+        failed = {t["id"]: t.get("error") or [c["message"] for c in t["checks"]
+                                               if not c["passed"]]
+                  for t in trials if t["status"] != "pass"}
+        assert not failed, (agent, failed)
