@@ -223,50 +223,16 @@ static int install_filter(void) {
     return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 }
 
+#define TRACE_OPTIONS (PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | \
+                       PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL)
+
 static int is_stop_signal(int sig) {
     return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
-int main(int argc, char **argv) {
-    const char *path = NULL;
-    int i = 1;
-    for (; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) path = argv[++i];
-        else if (!strcmp(argv[i], "--")) { i++; break; }
-        else break;
-    }
-    if (!path || i >= argc) {
-        fprintf(stderr, "usage: exectrace -o FILE -- PROGRAM [ARG...]\n");
-        return 2;
-    }
-    out = fopen(path, "we");
-    if (!out) { perror("exectrace: output"); return 2; }
-
-    int go[2];
-    if (pipe2(go, O_CLOEXEC) < 0) { perror("exectrace: pipe"); return 2; }
-    pid_t top = fork();
-    if (top < 0) { perror("exectrace: fork"); return 2; }
-    if (top == 0) {
-        char c;
-        close(go[1]);
-        if (read(go[0], &c, 1) != 1) _exit(127); /* the tracer is gone: run nothing untraced */
-        if (install_filter() < 0) { perror("exectrace: seccomp"); _exit(127); }
-        execvp(argv[i], argv + i);
-        fprintf(stderr, "exectrace: %s: %s\n", argv[i], strerror(errno));
-        _exit(127);
-    }
-    close(go[0]);
-    long opts = PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
-                PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL;
-    if (ptrace(PTRACE_SEIZE, top, 0, (void *)opts) < 0) {
-        perror("exectrace: ptrace");
-        kill(top, SIGKILL);
-        return 2;
-    }
-    fprintf(out, "S %d\n", top);
-    if (write(go[1], "g", 1) != 1) { kill(top, SIGKILL); return 2; }
-    close(go[1]);
-
+/* Follows `top` (seized with TRACE_OPTIONS) and everything it starts until every traced
+   process is gone, writing the events to `out`; the top process's wait status. */
+static int trace_loop(pid_t top) {
     int top_status = 0;
     for (;;) {
         int st;
@@ -323,6 +289,49 @@ int main(int argc, char **argv) {
         }
         ptrace(PTRACE_CONT, pid, 0, (void *)(long)inject);
     }
+    return top_status;
+}
+
+#ifndef EXECTRACE_NO_MAIN  /* spawner.c includes this file for its tracing code */
+int main(int argc, char **argv) {
+    const char *path = NULL;
+    int i = 1;
+    for (; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc) path = argv[++i];
+        else if (!strcmp(argv[i], "--")) { i++; break; }
+        else break;
+    }
+    if (!path || i >= argc) {
+        fprintf(stderr, "usage: exectrace -o FILE -- PROGRAM [ARG...]\n");
+        return 2;
+    }
+    out = fopen(path, "we");
+    if (!out) { perror("exectrace: output"); return 2; }
+
+    int go[2];
+    if (pipe2(go, O_CLOEXEC) < 0) { perror("exectrace: pipe"); return 2; }
+    pid_t top = fork();
+    if (top < 0) { perror("exectrace: fork"); return 2; }
+    if (top == 0) {
+        char c;
+        close(go[1]);
+        if (read(go[0], &c, 1) != 1) _exit(127); /* the tracer is gone: run nothing untraced */
+        if (install_filter() < 0) { perror("exectrace: seccomp"); _exit(127); }
+        execvp(argv[i], argv + i);
+        fprintf(stderr, "exectrace: %s: %s\n", argv[i], strerror(errno));
+        _exit(127);
+    }
+    close(go[0]);
+    if (ptrace(PTRACE_SEIZE, top, 0, (void *)TRACE_OPTIONS) < 0) {
+        perror("exectrace: ptrace");
+        kill(top, SIGKILL);
+        return 2;
+    }
+    fprintf(out, "S %d\n", top);
+    if (write(go[1], "g", 1) != 1) { kill(top, SIGKILL); return 2; }
+    close(go[1]);
+
+    int top_status = trace_loop(top);
     fclose(out);
     if (WIFSIGNALED(top_status)) {
         signal(WTERMSIG(top_status), SIG_DFL);
@@ -331,3 +340,4 @@ int main(int argc, char **argv) {
     }
     return WEXITSTATUS(top_status);
 }
+#endif

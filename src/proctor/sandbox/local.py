@@ -22,7 +22,6 @@ import errno
 import hashlib
 import os
 import posixpath
-import shlex
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -217,46 +216,51 @@ class LocalSandbox:
                    cwd: str | None = None, stdin: bytes | None = None,
                    trace: bool = False) -> ExecResult:
         env = {**self.env, **env} if env else self.env
-        if self.box is not None and not trace:  # started by the box's spawner: no wrapper
-            res = await self.box.spawner.run(
-                ["/bin/sh", "-c", command], env=env, cwd=cwd or self.workdir, timeout=timeout,
-                stdin=stdin, limit=self.output_limit, feed=self.on_output,
-                as_bytes=None if self.cgroup is not None else self.resources.memory_bytes)
-            if res.error:
-                self._faults.append(res.error)
-            return res
-        if self.box is not None:  # the tracer stays outside the box: enter from outside
-            if cwd and cwd != self.workdir:
-                command = f"cd {shlex.quote(cwd)} && {command}"
-            argv = self.box.wrap(["/bin/sh", "-c", command])
-            host_cwd = str(self._map(self.workdir))
-        else:
-            host_cwd = cwd or self.workdir
-            argv = ["/bin/sh", "-c", command]
+        if self.box is not None:  # started by the box's spawner (traced: under its tracer)
+            return await self._exec_in_box(command, env, cwd, timeout, stdin, trace)
+        argv = ["/bin/sh", "-c", command]
         trace_file = None
         if trace:
             self._trace_n += 1
             trace_file = self.private / f"trace-{self._trace_n}"
             argv = tracer_argv(trace_file) + argv
-        if self.box is None and self.hosts_file is not None:
+        if self.hosts_file is not None:
             argv = hostsfile.wrap(argv, self.hosts_file)  # outside the tracer: not the agent's
         argv = self._limits_prefix() + argv  # outermost: everything runs inside the limits
-        res = await proc.run(argv, timeout=timeout, cwd=host_cwd, env=env, stdin=stdin,
-                             limit=self.output_limit, on_start=self._groups.add,
+        res = await proc.run(argv, timeout=timeout, cwd=cwd or self.workdir, env=env,
+                             stdin=stdin, limit=self.output_limit, on_start=self._groups.add,
                              feed=self.on_output)
         if trace_file is not None:
-            trace = parse_trace(trace_file)
+            self._take_trace(res, trace_file)
             trace_file.unlink(missing_ok=True)
-            skip = self.box.wrapper_programs if self.box is not None else ()
-            n = 0
-            while n < len(trace.execs) and posixpath.basename(trace.execs[n][0]) in skip:
-                n += 1
-            trace.drop_leading(n)
-            res.execs, res.exec_parents = trace.execs, trace.parents
-            if not trace.complete and not res.timed_out:
-                res.error = "recording lost: the command trace ended before the command did"
-                self._faults.append(res.error)
         return res
+
+    async def _exec_in_box(self, command: str, env: dict[str, str], cwd: str | None,
+                           timeout: float, stdin: bytes | None, trace: bool) -> ExecResult:
+        assert self.box is not None
+        trace_fd = os.memfd_create("proctor-trace", os.MFD_CLOEXEC) if trace else None
+        try:
+            res = await self.box.spawner.run(
+                ["/bin/sh", "-c", command], env=env, cwd=cwd or self.workdir, timeout=timeout,
+                stdin=stdin, limit=self.output_limit, feed=self.on_output, trace_fd=trace_fd,
+                as_bytes=None if self.cgroup is not None else self.resources.memory_bytes)
+            if res.error:
+                self._faults.append(res.error)
+            elif trace_fd is not None:
+                self._take_trace(res, Path(f"/proc/self/fd/{trace_fd}"))
+        finally:
+            if trace_fd is not None:
+                os.close(trace_fd)
+        return res
+
+    def _take_trace(self, res: ExecResult, path: Path) -> None:
+        """The trace the tracer wrote at `path` into `res`; a trace without the command's end
+        is a lost recording (a fault), unless the command timed out."""
+        trace = parse_trace(path)
+        res.execs, res.exec_parents = trace.execs, trace.parents
+        if not trace.complete and not res.timed_out:
+            res.error = "recording lost: the command trace ended before the command did"
+            self._faults.append(res.error)
 
     def _limits_prefix(self) -> list[str]:
         """A wrapper that puts the command in the trial's cgroup (or, without cgroups, under
@@ -381,9 +385,9 @@ class LocalSandbox:
 
     async def serve_inside(self, host: str, port: int, handler) -> None:
         """Serve `handler` at host:port inside the box for this trial (the egress proxy)."""
-        if self.slot is None:
+        if self.box is None or self.forwarder is None:
             raise RuntimeError("serve_inside needs an isolated sandbox")
-        await self.slot.serve(host, port, handler)
+        await self.forwarder.serve(await self.box.spawner.listen(host, port), handler)
 
     def _own(self, host: Path) -> None:
         """As root, files proctor puts in the sandbox belong to the agent's uid."""

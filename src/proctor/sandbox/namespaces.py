@@ -3,16 +3,19 @@
 `Box.start` launches `bwrap` with private mount, PID, network, IPC, UTS and cgroup
 namespaces; its first process is proctor's spawner (spawner.c, driven by sandbox/spawn.py),
 which starts each command on request as a fork of itself, without privileges (no
-capabilities, no-new-privs, keyrings refused; as root, also a uid of its own). Commands that
-must be traced from outside (command and external agents) enter the same namespaces with
-`nsenter` under proctor's tracer instead. So:
+capabilities, no-new-privs, keyrings refused; as root, also a uid of its own). It is the only
+way in: a traced command (command and external agents) is started by the spawner too, under a
+tracer the spawner forks beside it, out of the agent's sight. Each trial's commands get PID,
+mount (for its /proc), network and IPC namespaces of their own inside the box, under an init
+that reaps what they orphan (spawner.c). So:
 
 * the filesystem is what the mounts say: system directories read-only, the trial's workspace,
   HOME, TMPDIR and /dev/shm writable, the box's own root and /dev read-only, nothing else of
   the host (no run directory, no spec directory, no proctor installation, no home directory,
   no other trial);
-* the agent sees only its own processes in /proc, and when the box goes, the kernel kills
-  every process in its PID namespace, whatever it did (setsid, double fork);
+* the agent sees only its own trial's processes in /proc (pids start afresh each trial), and
+  when the trial ends, the kernel kills every process in its PID namespace, whatever it did
+  (setsid, double fork);
 * the network namespace has only loopback: services are reached through forwarders proctor
   binds inside (listening sockets the spawner opens there), and nothing else.
 
@@ -41,6 +44,7 @@ from proctor.sandbox.spawn import Spawner, SpawnerLost
 
 AGENT_UID = 65534  # "nobody": as root, every command runs as this uid, owning nothing of the host
 START_TIMEOUT_S = 10.0
+CLOSE_TIMEOUT_S = 10.0  # a box's bubblewrap reaps its init and exits; killed if it has not
 _SYSTEM_RO = ("/usr", "/etc", "/opt")
 _SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
@@ -59,11 +63,9 @@ def missing() -> str | None:
 
 @functools.cache
 def _probe() -> str | None:
-    for tool, package in (("bwrap", "bubblewrap"), ("nsenter", "util-linux"),
-                          ("setpriv", "util-linux")):
-        if shutil.which(tool) is None:
-            return (f"`{tool}` is not installed (Debian/Ubuntu: apt-get install {package}); "
-                    "or run without isolation: --isolation none")
+    if shutil.which("bwrap") is None:
+        return ("`bwrap` is not installed (Debian/Ubuntu: apt-get install bubblewrap); "
+                "or run without isolation: --isolation none")
     # The system directories only, as a box has them: binding all of / would also bind every
     # mount of the moment (a container's overlay being set up), which can fail by chance.
     argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--ro-bind", "/usr", "/usr",
@@ -108,8 +110,8 @@ def _unshare_flags() -> list[str]:
              "--unshare-cgroup-try"]
     # As root no user namespace is needed (and none is wanted: commands drop to AGENT_UID,
     # which a user namespace mapping only root could not represent). Otherwise uid 0 inside
-    # (mapped to the caller): bubblewrap then makes one user namespace owning all the others,
-    # which nsenter can enter; commands still run with every capability dropped (setpriv).
+    # (mapped to the caller): bubblewrap then makes one user namespace owning all the others;
+    # commands still run with every capability dropped (spawner.c).
     if os.geteuid() == 0:
         return flags
     return ["--unshare-user", "--uid", "0", "--gid", "0", *flags]
@@ -125,9 +127,7 @@ class Box:
         self.spawner = spawner
         self.uid = AGENT_UID if os.geteuid() == 0 else os.geteuid()
         self.gid = AGENT_UID if os.geteuid() == 0 else os.getegid()
-        self._ns = os.stat(f"/proc/{pid}/ns/pid").st_ino
-        self.userns = os.stat(f"/proc/{pid}/ns/user").st_ino != os.stat("/proc/self/ns/user").st_ino
-        self._prefix = self._enter_prefix()
+        self.closed = False
 
     @classmethod
     async def start(cls, mounts: list[Mount], *, workdir: str, hosts_file: Path | None,
@@ -178,7 +178,7 @@ class Box:
                 await spawner.ready(START_TIMEOUT_S)
             except (SpawnerLost, TimeoutError):
                 raise SetupError("could not build the sandbox: " + _stderr(proc)) from None
-            spawner_pid = _children(pid)[0]
+            spawner_pid = _child(pid)
         except BaseException:
             spawner.close()
             proc.kill()
@@ -189,96 +189,32 @@ class Box:
             os.close(info_r)
         return cls(proc, pid, spawner_pid, spawner)
 
-    def _enter_prefix(self) -> list[str]:
-        # The spawner's namespaces, not init's: its IPC namespace is the current trial's.
-        ns = ["-m", "-p", "-n", "-i", "-u", "-r", "-w"]
-        if os.path.exists(f"/proc/{self.pid}/ns/cgroup"):
-            ns.append("-C")
-        if self.userns:
-            ns += ["-U", "--preserve-credentials"]
-        nsenter = [shutil.which("nsenter") or "nsenter", "-t", str(self.spawner_pid), *ns]
-        if os.geteuid() == 0:
-            # Changing from uid 0 to AGENT_UID clears every capability, and every mount in
-            # the box is nosuid (bubblewrap's default), so no setuid binary or file
-            # capability can give one back. One exec fewer than setpriv.
-            return [*nsenter, "-S", str(self.uid), "-G", str(self.gid), "--"]
-        # In a user namespace, entering gives every capability in it: drop them all.
-        return [*nsenter, "--", shutil.which("setpriv") or "setpriv", "--no-new-privs",
-                "--bounding-set=-all", "--inh-caps=-all", "--"]
-
-    def wrap(self, argv: list[str]) -> list[str]:
-        """`argv` entered from outside (for the tracer, which must stay outside): inside the
-        box, without privileges, in the box's workdir."""
-        return [*self._prefix, *argv]
-
-    @property
-    def wrapper_programs(self) -> tuple[str, str]:
-        """What a trace of a wrapped command starts with (proctor's doing, not the agent's)."""
-        return ("nsenter", "setpriv")
-
     def alive(self) -> bool:
-        return self.spawner.lost is None and self.proc.poll() is None
-
-    def processes(self) -> list[int]:
-        """Host pids of every process in the box but its init and spawner."""
-        out = []
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            pid = int(entry.name)
-            if pid in (self.pid, self.spawner_pid):
-                continue
-            try:
-                if os.stat(f"/proc/{pid}/ns/pid").st_ino == self._ns:
-                    out.append(pid)
-            except OSError:
-                continue
-        return out
-
-    def kill_processes(self) -> int:
-        """SIGKILL everything running in the box (the agent's leftovers); the box stays."""
-        killed = 0
-        for _ in range(20):
-            pids = self.processes()
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-        return killed
-
-    def stopped(self) -> bool:
-        """Whether the spawner was stopped (SIGSTOP by an agent of the same uid)."""
-        try:
-            stat = Path(f"/proc/{self.spawner_pid}/stat").read_text()
-        except OSError:
-            return False
-        return stat[stat.rindex(")") + 2:][:1] in ("T", "t")
-
-    def wake(self) -> None:
-        """An agent running as the spawner's uid (no root) may have stopped it: resume it."""
-        with contextlib.suppress(OSError):
-            os.kill(self.spawner_pid, signal.SIGCONT)
+        return not self.closed and self.spawner.lost is None and self.proc.poll() is None
 
     async def close(self) -> None:
+        if self.closed:  # its pid may be another process's by now
+            return
+        self.closed = True
         self.spawner.close()
-        # Killing the init of a PID namespace kills every process in it.
+        # Killing the init of a PID namespace kills every process in it; bubblewrap reaps
+        # it and exits (killing bubblewrap too would leave its init a zombie of PID 1's).
+        # Its exit waits for the kernel to tear the namespaces down: not on the loop.
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        self.proc.kill()
-        # bwrap's exit waits for the kernel to tear the namespaces down: not on the loop.
-        await asyncio.to_thread(self.proc.wait)
+        await asyncio.to_thread(_reap, self.proc)
         _close_pipes(self.proc)
 
 
 def _spawner_caps() -> list[str]:
-    """What the spawner keeps: as root, changing to the agent's uid and signalling its
-    commands; everywhere, a fresh IPC namespace per trial (SYS_ADMIN), low ports for
-    forwarders, and (in a user namespace) dropping the bounding set in each command."""
-    caps = ["CAP_SYS_ADMIN", "CAP_NET_BIND_SERVICE", "CAP_SETPCAP"]
+    """What the spawner keeps: everywhere, each trial's namespaces (SYS_ADMIN; SYS_CHROOT to
+    go back to the box's mounts; NET_ADMIN to bring a new loopback up), low ports for
+    forwarders, and dropping the bounding set in each command; as root, changing to the
+    agent's uid, signalling its commands and reading a traced command's memory."""
+    caps = ["CAP_SYS_ADMIN", "CAP_SYS_CHROOT", "CAP_NET_ADMIN", "CAP_NET_BIND_SERVICE",
+            "CAP_SETPCAP"]
     if os.geteuid() == 0:
-        caps += ["CAP_SETUID", "CAP_SETGID", "CAP_KILL"]
+        caps += ["CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_PTRACE"]
     return [arg for cap in caps for arg in ("--cap-add", cap)]
 
 
@@ -298,9 +234,21 @@ def _read_child_pid(fd: int) -> int:
     return int(json.loads(data[: data.index(b"}") + 1])["child-pid"])
 
 
-def _children(pid: int) -> list[int]:
-    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    return [int(p) for p in text.split()] or [-1]
+def _child(pid: int) -> int:
+    """The one child of bubblewrap's init (the spawner), as the host numbers it."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    if len(children) != 1:
+        raise SetupError(f"could not build the sandbox: its init has {len(children)} children")
+    return int(children[0])
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """Wait for a box's bubblewrap to exit (it reaps its init first); kill it if it hangs."""
+    try:
+        proc.wait(timeout=CLOSE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _stderr(proc: subprocess.Popen) -> str:

@@ -1,19 +1,20 @@
 """Boxes kept across a run's trials: building a box costs more than most trivial trials.
 
 A `Slot` is one box (sandbox/namespaces.py) with everything that outlives a trial in it: its
-host directories (workspace, HOME, /tmp, /dev/shm, a private dir), its hosts file, its
-cgroup and its egress listener. Between two trials (`Slot.end`), every process in it is
-killed, every place wiped back to an empty directory owned by the agent's uid, and the next
-trial (`Slot.begin`) gets its own limits, hosts file, IPC namespace and egress policy. A
-slot that cannot be made clean (its spawner died, a place could not be wiped) is closed,
-never reused. `BoxPool` hands out idle slots of the right shape (the same fixed workdir and
-read-only paths), and builds one when none is idle.
+host directories (workspace, HOME, /tmp, /dev/shm, a private dir), its hosts file and its
+cgroup. Between two trials (`Slot.end`), every process of the trial is killed, every place
+wiped back to an empty directory owned by the agent's uid, and the next trial (`Slot.begin`)
+gets its own limits, hosts file, network and IPC namespaces (and, with its first command, its
+own PID namespace). A slot that cannot be made clean (its spawner died, a place could not be
+wiped) is closed, never reused. `BoxPool` hands out idle slots of the right shape (the same
+fixed workdir and read-only paths), and builds one when none is idle.
 
 What a trial cannot leave behind for the next one, and why (docs/security.md):
-processes (cgroup or PID-namespace kill), files (the places are wiped; the box's own root and
-/dev are read-only), SysV IPC and POSIX message queues (a fresh IPC namespace per trial),
-keyrings (refused by the spawner's seccomp filter), sockets (they die with their processes;
-forwarders are per trial), limits and their counters (set and read per trial).
+processes (the trial's PID namespace is killed whole), files (the places are wiped; the box's
+own root and /dev are read-only), SysV IPC and POSIX message queues (a new IPC namespace per
+trial), keyrings (refused by the spawner's seccomp filter), sockets, network counters and
+pid numbers (new network and PID namespaces per trial; forwarders and the egress listener are
+per trial), limits and their counters (set and read per trial).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import itertools
 import os
 import shutil
 import stat
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,11 +33,11 @@ from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox.base import Resources
 from proctor.sandbox.hosts import hosts_text
 from proctor.sandbox.namespaces import AGENT_UID, Box, Mount
+from proctor.sandbox.spawn import SpawnerLost
 
 PLACES = ("work", "home", "tmp", "shm")
 INSIDE_HOME = "/home/agent"
-PING_TIMEOUT_S = 5.0
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+KILL_TIMEOUT_S = 10.0
 _numbers = itertools.count()
 
 
@@ -64,9 +65,7 @@ class Slot:
         self.root, self.shape, self.box, self.cgroup = root, shape, box, cgroup
         self.hosts_file = root / "private" / "hosts"
         self.trials = 0
-        self.tampered = False  # its spawner was stopped by an agent: never reused
         self._names: dict[str, str] | None = None  # what the hosts file holds now
-        self._servers: dict[tuple[str, int], _Switch] = {}  # outlive trials (egress proxy)
 
     @classmethod
     async def create(cls, root: Path, shape: Shape, env: dict[str, str],
@@ -93,8 +92,8 @@ class Slot:
         return slot
 
     async def begin(self, resources: Resources, names: dict[str, str]) -> None:
-        """Make the slot the next trial's: its limits, its service names in /etc/hosts, a
-        fresh IPC namespace."""
+        """Make the slot the next trial's: its limits, its service names in /etc/hosts, new
+        network and IPC namespaces (the first trial has the box's own)."""
         if self.cgroup is not None:
             self.cgroup.apply(resources)
         if names != self._names:
@@ -104,52 +103,30 @@ class Slot:
                 f.write(hosts_text(names))
             self._names = dict(names)
         if self.trials:
-            await self.box.spawner.new_ipc_namespace()
+            await self.box.spawner.new_trial()
         self.trials += 1
-
-    async def serve(self, host: str, port: int, handler: Handler | None) -> None:
-        """A listener inside the box at host:port that outlives the trial; `handler` is the
-        current trial's (None: connections are closed at once)."""
-        switch = self._servers.get((host, port))
-        if switch is None:
-            sock = await self.box.spawner.listen(host, port)
-            switch = self._servers[(host, port)] = _Switch()
-            switch.server = await asyncio.start_server(switch.handle, sock=sock)
-        switch.handler = handler
 
     async def end(self, keep: Path | None = None) -> bool:
         """Kill the trial's processes, keep a copy of its places if asked, wipe them; whether
         the slot can take another trial."""
         await self.kill_processes()
-        for switch in self._servers.values():
-            switch.handler = None
         if keep is not None:
             await asyncio.to_thread(self._copy_places, keep)
         clean = await _off_loop_if_big(self._wipe, [self.root / name for name in PLACES])
-        return clean and self.box.alive() and not self.tampered and not self.box.spawner.busy
+        return clean and self.box.alive() and not self.box.spawner.busy
 
     async def kill_processes(self) -> int:
-        """Every process of the trial but the spawner. An agent with the spawner's uid (no
-        root) may have stopped it with requests queued: resume it, let it handle them (a
-        start, then its kill), and kill again; such a box is never reused."""
-        killed = self._kill()
-        if self.box.stopped():
-            self.tampered = True
-            self.box.wake()
-            with contextlib.suppress(Exception):
-                await self.box.spawner.ping(PING_TIMEOUT_S)
-            killed += self._kill()
-        return killed
-
-    def _kill(self) -> int:
-        if self.cgroup is not None:
-            return self.cgroup.kill_all(spare=self.box.spawner_pid)
-        return self.box.kill_processes()
+        """Every process of the trial (its PID namespace, killed whole by the spawner); how
+        many there were. A spawner that cannot do it (gone, or not answering) takes the box
+        down with everything in it: the trial's later commands then fail, and the slot is
+        never reused."""
+        try:
+            return await self.box.spawner.kill_all(KILL_TIMEOUT_S)
+        except (SpawnerLost, OSError, TimeoutError):
+            await self.box.close()
+            return 0
 
     async def close(self) -> None:
-        for switch in self._servers.values():
-            switch.server.close()
-        self._servers.clear()
         await self.box.close()
         await asyncio.to_thread(self._remove)
 
@@ -230,19 +207,6 @@ async def _off_loop_if_big(work: Callable[[], bool], places: list[Path]) -> bool
             small = False
             break
     return work() if small else await asyncio.to_thread(work)
-
-
-class _Switch:
-    """One listener, its handler swapped per trial."""
-
-    server: asyncio.base_events.Server
-    handler: Handler | None = None
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.handler is None:
-            writer.close()
-            return
-        await self.handler(reader, writer)
 
 
 def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:

@@ -1,9 +1,12 @@
 """proctor's side of a box's spawner (spawner.c): commands started from inside the box.
 
 One SOCK_SEQPACKET socket per box. A command is a RUN request carrying four descriptors:
-a memfd with its cwd, argv and environment, and its stdin, stdout and stderr. proctor reads
-the output pipes in its event loop and learns the start and the wait status as replies, so
-a command costs no process of proctor's own: no fork of proctor, no `nsenter`, no wrapper.
+a memfd with its cwd, argv and environment, and its stdin, stdout and stderr (a fifth, under
+the tracer: where the trace goes). proctor reads the output pipes in its event loop and learns
+the start and the wait status as replies, so a command costs no process of proctor's own: no
+fork of proctor, no `nsenter`, no wrapper. Nothing here waits on the loop: a request the
+spawner cannot take yet (it is busy, or stopped) waits in an outbox, flushed when the socket
+is writable; one that cannot be sent for SEND_WAIT_S loses the spawner.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import contextlib
 import errno
 import itertools
 import os
-import select
 import signal
 import socket
 import struct
@@ -24,8 +26,9 @@ from collections.abc import Sequence
 from proctor import proc
 from proctor.proc import ExecResult, Feed
 
-OP_RUN, OP_KILL, OP_LISTEN, OP_NEWIPC, OP_PING = 1, 2, 3, 4, 5
-REQUEST = struct.Struct("=IIiIII")  # op, id, sig, argc, envc, as_mib
+OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL = 1, 2, 3, 4, 5, 6
+FLAG_TRACE = 1
+REQUEST = struct.Struct("=IIiIIII")  # op, id, sig, argc, envc, as_mib, flags
 REPLY = struct.Struct("=IIii")  # kind, id, value, err
 _FD_SPACE = socket.CMSG_SPACE(array.array("i", [0]).itemsize)
 SEND_WAIT_S = 10.0
@@ -45,6 +48,8 @@ class Spawner:
         self._exits: dict[int, asyncio.Future] = {}
         self._ready: asyncio.Future = loop.create_future()
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        self._outbox: list[tuple[bytes, list[int]]] = []  # requests not yet taken, fds owned
+        self._stuck: asyncio.TimerHandle | None = None
         sock.setblocking(False)
         loop.add_reader(sock.fileno(), self._on_reply)
 
@@ -56,8 +61,9 @@ class Spawner:
 
     async def run(self, argv: Sequence[str], *, env: dict[str, str], cwd: str, timeout: float,
                   stdin: bytes | None = None, limit: int = 1_000_000, feed: Feed | None = None,
-                  as_bytes: int | None = None) -> ExecResult:
-        """`argv` run in the box; like proc.run: output capped, killed at the timeout."""
+                  as_bytes: int | None = None, trace_fd: int | None = None) -> ExecResult:
+        """`argv` run in the box; like proc.run: output capped, killed at the timeout. With
+        `trace_fd`, under the tracer, which writes the trace there (exectrace.c's format)."""
         started, t0 = time.time(), time.monotonic()
         cap = proc.Capture(self.loop, limit, feed)
         job = next(self._ids)
@@ -81,7 +87,8 @@ class Spawner:
         start = self._pending[job] = self.loop.create_future()
         try:
             self._send(OP_RUN, job, argc=len(argv), envc=len(env),
-                       as_mib=(as_bytes or 0) >> 20, fds=[request, in_r, out_w, err_w])
+                       as_mib=(as_bytes or 0) >> 20, flags=FLAG_TRACE if trace_fd else 0,
+                       fds=[request, in_r, out_w, err_w, *([trace_fd] if trace_fd else [])])
         except SpawnerLost as e:
             self._exits.pop(job, None)
             self._pending.pop(job, None)
@@ -151,9 +158,15 @@ class Spawner:
         sock.setblocking(False)
         return sock
 
-    async def new_ipc_namespace(self) -> None:
-        """Commands started from now on get a fresh IPC namespace (SysV IPC, mqueues)."""
-        await self._ask(OP_NEWIPC)
+    async def new_trial(self) -> None:
+        """The current trial's processes are killed; commands started from now on get new
+        network and IPC namespaces (and, at the first, a new PID namespace)."""
+        await self._ask(OP_NEWTRIAL)
+
+    async def kill_all(self, timeout: float) -> int:
+        """Kill every process of the trial (its PID namespace); once all are gone, how many
+        there were."""
+        return await asyncio.wait_for(self._ask(OP_KILLALL), timeout)
 
     async def ping(self, timeout: float) -> None:
         """Returns once every request sent before has been handled."""
@@ -169,31 +182,69 @@ class Spawner:
             self._pending.pop(job, None)
 
     def close(self) -> None:
-        with contextlib.suppress(ValueError, OSError):
-            self.loop.remove_reader(self.sock.fileno())
+        self._lose("the sandbox was closed")
         self.sock.close()
         with contextlib.suppress(OSError):
             os.close(self._devnull)
-        self._lose("the sandbox was closed")
 
     # -- wire --------------------------------------------------------------------------
 
     def _send(self, op: int, job: int, *, sig: int = 0, argc: int = 0, envc: int = 0,
-              as_mib: int = 0, fds: Sequence[int] = ()) -> None:
+              as_mib: int = 0, flags: int = 0, fds: Sequence[int] = ()) -> None:
+        """Send a request now, else queue it (with copies of its descriptors) behind the
+        others: never waits."""
         if self.lost:
             raise SpawnerLost(self.lost)
-        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-        message = [REQUEST.pack(op, job, sig, argc, envc, as_mib)]
-        try:
+        message = REQUEST.pack(op, job, sig, argc, envc, as_mib, flags)
+        if not self._outbox:
             try:
-                self.sock.sendmsg(message, anc)
-            except BlockingIOError:  # its queue is full: it is stuck; give it a moment
-                if not select.select([], [self.sock], [], SEND_WAIT_S)[1]:
-                    raise OSError(errno.ETIMEDOUT, "it stopped reading requests") from None
-                self.sock.sendmsg(message, anc)
+                self._sendmsg(message, fds)
+                return
+            except BlockingIOError:  # its queue is full: it is busy, or stopped
+                pass
+            except OSError as e:
+                self._lose(f"the sandbox's process starter is gone ({e})")
+                raise SpawnerLost(self.lost) from None
+            self.loop.add_writer(self.sock.fileno(), self._flush)
+            self._stuck = self.loop.call_later(SEND_WAIT_S, self._lose,
+                                               "the sandbox's process starter stopped reading")
+        try:
+            copies = [os.dup(fd) for fd in fds]
         except OSError as e:
-            self._lose(f"the sandbox's process starter is gone ({e})")
+            self._lose(f"could not queue a request ({e})")
             raise SpawnerLost(self.lost) from None
+        self._outbox.append((message, copies))
+
+    def _sendmsg(self, message: bytes, fds: Sequence[int]) -> None:
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+        self.sock.sendmsg([message], anc)
+
+    def _flush(self) -> None:
+        """The socket is writable: send what waits, in order."""
+        while self._outbox:
+            message, fds = self._outbox[0]
+            try:
+                self._sendmsg(message, fds)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                self._lose(f"the sandbox's process starter is gone ({e})")
+                return
+            self._outbox.pop(0)
+            _close(fds)
+            if self._stuck is not None:  # it reads: give it the full time again
+                self._stuck.cancel()
+                self._stuck = self.loop.call_later(
+                    SEND_WAIT_S, self._lose, "the sandbox's process starter stopped reading")
+        if not self._outbox:
+            self._stop_flushing()
+
+    def _stop_flushing(self) -> None:
+        with contextlib.suppress(ValueError, OSError):
+            self.loop.remove_writer(self.sock.fileno())
+        if self._stuck is not None:
+            self._stuck.cancel()
+            self._stuck = None
 
     def _on_reply(self) -> None:
         while True:
@@ -234,7 +285,7 @@ class Spawner:
             fut.set_exception(OSError(err, os.strerror(err)))
         elif kind == "L":
             fut.set_result(fd)
-        else:  # S (started), I (new IPC namespace), P (ping)
+        else:  # S (started), T (new trial), P (ping), A (all killed)
             fut.set_result(value)
 
     def _lose(self, why: str) -> None:
@@ -243,6 +294,10 @@ class Spawner:
         self.lost = why
         with contextlib.suppress(ValueError, OSError):
             self.loop.remove_reader(self.sock.fileno())
+        self._stop_flushing()
+        for _, fds in self._outbox:
+            _close(fds)
+        self._outbox.clear()
         error = SpawnerLost(why)
         for fut in [self._ready, *self._pending.values(), *self._exits.values()]:
             if not fut.done():
