@@ -62,6 +62,10 @@ def _compile(source: Path, built: Path, program: tuple[str, str]) -> None:
         if res.exit_code == 0:
             os.replace(tmp, built)
             return
+        if res.exit_code is None and not res.timed_out:  # the compiler did not start
+            raise SetupError(f"building {title}: cannot run {cc}: "
+                             f"{res.stderr.partition(': ')[2].strip()}")
     tmp.unlink(missing_ok=True)
-    why = "timed out" if res is not None and res.timed_out else (res.stderr if res else "")
+    why = f"timed out after {COMPILE_TIMEOUT_S:g} s" if res and res.timed_out else \
+        (res.stderr if res else "")
     raise SetupError(f"building {title} failed ({' '.join(base)}):\n{why.strip()[-2000:]}")

@@ -5,8 +5,8 @@
    The first process of every box (sandbox/namespaces.py). proctor talks to it over
    CONTROL_FD, a SOCK_SEQPACKET socket only the two of them hold; a command starts as a fork
    of a process already in the box, so no `nsenter` and no wrapper process is needed per
-   command. Each request is one struct req (exactly; anything else is answered E EBADMSG
-   with id 0), descriptors in SCM_RIGHTS:
+   command. Each request is one struct req (exactly, with at most MAX_FDS descriptors in
+   SCM_RIGHTS; anything else is answered E EBADMSG with id 0):
 
      RUN      fds [request memfd, stdin, stdout, stderr]; the memfd holds exactly 1 + argc +
               envc NUL-terminated strings: cwd, argv, environment. The child gets a session
@@ -610,7 +610,10 @@ static void request(void) {
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
                          .msg_controllen = sizeof u.buf};
     ssize_t n = recvmsg(ctl, &msg, MSG_CMSG_CLOEXEC);
-    if (n == 0) _exit(0);  /* proctor is gone */
+    if (n == 0) {  /* proctor is gone, or sent an empty message */
+        struct pollfd p = {ctl, POLLRDHUP, 0};
+        if (poll(&p, 1, 0) != 0) _exit(0);
+    }
     if (n < 0) {
         if (errno == EINTR || errno == EAGAIN) return;
         _exit(0);
