@@ -202,7 +202,9 @@ class LocalSandbox:
         """Everything the agent left running (daemons, setsid, double forks) is killed."""
         if self.slot is not None:
             return await self.slot.kill_processes()
-        return self.cgroup.kill_all() if self.cgroup is not None else 0
+        if self.cgroup is None or not self.cgroup.pids():
+            return 0
+        return await asyncio.to_thread(self.cgroup.kill_all)
 
     def fault(self) -> str | None:
         """A limit the trial hit, or a recording that was lost, in words."""

@@ -38,6 +38,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from proctor import proc
 from proctor.errors import SetupError
 from proctor.sandbox import native
 from proctor.sandbox.spawn import Spawner, SpawnerLost
@@ -70,12 +71,11 @@ def _probe() -> str | None:
     # mount of the moment (a container's overlay being set up), which can fail by chance.
     argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--ro-bind", "/usr", "/usr",
             *_links(), "--proc", "/proc", "--", "true"]
-    try:
-        r = subprocess.run(argv, capture_output=True, timeout=20, text=True)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"bubblewrap could not start: {e}"
-    if r.returncode != 0:
-        why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+    r = proc.run_sync(argv, timeout=20)
+    if r.exit_code is None:
+        return f"bubblewrap could not start: {r.stderr.strip()}"
+    if r.exit_code != 0:
+        why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.exit_code}"
         return (f"bubblewrap cannot create namespaces for this user ({why}); enable "
                 "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or "
                 "run as root, or run without isolation: --isolation none")
@@ -120,8 +120,8 @@ def _unshare_flags() -> list[str]:
 class Box:
     """One bubblewrap sandbox whose first process is proctor's spawner (spawner.c)."""
 
-    def __init__(self, proc: subprocess.Popen, pid: int, spawner_pid: int, spawner: Spawner):
-        self.proc = proc
+    def __init__(self, bwrap: subprocess.Popen, pid: int, spawner_pid: int, spawner: Spawner):
+        self.bwrap = bwrap
         self.pid = pid  # the box's init (PID 1 inside), as the host sees it
         self.spawner_pid = spawner_pid  # as the host sees it
         self.spawner = spawner
@@ -161,11 +161,10 @@ class Box:
         uid, gid = (AGENT_UID, AGENT_UID) if os.geteuid() == 0 else (-1, -1)
         argv += ["--chdir", workdir, "--info-fd", str(info_w), "--",
                  f"/proc/self/fd/{program}", str(theirs.fileno()), str(uid), str(gid)]
-        # A plain Popen: the box must outlive any event loop hiccup.
+        # Not an asyncio subprocess: the box must outlive any event loop hiccup.
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE, env=env, start_new_session=True,
-                                    pass_fds=(info_w, theirs.fileno(), program))
+            bwrap = proc.start(argv, env=env, stderr=subprocess.PIPE,
+                               pass_fds=(info_w, theirs.fileno(), program))
         finally:
             os.close(info_w)
             os.close(program)
@@ -177,20 +176,19 @@ class Box:
             try:  # the pid arrives before the mounts are done; the spawner speaks after
                 await spawner.ready(START_TIMEOUT_S)
             except (SpawnerLost, TimeoutError):
-                raise SetupError("could not build the sandbox: " + _stderr(proc)) from None
+                raise SetupError("could not build the sandbox: " + _stderr(bwrap)) from None
             spawner_pid = _child(pid)
         except BaseException:
             spawner.close()
-            proc.kill()
-            proc.wait()
-            _close_pipes(proc)
+            await asyncio.to_thread(proc.stop, bwrap, grace=0)
+            _close_pipes(bwrap)
             raise
         finally:
             os.close(info_r)
-        return cls(proc, pid, spawner_pid, spawner)
+        return cls(bwrap, pid, spawner_pid, spawner)
 
     def alive(self) -> bool:
-        return not self.closed and self.spawner.lost is None and self.proc.poll() is None
+        return not self.closed and self.spawner.lost is None and self.bwrap.poll() is None
 
     async def close(self) -> None:
         if self.closed:  # its pid may be another process's by now
@@ -202,8 +200,8 @@ class Box:
         # Its exit waits for the kernel to tear the namespaces down: not on the loop.
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        await asyncio.to_thread(_reap, self.proc)
-        _close_pipes(self.proc)
+        await asyncio.to_thread(_reap, self.bwrap)
+        _close_pipes(self.bwrap)
 
 
 def _spawner_caps() -> list[str]:
@@ -242,23 +240,23 @@ def _child(pid: int) -> int:
     return int(children[0])
 
 
-def _reap(proc: subprocess.Popen) -> None:
+def _reap(bwrap: subprocess.Popen) -> None:
     """Wait for a box's bubblewrap to exit (it reaps its init first); kill it if it hangs."""
     try:
-        proc.wait(timeout=CLOSE_TIMEOUT_S)
+        bwrap.wait(timeout=CLOSE_TIMEOUT_S)
+        proc.forget(bwrap)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        proc.stop(bwrap, grace=0)
 
 
-def _stderr(proc: subprocess.Popen) -> str:
-    proc.kill()
-    _, err = proc.communicate(timeout=5)
+def _stderr(bwrap: subprocess.Popen) -> str:
+    bwrap.kill()
+    _, err = bwrap.communicate(timeout=5)
     return err.decode(errors="replace").strip()[-2000:] or "bubblewrap exited"
 
 
-def _close_pipes(proc: subprocess.Popen) -> None:
-    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+def _close_pipes(bwrap: subprocess.Popen) -> None:
+    for pipe in (bwrap.stdin, bwrap.stdout, bwrap.stderr):
         if pipe is not None:
             with contextlib.suppress(OSError):
                 pipe.close()
