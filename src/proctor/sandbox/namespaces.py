@@ -69,8 +69,8 @@ def _probe() -> str | None:
                 "or run without isolation: --isolation none")
     # The system directories only, as a box has them: binding all of / would also bind every
     # mount of the moment (a container's overlay being set up), which can fail by chance.
-    argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--ro-bind", "/usr", "/usr",
-            *_links(), "--proc", "/proc", "--", "true"]
+    argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--as-pid-1",
+            "--ro-bind", "/usr", "/usr", *_links(), "--proc", "/proc", "--", "true"]
     r = proc.run_sync(argv, timeout=20)
     if r.exit_code is None:
         return f"bubblewrap could not start: {r.stderr.strip()}"
@@ -120,10 +120,9 @@ def _unshare_flags() -> list[str]:
 class Box:
     """One bubblewrap sandbox whose first process is proctor's spawner (spawner.c)."""
 
-    def __init__(self, bwrap: subprocess.Popen, pid: int, spawner_pid: int, spawner: Spawner):
+    def __init__(self, bwrap: subprocess.Popen, spawner_pid: int, spawner: Spawner):
         self.bwrap = bwrap
-        self.pid = pid  # the box's init (PID 1 inside), as the host sees it
-        self.spawner_pid = spawner_pid  # as the host sees it
+        self.spawner_pid = spawner_pid  # the box's PID 1, as the host sees it
         self.spawner = spawner
         self.uid = AGENT_UID if os.geteuid() == 0 else os.geteuid()
         self.gid = AGENT_UID if os.geteuid() == 0 else os.getegid()
@@ -132,7 +131,10 @@ class Box:
     @classmethod
     async def start(cls, mounts: list[Mount], *, workdir: str, hosts_file: Path | None,
                     env: dict[str, str]) -> Box:
-        argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--die-with-parent",
+        # --as-pid-1: the spawner is the box's init and reaps in it; bubblewrap's own init
+        # would be reparented to the host's PID 1 (and left a zombie there) when it exits.
+        argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--as-pid-1",
+                "--die-with-parent",
                 "--new-session", "--cap-drop", "ALL", *_spawner_caps(), "--hostname", "sandbox"]
         for path in _SYSTEM_RO:
             if os.path.isdir(path):
@@ -172,12 +174,11 @@ class Box:
         spawner = Spawner(ours, asyncio.get_running_loop())
         try:
             pid = await asyncio.wait_for(asyncio.to_thread(_read_child_pid, info_r),
-                                         START_TIMEOUT_S)
+                                         START_TIMEOUT_S)  # the spawner's
             try:  # the pid arrives before the mounts are done; the spawner speaks after
                 await spawner.ready(START_TIMEOUT_S)
             except (SpawnerLost, TimeoutError):
                 raise SetupError("could not build the sandbox: " + _stderr(bwrap)) from None
-            spawner_pid = _child(pid)
         except BaseException:
             spawner.close()
             await asyncio.to_thread(proc.stop, bwrap, grace=0)
@@ -185,7 +186,7 @@ class Box:
             raise
         finally:
             os.close(info_r)
-        return cls(bwrap, pid, spawner_pid, spawner)
+        return cls(bwrap, pid, spawner)
 
     def alive(self) -> bool:
         return not self.closed and self.spawner.lost is None and self.bwrap.poll() is None
@@ -195,11 +196,12 @@ class Box:
             return
         self.closed = True
         self.spawner.close()
-        # Killing the init of a PID namespace kills every process in it; bubblewrap reaps
-        # it and exits (killing bubblewrap too would leave its init a zombie of PID 1's).
-        # Its exit waits for the kernel to tear the namespaces down: not on the loop.
+        # Killing the init of a PID namespace (the spawner) kills every process in it;
+        # bubblewrap reaps it and exits (killing bubblewrap too would leave the spawner a
+        # zombie of PID 1's). Its exit waits for the kernel to tear the namespaces down: not
+        # on the loop.
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+            os.kill(self.spawner_pid, signal.SIGKILL)
         await asyncio.to_thread(_reap, self.bwrap)
         _close_pipes(self.bwrap)
 
@@ -230,14 +232,6 @@ def _read_child_pid(fd: int) -> int:
             raise SetupError("could not build the sandbox: bubblewrap exited early")
         data += chunk
     return int(json.loads(data[: data.index(b"}") + 1])["child-pid"])
-
-
-def _child(pid: int) -> int:
-    """The one child of bubblewrap's init (the spawner), as the host numbers it."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    if len(children) != 1:
-        raise SetupError(f"could not build the sandbox: its init has {len(children)} children")
-    return int(children[0])
 
 
 def _reap(bwrap: subprocess.Popen) -> None:

@@ -65,6 +65,7 @@ class Slot:
         self.root, self.shape, self.box, self.cgroup = root, shape, box, cgroup
         self.hosts_file = root / "private" / "hosts"
         self.trials = 0
+        self.closed = False
         self._names: dict[str, str] | None = None  # what the hosts file holds now
 
     @classmethod
@@ -127,6 +128,9 @@ class Slot:
             return 0
 
     async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         await self.box.close()
         await asyncio.to_thread(self._remove)
 
@@ -147,11 +151,14 @@ class Slot:
 
 
 class BoxPool:
-    """Idle slots by shape. `size` 0: no slot is kept (a box per trial)."""
+    """Idle slots by shape. `size` 0: no slot is kept (a box per trial). `close` closes every
+    slot it made, idle or not (a trial cancelled half-way through its release, Ctrl-C):
+    no box outlives the pool."""
 
     def __init__(self, root: Path, size: int):
         self.root, self.size = root, size
         self._idle: list[Slot] = []
+        self._made: set[Slot] = set()  # every slot not closed yet
 
     async def acquire(self, shape: Shape, env: dict[str, str], resources: Resources,
                       names: dict[str, str]) -> Slot:
@@ -165,15 +172,16 @@ class BoxPool:
                     await slot.begin(resources, names)
                     return slot
                 except Exception:
-                    await slot.close()
+                    await self._close(slot)
                 break
         if len(self._idle) >= self.size and self._idle:  # room for a box of this shape
-            await self._idle.pop(0).close()
+            await self._close(self._idle.pop(0))
         slot = await Slot.create(self.root / f"box-{next(_numbers)}", shape, env, resources)
+        self._made.add(slot)
         try:
             await slot.begin(resources, names)
         except BaseException:
-            await slot.close()
+            await self._close(slot)
             raise
         return slot
 
@@ -185,12 +193,17 @@ class BoxPool:
         if reusable and not slot.shape.nested and len(self._idle) < self.size:
             self._idle.append(slot)
         else:
-            await slot.close()
+            await self._close(slot)
 
     async def close(self) -> None:
-        idle, self._idle = self._idle, []
-        for slot in idle:
+        self._idle = []
+        made, self._made = self._made, set()
+        for slot in made:
             await slot.close()
+
+    async def _close(self, slot: Slot) -> None:
+        self._made.discard(slot)
+        await slot.close()
 
 
 async def _off_loop_if_big(work: Callable[[], bool], places: list[Path]) -> bool:
