@@ -3,34 +3,36 @@ descends from; threads run untouched; a process cannot exec out of sight."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
 from proctor.sandbox.trace import parse_trace, tracer, tracer_argv
 
 TRACE = """\
-S 100
-E 100 ["sh","-c","x"]
+S 100 1.0
+E 100 1.1 ["sh","-c","x"]
 F 100 101
-E 101 ["lsb_release","-a"]
+E 101 1.2 ["lsb_release","-a"]
 F 101 102
 F 102 103
-E 103 ["cut","-c1"]
-X 103 0
-X 102 0
+E 103 1.3 ["cut","-c1"]
+X 103 0 1.4
+X 102 0 1.5
 F 100 104
-E 104 ["wc","-l"]
-X 104 0
-X 101 0
+E 104 1.6 ["wc","-l"]
+X 104 0 1.7
+X 101 0 1.8
 F 100 101
-E 101 ["tr","a","b"]
-X 100 0
+E 101 1.9 ["tr","a","b"]
+K 101 9 2.0
+X 100 3 2.1
 """
-
 
 def test_every_exec_knows_its_parent_exec(tmp_path):
     path = tmp_path / "trace"
@@ -44,6 +46,8 @@ def test_every_exec_knows_its_parent_exec(tmp_path):
     t.drop_leading(1)
     assert [a[0] for a in t.execs] == ["lsb_release", "cut", "wc", "tr"]
     assert t.parents == [-1, 0, -1, -1]
+    # how each process ended (a signal as its negative), and when
+    assert [t.exit_of(i) for i in range(4)] == [(0, 1.8), (0, 1.4), (0, 1.7), (-9, 2.0)]
 
 
 def test_a_trace_without_the_top_exit_is_incomplete(tmp_path):
@@ -156,3 +160,76 @@ def test_an_exec_through_the_32_bit_abi_is_refused(tmp_path):
     res, t = traced(tmp_path, [str(exe)])
     assert res.stdout.strip() == "-1"  # EPERM: nothing ran, so nothing went unrecorded
     assert [a for a in t.execs if "echo" in a[0]] == []
+
+
+RACE = textwrap.dedent("""
+    import ctypes, os, sys, threading
+    libc = ctypes.CDLL(None, use_errno=True)
+    for _ in range(int(sys.argv[2])):
+        pid = os.fork()
+        if pid == 0:
+            word = ctypes.create_string_buffer(b"AAAAAAAA")
+            argv = (ctypes.c_char_p * 3)(b"echo", ctypes.cast(word, ctypes.c_char_p), None)
+            def flip():
+                while True:
+                    ctypes.memmove(word, b"BBBBBBBB", 8)
+                    ctypes.memmove(word, b"AAAAAAAA", 8)
+            if sys.argv[1] == "flip":
+                threading.Thread(target=flip, daemon=True).start()
+            libc.execv(sys.argv[3].encode(), argv)
+            os._exit(99)
+        os.waitpid(pid, 0)
+""")
+
+
+@pytest.mark.parametrize("program", ["binary", "script"])
+def test_a_thread_rewriting_argv_during_the_exec_cannot_fool_the_trace(program, tmp_path):
+    """Hostile: while one thread execs `echo WORD`, another rewrites WORD in its memory
+    (AAAAAAAA <-> BBBBBBBB). The argv recorded is what the new program got, checked at the
+    exec event (read at the exec attempt alone, 7 of 40 were wrong here); for a script, its
+    arguments after argv[0]. The honest twin: no rewriting, every argv as written."""
+    exe = "/bin/echo"
+    if program == "script":
+        exe = str(tmp_path / "echo.sh")
+        Path(exe).write_text('#!/bin/sh\necho "$1"\n')
+        Path(exe).chmod(0o755)
+    for mode, n in (("flip", 40), ("still", 5)):
+        res, t = traced(tmp_path, [sys.executable, "-c", RACE, mode, str(n), exe])
+        printed = res.stdout.split()
+        recorded = [a[-1] for a in t.execs if a[0] == "echo" or exe in a[1:2]]
+        assert recorded == printed and len(printed) == n
+        if mode == "flip":  # the rewriting really happened
+            assert set(printed) == {"AAAAAAAA", "BBBBBBBB"}, printed
+        else:
+            assert set(printed) == {"AAAAAAAA"}
+
+
+def test_a_script_is_recorded_as_it_was_called(tmp_path):
+    """The kernel runs `mycli a b` as `/bin/sh /path/mycli a b`; the trace keeps the call
+    (so `ran: ^mycli` matches a CLI that is a script, as the shell string would)."""
+    (tmp_path / "mycli").write_text("#!/bin/sh\necho called \"$@\"\n")
+    (tmp_path / "mycli").chmod(0o755)
+    res, t = traced(tmp_path, ["sh", "-c", "mycli a b"],
+                    env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    assert res.stdout == "called a b\n"
+    assert t.execs[1] == ["mycli", "a", "b"]
+
+
+def test_what_a_command_leaves_running_is_traced_after_it_returned(tmp_path):
+    """The command returns as soon as its shell ends (a server it started in the background
+    keeps running); the tracer stays with what was left, and the rest of the trace (here an
+    exec made later) is read once that has ended."""
+    import asyncio
+
+    from proctor.sandbox.trace import read_trace, reread
+
+    out = tmp_path / "trace"
+    started = time.monotonic()
+    res = subprocess.run(tracer_argv(out) + ["sh", "-c", "(sleep 0.5; rm -rf junk) & exit 4"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    assert res.returncode == 4 and time.monotonic() - started < 0.5
+    first = read_trace(out)
+    assert first.complete and not first.finished and ["rm", "-rf", "junk"] not in first.execs
+    final = asyncio.run(reread(first, wait=10))
+    assert final.finished and ["rm", "-rf", "junk"] in final.execs and not out.exists()
+    assert final.parents[final.execs.index(["rm", "-rf", "junk"])] == 0

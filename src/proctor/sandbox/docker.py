@@ -35,7 +35,7 @@ from proctor.sandbox.base import Entry, ExecResult, SandboxSpec
 from proctor.sandbox.forward import Forwarder, listen_inside
 from proctor.sandbox.local import LocalSandbox
 from proctor.sandbox.namespaces import AGENT_UID
-from proctor.sandbox.trace import parse_trace, tracer, tracer_argv
+from proctor.sandbox.trace import read_trace, tracer, tracer_argv
 
 PRIVATE = "/.proctor"  # the trial's private host dir inside (traces); not a writable place
 EXEC_MARK = "PROCTOR_EXEC"  # in every command's environment: what a timeout kills
@@ -237,7 +237,7 @@ class DockerSandbox(LocalSandbox):
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
-                   trace: bool = False) -> ExecResult:
+                   trace: bool = False, capture: int | None = None) -> ExecResult:
         assert self.container is not None
         self._execs += 1
         mark = f"{EXEC_MARK}={self._execs}"
@@ -257,7 +257,7 @@ class DockerSandbox(LocalSandbox):
         trace_file = None
         if trace:
             trace_file = self.private / f"trace-{self._execs}"
-            inner = [*tracer_argv(Path(PRIVATE, trace_file.name), TRACER), *inner]
+            inner = [*tracer_argv(Path(PRIVATE, trace_file.name), TRACER, capture), *inner]
         io = await asyncio.to_thread(self._fifos, self._execs)
         inner = ["/bin/sh", "-c", _RELAY, "relay", f"{PRIVATE}/{io.name}", *inner]
         client_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **full}
@@ -270,10 +270,7 @@ class DockerSandbox(LocalSandbox):
             await asyncio.to_thread(self._kill, mark.encode())
         await asyncio.to_thread(shutil.rmtree, io, True)
         if trace_file is not None:
-            trace = parse_trace(trace_file)
-            trace_file.unlink(missing_ok=True)
-            trace.drop_leading(1 if trace.execs and
-                               posixpath.basename(trace.execs[0][0]) == "setpriv" else 0)
+            trace = read_trace(trace_file, wrappers=("setpriv",))  # removed once finished
             res.execs, res.exec_parents = trace.execs, trace.parents
             if not trace.complete and not res.timed_out:
                 res.error = "recording lost: the command trace ended before the command did"

@@ -1,35 +1,73 @@
 /* exectrace: record every program a command tree executes, from outside it.
 
-   exectrace -o FILE -- PROGRAM [ARG...]
+   exectrace -o FILE [-w PER,TOTAL] -- PROGRAM [ARG...]
 
    Runs PROGRAM under ptrace with a seccomp filter that stops a process only at execve and
-   execveat; forks, clones and exits arrive as ptrace events. Nothing else stops anything:
-   a program's threads run at full speed (strace --seccomp-bpf restarts every new thread
-   with a stop at each of its system calls until that thread itself calls a traced one,
-   which costs a many-threaded agent such as Codex or Claude Code several times its run
-   time). Written to FILE, one event per line, pids as this process sees them:
+   execveat (and, with -w, at a write to fd 1 or 2 and a dup onto one); forks, clones, execs and exits arrive as
+   ptrace events. Nothing else stops anything: a program's threads run at full speed (strace
+   --seccomp-bpf restarts every new thread with a stop at each of its system calls until that
+   thread itself calls a traced one, which costs a many-threaded agent such as Codex or Claude
+   Code several times its run time).
 
-     S PID             the top process
-     F PARENT CHILD    a fork, vfork or clone (threads included)
-     E PID ["ARG",...] an exec that succeeded, its argv as a JSON array
-     X PID CODE        a process or thread exited
-     K PID SIGNAL      ... was killed by a signal
+   The trace format (a contract: sandbox/trace.py reads it, and so may other tracers). One
+   event per line, in the order the tracer saw them; PID is a thread or process id as this
+   process sees them; TIME is unix time, seconds with microseconds; strings are JSON strings
+   in which every byte outside printable ASCII is written \u00XX, so a reader that maps each
+   character back to one byte (Latin-1) gets the exact bytes:
 
-   The trace is complete when it holds the top process's X or K line. exectrace exits as the
-   top process did, once every traced process is gone; if exectrace dies, the kernel kills
-   every traced process (PTRACE_O_EXITKILL). A process that escapes tracing (clone with
-   CLONE_UNTRACED) keeps the filter and cannot exec at all: its execve fails with ENOSYS.
-   Syscalls through a foreign ABI (int 0x80 on x86_64) are refused (EPERM), and so are the
-   keyring calls (add_key, request_key, keyctl): keyrings belong to a uid, not a sandbox. */
+     S PID TIME                   the top process
+     F PARENT CHILD               a fork, vfork or clone (threads included), written before
+                                  anything the child does
+     E PID TIME ["ARG",...]       an exec that succeeded, with the argv its caller gave it
+                                  (read at the attempt) if the new program got those very
+                                  arguments (read at the exec event, before it ran, with no
+                                  thread of the old program left), else the argv it got: a
+                                  thread rewriting the argv during the exec cannot hide what
+                                  ran. (A script gets its interpreter and its own path in
+                                  place of argv[0]: the arguments after argv[0] must match.)
+     O PID "FD1" "FD2"            with -w, right after E: where that program's fd 1 and fd 2
+                                  point (readlink of /proc/PID/fd/N: "pipe:[INODE]",
+                                  "/dev/pts/0", a path; "" when closed)
+     W PID FD N "TARGET" "DATA"   with -w: a write(2), writev, pwrite64, pwritev or pwritev2
+                                  to fd 1 or 2 that wrote N > 0 bytes to TARGET (as in O);
+                                  DATA is what was kept of them, a prefix: at most PER bytes
+                                  per process (thread) and TOTAL in all (N - its length were
+                                  dropped)
+     D PID NEWFD OLDFD            with -w: NEWFD became a copy of OLDFD, one of them 1 or 2
+                                  (dup2, dup3, dup, fcntl F_DUPFD; `cmd >&2` in a shell is
+                                  D PID 1 2), so a reader can tell which of a program's
+                                  original fds a write went to even where fd 1 and 2 point
+                                  to one place
+     X PID CODE TIME              a process or thread exited
+     K PID SIGNAL TIME            ... was killed by a signal
+     Z TIME                       the end: every traced process is gone
+
+   The trace is complete when it holds the top process's X or K line, which is written only
+   if every line before it was. Lines are flushed whenever the tracer waits, so a tracer
+   killed while the command hangs loses nothing it saw. exectrace exits as the top process
+   did, as soon as it did (once its line is written); what the top left running (a server
+   started in the background) stays traced by a child of exectrace, its lines appended
+   until it ends. If the tracer dies, the kernel kills every traced process
+   (PTRACE_O_EXITKILL). A process that escapes tracing (clone with CLONE_UNTRACED)
+   keeps the filter and cannot exec at all: its execve fails with ENOSYS. Syscalls through a
+   foreign ABI (int 0x80 on x86_64) are refused (EPERM), and so are the keyring calls
+   (add_key, request_key, keyctl): keyrings belong to a uid, not a sandbox.
+
+   With -w, sendfile, splice, tee and copy_file_range to fd 1 or 2 fail with ENOSYS (their
+   bytes never pass through the process's memory, so they could not be kept; programs fall
+   back to write). Not seen by -w: output through io_uring or a shared mapping of the
+   target file, and an fd 1 or 2 reopened after close keeps the identity of the old one. */
 
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,37 +79,62 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
 #define NATIVE_ARCH AUDIT_ARCH_X86_64
 #define X32_BIT 0x40000000u
 #define ARG(r, i) ((i) == 0 ? (r).rdi : (i) == 1 ? (r).rsi : (r).rdx)
+#define RETVAL(r) ((int64_t)(r).rax)
 typedef struct user_regs_struct regs_t;
 #elif defined(__aarch64__)
 #define NATIVE_ARCH AUDIT_ARCH_AARCH64
 #define ARG(r, i) ((r).regs[i])
+#define RETVAL(r) ((int64_t)(r).regs[0])
 typedef struct user_pt_regs regs_t;
 #else
 #error "exectrace supports x86_64 and aarch64"
 #endif
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the seccomp filter reads the low half of a 64-bit argument first"
+#endif
 
 #define DATA_EXECVE 1
-#define DATA_EXECVEAT 2
-#define MAX_ARG 65536     /* bytes kept of one argument */
-#define MAX_ARGS 4096     /* arguments kept of one argv */
-#define MAX_LINE (1 << 21) /* bytes kept of one exec line */
+#define DATA_EXECVEAT 5
+#define DATA_WRITE 2  /* write, pwrite64: (fd, buf, count) */
+#define DATA_WRITEV 3 /* writev, pwritev, pwritev2, vmsplice: (fd, iov, iovcnt) */
+#define DATA_DUP 4    /* dup2, dup3, dup, fcntl F_DUPFD: (oldfd, ...) -> newfd */
+#define MAX_ARG 65536      /* bytes kept of one argument */
+#define MAX_ARGS 4096      /* arguments kept of one argv */
+#define MAX_CMDLINE (1 << 21) /* bytes read of one argv */
+#define MAX_IOV 1024       /* IOV_MAX */
 
 static FILE *out;
+static int out_failed; /* a line could not be written: the trace stays incomplete */
+static int capture;    /* -w given */
+static size_t per_task_limit, total_limit, total_kept;
 
-/* What is known of a task: the argv read at its exec's seccomp stop, kept until the exec
-   succeeds (PTRACE_EVENT_EXEC) or the task tries another; whether its parent's fork event
-   has been written; whether it is held at its first stop until that is so (a child's first
-   stop can arrive before its parent's fork event: its F line comes first all the same). */
+/* An argv: its arguments as NUL-terminated strings one after the other in `s`, each cut
+   at MAX_ARG bytes, at most MAX_ARGS of them, MAX_CMDLINE bytes in all. */
+struct args {
+    char *s;
+    size_t len, cap;
+    int n;
+};
+
+/* What is known of a task: whether its parent's fork event has been written; whether it is
+   held at its first stop until that is so (a child's first stop can arrive before its
+   parent's fork event: its F line comes first all the same); a write it is in the middle of
+   (between the seccomp stop and the syscall-exit stop); what was kept of its writes. */
 struct task {
     pid_t pid;
-    char *line;
     int announced, parked;
+    struct args asked; /* the argv of its exec attempt */
+    int pending; /* 0, or the DATA_ kind of a call whose exit is awaited */
+    uint64_t args[3];
+    char target[PATH_MAX];
+    size_t kept;
     struct task *next;
 };
 static struct task *tasks;
@@ -93,11 +156,59 @@ static void forget(pid_t pid) {
         if ((*pp)->pid == pid) {
             struct task *t = *pp;
             *pp = t->next;
-            free(t->line);
+            free(t->asked.s);
             free(t);
             return;
         }
 }
+
+/* -- writing the trace ------------------------------------------------------------------ */
+
+static void line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void line(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    if (vfprintf(out, fmt, ap) < 0) out_failed = 1;
+    va_end(ap);
+}
+
+static void now(char *buf, size_t len) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_REALTIME, &ts) < 0) ts.tv_sec = ts.tv_nsec = 0;
+    snprintf(buf, len, "%lld.%06ld", (long long)ts.tv_sec, ts.tv_nsec / 1000);
+}
+
+/* Bytes as a JSON string: printable ASCII as it is, everything else \u00XX. */
+static void put_bytes(const unsigned char *s, size_t n) {
+    static const char hex[] = "0123456789abcdef";
+    char buf[4096];
+    size_t used = 0;
+    if (putc_unlocked('"', out) == EOF) out_failed = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (used > sizeof buf - 8) {
+            if (fwrite(buf, 1, used, out) != used) out_failed = 1;
+            used = 0;
+        }
+        unsigned char c = s[i];
+        if (c == '"' || c == '\\') {
+            buf[used++] = '\\';
+            buf[used++] = (char)c;
+        } else if (c < 0x20 || c > 0x7e) {
+            memcpy(buf + used, "\\u00", 4);
+            buf[used + 4] = hex[c >> 4];
+            buf[used + 5] = hex[c & 15];
+            used += 6;
+        } else {
+            buf[used++] = (char)c;
+        }
+    }
+    if (used && fwrite(buf, 1, used, out) != used) out_failed = 1;
+    if (putc_unlocked('"', out) == EOF) out_failed = 1;
+}
+
+static void put_text(const char *s) { put_bytes((const unsigned char *)s, strlen(s)); }
+
+/* -- reading the tracee ----------------------------------------------------------------- */
 
 /* Reads up to len bytes of the tracee's memory at addr, never across an unmapped page. */
 static size_t peek(pid_t pid, uint64_t addr, void *buf, size_t len) {
@@ -114,146 +225,424 @@ static size_t peek(pid_t pid, uint64_t addr, void *buf, size_t len) {
     return done;
 }
 
-struct buf {
-    char *s;
-    size_t len, cap;
-};
-
-static void put(struct buf *b, const char *s, size_t n) {
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->s = realloc(b->s, b->cap);
-        if (!b->s) abort();
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = 0;
+/* Where /proc/PID/fd/FD points, or "" (closed, or the process is gone). */
+static void fd_target(pid_t pid, int fd, char *buf, size_t len) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
+    ssize_t n = readlink(path, buf, len - 1);
+    buf[n > 0 ? n : 0] = 0;
 }
 
-/* One argument as a JSON string: bytes >= 0x80 as they are (the reader decodes UTF-8). */
-static void put_string(struct buf *b, pid_t pid, uint64_t addr) {
-    char chunk[512];
-    size_t total = 0;
-    put(b, "\"", 1);
-    while (total < MAX_ARG) {
-        size_t n = peek(pid, addr + total, chunk, sizeof chunk);
-        if (n == 0) break;
-        for (size_t i = 0; i < n; i++) {
-            unsigned char c = (unsigned char)chunk[i];
-            if (c == 0) goto end;
-            if (c == '"' || c == '\\') {
-                char esc[2] = {'\\', (char)c};
-                put(b, esc, 2);
-            } else if (c < 0x20) {
-                char esc[8];
-                snprintf(esc, sizeof esc, "\\u%04x", c);
-                put(b, esc, 6);
-            } else {
-                put(b, (char *)&c, 1);
-            }
-        }
-        total += n;
+static void add_arg(struct args *a, const char *s, size_t n) {
+    if (n > MAX_ARG) n = MAX_ARG;
+    if (a->len + n + 1 > a->cap) {
+        a->cap = (a->len + n + 1) * 2;
+        a->s = realloc(a->s, a->cap);
+        if (!a->s) abort();
     }
-end:
-    put(b, "\"", 1);
+    memcpy(a->s + a->len, s, n);
+    a->s[a->len + n] = 0;
+    a->len += n + 1;
+    a->n++;
 }
 
-static char *read_argv(pid_t pid, uint64_t argv) {
-    struct buf b = {0};
-    put(&b, "[", 1);
-    for (int i = 0; i < MAX_ARGS && b.len < MAX_LINE; i++) {
+/* The argv an exec was asked for, read from the caller's memory at its seccomp stop. */
+static void args_from_memory(pid_t pid, uint64_t argv, struct args *a) {
+    char *arg = malloc(MAX_ARG);
+    if (!arg) abort();
+    for (int i = 0; i < MAX_ARGS && a->len < MAX_CMDLINE; i++) {
         uint64_t ptr = 0;
         if (peek(pid, argv + 8 * (uint64_t)i, &ptr, 8) != 8 || ptr == 0) break;
-        if (i) put(&b, ",", 1);
-        put_string(&b, pid, ptr);
+        size_t len = 0;
+        while (len < MAX_ARG) {
+            size_t want = MAX_ARG - len < 512 ? MAX_ARG - len : 512;
+            size_t n = peek(pid, ptr + len, arg + len, want);
+            char *end = n ? memchr(arg + len, 0, n) : NULL;
+            if (end) { len = (size_t)(end - arg); break; }
+            len += n;
+            if (n < want) break;
+        }
+        add_arg(a, arg, len);
     }
-    put(&b, "]", 1);
-    return b.s;
+    free(arg);
 }
 
-static void on_exec_attempt(pid_t pid) {
-    unsigned long which = 0;
+/* The argv a program got, from /proc/PID/cmdline at its exec event: before it ran a single
+   instruction, with no other thread left that could change it. */
+static void args_from_proc(pid_t pid, struct args *a) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    size_t cap = 65536, len = 0;
+    char *s = malloc(cap);
+    if (!s) abort();
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        for (;;) {
+            if (len == cap) {
+                if (cap >= MAX_CMDLINE) break;
+                cap *= 2;
+                s = realloc(s, cap);
+                if (!s) abort();
+            }
+            ssize_t n = read(fd, s + len, cap - len);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            len += (size_t)n;
+        }
+        close(fd);
+    }
+    for (size_t start = 0; start < len && a->n < MAX_ARGS;) {
+        char *end = memchr(s + start, 0, len - start);
+        size_t n = end ? (size_t)(end - (s + start)) : len - start;
+        add_arg(a, s + start, n);
+        start += n + 1;
+    }
+    free(s);
+}
+
+/* Argument i of a (0-based). */
+static const char *arg_at(const struct args *a, int i) {
+    const char *p = a->s;
+    while (i-- > 0) p += strlen(p) + 1;
+    return p;
+}
+
+/* Whether the program got what the caller asked for: the same argv, or, for a script (the
+   kernel puts the interpreter and the script's path in front, in place of argv[0]), the
+   same arguments after argv[0]. */
+static int same_args(const struct args *asked, const struct args *got) {
+    if (asked->n == 0 || got->n < asked->n) return 0;
+    int skip = got->n - asked->n, from = skip == 0 ? 0 : 1;
+    for (int i = from; i < asked->n; i++)
+        if (strcmp(arg_at(asked, i), arg_at(got, i + skip)) != 0) return 0;
+    return 1;
+}
+
+static void put_args(const struct args *a) {
+    if (putc_unlocked('[', out) == EOF) out_failed = 1;
+    const char *p = a->s;
+    for (int i = 0; i < a->n; i++) {
+        size_t n = strlen(p);
+        if (i && putc_unlocked(',', out) == EOF) out_failed = 1;
+        put_bytes((const unsigned char *)p, n);
+        p += n + 1;
+    }
+    if (putc_unlocked(']', out) == EOF) out_failed = 1;
+}
+
+static void on_exec_attempt(pid_t pid, unsigned long which) {
     regs_t regs;
     struct iovec io = {&regs, sizeof regs};
-    if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &which) < 0) return;
     if (ptrace(PTRACE_GETREGSET, pid, (void *)NT_PRSTATUS, &io) < 0) return;
-    uint64_t argv = which == DATA_EXECVEAT ? ARG(regs, 2) : ARG(regs, 1);
     struct task *t = task(pid, 1);
-    free(t->line);
-    t->line = read_argv(pid, argv);
+    free(t->asked.s);
+    memset(&t->asked, 0, sizeof t->asked);
+    args_from_memory(pid, which == DATA_EXECVEAT ? ARG(regs, 2) : ARG(regs, 1), &t->asked);
 }
 
 static void on_exec_done(pid_t pid) {
     unsigned long former = (unsigned long)pid; /* a thread that exec'd takes the leader's pid */
-    ptrace(PTRACE_GETEVENTMSG, pid, 0, &former);
+    if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &former) < 0) former = (unsigned long)pid;
     struct task *t = task((pid_t)former, 0);
-    fprintf(out, "E %d %s\n", pid, t && t->line ? t->line : "[]");
+    struct args got = {0};
+    args_from_proc(pid, &got);
+    char when[32];
+    now(when, sizeof when);
+    line("E %d %s ", pid, when);
+    put_args(t && same_args(&t->asked, &got) ? &t->asked : &got);
+    line("\n");
+    free(got.s);
     if (t) {
-        free(t->line);
-        t->line = NULL;
+        free(t->asked.s);
+        memset(&t->asked, 0, sizeof t->asked);
+    }
+    if (capture) {
+        char fd1[PATH_MAX], fd2[PATH_MAX];
+        fd_target(pid, 1, fd1, sizeof fd1);
+        fd_target(pid, 2, fd2, sizeof fd2);
+        line("O %d ", pid);
+        put_text(fd1);
+        line(" ");
+        put_text(fd2);
+        line("\n");
     }
 }
 
-static int install_filter(void) {
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-#ifdef X32_BIT
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_BIT, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-#endif
-        /* Keyrings are per user, not per sandbox: refused, as the spawner refuses them. */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_add_key, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_request_key, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_keyctl, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | DATA_EXECVE),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | DATA_EXECVEAT),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
-    /* Without privileges a filter needs no_new_privs; with them, leave setuid programs be. */
-    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0) return 0;
-    if (errno != EACCES) return -1;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return -1;
-    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+static int get_regs(pid_t pid, regs_t *regs) {
+    struct iovec io = {regs, sizeof *regs};
+    return (int)ptrace(PTRACE_GETREGSET, pid, (void *)NT_PRSTATUS, &io);
 }
 
-#define TRACE_OPTIONS (PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK | \
-                       PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL)
+/* A write to fd 1 or 2, or a dup onto one, is about to happen: note it, to see at its exit
+   what it did. Returns whether to stop the task at that exit. */
+static int on_call_entry(pid_t pid, int kind) {
+    regs_t regs;
+    if (get_regs(pid, &regs) < 0) return 0;
+    struct task *t = task(pid, 1);
+    t->pending = kind;
+    t->args[0] = ARG(regs, 0);
+    t->args[1] = ARG(regs, 1);
+    t->args[2] = ARG(regs, 2);
+    if (kind != DATA_DUP) fd_target(pid, (int)t->args[0], t->target, sizeof t->target);
+    return 1;
+}
+
+/* The bytes a write wrote (`written` of them): from its buffer, or its iovec array. */
+static size_t written_bytes(pid_t pid, int kind, const struct task *t, unsigned char *data,
+                            size_t want) {
+    if (kind == DATA_WRITE) return peek(pid, t->args[1], data, want);
+    struct iovec iov[MAX_IOV];
+    size_t n = t->args[2] < MAX_IOV ? (size_t)t->args[2] : MAX_IOV, got = 0;
+    size_t have = peek(pid, t->args[1], iov, n * sizeof iov[0]) / sizeof iov[0];
+    for (size_t i = 0; i < have && got < want; i++) {
+        size_t part = iov[i].iov_len < want - got ? iov[i].iov_len : want - got;
+        size_t read = peek(pid, (uint64_t)(uintptr_t)iov[i].iov_base, data + got, part);
+        got += read;
+        if (read < part) break;
+    }
+    return got;
+}
+
+static void on_call_exit(pid_t pid) {
+    struct task *t = task(pid, 0);
+    regs_t regs;
+    if (!t || !t->pending) return;
+    int kind = t->pending;
+    t->pending = 0;
+    if (get_regs(pid, &regs) < 0) return;
+    int64_t result = RETVAL(regs);
+    if (kind == DATA_DUP) {
+        if (result >= 0) line("D %d %d %d\n", pid, (int)result, (int)t->args[0]);
+        return;
+    }
+    if (result <= 0) return;
+    size_t room = per_task_limit - t->kept;
+    if (total_limit - total_kept < room) room = total_limit - total_kept;
+    size_t want = (uint64_t)result < room ? (size_t)result : room, got = 0;
+    unsigned char *data = want ? malloc(want) : NULL;
+    if (want && !data) abort();
+    if (want) got = written_bytes(pid, kind, t, data, want);
+    t->kept += got;
+    total_kept += got;
+    line("W %d %d %lld ", pid, (int)t->args[0], (long long)result);
+    put_text(t->target);
+    line(" ");
+    put_bytes(data, got);
+    line("\n");
+    free(data);
+}
+
+/* -- the filter ------------------------------------------------------------------------- */
+
+/* A seccomp program with forward jumps to labels, resolved once it is complete. */
+enum { L_PLAIN, L_VECTOR, L_DUP2, L_DUP2_NEW, L_DUP, L_FCNTL, L_TRACE_DUP, L_REFUSE0,
+       L_REFUSE1, L_REFUSE2, L_ALLOW, N_LABELS };
+static struct sock_filter prog[96];
+static int prog_n, label_at[N_LABELS], jump_from[48], jump_to[48], jumps;
+
+static void op(struct sock_filter f) { prog[prog_n++] = f; }
+static void here(int label) { label_at[label] = prog_n; }
+/* if A == k (or A > k, `gt`) go to label, else on */
+static void jump_if(int gt, uint32_t k, int label) {
+    jump_from[jumps] = prog_n;
+    jump_to[jumps++] = label;
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | (gt ? BPF_JGT : BPF_JEQ) | BPF_K, k, 0, 0));
+}
+static void load(uint32_t offset) { op((struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset)); }
+static void ret(uint32_t v) { op((struct sock_filter)BPF_STMT(BPF_RET | BPF_K, v)); }
+#define ARG_LOW(i) (offsetof(struct seccomp_data, args) + 8 * (i)) /* little-endian */
+
+/* Continues with A = the syscall number unless fd argument `i` (its low half: the kernel
+   reads an fd as an unsigned int) is 1 or 2. */
+static void unless_fd_1_or_2(int i, int otherwise) {
+    load(ARG_LOW(i));
+    jump_if(1, 2, otherwise);
+    jump_if(0, 0, otherwise);
+}
+
+static int install_filter(void) {
+    load(offsetof(struct seccomp_data, arch));
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0));
+    ret(SECCOMP_RET_ERRNO | EPERM);
+    load(offsetof(struct seccomp_data, nr));
+#ifdef X32_BIT
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, X32_BIT, 0, 1));
+    ret(SECCOMP_RET_ERRNO | EPERM);
+#endif
+    /* Keyrings are per user, not per sandbox: refused, as the spawner refuses them. */
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_add_key, 2, 0));
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_request_key, 1, 0));
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_keyctl, 0, 1));
+    ret(SECCOMP_RET_ERRNO | EPERM);
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 0, 1));
+    ret(SECCOMP_RET_TRACE | DATA_EXECVE);
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1));
+    ret(SECCOMP_RET_TRACE | DATA_EXECVEAT);
+    if (capture) {
+        jump_if(0, __NR_write, L_PLAIN);
+        jump_if(0, __NR_pwrite64, L_PLAIN);
+        jump_if(0, __NR_writev, L_VECTOR);
+        jump_if(0, __NR_pwritev, L_VECTOR);
+        jump_if(0, __NR_pwritev2, L_VECTOR);
+        jump_if(0, __NR_vmsplice, L_VECTOR);
+#ifdef __NR_dup2
+        jump_if(0, __NR_dup2, L_DUP2);
+#endif
+        jump_if(0, __NR_dup3, L_DUP2);
+        jump_if(0, __NR_dup, L_DUP);
+        jump_if(0, __NR_fcntl, L_FCNTL);
+        /* Output that never passes through this process's memory cannot be captured: to
+           fd 1 or 2 these fail as if the kernel lacked them, and programs fall back to
+           write (cat, for one, tries copy_file_range first). */
+        jump_if(0, __NR_sendfile, L_REFUSE0);
+        jump_if(0, __NR_tee, L_REFUSE1);
+        jump_if(0, __NR_copy_file_range, L_REFUSE2);
+        jump_if(0, __NR_splice, L_REFUSE2);
+        ret(SECCOMP_RET_ALLOW);
+        here(L_PLAIN);
+        unless_fd_1_or_2(0, L_ALLOW);
+        ret(SECCOMP_RET_TRACE | DATA_WRITE);
+        here(L_VECTOR);
+        unless_fd_1_or_2(0, L_ALLOW);
+        ret(SECCOMP_RET_TRACE | DATA_WRITEV);
+        /* Copies from or onto fd 1 and 2: dup2/dup3(old, new) with either one 1 or 2;
+           dup(old) and fcntl(old, F_DUPFD[_CLOEXEC]) with old 1 or 2 (how a shell saves
+           fd 1 before `cmd >&2`, to put it back after). */
+        here(L_DUP2);
+        unless_fd_1_or_2(0, L_DUP2_NEW);
+        ret(SECCOMP_RET_TRACE | DATA_DUP);
+        here(L_DUP2_NEW);
+        unless_fd_1_or_2(1, L_ALLOW);
+        ret(SECCOMP_RET_TRACE | DATA_DUP);
+        here(L_DUP);
+        unless_fd_1_or_2(0, L_ALLOW);
+        ret(SECCOMP_RET_TRACE | DATA_DUP);
+        here(L_FCNTL);
+        unless_fd_1_or_2(0, L_ALLOW);
+        load(ARG_LOW(1));
+        jump_if(0, F_DUPFD, L_TRACE_DUP);
+        jump_if(0, F_DUPFD_CLOEXEC, L_TRACE_DUP);
+        ret(SECCOMP_RET_ALLOW);
+        here(L_TRACE_DUP);
+        ret(SECCOMP_RET_TRACE | DATA_DUP);
+        here(L_REFUSE0);
+        unless_fd_1_or_2(0, L_ALLOW);
+        ret(SECCOMP_RET_ERRNO | ENOSYS);
+        here(L_REFUSE1);
+        unless_fd_1_or_2(1, L_ALLOW);
+        ret(SECCOMP_RET_ERRNO | ENOSYS);
+        here(L_REFUSE2);
+        unless_fd_1_or_2(2, L_ALLOW);
+        ret(SECCOMP_RET_ERRNO | ENOSYS);
+    }
+    here(L_ALLOW);
+    ret(SECCOMP_RET_ALLOW);
+    for (int j = 0; j < jumps; j++)
+        prog[jump_from[j]].jt = (unsigned char)(label_at[jump_to[j]] - jump_from[j] - 1);
+    struct sock_fprog fprog = {(unsigned short)prog_n, prog};
+    /* Without privileges a filter needs no_new_privs; with them, leave setuid programs be. */
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) == 0) return 0;
+    if (errno != EACCES) return -1;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return -1;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog);
+}
+
+/* -- the loop --------------------------------------------------------------------------- */
 
 static int is_stop_signal(int sig) {
     return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
 }
 
-/* Follows `top` (seized with TRACE_OPTIONS) and everything it starts until every traced
-   process is gone, writing the events to `out`; the top process's wait status. */
-static int trace_loop(pid_t top) {
-    int top_status = 0;
+/* Resumes a stopped task. ESRCH: it died meanwhile (waitpid reports it). Anything else
+   would leave it stopped for ever: it is killed, and the trace says nothing false. */
+static void resume(pid_t pid, enum __ptrace_request how, int sig) {
+    if (ptrace(how, pid, 0, (void *)(long)sig) < 0 && errno != ESRCH) {
+        out_failed = 1;
+        kill(pid, SIGKILL);
+    }
+}
+
+/* The first process: it waits until the tracer (its child) reports how the top process
+   ended, and exits the same way. The tracer stays with whatever the top left running (a
+   server started in the background), recording until it ends. */
+static int wait_for_report(int fd, pid_t tracer) {
+    int st = 0;
+    ssize_t n;
+    do n = read(fd, &st, sizeof st);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof st) { /* the tracer failed, or died, before the top ended */
+        while (waitpid(tracer, &st, 0) < 0 && errno == EINTR) {}
+        if (WIFEXITED(st) && WEXITSTATUS(st)) return WEXITSTATUS(st);
+        return 2;
+    }
+    if (WIFSIGNALED(st)) {
+        signal(WTERMSIG(st), SIG_DFL);
+        kill(getpid(), WTERMSIG(st));
+        return 128 + WTERMSIG(st);
+    }
+    return WEXITSTATUS(st);
+}
+
+/* The tracer's side, once `top` is forked and waits on `go` for the filter and its exec:
+   seize it, let it go, follow it and everything it starts until all are gone (the top's end
+   reported on `report` as a wait status), then the Z line. Returns the tracer's exit code. */
+static int trace(pid_t top, int go, int report) {
+    long opts = PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
+                PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL |
+                PTRACE_O_TRACESYSGOOD;
+    if (ptrace(PTRACE_SEIZE, top, 0, (void *)opts) < 0) {
+        perror("exectrace: ptrace");
+        kill(top, SIGKILL);
+        return 2;
+    }
+    char t[32];
+    now(t, sizeof t);
+    line("S %d %s\n", top, t);
+    if (write(go, "g", 1) != 1) { kill(top, SIGKILL); return 2; }
+    close(go);
+    /* The command's output is its own: the tracer holds none of its descriptors open. */
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3 && null >= 0; fd++)
+        if (dup2(null, fd) < 0) out_failed = 1;
+    if (null > 2) close(null);
     for (;;) {
         int st;
-        pid_t pid = waitpid(-1, &st, __WALL);
+        pid_t pid = waitpid(-1, &st, __WALL | WNOHANG);
+        if (pid == 0) { /* nothing to do: what was seen is written before waiting */
+            if (fflush(out) != 0) out_failed = 1;
+            pid = waitpid(-1, &st, __WALL);
+        }
         if (pid < 0) {
             if (errno == EINTR) continue;
             break; /* ECHILD: every traced process is gone */
         }
         if (WIFEXITED(st) || WIFSIGNALED(st)) {
-            if (WIFEXITED(st)) fprintf(out, "X %d %d\n", pid, WEXITSTATUS(st));
-            else fprintf(out, "K %d %d\n", pid, WTERMSIG(st));
-            if (pid == top) top_status = st;
+            /* The top's line vouches for every line before it: those are flushed first. */
+            int failed_before = pid == top && (fflush(out) != 0 || out_failed || ferror(out));
+            now(t, sizeof t);
+            if (!failed_before) {
+                if (WIFEXITED(st)) line("X %d %d %s\n", pid, WEXITSTATUS(st), t);
+                else line("K %d %d %s\n", pid, WTERMSIG(st), t);
+            }
             forget(pid);
+            if (pid == top) { /* written down: the first process may now end as it did */
+                if (fflush(out) != 0) out_failed = 1;
+                if (write(report, &st, sizeof st) != (ssize_t)sizeof st) out_failed = 1;
+                close(report);
+            }
             continue;
         }
         if (!WIFSTOPPED(st)) continue;
         int sig = WSTOPSIG(st), event = st >> 16, inject = 0;
-        unsigned long child;
+        enum __ptrace_request how = PTRACE_CONT;
+        unsigned long msg;
         switch (event) {
         case PTRACE_EVENT_SECCOMP:
-            on_exec_attempt(pid);
+            if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg) < 0) break;
+            if (msg == DATA_EXECVE || msg == DATA_EXECVEAT) on_exec_attempt(pid, msg);
+            else if ((msg == DATA_WRITE || msg == DATA_WRITEV || msg == DATA_DUP) &&
+                on_call_entry(pid, (int)msg))
+                how = PTRACE_SYSCALL; /* next stop: this call's exit */
             break;
         case PTRACE_EVENT_EXEC:
             on_exec_done(pid);
@@ -261,52 +650,91 @@ static int trace_loop(pid_t top) {
         case PTRACE_EVENT_FORK:
         case PTRACE_EVENT_VFORK:
         case PTRACE_EVENT_CLONE:
-            if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &child) == 0) {
-                fprintf(out, "F %d %lu\n", pid, child);
-                struct task *t = task((pid_t)child, 1);
-                t->announced = 1;
-                if (t->parked) {
-                    t->parked = 0;
-                    ptrace(PTRACE_CONT, (pid_t)child, 0, 0);
+            if (ptrace(PTRACE_GETEVENTMSG, pid, 0, &msg) == 0) {
+                line("F %d %lu\n", pid, msg);
+                struct task *c = task((pid_t)msg, 1);
+                c->announced = 1;
+                if (c->parked) {
+                    c->parked = 0;
+                    resume((pid_t)msg, PTRACE_CONT, 0);
                 }
             }
             break;
         case PTRACE_EVENT_STOP: /* a new task's first stop, or a group stop */
             if (is_stop_signal(sig)) {
-                ptrace(PTRACE_LISTEN, pid, 0, 0);
+                if (ptrace(PTRACE_LISTEN, pid, 0, 0) < 0 && errno != ESRCH) out_failed = 1;
                 continue;
             }
             if (pid != top) {
-                struct task *t = task(pid, 1);
-                if (!t->announced) {
-                    t->parked = 1; /* resumed by its parent's fork event */
+                struct task *c = task(pid, 1);
+                if (!c->announced) {
+                    c->parked = 1; /* resumed by its parent's fork event */
                     continue;
                 }
             }
             break;
-        default:
+        case 0:
+            if (sig == (SIGTRAP | 0x80)) { /* a syscall-exit stop: a write or dup finished */
+                on_call_exit(pid);
+                break;
+            }
             inject = sig; /* a signal on its way: deliver it */
+            break;
+        default:
+            break;
         }
-        ptrace(PTRACE_CONT, pid, 0, (void *)(long)inject);
+        resume(pid, how, inject);
     }
-    return top_status;
+    now(t, sizeof t);
+    line("Z %s\n", t);
+    return fclose(out) == 0 ? 0 : 1;
 }
 
 #ifndef EXECTRACE_NO_MAIN  /* spawner.c includes this file for its tracing code */
+/* "PER,TOTAL": two byte counts. */
+static int parse_limits(const char *s) {
+    char *end;
+    errno = 0;
+    unsigned long long per = strtoull(s, &end, 10);
+    if (errno || end == s || *end != ',') return -1;
+    const char *rest = end + 1;
+    unsigned long long total = strtoull(rest, &end, 10);
+    if (errno || end == rest || *end || per > SIZE_MAX || total > SIZE_MAX) return -1;
+    per_task_limit = (size_t)per;
+    total_limit = (size_t)total;
+    return 0;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: exectrace -o FILE [-w PER,TOTAL] -- PROGRAM [ARG...]\n");
+    return 2;
+}
+
 int main(int argc, char **argv) {
     const char *path = NULL;
     int i = 1;
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc) path = argv[++i];
-        else if (!strcmp(argv[i], "--")) { i++; break; }
+        else if (!strcmp(argv[i], "-w") && i + 1 < argc) {
+            if (parse_limits(argv[++i]) < 0) return usage();
+            capture = 1;
+        } else if (!strcmp(argv[i], "--")) { i++; break; }
         else break;
     }
-    if (!path || i >= argc) {
-        fprintf(stderr, "usage: exectrace -o FILE -- PROGRAM [ARG...]\n");
-        return 2;
+    if (!path || i >= argc) return usage();
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) < 0) { perror("exectrace: pipe"); return 2; }
+    pid_t tracer = fork();
+    if (tracer < 0) { perror("exectrace: fork"); return 2; }
+    if (tracer > 0) {
+        close(report[1]);
+        return wait_for_report(report[0], tracer);
     }
+    close(report[0]);
     out = fopen(path, "we");
     if (!out) { perror("exectrace: output"); return 2; }
+    static char outbuf[1 << 16];
+    setvbuf(out, outbuf, _IOFBF, sizeof outbuf);
 
     int go[2];
     if (pipe2(go, O_CLOEXEC) < 0) { perror("exectrace: pipe"); return 2; }
@@ -322,22 +750,6 @@ int main(int argc, char **argv) {
         _exit(127);
     }
     close(go[0]);
-    if (ptrace(PTRACE_SEIZE, top, 0, (void *)TRACE_OPTIONS) < 0) {
-        perror("exectrace: ptrace");
-        kill(top, SIGKILL);
-        return 2;
-    }
-    fprintf(out, "S %d\n", top);
-    if (write(go[1], "g", 1) != 1) { kill(top, SIGKILL); return 2; }
-    close(go[1]);
-
-    int top_status = trace_loop(top);
-    fclose(out);
-    if (WIFSIGNALED(top_status)) {
-        signal(WTERMSIG(top_status), SIG_DFL);
-        kill(getpid(), WTERMSIG(top_status));
-        return 128 + WTERMSIG(top_status);
-    }
-    return WEXITSTATUS(top_status);
+    return trace(top, go[1], report[1]);
 }
 #endif

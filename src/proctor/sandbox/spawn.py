@@ -27,8 +27,8 @@ from proctor import proc
 from proctor.proc import ExecResult, Feed
 
 OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL = 1, 2, 3, 4, 5, 6
-FLAG_TRACE = 1
-REQUEST = struct.Struct("=IIiIIII")  # op, id, sig, argc, envc, as_mib, flags
+FLAG_TRACE, FLAG_CAPTURE = 1, 2
+REQUEST = struct.Struct("=IIiIIIIII")  # op, id, sig, argc, envc, as_mib, flags, cap_per, cap_total
 REPLY = struct.Struct("=IIii")  # kind, id, value, err
 _FD_SPACE = socket.CMSG_SPACE(array.array("i", [0]).itemsize)
 SEND_WAIT_S = 10.0
@@ -61,9 +61,11 @@ class Spawner:
 
     async def run(self, argv: Sequence[str], *, env: dict[str, str], cwd: str, timeout: float,
                   stdin: bytes | None = None, limit: int = 1_000_000, feed: Feed | None = None,
-                  as_bytes: int | None = None, trace_fd: int | None = None) -> ExecResult:
+                  as_bytes: int | None = None, trace_fd: int | None = None,
+                  capture: tuple[int, int] | None = None) -> ExecResult:
         """`argv` run in the box; like proc.run: output capped, killed at the timeout. With
-        `trace_fd`, under the tracer, which writes the trace there (exectrace.c's format)."""
+        `trace_fd`, under the tracer, which writes the trace there (exectrace.c's format),
+        with `capture` (bytes per process, in all) what the processes write to fd 1 and 2."""
         started, t0 = time.time(), time.monotonic()
         cap = proc.Capture(self.loop, limit, feed)
         job = next(self._ids)
@@ -86,9 +88,11 @@ class Spawner:
         exited = self._exits[job] = self.loop.create_future()
         start = self._pending[job] = self.loop.create_future()
         try:
-            self._send(OP_RUN, job, argc=len(argv), envc=len(env),
-                       as_mib=(as_bytes or 0) >> 20, flags=FLAG_TRACE if trace_fd else 0,
-                       fds=[request, in_r, out_w, err_w, *([trace_fd] if trace_fd else [])])
+            flags = (FLAG_TRACE if trace_fd is not None else 0) | (FLAG_CAPTURE if capture else 0)
+            per, total = (min(n, 2**32 - 1) for n in capture) if capture else (0, 0)
+            self._send(OP_RUN, job, argc=len(argv), envc=len(env), as_mib=(as_bytes or 0) >> 20,
+                       flags=flags, cap_per=per, cap_total=total,
+                       fds=[request, in_r, out_w, err_w, *([] if trace_fd is None else [trace_fd])])
         except SpawnerLost as e:
             self._exits.pop(job, None)
             self._pending.pop(job, None)
@@ -190,12 +194,13 @@ class Spawner:
     # -- wire --------------------------------------------------------------------------
 
     def _send(self, op: int, job: int, *, sig: int = 0, argc: int = 0, envc: int = 0,
-              as_mib: int = 0, flags: int = 0, fds: Sequence[int] = ()) -> None:
+              as_mib: int = 0, flags: int = 0, cap_per: int = 0, cap_total: int = 0,
+              fds: Sequence[int] = ()) -> None:
         """Send a request now, else queue it (with copies of its descriptors) behind the
         others: never waits."""
         if self.lost:
             raise SpawnerLost(self.lost)
-        message = REQUEST.pack(op, job, sig, argc, envc, as_mib, flags)
+        message = REQUEST.pack(op, job, sig, argc, envc, as_mib, flags, cap_per, cap_total)
         if not self._outbox:
             try:
                 self._sendmsg(message, fds)

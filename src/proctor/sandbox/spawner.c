@@ -40,7 +40,7 @@
    or make the spawner undumpable ends the command (126) or the box: never a silent half. */
 
 #define _GNU_SOURCE
-#define EXECTRACE_NO_MAIN  /* the tracer's code, shared: trace_loop, install_filter, out */
+#define EXECTRACE_NO_MAIN  /* the tracer's code, shared: trace, wait_for_report, install_filter */
 #include "exectrace.c"
 
 #include <arpa/inet.h>
@@ -84,8 +84,9 @@ enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWTRIAL = 4, OP_PING = 5, OP_
 #define MAX_STRINGS (1u << 20)       /* cwd + argv + environment */
 #define FD_BOUND 65536               /* where close_range is missing: close up to this */
 #define FLAG_TRACE 1u                /* RUN: under the tracer; a fifth fd receives the trace */
+#define FLAG_CAPTURE 2u              /* ... and what it writes to fd 1/2 (cap_per, cap_total) */
 
-struct req { uint32_t op, id; int32_t sig; uint32_t argc, envc, as_mib, flags; };
+struct req { uint32_t op, id; int32_t sig; uint32_t argc, envc, as_mib, flags, cap_per, cap_total; };
 struct rep { uint32_t kind, id; int32_t value, err; };
 
 struct job { uint32_t id; pid_t pid; };
@@ -383,17 +384,42 @@ static void command_main(const struct req *r, int *fds, const char *cwd, char **
     _exit(127);
 }
 
-/* The tracer of one traced command (exectrace's loop), forked in the box's PID namespace:
-   the command and everything it starts are in the trial's, where the tracer cannot be seen,
-   signalled or traced. It exits as the command did, once every traced process is gone. */
-static void tracer_main(const struct req *r, int *fds, const char *cwd, char **args,
+/* The tracer of one traced command (exectrace's code), in the box's PID namespace: the
+   command and everything it starts are in the trial's, where the tracer cannot be seen,
+   signalled or traced. As exectrace does, this process waits until the tracer (its child)
+   reports how the top process ended and exits the same way, while the tracer keeps
+   recording what the top left running, until it ends (trace format: exectrace.c). Both are
+   in a process group of their own: KILL kills them, and the kernel every traced process. */
+static void traced_main(const struct req *r, int *fds, const char *cwd, char **args,
                         char **env) {
+    int report[2];
+    sigset_t none;
+    if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 ||
+        setpgid(0, 0) < 0 || pipe2(report, O_CLOEXEC) < 0) {
+        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
+        _exit(126);
+    }
+    pid_t tracer = fork();
+    if (tracer < 0) {
+        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
+        _exit(126);
+    }
+    if (tracer > 0) {
+        int keep = report[0];
+        if (close_except(0, &keep, 1) < 0) _exit(126);
+        _exit(wait_for_report(report[0], tracer));
+    }
     int go[2];
     if (prctl(PR_SET_NAME, "tracer", 0, 0, 0) < 0 || setns(trial_pidns, CLONE_NEWPID) < 0 ||
         pipe2(go, O_CLOEXEC) < 0 || !(out = fdopen(fds[4], "w"))) {
         dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
         _exit(126);
     }
+    static char outbuf[1 << 16];
+    setvbuf(out, outbuf, _IOFBF, sizeof outbuf);
+    capture = (r->flags & FLAG_CAPTURE) != 0;
+    per_task_limit = r->cap_per;
+    total_limit = r->cap_total;
     pid_t top = fork();
     if (top < 0) {
         dprintf(fds[3], "proctor: cannot start %s: %s\n", args[0], strerror(errno));
@@ -404,32 +430,21 @@ static void tracer_main(const struct req *r, int *fds, const char *cwd, char **a
         if (read(go[0], &c, 1) != 1) _exit(127);  /* the tracer is gone: run nothing untraced */
         command_main(r, fds, cwd, args, env, install_filter);
     }
-    int fail = 0;
-    if (ptrace(PTRACE_SEIZE, top, 0, (void *)TRACE_OPTIONS) < 0) {
-        dprintf(fds[3], "proctor: tracing %s: %s\n", args[0], strerror(errno));
-        fail = 1;
-    }
-    /* Only the trace stays open here: the output pipes close when the command's tree does. */
-    int keep[] = {fds[4], go[1]};
-    if (!fail && close_except(0, keep, 2) < 0) fail = 1;
-    if (fail || fprintf(out, "S %d\n", top) < 0 || write(go[1], "g", 1) != 1) {
+    /* The box's own mounts, for its /proc: the tracer reads its tracees' by their pids in
+       the box's namespace. Then only the trace, the go and report pipes stay open (the
+       output pipes close when the command's tree does), and only reading the tracees'
+       memory of all privileges. */
+    int keep[] = {fileno(out), go[1], report[1]};
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    d[0].effective = d[0].permitted = 1u << CAP_SYS_PTRACE;
+    if (setns(box_mnt, CLONE_NEWNS) < 0 || close_except(0, keep, 3) < 0 ||
+        (syscall(SYS_capset, &h, d) < 0 && clear_capabilities() < 0)) {
         kill(top, SIGKILL);
         _exit(126);
     }
-    close(go[1]);
-    int status = trace_loop(top);
-    if (fclose(out) != 0) _exit(126);
-    if (WIFSIGNALED(status)) {  /* die as it died */
-        sigset_t sig;
-        struct sigaction dfl = {.sa_handler = SIG_DFL};
-        sigemptyset(&sig);
-        sigaddset(&sig, WTERMSIG(status));
-        sigaction(WTERMSIG(status), &dfl, NULL);
-        sigprocmask(SIG_UNBLOCK, &sig, NULL);
-        kill(getpid(), WTERMSIG(status));
-        _exit(128 + WTERMSIG(status));
-    }
-    _exit(WEXITSTATUS(status));
+    _exit(trace(top, go[1], report[1]));
 }
 
 /* A child in the box's PID namespace (not the trial's); -1 with errno on failure. */
@@ -444,8 +459,9 @@ static pid_t fork_in_box(void) {
 
 static void run(const struct req *r, int *fds, int nfds) {
     int traced = (r->flags & FLAG_TRACE) != 0;
-    if (nfds != (traced ? 5 : 4) || r->argc == 0 || (r->flags & ~FLAG_TRACE) || r->sig ||
-        (uint64_t)r->argc + r->envc + 1 > MAX_STRINGS) {
+    if (nfds != (traced ? 5 : 4) || r->argc == 0 || (r->flags & ~(FLAG_TRACE | FLAG_CAPTURE)) ||
+        (r->flags == FLAG_CAPTURE) || (!(r->flags & FLAG_CAPTURE) && (r->cap_per || r->cap_total)) ||
+        r->sig || (uint64_t)r->argc + r->envc + 1 > MAX_STRINGS) {
         fail(r, EINVAL);
         return;
     }
@@ -467,7 +483,7 @@ static void run(const struct req *r, int *fds, int nfds) {
     pid_t pid = traced ? fork_in_box() : fork();
     if (pid < 0) { err = errno; goto out; }
     if (pid == 0) {
-        if (traced) tracer_main(r, fds, cwd, args, env);
+        if (traced) traced_main(r, fds, cwd, args, env);
         command_main(r, fds, cwd, args, env, keyring_filter);
     }
     jobs[njobs++] = (struct job){r->id, pid};
@@ -482,7 +498,8 @@ out:
 
 static void kill_job(const struct req *r, int *fds, int nfds) {
     (void)fds;
-    if (nfds || r->sig <= 0 || r->sig >= NSIG || r->argc || r->envc || r->as_mib || r->flags) {
+    if (nfds || r->sig <= 0 || r->sig >= NSIG || r->argc || r->envc || r->as_mib || r->flags ||
+        r->cap_per || r->cap_total) {
         fail(r, EINVAL);
         return;
     }
@@ -496,8 +513,8 @@ static void kill_job(const struct req *r, int *fds, int nfds) {
 
 static void listen_on(const struct req *r, int *fds, int nfds) {
     char *buf = NULL;
-    char **s = nfds == 1 && !r->argc && !r->envc && !r->sig && !r->flags && !r->as_mib
-                   ? strings(fds[0], 2, &buf) : NULL;
+    char **s = nfds == 1 && !r->argc && !r->envc && !r->sig && !r->flags && !r->as_mib &&
+                       !r->cap_per && !r->cap_total ? strings(fds[0], 2, &buf) : NULL;
     if (!s) { fail(r, EINVAL); return; }
     char *end;
     errno = 0;
@@ -523,7 +540,8 @@ static void listen_on(const struct req *r, int *fds, int nfds) {
 }
 
 static int only_op(const struct req *r, int nfds) {
-    return !nfds && !r->sig && !r->argc && !r->envc && !r->as_mib && !r->flags;
+    return !nfds && !r->sig && !r->argc && !r->envc && !r->as_mib && !r->flags && !r->cap_per &&
+           !r->cap_total;
 }
 
 /* Loopback up in the (new) network namespace: 127.0.0.0/8 and ::1 come with it. */
