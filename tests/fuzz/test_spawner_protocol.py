@@ -49,9 +49,11 @@ class Case:
         return len(self.data) == REQUEST.size and len(self.fds) <= 8
 
 
+FLAGS_AT = 24  # the offset of `flags` in a request
+
 def req(op: int, id_: int, sig: int = 0, argc: int = 0, envc: int = 0, as_mib: int = 0,
-        flags: int = 0) -> bytes:
-    return REQUEST.pack(op, id_, sig, argc, envc, as_mib, flags)
+        flags: int = 0, cap_per: int = 0, cap_total: int = 0) -> bytes:
+    return REQUEST.pack(op, id_, sig, argc, envc, as_mib, flags, cap_per, cap_total)
 
 
 class Fds:
@@ -96,9 +98,9 @@ def corpus(fds: Fds) -> Iterator[Case]:
     good_run = b"/\0/bin/true\0PATH=/bin\0"
     io = [fds.devnull() for _ in range(3)]
     yield Case("empty", b"")
-    for n in (1, 4, 8, 12, 27):
+    for n in (1, 4, 8, 12, REQUEST.size - 1):
         yield Case(f"short {n}", req(OP_PING, next(ids))[:n])
-    for n in (29, 64, 4096, 65536):
+    for n in (REQUEST.size + 1, 64, 4096, 65536):
         yield Case(f"oversized {n}", req(OP_PING, next(ids)) + b"\1" * (n - REQUEST.size))
     for op in (0, 7, 255, 0xFFFFFFFF):
         yield Case(f"unknown op {op}", req(op, next(ids)))
@@ -128,7 +130,10 @@ def corpus(fds: Fds) -> Iterator[Case]:
         "huge argc": req(OP_RUN, next(ids), argc=0xFFFFFFFF, envc=0),
         "huge envc": req(OP_RUN, next(ids), argc=1, envc=0xFFFFFFFF),
         "argc + envc wrap": req(OP_RUN, next(ids), argc=0x80000000, envc=0x80000000),
-        "unknown flag": req(OP_RUN, next(ids), argc=1, envc=1, flags=2),
+        "unknown flag": req(OP_RUN, next(ids), argc=1, envc=1, flags=4),
+        "capture without trace": req(OP_RUN, next(ids), argc=1, envc=1, flags=2, cap_per=10,
+                                     cap_total=10),
+        "capture limits without capture": req(OP_RUN, next(ids), argc=1, envc=1, cap_per=1),
         "a signal with run": req(OP_RUN, next(ids), sig=9, argc=1, envc=1),
     }.items():
         yield Case(name, header, [fds.memfd(good_run), *io])
@@ -170,7 +175,8 @@ def random_cases(fds: Fds, rng: random.Random, n: int) -> Iterator[Case]:
             data = bytearray(req(op, rng.randrange(2**32), rng.randrange(-70, 70),
                                  rng.randrange(4), rng.randrange(4), 0, UNKNOWN_FLAG))
             for _ in range(rng.randrange(1, 6)):
-                data[rng.randrange(REQUEST.size - 4)] = rng.randrange(256)  # not the flags
+                at = rng.choice([i for i in range(REQUEST.size) if not FLAGS_AT <= i < FLAGS_AT + 4])
+                data[at] = rng.randrange(256)  # anything but the flags
             data = bytes(data)
         yield Case(f"random #{i}", data, rng.sample(pool, rng.randrange(0, 6)))
 

@@ -198,3 +198,21 @@ invariants:
     assert again["status"] == "pass", again
     run_dir = tmp_path / "run"
     assert len({_box(run_dir, t["id"]) for t in (roomy, tight, again)}) == 1  # one box
+
+
+def test_a_traced_agent_cannot_reach_its_tracer(run_spec):
+    # A command agent runs under the tracer, which the box's spawner forks beside it in the
+    # box's PID namespace: the agent sees only its own processes and the trial's init, kills
+    # everything it sees, and its trace is still whole (no "recording lost"); it ran `kill`.
+    agent = ("ps -eo comm= > seen.txt; for p in $(ls /proc | grep -E '^[0-9]+$'); do "
+             "[ $p = $$ ] || kill -KILL $p 2>/dev/null; done; echo done > done.txt")
+    r = run_spec("""
+        cli: sh
+        tasks:
+          - id: t
+            intent: take over the tracer
+            assert:
+              - {verify: {run: "test -s done.txt && grep -qx init seen.txt && ! grep -v -x -e init -e sh -e ps seen.txt"}}
+              - {ran: "^ps"}
+        """, "--agent", "command", "--agent-command", agent)
+    assert trial(r)["status"] == "pass", trial(r)
