@@ -48,7 +48,8 @@ class Spawner:
         self._exits: dict[int, asyncio.Future] = {}
         self._ready: asyncio.Future = loop.create_future()
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        self._outbox: list[tuple[bytes, list[int]]] = []  # requests not yet taken, fds owned
+        # Requests not yet taken by the spawner (op, job, message, descriptors owned), in order.
+        self._outbox: list[tuple[int, int, bytes, list[int]]] = []
         self._stuck: asyncio.TimerHandle | None = None
         sock.setblocking(False)
         loop.add_reader(sock.fileno(), self._on_reply)
@@ -105,8 +106,10 @@ class Spawner:
         timed_out = False
         deadline = self.loop.time() + timeout
         try:
-            try:  # a spawner stopped by the agent (same uid, no root) never answers: bounded
+            try:  # a spawner that stopped reading never answers: bounded
                 await asyncio.wait_for(asyncio.shield(start), timeout)
+            except TimeoutError:  # an OSError too, but not the spawner's answer
+                raise
             except OSError as e:  # no fork (the trial's process limit): nothing ran
                 return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
                                   time.monotonic() - t0, started)
@@ -144,7 +147,13 @@ class Spawner:
         return bool(self._pending or self._exits)
 
     def kill(self, job: int, sig: int = signal.SIGKILL) -> None:
-        """Signal the process group of a command started by `run`."""
+        """Signal the process group of a command started by `run` (one still waiting in the
+        outbox is never sent instead)."""
+        for i, (op, queued, _, fds) in enumerate(self._outbox):
+            if op == OP_RUN and queued == job:
+                del self._outbox[i]
+                _close(fds)
+                return
         with contextlib.suppress(SpawnerLost):
             self._send(OP_KILL, job, sig=sig)
 
@@ -218,7 +227,7 @@ class Spawner:
         except OSError as e:
             self._lose(f"could not queue a request ({e})")
             raise SpawnerLost(self.lost) from None
-        self._outbox.append((message, copies))
+        self._outbox.append((op, job, message, copies))
 
     def _sendmsg(self, message: bytes, fds: Sequence[int]) -> None:
         anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
@@ -227,7 +236,7 @@ class Spawner:
     def _flush(self) -> None:
         """The socket is writable: send what waits, in order."""
         while self._outbox:
-            message, fds = self._outbox[0]
+            _, _, message, fds = self._outbox[0]
             try:
                 self._sendmsg(message, fds)
             except BlockingIOError:
@@ -300,7 +309,7 @@ class Spawner:
         with contextlib.suppress(ValueError, OSError):
             self.loop.remove_reader(self.sock.fileno())
         self._stop_flushing()
-        for _, fds in self._outbox:
+        for *_, fds in self._outbox:
             _close(fds)
         self._outbox.clear()
         error = SpawnerLost(why)
