@@ -219,11 +219,16 @@ def _kill_leftovers() -> None:
 
 
 def detach() -> bool:
-    """Leave the caller's process tree and group (a reaper that must outlive its starter):
-    True in the detached child, False in the caller, which should exit."""
+    """Leave the caller's process tree and group (a reaper that must outlive its starter),
+    holding none of its starter's pipes: True in the detached child, False in the caller,
+    which should exit."""
     if os.fork():
         return False
     os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
     return True
 
 
