@@ -38,10 +38,12 @@ def engine_problem(docker: str = "docker") -> str | None:
 
 
 async def docker(*args: str, timeout: float = DOCKER_TIMEOUT_S, stdin: bytes | None = None,
-                 env: dict[str, str] | None = None, binary: bool = False) -> ExecResult:
-    """`docker ARGS...` in the event loop (`binary`: stdout's bytes in `stdout_bytes`)."""
+                 env: dict[str, str] | None = None, binary: bool = False,
+                 limit: int = 1_000_000, feed: proc.Feed | None = None) -> ExecResult:
+    """`docker ARGS...` in the event loop (`binary`: stdout's bytes in `stdout_bytes`; `limit`
+    and `feed` as proc.run's: a trial's command through `docker exec`)."""
     return await proc.run(["docker", *args], timeout=timeout, stdin=stdin, env=env,
-                          binary=binary)
+                          binary=binary, limit=limit, feed=feed)
 
 
 async def docker_ok(*args: str, timeout: float = DOCKER_TIMEOUT_S) -> str:

@@ -243,7 +243,7 @@ class DockerSandbox(LocalSandbox):
         mark = f"{EXEC_MARK}={self._execs}"
         full = {**self.env, **(env or {}), EXEC_MARK: str(self._execs)}
         # Values travel in the client's own environment (`-e NAME`), never in an argv.
-        argv = ["docker", "exec", *(["-i"] if stdin is not None else []),
+        argv = ["exec", *(["-i"] if stdin is not None else []),
                 "-w", cwd or self.workdir, "-u", "0"]
         for name in full:
             argv += ["-e", name]
@@ -264,8 +264,8 @@ class DockerSandbox(LocalSandbox):
         for name in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "HOME"):
             if name in os.environ and name not in (env or {}):
                 client_env.setdefault(name, os.environ[name])
-        res = await proc.run([*argv, *inner], timeout=timeout, env=client_env, stdin=stdin,
-                             limit=self.output_limit, feed=self.on_output)
+        res = await docker(*argv, *inner, timeout=timeout, env=client_env, stdin=stdin,
+                           limit=self.output_limit, feed=self.on_output)
         if res.timed_out:  # the client died; what it started in the container did not
             await asyncio.to_thread(self._kill, mark.encode())
         await asyncio.to_thread(shutil.rmtree, io, True)
