@@ -200,13 +200,12 @@ invariants:
     assert len({_box(run_dir, t["id"]) for t in (roomy, tight, again)}) == 1  # one box
 
 
-def test_a_traced_agent_cannot_reach_its_tracer(run_spec):
-    # A command agent runs under the tracer, which the box's spawner forks beside it in the
-    # box's PID namespace: the agent sees only its own processes and the trial's init, kills
-    # everything it sees, and its trace is still whole (no "recording lost"); it ran `kill`.
-    agent = ("ps -eo comm= > seen.txt; for p in $(ls /proc | grep -E '^[0-9]+$'); do "
-             "[ $p = $$ ] || kill -KILL $p 2>/dev/null; done; echo done > done.txt")
-    r = run_spec("""
+# A command agent runs under the tracer, which the box's spawner forks beside it in the box's
+# PID namespace: the agent sees only its own processes and the trial's init, kills everything
+# it sees, and its trace is still whole (no "recording lost"); it ran `ps`.
+TRACED_AGENT = ("ps -eo comm= > seen.txt; for p in $(ls /proc | grep -E '^[0-9]+$'); do "
+                "[ $p = $$ ] || kill -KILL $p 2>/dev/null; done; echo done > done.txt")
+TRACED_SPEC = """
         cli: sh
         tasks:
           - id: t
@@ -214,5 +213,9 @@ def test_a_traced_agent_cannot_reach_its_tracer(run_spec):
             assert:
               - {verify: {run: "test -s done.txt && grep -qx init seen.txt && ! grep -v -x -e init -e sh -e ps seen.txt"}}
               - {ran: "^ps"}
-        """, "--agent", "command", "--agent-command", agent)
+        """
+
+
+def test_a_traced_agent_cannot_reach_its_tracer(run_spec):
+    r = run_spec(TRACED_SPEC, "--agent", "command", "--agent-command", TRACED_AGENT)
     assert trial(r)["status"] == "pass", trial(r)

@@ -18,6 +18,8 @@ import pytest
 from tests.security.test_reuse import (
     PLANT,
     TAKEOVER,
+    TRACED_AGENT,
+    TRACED_SPEC,
     _box,
     _outputs,
     _printed,
@@ -92,6 +94,12 @@ def test_without_root_the_spawner_is_out_of_reach(as_user):
     # killing everything it can see leaves the spawner and the tracers alone.
     r, run_dir = as_user(TAKEOVER, "--concurrency", "1")
     check_takeover(r, run_dir)
+
+
+def test_without_root_a_traced_agent_cannot_reach_its_tracer(as_user):
+    r, run_dir = as_user(TRACED_SPEC, "--agent", "command", "--agent-command", TRACED_AGENT)
+    [t] = r["trials"]
+    assert t["status"] == "pass", (t.get("error"), t.get("checks"), _outputs(run_dir, t["id"]))
 
 
 def test_without_root_host_places_stay_out_of_reach(as_user):

@@ -207,14 +207,15 @@ class Box:
 
 
 def _spawner_caps() -> list[str]:
-    """What the spawner keeps: everywhere, each trial's namespaces (SYS_ADMIN; SYS_CHROOT to
-    go back to the box's mounts; NET_ADMIN to bring a new loopback up), low ports for
-    forwarders, and dropping the bounding set in each command; as root, changing to the
-    agent's uid, signalling its commands and reading a traced command's memory."""
+    """What the spawner keeps: each trial's namespaces (SYS_ADMIN; SYS_CHROOT to go back to
+    the box's mounts; NET_ADMIN to bring a new loopback up), low ports for forwarders,
+    dropping the bounding set in each command, and tracing its traced commands (SYS_PTRACE:
+    they start as its forks, not yet dumpable); as root also changing to the agent's uid and
+    signalling its commands. In a user namespace (no root) these hold only inside it."""
     caps = ["CAP_SYS_ADMIN", "CAP_SYS_CHROOT", "CAP_NET_ADMIN", "CAP_NET_BIND_SERVICE",
-            "CAP_SETPCAP"]
+            "CAP_SETPCAP", "CAP_SYS_PTRACE"]
     if os.geteuid() == 0:
-        caps += ["CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SYS_PTRACE"]
+        caps += ["CAP_SETUID", "CAP_SETGID", "CAP_KILL"]
     return [arg for cap in caps for arg in ("--cap-add", cap)]
 
 
