@@ -2,17 +2,21 @@
 
    spawner CONTROL_FD UID GID
 
-   The first process of every box (sandbox/namespaces.py). proctor talks to it over
-   CONTROL_FD, a SOCK_SEQPACKET socket only the two of them hold; a command starts as a fork
-   of a process already in the box, so no `nsenter` and no wrapper process is needed per
+   PID 1 of every box (sandbox/namespaces.py), and the only way into it. proctor talks to it
+   over CONTROL_FD, a SOCK_SEQPACKET socket only the two of them hold; a command starts as a
+   fork of a process already in the box, so no `nsenter` and no wrapper process is needed per
    command. Each request is one struct req (exactly, with at most MAX_FDS descriptors in
-   SCM_RIGHTS; anything else is answered E EBADMSG with id 0):
+   SCM_RIGHTS; anything else is answered E EBADMSG with id 0), one handler per op:
 
      RUN      fds [request memfd, stdin, stdout, stderr]; the memfd holds exactly 1 + argc +
               envc NUL-terminated strings: cwd, argv, environment. The child gets a session
               of its own, those fds as 0-2 and nothing else, an address-space limit when
               as_mib is set, UID/GID (-1: keep the uid), no capabilities, no-new-privs and
               the keyring filter, then its cwd, then execs.
+              FLAG_TRACE: a fifth fd receives the trace of exectrace.c (whose code this file
+              includes): the command runs under a tracer forked here, outside the trial's
+              PID namespace; FLAG_CAPTURE with it: also what the processes write to fd 1
+              and 2, cap_per bytes per process and cap_total in all (exectrace -w).
               Replies S (value: its pid), later X (value: wait status); E (err) if no fork.
      KILL     sends `sig` to the process group of command `id`. No reply.
      LISTEN   fds [memfd "host\0port\0"]: a listening TCP socket bound in the trial's network,
@@ -34,8 +38,9 @@
    no SysV IPC object or message queue outlives a trial.
 
    The spawner is not dumpable (no ptrace, no /proc/PID/fd, mem or environ for the agent)
-   and, as root, runs as a uid the agent's commands never have. When proctor goes, the socket
-   reads EOF and the spawner exits, and with it the box (it is the box's main process).
+   and, as root, runs as a uid the agent's commands never have. As the box's PID 1 it reaps
+   whatever is orphaned there (a tracer that outlived its first process). When proctor goes,
+   the socket reads EOF and the spawner exits, and with it the box.
    Signals other than SIGKILL/SIGSTOP are blocked. A failure to set a limit, drop a privilege
    or make the spawner undumpable ends the command (126) or the box: never a silent half. */
 
