@@ -237,9 +237,9 @@ def detach() -> bool:
 def kill_until_gone(pids: Callable[[], Iterable[int]], *, passes: int = 50) -> int:
     """SIGKILL every process `pids()` lists, again until it lists none alive: a process
     forking in a loop makes new ones between a look and its kills, and one killed inside a
-    write finishes that write first. How many kills landed. Blocking (1 ms between looks):
-    call it off the event loop."""
-    killed = 0
+    write finishes that write first. How many processes it killed. Blocking (1 ms between
+    looks): call it off the event loop."""
+    killed: set[int] = set()
     for _ in range(passes):
         alive = 0
         for pid in pids():
@@ -247,12 +247,12 @@ def kill_until_gone(pids: Callable[[], Iterable[int]], *, passes: int = 50) -> i
                 continue
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
+                killed.add(pid)
                 alive += 1
         if not alive:
             break
         time.sleep(0.001)  # let the kills land before looking again
-    return killed
+    return len(killed)
 
 
 def _gone(pid: int) -> bool:
