@@ -106,6 +106,50 @@ def test_the_next_trial_in_a_box_finds_nothing_of_the_last(run_spec, tmp_path):
     assert pid == _printed(run_dir, probe["id"], "echo pid"), pid
 
 
+# What no packet shows: a connection to an address there is no route to (there is only
+# loopback) counts in /proc/net/snmp (Ip: OutNoRoutes) all the same.
+NO_ROUTE = ("python3 -c \"import socket; s = socket.socket(); "
+            "print(s.connect_ex(('192.0.2.1', 80)))\"")
+# Every nonzero counter of /proc/net/snmp (not the settings: Ip's first two, Tcp's four).
+COUNTED = ("awk '$2 ~ /^-?[0-9]+$/ {for (i = 2; i <= NF; i++) if ($i != 0 && !($1 == \"Ip:\" "
+           "&& i <= 3) && !($1 == \"Tcp:\" && i <= 5)) print $1, i, $i}' /proc/net/snmp "
+           "> counted.txt")
+
+
+def _quiet_then(first: str) -> str:
+    """Two trials in one box: `first`, then one that lists what its network counted."""
+    def steps(*commands: str) -> str:
+        return "[" + ", ".join(json.dumps(c) for c in commands) + "]"
+    return f"""
+        cli: sh
+        tasks:
+          - id: a-first
+            intent: work
+            solution: {steps(BOX, "readlink /proc/self/ns/net", first)}
+            assert: [{{exit_code: 0}}]
+          - id: b-second
+            intent: find nothing counted
+            solution: {steps(BOX, "readlink /proc/self/ns/net", COUNTED)}
+            assert: [{{verify: {{run: "test ! -s counted.txt"}}}}]
+        """
+
+
+def test_a_network_namespace_that_counted_anything_is_not_kept(run_spec, tmp_path):
+    # A trial whose network namespace counted anything, even without a packet (the hostile
+    # plant), leaves the next trial a new one; the honest twin: after a trial that used no
+    # network the box's namespace is kept (nothing of that trial is in it). Either way the
+    # next trial finds nothing counted.
+    for n, (first, kept) in enumerate([("true", True), (NO_ROUTE, False)]):
+        r = run_spec(_quiet_then(first), "--concurrency", "1")
+        run_dir = tmp_path / f"run{n}"
+        a, b = trial(r, "a-first"), trial(r, "b-second")
+        assert a["status"] == "pass", _outputs(run_dir, a["id"])
+        assert b["status"] == "pass", _outputs(run_dir, b["id"])
+        assert _box(run_dir, a["id"]) == _box(run_dir, b["id"])  # one box
+        nets = {_printed(run_dir, t["id"], "readlink /proc/self/ns/net") for t in (a, b)}
+        assert (len(nets) == 1) == kept, (first, nets)
+
+
 def test_a_workdir_inside_tmp_gets_a_new_box_for_each_trial(run_spec, tmp_path):
     # A fixed workdir under /tmp is mounted on a directory of /tmp's place, which a wipe
     # would remove: such boxes serve one trial, and the probe still finds nothing.

@@ -80,15 +80,19 @@ class Forwarder:
 
         await self.serve(sock, handle)
 
-    async def close(self) -> None:
-        servers, self.servers = self.servers, []
-        for s in servers:
-            s.close()
+    async def end_connections(self) -> None:
+        """End every connection being served (the servers go on accepting)."""
         tasks = list(self._tasks)
         for t in tasks:
             t.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=self.CLOSE_TIMEOUT_S)
+
+    async def close(self) -> None:
+        servers, self.servers = self.servers, []
+        for s in servers:
+            s.close()
+        await self.end_connections()
         for s in servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(s.wait_closed(), self.CLOSE_TIMEOUT_S)

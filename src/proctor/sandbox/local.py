@@ -405,9 +405,9 @@ class LocalSandbox:
 
     async def serve_inside(self, host: str, port: int, handler) -> None:
         """Serve `handler` at host:port inside the box for this trial (the egress proxy)."""
-        if self.box is None or self.forwarder is None:
+        if self.slot is None:
             raise RuntimeError("serve_inside needs an isolated sandbox")
-        await self.forwarder.serve(await self.box.spawner.listen(host, port), handler)
+        await self.slot.serve(host, port, handler)
 
     def _own(self, host: Path) -> None:
         """As root, files proctor puts in the sandbox belong to the agent's uid."""

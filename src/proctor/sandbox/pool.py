@@ -1,11 +1,12 @@
 """Boxes kept across a run's trials: building a box costs more than most trivial trials.
 
 A `Slot` is one box (sandbox/namespaces.py) with everything that outlives a trial in it: its
-host directories (workspace, HOME, /tmp, /dev/shm, a private dir), its hosts file and its
-cgroup. Between two trials (`Slot.end`), every process of the trial is killed, every place
-wiped back to an empty directory owned by the agent's uid, and the next trial (`Slot.begin`)
-gets its own limits, hosts file, network and IPC namespaces (and, with its first command, its
-own PID namespace). A slot that cannot be made clean (its spawner died, a place could not be
+host directories (workspace, HOME, /tmp, /dev/shm, a private dir), its hosts file, its
+cgroup and its egress listener (kept while the box's network namespace is). Between two
+trials (`Slot.end`), every process of the trial is killed, every place wiped back to an empty
+directory owned by the agent's uid, and the next trial (`Slot.begin`) gets its own limits,
+hosts file, IPC namespace, a network namespace that nothing has used (a new one if the last
+trial used it at all) and, with its first command, its own PID namespace. A slot that cannot be made clean (its spawner died, a place could not be
 wiped) is closed, never reused. `BoxPool` hands out idle slots of the right shape (the same
 fixed workdir and read-only paths), and builds one when none is idle.
 
@@ -13,8 +14,9 @@ What a trial cannot leave behind for the next one, and why (docs/security.md):
 processes (the trial's PID namespace is killed whole), files (the places are wiped; the box's
 own root and /dev are read-only), SysV IPC and POSIX message queues (a new IPC namespace per
 trial), keyrings (refused by the spawner's seccomp filter), sockets, network counters and
-pid numbers (new network and PID namespaces per trial; forwarders and the egress listener are
-per trial), limits and their counters (set and read per trial).
+pid numbers (a new PID namespace per trial, and a new network namespace after any trial that
+counted anything in its own; forwarders are per trial), limits and their counters (set and
+read per trial).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 
 from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox.base import Resources
+from proctor.sandbox.forward import Forwarder, Handler
 from proctor.sandbox.hosts import hosts_text
 from proctor.sandbox.namespaces import AGENT_UID, Box, Mount
 from proctor.sandbox.spawn import SpawnerLost
@@ -67,6 +70,10 @@ class Slot:
         self.trials = 0
         self.closed = False
         self._names: dict[str, str] | None = None  # what the hosts file holds now
+        # Listeners that outlive trials (the egress proxy's), while the network namespace does:
+        # (host, port) -> the current trial's handler (None between trials).
+        self._listeners = Forwarder()
+        self._handlers: dict[tuple[str, int], Handler | None] = {}
 
     @classmethod
     async def create(cls, root: Path, shape: Shape, env: dict[str, str],
@@ -103,14 +110,34 @@ class Slot:
                 f.truncate()
                 f.write(hosts_text(names))
             self._names = dict(names)
-        if self.trials:
-            await self.box.spawner.new_trial()
+        if self.trials and await self.box.spawner.new_trial():
+            await self._listeners.close()  # bound in the network namespace that went
+            self._handlers.clear()
         self.trials += 1
+
+    async def serve(self, host: str, port: int, handler: Handler) -> None:
+        """`handler` serves host:port inside the box for this trial. The listener stays for
+        later trials as long as the box's network namespace does (a trial that used the
+        network gets a new one, where it is bound again)."""
+        if (host, port) not in self._handlers:
+            sock = await self.box.spawner.listen(host, port)
+            await self._listeners.serve(sock, self._switch(host, port))
+        self._handlers[(host, port)] = handler
+
+    def _switch(self, host: str, port: int) -> Handler:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            handler = self._handlers.get((host, port))
+            if handler is not None:
+                await handler(reader, writer)
+        return handle
 
     async def end(self, keep: Path | None = None) -> bool:
         """Kill the trial's processes, keep a copy of its places if asked, wipe them; whether
         the slot can take another trial."""
         await self.kill_processes()
+        for key in self._handlers:
+            self._handlers[key] = None
+        await self._listeners.end_connections()
         if keep is not None:
             await asyncio.to_thread(self._copy_places, keep)
         clean = await _off_loop_if_big(self._wipe, [self.root / name for name in PLACES])
@@ -131,6 +158,7 @@ class Slot:
         if self.closed:
             return
         self.closed = True
+        await self._listeners.close()
         await self.box.close()
         await asyncio.to_thread(self._remove)
 

@@ -171,10 +171,12 @@ class Spawner:
         sock.setblocking(False)
         return sock
 
-    async def new_trial(self) -> None:
-        """The current trial's processes are killed; commands started from now on get new
-        network and IPC namespaces (and, at the first, a new PID namespace)."""
-        await self._ask(OP_NEWTRIAL)
+    async def new_trial(self) -> bool:
+        """The current trial's processes are killed; commands started from now on get a new
+        IPC namespace (and, at the first, a new PID namespace), and a new network namespace
+        unless the current one counted nothing: whether it did (then every socket bound in
+        the old one is of no use)."""
+        return bool(await self._ask(OP_NEWTRIAL))
 
     async def kill_all(self, timeout: float) -> int:
         """Kill every process of the trial (its PID namespace); once all are gone, how many

@@ -21,8 +21,10 @@
      KILL     sends `sig` to the process group of command `id`. No reply.
      LISTEN   fds [memfd "host\0port\0"]: a listening TCP socket bound in the trial's network,
               sent back with reply L (E on failure): how proctor's forwarders get inside.
-     NEWTRIAL the commands started from now on get a new network namespace (only loopback,
-              up) and a new IPC namespace; the current trial's processes are killed. Reply T.
+     NEWTRIAL the current trial's processes are killed; the commands started from now on get
+              a new IPC namespace, and a new network namespace (only loopback, up) unless the
+              current one counted nothing since it was made (nothing of a trial is in it).
+              Reply T (value: 1 if the network namespace is new).
      PING     reply P: every request sent before has been handled.
      KILLALL  every process of the trial is killed: reply A (value: how many there were) once
               all are gone.
@@ -33,9 +35,9 @@
    A trial's commands live in a PID namespace of their own, under an init (PID 1 there) that
    reaps whatever they orphan, with a /proc of that namespace: pids start afresh, the box's
    spawner is not there to be seen or signalled, and killing the init kills every process of
-   the trial at once (KILLALL). It is made when the first command of a trial starts. Network
-   and IPC namespaces are renewed per trial (NEWTRIAL): no counter of /proc/net, no socket,
-   no SysV IPC object or message queue outlives a trial.
+   the trial at once (KILLALL). It is made when the first command of a trial starts. IPC
+   and network namespaces are renewed per trial (NEWTRIAL): no counter of /proc/net, no
+   socket, no SysV IPC object or message queue outlives a trial.
 
    The spawner is not dumpable (no ptrace, no /proc/PID/fd, mem or environ for the agent)
    and, as root, runs as a uid the agent's commands never have. As the box's PID 1 it reaps
@@ -101,6 +103,7 @@ static size_t njobs, capjobs;
 static int ctl = -1;
 static long agent_uid = -1, agent_gid = -1;
 static int box_mnt = -1, box_pidns = -1;  /* the box's own namespaces (fds) */
+static int box_proc = -1;                  /* the box's own /proc (the trials' is another) */
 static int trial_pidns = -1;               /* the current trial's PID namespace (fd) */
 static pid_t trial_init;                   /* the current trial's init, 0: none yet */
 static pid_t *dying;                       /* killed inits not yet reaped */
@@ -269,16 +272,21 @@ static void drop_privileges(int (*filter)(void)) {
 
 /* ---- the trial's PID namespace ------------------------------------------------------- */
 
-/* PID 1 of a trial: the trial's /proc, then nothing but reaping (SIGCHLD ignored: the
-   kernel reaps for it) until the spawner kills it, which kills the whole trial. */
-static void init_main(int ready) {
+/* PID 1 of a trial: the trial's /proc (in place of the last trial's, if any), then nothing
+   but reaping (SIGCHLD ignored: the kernel reaps for it) until the spawner kills it, which
+   kills the whole trial. */
+static void init_main(int ready, int replace) {
+    /* In a user namespace the agent is root of it: as bubblewrap does, the parts of /proc
+       that root may write (its network's sysctls among them) are read-only. As real root
+       the agent's uid may not write them anyway. */
     static const char *const hidden[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
                                          "/proc/bus"};
     struct sigaction ign = {.sa_handler = SIG_IGN};
     if (prctl(PR_SET_NAME, "init", 0, 0, 0) < 0 || sigaction(SIGCHLD, &ign, NULL) < 0 ||
+        (replace && umount2("/proc", MNT_DETACH) < 0) ||
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         die("the trial's /proc");
-    for (size_t i = 0; i < sizeof hidden / sizeof hidden[0]; i++) {  /* as bubblewrap does */
+    for (size_t i = 0; agent_uid < 0 && i < sizeof hidden / sizeof hidden[0]; i++) {
         if (access(hidden[i], F_OK) < 0) continue;
         if (mount(hidden[i], hidden[i], NULL, MS_BIND | MS_REC, NULL) < 0 ||
             mount(NULL, hidden[i], NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
@@ -292,15 +300,19 @@ static void init_main(int ready) {
     for (;;) pause();
 }
 
-/* A new PID namespace (and mount namespace, for its /proc) for the commands started from now
-   on, with its init; 0, or an errno. */
+/* A new PID namespace for the commands started from now on, with its init and its /proc;
+   0, or an errno. The trials' mount namespace is made once (the first time), and each PID
+   namespace's /proc replaces the last one's there. */
 static int new_pid_space(void) {
+    static int mounts_made, proc_mounted;
     int sync[2];
+    if (!mounts_made) {
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+            return errno;
+        mounts_made = 1;
+    }
     /* unshare(CLONE_NEWPID) needs the children's namespace to be our own again. */
-    if (setns(box_mnt, CLONE_NEWNS) < 0 || setns(box_pidns, CLONE_NEWPID) < 0 ||
-        unshare(CLONE_NEWPID | CLONE_NEWNS) < 0 ||
-        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-        return errno;
+    if (setns(box_pidns, CLONE_NEWPID) < 0 || unshare(CLONE_NEWPID) < 0) return errno;
     if (pipe2(sync, O_CLOEXEC) < 0) return errno;
     pid_t pid = fork();
     if (pid < 0) {
@@ -311,7 +323,7 @@ static int new_pid_space(void) {
     }
     if (pid == 0) {
         close(sync[0]);
-        init_main(sync[1]);
+        init_main(sync[1], proc_mounted);
     }
     close(sync[1]);
     /* A pidfd of the init names the trial's namespace for setns (the tracers' commands). */
@@ -326,6 +338,7 @@ static int new_pid_space(void) {
         if (ns >= 0) close(ns);
         return err ? err : EIO;
     }
+    proc_mounted = 1;
     trial_init = pid;
     trial_pidns = ns;
     return 0;
@@ -564,13 +577,70 @@ static int loopback_up(void) {
     return err;
 }
 
+/* Every counter the network namespace keeps (/proc/net: interfaces, SNMP, netstat), as a
+   blob; NULL if it cannot be read (then the namespace is never kept). */
+static char *net_counters(size_t *len) {
+    static const char *const files[] = {"self/net/dev", "self/net/snmp", "self/net/snmp6",
+                                        "self/net/netstat"};
+    size_t cap = 16384, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) return NULL;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        int fd = openat(box_proc, files[i], O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENOENT) continue;  /* no IPv6 here */
+            free(buf);
+            return NULL;
+        }
+        for (;;) {
+            if (n == cap) {
+                char *more = realloc(buf, cap *= 2);
+                if (!more) { close(fd); free(buf); return NULL; }
+                buf = more;
+            }
+            ssize_t k = read(fd, buf + n, cap - n);
+            if (k < 0 && errno == EINTR) continue;
+            if (k < 0) { close(fd); free(buf); return NULL; }
+            if (k == 0) break;
+            n += (size_t)k;
+        }
+        close(fd);
+    }
+    *len = n;
+    return buf;
+}
+
+/* The counters of the current network namespace as it was made (NULL: none known). */
+static char *net_made;
+static size_t net_made_len;
+
+static void remember_network(void) {
+    free(net_made);
+    net_made = net_counters(&net_made_len);
+}
+
+/* Whether the trial used its network namespace: anything counted at all (a packet on
+   loopback, a connection refused, a route not found). One that counted nothing holds
+   nothing of the trial: no socket (its processes are gone), no TIME_WAIT, no counter. */
+static int network_used(void) {
+    size_t len;
+    char *now = net_counters(&len);
+    int used = !now || !net_made || len != net_made_len || memcmp(now, net_made, len) != 0;
+    free(now);
+    return used;
+}
+
 static void new_trial(const struct req *r, int *fds, int nfds) {
     (void)fds;
     if (!only_op(r, nfds)) { fail(r, EINVAL); return; }
-    int killed, err = end_pid_space(&killed);
-    if (!err && unshare(CLONE_NEWNET | CLONE_NEWIPC) < 0) err = errno;
-    if (!err) err = loopback_up();
-    reply('T', r->id, 0, err, -1);
+    int killed, err = end_pid_space(&killed), renewed = 0;
+    if (!err && unshare(CLONE_NEWIPC) < 0) err = errno;
+    if (!err && network_used()) {
+        renewed = 1;
+        if (unshare(CLONE_NEWNET) < 0) err = errno;
+        else if (!(err = loopback_up())) remember_network();
+    }
+    reply('T', r->id, renewed, err, -1);
 }
 
 static void ping(const struct req *r, int *fds, int nfds) {
@@ -675,11 +745,13 @@ int main(int argc, char **argv) {
     if (sfd < 0) die("signalfd");
     box_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
     box_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
-    if (box_mnt < 0 || box_pidns < 0) die("the box's namespaces");
+    box_proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (box_mnt < 0 || box_pidns < 0 || box_proc < 0) die("the box's namespaces");
     /* Whatever else bwrap passed (e.g. the fd this program was executed from) goes. */
-    int keep[] = {ctl, sfd, box_mnt, box_pidns};
+    int keep[] = {ctl, sfd, box_mnt, box_pidns, box_proc};
     if (close_except(3, keep, sizeof keep / sizeof keep[0]) < 0) die("closing inherited descriptors");
     if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0) die("the control socket");
+    remember_network();  /* bubblewrap's: the first trial's */
     reply('R', 0, getpid(), 0, -1);
     struct pollfd p[2] = {{ctl, POLLIN, 0}, {sfd, POLLIN, 0}};
     for (;;) {
