@@ -51,6 +51,9 @@ class Spawner:
         # Requests not yet taken by the spawner (op, job, message, descriptors owned), in order.
         self._outbox: list[tuple[int, int, bytes, list[int]]] = []
         self._stuck: asyncio.TimerHandle | None = None
+        # Commands started, and how many of them had been when the trial's processes were last
+        # killed (whatever started after a kill was asked for is not known to be dead).
+        self._runs = self._runs_killed = 0
         sock.setblocking(False)
         loop.add_reader(sock.fileno(), self._on_reply)
 
@@ -88,6 +91,7 @@ class Spawner:
                               time.monotonic() - t0, started)
         exited = self._exits[job] = self.loop.create_future()
         start = self._pending[job] = self.loop.create_future()
+        self._runs += 1
         try:
             flags = (FLAG_TRACE if trace_fd is not None else 0) | (FLAG_CAPTURE if capture else 0)
             per, total = (min(n, 2**32 - 1) for n in capture) if capture else (0, 0)
@@ -176,12 +180,20 @@ class Spawner:
         IPC namespace (and, at the first, a new PID namespace), and a new network namespace
         unless the current one counted nothing: whether it did (then every socket bound in
         the old one is of no use)."""
-        return bool(await self._ask(OP_NEWTRIAL))
+        runs = self._runs
+        renewed = bool(await self._ask(OP_NEWTRIAL))
+        self._runs_killed = runs
+        return renewed
 
     async def kill_all(self, timeout: float) -> int:
         """Kill every process of the trial (its PID namespace); once all are gone, how many
-        there were."""
-        return await asyncio.wait_for(self._ask(OP_KILLALL), timeout)
+        there were. Nothing to ask when no command was started since the last time."""
+        runs = self._runs
+        if runs == self._runs_killed:
+            return 0
+        killed = await asyncio.wait_for(self._ask(OP_KILLALL), timeout)
+        self._runs_killed = runs
+        return killed
 
     async def ping(self, timeout: float) -> None:
         """Returns once every request sent before has been handled."""

@@ -580,11 +580,12 @@ static int loopback_up(void) {
     return err;
 }
 
-/* Every counter the network namespace keeps (/proc/net: interfaces, SNMP, netstat), as a
-   blob; NULL if it cannot be read (then the namespace is never kept). */
+/* The network namespace's counters as a blob: its interfaces' (only loopback), and the IP,
+   ICMP, TCP and UDP MIBs of IPv4 and IPv6; NULL if they cannot be read (then the namespace
+   is never kept). Every count of /proc/net/netstat is of packets or connections, which these
+   count too; a connection that sends nothing (no route) counts here as well. */
 static char *net_counters(size_t *len) {
-    static const char *const files[] = {"self/net/dev", "self/net/snmp", "self/net/snmp6",
-                                        "self/net/netstat"};
+    static const char *const files[] = {"self/net/dev", "self/net/snmp", "self/net/snmp6"};
     size_t cap = 16384, n = 0;
     char *buf = malloc(cap);
     if (!buf) return NULL;
