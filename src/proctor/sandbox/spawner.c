@@ -329,8 +329,10 @@ static int new_pid_space(void) {
         init_main(sync[1], proc_mounted);
     }
     close(sync[1]);
-    /* A pidfd of the init names the trial's namespace for setns (the tracers' commands). */
-    int ns = (int)syscall(SYS_pidfd_open, pid, 0);
+    /* The init's namespace, for setns (the tracers' commands), from the box's /proc. */
+    char path[32];
+    snprintf(path, sizeof path, "%d/ns/pid", (int)pid);
+    int ns = openat(box_proc, path, O_RDONLY | O_CLOEXEC);
     int err = ns < 0 ? errno : 0;
     char c;
     ssize_t n;
