@@ -6,12 +6,15 @@
   the same command in an unisolated one (a plain `sh -c` with its cgroup wrapper); COMMANDS
   of each, interleaved; the difference of medians is the boundary's cost per command
   (target: ≤ 10 ms).
-* traced: the same with `trace=True` (proctor's tracer outside the box, nsenter in), per
+* traced: the same with `trace=True` (in the box: the spawner's own tracer, forked beside
+  the command outside the trial's PID namespace; plain: exectrace around `sh -c`), per
   command.
 * trial: creating and closing a sandbox, TRIALS times, isolated against unisolated: a new
   box each time (bubblewrap, spawner, cgroup, egress-proxy socket), and a box reused from a
-  run's pool (what every trial but the first few of a run pays: limits, hosts file, a new
-  IPC namespace, the kill and the wipe).
+  run's pool (what every trial but the first few of a run pays: limits, hosts file, new
+  network and IPC namespaces, the trial's PID namespace killed, the wipe). The trial's PID
+  namespace itself is made at its first command: `--first-command` also times a reused box
+  with one command against a plain directory tree with one.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ async def per_trial(root: Path, n: int) -> tuple[float, float]:
     return statistics.median(times["auto"]) * 1000, statistics.median(times["none"]) * 1000
 
 
-async def per_trial_reused(root: Path, n: int) -> float:
+async def per_trial_reused(root: Path, n: int, command: bool = False) -> float:
     from proctor.sandbox.local import LocalBackend
 
     backend = LocalBackend.for_run(root, 1)
@@ -72,11 +75,24 @@ async def per_trial_reused(root: Path, n: int) -> float:
         for i in range(n + 1):
             t0 = time.perf_counter()
             sb = await backend.create(spec(root / f"pooled{i}", "auto"))
+            if command:
+                await sb.exec("true", timeout=10)
             await sb.close()
             if i:  # the first builds the box
                 times.append(time.perf_counter() - t0)
     finally:
         await backend.close()
+    return statistics.median(times) * 1000
+
+
+async def per_trial_plain_command(root: Path, n: int) -> float:
+    times = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        sb = await create_sandbox("local", spec(root / f"plain{i}", "none"))
+        await sb.exec("true", timeout=10)
+        await sb.close()
+        times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1000
 
 
@@ -99,11 +115,18 @@ async def main(args: argparse.Namespace) -> None:
         reused = await per_trial_reused(root / "p", args.trials)
         print(f"sandbox create+close, box reused from the run's pool: {reused:.2f} ms median "
               f"-> {reused - dirs:+.2f} ms per trial against plain")
+        if args.first_command:
+            boxed = await per_trial_reused(root / "q", args.trials, command=True)
+            plain = await per_trial_plain_command(root / "r", args.trials)
+            print(f"... with one command: box reused {boxed:.2f} ms, plain {plain:.2f} ms "
+                  f"median -> {boxed - plain:+.2f} ms per trial")
 
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--commands", type=int, default=300)
     p.add_argument("--trials", type=int, default=50)
+    p.add_argument("--first-command", action="store_true",
+                   help="also time a trial with one command (a reused box against plain)")
     asyncio.run(main(p.parse_args()))
     sys.exit(0)

@@ -26,3 +26,23 @@ def test_unknown_names_say_what_is_known(registry):
     with pytest.raises(KeyError) as err:
         registry.get("no-such-thing")
     assert registry.kind in str(err.value) and registry.names()[0] in str(err.value)
+
+
+def test_names_come_from_the_registries():
+    # Typed once, in the registry: the CLI's choices, the scenario's agent types and
+    # proctor.toml's backends are derived from it.
+    from click import Choice
+
+    from proctor.cli import run as run_cmd
+    from proctor.config import ProctorConfig
+    from proctor.model import EXTERNAL_AGENTS
+    from proctor.spec.scenario import Agent
+
+    choices = {p.name: p.type.choices for p in run_cmd.params if isinstance(p.type, Choice)}
+    assert list(choices["agent"]) == AGENTS.names()
+    assert list(choices["backend"]) == BACKENDS.names()
+    assert list(Agent.model_json_schema()["properties"]["type"]["enum"]) == AGENTS.names()
+    assert set(EXTERNAL_AGENTS) <= set(AGENTS.names())
+    ProctorConfig.model_validate({"backend": "docker"}, context={"backends": BACKENDS.names()})
+    with pytest.raises(ValueError, match="Input should be 'local' or 'docker'"):
+        ProctorConfig.model_validate({"backend": "vm"}, context={"backends": BACKENDS.names()})

@@ -10,10 +10,13 @@ from collections.abc import Callable
 
 import click
 
-FORMATS = ("json", "junit", "md", "html")
+from proctor.agents import AGENTS
+from proctor.sandbox import BACKENDS
 
 
 def _split_formats(values: tuple[str, ...]) -> list[str]:
+    from proctor.report import FORMATS
+
     out: list[str] = []
     for v in values:
         for f in v.split(","):
@@ -117,8 +120,7 @@ def init(directory: str, force: bool) -> None:
 
 def _run_options(f: Callable) -> Callable:
     opts = [
-        click.option("--agent", type=click.Choice(["llm", "oracle", "nop", "command",
-                                                   "claude-code", "codex", "mini-swe-agent"]),
+        click.option("--agent", type=click.Choice(AGENTS.names()),
                      help="Override every task's agent. oracle runs each task's solution; "
                           "nop runs nothing; claude-code, codex and mini-swe-agent are "
                           "installed on first use and take --model like llm."),
@@ -139,7 +141,7 @@ def _run_options(f: Callable) -> Callable:
                      help="Write the run here (this directory becomes the run directory)."),
         click.option("--format", "formats", multiple=True, metavar="FMT[,FMT]",
                      help="Reports to write: json,junit,md,html (json is always written)."),
-        click.option("--backend", type=click.Choice(["local", "docker"]),
+        click.option("--backend", type=click.Choice(BACKENDS.names()),
                      help="Where trials run: this machine (local) or a container per trial "
                           "(docker). Default: proctor.toml's `backend`, else local."),
         click.option("--isolation", type=click.Choice(["auto", "namespaces", "none"]),
@@ -171,7 +173,7 @@ def _options(**kw) -> object:
     from proctor.config import load_config
     from proctor.model import RunOptions
 
-    config = load_config(kw.get("config_path"))
+    config = load_config(kw.get("config_path"), backends=BACKENDS.names())
     return RunOptions(
         agent=kw.get("agent"),
         agent_command=kw.get("agent_command"),

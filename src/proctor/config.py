@@ -13,11 +13,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from proctor.errors import UsageError
+from proctor.registry import one_of
 
 
 class _Table(BaseModel):
@@ -71,7 +73,7 @@ class RayConfig(_Table):
 
 class ProctorConfig(_Table):
     model: str | None = None
-    backend: Literal["local", "docker"] | None = None  # `--backend` when not given
+    backend: str | None = None  # `--backend` when not given: one of the `backends` validated with
     providers: dict[str, ProviderConfig] = {}
     retry: RetryConfig = RetryConfig()
     llm: LlmConfig = LlmConfig()
@@ -81,8 +83,20 @@ class ProctorConfig(_Table):
     pass_env: list[str] = []  # host variables (fnmatch patterns) agents may inherit
     ray: RayConfig = RayConfig()
 
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str | None, info: ValidationInfo) -> str | None:
+        known = (info.context or {}).get("backends")
+        if value is not None and known is not None and value not in known:
+            raise PydanticCustomError("literal_error", "Input should be {expected}",
+                                      {"expected": one_of(known)})
+        return value
 
-def load_config(path: str | None = None) -> dict[str, Any]:
+
+def load_config(path: str | None = None, *,
+                backends: list[str] | None = None) -> dict[str, Any]:
+    """The validated proctor.toml as a dict ({} when there is none); `backends`: the backend
+    names `backend` may take (the caller's registry: the core knows no backend)."""
     candidate = Path(path) if path else Path(os.environ.get("PROCTOR_CONFIG", "proctor.toml"))
     if not candidate.exists():
         if path:
@@ -98,7 +112,7 @@ def load_config(path: str | None = None) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{candidate}: invalid TOML: {e}") from None
     try:
-        ProctorConfig.model_validate(raw)
+        ProctorConfig.model_validate(raw, context={"backends": backends})
     except ValidationError as e:
         raise UsageError("\n".join(_messages(candidate, text, e))) from None
     return raw

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import tempfile
 from pathlib import Path
 
-from proctor.proc import RUN_ID_VAR
+from proctor.proc import RUN_ID_VAR, kill_until_gone
 from proctor.sandbox import cgroup
 
 __all__ = ["RUN_ID_VAR", "leftover_pids", "sweep", "sweep_containers"]
@@ -36,20 +35,14 @@ def leftover_pids(run_id: str) -> list[int]:
 
 def sweep_containers(run_id: str) -> int:
     """The docker backend's containers and networks of the run (labelled `proctor.run`)."""
-    from proctor.sandbox.docker import sweep as docker_sweep
+    from proctor.dockercli import sweep as docker_sweep
 
     return docker_sweep(run_id)
 
 
 def sweep(run_id: str) -> tuple[int, int]:
     """Kill the run's leftover processes and remove its temp dirs; returns (procs, dirs)."""
-    killed = 0
-    for pid in leftover_pids(run_id):
-        try:
-            os.kill(pid, signal.SIGKILL)
-            killed += 1
-        except OSError:
-            pass
+    killed = kill_until_gone(lambda: leftover_pids(run_id))
     cgroup.sweep_stale()
     sweep_containers(run_id)
     dirs = 0

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Status = Literal["pass", "fail", "error"]
-AgentType = Literal["llm", "command", "oracle", "nop", "claude-code", "codex", "mini-swe-agent"]
+AgentType = str  # a name in proctor.agents.AGENTS (the spec and the CLI take only those)
 EXTERNAL_AGENTS = ("claude-code", "codex", "mini-swe-agent")  # installed programs with a model
 # Agents that take a prompt, so a suite's help modes apply (oracle and nop run one trial).
 PROMPTED_AGENTS = ("llm", "command", *EXTERNAL_AGENTS)
@@ -284,7 +284,7 @@ class RunOptions:
     output_dir: str | None = None
     formats: list[str] = field(default_factory=lambda: ["json"])
     resume: str | None = None
-    backend: Literal["local", "docker"] = "local"
+    backend: str = "local"  # a name in proctor.sandbox.BACKENDS
     # auto: namespaces, or exit 2 saying what is missing; none: run without a boundary.
     isolation: Literal["auto", "namespaces", "none"] = "auto"
     executor: Literal["local", "ray"] = "local"

@@ -1,19 +1,30 @@
 """The one way proctor runs a child process: in a new process group, output captured up to a
 cap (the rest counted and dropped), the whole group killed at the timeout or on
 cancellation, always reaped. Used by the sandboxes, custom checks, services and secrets.
+
+* `run` (in the event loop) and `run_sync` (outside one): a command to its end, with a
+  timeout;
+* `start` / `stop`: a long-lived child (a database server, a box), in a process group of
+  its own, killed with proctor at exit (and by the kernel if proctor dies, where asked),
+  always reaped;
+* `kill_until_gone`: the one loop that kills a set of processes that may fork while it
+  kills (a sandbox's leftovers); blocking, so called off the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 # Every process a run starts carries this in its environment (the janitor's marker).
 RUN_ID_VAR = "PROCTOR_RUN_ID"
@@ -34,6 +45,7 @@ class ExecResult:
     exec_parents: list[int] | None = None  # per exec: the index of the exec it descends from
     trace: Any = None  # when traced: all of it (programs, tree, exits, writes): sandbox.trace.Trace
     error: str | None = None  # the harness lost something (e.g. "recording lost")
+    stdout_bytes: bytes | None = None  # stdout as it came (up to the cap), when asked for
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
@@ -47,9 +59,10 @@ Feed = Callable[[int, bytes], None]  # (fd, chunk): sees every byte, before any 
 async def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
               env: dict[str, str] | None = None, stdin: bytes | None = None,
               limit: int = 1_000_000, feed: Feed | None = None, on_start: Callable[[int], None] | None = None,
-              pass_fds: Sequence[int] = ()) -> ExecResult:
-    """Run `argv`; keep the first `limit` bytes of each stream. `on_start(pid)` learns the
-    process group as soon as it exists (so an owner can kill it on close)."""
+              pass_fds: Sequence[int] = (), binary: bool = False) -> ExecResult:
+    """Run `argv`; keep the first `limit` bytes of each stream (`binary`: stdout's bytes too,
+    in `stdout_bytes`). `on_start(pid)` learns the process group as soon as it exists (so an
+    owner can kill it on close)."""
     started, t0 = time.time(), time.monotonic()
     loop = asyncio.get_running_loop()
     spawn = asyncio.ensure_future(loop.subprocess_exec(
@@ -97,33 +110,160 @@ async def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
         exit_code=None if timed_out else transport.get_returncode(),
         stdout=proto.text(1), stderr=proto.text(2) + note,
         duration_s=time.monotonic() - t0, started_at=started, timed_out=timed_out,
-        truncated=proto.dropped[1] > 0 or proto.dropped[2] > 0)
+        truncated=proto.dropped[1] > 0 or proto.dropped[2] > 0,
+        stdout_bytes=b"".join(proto.chunks[1]) if binary else None)
 
 
 def run_sync(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
-             env: dict[str, str] | None = None, limit: int = 1_000_000) -> ExecResult:
-    """`run` for code outside an event loop (spec loading): same group, cap and kill."""
+             env: dict[str, str] | None = None, limit: int = 1_000_000,
+             stdin: bytes | IO[bytes] | None = None, user: int | None = None,
+             group: int | None = None) -> ExecResult:
+    """`run` for code outside an event loop (spec loading, building, a server's helpers):
+    same group, cap and kill; `stdin` bytes or an open file; as `user`/`group` when given
+    (proctor is root)."""
     started, t0 = time.time(), time.monotonic()
+    data = stdin if isinstance(stdin, bytes) else None
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True,
+                                stdin=subprocess.PIPE if data is not None else
+                                stdin or subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
-    except OSError as e:
+                                user=user, group=group, extra_groups=[] if user is not None else None)
+    except (OSError, subprocess.SubprocessError) as e:
         return ExecResult(None, "", f"could not start {argv[0]}: {e}", 0.0, started)
     timed_out = False
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(data, timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
         kill_group(proc.pid)
         out, err = proc.communicate()
+    except BaseException:  # interrupted: leave nothing behind
+        kill_group(proc.pid)
+        proc.wait()
+        raise
     finally:
         kill_group(proc.pid)  # whatever it left running in the background
+    note = f"\nproctor: timed out after {timeout:g}s" if timed_out else ""
     return ExecResult(None if timed_out else proc.returncode,
                       out[:limit].decode("utf-8", errors="replace"),
-                      err[:limit].decode("utf-8", errors="replace"),
+                      err[:limit].decode("utf-8", errors="replace") + note,
                       time.monotonic() - t0, started, timed_out=timed_out,
                       truncated=len(out) > limit or len(err) > limit)
+
+
+# -- long-lived children ---------------------------------------------------------------------
+
+_SETPRIV = shutil.which("setpriv")
+_LIVE: dict[int, subprocess.Popen] = {}  # pid (= pgid) -> started, not yet reaped
+
+
+def start(argv: Sequence[str], *, env: dict[str, str] | None = None,
+          log: Path | None = None, stderr: int | None = None, pass_fds: Sequence[int] = (),
+          user: int | None = None, group: int | None = None,
+          die_with_parent: bool = False) -> subprocess.Popen:
+    """A long-lived child in a process group of its own; stdout and stderr appended to `log`
+    (else stdout discarded and stderr as `stderr` says, e.g. subprocess.PIPE). With
+    `die_with_parent` (and util-linux's setpriv) the kernel kills it if proctor dies. `stop`
+    it; whatever is left at exit is killed. Raises OSError if it cannot start."""
+    prefix = [_SETPRIV, "--pdeathsig", "KILL", "--"] if die_with_parent and _SETPRIV else []
+    out = open(log, "ab") if log is not None else None  # noqa: SIM115 - handed to the child
+    try:
+        p = subprocess.Popen(
+            [*prefix, *argv], stdin=subprocess.DEVNULL, stdout=out or subprocess.DEVNULL,
+            stderr=subprocess.STDOUT if out else stderr, process_group=0, env=env,
+            pass_fds=pass_fds, user=user, group=group,
+            extra_groups=[] if user is not None else None)
+    finally:
+        if out is not None:
+            out.close()
+    _LIVE[p.pid] = p
+    return p
+
+
+def stop(p: subprocess.Popen, *, sig: int = signal.SIGTERM, grace: float = 5.0) -> None:
+    """Signal `p`'s whole group, wait up to `grace` s, then SIGKILL it; always reap, and wait
+    (2 s at most) for the rest of the group. Blocking: off the event loop."""
+    if p.poll() is None and grace > 0:
+        kill_group(p.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(grace)
+    kill_group(p.pid, signal.SIGKILL)  # the leader and any straggling children
+    p.wait()
+    _LIVE.pop(p.pid, None)
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and _group_alive(p.pid):
+        time.sleep(0.01)
+
+
+def forget(p: subprocess.Popen) -> None:
+    """`p` exited on its own and was reaped by its owner."""
+    _LIVE.pop(p.pid, None)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    # A run that ended without stop() (a bug, an unhandled exception): no orphan children.
+    for p in list(_LIVE.values()):
+        kill_group(p.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            p.wait(2)
+    _LIVE.clear()
+
+
+def detach() -> bool:
+    """Leave the caller's process tree and group (a reaper that must outlive its starter),
+    holding none of its starter's pipes: True in the detached child, False in the caller,
+    which should exit."""
+    if os.fork():
+        return False
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    return True
+
+
+# -- killing -----------------------------------------------------------------------------------
+
+def kill_until_gone(pids: Callable[[], Iterable[int]], *, passes: int = 50) -> int:
+    """SIGKILL every process `pids()` lists, again until it lists none alive: a process
+    forking in a loop makes new ones between a look and its kills, and one killed inside a
+    write finishes that write first. How many processes it killed. Blocking (1 ms between
+    looks): call it off the event loop."""
+    killed: set[int] = set()
+    for _ in range(passes):
+        alive = 0
+        for pid in pids():
+            if _gone(pid):
+                continue
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+                alive += 1
+        if not alive:
+            break
+        time.sleep(0.001)  # let the kills land before looking again
+    return len(killed)
+
+
+def _gone(pid: int) -> bool:
+    """Dead (a zombie waiting for its parent) or no more: nothing left to kill."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat[stat.rindex(b")") + 2:][:1] in (b"Z", b"X")
 
 
 class Capture(asyncio.SubprocessProtocol):

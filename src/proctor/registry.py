@@ -41,3 +41,9 @@ class Registry(Generic[T]):
 
     def items(self) -> list[tuple[str, T]]:
         return [(name, self.get(name)) for name in self._entries]
+
+
+def one_of(names: list[str] | tuple[str, ...]) -> str:
+    """`'a', 'b' or 'c'`: names as a validation message lists them (pydantic's wording)."""
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"

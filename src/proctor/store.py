@@ -1,8 +1,10 @@
 """Run directories (SPEC §5) and the SQLite index behind `proctor runs`.
 
 `results.jsonl` gets one line per finished trial, flushed as it finishes: a crash or a kill
-loses nothing finished, and `--resume` reads it to skip what is done. `results.json` is
-written at the end (and on Ctrl-C) from those lines, each trial exactly once.
+loses nothing finished, and `--resume` reads it to skip what is done. A trial that `--resume`
+runs again (an infrastructure error) appends a second line, which wins; reading the file with
+`finished()` (at a run's start and end) leaves one line per trial, its last. `results.json`
+is written at the end (and on Ctrl-C) from those lines, each trial exactly once.
 """
 
 from __future__ import annotations
@@ -127,11 +129,12 @@ class RunStore:
         """Every trial on disk that this run wrote, by id (a trial re-run later replaces the
         earlier line). A line cut short by a kill, or not signed by this run (forged,
         altered), is dropped and counted in `rejected`; with `repair` the file is rewritten
-        without them, so appending can go on safely."""
+        without them and with one line per trial (its last), so appending can go on safely
+        and every reader sees each trial once."""
         if not self.jsonl_path.exists():
             return {}
         done: dict[str, TrialResult] = {}
-        good: list[str] = []
+        lines: dict[str, str] = {}  # id -> its last good line, in the order of first sight
         raw = self.jsonl_path.read_text(encoding="utf-8", errors="replace")
         self.rejected = 0
         for line in raw.splitlines():
@@ -144,7 +147,8 @@ class RunStore:
             except (ValueError, TypeError, KeyError):  # torn by a kill mid-write
                 continue
             done[result.id] = result
-            good.append(line)
+            lines[result.id] = line
+        good = list(lines.values())
         if repair and (len(good) != raw.count("\n") or (raw and not raw.endswith("\n"))):
             tmp = self.jsonl_path.with_suffix(".jsonl.tmp")
             tmp.write_text("".join(line + "\n" for line in good), encoding="utf-8")

@@ -101,3 +101,47 @@ def test_interrupt_keeps_finished_trials_and_leaves_nothing_behind(cli, spec, tm
     out = cli("run", "--resume", "run", "-q")
     assert out.returncode == 0, out.stderr
     assert results(tmp_path / "run")["summary"]["trials"] == 12
+
+
+# PID 1 of a fresh PID namespace that reaps nothing but proctor itself, as a container's
+# PID 1 may: whatever proctor leaves unreaped (a box's bubblewrap orphaned at Ctrl-C) stays
+# here as a zombie, and is listed.
+_NO_REAPER = r"""
+import json, os, signal, subprocess, sys, time
+from pathlib import Path
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+jsonl = Path(sys.argv[1])
+p = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline and (not jsonl.exists() or len(jsonl.read_text().splitlines()) < 2):
+    time.sleep(0.05)
+p.send_signal(signal.SIGINT)
+p.wait(60)
+time.sleep(0.5)
+zombies = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    if stat.rsplit(")", 1)[1].split()[0] == "Z":
+        zombies.append(stat)
+print(json.dumps({"rc": p.returncode, "zombies": zombies}))
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_no_zombie(spec, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.conftest import PROCTOR
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare(1) for a PID namespace of its own")
+    spec(SLOW_SUITE)
+    argv = ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", _NO_REAPER,
+            str(tmp_path / "run" / "results.jsonl"), PROCTOR, "run", "spec.yaml", "--agent",
+            "oracle", "--concurrency", "4", "--output-dir", "run", "-q"]
+    out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["rc"] == 130, out.stderr
+    assert report["zombies"] == []

@@ -179,3 +179,35 @@ async def test_files_in_home_and_tmp_are_reachable(sandbox):
     assert (await sandbox.stat(home)).kind == "dir"
     snap = await sandbox.snapshot()
     assert any(p.endswith("h.txt") for p in snap) and any(p.endswith("t.txt") for p in snap)
+
+
+async def test_close_ends_forwarded_connections(request, tmp_path):
+    # A command leaves a connection open through a forwarder; closing the sandbox ends it,
+    # and no task of the forwarder is left pending (it would be "destroyed but pending" when
+    # the loop closes, on stderr even under -q).
+    backend, isolation = "local", "auto"
+    if (why := _usable(backend, isolation)) is not None:
+        pytest.skip(f"no isolated sandbox here: {why}")
+    connected, done = asyncio.Event(), asyncio.Event()
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connected.set()
+        await done.wait()  # a server that keeps the connection open (a model proxy's stream)
+        writer.close()
+
+    server = await asyncio.start_server(hold, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    spec = SandboxSpec(trial_id="fwd.r0", root=tmp_path / "sb", env={}, isolation=isolation,
+                       endpoints=[("127.0.0.1", port)])
+    sb = await create_sandbox(backend, spec)
+    try:
+        await sb.exec(f"python3 -c \"import socket, time; s = socket.create_connection("
+                      f"('127.0.0.1', {port})); time.sleep(60)\" > /dev/null 2>&1 &", timeout=10)
+        await asyncio.wait_for(connected.wait(), 10)
+    finally:
+        await sb.close()
+        pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()
+                   and "Forwarder" in getattr(t.get_coro(), "__qualname__", "")]
+        done.set()
+        server.close()
+    assert pending == []

@@ -15,7 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.test_reuse import PLANT, _netns, _outputs, _spec
+from tests.security.test_reuse import (
+    PLANT,
+    TAKEOVER,
+    TRACED_AGENT,
+    TRACED_SPEC,
+    _box,
+    _outputs,
+    _printed,
+    _spec,
+    check_takeover,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -74,30 +84,22 @@ def test_without_root_the_next_trial_in_a_box_finds_nothing(as_user):
     plant, probe = _trial(r, "a-plant"), _trial(r, "b-probe")
     assert r["isolation"]["isolated"] is True
     assert plant["status"] == "pass", _outputs(run_dir, plant["id"])
-    assert _netns(run_dir, plant["id"]) == _netns(run_dir, probe["id"])
+    assert _box(run_dir, plant["id"]) == _box(run_dir, probe["id"])
     assert probe["status"] == "pass", _outputs(run_dir, probe["id"])
+    assert _printed(run_dir, plant["id"], "echo pid") == _printed(run_dir, probe["id"], "echo pid")
 
 
-def test_without_root_stopping_the_spawner_costs_only_the_agents_own_trial(as_user):
-    r, run_dir = as_user("""
-        cli: sh
-        tasks:
-          - id: a-attack
-            intent: stop the box's process starter, then write the answer
-            timeout: 5
-            solution: ["readlink /proc/self/ns/net", "kill -STOP 2", "echo right > answer.txt"]
-            assert: [{file_contains: {path: answer.txt, text: right}}]
-          - id: b-next
-            intent: write the answer
-            solution: ["readlink /proc/self/ns/net", "echo right > answer.txt"]
-            assert: [{file_contains: {path: answer.txt, text: right}}]
-        """, "--concurrency", "1")
-    # (The attacker's own later commands may still run: agent commands are traced, and a
-    # traced command enters the box from outside, not through the spawner.)
-    next_trial = _trial(r, "b-next")
-    assert next_trial["status"] == "pass", _outputs(run_dir, next_trial["id"])
-    # The stopped box was retired: the next trial got another one.
-    assert _netns(run_dir, _trial(r, "a-attack")["id"]) != _netns(run_dir, next_trial["id"])
+def test_without_root_the_spawner_is_out_of_reach(as_user):
+    # The agent shares the spawner's uid here, but not its PID namespace: stopping and
+    # killing everything it can see leaves the spawner and the tracers alone.
+    r, run_dir = as_user(TAKEOVER, "--concurrency", "1")
+    check_takeover(r, run_dir)
+
+
+def test_without_root_a_traced_agent_cannot_reach_its_tracer(as_user):
+    r, run_dir = as_user(TRACED_SPEC, "--agent", "command", "--agent-command", TRACED_AGENT)
+    [t] = r["trials"]
+    assert t["status"] == "pass", (t.get("error"), t.get("checks"), _outputs(run_dir, t["id"]))
 
 
 def test_without_root_host_places_stay_out_of_reach(as_user):

@@ -11,9 +11,9 @@ if TYPE_CHECKING:
 
 AGENTS: Registry = Registry("agent", {
     "llm": "proctor.agents.llm:LLMAgent",
+    "command": "proctor.agents.command:CommandAgent",
     "oracle": "proctor.agents.oracle:OracleAgent",
     "nop": "proctor.agents.nop:NopAgent",
-    "command": "proctor.agents.command:CommandAgent",
     "claude-code": "proctor.agents.claude_code:ClaudeCode",
     "codex": "proctor.agents.codex:Codex",
     "mini-swe-agent": "proctor.agents.mini_swe_agent:MiniSweAgent",

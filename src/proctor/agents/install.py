@@ -13,10 +13,10 @@ import fcntl
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
+from proctor import proc
 from proctor.errors import UsageError
 
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+-]*$")
@@ -39,6 +39,7 @@ def pinned_dir(name: str, version: str) -> Path:
 
 
 MARKER = ".proctor-installed"
+INSTALL_STEP_TIMEOUT_S = 600.0
 
 
 def installed(dest: Path) -> bool:
@@ -56,11 +57,11 @@ def _install(dest: Path, steps: list[list[str]], what: str) -> None:
         try:
             for step in steps:
                 argv = [a.replace("{dir}", str(dest)) for a in step]
-                done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-                if done.returncode != 0:
+                done = proc.run_sync(argv, timeout=INSTALL_STEP_TIMEOUT_S, limit=1 << 24)
+                if done.exit_code != 0:
                     why = _reason(done.stderr.strip() or done.stdout.strip())
                     raise UsageError(f"installing {what} failed: {' '.join(argv[:3])} …: "
-                                     f"{why or f'exit {done.returncode}'}")
+                                     f"{why or f'exit {done.exit_code}'}")
             (dest / MARKER).write_text(what + "\n")
         except BaseException:
             shutil.rmtree(dest, ignore_errors=True)

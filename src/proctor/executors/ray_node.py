@@ -28,7 +28,6 @@ import os
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tarfile
 import tempfile
@@ -36,6 +35,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from proctor import proc
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 from proctor.proc import RUN_ID_VAR
 
@@ -200,9 +200,8 @@ def _tar(src: Path, dest: Path) -> None:
 def _start_reaper(label: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != RUN_ID_VAR}  # or it would be swept
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # where proctor was found
-    subprocess.run([sys.executable, "-m", "proctor.executors.ray_reaper", str(os.getpid()), label],
-                   env=env, start_new_session=True, stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, check=False, timeout=60)
+    proc.run_sync([sys.executable, "-m", "proctor.executors.ray_reaper", str(os.getpid()), label],
+                  env=env, timeout=60)
 
 
 def sweep_stale_labels() -> list[str]:

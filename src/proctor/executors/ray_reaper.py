@@ -9,6 +9,8 @@ import select
 import sys
 import time
 
+from proctor import proc
+
 
 def wait_for_exit(pid: int) -> None:
     try:
@@ -28,7 +30,7 @@ def wait_for_exit(pid: int) -> None:
 def main(argv: list[str]) -> int:
     pid, label = int(argv[0]), argv[1]
     # Leave the actor's process tree: Ray kills a dying worker's children, this included.
-    if os.fork():
+    if not proc.detach():
         return 0
     wait_for_exit(pid)
     from proctor.janitor import sweep_node

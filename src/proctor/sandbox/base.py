@@ -82,7 +82,10 @@ class Sandbox(Protocol):
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
-                   trace: bool = False, capture: int | None = None) -> ExecResult: ...
+                   trace: bool = False, capture: int | None = None) -> ExecResult:
+        """`command` with /bin/sh -c. `trace`: every process it starts recorded from outside
+        (`execs`, `exec_parents`); `capture` (bytes per process): with the trace, what they
+        write to fd 1 and 2 (exectrace -w)."""
 
     async def read_file(self, path: str, limit: int | None = None) -> bytes:
         """At most `limit` bytes (+1, so callers can tell it was cut). Raises

@@ -13,13 +13,12 @@ None and the sandbox falls back to an address-space rlimit for memory (see docs/
 from __future__ import annotations
 
 import contextlib
-import os
 import shlex
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from proctor.proc import kill_until_gone
 from proctor.sandbox.base import Resources
 
 ROOT = Path("/sys/fs/cgroup")
@@ -78,20 +77,10 @@ class TrialCgroup:
         except OSError:
             return []
 
-    def kill_all(self, spare: int | None = None) -> int:
-        """SIGKILL every process in the trial's cgroup until none is left (new forks race),
-        but `spare` (the box's spawner)."""
-        killed = 0
-        for _ in range(50):
-            pids = [p for p in self.pids() if p != spare]
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-            time.sleep(0.001)  # let the kills land before looking again
-        return killed
+    def kill_all(self) -> int:
+        """SIGKILL every process in the trial's cgroup until none is left (new forks race).
+        Blocking: off the event loop."""
+        return kill_until_gone(self.pids)
 
     def fault(self) -> str | None:
         """Why the trial hit a limit (since `apply`), in words, or None."""

@@ -24,13 +24,12 @@ import errno
 import os
 import posixpath
 import shutil
-import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from proctor import proc
+from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, docker_ok, engine_problem, finish
 from proctor.errors import SetupError
 from proctor.sandbox.base import Entry, ExecResult, SandboxSpec
 from proctor.sandbox.forward import Forwarder, listen_inside
@@ -38,9 +37,6 @@ from proctor.sandbox.local import LocalSandbox
 from proctor.sandbox.namespaces import AGENT_UID
 from proctor.sandbox.trace import read_trace, tracer, tracer_argv
 
-ENGINE_TIMEOUT_S = 20.0  # a daemon that has not answered by then is as good as absent
-DOCKER_TIMEOUT_S = 120.0  # one engine call (create, remove); images are built beforehand
-RUN_LABEL, TRIAL_LABEL = "proctor.run", "proctor.trial"
 PRIVATE = "/.proctor"  # the trial's private host dir inside (traces); not a writable place
 EXEC_MARK = "PROCTOR_EXEC"  # in every command's environment: what a timeout kills
 # The tracer inside the container (trace.py's, built static, mounted read-only): it runs as
@@ -59,70 +55,6 @@ n=0
 while [ $n -lt 20 ] && { alive $a || alive $b; }; do sleep 0.01; n=$((n+1)); done
 kill -9 $a $b 2>/dev/null
 exit $rc"""
-
-
-def engine_problem(docker: str = "docker") -> str | None:
-    """Why no container engine can be used here, or None when the daemon answers."""
-    binary = shutil.which(docker)
-    if binary is None:
-        return f"no container engine: `{docker}` is not on PATH (install a Docker engine, e.g. Debian's docker.io, and start dockerd)"
-    try:
-        done = subprocess.run([binary, "version", "--format", "{{.Server.Version}}"],
-                              capture_output=True, text=True, timeout=ENGINE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return f"the container engine did not answer within {ENGINE_TIMEOUT_S:g} s"
-    if done.returncode != 0 or not done.stdout.strip():
-        # The client prints why (daemon not running, permission denied on the socket) last.
-        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-        why = lines[-1].strip() if lines else f"`docker version` exited {done.returncode}"
-        return f"the container engine is not usable: {why}"
-    return None
-
-
-async def docker(*args: str, timeout: float = DOCKER_TIMEOUT_S, stdin: bytes | None = None,
-                 env: dict[str, str] | None = None) -> ExecResult:
-    return await proc.run(["docker", *args], timeout=timeout, stdin=stdin, env=env)
-
-
-async def docker_ok(*args: str, timeout: float = DOCKER_TIMEOUT_S) -> str:
-    """stdout of a docker call that must succeed (OSError with the engine's reason if not)."""
-    res = await docker(*args, timeout=timeout)
-    if res.exit_code != 0:
-        why = (res.stderr.strip() or res.stdout.strip() or "timed out").splitlines()[-1:]
-        raise OSError(f"docker {args[0]}: {' '.join(why)}")
-    return res.stdout.strip()
-
-
-async def finish(coro: Any) -> Any:
-    """Await `coro` to its end even if we are cancelled meanwhile (then re-raise): what the
-    engine is asked to create or remove must not be left half-known on Ctrl-C."""
-    job = asyncio.ensure_future(coro)
-    try:
-        return await asyncio.shield(job)
-    except asyncio.CancelledError:
-        await job
-        raise
-
-
-def sweep(run_id: str) -> int:
-    """Remove every container (and its anonymous volumes) and network a run left behind;
-    returns how many. Nothing to do, and no error, where no engine answers."""
-    if shutil.which("docker") is None:
-        return 0
-    removed = 0
-    for kind, rm in (("container", ["rm", "-f", "-v"]), ("network", ["network", "rm"])):
-        try:
-            ls = subprocess.run(["docker", kind, "ls", *(["-a"] if kind == "container" else []),
-                                 "-q", "--filter", f"label={RUN_LABEL}={run_id}"],
-                                capture_output=True, text=True, timeout=ENGINE_TIMEOUT_S)
-            ids = ls.stdout.split() if ls.returncode == 0 else []
-            if ids:
-                subprocess.run(["docker", *rm, *ids], capture_output=True,
-                               timeout=DOCKER_TIMEOUT_S)
-                removed += len(ids)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-    return removed
 
 
 class DockerBackend:
@@ -273,29 +205,11 @@ class DockerSandbox(LocalSandbox):
         return out
 
     def _kill(self, mark: bytes | None = None) -> int:
-        """SIGKILL the container's processes (only those whose environment holds `mark`),
-        again until none is left: a daemon forking in a loop makes new ones between a scan
-        and its kills, and a process killed inside a write finishes that write first."""
-        killed = 0
-        for _ in range(50):
-            alive = 0
-            for pid in self._processes():
-                try:
-                    if _zombie(pid):
-                        continue
-                    if mark is not None:
-                        with open(f"/proc/{pid}/environ", "rb") as f:
-                            if mark not in f.read().split(b"\0"):
-                                continue
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-                    alive += 1
-                except OSError:
-                    continue
-            if not alive:
-                break
-            time.sleep(0.001)  # let the kills land before looking again
-        return killed
+        """SIGKILL the container's processes (only those whose environment holds `mark`)
+        until none is left (proc.kill_until_gone). Blocking: off the event loop."""
+        def marked() -> list[int]:
+            return [pid for pid in self._processes() if mark is None or _has(pid, mark)]
+        return proc.kill_until_gone(marked)
 
     async def close(self) -> None:
         await finish(self._close())
@@ -330,33 +244,34 @@ class DockerSandbox(LocalSandbox):
         mark = f"{EXEC_MARK}={self._execs}"
         full = {**self.env, **(env or {}), EXEC_MARK: str(self._execs)}
         # Values travel in the client's own environment (`-e NAME`), never in an argv.
-        argv = ["docker", "exec", *(["-i"] if stdin is not None else []),
+        argv = ["exec", *(["-i"] if stdin is not None else []),
                 "-w", cwd or self.workdir, "-u", "0"]
         for name in full:
             argv += ["-e", name]
         argv.append(self.container)
         # The relay and the tracer run as root inside; the command as the agent's uid, which
-        # can gain nothing back (no new privileges: setuid programs stay unprivileged).
+        # can gain nothing back (no new privileges, an empty bounding set: setuid programs
+        # stay unprivileged), as in the local box.
         inner = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
-                 "--no-new-privs", "/bin/sh", "-c", command]
+                 "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all",
+                 "/bin/sh", "-c", command]
         trace_file = None
         if trace:
             trace_file = self.private / f"trace-{self._execs}"
-            inner = [*tracer_argv(Path(PRIVATE, trace_file.name), TRACER,
-                                  capture=capture), *inner]
+            inner = [*tracer_argv(Path(PRIVATE, trace_file.name), TRACER, capture), *inner]
         io = await asyncio.to_thread(self._fifos, self._execs)
         inner = ["/bin/sh", "-c", _RELAY, "relay", f"{PRIVATE}/{io.name}", *inner]
         client_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **full}
         for name in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "HOME"):
             if name in os.environ and name not in (env or {}):
                 client_env.setdefault(name, os.environ[name])
-        res = await proc.run([*argv, *inner], timeout=timeout, env=client_env, stdin=stdin,
-                             limit=self.output_limit, feed=self.on_output)
+        res = await docker(*argv, *inner, timeout=timeout, env=client_env, stdin=stdin,
+                           limit=self.output_limit, feed=self.on_output)
         if res.timed_out:  # the client died; what it started in the container did not
             await asyncio.to_thread(self._kill, mark.encode())
         await asyncio.to_thread(shutil.rmtree, io, True)
         if trace_file is not None:
-            res.trace = trace = read_trace(trace_file, ("setpriv",))
+            res.trace = trace = read_trace(trace_file, ("setpriv",))  # removed once finished
             res.execs, res.exec_parents = trace.execs, trace.parents
             if not trace.complete and not res.timed_out:
                 res.error = "recording lost: the command trace ended before the command did"
@@ -375,14 +290,14 @@ class DockerSandbox(LocalSandbox):
         """Bind host:port inside the container's network namespace, piped to the host's."""
         if self.forwarder is None:
             return host, port
-        [sock] = await listen_inside(self.pid, [(host, port)], False)
+        sock = await listen_inside(self.pid, host, port)
         await self.forwarder.forward(sock, (host, port))
         return host, port
 
     async def serve_inside(self, host: str, port: int, handler) -> None:
         if self.forwarder is None:
             raise RuntimeError("serve_inside needs a started container")
-        [sock] = await listen_inside(self.pid, [(host, port)], False)
+        sock = await listen_inside(self.pid, host, port)
         await self.forwarder.serve(sock, handler)
 
     # -- files: the places on the host, anything else through the engine ---------------
@@ -410,17 +325,9 @@ class DockerSandbox(LocalSandbox):
     async def _probe(self, script: str, path: str) -> tuple[int | None, bytes]:
         """(exit code, stdout bytes) of a script run as root inside with $1 = path."""
         assert self.container is not None
-        child = await asyncio.create_subprocess_exec(
-            "docker", "exec", "-u", "0", self.container, "/bin/sh", "-c", script, "probe", path,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL)
-        try:
-            out, _ = await asyncio.wait_for(child.communicate(), 60)
-        except TimeoutError:
-            child.kill()
-            await child.wait()
-            return None, b""
-        return child.returncode, out
+        res = await docker("exec", "-u", "0", self.container, "/bin/sh", "-c", script, "probe",
+                           path, timeout=60, binary=True)
+        return res.exit_code, res.stdout_bytes or b""
 
     async def read_file(self, path: str, limit: int | None = None) -> bytes:
         if self.host_path(path) is not None:
@@ -531,10 +438,10 @@ def _limit_hit(dirs: dict[str, Path], resources: Any) -> str | None:
     return None
 
 
-def _zombie(pid: int) -> bool:
-    """Dead, waiting for its parent: nothing left to kill."""
+def _has(pid: int, mark: bytes) -> bool:
+    """Whether process `pid` has `mark` (NAME=VALUE) in its environment."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return mark in f.read().split(b"\0")
     except OSError:
-        return True
-    return stat[stat.rindex(")") + 2:][:1] in ("Z", "X")
+        return False

@@ -22,13 +22,14 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
+from proctor import proc
+from proctor.dockercli import docker_sync
 from proctor.errors import SetupError
 
 RELEASE = "bookworm"
@@ -71,16 +72,10 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "proctor"
 
 
-def _docker(*args: str, stdin: Any = None, timeout: float = BUILD_TIMEOUT_S,
-            cwd: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(["docker", *args], stdin=stdin, capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
-
-
 def _local(image: str) -> str | None:
     """The image's id if it is local."""
-    done = _docker("image", "inspect", "-f", "{{.Id}}", image, timeout=60)
-    return done.stdout.strip() if done.returncode == 0 else None
+    done = docker_sync("image", "inspect", "-f", "{{.Id}}", image, timeout=60)
+    return done.stdout.strip() if done.exit_code == 0 else None
 
 
 _NOISE = ("DEPRECATED: The legacy builder", "Install the buildx component",
@@ -111,11 +106,11 @@ def ensure_base(quiet: bool = True) -> str:
                   quiet)
             _debootstrap(tar)
         with open(tar, "rb") as f:
-            done = _docker("import", "--change", f"ENV PATH={SYSTEM_PATH}",
-                           "--change", "ENV LANG=C.UTF-8", "--change", 'CMD ["bash"]',
-                           "--message", f"proctor base: {RELEASE} + {' '.join(BASE_PACKAGES)}",
-                           "-", tag, stdin=f)
-        if done.returncode != 0:
+            done = docker_sync("import", "--change", f"ENV PATH={SYSTEM_PATH}",
+                               "--change", "ENV LANG=C.UTF-8", "--change", 'CMD ["bash"]',
+                               "--message", f"proctor base: {RELEASE} + {' '.join(BASE_PACKAGES)}",
+                               "-", tag, stdin=f, timeout=BUILD_TIMEOUT_S)
+        if done.exit_code != 0:
             raise _fail(f"importing the base image {tag} failed", done.stderr)
         _ready.add(tag)
         return tag
@@ -133,14 +128,14 @@ def _debootstrap(tar: Path) -> None:
             "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
             "--dpkgopt=path-exclude=/usr/share/locale/*", RELEASE, tmp, *([MIRROR] if MIRROR else [])]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-        if done.returncode != 0:
+        done = proc.run_sync(argv, timeout=BUILD_TIMEOUT_S, limit=1 << 24)  # its log's end
+        if done.timed_out:
+            raise SetupError(f"--backend docker: building the base image took more than "
+                             f"{BUILD_TIMEOUT_S:g} s")
+        if done.exit_code != 0:
             raise _fail("building the base image with mmdebstrap failed",
                         done.stderr + done.stdout)
         os.replace(tmp, tar)
-    except subprocess.TimeoutExpired:
-        raise SetupError(f"--backend docker: building the base image took more than "
-                         f"{BUILD_TIMEOUT_S:g} s") from None
     finally:  # failed, timed out or Ctrl-C: no half-written tarball stays in the cache
         Path(tmp).unlink(missing_ok=True)
 
@@ -152,8 +147,8 @@ def ensure_image(image: str, quiet: bool = True) -> str:
             _ready.add(image)
             return image
         _note(f"pulling {image}", quiet)
-        done = _docker("pull", "-q", image)
-        if done.returncode != 0:
+        done = docker_sync("pull", "-q", image, timeout=BUILD_TIMEOUT_S)
+        if done.exit_code != 0:
             raise _fail(f"image {image!r} is not local and could not be pulled",
                         done.stderr or done.stdout, "the engine says")
         _ready.add(image)
@@ -172,10 +167,9 @@ def with_packages(base: str, packages: list[str], quiet: bool = True) -> str:
         words = " ".join(json.dumps(p) for p in sorted(set(packages)))
         dockerfile = (f"FROM {base}\nUSER 0\nRUN set -e; set -- {words}; {_INSTALL}\n"
                       f"LABEL proctor.packages={json.dumps(' '.join(sorted(set(packages))))}\n")
-        done = subprocess.run(["docker", "build", "-q", "--force-rm", "-t", tag, "-"],
-                              input=dockerfile, capture_output=True, text=True,
-                              timeout=BUILD_TIMEOUT_S)
-        if done.returncode != 0:
+        done = docker_sync("build", "-q", "--force-rm", "-t", tag, "-",
+                           stdin=dockerfile.encode(), timeout=BUILD_TIMEOUT_S)
+        if done.exit_code != 0:
             raise _fail(f"installing setup.packages into {base} failed", done.stdout + done.stderr)
         _ready.add(tag)
         return tag
@@ -198,9 +192,9 @@ def from_dockerfile(path: str, quiet: bool = True) -> str:
             return tag
         _note(f"building {tag} from {path}", quiet)
         # --force-rm: a failed step's container is removed too, not left for the user.
-        done = _docker("build", "-q", "--force-rm", "-t", tag, "-f", str(dockerfile.resolve()),
-                       str(context))
-        if done.returncode != 0:
+        done = docker_sync("build", "-q", "--force-rm", "-t", tag, "-f",
+                           str(dockerfile.resolve()), str(context), timeout=BUILD_TIMEOUT_S)
+        if done.exit_code != 0:
             raise _fail(f"building {path} failed", done.stdout + done.stderr)
         _ready.add(tag)
         return tag
@@ -220,14 +214,10 @@ def prepare(tasks: list[Any], quiet: bool = False) -> None:
     """Resolve every task's image (and its image services' images) before any trial runs;
     the result is the task's `base_image` from here on (what `SandboxSpec.image` carries to
     each trial)."""
-    try:
-        for task in tasks:
-            task.base_image = resolve(task.base_image, list(task.packages),
-                                      getattr(task, "dockerfile", None), quiet)
-            task.packages = []
-            for svc in task.services:  # image services' images: pulled now, not mid-run
-                if svc.kind == "container" and svc.config.get("image"):
-                    ensure_image(str(svc.config["image"]), quiet)
-    except subprocess.TimeoutExpired as e:
-        raise SetupError(f"--backend docker: `{' '.join(map(str, e.cmd[:3]))}` took more "
-                         f"than {e.timeout:g} s") from None
+    for task in tasks:
+        task.base_image = resolve(task.base_image, list(task.packages),
+                                  getattr(task, "dockerfile", None), quiet)
+        task.packages = []
+        for svc in task.services:  # image services' images: pulled now, not mid-run
+            if svc.kind == "container" and svc.config.get("image"):
+                ensure_image(str(svc.config["image"]), quiet)

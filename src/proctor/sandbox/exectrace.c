@@ -562,20 +562,6 @@ static void resume(pid_t pid, enum __ptrace_request how, int sig) {
     }
 }
 
-/* "PER,TOTAL": two byte counts. */
-static int parse_limits(const char *s) {
-    char *end;
-    errno = 0;
-    unsigned long long per = strtoull(s, &end, 10);
-    if (errno || end == s || *end != ',') return -1;
-    const char *rest = end + 1;
-    unsigned long long total = strtoull(rest, &end, 10);
-    if (errno || end == rest || *end || per > SIZE_MAX || total > SIZE_MAX) return -1;
-    per_task_limit = (size_t)per;
-    total_limit = (size_t)total;
-    return 0;
-}
-
 /* The first process: it waits until the tracer (its child) reports how the top process
    ended, and exits the same way. The tracer stays with whatever the top left running (a
    server started in the background), recording until it ends. */
@@ -597,51 +583,10 @@ static int wait_for_report(int fd, pid_t tracer) {
     return WEXITSTATUS(st);
 }
 
-static int usage(void) {
-    fprintf(stderr, "usage: exectrace -o FILE [-w PER,TOTAL] -- PROGRAM [ARG...]\n");
-    return 2;
-}
-
-int main(int argc, char **argv) {
-    const char *path = NULL;
-    int i = 1;
-    for (; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) path = argv[++i];
-        else if (!strcmp(argv[i], "-w") && i + 1 < argc) {
-            if (parse_limits(argv[++i]) < 0) return usage();
-            capture = 1;
-        } else if (!strcmp(argv[i], "--")) { i++; break; }
-        else break;
-    }
-    if (!path || i >= argc) return usage();
-    int report[2];
-    if (pipe2(report, O_CLOEXEC) < 0) { perror("exectrace: pipe"); return 2; }
-    pid_t tracer = fork();
-    if (tracer < 0) { perror("exectrace: fork"); return 2; }
-    if (tracer > 0) {
-        close(report[1]);
-        return wait_for_report(report[0], tracer);
-    }
-    close(report[0]);
-    out = fopen(path, "we");
-    if (!out) { perror("exectrace: output"); return 2; }
-    static char outbuf[1 << 16];
-    setvbuf(out, outbuf, _IOFBF, sizeof outbuf);
-
-    int go[2];
-    if (pipe2(go, O_CLOEXEC) < 0) { perror("exectrace: pipe"); return 2; }
-    pid_t top = fork();
-    if (top < 0) { perror("exectrace: fork"); return 2; }
-    if (top == 0) {
-        char c;
-        close(go[1]);
-        if (read(go[0], &c, 1) != 1) _exit(127); /* the tracer is gone: run nothing untraced */
-        if (install_filter() < 0) { perror("exectrace: seccomp"); _exit(127); }
-        execvp(argv[i], argv + i);
-        fprintf(stderr, "exectrace: %s: %s\n", argv[i], strerror(errno));
-        _exit(127);
-    }
-    close(go[0]);
+/* The tracer's side, once `top` is forked and waits on `go` for the filter and its exec:
+   seize it, let it go, follow it and everything it starts until all are gone (the top's end
+   reported on `report` as a wait status), then the Z line. Returns the tracer's exit code. */
+static int trace(pid_t top, int go, int report) {
     long opts = PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
                 PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL |
                 PTRACE_O_TRACESYSGOOD;
@@ -653,14 +598,13 @@ int main(int argc, char **argv) {
     char t[32];
     now(t, sizeof t);
     line("S %d %s\n", top, t);
-    if (write(go[1], "g", 1) != 1) { kill(top, SIGKILL); return 2; }
-    close(go[1]);
+    if (write(go, "g", 1) != 1) { kill(top, SIGKILL); return 2; }
+    close(go);
     /* The command's output is its own: the tracer holds none of its descriptors open. */
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     for (int fd = 0; fd < 3 && null >= 0; fd++)
         if (dup2(null, fd) < 0) out_failed = 1;
     if (null > 2) close(null);
-
     for (;;) {
         int st;
         pid_t pid = waitpid(-1, &st, __WALL | WNOHANG);
@@ -683,8 +627,8 @@ int main(int argc, char **argv) {
             forget(pid);
             if (pid == top) { /* written down: the first process may now end as it did */
                 if (fflush(out) != 0) out_failed = 1;
-                if (write(report[1], &st, sizeof st) != (ssize_t)sizeof st) out_failed = 1;
-                close(report[1]);
+                if (write(report, &st, sizeof st) != (ssize_t)sizeof st) out_failed = 1;
+                close(report);
             }
             continue;
         }
@@ -745,3 +689,67 @@ int main(int argc, char **argv) {
     line("Z %s\n", t);
     return fclose(out) == 0 ? 0 : 1;
 }
+
+#ifndef EXECTRACE_NO_MAIN  /* spawner.c includes this file for its tracing code */
+/* "PER,TOTAL": two byte counts. */
+static int parse_limits(const char *s) {
+    char *end;
+    errno = 0;
+    unsigned long long per = strtoull(s, &end, 10);
+    if (errno || end == s || *end != ',') return -1;
+    const char *rest = end + 1;
+    unsigned long long total = strtoull(rest, &end, 10);
+    if (errno || end == rest || *end || per > SIZE_MAX || total > SIZE_MAX) return -1;
+    per_task_limit = (size_t)per;
+    total_limit = (size_t)total;
+    return 0;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: exectrace -o FILE [-w PER,TOTAL] -- PROGRAM [ARG...]\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    const char *path = NULL;
+    int i = 1;
+    for (; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc) path = argv[++i];
+        else if (!strcmp(argv[i], "-w") && i + 1 < argc) {
+            if (parse_limits(argv[++i]) < 0) return usage();
+            capture = 1;
+        } else if (!strcmp(argv[i], "--")) { i++; break; }
+        else break;
+    }
+    if (!path || i >= argc) return usage();
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) < 0) { perror("exectrace: pipe"); return 2; }
+    pid_t tracer = fork();
+    if (tracer < 0) { perror("exectrace: fork"); return 2; }
+    if (tracer > 0) {
+        close(report[1]);
+        return wait_for_report(report[0], tracer);
+    }
+    close(report[0]);
+    out = fopen(path, "we");
+    if (!out) { perror("exectrace: output"); return 2; }
+    static char outbuf[1 << 16];
+    setvbuf(out, outbuf, _IOFBF, sizeof outbuf);
+
+    int go[2];
+    if (pipe2(go, O_CLOEXEC) < 0) { perror("exectrace: pipe"); return 2; }
+    pid_t top = fork();
+    if (top < 0) { perror("exectrace: fork"); return 2; }
+    if (top == 0) {
+        char c;
+        close(go[1]);
+        if (read(go[0], &c, 1) != 1) _exit(127); /* the tracer is gone: run nothing untraced */
+        if (install_filter() < 0) { perror("exectrace: seccomp"); _exit(127); }
+        execvp(argv[i], argv + i);
+        fprintf(stderr, "exectrace: %s: %s\n", argv[i], strerror(errno));
+        _exit(127);
+    }
+    close(go[0]);
+    return trace(top, go[1], report[1]);
+}
+#endif

@@ -2,92 +2,53 @@
 
 The box's network has only loopback. For each endpoint the trial may reach (its own services,
 a model proxy), proctor binds a listening socket at the *same* address and port inside the
-box's network namespace (as root, from a short-lived thread that enters it with setns(2);
-otherwise a helper process enters the box's user and network namespaces and hands the socket
-back over a Unix socket, SCM_RIGHTS). proctor accepts on it in its own event loop and connects to the real
-endpoint on the host side. Nothing else of the host network exists inside: not the host's
-loopback servers, not another trial's services.
+sandbox's network namespace — a box's spawner binds it (sandbox/spawn.py, the one way into a
+box), a container's namespace is entered by a short-lived thread with setns(2), as root
+(`listen_inside`) — and accepts on it in its own event loop, connecting to the real endpoint
+on the host side. Nothing else of the host network exists inside: not the host's loopback
+servers, not another trial's services.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
 import socket
-import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
-from proctor import netns, proc
-
-# Runs inside the box's network namespace: bind each address, send the sockets back.
-_HELPER = """
-import socket, sys
-out = socket.socket(fileno=int(sys.argv[1]))
-fds = []
-for spec in sys.argv[2:]:
-    host, port = spec.rsplit(":", 1)
-    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((host, int(port)))
-    s.listen(256)
-    fds.append(s.fileno())
-socket.send_fds(out, [b"ok"], fds)
-"""
+from proctor import netns
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 BUFFER = 65536
 
 
-async def listen_inside(box_pid: int, addresses: list[tuple[str, int]],
-                        enter_user: bool) -> list[socket.socket]:
-    """Listening sockets bound at `addresses` inside the network namespace of `box_pid`."""
-    if not addresses:
-        return []
-    if not enter_user:  # root: a thread of ours can enter the namespace and come back
-        socks = await asyncio.to_thread(_in_namespace, box_pid, addresses)
-    else:
-        socks = await _with_helper(box_pid, addresses)
-    for s in socks:
-        s.setblocking(False)
-    return socks
+async def listen_inside(pid: int, host: str, port: int) -> socket.socket:
+    """A listening socket bound at host:port in the network namespace of process `pid`
+    (a container's init; proctor is root)."""
+    sock = await asyncio.to_thread(netns.run_in, pid, lambda: _bind(host, port))
+    sock.setblocking(False)
+    return sock
 
 
-def _bind(addresses: list[tuple[str, int]]) -> list[socket.socket]:
-    out = []
-    for host, port in addresses:
-        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+def _bind(host: str, port: int) -> socket.socket:
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((host, port))
         s.listen(256)
-        out.append(s)
-    return out
-
-
-def _in_namespace(box_pid: int, addresses: list[tuple[str, int]]) -> list[socket.socket]:
-    return netns.run_in(box_pid, lambda: _bind(addresses))
-
-
-async def _with_helper(box_pid: int, addresses: list[tuple[str, int]]) -> list[socket.socket]:
-    """Without root, entering the box's user namespace takes a process of its own."""
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    argv = [shutil.which("nsenter") or "nsenter", "-t", str(box_pid), "-n", "-U",
-            "--preserve-credentials", "--", sys.executable, "-I", "-S", "-c", _HELPER,
-            str(theirs.fileno()), *(f"{h}:{p}" for h, p in addresses)]
-    try:
-        res = await proc.run(argv, timeout=10, pass_fds=(theirs.fileno(),))
-        if res.exit_code != 0:
-            raise OSError(f"could not open {addresses} inside the sandbox: {res.stderr[-300:]}")
-        _, fds, _, _ = await asyncio.to_thread(socket.recv_fds, ours, 16, len(addresses))
-    finally:
-        theirs.close()
-        ours.close()
-    return [socket.socket(fileno=fd) for fd in fds]
+    except BaseException:
+        s.close()
+        raise
+    return s
 
 
 class Forwarder:
-    """Serves listening sockets from inside a box; counts connections per address."""
+    """Serves listening sockets from inside a box; counts connections per address. `close`
+    ends the servers and every connection still being served (awaited: no task is left
+    pending when the loop closes)."""
+
+    CLOSE_TIMEOUT_S = 1.0
 
     def __init__(self) -> None:
         self.servers: list[asyncio.base_events.Server] = []
@@ -95,7 +56,17 @@ class Forwarder:
         self._tasks: set[asyncio.Task] = set()
 
     async def serve(self, sock: socket.socket, handler: Handler) -> None:
-        self.servers.append(await asyncio.start_server(handler, sock=sock))
+        async def tracked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            self._tasks.add(task)
+            try:
+                await handler(reader, writer)
+            finally:
+                self._tasks.discard(task)
+                writer.close()
+
+        self.servers.append(await asyncio.start_server(tracked, sock=sock))
 
     async def forward(self, sock: socket.socket, target: tuple[str, int]) -> None:
         """Everything accepted on `sock` is piped to `target` on the host side."""
@@ -104,19 +75,27 @@ class Forwarder:
             try:
                 up_r, up_w = await asyncio.open_connection(*target)
             except OSError:
-                writer.close()
                 return
             await pipe_both(reader, writer, up_r, up_w)
 
         await self.serve(sock, handle)
 
+    async def end_connections(self) -> None:
+        """End every connection being served (the servers go on accepting)."""
+        tasks = list(self._tasks)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.CLOSE_TIMEOUT_S)
+
     async def close(self) -> None:
-        for s in self.servers:
+        servers, self.servers = self.servers, []
+        for s in servers:
             s.close()
-        for s in self.servers:
+        await self.end_connections()
+        for s in servers:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(s.wait_closed(), 1)
-        self.servers.clear()
+                await asyncio.wait_for(s.wait_closed(), self.CLOSE_TIMEOUT_S)
 
 
 async def pipe_both(a_r: asyncio.StreamReader, a_w: asyncio.StreamWriter,

@@ -25,11 +25,12 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from proctor import proc
 
 _HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?$")
 _MOUNT_AND_RUN = 'mount --bind "$0" /etc/hosts && exec "$@"'
@@ -103,11 +104,6 @@ def _mode() -> str | None:
             if not prefix:
                 continue
             argv = [*prefix, str(probe), "grep", "-q", "proctor-hosts-probe", "/etc/hosts"]
-            try:
-                r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                continue
-            if r.returncode == 0:
+            if proc.run_sync(argv, timeout=10).exit_code == 0:
                 return mode
     return None

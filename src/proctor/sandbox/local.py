@@ -22,7 +22,6 @@ import errno
 import hashlib
 import os
 import posixpath
-import shlex
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -37,7 +36,7 @@ from proctor.sandbox.base import Entry, ExecResult, Resources, SandboxSpec, Snap
 from proctor.sandbox.forward import Forwarder
 from proctor.sandbox.namespaces import Box, missing, visible_system_path
 from proctor.sandbox.pool import INSIDE_HOME, PLACES, BoxPool, Shape, Slot
-from proctor.sandbox.trace import read_trace, tracer_argv
+from proctor.sandbox.trace import capture_limits, read_trace, tracer_argv
 
 INSIDE_WORKDIR = "/workspace"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -119,6 +118,7 @@ class LocalSandbox:
         self.forwarder: Forwarder | None = None
         self._groups: set[int] = set()
         self._faults: list[str] = []
+        self._traces: list[Path] = []  # trace files not finished (or not read) yet
         self._trace_n = 0
         self._made_workdir = False
         host = {name: root / name for name in PLACES}
@@ -188,12 +188,19 @@ class LocalSandbox:
         if self.slot is not None and self.pool is not None:
             slot, self.slot, self.box = self.slot, None, None
             await self.pool.release(slot, keep=self.root if self.keep else None)
+            self._forget_traces()  # its tracers ended with the trial's processes
             return
         await asyncio.to_thread(self._remove)
+
+    def _forget_traces(self) -> None:
+        for path in self._traces:
+            path.unlink(missing_ok=True)
+        self._traces.clear()
 
     def _remove(self) -> None:
         if self.cgroup is not None:  # waits until the kernel has reaped every task
             self.cgroup.remove()
+        self._forget_traces()
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
             if self._made_workdir:
@@ -203,7 +210,9 @@ class LocalSandbox:
         """Everything the agent left running (daemons, setsid, double forks) is killed."""
         if self.slot is not None:
             return await self.slot.kill_processes()
-        return self.cgroup.kill_all() if self.cgroup is not None else 0
+        if self.cgroup is None or not self.cgroup.pids():
+            return 0
+        return await asyncio.to_thread(self.cgroup.kill_all)
 
     def fault(self) -> str | None:
         """A limit the trial hit, or a recording that was lost, in words."""
@@ -216,43 +225,64 @@ class LocalSandbox:
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
                    trace: bool = False, capture: int | None = None) -> ExecResult:
+        """Run `command`; with `trace`, every process it starts is recorded (`execs`), and with
+        `capture` (bytes per process) also what they write to fd 1 and 2 (the tracer's)."""
         env = {**self.env, **env} if env else self.env
         trace = trace or capture is not None
-        if self.box is not None and not trace:  # started by the box's spawner: no wrapper
+        trace_file = self._trace_file() if trace else None
+        if self.box is not None:  # started by the box's spawner (traced: under its tracer)
+            res = await self._exec_in_box(command, env, cwd, timeout, stdin, trace_file, capture)
+        else:
+            argv = ["/bin/sh", "-c", command]
+            if trace_file is not None:
+                argv = tracer_argv(trace_file, capture=capture) + argv
+            if self.hosts_file is not None:
+                argv = hostsfile.wrap(argv, self.hosts_file)  # outside the tracer: not the agent's
+            argv = self._limits_prefix() + argv  # outermost: everything runs inside the limits
+            res = await proc.run(argv, timeout=timeout, cwd=cwd or self.workdir, env=env,
+                                 stdin=stdin, limit=self.output_limit, on_start=self._groups.add,
+                                 feed=self.on_output)
+        if trace_file is not None and not res.error:
+            self._take_trace(res, trace_file)
+        return res
+
+    def _trace_file(self) -> Path:
+        self._trace_n += 1
+        path = self.private / f"trace-{self.trial_id}-{self._trace_n}"
+        self._traces.append(path)
+        return path
+
+    async def _exec_in_box(self, command: str, env: dict[str, str], cwd: str | None,
+                           timeout: float, stdin: bytes | None, trace_file: Path | None,
+                           capture: int | None) -> ExecResult:
+        assert self.box is not None
+        trace_fd = None if trace_file is None else os.open(
+            trace_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
             res = await self.box.spawner.run(
                 ["/bin/sh", "-c", command], env=env, cwd=cwd or self.workdir, timeout=timeout,
-                stdin=stdin, limit=self.output_limit, feed=self.on_output,
+                stdin=stdin, limit=self.output_limit, feed=self.on_output, trace_fd=trace_fd,
+                capture=capture_limits(capture) if capture else None,
                 as_bytes=None if self.cgroup is not None else self.resources.memory_bytes)
-            if res.error:
-                self._faults.append(res.error)
-            return res
-        if self.box is not None:  # the tracer stays outside the box: enter from outside
-            if cwd and cwd != self.workdir:
-                command = f"cd {shlex.quote(cwd)} && {command}"
-            argv = self.box.wrap(["/bin/sh", "-c", command])
-            host_cwd = str(self._map(self.workdir))
-        else:
-            host_cwd = cwd or self.workdir
-            argv = ["/bin/sh", "-c", command]
-        trace_file = None
-        if trace:
-            self._trace_n += 1
-            trace_file = self.private / f"trace-{self._trace_n}"
-            argv = tracer_argv(trace_file, capture=capture) + argv
-        if self.box is None and self.hosts_file is not None:
-            argv = hostsfile.wrap(argv, self.hosts_file)  # outside the tracer: not the agent's
-        argv = self._limits_prefix() + argv  # outermost: everything runs inside the limits
-        res = await proc.run(argv, timeout=timeout, cwd=host_cwd, env=env, stdin=stdin,
-                             limit=self.output_limit, on_start=self._groups.add,
-                             feed=self.on_output)
-        if trace_file is not None:
-            res.trace = trace = read_trace(
-                trace_file, self.box.wrapper_programs if self.box is not None else ())
-            res.execs, res.exec_parents = trace.execs, trace.parents
-            if not trace.complete and not res.timed_out:
-                res.error = "recording lost: the command trace ended before the command did"
-                self._faults.append(res.error)
+        finally:
+            if trace_fd is not None:
+                os.close(trace_fd)
+        if res.error:
+            self._faults.append(res.error)
         return res
+
+    def _take_trace(self, res: ExecResult, path: Path) -> None:
+        """The trace the tracer wrote at `path` into `res` (the file goes once the tracer has
+        finished it: what a command left running is still being traced); a trace without
+        the command's end is a lost recording (a fault), unless the command timed out."""
+        trace = read_trace(path)
+        if trace.finished:
+            self._traces.remove(path)
+        res.trace = trace
+        res.execs, res.exec_parents = trace.execs, trace.parents
+        if not trace.complete and not res.timed_out:
+            res.error = "recording lost: the command trace ended before the command did"
+            self._faults.append(res.error)
 
     def _limits_prefix(self) -> list[str]:
         """A wrapper that puts the command in the trial's cgroup (or, without cgroups, under

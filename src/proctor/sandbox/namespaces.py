@@ -3,16 +3,19 @@
 `Box.start` launches `bwrap` with private mount, PID, network, IPC, UTS and cgroup
 namespaces; its first process is proctor's spawner (spawner.c, driven by sandbox/spawn.py),
 which starts each command on request as a fork of itself, without privileges (no
-capabilities, no-new-privs, keyrings refused; as root, also a uid of its own). Commands that
-must be traced from outside (command and external agents) enter the same namespaces with
-`nsenter` under proctor's tracer instead. So:
+capabilities, no-new-privs, keyrings refused; as root, also a uid of its own). It is the only
+way in: a traced command (command and external agents) is started by the spawner too, under a
+tracer the spawner forks beside it, out of the agent's sight. Each trial's commands get PID,
+mount (for its /proc), network and IPC namespaces of their own inside the box, under an init
+that reaps what they orphan (spawner.c). So:
 
 * the filesystem is what the mounts say: system directories read-only, the trial's workspace,
   HOME, TMPDIR and /dev/shm writable, the box's own root and /dev read-only, nothing else of
   the host (no run directory, no spec directory, no proctor installation, no home directory,
   no other trial);
-* the agent sees only its own processes in /proc, and when the box goes, the kernel kills
-  every process in its PID namespace, whatever it did (setsid, double fork);
+* the agent sees only its own trial's processes in /proc (pids start afresh each trial), and
+  when the trial ends, the kernel kills every process in its PID namespace, whatever it did
+  (setsid, double fork);
 * the network namespace has only loopback: services are reached through forwarders proctor
   binds inside (listening sockets the spawner opens there), and nothing else.
 
@@ -35,12 +38,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from proctor import proc
 from proctor.errors import SetupError
 from proctor.sandbox import native
 from proctor.sandbox.spawn import Spawner, SpawnerLost
 
 AGENT_UID = 65534  # "nobody": as root, every command runs as this uid, owning nothing of the host
 START_TIMEOUT_S = 10.0
+CLOSE_TIMEOUT_S = 10.0  # a box's bubblewrap reaps its init and exits; killed if it has not
 _SYSTEM_RO = ("/usr", "/etc", "/opt")
 _SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
@@ -59,21 +64,18 @@ def missing() -> str | None:
 
 @functools.cache
 def _probe() -> str | None:
-    for tool, package in (("bwrap", "bubblewrap"), ("nsenter", "util-linux"),
-                          ("setpriv", "util-linux")):
-        if shutil.which(tool) is None:
-            return (f"`{tool}` is not installed (Debian/Ubuntu: apt-get install {package}); "
-                    "or run without isolation: --isolation none")
+    if shutil.which("bwrap") is None:
+        return ("`bwrap` is not installed (Debian/Ubuntu: apt-get install bubblewrap); "
+                "or run without isolation: --isolation none")
     # The system directories only, as a box has them: binding all of / would also bind every
     # mount of the moment (a container's overlay being set up), which can fail by chance.
-    argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--ro-bind", "/usr", "/usr",
-            *_links(), "--proc", "/proc", "--", "true"]
-    try:
-        r = subprocess.run(argv, capture_output=True, timeout=20, text=True)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"bubblewrap could not start: {e}"
-    if r.returncode != 0:
-        why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+    argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--as-pid-1",
+            "--ro-bind", "/usr", "/usr", *_links(), "--proc", "/proc", "--", "true"]
+    r = proc.run_sync(argv, timeout=20)
+    if r.exit_code is None:
+        return f"bubblewrap could not start: {r.stderr.strip()}"
+    if r.exit_code != 0:
+        why = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.exit_code}"
         return (f"bubblewrap cannot create namespaces for this user ({why}); enable "
                 "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or "
                 "run as root, or run without isolation: --isolation none")
@@ -108,8 +110,8 @@ def _unshare_flags() -> list[str]:
              "--unshare-cgroup-try"]
     # As root no user namespace is needed (and none is wanted: commands drop to AGENT_UID,
     # which a user namespace mapping only root could not represent). Otherwise uid 0 inside
-    # (mapped to the caller): bubblewrap then makes one user namespace owning all the others,
-    # which nsenter can enter; commands still run with every capability dropped (setpriv).
+    # (mapped to the caller): bubblewrap then makes one user namespace owning all the others;
+    # commands still run with every capability dropped (spawner.c).
     if os.geteuid() == 0:
         return flags
     return ["--unshare-user", "--uid", "0", "--gid", "0", *flags]
@@ -118,21 +120,21 @@ def _unshare_flags() -> list[str]:
 class Box:
     """One bubblewrap sandbox whose first process is proctor's spawner (spawner.c)."""
 
-    def __init__(self, proc: subprocess.Popen, pid: int, spawner_pid: int, spawner: Spawner):
-        self.proc = proc
-        self.pid = pid  # the box's init (PID 1 inside), as the host sees it
-        self.spawner_pid = spawner_pid  # as the host sees it
+    def __init__(self, bwrap: subprocess.Popen, spawner_pid: int, spawner: Spawner):
+        self.bwrap = bwrap
+        self.spawner_pid = spawner_pid  # the box's PID 1, as the host sees it
         self.spawner = spawner
         self.uid = AGENT_UID if os.geteuid() == 0 else os.geteuid()
         self.gid = AGENT_UID if os.geteuid() == 0 else os.getegid()
-        self._ns = os.stat(f"/proc/{pid}/ns/pid").st_ino
-        self.userns = os.stat(f"/proc/{pid}/ns/user").st_ino != os.stat("/proc/self/ns/user").st_ino
-        self._prefix = self._enter_prefix()
+        self.closed = False
 
     @classmethod
     async def start(cls, mounts: list[Mount], *, workdir: str, hosts_file: Path | None,
                     env: dict[str, str]) -> Box:
-        argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--die-with-parent",
+        # --as-pid-1: the spawner is the box's init and reaps in it; bubblewrap's own init
+        # would be reparented to the host's PID 1 (and left a zombie there) when it exits.
+        argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--as-pid-1",
+                "--die-with-parent",
                 "--new-session", "--cap-drop", "ALL", *_spawner_caps(), "--hostname", "sandbox"]
         for path in _SYSTEM_RO:
             if os.path.isdir(path):
@@ -161,11 +163,10 @@ class Box:
         uid, gid = (AGENT_UID, AGENT_UID) if os.geteuid() == 0 else (-1, -1)
         argv += ["--chdir", workdir, "--info-fd", str(info_w), "--",
                  f"/proc/self/fd/{program}", str(theirs.fileno()), str(uid), str(gid)]
-        # A plain Popen: the box must outlive any event loop hiccup.
+        # Not an asyncio subprocess: the box must outlive any event loop hiccup.
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE, env=env, start_new_session=True,
-                                    pass_fds=(info_w, theirs.fileno(), program))
+            bwrap = proc.start(argv, env=env, stderr=subprocess.PIPE,
+                               pass_fds=(info_w, theirs.fileno(), program))
         finally:
             os.close(info_w)
             os.close(program)
@@ -173,110 +174,46 @@ class Box:
         spawner = Spawner(ours, asyncio.get_running_loop())
         try:
             pid = await asyncio.wait_for(asyncio.to_thread(_read_child_pid, info_r),
-                                         START_TIMEOUT_S)
+                                         START_TIMEOUT_S)  # the spawner's
             try:  # the pid arrives before the mounts are done; the spawner speaks after
                 await spawner.ready(START_TIMEOUT_S)
             except (SpawnerLost, TimeoutError):
-                raise SetupError("could not build the sandbox: " + _stderr(proc)) from None
-            spawner_pid = _children(pid)[0]
+                raise SetupError("could not build the sandbox: " + _stderr(bwrap)) from None
         except BaseException:
             spawner.close()
-            proc.kill()
-            proc.wait()
-            _close_pipes(proc)
+            await asyncio.to_thread(proc.stop, bwrap, grace=0)
+            _close_pipes(bwrap)
             raise
         finally:
             os.close(info_r)
-        return cls(proc, pid, spawner_pid, spawner)
-
-    def _enter_prefix(self) -> list[str]:
-        # The spawner's namespaces, not init's: its IPC namespace is the current trial's.
-        ns = ["-m", "-p", "-n", "-i", "-u", "-r", "-w"]
-        if os.path.exists(f"/proc/{self.pid}/ns/cgroup"):
-            ns.append("-C")
-        if self.userns:
-            ns += ["-U", "--preserve-credentials"]
-        nsenter = [shutil.which("nsenter") or "nsenter", "-t", str(self.spawner_pid), *ns]
-        if os.geteuid() == 0:
-            # Changing from uid 0 to AGENT_UID clears every capability, and every mount in
-            # the box is nosuid (bubblewrap's default), so no setuid binary or file
-            # capability can give one back. One exec fewer than setpriv.
-            return [*nsenter, "-S", str(self.uid), "-G", str(self.gid), "--"]
-        # In a user namespace, entering gives every capability in it: drop them all.
-        return [*nsenter, "--", shutil.which("setpriv") or "setpriv", "--no-new-privs",
-                "--bounding-set=-all", "--inh-caps=-all", "--"]
-
-    def wrap(self, argv: list[str]) -> list[str]:
-        """`argv` entered from outside (for the tracer, which must stay outside): inside the
-        box, without privileges, in the box's workdir."""
-        return [*self._prefix, *argv]
-
-    @property
-    def wrapper_programs(self) -> tuple[str, str]:
-        """What a trace of a wrapped command starts with (proctor's doing, not the agent's)."""
-        return ("nsenter", "setpriv")
+        return cls(bwrap, pid, spawner)
 
     def alive(self) -> bool:
-        return self.spawner.lost is None and self.proc.poll() is None
-
-    def processes(self) -> list[int]:
-        """Host pids of every process in the box but its init and spawner."""
-        out = []
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            pid = int(entry.name)
-            if pid in (self.pid, self.spawner_pid):
-                continue
-            try:
-                if os.stat(f"/proc/{pid}/ns/pid").st_ino == self._ns:
-                    out.append(pid)
-            except OSError:
-                continue
-        return out
-
-    def kill_processes(self) -> int:
-        """SIGKILL everything running in the box (the agent's leftovers); the box stays."""
-        killed = 0
-        for _ in range(20):
-            pids = self.processes()
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-        return killed
-
-    def stopped(self) -> bool:
-        """Whether the spawner was stopped (SIGSTOP by an agent of the same uid)."""
-        try:
-            stat = Path(f"/proc/{self.spawner_pid}/stat").read_text()
-        except OSError:
-            return False
-        return stat[stat.rindex(")") + 2:][:1] in ("T", "t")
-
-    def wake(self) -> None:
-        """An agent running as the spawner's uid (no root) may have stopped it: resume it."""
-        with contextlib.suppress(OSError):
-            os.kill(self.spawner_pid, signal.SIGCONT)
+        return not self.closed and self.spawner.lost is None and self.bwrap.poll() is None
 
     async def close(self) -> None:
+        if self.closed:  # its pid may be another process's by now
+            return
+        self.closed = True
         self.spawner.close()
-        # Killing the init of a PID namespace kills every process in it.
+        # Killing the init of a PID namespace (the spawner) kills every process in it;
+        # bubblewrap reaps it and exits (killing bubblewrap too would leave the spawner a
+        # zombie of PID 1's). Its exit waits for the kernel to tear the namespaces down: not
+        # on the loop.
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        self.proc.kill()
-        # bwrap's exit waits for the kernel to tear the namespaces down: not on the loop.
-        await asyncio.to_thread(self.proc.wait)
-        _close_pipes(self.proc)
+            os.kill(self.spawner_pid, signal.SIGKILL)
+        await asyncio.to_thread(_reap, self.bwrap)
+        _close_pipes(self.bwrap)
 
 
 def _spawner_caps() -> list[str]:
-    """What the spawner keeps: as root, changing to the agent's uid and signalling its
-    commands; everywhere, a fresh IPC namespace per trial (SYS_ADMIN), low ports for
-    forwarders, and (in a user namespace) dropping the bounding set in each command."""
-    caps = ["CAP_SYS_ADMIN", "CAP_NET_BIND_SERVICE", "CAP_SETPCAP"]
+    """What the spawner keeps: each trial's namespaces (SYS_ADMIN; SYS_CHROOT to go back to
+    the box's mounts; NET_ADMIN to bring a new loopback up), low ports for forwarders,
+    dropping the bounding set in each command, and tracing its traced commands (SYS_PTRACE:
+    they start as its forks, not yet dumpable); as root also changing to the agent's uid and
+    signalling its commands. In a user namespace (no root) these hold only inside it."""
+    caps = ["CAP_SYS_ADMIN", "CAP_SYS_CHROOT", "CAP_NET_ADMIN", "CAP_NET_BIND_SERVICE",
+            "CAP_SETPCAP", "CAP_SYS_PTRACE"]
     if os.geteuid() == 0:
         caps += ["CAP_SETUID", "CAP_SETGID", "CAP_KILL"]
     return [arg for cap in caps for arg in ("--cap-add", cap)]
@@ -298,19 +235,23 @@ def _read_child_pid(fd: int) -> int:
     return int(json.loads(data[: data.index(b"}") + 1])["child-pid"])
 
 
-def _children(pid: int) -> list[int]:
-    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    return [int(p) for p in text.split()] or [-1]
+def _reap(bwrap: subprocess.Popen) -> None:
+    """Wait for a box's bubblewrap to exit (it reaps its init first); kill it if it hangs."""
+    try:
+        bwrap.wait(timeout=CLOSE_TIMEOUT_S)
+        proc.forget(bwrap)
+    except subprocess.TimeoutExpired:
+        proc.stop(bwrap, grace=0)
 
 
-def _stderr(proc: subprocess.Popen) -> str:
-    proc.kill()
-    _, err = proc.communicate(timeout=5)
+def _stderr(bwrap: subprocess.Popen) -> str:
+    bwrap.kill()
+    _, err = bwrap.communicate(timeout=5)
     return err.decode(errors="replace").strip()[-2000:] or "bubblewrap exited"
 
 
-def _close_pipes(proc: subprocess.Popen) -> None:
-    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+def _close_pipes(bwrap: subprocess.Popen) -> None:
+    for pipe in (bwrap.stdin, bwrap.stdout, bwrap.stderr):
         if pipe is not None:
             with contextlib.suppress(OSError):
                 pipe.close()

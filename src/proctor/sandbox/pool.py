@@ -2,18 +2,21 @@
 
 A `Slot` is one box (sandbox/namespaces.py) with everything that outlives a trial in it: its
 host directories (workspace, HOME, /tmp, /dev/shm, a private dir), its hosts file, its
-cgroup and its egress listener. Between two trials (`Slot.end`), every process in it is
-killed, every place wiped back to an empty directory owned by the agent's uid, and the next
-trial (`Slot.begin`) gets its own limits, hosts file, IPC namespace and egress policy. A
-slot that cannot be made clean (its spawner died, a place could not be wiped) is closed,
-never reused. `BoxPool` hands out idle slots of the right shape (the same fixed workdir and
-read-only paths), and builds one when none is idle.
+cgroup and its egress listener (kept while the box's network namespace is). Between two
+trials (`Slot.end`), every process of the trial is killed, every place wiped back to an empty
+directory owned by the agent's uid, and the next trial (`Slot.begin`) gets its own limits,
+hosts file, IPC namespace, a network namespace that nothing has used (a new one if the last
+trial used it at all) and, with its first command, its own PID namespace. A slot that cannot be made clean (its spawner died, a place could not be
+wiped) is closed, never reused. `BoxPool` hands out idle slots of the right shape (the same
+fixed workdir and read-only paths), and builds one when none is idle.
 
 What a trial cannot leave behind for the next one, and why (docs/security.md):
-processes (cgroup or PID-namespace kill), files (the places are wiped; the box's own root and
-/dev are read-only), SysV IPC and POSIX message queues (a fresh IPC namespace per trial),
-keyrings (refused by the spawner's seccomp filter), sockets (they die with their processes;
-forwarders are per trial), limits and their counters (set and read per trial).
+processes (the trial's PID namespace is killed whole), files (the places are wiped; the box's
+own root and /dev are read-only), SysV IPC and POSIX message queues (a new IPC namespace per
+trial), keyrings (refused by the spawner's seccomp filter), sockets, network counters and
+pid numbers (a new PID namespace per trial, and a new network namespace after any trial that
+counted anything in its own; forwarders are per trial), limits and their counters (set and
+read per trial).
 """
 
 from __future__ import annotations
@@ -24,19 +27,20 @@ import itertools
 import os
 import shutil
 import stat
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox.base import Resources
+from proctor.sandbox.forward import Forwarder, Handler
 from proctor.sandbox.hosts import hosts_text
 from proctor.sandbox.namespaces import AGENT_UID, Box, Mount
+from proctor.sandbox.spawn import SpawnerLost
 
 PLACES = ("work", "home", "tmp", "shm")
 INSIDE_HOME = "/home/agent"
-PING_TIMEOUT_S = 5.0
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+KILL_TIMEOUT_S = 10.0
 _numbers = itertools.count()
 
 
@@ -76,9 +80,12 @@ class Slot:
         self.root, self.shape, self.box, self.cgroup = root, shape, box, cgroup
         self.hosts_file = root / "private" / "hosts"
         self.trials = 0
-        self.tampered = False  # its spawner was stopped by an agent: never reused
+        self.closed = False
         self._names: dict[str, str] | None = None  # what the hosts file holds now
-        self._servers: dict[tuple[str, int], _Switch] = {}  # outlive trials (egress proxy)
+        # Listeners that outlive trials (the egress proxy's), while the network namespace does:
+        # (host, port) -> the current trial's handler (None between trials).
+        self._listeners = Forwarder()
+        self._handlers: dict[tuple[str, int], Handler | None] = {}
         # The read-only mounts inside a place: host directory -> its identity when the box
         # was built (a renamed or replaced one means the mount is no longer where it was).
         self.mounted = {path: was for name, rels in shape.mount_points().items()
@@ -109,8 +116,8 @@ class Slot:
         return slot
 
     async def begin(self, resources: Resources, names: dict[str, str]) -> None:
-        """Make the slot the next trial's: its limits, its service names in /etc/hosts, a
-        fresh IPC namespace."""
+        """Make the slot the next trial's: its limits, its service names in /etc/hosts, new
+        network and IPC namespaces (the first trial has the box's own)."""
         if self.cgroup is not None:
             self.cgroup.apply(resources)
         if names != self._names:
@@ -119,53 +126,55 @@ class Slot:
                 f.truncate()
                 f.write(hosts_text(names))
             self._names = dict(names)
-        if self.trials:
-            await self.box.spawner.new_ipc_namespace()
+        if self.trials and await self.box.spawner.new_trial():
+            await self._listeners.close()  # bound in the network namespace that went
+            self._handlers.clear()
         self.trials += 1
 
-    async def serve(self, host: str, port: int, handler: Handler | None) -> None:
-        """A listener inside the box at host:port that outlives the trial; `handler` is the
-        current trial's (None: connections are closed at once)."""
-        switch = self._servers.get((host, port))
-        if switch is None:
+    async def serve(self, host: str, port: int, handler: Handler) -> None:
+        """`handler` serves host:port inside the box for this trial. The listener stays for
+        later trials as long as the box's network namespace does (a trial that used the
+        network gets a new one, where it is bound again)."""
+        if (host, port) not in self._handlers:
             sock = await self.box.spawner.listen(host, port)
-            switch = self._servers[(host, port)] = _Switch()
-            switch.server = await asyncio.start_server(switch.handle, sock=sock)
-        switch.handler = handler
+            await self._listeners.serve(sock, self._switch(host, port))
+        self._handlers[(host, port)] = handler
+
+    def _switch(self, host: str, port: int) -> Handler:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            handler = self._handlers.get((host, port))
+            if handler is not None:
+                await handler(reader, writer)
+        return handle
 
     async def end(self, keep: Path | None = None) -> bool:
         """Kill the trial's processes, keep a copy of its places if asked, wipe them; whether
         the slot can take another trial."""
         await self.kill_processes()
-        for switch in self._servers.values():
-            switch.handler = None
+        for key in self._handlers:
+            self._handlers[key] = None
+        await self._listeners.end_connections()
         if keep is not None:
             await asyncio.to_thread(self._copy_places, keep)
         clean = await _off_loop_if_big(self._wipe, [self.root / name for name in PLACES])
-        return clean and self.box.alive() and not self.tampered and not self.box.spawner.busy
+        return clean and self.box.alive() and not self.box.spawner.busy
 
     async def kill_processes(self) -> int:
-        """Every process of the trial but the spawner. An agent with the spawner's uid (no
-        root) may have stopped it with requests queued: resume it, let it handle them (a
-        start, then its kill), and kill again; such a box is never reused."""
-        killed = self._kill()
-        if self.box.stopped():
-            self.tampered = True
-            self.box.wake()
-            with contextlib.suppress(Exception):
-                await self.box.spawner.ping(PING_TIMEOUT_S)
-            killed += self._kill()
-        return killed
-
-    def _kill(self) -> int:
-        if self.cgroup is not None:
-            return self.cgroup.kill_all(spare=self.box.spawner_pid)
-        return self.box.kill_processes()
+        """Every process of the trial (its PID namespace, killed whole by the spawner); how
+        many there were. A spawner that cannot do it (gone, or not answering) takes the box
+        down with everything in it: the trial's later commands then fail, and the slot is
+        never reused."""
+        try:
+            return await self.box.spawner.kill_all(KILL_TIMEOUT_S)
+        except (SpawnerLost, OSError, TimeoutError):
+            await self.box.close()
+            return 0
 
     async def close(self) -> None:
-        for switch in self._servers.values():
-            switch.server.close()
-        self._servers.clear()
+        if self.closed:
+            return
+        self.closed = True
+        await self._listeners.close()
         await self.box.close()
         await asyncio.to_thread(self._remove)
 
@@ -189,11 +198,14 @@ class Slot:
 
 
 class BoxPool:
-    """Idle slots by shape. `size` 0: no slot is kept (a box per trial)."""
+    """Idle slots by shape. `size` 0: no slot is kept (a box per trial). `close` closes every
+    slot it made, idle or not (a trial cancelled half-way through its release, Ctrl-C):
+    no box outlives the pool."""
 
     def __init__(self, root: Path, size: int):
         self.root, self.size = root, size
         self._idle: list[Slot] = []
+        self._made: set[Slot] = set()  # every slot not closed yet
 
     async def acquire(self, shape: Shape, env: dict[str, str], resources: Resources,
                       names: dict[str, str]) -> Slot:
@@ -207,15 +219,16 @@ class BoxPool:
                     await slot.begin(resources, names)
                     return slot
                 except Exception:
-                    await slot.close()
+                    await self._close(slot)
                 break
         if len(self._idle) >= self.size and self._idle:  # room for a box of this shape
-            await self._idle.pop(0).close()
+            await self._close(self._idle.pop(0))
         slot = await Slot.create(self.root / f"box-{next(_numbers)}", shape, env, resources)
+        self._made.add(slot)
         try:
             await slot.begin(resources, names)
         except BaseException:
-            await slot.close()
+            await self._close(slot)
             raise
         return slot
 
@@ -227,12 +240,17 @@ class BoxPool:
         if reusable and not slot.shape.nested and len(self._idle) < self.size:
             self._idle.append(slot)
         else:
-            await slot.close()
+            await self._close(slot)
 
     async def close(self) -> None:
-        idle, self._idle = self._idle, []
-        for slot in idle:
+        self._idle = []
+        made, self._made = self._made, set()
+        for slot in made:
             await slot.close()
+
+    async def _close(self, slot: Slot) -> None:
+        self._made.discard(slot)
+        await slot.close()
 
 
 async def _off_loop_if_big(work: Callable[[], bool], places: list[Path]) -> bool:
@@ -249,19 +267,6 @@ async def _off_loop_if_big(work: Callable[[], bool], places: list[Path]) -> bool
             small = False
             break
     return work() if small else await asyncio.to_thread(work)
-
-
-class _Switch:
-    """One listener, its handler swapped per trial."""
-
-    server: asyncio.base_events.Server
-    handler: Handler | None = None
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.handler is None:
-            writer.close()
-            return
-        await self.handler(reader, writer)
 
 
 def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:

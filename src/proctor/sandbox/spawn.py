@@ -1,9 +1,12 @@
 """proctor's side of a box's spawner (spawner.c): commands started from inside the box.
 
 One SOCK_SEQPACKET socket per box. A command is a RUN request carrying four descriptors:
-a memfd with its cwd, argv and environment, and its stdin, stdout and stderr. proctor reads
-the output pipes in its event loop and learns the start and the wait status as replies, so
-a command costs no process of proctor's own: no fork of proctor, no `nsenter`, no wrapper.
+a memfd with its cwd, argv and environment, and its stdin, stdout and stderr (a fifth, under
+the tracer: where the trace goes). proctor reads the output pipes in its event loop and learns
+the start and the wait status as replies, so a command costs no process of proctor's own: no
+fork of proctor, no `nsenter`, no wrapper. Nothing here waits on the loop: a request the
+spawner cannot take yet (it is busy, or stopped) waits in an outbox, flushed when the socket
+is writable; one that cannot be sent for SEND_WAIT_S loses the spawner.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ import contextlib
 import errno
 import itertools
 import os
-import select
 import signal
 import socket
 import struct
@@ -24,8 +26,9 @@ from collections.abc import Sequence
 from proctor import proc
 from proctor.proc import ExecResult, Feed
 
-OP_RUN, OP_KILL, OP_LISTEN, OP_NEWIPC, OP_PING = 1, 2, 3, 4, 5
-REQUEST = struct.Struct("=IIiIII")  # op, id, sig, argc, envc, as_mib
+OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL = 1, 2, 3, 4, 5, 6
+FLAG_TRACE, FLAG_CAPTURE = 1, 2
+REQUEST = struct.Struct("=IIiIIIIII")  # op, id, sig, argc, envc, as_mib, flags, cap_per, cap_total
 REPLY = struct.Struct("=IIii")  # kind, id, value, err
 _FD_SPACE = socket.CMSG_SPACE(array.array("i", [0]).itemsize)
 SEND_WAIT_S = 10.0
@@ -45,6 +48,12 @@ class Spawner:
         self._exits: dict[int, asyncio.Future] = {}
         self._ready: asyncio.Future = loop.create_future()
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        # Requests not yet taken by the spawner (op, job, message, descriptors owned), in order.
+        self._outbox: list[tuple[int, int, bytes, list[int]]] = []
+        self._stuck: asyncio.TimerHandle | None = None
+        # Commands started, and how many of them had been when the trial's processes were last
+        # killed (whatever started after a kill was asked for is not known to be dead).
+        self._runs = self._runs_killed = 0
         sock.setblocking(False)
         loop.add_reader(sock.fileno(), self._on_reply)
 
@@ -56,8 +65,11 @@ class Spawner:
 
     async def run(self, argv: Sequence[str], *, env: dict[str, str], cwd: str, timeout: float,
                   stdin: bytes | None = None, limit: int = 1_000_000, feed: Feed | None = None,
-                  as_bytes: int | None = None) -> ExecResult:
-        """`argv` run in the box; like proc.run: output capped, killed at the timeout."""
+                  as_bytes: int | None = None, trace_fd: int | None = None,
+                  capture: tuple[int, int] | None = None) -> ExecResult:
+        """`argv` run in the box; like proc.run: output capped, killed at the timeout. With
+        `trace_fd`, under the tracer, which writes the trace there (exectrace.c's format),
+        with `capture` (bytes per process, in all) what the processes write to fd 1 and 2."""
         started, t0 = time.time(), time.monotonic()
         cap = proc.Capture(self.loop, limit, feed)
         job = next(self._ids)
@@ -79,9 +91,13 @@ class Spawner:
                               time.monotonic() - t0, started)
         exited = self._exits[job] = self.loop.create_future()
         start = self._pending[job] = self.loop.create_future()
+        self._runs += 1
         try:
-            self._send(OP_RUN, job, argc=len(argv), envc=len(env),
-                       as_mib=(as_bytes or 0) >> 20, fds=[request, in_r, out_w, err_w])
+            flags = (FLAG_TRACE if trace_fd is not None else 0) | (FLAG_CAPTURE if capture else 0)
+            per, total = (min(n, 2**32 - 1) for n in capture) if capture else (0, 0)
+            self._send(OP_RUN, job, argc=len(argv), envc=len(env), as_mib=(as_bytes or 0) >> 20,
+                       flags=flags, cap_per=per, cap_total=total,
+                       fds=[request, in_r, out_w, err_w, *([] if trace_fd is None else [trace_fd])])
         except SpawnerLost as e:
             self._exits.pop(job, None)
             self._pending.pop(job, None)
@@ -94,8 +110,10 @@ class Spawner:
         timed_out = False
         deadline = self.loop.time() + timeout
         try:
-            try:  # a spawner stopped by the agent (same uid, no root) never answers: bounded
+            try:  # a spawner that stopped reading never answers: bounded
                 await asyncio.wait_for(asyncio.shield(start), timeout)
+            except TimeoutError:  # an OSError too, but not the spawner's answer
+                raise
             except OSError as e:  # no fork (the trial's process limit): nothing ran
                 return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
                                   time.monotonic() - t0, started)
@@ -133,7 +151,13 @@ class Spawner:
         return bool(self._pending or self._exits)
 
     def kill(self, job: int, sig: int = signal.SIGKILL) -> None:
-        """Signal the process group of a command started by `run`."""
+        """Signal the process group of a command started by `run` (one still waiting in the
+        outbox is never sent instead)."""
+        for i, (op, queued, _, fds) in enumerate(self._outbox):
+            if op == OP_RUN and queued == job:
+                del self._outbox[i]
+                _close(fds)
+                return
         with contextlib.suppress(SpawnerLost):
             self._send(OP_KILL, job, sig=sig)
 
@@ -151,9 +175,25 @@ class Spawner:
         sock.setblocking(False)
         return sock
 
-    async def new_ipc_namespace(self) -> None:
-        """Commands started from now on get a fresh IPC namespace (SysV IPC, mqueues)."""
-        await self._ask(OP_NEWIPC)
+    async def new_trial(self) -> bool:
+        """The current trial's processes are killed; commands started from now on get a new
+        IPC namespace (and, at the first, a new PID namespace), and a new network namespace
+        unless the current one counted nothing: whether it did (then every socket bound in
+        the old one is of no use)."""
+        runs = self._runs
+        renewed = bool(await self._ask(OP_NEWTRIAL))
+        self._runs_killed = runs
+        return renewed
+
+    async def kill_all(self, timeout: float) -> int:
+        """Kill every process of the trial (its PID namespace); once all are gone, how many
+        there were. Nothing to ask when no command was started since the last time."""
+        runs = self._runs
+        if runs == self._runs_killed:
+            return 0
+        killed = await asyncio.wait_for(self._ask(OP_KILLALL), timeout)
+        self._runs_killed = runs
+        return killed
 
     async def ping(self, timeout: float) -> None:
         """Returns once every request sent before has been handled."""
@@ -169,31 +209,70 @@ class Spawner:
             self._pending.pop(job, None)
 
     def close(self) -> None:
-        with contextlib.suppress(ValueError, OSError):
-            self.loop.remove_reader(self.sock.fileno())
+        self._lose("the sandbox was closed")
         self.sock.close()
         with contextlib.suppress(OSError):
             os.close(self._devnull)
-        self._lose("the sandbox was closed")
 
     # -- wire --------------------------------------------------------------------------
 
     def _send(self, op: int, job: int, *, sig: int = 0, argc: int = 0, envc: int = 0,
-              as_mib: int = 0, fds: Sequence[int] = ()) -> None:
+              as_mib: int = 0, flags: int = 0, cap_per: int = 0, cap_total: int = 0,
+              fds: Sequence[int] = ()) -> None:
+        """Send a request now, else queue it (with copies of its descriptors) behind the
+        others: never waits."""
         if self.lost:
             raise SpawnerLost(self.lost)
-        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-        message = [REQUEST.pack(op, job, sig, argc, envc, as_mib)]
-        try:
+        message = REQUEST.pack(op, job, sig, argc, envc, as_mib, flags, cap_per, cap_total)
+        if not self._outbox:
             try:
-                self.sock.sendmsg(message, anc)
-            except BlockingIOError:  # its queue is full: it is stuck; give it a moment
-                if not select.select([], [self.sock], [], SEND_WAIT_S)[1]:
-                    raise OSError(errno.ETIMEDOUT, "it stopped reading requests") from None
-                self.sock.sendmsg(message, anc)
+                self._sendmsg(message, fds)
+                return
+            except BlockingIOError:  # its queue is full: it is busy, or stopped
+                pass
+            except OSError as e:
+                self._lose(f"the sandbox's process starter is gone ({e})")
+                raise SpawnerLost(self.lost) from None
+            self.loop.add_writer(self.sock.fileno(), self._flush)
+            self._stuck = self.loop.call_later(SEND_WAIT_S, self._lose,
+                                               "the sandbox's process starter stopped reading")
+        try:
+            copies = [os.dup(fd) for fd in fds]
         except OSError as e:
-            self._lose(f"the sandbox's process starter is gone ({e})")
+            self._lose(f"could not queue a request ({e})")
             raise SpawnerLost(self.lost) from None
+        self._outbox.append((op, job, message, copies))
+
+    def _sendmsg(self, message: bytes, fds: Sequence[int]) -> None:
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+        self.sock.sendmsg([message], anc)
+
+    def _flush(self) -> None:
+        """The socket is writable: send what waits, in order."""
+        while self._outbox:
+            _, _, message, fds = self._outbox[0]
+            try:
+                self._sendmsg(message, fds)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                self._lose(f"the sandbox's process starter is gone ({e})")
+                return
+            self._outbox.pop(0)
+            _close(fds)
+            if self._stuck is not None:  # it reads: give it the full time again
+                self._stuck.cancel()
+                self._stuck = self.loop.call_later(
+                    SEND_WAIT_S, self._lose, "the sandbox's process starter stopped reading")
+        if not self._outbox:
+            self._stop_flushing()
+
+    def _stop_flushing(self) -> None:
+        with contextlib.suppress(ValueError, OSError):
+            self.loop.remove_writer(self.sock.fileno())
+        if self._stuck is not None:
+            self._stuck.cancel()
+            self._stuck = None
 
     def _on_reply(self) -> None:
         while True:
@@ -234,7 +313,7 @@ class Spawner:
             fut.set_exception(OSError(err, os.strerror(err)))
         elif kind == "L":
             fut.set_result(fd)
-        else:  # S (started), I (new IPC namespace), P (ping)
+        else:  # S (started), T (new trial), P (ping), A (all killed)
             fut.set_result(value)
 
     def _lose(self, why: str) -> None:
@@ -243,6 +322,10 @@ class Spawner:
         self.lost = why
         with contextlib.suppress(ValueError, OSError):
             self.loop.remove_reader(self.sock.fileno())
+        self._stop_flushing()
+        for *_, fds in self._outbox:
+            _close(fds)
+        self._outbox.clear()
         error = SpawnerLost(why)
         for fut in [self._ready, *self._pending.values(), *self._exits.values()]:
             if not fut.done():

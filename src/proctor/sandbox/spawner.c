@@ -1,33 +1,57 @@
-/* spawner: start a trial's commands from inside its sandbox, on proctor's request.
+/* spawner: start a trial's commands from inside its box, on proctor's request.
 
    spawner CONTROL_FD UID GID
 
-   The first process of every box (sandbox/namespaces.py). proctor talks to it over
-   CONTROL_FD, a SOCK_SEQPACKET socket only the two of them hold; a command starts as a fork
-   of a process already in the box's namespaces and cgroup, so no `nsenter` and no wrapper
-   process is needed per command. Requests (struct req, file descriptors in SCM_RIGHTS):
+   PID 1 of every box (sandbox/namespaces.py), and the only way into it. proctor talks to it
+   over CONTROL_FD, a SOCK_SEQPACKET socket only the two of them hold; a command starts as a
+   fork of a process already in the box, so no `nsenter` and no wrapper process is needed per
+   command. Each request is one struct req (exactly, with at most MAX_FDS descriptors in
+   SCM_RIGHTS; anything else is answered E EBADMSG with id 0), one handler per op:
 
-     RUN     fds [request memfd, stdin, stdout, stderr]; the memfd holds NUL-terminated
-             strings: cwd, argc argv strings, envc environment strings. The child gets a
-             session of its own, those fds as 0-2 and nothing else, an address-space limit
-             when as_mib is set, UID/GID (-1: keep the uid, drop every capability),
-             no-new-privs and the keyring filter, then execs.
-             Replies S (value: its pid), later X (value: wait status); E (err) if no fork.
-     KILL    sends `sig` to the process group of command `id`.
-     LISTEN  fds [memfd "host\0port\0"]: a listening TCP socket bound in the box's network,
-             sent back with reply L (E on failure): how proctor's forwarders get inside.
-     NEWIPC  a fresh IPC namespace for the commands started from now on (SysV IPC and POSIX
-             message queues of the previous trial stay behind, with nobody left to see them).
-             Reply I (err set on failure).
-     PING    reply P: every request sent before has been handled.
+     RUN      fds [request memfd, stdin, stdout, stderr]; the memfd holds exactly 1 + argc +
+              envc NUL-terminated strings: cwd, argv, environment. The child gets a session
+              of its own, those fds as 0-2 and nothing else, an address-space limit when
+              as_mib is set, UID/GID (-1: keep the uid), no capabilities, no-new-privs and
+              the keyring filter, then its cwd, then execs.
+              FLAG_TRACE: a fifth fd receives the trace of exectrace.c (whose code this file
+              includes): the command runs under a tracer forked here, outside the trial's
+              PID namespace; FLAG_CAPTURE with it: also what the processes write to fd 1
+              and 2, cap_per bytes per process and cap_total in all (exectrace -w).
+              Replies S (value: its pid), later X (value: wait status); E (err) if no fork.
+     KILL     sends `sig` to the process group of command `id`. No reply.
+     LISTEN   fds [memfd "host\0port\0"]: a listening TCP socket bound in the trial's network,
+              sent back with reply L (E on failure): how proctor's forwarders get inside.
+     NEWTRIAL the current trial's processes are killed; the commands started from now on get
+              a new IPC namespace, and a new network namespace (only loopback, up) unless the
+              current one counted nothing since it was made (nothing of a trial is in it).
+              Reply T (value: 1 if the network namespace is new).
+     PING     reply P: every request sent before has been handled.
+     KILLALL  every process of the trial is killed: reply A (value: how many there were) once
+              all are gone.
+
+   Any other op, or a request whose fields or descriptors do not fit its op, is answered
+   E EINVAL with its id and changes nothing.
+
+   A trial's commands live in a PID namespace of their own, under an init (PID 1 there) that
+   reaps whatever they orphan, with a /proc of that namespace: pids start afresh, the box's
+   spawner is not there to be seen or signalled, and killing the init kills every process of
+   the trial at once (KILLALL). It is made when the first command of a trial starts. IPC
+   and network namespaces are renewed per trial (NEWTRIAL): no counter of /proc/net, no
+   socket, no SysV IPC object or message queue outlives a trial.
 
    The spawner is not dumpable (no ptrace, no /proc/PID/fd, mem or environ for the agent)
-   and, as root, runs as a uid the agent's commands never have. When proctor goes, the
-   socket reads EOF and the spawner exits, and with it the box (it is the box's main
-   process). Signals other than SIGKILL/SIGSTOP are blocked; proctor sends SIGCONT after
-   each trial in case an agent running as the same uid stopped it. */
+   and, as root, runs as a uid the agent's commands never have. As the box's PID 1 it reaps
+   whatever is orphaned there (a tracer that outlived its first process). When proctor goes,
+   the socket reads EOF and the spawner exits, and with it the box.
+   Signals other than SIGKILL/SIGSTOP are blocked. A failure to set a limit, drop a privilege
+   or make the spawner undumpable ends the command (126) or the box: never a silent half. */
 
 #define _GNU_SOURCE
+#define EXECTRACE_NO_MAIN  /* the tracer's code, shared: trace, wait_for_report, install_filter */
+#include "exectrace.c"
+
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -35,8 +59,8 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <net/if.h>
 #include <netinet/in.h>
-#include <arpa/inet.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -45,6 +69,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -54,27 +80,53 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#define NATIVE_ARCH AUDIT_ARCH_X86_64
-#define X32_BIT 0x40000000u
-#elif defined(__aarch64__)
-#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#ifndef X32_BIT  /* aarch64 has no second ABI on the same numbers */
 #define X32_BIT 0xffffffffu
-#else
-#error "spawner supports x86_64 and aarch64"
 #endif
 
-enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWIPC = 4, OP_PING = 5 };
+enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWTRIAL = 4, OP_PING = 5, OP_KILLALL = 6 };
 
-struct req { uint32_t op, id; int32_t sig; uint32_t argc, envc, as_mib; };
+#define MAX_FDS 8                    /* descriptors accepted with one request */
+#define MAX_REQUEST_BYTES (64u << 20) /* a request memfd larger than this is refused */
+#define MAX_STRINGS (1u << 20)       /* cwd + argv + environment */
+#define FD_BOUND 65536               /* where close_range is missing: close up to this */
+#define FLAG_TRACE 1u                /* RUN: under the tracer; a fifth fd receives the trace */
+#define FLAG_CAPTURE 2u              /* ... and what it writes to fd 1/2 (cap_per, cap_total) */
+
+struct req { uint32_t op, id; int32_t sig; uint32_t argc, envc, as_mib, flags, cap_per, cap_total; };
 struct rep { uint32_t kind, id; int32_t value, err; };
 
 struct job { uint32_t id; pid_t pid; };
 static struct job *jobs;
 static size_t njobs, capjobs;
 
-static int ctl;
+static int ctl = -1;
 static long agent_uid = -1, agent_gid = -1;
+static int box_mnt = -1, box_pidns = -1;  /* the box's own namespaces (fds) */
+static int box_proc = -1;                  /* the box's own /proc (the trials' is another) */
+static int trial_pidns = -1;               /* the current trial's PID namespace (fd) */
+static pid_t trial_init;                   /* the current trial's init, 0: none yet */
+static pid_t *dying;                       /* killed inits not yet reaped */
+static size_t ndying, capdying;
+struct waiter { uint32_t id; int32_t killed; };
+static struct waiter *waiters;             /* KILLALL requests answered when no init is dying */
+static size_t nwaiters, capwaiters;
+
+static void die(const char *what) {
+    fprintf(stderr, "proctor spawner: %s: %s\n", what, strerror(errno));
+    _exit(1);
+}
+
+/* Appends to a growing array of `size`-byte items; 0 on success, -1 if out of memory. */
+static int grow(void **items, size_t *n, size_t *cap, size_t size) {
+    if (*n < *cap) return 0;
+    size_t want = *cap ? *cap * 2 : 16;
+    void *p = realloc(*items, want * size);
+    if (!p) return -1;
+    *items = p;
+    *cap = want;
+    return 0;
+}
 
 static void reply(uint32_t kind, uint32_t id, int32_t value, int32_t err, int fd) {
     struct rep r = {kind, id, value, err};
@@ -82,6 +134,7 @@ static void reply(uint32_t kind, uint32_t id, int32_t value, int32_t err, int fd
     union { char buf[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } u;
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
     if (fd >= 0) {
+        memset(&u, 0, sizeof u);
         msg.msg_control = u.buf;
         msg.msg_controllen = sizeof u.buf;
         struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
@@ -95,27 +148,67 @@ static void reply(uint32_t kind, uint32_t id, int32_t value, int32_t err, int fd
     }
 }
 
-/* The request memfd as an array of `n` strings (pointers into one buffer). */
+static void fail(const struct req *r, int err) { reply('E', r->id, 0, err, -1); }
+
+/* Descriptors low..high (high -1: all): close_range, else one loop up to FD_BOUND. */
+static int close_from_to(int low, int high) {
+    unsigned int last = high < 0 ? ~0u : (unsigned int)high;
+    if (syscall(SYS_close_range, (unsigned int)low, last, 0) == 0) return 0;
+    if (errno != ENOSYS) return -1;
+    for (int fd = low; fd < FD_BOUND && (high < 0 || fd <= high); fd++) close(fd);
+    return 0;
+}
+
+/* Every descriptor from `low` up but the `n` in `keep`. */
+static int close_except(int low, const int *keep, size_t n) {
+    for (int fd = low;;) {
+        int next = -1;  /* the lowest kept descriptor from fd up */
+        for (size_t i = 0; i < n; i++)
+            if (keep[i] >= fd && (next < 0 || keep[i] < next)) next = keep[i];
+        if (next < 0) return close_from_to(fd, -1);
+        if (next > fd && close_from_to(fd, next - 1) < 0) return -1;
+        fd = next + 1;
+    }
+}
+
+/* A number argument of this program, whole and within [lo, hi]. */
+static long number(const char *s, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "proctor spawner: bad number %s\n", s);
+        exit(2);
+    }
+    return v;
+}
+
+/* The request memfd as exactly `n` NUL-terminated strings (pointers into `*buffer`); NULL
+   if it is not a regular file of at most MAX_REQUEST_BYTES holding exactly that. */
 static char **strings(int fd, size_t n, char **buffer) {
     struct stat st;
-    if (fstat(fd, &st) < 0) return NULL;
-    char *buf = malloc((size_t)st.st_size + 1);
+    if (n == 0 || n > MAX_STRINGS || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        st.st_size <= 0 || (uint64_t)st.st_size > MAX_REQUEST_BYTES)
+        return NULL;
+    size_t size = (size_t)st.st_size;
+    char *buf = malloc(size);
     if (!buf) return NULL;
     size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t k = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+    while (got < size) {
+        ssize_t k = pread(fd, buf + got, size - got, (off_t)got);
+        if (k < 0 && errno == EINTR) continue;
         if (k <= 0) { free(buf); return NULL; }
         got += (size_t)k;
     }
-    buf[got] = 0;
     char **out = calloc(n + 1, sizeof *out);
-    if (!out) { free(buf); return NULL; }
-    char *p = buf, *end = buf + got;
+    if (!out || buf[size - 1] != 0) { free(out); free(buf); return NULL; }
+    char *p = buf, *end = buf + size;
     for (size_t i = 0; i < n; i++) {
         if (p >= end) { free(out); free(buf); return NULL; }
         out[i] = p;
         p += strlen(p) + 1;
     }
+    if (p != end) { free(out); free(buf); return NULL; }  /* more strings than said */
     *buffer = buf;
     return out;
 }
@@ -140,85 +233,302 @@ static int keyring_filter(void) {
     return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
 }
 
-static void drop_privileges(void) {
-    for (int cap = 0; cap <= 63; cap++) prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
-    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+/* The bounding and ambient sets emptied (needs CAP_SETPCAP: before any uid change). */
+static int drop_bounding_set(void) {
+    for (int cap = 0; cap <= 63; cap++) {  /* up to the kernel's last (then EINVAL) */
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+            if (errno == EINVAL && cap > CAP_LAST_CAP / 2) break;
+            return -1;
+        }
+    }
+    return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 ? -1 : 0;
+}
+
+/* The permitted, effective and inheritable sets emptied. */
+static int clear_capabilities(void) {
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    return (int)syscall(SYS_capset, &h, d);
+}
+
+/* In a command's child, before exec: on any failure it says why and exits 126. */
+static void drop_privileges(int (*filter)(void)) {
+    if (drop_bounding_set() < 0) {
+        dprintf(2, "proctor: dropping the bounding set: %s\n", strerror(errno));
+        _exit(126);
+    }
     /* As root, uid 0 -> the agent's uid clears the permitted and effective sets (no
        SECBIT_KEEP_CAPS); in a user namespace the uid stays and capset does it. */
     if (agent_uid >= 0 && (setgroups(0, NULL) < 0 ||
                            setresgid((gid_t)agent_gid, (gid_t)agent_gid, (gid_t)agent_gid) < 0 ||
                            setresuid((uid_t)agent_uid, (uid_t)agent_uid, (uid_t)agent_uid) < 0)) {
-        perror("proctor spawner: dropping to the agent's uid");
+        dprintf(2, "proctor: dropping to the agent's uid: %s\n", strerror(errno));
         _exit(126);
     }
-    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct d[2];
-    memset(d, 0, sizeof d);
-    if (syscall(SYS_capset, &h, d) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-        keyring_filter() < 0) {
-        perror("proctor spawner: dropping privileges");
+    if (clear_capabilities() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+        filter() < 0) {
+        dprintf(2, "proctor: dropping privileges: %s\n", strerror(errno));
         _exit(126);
     }
 }
 
-static void run(const struct req *r, int *fds, int nfds) {
-    if (nfds != 4) { reply('E', r->id, 0, EINVAL, -1); return; }
-    char *buf = NULL;
-    char **s = strings(fds[0], 1 + (size_t)r->argc + r->envc, &buf);
-    if (!s || r->argc == 0) { reply('E', r->id, 0, EINVAL, -1); free(s); free(buf); return; }
-    char *cwd = s[0], **argv = s + 1, **envp = s + 1 + r->argc;
-    /* argv must end with NULL: put it where envp starts, after moving envp down by one. */
-    char **env = calloc((size_t)r->envc + 1, sizeof *env);
-    char **args = calloc((size_t)r->argc + 1, sizeof *args);
-    if (!env || !args) { reply('E', r->id, 0, ENOMEM, -1); goto out; }
-    memcpy(env, envp, r->envc * sizeof *env);
-    memcpy(args, argv, r->argc * sizeof *args);
-    if (njobs == capjobs) {
-        size_t cap = capjobs ? capjobs * 2 : 16;
-        struct job *j = realloc(jobs, cap * sizeof *j);
-        if (!j) { reply('E', r->id, 0, ENOMEM, -1); goto out; }
-        jobs = j;
-        capjobs = cap;
+/* ---- the trial's PID namespace ------------------------------------------------------- */
+
+/* PID 1 of a trial: the trial's /proc (in place of the last trial's, if any), then nothing
+   but reaping (SIGCHLD ignored: the kernel reaps for it) until the spawner kills it, which
+   kills the whole trial. */
+static void init_main(int ready, int replace) {
+    /* In a user namespace the agent is root of it: as bubblewrap does, the parts of /proc
+       that root may write (its network's sysctls among them) are read-only. As real root
+       the agent's uid may not write them anyway. */
+    static const char *const hidden[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
+                                         "/proc/bus"};
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    if (prctl(PR_SET_NAME, "init", 0, 0, 0) < 0 || sigaction(SIGCHLD, &ign, NULL) < 0 ||
+        (replace && umount2("/proc", MNT_DETACH) < 0) ||
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        die("the trial's /proc");
+    for (size_t i = 0; agent_uid < 0 && i < sizeof hidden / sizeof hidden[0]; i++) {
+        if (access(hidden[i], F_OK) < 0) continue;
+        if (mount(hidden[i], hidden[i], NULL, MS_BIND | MS_REC, NULL) < 0 ||
+            mount(NULL, hidden[i], NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+                  MS_NODEV | MS_NOEXEC, NULL) < 0)
+            die("the trial's /proc/sys");
     }
+    if (close_except(0, &ready, 1) < 0 || clear_capabilities() < 0)  /* it never execs */
+        _exit(1);
+    if (write(ready, "r", 1) != 1) _exit(1);
+    close(ready);
+    for (;;) pause();
+}
+
+/* A new PID namespace for the commands started from now on, with its init and its /proc;
+   0, or an errno. The trials' mount namespace is made once (the first time), and each PID
+   namespace's /proc replaces the last one's there. */
+static int new_pid_space(void) {
+    static int mounts_made, proc_mounted;
+    int sync[2];
+    if (!mounts_made) {
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+            return errno;
+        mounts_made = 1;
+    }
+    /* unshare(CLONE_NEWPID) needs the children's namespace to be our own again. */
+    if (setns(box_pidns, CLONE_NEWPID) < 0 || unshare(CLONE_NEWPID) < 0) return errno;
+    if (pipe2(sync, O_CLOEXEC) < 0) return errno;
     pid_t pid = fork();
-    if (pid < 0) { reply('E', r->id, 0, errno, -1); goto out; }
+    if (pid < 0) {
+        int err = errno;
+        close(sync[0]);
+        close(sync[1]);
+        return err;
+    }
     if (pid == 0) {
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        setsid();
-        for (int i = 0; i < 3; i++) {
-            if (dup2(fds[1 + i], i) < 0) _exit(126);
-        }
-        if (syscall(SYS_close_range, 3, ~0U, 0) < 0) {
-            for (int fd = 3; fd < 4096; fd++) close(fd);
-        }
-        if (chdir(cwd) < 0) {
-            dprintf(2, "proctor: cannot enter %s: %s\n", cwd, strerror(errno));
+        close(sync[0]);
+        init_main(sync[1], proc_mounted);
+    }
+    close(sync[1]);
+    /* The init's namespace, for setns (the tracers' commands), from the box's /proc. */
+    char path[32];
+    snprintf(path, sizeof path, "%d/ns/pid", (int)pid);
+    int ns = openat(box_proc, path, O_RDONLY | O_CLOEXEC);
+    int err = ns < 0 ? errno : 0;
+    char c;
+    ssize_t n;
+    do n = read(sync[0], &c, 1); while (n < 0 && errno == EINTR);
+    close(sync[0]);
+    if (n != 1 || err) {  /* e.g. it could not mount the trial's /proc: it is reaped later */
+        kill(pid, SIGKILL);
+        if (ns >= 0) close(ns);
+        return err ? err : EIO;
+    }
+    proc_mounted = 1;
+    trial_init = pid;
+    trial_pidns = ns;
+    return 0;
+}
+
+/* How many processes the trial has besides its init (our /proc is the trial's). */
+static int trial_processes(void) {
+    DIR *d = opendir("/proc");
+    if (!d) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] > '0' && e->d_name[0] <= '9';
+    closedir(d);
+    return n > 0 ? n - 1 : 0;
+}
+
+/* Kill the current trial's processes (all of its PID namespace, through its init); how many
+   there were in *killed. */
+static int end_pid_space(int *killed) {
+    *killed = 0;
+    if (!trial_init) return 0;
+    *killed = trial_processes();
+    if (grow((void **)&dying, &ndying, &capdying, sizeof *dying) < 0) return ENOMEM;
+    if (kill(trial_init, SIGKILL) < 0) return errno;
+    dying[ndying++] = trial_init;
+    trial_init = 0;
+    close(trial_pidns);
+    trial_pidns = -1;
+    return 0;
+}
+
+/* ---- requests -------------------------------------------------------------------------- */
+
+/* A command's child, once forked: fds [memfd, stdin, stdout, stderr, ...] as the request
+   had them. `filter` is the seccomp filter it gets (the tracer's, or the keyring filter). */
+static void command_main(const struct req *r, int *fds, const char *cwd, char **args,
+                         char **env, int (*filter)(void)) {
+    sigset_t none;
+    if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 || setsid() < 0)
+        _exit(126);
+    for (int i = 0; i < 3; i++) {
+        if (dup2(fds[1 + i], i) < 0) _exit(126);
+    }
+    if (close_except(3, NULL, 0) < 0) {
+        dprintf(2, "proctor: closing descriptors: %s\n", strerror(errno));
+        _exit(126);
+    }
+    if (r->as_mib) {  /* no cgroup to hold memory: an address-space limit instead */
+        struct rlimit lim = {(rlim_t)r->as_mib << 20, (rlim_t)r->as_mib << 20};
+        if (setrlimit(RLIMIT_AS, &lim) < 0) {
+            dprintf(2, "proctor: setting the memory limit: %s\n", strerror(errno));
             _exit(126);
         }
-        if (r->as_mib) {  /* no cgroup to hold memory: an address-space limit instead */
-            struct rlimit lim = {(rlim_t)r->as_mib << 20, (rlim_t)r->as_mib << 20};
-            setrlimit(RLIMIT_AS, &lim);
-        }
-        drop_privileges();
-        execve(args[0], args, env);
-        dprintf(2, "proctor: cannot run %s: %s\n", args[0], strerror(errno));
-        _exit(127);
+    }
+    drop_privileges(filter);
+    if (chdir(cwd) < 0) {  /* as the agent: where it may not go, it does not start */
+        dprintf(2, "proctor: cannot enter %s: %s\n", cwd, strerror(errno));
+        _exit(126);
+    }
+    execve(args[0], args, env);
+    dprintf(2, "proctor: cannot run %s: %s\n", args[0], strerror(errno));
+    _exit(127);
+}
+
+/* The tracer of one traced command (exectrace's code), in the box's PID namespace: the
+   command and everything it starts are in the trial's, where the tracer cannot be seen,
+   signalled or traced. As exectrace does, this process waits until the tracer (its child)
+   reports how the top process ended and exits the same way, while the tracer keeps
+   recording what the top left running, until it ends (trace format: exectrace.c). Both are
+   in a process group of their own: KILL kills them, and the kernel every traced process. */
+static void traced_main(const struct req *r, int *fds, const char *cwd, char **args,
+                        char **env) {
+    int report[2];
+    sigset_t none;
+    if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 ||
+        setpgid(0, 0) < 0 || pipe2(report, O_CLOEXEC) < 0) {
+        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
+        _exit(126);
+    }
+    pid_t tracer = fork();
+    if (tracer < 0) {
+        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
+        _exit(126);
+    }
+    if (tracer > 0) {
+        int keep = report[0];
+        if (close_except(0, &keep, 1) < 0) _exit(126);
+        _exit(wait_for_report(report[0], tracer));
+    }
+    int go[2];
+    if (prctl(PR_SET_NAME, "tracer", 0, 0, 0) < 0 || setns(trial_pidns, CLONE_NEWPID) < 0 ||
+        pipe2(go, O_CLOEXEC) < 0 || !(out = fdopen(fds[4], "w"))) {
+        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
+        _exit(126);
+    }
+    static char outbuf[1 << 16];
+    setvbuf(out, outbuf, _IOFBF, sizeof outbuf);
+    capture = (r->flags & FLAG_CAPTURE) != 0;
+    per_task_limit = r->cap_per;
+    total_limit = r->cap_total;
+    pid_t top = fork();
+    if (top < 0) {
+        dprintf(fds[3], "proctor: cannot start %s: %s\n", args[0], strerror(errno));
+        _exit(126);
+    }
+    if (top == 0) {
+        char c;
+        if (read(go[0], &c, 1) != 1) _exit(127);  /* the tracer is gone: run nothing untraced */
+        command_main(r, fds, cwd, args, env, install_filter);
+    }
+    /* The box's own mounts, for its /proc: the tracer reads its tracees' by their pids in
+       the box's namespace. Then only the trace, the go and report pipes stay open (the
+       output pipes close when the command's tree does), and only reading the tracees'
+       memory of all privileges. */
+    int keep[] = {fileno(out), go[1], report[1]};
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2];
+    memset(d, 0, sizeof d);
+    d[0].effective = d[0].permitted = 1u << CAP_SYS_PTRACE;
+    if (setns(box_mnt, CLONE_NEWNS) < 0 || close_except(0, keep, 3) < 0 ||
+        (syscall(SYS_capset, &h, d) < 0 && clear_capabilities() < 0)) {
+        kill(top, SIGKILL);
+        _exit(126);
+    }
+    _exit(trace(top, go[1], report[1]));
+}
+
+/* A child in the box's PID namespace (not the trial's); -1 with errno on failure. */
+static pid_t fork_in_box(void) {
+    if (setns(box_pidns, CLONE_NEWPID) < 0) return -1;
+    pid_t pid = fork();
+    int err = errno;
+    if (pid != 0 && setns(trial_pidns, CLONE_NEWPID) < 0) die("back to the trial's namespace");
+    errno = err;
+    return pid;
+}
+
+static void run(const struct req *r, int *fds, int nfds) {
+    int traced = (r->flags & FLAG_TRACE) != 0;
+    if (nfds != (traced ? 5 : 4) || r->argc == 0 || (r->flags & ~(FLAG_TRACE | FLAG_CAPTURE)) ||
+        (r->flags == FLAG_CAPTURE) || (!(r->flags & FLAG_CAPTURE) && (r->cap_per || r->cap_total)) ||
+        r->sig || (uint64_t)r->argc + r->envc + 1 > MAX_STRINGS) {
+        fail(r, EINVAL);
+        return;
+    }
+    char *buf = NULL;
+    char **s = strings(fds[0], 1 + (size_t)r->argc + r->envc, &buf);
+    if (!s) { fail(r, EINVAL); return; }
+    char *cwd = s[0], **argv = s + 1, **envp = s + 1 + r->argc;
+    /* argv must end with NULL: copies of both lists, each with its own terminator. */
+    char **env = calloc((size_t)r->envc + 1, sizeof *env);
+    char **args = calloc((size_t)r->argc + 1, sizeof *args);
+    int err = 0;
+    if (!env || !args || grow((void **)&jobs, &njobs, &capjobs, sizeof *jobs) < 0) {
+        err = ENOMEM;
+        goto out;
+    }
+    memcpy(env, envp, r->envc * sizeof *env);
+    memcpy(args, argv, r->argc * sizeof *args);
+    if (!trial_init && (err = new_pid_space()) != 0) goto out;
+    pid_t pid = traced ? fork_in_box() : fork();
+    if (pid < 0) { err = errno; goto out; }
+    if (pid == 0) {
+        if (traced) traced_main(r, fds, cwd, args, env);
+        command_main(r, fds, cwd, args, env, keyring_filter);
     }
     jobs[njobs++] = (struct job){r->id, pid};
     reply('S', r->id, pid, 0, -1);
 out:
+    if (err) fail(r, err);
     free(env);
     free(args);
     free(s);
     free(buf);
 }
 
-static void kill_job(const struct req *r) {
+static void kill_job(const struct req *r, int *fds, int nfds) {
+    (void)fds;
+    if (nfds || r->sig <= 0 || r->sig >= NSIG || r->argc || r->envc || r->as_mib || r->flags ||
+        r->cap_per || r->cap_total) {
+        fail(r, EINVAL);
+        return;
+    }
     for (size_t i = 0; i < njobs; i++) {
         if (jobs[i].id == r->id) {
-            kill(-jobs[i].pid, r->sig);
+            kill(-jobs[i].pid, r->sig);  /* ESRCH: it left its group, or is gone: fine */
             kill(jobs[i].pid, r->sig);
         }
     }
@@ -226,36 +536,157 @@ static void kill_job(const struct req *r) {
 
 static void listen_on(const struct req *r, int *fds, int nfds) {
     char *buf = NULL;
-    char **s = nfds == 1 ? strings(fds[0], 2, &buf) : NULL;
-    if (!s) { reply('E', r->id, 0, EINVAL, -1); return; }
+    char **s = nfds == 1 && !r->argc && !r->envc && !r->sig && !r->flags && !r->as_mib &&
+                       !r->cap_per && !r->cap_total ? strings(fds[0], 2, &buf) : NULL;
+    if (!s) { fail(r, EINVAL); return; }
+    char *end;
+    errno = 0;
+    long port = strtol(s[1], &end, 10);
     int six = strchr(s[0], ':') != NULL;
-    int sock = socket(six ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1, err = 0;
-    if (sock < 0) {
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+    int err = 0, sock = -1, one = 1;
+    if (errno || end == s[1] || *end || port < 1 || port > 65535 ||
+        (six ? inet_pton(AF_INET6, s[0], &a6.sin6_addr) : inet_pton(AF_INET, s[0], &a4.sin_addr)) != 1)
+        err = EINVAL;
+    else if ((sock = socket(six ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+             setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+             (six ? bind(sock, (struct sockaddr *)&a6, sizeof a6)
+                  : bind(sock, (struct sockaddr *)&a4, sizeof a4)) < 0 ||
+             listen(sock, 256) < 0)
         err = errno;
-    } else {
-        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(s[1]))};
-        struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
-                                  .sin6_port = htons((uint16_t)atoi(s[1]))};
-        int ok = six ? inet_pton(AF_INET6, s[0], &a6.sin6_addr) : inet_pton(AF_INET, s[0], &a4.sin_addr);
-        if (ok != 1) err = EINVAL;
-        else if ((six ? bind(sock, (struct sockaddr *)&a6, sizeof a6)
-                      : bind(sock, (struct sockaddr *)&a4, sizeof a4)) < 0 ||
-                 listen(sock, 256) < 0)
-            err = errno;
-    }
-    if (err) reply('E', r->id, 0, err, -1);
+    if (err) fail(r, err);
     else reply('L', r->id, 0, 0, sock);
     if (sock >= 0) close(sock);
     free(s);
     free(buf);
 }
 
+static int only_op(const struct req *r, int nfds) {
+    return !nfds && !r->sig && !r->argc && !r->envc && !r->as_mib && !r->flags && !r->cap_per &&
+           !r->cap_total;
+}
+
+/* Loopback up in the (new) network namespace: 127.0.0.0/8 and ::1 come with it. */
+static int loopback_up(void) {
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0) return errno;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    strcpy(ifr.ifr_name, "lo");
+    int err = 0;
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) err = errno;
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    if (!err && ioctl(s, SIOCSIFFLAGS, &ifr) < 0) err = errno;
+    close(s);
+    return err;
+}
+
+/* The network namespace's counters as a blob: its interfaces' (only loopback), and the IP,
+   ICMP, TCP and UDP MIBs of IPv4 and IPv6; NULL if they cannot be read (then the namespace
+   is never kept). Every count of /proc/net/netstat is of packets or connections, which these
+   count too; a connection that sends nothing (no route) counts here as well. */
+static char *net_counters(size_t *len) {
+    static const char *const files[] = {"self/net/dev", "self/net/snmp", "self/net/snmp6"};
+    size_t cap = 16384, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) return NULL;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        int fd = openat(box_proc, files[i], O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENOENT) continue;  /* no IPv6 here */
+            free(buf);
+            return NULL;
+        }
+        for (;;) {
+            if (n == cap) {
+                char *more = realloc(buf, cap *= 2);
+                if (!more) { close(fd); free(buf); return NULL; }
+                buf = more;
+            }
+            ssize_t k = read(fd, buf + n, cap - n);
+            if (k < 0 && errno == EINTR) continue;
+            if (k < 0) { close(fd); free(buf); return NULL; }
+            if (k == 0) break;
+            n += (size_t)k;
+        }
+        close(fd);
+    }
+    *len = n;
+    return buf;
+}
+
+/* The counters of the current network namespace as it was made (NULL: none known). */
+static char *net_made;
+static size_t net_made_len;
+
+static void remember_network(void) {
+    free(net_made);
+    net_made = net_counters(&net_made_len);
+}
+
+/* Whether the trial used its network namespace: anything counted at all (a packet on
+   loopback, a connection refused, a route not found). One that counted nothing holds
+   nothing of the trial: no socket (its processes are gone), no TIME_WAIT, no counter. */
+static int network_used(void) {
+    size_t len;
+    char *now = net_counters(&len);
+    int used = !now || !net_made || len != net_made_len || memcmp(now, net_made, len) != 0;
+    free(now);
+    return used;
+}
+
+static void new_trial(const struct req *r, int *fds, int nfds) {
+    (void)fds;
+    if (!only_op(r, nfds)) { fail(r, EINVAL); return; }
+    int killed, err = end_pid_space(&killed), renewed = 0;
+    if (!err && unshare(CLONE_NEWIPC) < 0) err = errno;
+    if (!err && network_used()) {
+        renewed = 1;
+        if (unshare(CLONE_NEWNET) < 0) err = errno;
+        else if (!(err = loopback_up())) remember_network();
+    }
+    reply('T', r->id, renewed, err, -1);
+}
+
+static void ping(const struct req *r, int *fds, int nfds) {
+    (void)fds;
+    if (!only_op(r, nfds)) fail(r, EINVAL);
+    else reply('P', r->id, 0, 0, -1);
+}
+
+static void kill_all(const struct req *r, int *fds, int nfds) {
+    (void)fds;
+    if (!only_op(r, nfds)) { fail(r, EINVAL); return; }
+    int killed, err = end_pid_space(&killed);
+    if (err || !ndying) {
+        reply('A', r->id, killed, err, -1);
+        return;
+    }
+    if (grow((void **)&waiters, &nwaiters, &capwaiters, sizeof *waiters) < 0) {
+        reply('A', r->id, killed, ENOMEM, -1);
+        return;
+    }
+    waiters[nwaiters++] = (struct waiter){r->id, killed};
+}
+
+typedef void (*handler)(const struct req *, int *, int);
+static const handler handlers[] = {
+    [OP_RUN] = run, [OP_KILL] = kill_job, [OP_LISTEN] = listen_on,
+    [OP_NEWTRIAL] = new_trial, [OP_PING] = ping, [OP_KILLALL] = kill_all,
+};
+
 static void reap(void) {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (pid == trial_init) trial_init = 0;  /* killed by the kernel (the OOM killer) */
+        for (size_t i = 0; i < ndying; i++) {
+            if (dying[i] == pid) {
+                dying[i] = dying[--ndying];
+                break;
+            }
+        }
         for (size_t i = 0; i < njobs; i++) {
             if (jobs[i].pid == pid) {
                 reply('X', jobs[i].id, status, 0, -1);
@@ -264,35 +695,41 @@ static void reap(void) {
             }
         }
     }
+    if (!ndying) {  /* every killed trial is gone, its processes with it */
+        for (size_t i = 0; i < nwaiters; i++) reply('A', waiters[i].id, waiters[i].killed, 0, -1);
+        nwaiters = 0;
+    }
 }
 
 static void request(void) {
     struct req r;
+    memset(&r, 0, sizeof r);
     struct iovec iov = {&r, sizeof r};
-    union { char buf[CMSG_SPACE(8 * sizeof(int))]; struct cmsghdr align; } u;
+    union { char buf[CMSG_SPACE(MAX_FDS * sizeof(int))]; struct cmsghdr align; } u;
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
                          .msg_controllen = sizeof u.buf};
     ssize_t n = recvmsg(ctl, &msg, MSG_CMSG_CLOEXEC);
-    if (n == 0) _exit(0);  /* proctor is gone */
+    if (n == 0) {  /* proctor is gone, or sent an empty message */
+        struct pollfd p = {ctl, POLLRDHUP, 0};
+        if (poll(&p, 1, 0) != 0) _exit(0);
+    }
     if (n < 0) {
         if (errno == EINTR || errno == EAGAIN) return;
         _exit(0);
     }
-    int fds[8], nfds = 0;
+    int fds[MAX_FDS], nfds = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-            for (int i = 0; i < k && nfds < 8; i++) memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-        }
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k && nfds < MAX_FDS; i++)
+            memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
     }
-    if (n != sizeof r) r.op = 0;
-    switch (r.op) {
-    case OP_RUN: run(&r, fds, nfds); break;
-    case OP_KILL: kill_job(&r); break;
-    case OP_LISTEN: listen_on(&r, fds, nfds); break;
-    case OP_NEWIPC: reply('I', r.id, 0, unshare(CLONE_NEWIPC) < 0 ? errno : 0, -1); break;
-    case OP_PING: reply('P', r.id, 0, 0, -1); break;
-    default: reply('E', r.id, 0, EINVAL, -1);
+    if (n != (ssize_t)sizeof r || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        reply('E', 0, 0, EBADMSG, -1);  /* not a request: nothing of it is trusted */
+    } else if (r.op < sizeof handlers / sizeof handlers[0] && handlers[r.op]) {
+        handlers[r.op](&r, fds, nfds);
+    } else {
+        fail(&r, EINVAL);
     }
     for (int i = 0; i < nfds; i++) close(fds[i]);
 }
@@ -302,28 +739,31 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: spawner CONTROL_FD UID GID\n");
         return 2;
     }
-    ctl = atoi(argv[1]);
-    agent_uid = atol(argv[2]);
-    agent_gid = atol(argv[3]);
-    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    sigset_t all;
-    sigfillset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
+    ctl = (int)number(argv[1], 3, FD_BOUND - 1);
+    agent_uid = number(argv[2], -1, 0x7fffffff);
+    agent_gid = number(argv[3], -1, 0x7fffffff);
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) die("making the spawner undumpable");
+    sigset_t all, chld;
+    if (sigfillset(&all) < 0 || sigprocmask(SIG_SETMASK, &all, NULL) < 0 ||
+        sigemptyset(&chld) < 0 || sigaddset(&chld, SIGCHLD) < 0)
+        die("blocking signals");
     int sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0) { perror("proctor spawner: signalfd"); return 1; }
+    if (sfd < 0) die("signalfd");
+    box_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+    box_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+    box_proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (box_mnt < 0 || box_pidns < 0 || box_proc < 0) die("the box's namespaces");
     /* Whatever else bwrap passed (e.g. the fd this program was executed from) goes. */
-    for (int fd = 3; fd < 1024; fd++) {
-        if (fd != ctl && fd != sfd) close(fd);
-    }
+    int keep[] = {ctl, sfd, box_mnt, box_pidns, box_proc};
+    if (close_except(3, keep, sizeof keep / sizeof keep[0]) < 0) die("closing inherited descriptors");
+    if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0) die("the control socket");
+    remember_network();  /* bubblewrap's: the first trial's */
     reply('R', 0, getpid(), 0, -1);
     struct pollfd p[2] = {{ctl, POLLIN, 0}, {sfd, POLLIN, 0}};
     for (;;) {
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR) continue;
-            return 1;
+            die("poll");
         }
         if (p[1].revents & POLLIN) {
             struct signalfd_siginfo si;

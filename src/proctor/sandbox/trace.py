@@ -1,9 +1,10 @@
 """Recording every process an agent starts, and what it prints, from outside the agent.
 
 proctor's own tracer (`exectrace.c`, built once with the C compiler, sandbox/native.py; its
-trace format is documented at the top of that file) runs outside the sandbox boundary: it
-wraps the `nsenter` that enters the box, writes to a file in the trial's private directory,
-and filters in the kernel: a seccomp filter stops a process only at execve/execveat (and, when
+trace format is documented at the top of that file) runs outside the agent's reach: in a box,
+the box's spawner forks it beside the command, in the box's PID namespace, not the trial's
+(spawner.c shares exectrace.c's code); elsewhere it wraps the command. It writes to a file in
+the trial's private directory, never mounted where the agent is, and filters in the kernel: a seccomp filter stops a process only at execve/execveat (and, when
 output is captured, at a write to fd 1 or 2); forks, execs and exits arrive as ptrace events,
 so a many-threaded agent runs at full speed (strace --seccomp-bpf stops every new thread at
 each of its system calls). Forks give the process tree: each program knows the program it
@@ -34,12 +35,18 @@ def tracer() -> Path:
     return native.binary("exectrace")
 
 
+def capture_limits(capture: int) -> tuple[int, int]:
+    """The tracer's output capture limits (bytes per process, in all) for `capture` bytes per
+    process: what `-w` takes, and a box's spawner too."""
+    return capture, max(CAPTURE_TOTAL_MIN, 16 * capture)
+
+
 def tracer_argv(out: Path, binary: str | None = None, capture: int | None = None) -> list[str]:
     """Run a command under the tracer, writing its trace to `out`; with `capture` (bytes per
     process), also what each process writes to fd 1 and 2."""
     argv = [binary or str(tracer()), "-o", str(out)]
     if capture is not None:
-        argv += ["-w", f"{capture},{max(CAPTURE_TOTAL_MIN, 16 * capture)}"]
+        argv += ["-w", "{},{}".format(*capture_limits(capture))]
     return [*argv, "--"]
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from proctor import proc
 from proctor.errors import ServiceError, SetupError
 from proctor.model import ServiceDef
 from proctor.proc import RUN_ID_VAR
@@ -289,7 +290,7 @@ class DbServer(ABC):
             if self.wait_ready(timeout):
                 return
             log = self.log_tail(10)
-            _proc.kill(self.proc, grace=0)
+            proc.stop(self.proc, grace=0)
             self.proc = None
             if not any(marker in log for marker in bind_errors):
                 raise SetupError(f"{what} did not start: {log or 'no log output'}")

@@ -1,24 +1,21 @@
-"""Server processes: each in its own process group, as an unprivileged user when proctor is
-root, killed with proctor if proctor itself dies, and always reaped."""
+"""Server processes: each in its own process group (proctor.proc.start), as an unprivileged
+user when proctor is root, killed with proctor if proctor itself dies, and always reaped;
+their directories, removed at exit and swept after a crash."""
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import pwd
 import shutil
-import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from proctor import proc
 from proctor.errors import SetupError
-from proctor.proc import kill_group
+from proctor.proc import ExecResult
 
-_SETPRIV = shutil.which("setpriv")
-_LIVE: dict[int, subprocess.Popen[bytes]] = {}  # pid (= pgid) -> process not yet reaped
 _DIRS: set[Path] = set()  # server directories not yet removed
 OWNER_FILE = "owner"
 
@@ -140,79 +137,27 @@ def reachable_by(path: Path, run_as: RunAs | None) -> bool:
 
 
 def run(argv: list[str], *, run_as: RunAs | None, env: dict[str, str] | None = None,
-        timeout: float = 120, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        timeout: float = 120, stdin: bytes | None = None) -> ExecResult:
     """Run a short helper (initdb, psql) to completion, as the server user."""
-    p = spawn(argv, run_as=run_as, env=env, stdout=subprocess.PIPE,
-              stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL)
-    try:
-        out, _ = p.communicate(stdin, timeout=timeout)
-    except BaseException:
-        kill(p, grace=0)
-        raise
-    finally:
-        _LIVE.pop(p.pid, None)
-    return subprocess.CompletedProcess(argv, p.returncode, out, b"")
+    return proc.run_sync(argv, env=env, timeout=timeout, stdin=stdin,
+                         user=run_as.uid if run_as else None,
+                         group=run_as.gid if run_as else None)
 
 
 def spawn(argv: list[str], *, run_as: RunAs | None, env: dict[str, str] | None = None,
-          stdout: int | object = subprocess.DEVNULL, log: Path | None = None,
-          stdin: int = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
-    """Start argv in a new process group. With setpriv (util-linux) it gets SIGKILL when the
-    thread that started it exits, so a crashed proctor leaves no server behind."""
-    prefix = [_SETPRIV, "--pdeathsig", "KILL", "--"] if _SETPRIV else []
-    out = open(log, "ab") if log is not None else stdout  # noqa: SIM115 - handed to the child
+          log: Path) -> subprocess.Popen[bytes]:
+    """Start a server as the server user, its output appended to `log`; it gets SIGKILL if
+    proctor dies. `proc.stop` it."""
     try:
-        p = subprocess.Popen(
-            prefix + argv, stdin=stdin, stdout=out, stderr=subprocess.STDOUT,
-            process_group=0, env=env, close_fds=True,
-            user=run_as.uid if run_as else None, group=run_as.gid if run_as else None,
-            extra_groups=[] if run_as else None,
-        )
+        return proc.start(argv, env=env, log=log, user=run_as.uid if run_as else None,
+                          group=run_as.gid if run_as else None, die_with_parent=True)
     except FileNotFoundError as e:
         raise SetupError(f"cannot run {argv[0]}: {e.strerror}") from e
-    finally:
-        if log is not None:
-            out.close()  # type: ignore[union-attr]
-    _LIVE[p.pid] = p
-    return p
-
-
-def kill(p: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM, grace: float = 5.0) -> None:
-    """Signal the whole group, wait up to `grace` s, then SIGKILL it; always reap."""
-    if p.poll() is None and grace > 0:
-        kill_group(p.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            p.wait(grace)
-    kill_group(p.pid, signal.SIGKILL)  # the leader and any straggling children
-    p.wait()
-    _LIVE.pop(p.pid, None)
-    # Wait for stragglers of the group (backends) so the process table is clean on return.
-    deadline = time.monotonic() + 2
-    while time.monotonic() < deadline and _group_alive(p.pid):
-        time.sleep(0.01)
-
-
-def forget(p: subprocess.Popen[bytes]) -> None:
-    """The process exited on its own and was reaped by the caller."""
-    _LIVE.pop(p.pid, None)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
 
 
 @atexit.register
-def _kill_leftovers() -> None:
-    # A run that ended without stop() (a bug, an unhandled exception): no orphan servers.
-    for p in list(_LIVE.values()):
-        kill_group(p.pid, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            p.wait(2)
-    _LIVE.clear()
+def _remove_leftovers() -> None:
+    # A run that ended without removing them (a bug, an unhandled exception).
     for d in list(_DIRS):
         shutil.rmtree(d, ignore_errors=True)
     _DIRS.clear()

@@ -20,11 +20,12 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import socket
-import subprocess
 from typing import Any
 
 from proctor import netns, proc
+from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, docker_sync
 from proctor.errors import ServiceError, SetupError
 from proctor.model import ServiceDef
 from proctor.services import _net
@@ -32,21 +33,20 @@ from proctor.services.base import ServiceContext, ServiceHandle
 
 ENGINE_TIMEOUT_S = 120.0
 PULL_TIMEOUT_S = 1800.0
-RUN_LABEL, TRIAL_LABEL = "proctor.run", "proctor.trial"  # as sandbox/docker.py
 
 
 def _prefix(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", name).upper()
 
 
-def _docker_sync(*args: str, timeout: float = ENGINE_TIMEOUT_S) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
+def _docker_sync(*args: str, timeout: float = ENGINE_TIMEOUT_S) -> proc.ExecResult:
+    if shutil.which("docker") is None:
         raise SetupError("image services run in containers: no `docker` on PATH (install a "
-                         "Docker engine, e.g. Debian's docker.io)") from None
-    except subprocess.TimeoutExpired:
-        raise SetupError(f"`docker {args[0]}` did not answer within {timeout:g} s") from None
+                         "Docker engine, e.g. Debian's docker.io)")
+    done = docker_sync(*args, timeout=timeout)
+    if done.timed_out:
+        raise SetupError(f"`docker {args[0]}` did not answer within {timeout:g} s")
+    return done
 
 
 class ContainerHandle(ServiceHandle):
@@ -57,7 +57,7 @@ class ContainerHandle(ServiceHandle):
         for s in getattr(self, "servers", []):
             s.close()
         if self.container:
-            await proc.run(["docker", "rm", "-f", "-v", self.container], timeout=ENGINE_TIMEOUT_S)
+            await docker("rm", "-f", "-v", self.container, timeout=ENGINE_TIMEOUT_S)
             self.container = ""
 
 
@@ -76,9 +76,9 @@ class ContainerService:
     def _ready(self) -> None:
         where = f"service {self.name!r}"
         done = _docker_sync("image", "inspect", "-f", "{{json .Config.ExposedPorts}}", self.image)
-        if done.returncode != 0:
+        if done.exit_code != 0:
             pull = _docker_sync("pull", "-q", self.image, timeout=PULL_TIMEOUT_S)
-            if pull.returncode != 0:
+            if pull.exit_code != 0:
                 tail = (pull.stderr or pull.stdout).strip().splitlines()[-3:]
                 raise SetupError(f"{where}: image {self.image!r} is not local and could not be "
                                  f"pulled: {' '.join(tail)}")
@@ -94,7 +94,7 @@ class ContainerService:
         labels = ["--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={trial_id}"]
         handle = ContainerHandle(name=self.name, kind="container", host="", port=0, url="")
         handle.servers = []
-        argv = ["docker", "run", "-d", *labels, "--label", f"proctor.service={self.name}",
+        argv = ["run", "-d", *labels, "--label", f"proctor.service={self.name}",
                 "--network", "none"]
         for k in self.env:
             argv += ["-e", k]  # values from the client's environment, not in an argv
@@ -118,11 +118,11 @@ class ContainerService:
 
     async def _pid(self, container: str) -> int:
         """The container's init as the host numbers it: its network namespace is the way in."""
-        res = await proc.run(["docker", "inspect", "-f", "{{.State.Running}} {{.State.Pid}}",
-                              container], timeout=ENGINE_TIMEOUT_S)
+        res = await docker("inspect", "-f", "{{.State.Running}} {{.State.Pid}}", container,
+                           timeout=ENGINE_TIMEOUT_S)
         running, _, pid = res.stdout.strip().partition(" ")
         if running != "true" or not pid.isdigit() or pid == "0":
-            logs = await proc.run(["docker", "logs", "--tail", "5", container], timeout=30)
+            logs = await docker("logs", "--tail", "5", container, timeout=30)
             raise ServiceError(f"{self.image} exited at start: "
                                f"{(logs.stderr or logs.stdout).strip()[-300:]}")
         return int(pid)
@@ -152,7 +152,7 @@ async def _shielded(argv: list[str], handle: ContainerHandle,
                     env: dict[str, str] | None = None) -> proc.ExecResult:
     """Run the engine command that makes the container; its id goes on the handle, so
     release() removes it, even when the trial is cancelled meanwhile."""
-    job = asyncio.ensure_future(proc.run(argv, timeout=ENGINE_TIMEOUT_S, env=env))
+    job = asyncio.ensure_future(docker(*argv, timeout=ENGINE_TIMEOUT_S, env=env))
     cancelled = False
     try:
         res = await asyncio.shield(job)

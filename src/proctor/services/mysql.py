@@ -26,7 +26,9 @@ from typing import Any
 import pymysql
 import pymysql.constants.CLIENT
 
+from proctor import proc
 from proctor.errors import SetupError
+from proctor.proc import ExecResult
 from proctor.services import _proc
 from proctor.services._dbserver import DbHandle, DbServer, DbService, TrialDb
 from proctor.services.seed import Seed
@@ -112,9 +114,8 @@ class MysqlServer(DbServer):
                        "--auth-root-authentication-method=normal", "--skip-name-resolve",
                        "--innodb-log-file-size=16M", "--innodb-buffer-pool-size=16M"],
                       run_as=run_as, env=self.env(), timeout=180)
-        if r.returncode != 0:
-            raise SetupError("mariadb-install-db failed: "
-                             + r.stdout.decode(errors="replace").strip()[-500:])
+        if r.exit_code != 0:
+            raise SetupError("mariadb-install-db failed: " + (r.stdout + r.stderr).strip()[-500:])
         def spawn() -> Any:
             return _proc.spawn(
                 [server, "--no-defaults", f"--datadir={data}", f"--socket={self.sock}",
@@ -173,7 +174,7 @@ class MysqlServer(DbServer):
             self._admin = None
 
     def shutdown(self) -> None:
-        _proc.kill(self.proc, sig=signal.SIGTERM, grace=5)
+        proc.stop(self.proc, sig=signal.SIGTERM, grace=5)
         if self.clients is not None:
             _proc.remove_dir(self.clients)
             self.clients = None
@@ -212,9 +213,9 @@ class MysqlServer(DbServer):
 
     def _load_seed(self, seed: Seed, dbname: str) -> None:
         r = self._client(dbname, seed.sql.encode())
-        if r.returncode == 0:
+        if r.exit_code == 0:
             return
-        out = r.stdout.decode(errors="replace")
+        out = r.stdout + r.stderr
         m = _CLIENT_ERROR.search(out)
         if not m:
             raise SetupError(f"seed {seed.label} failed: {out.strip()[-800:]}")
@@ -222,7 +223,7 @@ class MysqlServer(DbServer):
         raise SetupError(f"{seed.where(line)}: seed statement failed: "
                          f"ERROR {m.group('code')}: {m.group('msg').strip()}")
 
-    def _client(self, dbname: str, sql: bytes) -> Any:
+    def _client(self, dbname: str, sql: bytes) -> ExecResult:
         env = {**self.env(), "MYSQL_PWD": self.password}
         return _proc.run([self.client, "--no-defaults", f"--socket={self.sock}", "--user=root",
                           "--batch", "--default-character-set=utf8mb4", f"--database={dbname}"],
@@ -272,8 +273,8 @@ class MysqlServer(DbServer):
             self._exec(head)
             if plan.get("replay"):
                 r = self._client(name, plan["seed"].sql.encode())
-                if r.returncode != 0:
-                    raise RuntimeError(r.stdout.decode(errors="replace").strip()[-500:])
+                if r.exit_code != 0:
+                    raise RuntimeError((r.stdout + r.stderr).strip()[-500:])
             elif plan["tables"]:
                 body = [f"{ddl}; INSERT INTO `{name}{target}{source}"
                         for ddl, target, source in plan["tables"]]

@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from proctor import proc
 from proctor.errors import SetupError
 from proctor.services import _proc
 from proctor.services._dbserver import DbHandle, DbServer, DbService, TrialDb
@@ -29,6 +29,7 @@ from proctor.services.seed import Seed, statement_start
 
 ADMIN = "postgres"  # the superuser; pg_dump output says `OWNER TO postgres`
 OWNER = "proctor_owner"  # owns the seeded objects; every trial role is a member
+PG_CONFIG_TIMEOUT_S = 20.0
 
 SETTINGS = {
     # Throwaway data: durability costs time and buys nothing.
@@ -151,7 +152,7 @@ def bin_dir() -> Path:
         return Path(found[-1]).parent
     pg_config = shutil.which("pg_config")
     if pg_config:
-        out = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True)
+        out = proc.run_sync([pg_config, "--bindir"], timeout=PG_CONFIG_TIMEOUT_S)
         d = Path(out.stdout.strip())
         if (d / "postgres").exists() and (d / "initdb").exists():
             return d
@@ -194,8 +195,8 @@ class PostgresServer(DbServer):
                        "--no-locale", "--no-sync", "--no-instructions"],
                       run_as=run_as, env=self.env(), timeout=120)
         pwfile.unlink()
-        if r.returncode != 0:
-            raise SetupError(f"initdb failed: {r.stdout.decode(errors='replace').strip()[-500:]}")
+        if r.exit_code != 0:
+            raise SetupError(f"initdb failed: {(r.stdout + r.stderr).strip()[-500:]}")
         (data / "pg_hba.conf").write_text(
             # Only the admin may use the (private) socket; a trial role only its own database.
             f"local all {ADMIN} scram-sha-256\n"
@@ -251,7 +252,7 @@ class PostgresServer(DbServer):
 
     def shutdown(self) -> None:
         # SIGINT = "fast" shutdown: roll back sessions, stop now. Data is thrown away anyway.
-        _proc.kill(self.proc, sig=signal.SIGINT, grace=5)
+        proc.stop(self.proc, sig=signal.SIGINT, grace=5)
 
     def is_connection_error(self, exc: BaseException) -> bool:
         return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
@@ -284,9 +285,9 @@ class PostgresServer(DbServer):
                "PGOPTIONS": "-c client_min_messages=warning"}
         r = _proc.run([str(self.bin / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1",
                        "-f", str(path)], run_as=None, env=env, timeout=600)
-        if r.returncode == 0:
+        if r.exit_code == 0:
             return
-        out = r.stdout.decode(errors="replace")
+        out = r.stdout + r.stderr
         m = _PSQL_ERROR.search(out)
         if not m:
             raise SetupError(f"seed {seed.label} failed: {out.strip()[-800:]}")

@@ -13,6 +13,7 @@ from proctor.config import load_config
 from proctor.errors import SpecError, SpecIssue, UsageError
 from proctor.model import EXTERNAL_AGENTS, TaskDef
 from proctor.providers import MODEL_AGENT_TYPES, preflight
+from proctor.sandbox import BACKENDS
 from proctor.spec.diagnostics import Issues, describe
 from proctor.spec.yamlpos import Doc, Path, YamlError, locate, read
 
@@ -62,7 +63,7 @@ def knowable_problems(tasks: list[TaskDef]) -> list[str]:
     judge aliases that are not configured, mock scripts that are not there, a model an
     external agent cannot talk to."""
     try:
-        config = load_config()
+        config = load_config(backends=BACKENDS.names())
     except UsageError as e:
         return [f"proctor: warning: {e}"]
     out = []

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from proctor.agents import AGENTS
 from proctor.checks.base import CheckConfig
 from proctor.checks.http_mock_assertions import FIELD as HTTP_FIELD
 from proctor.model import AgentDef, CheckDef, SecretDef, TaskDef
@@ -89,8 +90,7 @@ class ScenarioTask(SpecModel):
 class Agent(SpecModel):
     """Who does the task (`proctor run --agent` overrides the type)."""
 
-    type: Literal["llm", "command", "oracle", "nop", "claude-code", "codex",
-                  "mini-swe-agent"] = Field(
+    type: Literal[tuple(AGENTS.names())] = Field(  # type: ignore[valid-type]
         "llm", description="`llm`: the built-in tool loop; `claude-code`, `codex`, "
         "`mini-swe-agent`: those agents, installed and run by proctor (docs/agents.md); "
         "`command`: any other agent program; `oracle`: runs `solution`; `nop`: does nothing."

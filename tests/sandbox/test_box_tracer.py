@@ -1,0 +1,77 @@
+"""Traced commands in a box go through its spawner, under exectrace's own code (spawner.c
+includes it): the same trace format as the standalone tracer, output capture included, and
+the command returns when its top process ends while what it left running stays traced."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from proctor.sandbox import create_sandbox
+from proctor.sandbox.base import Resources, SandboxSpec
+from proctor.sandbox.namespaces import missing
+from proctor.sandbox.trace import capture_limits, parse_trace
+
+
+@pytest.fixture
+async def box_sandbox(tmp_path):
+    if missing() is not None:
+        pytest.skip(f"no namespace box here: {missing()}")
+    sb = await create_sandbox("local", SandboxSpec(
+        trial_id="tr.r0", root=tmp_path / "sb", env={}, isolation="auto",
+        resources=Resources(memory_bytes=1 << 30, pids=512)))
+    yield sb
+    await sb.close()
+
+
+async def _traced(sb, command: str, path, capture: int | None = None, timeout: float = 10):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        res = await sb.box.spawner.run(["/bin/sh", "-c", command], env=sb.env, cwd=sb.workdir,
+                                       timeout=timeout, trace_fd=fd,
+                                       capture=capture_limits(capture) if capture else None)
+    finally:
+        os.close(fd)
+    return res, parse_trace(path)
+
+
+async def test_output_capture_is_what_the_pipes_got(box_sandbox, tmp_path):
+    res, t = await _traced(box_sandbox, "echo out; ls /nonexistent; echo err >&2; exit 3",
+                           tmp_path / "t", capture=1 << 16)
+    assert res.exit_code == 3 and t.complete and t.finished
+    stdout, stderr, dropped = t.output(0)
+    assert (stdout.decode(), stderr.decode(), dropped) == (res.stdout, res.stderr, 0)
+    assert "nonexistent" in res.stderr
+    ls = next(i for i, p in enumerate(t.programs) if p.argv[0] == "ls")
+    assert t.exit_of(ls)[0] == 2 and t.exit_of(0)[0] == 3
+
+
+async def test_a_traced_command_returns_when_its_top_ends(box_sandbox, tmp_path):
+    res, t = await _traced(box_sandbox, "(sleep 1; echo late) > /dev/null & exit 4",
+                           tmp_path / "t", timeout=30)
+    assert res.exit_code == 4 and res.duration_s < 1, res
+    assert t.complete and not t.finished  # the sleep is still being traced
+    for _ in range(100):
+        t = parse_trace(tmp_path / "t")
+        if t.finished:
+            break
+        await asyncio.sleep(0.05)
+    assert t.finished and any(p.argv[0] == "sleep" for p in t.programs), t.programs
+
+
+async def test_a_signal_that_kills_the_command_is_its_status(box_sandbox, tmp_path):
+    res, t = await _traced(box_sandbox, "kill -TERM $$", tmp_path / "t")
+    assert res.exit_code == -15 and t.complete
+
+
+async def test_a_timeout_kills_the_traced_tree(box_sandbox, tmp_path):
+    res, _ = await _traced(box_sandbox, "sleep 60 & sleep 60", tmp_path / "t", timeout=0.5)
+    assert res.timed_out
+    for _ in range(100):  # the kernel kills every traced process when the tracer goes
+        ps = await box_sandbox.exec("ps -eo comm=", timeout=10)
+        if "sleep" not in ps.stdout:
+            break
+        await asyncio.sleep(0.02)
+    assert "sleep" not in ps.stdout, ps.stdout
