@@ -29,3 +29,15 @@ def cut(text: str, limit: int = 2000, *, keep: Literal["head", "tail", "both"] =
         return (f"{text[:head]}\n[... {gone} of {len(text)} characters{of} cut ...]\n"
                 f"{text[len(text) - (limit - head):]}")
     return text[:limit] + f"... [{gone} more characters]"
+
+
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
+def printable(text: str) -> str:
+    """`text` with the bytes of a name that is not UTF-8 (which Python reads as lone
+    surrogates, `surrogateescape`) written as `\\xNN`, the way `ls -b` shows them: every byte
+    stays visible, and every report, terminal and XML file can hold the result."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda m: f"\\x{ord(m.group(0)) - 0xDC00:02x}", text)

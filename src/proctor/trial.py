@@ -47,6 +47,7 @@ from proctor.sandbox.hosts import aliases
 from proctor.scoring import score_trial
 from proctor.services.base import Service, ServiceHandle
 from proctor.templating import render, render_data
+from proctor.text import printable
 
 # Trial faults: (what happened, how it reads in results). None of them is the agent's
 # failure, so every one makes the trial `error`, never `fail`, and no checks run.
@@ -105,12 +106,18 @@ async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult
     try:
         return await asyncio.wait_for(_run_trial(trial, task, run), limit)
     except TimeoutError:
-        return TrialResult(id=trial.id, task_id=trial.task_id, model=trial.model,
-                           help_mode=trial.help_mode, replica=trial.replica,
-                           params=trial.params, status="error", composite_score=0.0,
-                           error=f"the trial took longer than resources.timeout ({limit:g}s)",
-                           agent=trial.agent, category=task.category,
-                           duration_s=round(time.monotonic() - t0, 4))
+        result = error_result(trial, task,
+                              f"the trial took longer than resources.timeout ({limit:g}s)")
+        result.duration_s = round(time.monotonic() - t0, 4)
+        return result
+
+
+def error_result(trial: Trial, task: TaskDef, error: str) -> TrialResult:
+    """A trial that ended `error` before (or instead of) a verdict, with the cause."""
+    return TrialResult(id=trial.id, task_id=trial.task_id, model=trial.model,
+                       help_mode=trial.help_mode, replica=trial.replica, params=trial.params,
+                       status="error", composite_score=0.0, error=printable(error),
+                       agent=trial.agent, category=task.category)
 
 
 async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult:
@@ -133,7 +140,7 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
         one.recorder.close()
     one.result.error = one.names(one.result.error)
     one.result.duration_s = round(time.monotonic() - t0, 4)
-    return one.result
+    return _printable(one.result)
 
 
 class _Trial:
@@ -424,6 +431,18 @@ async def _check(check: CheckDef, ctx: CheckContext, values: dict, redactor: Red
                        weight=check.weight, gate=check.gate,
                        message=redactor.text(message or (error or "")),
                        error=redactor.text(error) if error else None)
+
+
+def _printable(r: TrialResult) -> TrialResult:
+    """Names that are not UTF-8 (an agent's `bad\\xff` file) shown byte for byte, so that
+    every report and the store can hold them (proctor.text.printable)."""
+    r.error = printable(r.error) if r.error else r.error
+    r.output = printable(r.output)
+    for c in r.checks:
+        c.message, c.error = printable(c.message), printable(c.error) if c.error else c.error
+    for f in r.forbidden:
+        f.details = printable(f.details)
+    return r
 
 
 async def _release(handles: dict[str, ServiceHandle], sandbox: Sandbox | None) -> None:
