@@ -43,6 +43,7 @@ from proctor.redact import Redactor
 from proctor.sandbox import create_sandbox
 from proctor.sandbox.base import Resources, Sandbox, SandboxSpec
 from proctor.sandbox.egress import PORT, EgressProxy
+from proctor.sandbox.files import FilesLimit
 from proctor.sandbox.hosts import aliases
 from proctor.scoring import score_trial
 from proctor.services.base import Service, ServiceHandle
@@ -174,6 +175,9 @@ class _Trial:
         self.agent = make_agent(trial.agent)
         self.values: dict[str, Any] = {}
         self.before: fsdiff.Snapshot = {}
+        # Reading the trial's files ends with the trial's own time, if it has one.
+        limit = task.resources.get("timeout")
+        self.deadline = time.monotonic() + limit if limit else None
 
     async def provision(self) -> None:
         task, run = self.task, self.run
@@ -195,7 +199,7 @@ class _Trial:
         for h in self.handles.values():  # readiness probes and setup traffic: not the agent's
             await h.begin_recording()
         self.egress.clear()
-        self.before = await sandbox.snapshot()
+        self.before = await _snapshot(sandbox, self.deadline)
 
     async def act(self) -> tuple[AgentResult, list[CommandRecord]]:
         sandbox, task = self.sandbox, self.task
@@ -222,8 +226,9 @@ class _Trial:
     async def judge(self, outcome: AgentResult, commands: list[CommandRecord]) -> None:
         sandbox, task, r = self.sandbox, self.task, self.result
         assert sandbox is not None
-        seen = await _audit(sandbox, self.before, self.handles, self.egress, self.recorder,
-                            _agent_state(self.agent, sandbox))
+        after = await _snapshot(sandbox, self.deadline)
+        seen = await _audit(sandbox, self.before, after, self.handles, self.egress,
+                            self.recorder, _agent_state(self.agent, sandbox))
         seen.secrets_seen = self.output.found
         seen.texts += [outcome.output] + [c.stdout + c.stderr + c.command for c in commands]
         ctx = CheckContext(task=task, trial=self.trial, sandbox=sandbox, commands=commands,
@@ -377,12 +382,21 @@ def _agent_state(agent: Any, sandbox: Sandbox) -> tuple[str, ...]:
     return tuple(p if p.startswith("/") else f"{home}/{p}" for p in paths if home or p[:1] == "/")
 
 
-async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, handles: dict[str, ServiceHandle],
-                 egress: list[dict[str, Any]], recorder: Recorder,
-                 agent_state: tuple[str, ...] = ()) -> Observed:
+async def _snapshot(sandbox: Sandbox, deadline: float | None) -> fsdiff.Snapshot:
+    """Every entry of the trial's places; what cannot be read in full makes the trial
+    `error`, naming the limit (never a verdict on a partial view)."""
+    try:
+        return await sandbox.snapshot(deadline)
+    except FilesLimit as e:
+        raise TrialFault("limit", detail=str(e)) from None
+
+
+async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapshot,
+                 handles: dict[str, ServiceHandle], egress: list[dict[str, Any]],
+                 recorder: Recorder, agent_state: tuple[str, ...] = ()) -> Observed:
     """Write what the agent changed to audit.jsonl, before any check reads it. Writes to
     the agent program's own state (`agent_state` prefixes) go to the trace instead."""
-    writes = fsdiff.diff(before, await sandbox.snapshot())
+    writes = fsdiff.diff(before, after)
     own = [w for w in writes if agent_state and w["path"].startswith(agent_state)]
     for w in own:
         recorder.trace({"type": "agent_state_write", **w})

@@ -102,8 +102,10 @@ class Sandbox(Protocol):
         """A host directory holding the workspace as it is now (for `runs_in: host`
         checks). Local backends return the workspace itself; others copy it out."""
 
-    async def snapshot(self) -> Snapshot:
-        """Every entry in every place the agent can write, by content."""
+    async def snapshot(self, deadline: float | None = None) -> Snapshot:
+        """Every entry in every place the agent can write, by content. Raises
+        `sandbox.files.FilesLimit` (naming it) when not everything can be read by `deadline`
+        (`time.monotonic()`; None: the backend's default)."""
 
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         """Make a TCP endpoint of proctor's (e.g. a model proxy) reachable from inside;

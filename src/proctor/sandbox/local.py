@@ -17,13 +17,12 @@ never makes proctor read or write a host file.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
-import hashlib
 import os
 import posixpath
 import shlex
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,8 +30,8 @@ from typing import Any
 from proctor import proc
 from proctor.errors import SetupError, UsageError
 from proctor.sandbox import cgroup as cgroups
+from proctor.sandbox import files, native
 from proctor.sandbox import hosts as hostsfile
-from proctor.sandbox import native
 from proctor.sandbox.base import Entry, ExecResult, Resources, SandboxSpec, Snapshot
 from proctor.sandbox.forward import Forwarder
 from proctor.sandbox.namespaces import Box, missing, visible_system_path
@@ -41,8 +40,7 @@ from proctor.sandbox.trace import parse_trace, tracer_argv
 
 INSIDE_WORKDIR = "/workspace"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-SNAPSHOT_MAX_ENTRIES = 20_000
-HASH_MAX_BYTES = 256 * 1024 * 1024  # bigger files are compared by size + mtime + inode
+SNAPSHOT_TIMEOUT_S = 300.0  # reading every place, when the trial gives no deadline
 _SYMLINK_HOPS = 40
 
 
@@ -363,14 +361,19 @@ class LocalSandbox:
         assert host is not None
         return host
 
-    async def snapshot(self) -> Snapshot:
+    async def snapshot(self, deadline: float | None = None) -> Snapshot:
         """Every entry of every writable place, by content: workspace paths relative to it,
-        the others (HOME, /tmp, /dev/shm) as absolute paths as the agent sees them."""
-        out: Snapshot = {}
-        for inside, host in self.places:
-            prefix = "" if inside == self.workdir else inside.rstrip("/") + "/"
-            _walk(host, prefix, out)
-        return out
+        the others (HOME, /tmp, /dev/shm) as absolute paths as the agent sees them. Raises
+        FilesLimit (naming it) when they cannot all be read by `deadline` (monotonic)."""
+        places = [("" if inside == self.workdir else inside.rstrip("/") + "/", host)
+                  for inside, host in self.places]
+        deadline = deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S
+        small = files.Budget(deadline, stop_at=(64, 1 << 18, time.monotonic() + 0.005))
+        try:  # a handful of small files: cheaper here than a thread hop
+            return files.snapshot(places, small)
+        except files.TooBig:
+            pass
+        return await asyncio.to_thread(files.snapshot, places, files.Budget(deadline))
 
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         if self.box is None or self.forwarder is None:
@@ -415,39 +418,3 @@ def _kind(mode: int) -> str:
     if stat.S_ISREG(mode):
         return "file"
     return "other"
-
-
-def _walk(root: Path, prefix: str, out: Snapshot) -> None:
-    base = len(str(root)) + 1
-    stack = [str(root)]
-    while stack and len(out) < SNAPSHOT_MAX_ENTRIES:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for e in entries:
-            try:
-                st = e.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            rel = prefix + e.path[base:]
-            kind = _kind(st.st_mode)
-            if kind == "dir":
-                stack.append(e.path)
-                out[rel] = Entry("dir", 0, "")
-            elif kind == "symlink":
-                out[rel] = Entry("symlink", st.st_size, "-> " + os.readlink(e.path))
-            elif kind == "file":
-                out[rel] = Entry("file", st.st_size, _digest(e.path, st))
-            else:
-                out[rel] = Entry("other", 0, "")
-
-
-def _digest(path: str, st: os.stat_result) -> str:
-    if st.st_size > HASH_MAX_BYTES:
-        return f"size={st.st_size} mtime={st.st_mtime_ns} ino={st.st_ino}"
-    h = hashlib.blake2b(digest_size=16)
-    with contextlib.suppress(OSError), open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()

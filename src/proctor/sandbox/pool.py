@@ -30,6 +30,7 @@ from pathlib import Path
 
 from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox.base import Resources
+from proctor.sandbox.files import copy_sparse
 from proctor.sandbox.hosts import hosts_text
 from proctor.sandbox.namespaces import AGENT_UID, Box, Mount
 
@@ -154,8 +155,9 @@ class Slot:
         await asyncio.to_thread(self._remove)
 
     def _copy_places(self, keep: Path) -> None:
-        for name in PLACES:
-            shutil.copytree(self.root / name, keep / name, symlinks=True, dirs_exist_ok=True)
+        for name in PLACES:  # sparse files stay sparse (a 3 GiB hole is not 3 GiB of zeros)
+            shutil.copytree(self.root / name, keep / name, symlinks=True, dirs_exist_ok=True,
+                            copy_function=copy_sparse)
 
     def _wipe(self) -> bool:
         ok = True
