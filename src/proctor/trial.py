@@ -23,7 +23,7 @@ from proctor.agents.base import AgentEnv, AgentResult
 from proctor.checks import registry
 from proctor.checks.base import CheckContext
 from proctor.errors import ServiceError, SetupError
-from proctor.forbidden import Observed
+from proctor.forbidden import Observed, scans_secrets
 from proctor.forbidden import evaluate as evaluate_forbidden
 from proctor.model import (
     CheckDef,
@@ -68,7 +68,6 @@ DEFAULT_PIDS = 1024
 # The only variables of proctor's own environment an agent gets, unless the spec or
 # proctor.toml (`pass_env`) names more. Credentials never pass by default.
 HOST_ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "LC_*")
-TEXT_FILE_BYTES = 1_000_000  # of each written file, read for secrets_in_logs
 
 
 class TrialFault(Exception):
@@ -227,9 +226,11 @@ class _Trial:
         sandbox, task, r = self.sandbox, self.task, self.result
         assert sandbox is not None
         after = await _snapshot(sandbox, self.deadline)
+        scanner = SecretScanner(self.secrets) if scans_secrets(task.forbidden) else None
         seen = await _audit(sandbox, self.before, after, self.handles, self.egress,
-                            self.recorder, _agent_state(self.agent, sandbox))
-        seen.secrets_seen = self.output.found
+                            self.recorder, _agent_state(self.agent, sandbox),
+                            scanner if scanner else None, self.deadline)
+        seen.secrets_seen |= self.output.found
         seen.texts += [outcome.output] + [c.stdout + c.stderr + c.command for c in commands]
         ctx = CheckContext(task=task, trial=self.trial, sandbox=sandbox, commands=commands,
                            agent_output=outcome.output, recorder=self.recorder,
@@ -393,9 +394,12 @@ async def _snapshot(sandbox: Sandbox, deadline: float | None) -> fsdiff.Snapshot
 
 async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapshot,
                  handles: dict[str, ServiceHandle], egress: list[dict[str, Any]],
-                 recorder: Recorder, agent_state: tuple[str, ...] = ()) -> Observed:
+                 recorder: Recorder, agent_state: tuple[str, ...] = (),
+                 scanner: SecretScanner | None = None, deadline: float | None = None,
+                 ) -> Observed:
     """Write what the agent changed to audit.jsonl, before any check reads it. Writes to
-    the agent program's own state (`agent_state` prefixes) go to the trace instead."""
+    the agent program's own state (`agent_state` prefixes) go to the trace instead. With a
+    `scanner` (secrets_in_logs), everything the agent wrote is searched for secrets."""
     writes = fsdiff.diff(before, after)
     own = [w for w in writes if agent_state and w["path"].startswith(agent_state)]
     for w in own:
@@ -403,13 +407,11 @@ async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapsh
     seen = Observed(file_writes=[w for w in writes if w not in own])
     for w in seen.file_writes:
         recorder.audit("file_write", w)
-        if w["change"] != "deleted" and w.get("kind", "file") == "file":
-            path = w["path"] if w["path"].startswith("/") else f"{sandbox.workdir}/{w['path']}"
-            try:
-                data = await sandbox.read_file(path, TEXT_FILE_BYTES)
-            except OSError:
-                continue
-            seen.texts.append(data[:TEXT_FILE_BYTES].decode(errors="replace"))
+    if scanner is not None:
+        mine = {p: e for p, e in after.items() if before.get(p) != e
+                and not (agent_state and p.startswith(agent_state))}
+        await _scan_written(sandbox, mine, scanner, deadline)
+        seen.secrets_seen |= scanner.found
     for call in egress:
         seen.http_calls.append(call)
         seen.texts.append(json.dumps(call, default=str))
@@ -426,6 +428,30 @@ async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapsh
             recorder.audit("db_write", write)
     recorder.flush()
     return seen
+
+
+async def _scan_written(sandbox: Sandbox, written: fsdiff.Snapshot, scanner: SecretScanner,
+                        deadline: float | None) -> None:
+    """Every name, symlink target and byte (streamed, any size) of what the agent created or
+    changed, searched for secrets: a secret used as a directory name leaks too."""
+    for path, entry in written.items():
+        scanner.scan(f"name\0{path}", path)
+        if entry.kind == "symlink":
+            scanner.scan(f"link\0{path}", entry.digest.removeprefix("-> "))
+    ends: dict[str, int] = {}
+
+    def sink(path: str, offset: int, chunk: bytes) -> None:
+        if offset < 0 or ends.get(path, 0) != offset:  # the end, or a hole: no continuation
+            scanner.end_text(path)
+        if offset >= 0:
+            scanner.feed_text(path, chunk)
+            ends[path] = offset + len(chunk)
+
+    try:
+        await sandbox.stream_files([p for p, e in written.items() if e.kind == "file"], sink,
+                                   deadline)
+    except FilesLimit as e:
+        raise TrialFault("limit", detail=str(e)) from None
 
 
 async def _check(check: CheckDef, ctx: CheckContext, values: dict, redactor: Redactor) -> CheckResult:

@@ -107,6 +107,12 @@ class Sandbox(Protocol):
         `sandbox.files.FilesLimit` (naming it) when not everything can be read by `deadline`
         (`time.monotonic()`; None: the backend's default)."""
 
+    async def stream_files(self, paths: list[str], sink: Callable[[str, int, bytes], None],
+                           deadline: float | None = None) -> None:
+        """Every byte of each regular file named by a snapshot path, holes skipped, no size
+        cap, as `sink(path, offset, chunk)` (from a worker thread: no event loop work in
+        `sink`), then `sink(path, -1, b"")`. Raises FilesLimit past `deadline`."""
+
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         """Make a TCP endpoint of proctor's (e.g. a model proxy) reachable from inside;
         returns the address to use from inside."""
