@@ -409,10 +409,12 @@ class DockerSandbox(LocalSandbox):
         return posixpath.normpath(posixpath.join(self.workdir, path))
 
     async def _probe(self, script: str, path: str) -> tuple[int | None, bytes]:
-        """(exit code, stdout bytes) of a script run as root inside with $1 = path."""
+        """(exit code, stdout bytes) of a script run inside with $1 = path, as the agent's
+        uid: what the agent cannot read, proctor does not read for it."""
         assert self.container is not None
         child = await asyncio.create_subprocess_exec(
-            "docker", "exec", "-u", "0", self.container, "/bin/sh", "-c", script, "probe", path,
+            "docker", "exec", "-u", f"{self.uid}:{self.gid}", self.container, "/bin/sh", "-c",
+            script, "probe", path,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL)
         try:

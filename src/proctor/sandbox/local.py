@@ -22,6 +22,7 @@ import os
 import posixpath
 import shlex
 import shutil
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,14 +33,16 @@ from proctor.errors import SetupError, UsageError
 from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox import files, native
 from proctor.sandbox import hosts as hostsfile
-from proctor.sandbox.base import Entry, ExecResult, Resources, SandboxSpec, Snapshot
+from proctor.sandbox.base import Entry, ExecResult, Kind, Resources, SandboxSpec, Snapshot
 from proctor.sandbox.forward import Forwarder
 from proctor.sandbox.namespaces import Box, missing, visible_system_path
 from proctor.sandbox.pool import INSIDE_HOME, PLACES, BoxPool, Shape, Slot
+from proctor.sandbox.spawn import SpawnerLost
 from proctor.sandbox.trace import parse_trace, tracer_argv
 
 INSIDE_WORKDIR = "/workspace"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_READ_ON_LOOP = 1 << 18  # bytes read or written on the event loop; more go to a thread
 SNAPSHOT_TIMEOUT_S = 300.0  # reading every place, when the trial gives no deadline
 _SYMLINK_HOPS = 40
 
@@ -314,14 +317,47 @@ class LocalSandbox:
             raise PermissionError(errno.EACCES, "not a writable place of the sandbox", path)
         return host
 
+    # Reads on the agent's behalf (checks, an external agent's own files): in a box, opened
+    # by the box's spawner with the agent's rights, in the box's view, and the descriptor
+    # passed back: a link to a file the agent cannot read is not read for it either.
+
+    async def _open(self, path: str, *, path_only: bool = False) -> int:
+        assert self.box is not None
+        full = posixpath.normpath(posixpath.join(self.workdir, path))
+        try:
+            return await self.box.spawner.open(full, path_only=path_only)
+        except SpawnerLost as e:
+            raise OSError(errno.EIO, f"the sandbox lost its process starter ({e})", path) from None
+
     async def read_file(self, path: str, limit: int | None = None) -> bytes:
-        host = self.host_path(path)
-        if host is None:
-            raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", path)
-        with open(host, "rb") as f:
-            return f.read() if limit is None else f.read(limit + 1)
+        if self.box is None:
+            host = self.host_path(path)
+            if host is None:
+                raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", path)
+            fd = os.open(host, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+        else:
+            fd = await self._open(path)
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            want = st.st_size + 1 if limit is None else limit + 1
+            if min(want, st.st_size) <= _READ_ON_LOOP:
+                return _read(fd, want)
+            return await asyncio.to_thread(_read, fd, want)
+        finally:
+            os.close(fd)
 
     async def write_file(self, path: str, data: bytes) -> None:
+        """proctor's own writes (setup files, an agent's config) before the agent runs."""
+        if len(data) <= _READ_ON_LOOP:
+            self._write(path, data)
+        else:
+            await asyncio.to_thread(self._write, path, data)
+
+    def _write(self, path: str, data: bytes) -> None:
         host = self._writable(path)
         top = _first_missing(host)
         host.parent.mkdir(parents=True, exist_ok=True)
@@ -329,23 +365,47 @@ class LocalSandbox:
         self._own(top)
 
     async def stat(self, path: str) -> Entry | None:
-        try:
-            host = self.host_path(path)
-            st = host.stat() if host is not None else None
-        except OSError:
-            return None
+        if self.box is None:
+            try:
+                host = self.host_path(path)
+                st = host.stat() if host is not None else None
+            except OSError:
+                return None
+        else:
+            try:
+                fd = await self._open(path, path_only=True)
+            except OSError as e:
+                if e.errno == errno.EIO:  # the box is gone: not "absent"
+                    raise
+                return None  # absent, or hidden from the agent (EACCES): as `test -e` says
+            try:
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
         if st is None:
             return None
         return Entry(_kind(st.st_mode), st.st_size, "")
 
     async def list_dir(self, path: str) -> list[str]:
-        host = self.host_path(path)
-        if host is None:
-            raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", path)
-        with os.scandir(host) as it:
-            return sorted(e.name + ("/" if e.is_dir() else "") for e in it)
+        if self.box is None:
+            host = self.host_path(path)
+            if host is None:
+                raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", path)
+            fd = os.open(host, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            fd = await self._open(path)
+        try:
+            # Each entry's kind from the directory itself: a symlink is never followed here.
+            with os.scandir(fd) as it:
+                return sorted(e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
+                              for e in it)
+        finally:
+            os.close(fd)
 
     async def copy_in(self, src: Path, dest: str = ".") -> None:
+        await asyncio.to_thread(self._copy_in, src, dest)
+
+    def _copy_in(self, src: Path, dest: str) -> None:
         host = self._writable(dest) if dest not in (".", "") else self._map(self.workdir)
         assert host is not None
         top = _first_missing(host)
@@ -418,6 +478,17 @@ class LocalSandbox:
                     os.lchown(os.path.join(dirpath, name), uid, gid)
 
 
+def _read(fd: int, n: int) -> bytes:
+    parts = []
+    while n > 0:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            break
+        parts.append(chunk)
+        n -= len(chunk)
+    return b"".join(parts)
+
+
 def _stream(where: list[tuple[tuple[Path, str] | None, str]],
             sink: Callable[[str, int, bytes], None], budget: files.Budget) -> None:
     for place, path in where:
@@ -444,9 +515,7 @@ def _first_missing(path: Path) -> Path:
     return top
 
 
-def _kind(mode: int) -> str:
-    import stat
-
+def _kind(mode: int) -> Kind:
     if stat.S_ISLNK(mode):
         return "symlink"
     if stat.S_ISDIR(mode):

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from proctor import proc
 from proctor.proc import ExecResult, Feed
 
-OP_RUN, OP_KILL, OP_LISTEN, OP_NEWIPC, OP_PING = 1, 2, 3, 4, 5
+OP_RUN, OP_KILL, OP_LISTEN, OP_NEWIPC, OP_PING, OP_OPEN = 1, 2, 3, 4, 5, 6
 REQUEST = struct.Struct("=IIiIII")  # op, id, sig, argc, envc, as_mib
 REPLY = struct.Struct("=IIii")  # kind, id, value, err
 _FD_SPACE = socket.CMSG_SPACE(array.array("i", [0]).itemsize)
@@ -151,6 +151,25 @@ class Spawner:
         sock.setblocking(False)
         return sock
 
+    async def open(self, path: str, *, path_only: bool = False) -> int:
+        """`path` opened inside the box with the agent's file rights (its mounts, its
+        symlinks, its uid): a descriptor to read (or, `path_only`, to fstat). Raises the
+        OSError the agent would get (FileNotFoundError, PermissionError, ...)."""
+        job = next(self._ids)
+        fut = self._pending[job] = self.loop.create_future()
+        request = _memfd(_strings([path]))
+        try:
+            self._send(OP_OPEN, job, sig=1 if path_only else 0, fds=[request])
+        except SpawnerLost:
+            self._pending.pop(job, None)
+            raise
+        finally:
+            os.close(request)
+        try:
+            return await fut
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, path) from None
+
     async def new_ipc_namespace(self) -> None:
         """Commands started from now on get a fresh IPC namespace (SysV IPC, mqueues)."""
         await self._ask(OP_NEWIPC)
@@ -232,7 +251,7 @@ class Spawner:
             return
         if kind == "E" or err:
             fut.set_exception(OSError(err, os.strerror(err)))
-        elif kind == "L":
+        elif kind in ("L", "O"):  # a listening socket, an opened file
             fut.set_result(fd)
         else:  # S (started), I (new IPC namespace), P (ping)
             fut.set_result(value)

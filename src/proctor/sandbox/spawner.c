@@ -20,6 +20,11 @@
              message queues of the previous trial stay behind, with nobody left to see them).
              Reply I (err set on failure).
      PING    reply P: every request sent before has been handled.
+     OPEN    fds [memfd "path\0"]; `sig` 0: open for reading, 1: O_PATH (to stat). The path
+             is opened inside the box (its mounts, its symlinks) with the agent's file
+             rights: as root with the agent's uid and gid as file system uid and gid (the
+             spawner keeps no supplementary groups), never blocking on a FIFO. The
+             descriptor comes back with reply O (E with errno: what the agent would get).
 
    The spawner is not dumpable (no ptrace, no /proc/PID/fd, mem or environ for the agent)
    and, as root, runs as a uid the agent's commands never have. When proctor goes, the
@@ -45,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -64,7 +70,7 @@
 #error "spawner supports x86_64 and aarch64"
 #endif
 
-enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWIPC = 4, OP_PING = 5 };
+enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWIPC = 4, OP_PING = 5, OP_OPEN = 6 };
 
 struct req { uint32_t op, id; int32_t sig; uint32_t argc, envc, as_mib; };
 struct rep { uint32_t kind, id; int32_t value, err; };
@@ -252,6 +258,35 @@ static void listen_on(const struct req *r, int *fds, int nfds) {
     free(buf);
 }
 
+/* The file system uid and gid every access is checked with; returns 0 when both hold. */
+static int set_fs_ids(uid_t uid, gid_t gid) {
+    setfsgid(gid);
+    setfsuid(uid);
+    /* An invalid id changes nothing and returns the current one: how the result is read. */
+    return (uid_t)setfsuid((uid_t)-1) == uid && (gid_t)setfsgid((gid_t)-1) == gid ? 0 : -1;
+}
+
+static void open_as_agent(const struct req *r, int *fds, int nfds) {
+    char *buf = NULL;
+    char **s = nfds == 1 && (r->sig == 0 || r->sig == 1) ? strings(fds[0], 1, &buf) : NULL;
+    if (!s) { reply('E', r->id, 0, EINVAL, -1); return; }
+    int flags = r->sig == 1 ? O_PATH | O_CLOEXEC : O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    int fd = -1, err = 0;
+    if (agent_uid >= 0 && set_fs_ids((uid_t)agent_uid, (gid_t)agent_gid) < 0) {
+        err = EPERM;
+    } else {
+        fd = open(s[0], flags);
+        if (fd < 0) err = errno;
+    }
+    /* Back to the spawner's own ids; if that fails, it cannot be trusted to go on. */
+    if (agent_uid >= 0 && set_fs_ids(getuid(), getgid()) < 0) _exit(1);
+    if (err) reply('E', r->id, 0, err, -1);
+    else reply('O', r->id, 0, 0, fd);
+    if (fd >= 0) close(fd);
+    free(s);
+    free(buf);
+}
+
 static void reap(void) {
     int status;
     pid_t pid;
@@ -292,6 +327,7 @@ static void request(void) {
     case OP_LISTEN: listen_on(&r, fds, nfds); break;
     case OP_NEWIPC: reply('I', r.id, 0, unshare(CLONE_NEWIPC) < 0 ? errno : 0, -1); break;
     case OP_PING: reply('P', r.id, 0, 0, -1); break;
+    case OP_OPEN: open_as_agent(&r, fds, nfds); break;
     default: reply('E', r.id, 0, EINVAL, -1);
     }
     for (int i = 0; i < nfds; i++) close(fds[i]);
@@ -306,6 +342,12 @@ int main(int argc, char **argv) {
     agent_uid = atol(argv[2]);
     agent_gid = atol(argv[3]);
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    /* As root, files are opened for the agent with its uid and gid (OP_OPEN): no group of
+       the spawner's own may add to what they can read. */
+    if (agent_uid >= 0 && setgroups(0, NULL) < 0) {
+        perror("proctor spawner: setgroups");
+        return 1;
+    }
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
