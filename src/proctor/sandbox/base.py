@@ -10,7 +10,7 @@ Paths are as the commands inside see them: relative paths are inside `workdir`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -106,6 +106,19 @@ class Sandbox(Protocol):
         """Every entry in every place the agent can write, by content. Raises
         `sandbox.files.FilesLimit` (naming it) when not everything can be read by `deadline`
         (`time.monotonic()`; None: the backend's default)."""
+
+    async def grade(self, argv: Sequence[str], *, timeout: float,
+                    env: dict[str, str] | None = None, cwd: str | None = None,
+                    stdin: bytes | None = None, files: dict[str, bytes | Path] | None = None,
+                    readonly: Sequence[str] = ()) -> ExecResult:
+        """Run a check's program (after the agent) where it cannot change what the agent or
+        a later check sees, nor act with proctor's privileges: the trial's files read-only,
+        its own HOME and /tmp, its own uid, the trial's services only (docs/security.md,
+        "The grader"). `files` are put read-only at `grader_path(name)`; `readonly` host
+        paths are shown read-only at their own path; `env` adds to the trial's."""
+
+    def grader_path(self, name: str) -> str:
+        """Where a file given to `grade` is, as the check's program sees it."""
 
     async def stream_files(self, paths: list[str], sink: Callable[[str, int, bytes], None],
                            deadline: float | None = None) -> None:

@@ -24,14 +24,14 @@ import shlex
 import shutil
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from proctor import proc
 from proctor.errors import SetupError, UsageError
 from proctor.sandbox import cgroup as cgroups
-from proctor.sandbox import files, native
+from proctor.sandbox import files, grader, native
 from proctor.sandbox import hosts as hostsfile
 from proctor.sandbox.base import Entry, ExecResult, Kind, Resources, SandboxSpec, Snapshot
 from proctor.sandbox.forward import Forwarder
@@ -118,6 +118,7 @@ class LocalSandbox:
         self.box: Box | None = None
         self.cgroup: cgroups.TrialCgroup | None = None
         self.forwarder: Forwarder | None = None
+        self.endpoints: list[tuple[str, int]] = []  # the trial's services (for grader boxes)
         self._groups: set[int] = set()
         self._faults: list[str] = []
         self._trace_n = 0
@@ -175,6 +176,7 @@ class LocalSandbox:
         self.places = sorted(((inside, slot.root / name) for name, inside in
                               shape.places().items()), key=lambda p: len(p[0]), reverse=True)
         self.forwarder = Forwarder()
+        self.endpoints = list(spec.endpoints)
         for address in spec.endpoints:
             await self.expose(*address)
 
@@ -453,6 +455,42 @@ class LocalSandbox:
                 return host, path[len(inside):].lstrip("/")
         return None
 
+    # -- checks that execute something ---------------------------------------------------
+
+    def grader_path(self, name: str) -> str:
+        """Where a file given to `grade` (`files`) is, as the check's command sees it."""
+        if self.slot is not None:
+            return f"{grader.TOOLS}/files/{name}"
+        return str(self.private / "grader" / "files" / name)
+
+    async def grade(self, argv: Sequence[str], *, timeout: float,
+                    env: dict[str, str] | None = None, cwd: str | None = None,
+                    stdin: bytes | None = None, files: dict[str, bytes | Path] | None = None,
+                    readonly: Sequence[str] = ()) -> ExecResult:
+        """A check's command, in the grader box beside the trial's (sandbox/grader.py):
+        the trial's files read-only, its own HOME and /tmp, its own uid, the trial's
+        services only. Not isolated (`--isolation none`) there is no grader box: the command
+        runs like the agent's, as proctor's user, with the safe git first on PATH."""
+        if self.slot is not None:
+            extra = tuple(sorted({p for p in readonly if os.path.exists(p)}))
+            run_env = {"PROCTOR_RUN_ID": self.env.get("PROCTOR_RUN_ID", "")}
+            box = await grader.for_slot(self.slot, extra, self.resources, run_env)
+            res = await box.run(argv, env=box.env(self.env, env), cwd=cwd or self.workdir,
+                                timeout=timeout, stdin=stdin, files=files,
+                                endpoints=self.endpoints, resources=self.resources,
+                                limit=self.output_limit)
+            if (why := box.fault()) is not None:
+                res.error = res.error or why
+            return res
+        tools = self.private / "grader"
+        await asyncio.to_thread(_unisolated_tools, tools, files or {})
+        path = f"{tools / 'bin'}:" + (env or {}).get("PATH", self.env.get("PATH", SYSTEM_PATH))
+        try:
+            return await self.exec(shlex.join(argv), timeout=timeout, cwd=cwd, stdin=stdin,
+                                   env={**(env or {}), "PATH": path})
+        finally:
+            await asyncio.to_thread(shutil.rmtree, tools / "files", True)
+
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         if self.box is None or self.forwarder is None:
             return host, port
@@ -476,6 +514,21 @@ class LocalSandbox:
             for dirpath, dirnames, filenames in os.walk(host):
                 for name in dirnames + filenames:
                     os.lchown(os.path.join(dirpath, name), uid, gid)
+
+
+def _unisolated_tools(tools: Path, files: dict[str, bytes | Path]) -> None:
+    if not (tools / "bin" / "git").exists():
+        grader.install_tools(tools / "bin")
+    (tools / "files").mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        if isinstance(content, Path) and content.is_dir():  # proctor's own user reads it
+            os.symlink(content.resolve(), tools / "files" / name)
+            continue
+        if isinstance(content, Path):
+            shutil.copyfile(content, tools / "files" / name)
+        else:
+            (tools / "files" / name).write_bytes(content)
+        os.chmod(tools / "files" / name, 0o755)
 
 
 def _read(fd: int, n: int) -> bytes:

@@ -118,20 +118,22 @@ def _unshare_flags() -> list[str]:
 class Box:
     """One bubblewrap sandbox whose first process is proctor's spawner (spawner.c)."""
 
-    def __init__(self, proc: subprocess.Popen, pid: int, spawner_pid: int, spawner: Spawner):
+    def __init__(self, proc: subprocess.Popen, pid: int, spawner_pid: int, spawner: Spawner,
+                 uid: int = AGENT_UID):
         self.proc = proc
         self.pid = pid  # the box's init (PID 1 inside), as the host sees it
         self.spawner_pid = spawner_pid  # as the host sees it
         self.spawner = spawner
-        self.uid = AGENT_UID if os.geteuid() == 0 else os.geteuid()
-        self.gid = AGENT_UID if os.geteuid() == 0 else os.getegid()
+        self.uid = uid if os.geteuid() == 0 else os.geteuid()
+        self.gid = uid if os.geteuid() == 0 else os.getegid()
         self._ns = os.stat(f"/proc/{pid}/ns/pid").st_ino
         self.userns = os.stat(f"/proc/{pid}/ns/user").st_ino != os.stat("/proc/self/ns/user").st_ino
         self._prefix = self._enter_prefix()
 
     @classmethod
     async def start(cls, mounts: list[Mount], *, workdir: str, hosts_file: Path | None,
-                    env: dict[str, str]) -> Box:
+                    env: dict[str, str], uid: int = AGENT_UID) -> Box:
+        """`uid`: as root, the uid (and gid) every command runs as (a grader box's own)."""
         argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--die-with-parent",
                 "--new-session", "--cap-drop", "ALL", *_spawner_caps(), "--hostname", "sandbox"]
         for path in _SYSTEM_RO:
@@ -158,9 +160,9 @@ class Box:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         program = os.open(native.binary("spawner"), os.O_RDONLY)  # run as /proc/self/fd/N
         info_r, info_w = os.pipe()
-        uid, gid = (AGENT_UID, AGENT_UID) if os.geteuid() == 0 else (-1, -1)
+        ids = (uid, uid) if os.geteuid() == 0 else (-1, -1)
         argv += ["--chdir", workdir, "--info-fd", str(info_w), "--",
-                 f"/proc/self/fd/{program}", str(theirs.fileno()), str(uid), str(gid)]
+                 f"/proc/self/fd/{program}", str(theirs.fileno()), str(ids[0]), str(ids[1])]
         # A plain Popen: the box must outlive any event loop hiccup.
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -187,7 +189,7 @@ class Box:
             raise
         finally:
             os.close(info_r)
-        return cls(proc, pid, spawner_pid, spawner)
+        return cls(proc, pid, spawner_pid, spawner, uid)
 
     def _enter_prefix(self) -> list[str]:
         # The spawner's namespaces, not init's: its IPC namespace is the current trial's.

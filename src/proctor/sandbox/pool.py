@@ -27,6 +27,7 @@ import stat
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox.base import Resources
@@ -68,6 +69,7 @@ class Slot:
         self.tampered = False  # its spawner was stopped by an agent: never reused
         self._names: dict[str, str] | None = None  # what the hosts file holds now
         self._servers: dict[tuple[str, int], _Switch] = {}  # outlive trials (egress proxy)
+        self.graders: dict[tuple[str, ...], Any] = {}  # grader boxes beside it (grader.py)
 
     @classmethod
     async def create(cls, root: Path, shape: Shape, env: dict[str, str],
@@ -151,6 +153,9 @@ class Slot:
         for switch in self._servers.values():
             switch.server.close()
         self._servers.clear()
+        graders, self.graders = list(self.graders.values()), {}
+        for grader in graders:
+            await grader.close()
         await self.box.close()
         await asyncio.to_thread(self._remove)
 
