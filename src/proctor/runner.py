@@ -269,7 +269,9 @@ def _concurrency(planned: Planned) -> int:
 
 
 NOT_ISOLATED = ("this run was not isolated (--isolation none): agents could read and change "
-                "anything proctor's user can, and their verdicts can be forged")
+                "anything proctor's user can, checks that execute something (verify, "
+                "command_exit, custom) ran unboxed as proctor's user over the agent's files, "
+                "and their verdicts can be forged")
 
 
 def _preflight_backend(options: RunOptions) -> bool:

@@ -65,6 +65,7 @@ OUTPUT_IN_RESULTS = 4000  # characters of the agent's output kept in results.jso
 # Limits every trial has unless its spec sets them (docs/security.md).
 DEFAULT_MEMORY_BYTES = 1 << 30
 DEFAULT_PIDS = 1024
+DEFAULT_DISK_BYTES = 2 << 30  # everything the trial's files take (sandbox/disk.py)
 # The only variables of proctor's own environment an agent gets, unless the spec or
 # proctor.toml (`pass_env`) names more. Credentials never pass by default.
 HOST_ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "LC_*")
@@ -283,7 +284,8 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
         trial_id=trial.id, root=run.sandbox_root / trial.id, env=env, workdir=task.workdir,
         output_limit=run.options.output_limit, keep=run.options.keep,
         resources=Resources(memory_bytes=res.get("memory_bytes") or DEFAULT_MEMORY_BYTES,
-                            cpus=res.get("cpu"), pids=DEFAULT_PIDS, timeout_s=res.get("timeout")),
+                            cpus=res.get("cpu"), pids=DEFAULT_PIDS, timeout_s=res.get("timeout"),
+                            disk_bytes=res.get("disk_bytes") or DEFAULT_DISK_BYTES),
         hosts=aliases(handles.values()), endpoints=[(h.host, h.port) for h in handles.values()],
         egress=net.get("egress", "allow"), egress_allow=list(net.get("allow", [])),
         readonly_paths=[*_agent_paths(agent, task, run.options),

@@ -21,14 +21,15 @@ async def run_program(ctx: CheckContext, argv: Sequence[str], *, timeout: float,
                       stdin: bytes | None = None,
                       files: Mapping[str, bytes | Path] | None = None,
                       readonly: Sequence[str] = (), env: Mapping[str, str] | None = None,
-                      cwd: str | None = None) -> ExecResult:
+                      cwd: str | None = None, host: bool = False) -> ExecResult:
     """`argv` run for a check in the grader box (cwd: the workspace). `files`: name ->
     content (or a host file to copy) put read-only at `file_path(ctx, name)`; `readonly`:
     host paths shown read-only at their own path (a script's directory, an interpreter);
-    `env`: added to the trial's environment."""
+    `env`: added to the trial's environment; `host`: with the host's tools rather than the
+    sandbox's (differs only on container backends)."""
     return await ctx.sandbox.grade(list(argv), timeout=timeout, stdin=stdin,
                                    files=dict(files or {}), readonly=list(readonly),
-                                   env=dict(env or {}), cwd=cwd)
+                                   env=dict(env or {}), cwd=cwd, host=host)
 
 
 async def run_command(ctx: CheckContext, command: str, *, timeout: float) -> ExecResult:

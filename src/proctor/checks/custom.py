@@ -57,7 +57,7 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
         argv = [*argv[:-1], where]
         res = await run_program(ctx, argv, timeout=cfg.timeout, stdin=payload,
                                 files={**logs, "script-dir": script.parent},
-                                readonly=_interpreter(), env=_host_env(ctx))
+                                readonly=_interpreter(), env=_host_env(ctx), host=True)
         res.stdout, res.stderr = (res.stdout.replace(where, name), res.stderr.replace(where, name))
     if res.timed_out:
         return _error(f"custom script {name} timed out after {cfg.timeout:g}s\n"

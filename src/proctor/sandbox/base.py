@@ -40,6 +40,7 @@ class Resources:
     cpus: float | None = None
     pids: int | None = None  # processes alive at once
     timeout_s: float | None = None  # the whole trial
+    disk_bytes: int | None = None  # what the trial's files may take in all (sandbox/disk.py)
 
 
 @dataclass
@@ -110,12 +111,13 @@ class Sandbox(Protocol):
     async def grade(self, argv: Sequence[str], *, timeout: float,
                     env: dict[str, str] | None = None, cwd: str | None = None,
                     stdin: bytes | None = None, files: dict[str, bytes | Path] | None = None,
-                    readonly: Sequence[str] = ()) -> ExecResult:
+                    readonly: Sequence[str] = (), host: bool = False) -> ExecResult:
         """Run a check's program (after the agent) where it cannot change what the agent or
         a later check sees, nor act with proctor's privileges: the trial's files read-only,
         its own HOME and /tmp, its own uid, the trial's services only (docs/security.md,
         "The grader"). `files` are put read-only at `grader_path(name)`; `readonly` host
-        paths are shown read-only at their own path; `env` adds to the trial's."""
+        paths are shown read-only at their own path; `env` adds to the trial's; `host`: the
+        host's tools rather than the sandbox's (a container backend's `runs_in: host`)."""
 
     def grader_path(self, name: str) -> str:
         """Where a file given to `grade` is, as the check's program sees it."""

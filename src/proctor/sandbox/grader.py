@@ -32,7 +32,7 @@ import hashlib
 import os
 import shutil
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,7 +128,7 @@ class Grader:
         forwarder = Forwarder()
         try:
             if files:
-                await asyncio.to_thread(_put_files, self.root / "tools", files)
+                await asyncio.to_thread(put_files, self.root / "tools", files)
             for host, port in endpoints:
                 sock = await self.box.spawner.listen(host, port)
                 await forwarder.forward(sock, (host, port))
@@ -151,7 +151,7 @@ class Grader:
         keep = {"tmp": self.shape.kept_in_tmp()}
         places = [(self.root / name, keep.get(name, set())) for name in _SCRATCH]
         places.append((self.root / "tools" / "files", set()))
-        clean = await asyncio.to_thread(lambda: all([_empty(p, k) for p, k in places]))
+        clean = await asyncio.to_thread(lambda: all([empty(p, k) for p, k in places]))
         if not clean or not self.alive():
             self.broken = True
 
@@ -193,14 +193,14 @@ def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:
     os.chmod(root / "tools", 0o755)
     install_tools(root / "tools" / "bin")
     for name in _SCRATCH:
-        _own(root / name)
+        own(root / name)
     os.chmod(root / "tools" / "files", 0o755)
     os.chmod(root / "tools" / "shared", 0o755)
     return cgroups.TrialCgroup.create(f"proctor-{os.getpid()}-{root.parent.name}-{root.name}",
                                       resources)
 
 
-def _own(place: Path) -> None:
+def own(place: Path) -> None:
     """An empty writable place of the grader's: owned by its uid (as root), mode 0755."""
     st = os.lstat(place)
     if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (GRADER_UID, GRADER_UID):
@@ -209,7 +209,7 @@ def _own(place: Path) -> None:
         os.chmod(place, 0o755)
 
 
-def _put_files(tools: Path, files: Mapping[str, bytes | Path]) -> None:
+def put_files(tools: Path, files: Mapping[str, bytes | Path]) -> None:
     """Each file into tools/files/NAME; a directory is copied once per grader box (into
     tools/shared/, readable by the grader's uid whatever its modes on the host) and linked."""
     for name, content in files.items():
@@ -243,7 +243,7 @@ def _readable(top: Path) -> None:
                 os.chmod(p, os.stat(p).st_mode | 0o444)
 
 
-def _empty(place: Path, keep: set[str]) -> bool:
+def empty(place: Path, keep: Collection[str] = ()) -> bool:
     """Everything in `place` removed (whatever modes a check left) but the names in `keep`
     (mount points); the directory itself stays (the box has it mounted)."""
     for attempt in range(2):
@@ -255,7 +255,7 @@ def _empty(place: Path, keep: set[str]) -> bool:
         if not entries:
             if place.name in _SCRATCH:
                 with contextlib.suppress(OSError):
-                    _own(place)
+                    own(place)
             return True
         for e in entries:
             with contextlib.suppress(OSError):

@@ -17,9 +17,11 @@ never makes proctor read or write a host file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import posixpath
+import resource
 import shlex
 import shutil
 import stat
@@ -31,7 +33,7 @@ from typing import Any
 from proctor import proc
 from proctor.errors import SetupError, UsageError
 from proctor.sandbox import cgroup as cgroups
-from proctor.sandbox import files, grader, native
+from proctor.sandbox import disk, files, grader, native
 from proctor.sandbox import hosts as hostsfile
 from proctor.sandbox.base import Entry, ExecResult, Kind, Resources, SandboxSpec, Snapshot
 from proctor.sandbox.forward import Forwarder
@@ -123,6 +125,7 @@ class LocalSandbox:
         self._faults: list[str] = []
         self._trace_n = 0
         self._made_workdir = False
+        self._mounted = False  # the trial's root is a file system of its disk limit (disk.py)
         host = {name: root / name for name in PLACES}
         if isolated:  # the host side is the box's (`start`)
             self.workdir = workdir or INSIDE_WORKDIR
@@ -149,8 +152,11 @@ class LocalSandbox:
             self._prepare()
 
     def _prepare(self) -> None:
-        """The host side without isolation: directories, the hosts file, the cgroup
-        (blocking file system work, done off the event loop by `start`)."""
+        """The host side without isolation: directories (as root, on a file system of the
+        trial's disk limit unless they are kept), the hosts file, the cgroup (blocking file
+        system work, done off the event loop by `start`)."""
+        if self.resources.disk_bytes and not self.keep:
+            self._mounted = disk.mount(self.root, self.resources.disk_bytes)
         for _, d in self.places:
             d.mkdir(parents=True, exist_ok=True)
         self.private.mkdir(exist_ok=True)
@@ -172,6 +178,12 @@ class LocalSandbox:
         run_env = {"PROCTOR_RUN_ID": spec.env.get("PROCTOR_RUN_ID", "")}
         slot = await pool.acquire(shape, run_env, self.resources, self.hosts)
         self.slot, self.box, self.cgroup = slot, slot.box, slot.cgroup
+        if slot.disk_bytes is None and self.resources.disk_bytes:
+            # No file system of its own (no root): no single file past the limit, and the
+            # total is measured after the agent (snapshot).
+            with contextlib.suppress(OSError):
+                resource.prlimit(slot.box.spawner_pid, resource.RLIMIT_FSIZE,
+                                 (self.resources.disk_bytes, resource.RLIM_INFINITY))
         self.private = slot.root / "private"
         self.places = sorted(((inside, slot.root / name) for name, inside in
                               shape.places().items()), key=lambda p: len(p[0]), reverse=True)
@@ -197,6 +209,8 @@ class LocalSandbox:
     def _remove(self) -> None:
         if self.cgroup is not None:  # waits until the kernel has reaped every task
             self.cgroup.remove()
+        if self._mounted:
+            disk.unmount(self.root)
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
             if self._made_workdir:
@@ -430,12 +444,20 @@ class LocalSandbox:
         places = [("" if inside == self.workdir else inside.rstrip("/") + "/", host)
                   for inside, host in self.places]
         deadline = deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S
-        small = files.Budget(deadline, stop_at=(64, 1 << 18, time.monotonic() + 0.005))
+        budget = files.Budget(deadline, stop_at=(64, 1 << 18, time.monotonic() + 0.005))
         try:  # a handful of small files: cheaper here than a thread hop
-            return files.snapshot(places, small)
+            snap = files.snapshot(places, budget)
         except files.TooBig:
-            pass
-        return await asyncio.to_thread(files.snapshot, places, files.Budget(deadline))
+            budget = files.Budget(deadline)
+            snap = await asyncio.to_thread(files.snapshot, places, budget)
+        if not self._own_disk() and (why := disk.over(budget.allocated,
+                                                       self.resources.disk_bytes)):
+            raise files.FilesLimit(why)  # measured: no file system of its own enforced it
+        return snap
+
+    def _own_disk(self) -> bool:
+        """Whether the places are on a file system of the trial's disk limit (disk.py)."""
+        return self.slot.disk_bytes is not None if self.slot is not None else self._mounted
 
     async def stream_files(self, paths: list[str], sink: Callable[[str, int, bytes], None],
                            deadline: float | None = None) -> None:
@@ -466,11 +488,12 @@ class LocalSandbox:
     async def grade(self, argv: Sequence[str], *, timeout: float,
                     env: dict[str, str] | None = None, cwd: str | None = None,
                     stdin: bytes | None = None, files: dict[str, bytes | Path] | None = None,
-                    readonly: Sequence[str] = ()) -> ExecResult:
+                    readonly: Sequence[str] = (), host: bool = False) -> ExecResult:
         """A check's command, in the grader box beside the trial's (sandbox/grader.py):
         the trial's files read-only, its own HOME and /tmp, its own uid, the trial's
         services only. Not isolated (`--isolation none`) there is no grader box: the command
-        runs like the agent's, as proctor's user, with the safe git first on PATH."""
+        runs like the agent's, as proctor's user, with the safe git first on PATH. `host`
+        (the host's tools) changes nothing here: this sandbox has the host's tools."""
         if self.slot is not None:
             extra = tuple(sorted({p for p in readonly if os.path.exists(p)}))
             run_env = {"PROCTOR_RUN_ID": self.env.get("PROCTOR_RUN_ID", "")}

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.sandbox import cgroup as cgroups
+from proctor.sandbox import disk
 from proctor.sandbox.base import Resources
 from proctor.sandbox.files import copy_sparse
 from proctor.sandbox.hosts import hosts_text
@@ -70,6 +71,7 @@ class Slot:
         self._names: dict[str, str] | None = None  # what the hosts file holds now
         self._servers: dict[tuple[str, int], _Switch] = {}  # outlive trials (egress proxy)
         self.graders: dict[tuple[str, ...], Any] = {}  # grader boxes beside it (grader.py)
+        self.disk_bytes: int | None = None  # the size of its file system (disk.py), if any
 
     @classmethod
     async def create(cls, root: Path, shape: Shape, env: dict[str, str],
@@ -85,8 +87,10 @@ class Slot:
         except BaseException:
             if cg is not None:
                 await asyncio.to_thread(cg.remove)
+            await asyncio.to_thread(disk.unmount, root)
             raise
         slot = cls(root, shape, box, cg)
+        slot.disk_bytes = resources.disk_bytes if os.path.ismount(root) else None
         try:
             if cg is not None:
                 cg.attach(box.spawner_pid)
@@ -100,6 +104,9 @@ class Slot:
         fresh IPC namespace."""
         if self.cgroup is not None:
             self.cgroup.apply(resources)
+        if self.disk_bytes is not None and resources.disk_bytes != self.disk_bytes:
+            # its file system has its size for good: another box for this trial
+            raise OSError(f"this box's disk is {self.disk_bytes}, not {resources.disk_bytes}")
         if names != self._names:
             # In place: the box has this very file mounted at /etc/hosts.
             with open(self.hosts_file, "r+") as f:
@@ -173,6 +180,7 @@ class Slot:
     def _remove(self) -> None:
         if self.cgroup is not None:  # waits until the kernel has reaped every task
             self.cgroup.remove()
+        disk.unmount(self.root)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -253,7 +261,10 @@ class _Switch:
 
 
 def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:
-    """The slot's directories and cgroup (blocking file system work: off the loop)."""
+    """The slot's directories and cgroup (blocking file system work: off the loop); as root,
+    on a file system of the trial's disk limit (sandbox/disk.py)."""
+    if resources.disk_bytes:
+        disk.mount(root, resources.disk_bytes)
     for name in (*PLACES, "private"):
         (root / name).mkdir(parents=True, exist_ok=True)
     (root / "private" / "hosts").touch()
