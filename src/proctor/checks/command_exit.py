@@ -11,7 +11,7 @@ from proctor.model import CheckOutcome
 
 
 class Config(CheckConfig):
-    command: str = Field(description="Shell command run with `sh -c` in the workspace, in the trial's grader box (its files read-only, its own HOME and /tmp).")
+    command: str = Field(description="Shell command run with `sh -c` in the workspace.")
     exit_code: int = Field(0, description="Expected exit code.")
     timeout: float = Field(60, gt=0, description="Seconds before the command is killed (counts as failed).")
 

@@ -12,7 +12,7 @@ from proctor.model import CheckOutcome
 
 
 class Config(CheckConfig):
-    run: str = Field(description="Shell command run with `sh -c` in the workdir after the agent finished, in the trial's grader box (its files read-only, its own HOME and /tmp).")
+    run: str = Field(description="Shell command run with `sh -c` in the workdir after the agent finished.")
     output_contains: str | None = Field(None, description="Substring its stdout must contain.")
     output_equals: str | None = Field(None, description="Exact stdout (both sides stripped).")
     timeout: float = Field(60, gt=0, description="Seconds before the command is killed (counts as failed).")
