@@ -3,6 +3,7 @@ the host beyond the system directories."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import uuid
@@ -145,8 +146,10 @@ def test_proctor_reads_the_agents_files_with_the_agents_rights(run_spec, tmp_pat
     t = trial(r)
     assert t["status"] == "fail", t
     assert "ROOT-ONLY-VALUE" not in run_texts(tmp_path / "run0")
-    assert "ermission denied" in t["checks"][0]["message"], t["checks"][0]
-    assert t["checks"][1]["passed"], t["checks"][1]  # the agent was refused too
+    backend = json.loads((tmp_path / "run0" / "run.json").read_text())["options"]["backend"]
+    if backend == "local":  # a container has the image's /opt: no such file there
+        assert "ermission denied" in t["checks"][0]["message"], t["checks"][0]
+        assert t["checks"][1]["passed"], t["checks"][1]  # the agent was refused too
     honest = run_spec("""
         cli: sh
         tasks:

@@ -212,6 +212,8 @@ class DockerSandbox(LocalSandbox):
             argv += ["--cpus", f"{r.cpus:g}"]
         if r.pids:
             argv += ["--pids-limit", str(r.pids)]
+        if r.disk_bytes:  # no file past the disk limit; the total is measured (disk.py)
+            argv += ["--ulimit", f"fsize={r.disk_bytes}:{r.disk_bytes}"]
         for name, address in sorted(self.hosts.items()):
             argv += ["--add-host", f"{name}:{address}"]
         # docker-init reaps orphans; its one child (the keeper) holds the container up.

@@ -573,8 +573,7 @@ def _stream(where: list[tuple[tuple[Path, str] | None, str]],
             continue
         try:
             for offset, chunk in files.read_data(fd, os.fstat(fd).st_size):
-                budget.read += len(chunk)
-                budget.check_time()
+                budget.add_read(len(chunk))
                 sink(path, offset, chunk)
         except OSError as e:
             raise files.FilesLimit(f"could not read {path}: {e.strerror or e}") from None
