@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,17 @@ def test_open_in_never_follows_a_symlink(tmp_path):
     os.close(fd)
     assert files.open_in(tmp_path, "via/f") is None
     assert files.open_in(tmp_path, "lf") is None
+
+
+def test_copy_sparse_across_file_systems(tmp_path):
+    """copy_file_range refuses to cross file systems (EXDEV): a plain copy then."""
+    src = tmp_path / "src"
+    with open(src, "wb") as f:
+        f.write(b"data")
+        f.truncate(1 << 20)
+    dst = "/dev/shm/proctor-copy-sparse-test"
+    try:
+        files.copy_sparse(str(src), dst)
+        assert Path(dst).read_bytes()[:4] == b"data" and os.path.getsize(dst) == 1 << 20
+    finally:
+        os.unlink(dst)

@@ -328,10 +328,22 @@ def copy_sparse(src: str, dst: str) -> None:
             return
         fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         stack.callback(os.close, fout)
+        fast = True  # copy_file_range, where the kernel can (not across file systems)
         for start, end in data_extents(fin, st.st_size):
             pos = start
             while pos < end:
-                n = os.copy_file_range(fin, fout, end - pos, pos, pos)
+                n = 0
+                if fast:
+                    try:
+                        n = os.copy_file_range(fin, fout, end - pos, pos, pos)
+                    except OSError as e:
+                        if e.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS,
+                                           errno.EOPNOTSUPP):
+                            raise
+                        fast = False
+                if not fast:
+                    data = os.pread(fin, min(end - pos, 1 << 20), pos)
+                    n = os.pwrite(fout, data, pos) if data else 0
                 if n == 0:
                     break
                 pos += n
