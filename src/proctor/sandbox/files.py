@@ -288,6 +288,37 @@ def read_data(fd: int, size: int, chunk: int = 1 << 20) -> Iterator[tuple[int, b
             pos += len(data)
 
 
+def read_fd(fd: int, n: int) -> bytes:
+    """Up to `n` bytes from the descriptor's position."""
+    parts = []
+    while n > 0:
+        chunk = os.read(fd, min(n, 1 << 20))
+        if not chunk:
+            break
+        parts.append(chunk)
+        n -= len(chunk)
+    return b"".join(parts)
+
+
+def stream(where: list[tuple[tuple[Path, str] | None, str]],
+           sink: Callable[[str, int, bytes], None], budget: Budget) -> None:
+    """For each ((place root, path in it), name): the file's data as sink(name, offset,
+    chunk) calls, holes skipped, then sink(name, -1, b""); gone or not a file: skipped."""
+    for place, name in where:
+        fd = open_in(*place) if place is not None else None
+        if fd is None:
+            continue
+        try:
+            for offset, chunk in read_data(fd, os.fstat(fd).st_size):
+                budget.add_read(len(chunk))
+                sink(name, offset, chunk)
+        except OSError as e:
+            raise FilesLimit(f"could not read {name}: {e.strerror or e}") from None
+        finally:
+            os.close(fd)
+        sink(name, -1, b"")
+
+
 def open_in(root: Path, rel: str) -> int | None:
     """A regular file at `rel` under `root`, opened without following any symlink on the way
     (None if it is not there, or not a regular file, any more)."""

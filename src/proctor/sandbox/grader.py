@@ -195,6 +195,24 @@ def install_tools(bin_dir: Path) -> None:
     os.replace(tmp, git)
 
 
+def unisolated_tools(tools: Path, files: Mapping[str, bytes | Path]) -> None:
+    """`--isolation none` has no grader box: the tools and a check's files in a directory of
+    the trial's (a directory given is linked: proctor's own user reads it)."""
+    if not (tools / "bin" / "git").exists():
+        install_tools(tools / "bin")
+    (tools / "files").mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        dest = tools / "files" / name
+        if isinstance(content, Path) and content.is_dir():
+            os.symlink(content.resolve(), dest)
+            continue
+        if isinstance(content, Path):
+            shutil.copyfile(content, dest)
+        else:
+            dest.write_bytes(content)
+        os.chmod(dest, 0o755)
+
+
 def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:
     for name in (*_SCRATCH, "tools/files", "tools/shared"):
         (root / name).mkdir(parents=True, exist_ok=True)

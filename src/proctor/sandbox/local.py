@@ -361,8 +361,8 @@ class LocalSandbox:
                 raise OSError(errno.EINVAL, "not a regular file", path)
             want = st.st_size + 1 if limit is None else limit + 1
             if min(want, st.st_size) <= _READ_ON_LOOP:
-                return _read(fd, want)
-            return await asyncio.to_thread(_read, fd, want)
+                return files.read_fd(fd, want)
+            return await asyncio.to_thread(files.read_fd, fd, want)
         finally:
             os.close(fd)
 
@@ -466,7 +466,7 @@ class LocalSandbox:
         ends a file. Read from the places themselves, never through a symlink."""
         budget = files.Budget(deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S)
         where = [(self._in_place(p), p) for p in paths]
-        await asyncio.to_thread(_stream, where, sink, budget)
+        await asyncio.to_thread(files.stream, where, sink, budget)
 
     def _in_place(self, path: str) -> tuple[Path, str] | None:
         """(the place's host directory, the path inside it) of a snapshot path."""
@@ -506,7 +506,7 @@ class LocalSandbox:
                 res.error = res.error or why
             return res
         tools = self.private / "grader"
-        await asyncio.to_thread(_unisolated_tools, tools, files or {})
+        await asyncio.to_thread(grader.unisolated_tools, tools, files or {})
         path = f"{tools / 'bin'}:" + (env or {}).get("PATH", self.env.get("PATH", SYSTEM_PATH))
         try:
             return await self.exec(shlex.join(argv), timeout=timeout, cwd=cwd, stdin=stdin,
@@ -537,49 +537,6 @@ class LocalSandbox:
             for dirpath, dirnames, filenames in os.walk(host):
                 for name in dirnames + filenames:
                     os.lchown(os.path.join(dirpath, name), uid, gid)
-
-
-def _unisolated_tools(tools: Path, files: dict[str, bytes | Path]) -> None:
-    if not (tools / "bin" / "git").exists():
-        grader.install_tools(tools / "bin")
-    (tools / "files").mkdir(parents=True, exist_ok=True)
-    for name, content in files.items():
-        if isinstance(content, Path) and content.is_dir():  # proctor's own user reads it
-            os.symlink(content.resolve(), tools / "files" / name)
-            continue
-        if isinstance(content, Path):
-            shutil.copyfile(content, tools / "files" / name)
-        else:
-            (tools / "files" / name).write_bytes(content)
-        os.chmod(tools / "files" / name, 0o755)
-
-
-def _read(fd: int, n: int) -> bytes:
-    parts = []
-    while n > 0:
-        chunk = os.read(fd, min(n, 1 << 20))
-        if not chunk:
-            break
-        parts.append(chunk)
-        n -= len(chunk)
-    return b"".join(parts)
-
-
-def _stream(where: list[tuple[tuple[Path, str] | None, str]],
-            sink: Callable[[str, int, bytes], None], budget: files.Budget) -> None:
-    for place, path in where:
-        fd = files.open_in(*place) if place is not None else None
-        if fd is None:
-            continue
-        try:
-            for offset, chunk in files.read_data(fd, os.fstat(fd).st_size):
-                budget.add_read(len(chunk))
-                sink(path, offset, chunk)
-        except OSError as e:
-            raise files.FilesLimit(f"could not read {path}: {e.strerror or e}") from None
-        finally:
-            os.close(fd)
-        sink(path, -1, b"")
 
 
 def _first_missing(path: Path) -> Path:
