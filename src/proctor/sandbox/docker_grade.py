@@ -84,7 +84,7 @@ async def _on_host(sb: DockerSandbox, argv: Sequence[str], *, timeout: float,
                        if inside in (sb.workdir, "/home/agent"))
         shape = grader.GraderShape(places, extra, sb.workdir)
         box = sb.host_graders[extra] = await grader.Grader.create(
-            sb.root / f"host-grader-{len(sb.host_graders)}", shape, hosts_file=None,
+            sb.root / f"host-grader-{next(grader.numbers)}", shape, hosts_file=None,
             resources=sb.resources or Resources(), env={})
     return await box.run(argv, env=box.env(sb.env, env), cwd=cwd or sb.workdir,
                          timeout=timeout, stdin=stdin, files=files, endpoints=sb.endpoints,

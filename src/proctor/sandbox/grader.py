@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import itertools
 import os
 import shutil
 import stat
@@ -50,6 +51,7 @@ HOME = "/home/grader"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy")
 _SCRATCH = ("home", "tmp", "shm")  # the grader's own writable places, emptied after each check
+numbers = itertools.count()  # names of grader boxes' directories
 
 
 @dataclass(frozen=True)
@@ -326,7 +328,7 @@ async def for_slot(slot: Slot, readonly: tuple[str, ...], resources: Resources,
     places = ((str(slot.root / "work"), slot.shape.workdir),
               (str(slot.root / "home"), INSIDE_HOME))
     shape = GraderShape(places, tuple(slot.shape.readonly) + readonly, slot.shape.workdir)
-    grader = await Grader.create(slot.root / f"grader-{len(slot.graders)}", shape,
+    grader = await Grader.create(slot.root / f"grader-{next(numbers)}", shape,
                                  hosts_file=slot.hosts_file, resources=resources, env=env)
     slot.graders[readonly] = grader
     return grader
