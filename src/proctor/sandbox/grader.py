@@ -105,10 +105,6 @@ class Grader:
             raise
         return grader
 
-    def path(self, name: str) -> str:
-        """Where a file given to `run` (`files`) is, inside the box."""
-        return f"{TOOLS}/files/{name}"
-
     def env(self, base: Mapping[str, str], extra: Mapping[str, str] | None = None,
             ) -> dict[str, str]:
         """A check's environment: the trial's (its services, secrets, spec env), with the
