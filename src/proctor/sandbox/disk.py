@@ -4,8 +4,9 @@ As root, a box's directory (its places: workspace, HOME, /tmp, /dev/shm, and pro
 files for it) is a file system of exactly that size: an ext4 image, sparse on the host disk,
 loop-mounted there. A write past it (`fallocate -l 4G "$TMPDIR/x"`, a runaway log) fails with
 "No space left on device", like on a full disk, and nothing else of the machine fills up; its
-inodes bound how many entries the snapshot can meet. The image is made once per size and
-process (`mkfs.ext4`), and each box gets a sparse copy of it (its metadata only: a few MB).
+inodes bound how many entries the snapshot can meet. The empty image is made once per size
+and machine (`mkfs.ext4`, kept in proctor's cache directory), and each box gets a sparse copy
+of it (its metadata only: about a MB).
 
 Without root no file system can be mounted: every command gets `RLIMIT_FSIZE` (no single file
 past the limit) and the trial's files are measured after the agent (`over`), which makes the
@@ -26,11 +27,12 @@ import threading
 from pathlib import Path
 
 from proctor import proc
+from proctor.sandbox.dockerimages import cache_dir
 from proctor.sandbox.files import copy_sparse
 
 DEFAULT_BYTES = 2 << 30
 _MKFS_TIMEOUT_S = 60.0
-_templates: dict[tuple[str, int], Path] = {}
+_templates: dict[int, Path] = {}
 _lock = threading.Lock()
 
 
@@ -47,7 +49,7 @@ def mount(root: Path, size: int) -> bool:
         return False
     image = _image(root)
     try:
-        copy_sparse(str(_template(root.parent, size)), str(image))
+        copy_sparse(str(_template(size)), str(image))
         root.mkdir(parents=True, exist_ok=True)
         _mount_loop(image, root)
     except OSError:
@@ -133,26 +135,36 @@ def _image(root: Path) -> Path:
     return root.with_name(f".{root.name}.disk")
 
 
-def _template(where: Path, size: int) -> Path:
-    """An empty ext4 image of `size` bytes (made once per directory and size)."""
-    key = (str(where), size)
+def _template(size: int) -> Path:
+    """An empty ext4 image of `size` bytes, made once per machine (like proctor's C programs,
+    in its cache directory, under a lock, atomically) and copied sparse into each box."""
     with _lock:
-        done = _templates.get(key)
+        done = _templates.get(size)
         if done is not None and done.exists():
             return done
-        template = where / f".ext4-{size}.img"
-        tmp = template.with_name(template.name + f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            f.truncate(size)
-        res = proc.run_sync(["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
-                             "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard",
-                             str(tmp)], timeout=_MKFS_TIMEOUT_S)
-        if res.exit_code != 0:
-            tmp.unlink(missing_ok=True)
-            raise OSError(f"mkfs.ext4 failed: {res.stderr.strip()[-300:]}")
-        os.replace(tmp, template)
-        _templates[key] = template
+        where = cache_dir()
+        template = where / f"ext4-{size}.img"
+        if not template.exists():
+            where.mkdir(parents=True, exist_ok=True)
+            with open(where / ".ext4.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not template.exists():
+                    _mkfs(template, size)
+        _templates[size] = template
         return template
+
+
+def _mkfs(template: Path, size: int) -> None:
+    tmp = template.with_name(template.name + f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.truncate(size)
+    res = proc.run_sync(["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
+                         "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard", str(tmp)],
+                        timeout=_MKFS_TIMEOUT_S)
+    if res.exit_code != 0:
+        tmp.unlink(missing_ok=True)
+        raise OSError(f"mkfs.ext4 failed: {res.stderr.strip()[-300:]}")
+    os.replace(tmp, template)
 
 
 def over(allocated: int, limit: int | None) -> str | None:
