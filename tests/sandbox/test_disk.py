@@ -38,7 +38,7 @@ def test_the_janitor_unmounts_what_a_killed_run_left(tmp_path):
 
 
 async def test_without_a_file_system_of_its_own_the_total_is_measured(tmp_path):
-    """`keep` (or no root): no file system of its own; a trial whose files take more than
+    """Unisolated (or no root): no file system of its own; a trial whose files take more than
     its limit is stopped by the snapshot, naming the limit."""
     sb = LocalSandbox(tmp_path / "sb", env={}, keep=True,
                       resources=Resources(disk_bytes=1 << 20))

@@ -125,7 +125,6 @@ class LocalSandbox:
         self._faults: list[str] = []
         self._trace_n = 0
         self._made_workdir = False
-        self._mounted = False  # the trial's root is a file system of its disk limit (disk.py)
         host = {name: root / name for name in PLACES}
         if isolated:  # the host side is the box's (`start`)
             self.workdir = workdir or INSIDE_WORKDIR
@@ -152,11 +151,10 @@ class LocalSandbox:
             self._prepare()
 
     def _prepare(self) -> None:
-        """The host side without isolation: directories (as root, on a file system of the
-        trial's disk limit unless they are kept), the hosts file, the cgroup (blocking file
-        system work, done off the event loop by `start`)."""
-        if self.resources.disk_bytes and not self.keep:
-            self._mounted = disk.mount(self.root, self.resources.disk_bytes)
+        """The host side without isolation: directories, the hosts file, the cgroup
+        (blocking file system work, done off the event loop by `start`). The disk limit is
+        measured after the agent (snapshot): no file system per trial, which would cost each
+        unpooled trial a mount."""
         for _, d in self.places:
             d.mkdir(parents=True, exist_ok=True)
         self.private.mkdir(exist_ok=True)
@@ -209,8 +207,6 @@ class LocalSandbox:
     def _remove(self) -> None:
         if self.cgroup is not None:  # waits until the kernel has reaped every task
             self.cgroup.remove()
-        if self._mounted:
-            disk.unmount(self.root)
         if not self.keep:
             shutil.rmtree(self.root, ignore_errors=True)
             if self._made_workdir:
@@ -457,7 +453,7 @@ class LocalSandbox:
 
     def _own_disk(self) -> bool:
         """Whether the places are on a file system of the trial's disk limit (disk.py)."""
-        return self.slot.disk_bytes is not None if self.slot is not None else self._mounted
+        return self.slot is not None and self.slot.disk_bytes is not None
 
     async def stream_files(self, paths: list[str], sink: Callable[[str, int, bytes], None],
                            deadline: float | None = None) -> None:
