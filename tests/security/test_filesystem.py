@@ -161,3 +161,22 @@ def test_proctor_reads_the_agents_files_with_the_agents_rights(run_spec, tmp_pat
               - file_exists: answer.txt
         """)
     assert trial(honest)["status"] == "pass", trial(honest)
+
+
+def test_a_locked_directory_does_not_make_a_file_absent(run_spec):
+    """With the agent's rights, a path under a directory the agent made unsearchable cannot
+    be seen; that is never taken for "absent" (file_absent would pass on a planted file)."""
+    spec = """
+        version: 1
+        id: locked
+        task: {{prompt: x}}
+        agent: {{type: oracle}}
+        solution: ["mkdir d && {make} && chmod 000 d"]
+        invariants:
+          gone: {{description: x, check: {{type: file_absent, path: d/forbidden.txt}}}}
+        """
+    t = trial(run_spec(spec.format(make="echo x > d/forbidden.txt")))
+    assert t["status"] == "fail", t
+    assert "cannot tell whether d/forbidden.txt exists" in t["checks"][0]["message"]
+    honest = trial(run_spec(spec.format(make="true").replace(" && chmod 000 d", "")))
+    assert honest["status"] == "pass", honest

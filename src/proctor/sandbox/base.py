@@ -91,7 +91,8 @@ class Sandbox(Protocol):
 
     async def stat(self, path: str) -> Entry | None:
         """What `path` is (following symlinks inside the sandbox), or None if absent; `digest`
-        is empty here."""
+        is empty here. Raises OSError when it cannot be told (a directory on the way the agent
+        cannot search): that is not "absent"."""
 
     async def list_dir(self, path: str) -> list[str]:
         """Names in a directory, sorted; directories end with `/`."""

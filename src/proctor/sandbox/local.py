@@ -387,9 +387,9 @@ class LocalSandbox:
             try:
                 fd = await self._open(path, path_only=True)
             except OSError as e:
-                if e.errno == errno.EIO:  # the box is gone: not "absent"
-                    raise
-                return None  # absent, or hidden from the agent (EACCES): as `test -e` says
+                if e.errno in (errno.ENOENT, errno.ENOTDIR):
+                    return None
+                raise  # EACCES (a directory the agent locked), ELOOP, a lost box: not absent
             try:
                 st = os.fstat(fd)
             finally:
