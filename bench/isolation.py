@@ -14,7 +14,12 @@
   run's pool (what every trial but the first few of a run pays: limits, hosts file, new
   network and IPC namespaces, the trial's PID namespace killed, the wipe). The trial's PID
   namespace itself is made at its first command: `--first-command` also times a reused box
-  with one command against a plain directory tree with one.
+  with one command against a plain directory tree with one. Trials have their
+  default disk limit (2 GiB): as root a new box is a file system of that size
+  (sandbox/disk.py).
+* check: a check's command (`sh -c true`) in the trial's grader box (sandbox/grader.py), in a
+  box reused from the pool, against the same command run as an agent command; and what the
+  grader box costs the first time a box's trials need one.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from proctor.sandbox.base import Resources, SandboxSpec
 
 def spec(root: Path, isolation: str) -> SandboxSpec:
     return SandboxSpec(trial_id=root.name, root=root, env={}, isolation=isolation,
-                       resources=Resources(memory_bytes=1 << 30, pids=1024))
+                       resources=Resources(memory_bytes=1 << 30, pids=1024,
+                                           disk_bytes=2 << 30))
 
 
 async def per_command(root: Path, n: int, trace: bool) -> tuple[float, float]:
@@ -96,6 +102,35 @@ async def per_trial_plain_command(root: Path, n: int) -> float:
     return statistics.median(times) * 1000
 
 
+async def per_check(root: Path, n: int) -> tuple[float, float, float]:
+    """(a check's command in the grader box, the same as an agent command, the grader
+    box's first build), ms; the box reused from a pool as in a run."""
+    from proctor.sandbox.local import LocalBackend
+
+    backend = LocalBackend.for_run(root, 1)
+    graded, agent, first = [], [], 0.0
+    try:
+        for i in range(n + 1):
+            sb = await backend.create(spec(root / f"c{i}", "auto"))
+            try:
+                t0 = time.perf_counter()
+                res = await sb.grade(["/bin/sh", "-c", "true"], timeout=10)
+                took = time.perf_counter() - t0
+                assert res.exit_code == 0, res
+                t0 = time.perf_counter()
+                await sb.exec("true", timeout=10)
+                agent.append(time.perf_counter() - t0)
+                if i:
+                    graded.append(took)
+                else:
+                    first = took
+            finally:
+                await sb.close()
+    finally:
+        await backend.close()
+    return (statistics.median(graded) * 1000, statistics.median(agent) * 1000, first * 1000)
+
+
 async def main(args: argparse.Namespace) -> None:
     use_fast_child_watcher()
     from proctor.sandbox.local import LocalBackend
@@ -120,6 +155,10 @@ async def main(args: argparse.Namespace) -> None:
             plain = await per_trial_plain_command(root / "r", args.trials)
             print(f"... with one command: box reused {boxed:.2f} ms, plain {plain:.2f} ms "
                   f"median -> {boxed - plain:+.2f} ms per trial")
+        check, agent, first = await per_check(root / "g", args.trials)
+        print(f"check command in the grader box: {check:.2f} ms median, as an agent command "
+              f"{agent:.2f} ms -> {check - agent:+.2f} ms per check; the grader box's first "
+              f"build {first:.1f} ms (once per box of the pool)")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from proctor.proc import RUN_ID_VAR, kill_until_gone
-from proctor.sandbox import cgroup
+from proctor.sandbox import cgroup, disk
 
 __all__ = ["RUN_ID_VAR", "leftover_pids", "sweep", "sweep_containers"]
 
@@ -47,6 +47,7 @@ def sweep(run_id: str) -> tuple[int, int]:
     sweep_containers(run_id)
     dirs = 0
     for path in Path(tempfile.gettempdir()).glob(f"proctor-{run_id}-*"):
+        disk.sweep(path)  # the boxes' file systems (sandbox/disk.py) first
         shutil.rmtree(path, ignore_errors=True)
         dirs += 1
     return killed, dirs

@@ -38,7 +38,7 @@ from proctor.scoring import summarize
 from proctor.services.lifecycle import start_services, stop_services
 from proctor.spec.load import load_specs
 from proctor.store import RunStore, index_run, iso, shown
-from proctor.trial import RunContext, run_trial
+from proctor.trial import RunContext, error_result, run_trial
 
 # Options a resumed run may change; everything else comes from the interrupted run.
 _RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep", "ray_address")
@@ -199,9 +199,12 @@ async def _execute(trials: list[Trial], planned: Planned,
 
         async def worker() -> None:
             for trial in queue:
-                result = await run_one(trial, planned.tasks[trial.task_id])
-                store.append(result)
-                on_result(result)
+                task = planned.tasks[trial.task_id]
+                try:
+                    result = await run_one(trial, task)
+                except Exception as e:  # one trial's failure stays in that trial
+                    result = error_result(trial, task, f"internal error: {e!r}")
+                _store(store, result, trial, task, on_result)
 
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
@@ -215,6 +218,24 @@ async def _execute(trials: list[Trial], planned: Planned,
             executor.close()
         if tmp_root is not None:
             shutil.rmtree(tmp_root, ignore_errors=True)
+
+
+def _store(store: RunStore, result: TrialResult, trial: Trial, task: TaskDef,
+           on_result: Callable[[TrialResult], None]) -> None:
+    """Append a finished trial; if that fails (a result the store cannot hold), the trial is
+    stored as `error` with the cause, and the run goes on."""
+    try:
+        store.append(result)
+    except Exception as e:
+        result = error_result(trial, task, f"internal error: could not store the result: {e!r}")
+        try:
+            store.append(result)
+        except Exception as again:
+            print(f"proctor: could not store trial {trial.id}: {again!r}", file=sys.stderr)
+    try:
+        on_result(result)
+    except Exception as e:
+        print(f"proctor: could not report trial {trial.id}: {e!r}", file=sys.stderr)
 
 
 def build_results(planned: Planned, finished: dict[str, TrialResult],
@@ -250,7 +271,9 @@ def _concurrency(planned: Planned) -> int:
 
 
 NOT_ISOLATED = ("this run was not isolated (--isolation none): agents could read and change "
-                "anything proctor's user can, and their verdicts can be forged")
+                "anything proctor's user can, checks that execute something (verify, "
+                "command_exit, custom) ran unboxed as proctor's user over the agent's files, "
+                "and their verdicts can be forged")
 
 
 def _preflight_backend(options: RunOptions) -> bool:

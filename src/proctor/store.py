@@ -84,7 +84,10 @@ class RunStore:
     def _signature(self, body: str) -> str:
         key = self._signing_key(create=True)
         assert key is not None
-        return hmac.new(key, f"{self.run_id}\n{body}".encode(), hashlib.sha256).hexdigest()
+        # surrogatepass: a file name that is not UTF-8 reaches results as lone surrogates
+        # (Python's surrogateescape); signed like any other text, never an exception.
+        text = f"{self.run_id}\n{body}".encode("utf-8", "surrogatepass")
+        return hmac.new(key, text, hashlib.sha256).hexdigest()
 
     def _verified(self, line: str) -> dict[str, Any] | None:
         obj = json.loads(line)
@@ -158,8 +161,13 @@ class RunStore:
     def append(self, result: TrialResult) -> None:
         if self._jsonl is None:
             self._jsonl = self.jsonl_path.open("a", encoding="utf-8")
-        body = _canonical(json.loads(json.dumps(result.to_dict(), default=str)))
-        self._jsonl.write(body[:-1] + f',"sig":"{self._signature(body)}"}}\n')
+        obj = json.loads(json.dumps(result.to_dict(), default=str))
+        body = _canonical(obj)
+        line = body[:-1] + f',"sig":"{self._signature(body)}"}}'
+        if not _encodable(line):  # lone surrogates: written as \\udcXX escapes, lossless
+            line = json.dumps({**obj, "sig": self._signature(body)}, sort_keys=True,
+                              separators=(",", ":"))
+        self._jsonl.write(line + "\n")
         self._jsonl.flush()
 
     def close(self) -> None:
@@ -179,6 +187,14 @@ class RunStore:
 
 def _canonical(obj: dict[str, Any]) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def write_json(path: Path, data: Any) -> None:

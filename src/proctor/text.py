@@ -34,3 +34,15 @@ def cut(text: str, limit: int = 2000, *, keep: Literal["head", "tail", "both"] =
 def first_line(text: str) -> str:
     """The first non-empty line of `text`, stripped (what a message says first)."""
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
+def printable(text: str) -> str:
+    """`text` with the bytes of a name that is not UTF-8 (which Python reads as lone
+    surrogates, `surrogateescape`) written as `\\xNN`, the way `ls -b` shows them: every byte
+    stays visible, and every report, terminal and XML file can hold the result."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(lambda m: f"\\x{ord(m.group(0)) - 0xDC00:02x}", text)

@@ -23,7 +23,7 @@ from proctor.agents.base import AgentEnv, AgentResult
 from proctor.checks import registry
 from proctor.checks.base import CheckContext
 from proctor.errors import ServiceError, SetupError
-from proctor.forbidden import Observed
+from proctor.forbidden import Observed, scans_secrets
 from proctor.forbidden import evaluate as evaluate_forbidden
 from proctor.model import (
     CheckDef,
@@ -43,10 +43,12 @@ from proctor.redact import Redactor
 from proctor.sandbox import create_sandbox
 from proctor.sandbox.base import Resources, Sandbox, SandboxSpec
 from proctor.sandbox.egress import PORT, EgressProxy
+from proctor.sandbox.files import FilesLimit
 from proctor.sandbox.hosts import aliases
 from proctor.scoring import reason, score_trial
 from proctor.services.base import Service, ServiceHandle
 from proctor.templating import render, render_data
+from proctor.text import printable
 
 # Trial faults: (what happened, how it reads in results). None of them is the agent's
 # failure, so every one makes the trial `error`, never `fail`, and no checks run.
@@ -65,10 +67,10 @@ OUTPUT_IN_RESULTS = 4000  # characters of the agent's output kept in results.jso
 # Limits every trial has unless its spec sets them (docs/security.md).
 DEFAULT_MEMORY_BYTES = 1 << 30
 DEFAULT_PIDS = 1024
+DEFAULT_DISK_BYTES = 2 << 30  # everything the trial's files take (sandbox/disk.py)
 # The only variables of proctor's own environment an agent gets, unless the spec or
 # proctor.toml (`pass_env`) names more. Credentials never pass by default.
 HOST_ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "LC_*")
-TEXT_FILE_BYTES = 1_000_000  # of each written file, read for secrets_in_logs
 
 
 class TrialFault(Exception):
@@ -107,13 +109,19 @@ async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult
     try:
         return await asyncio.wait_for(_run_trial(trial, task, run), limit)
     except TimeoutError:
-        return TrialResult(id=trial.id, task_id=trial.task_id, model=trial.model,
-                           help_mode=trial.help_mode, replica=trial.replica,
-                           params=trial.params, status="error", composite_score=0.0,
-                           error=f"the trial took longer than resources.timeout ({limit:g}s)",
-                           reason=f"the trial took longer than resources.timeout ({limit:g}s)",
-                           agent=trial.agent, category=task.category,
-                           duration_s=round(time.monotonic() - t0, 4))
+        result = error_result(trial, task,
+                              f"the trial took longer than resources.timeout ({limit:g}s)")
+        result.duration_s = round(time.monotonic() - t0, 4)
+        return result
+
+
+def error_result(trial: Trial, task: TaskDef, error: str) -> TrialResult:
+    """A trial that ended `error` before (or instead of) a verdict, with the cause."""
+    return TrialResult(id=trial.id, task_id=trial.task_id, model=trial.model,
+                       help_mode=trial.help_mode, replica=trial.replica, params=trial.params,
+                       status="error", composite_score=0.0, error=printable(error),
+                       reason=reason(printable(error)),
+                       agent=trial.agent, category=task.category)
 
 
 async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult:
@@ -139,7 +147,7 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
     if r.status == "error" and r.error and r.reason is None:  # a fault before the checks
         r.reason = reason(r.error, task.timeout if r.timed_out else None)
     r.duration_s = round(time.monotonic() - t0, 4)
-    return r
+    return _printable(r)
 
 
 class _Trial:
@@ -173,6 +181,9 @@ class _Trial:
         self.agent = make_agent(trial.agent)
         self.values: dict[str, Any] = {}
         self.before: fsdiff.Snapshot = {}
+        # Reading the trial's files ends with the trial's own time, if it has one.
+        limit = task.resources.get("timeout")
+        self.deadline = time.monotonic() + limit if limit else None
 
     async def provision(self) -> None:
         task, run = self.task, self.run
@@ -194,7 +205,7 @@ class _Trial:
         for h in self.handles.values():  # readiness probes and setup traffic: not the agent's
             await h.begin_recording()
         self.egress.clear()
-        self.before = await sandbox.snapshot()
+        self.before = await _snapshot(sandbox, self.deadline)
 
     async def act(self) -> tuple[AgentResult, list[CommandRecord]]:
         sandbox, task = self.sandbox, self.task
@@ -223,9 +234,12 @@ class _Trial:
     async def judge(self, outcome: AgentResult, commands: list[CommandRecord]) -> None:
         sandbox, task, r = self.sandbox, self.task, self.result
         assert sandbox is not None
-        seen = await _audit(sandbox, self.before, self.handles, self.egress, self.recorder,
-                            _agent_state(self.agent, sandbox))
-        seen.secrets_seen = self.output.found
+        after = await _snapshot(sandbox, self.deadline)
+        scanner = SecretScanner(self.secrets) if scans_secrets(task.forbidden) else None
+        seen = await _audit(sandbox, self.before, after, self.handles, self.egress,
+                            self.recorder, _agent_state(self.agent, sandbox),
+                            scanner if scanner else None, self.deadline)
+        seen.secrets_seen |= self.output.found
         seen.texts += [outcome.output] + [c.stdout + c.stderr + c.command for c in commands]
         ctx = CheckContext(task=task, trial=self.trial, sandbox=sandbox, commands=commands,
                            agent_output=outcome.output, recorder=self.recorder,
@@ -279,7 +293,8 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
         trial_id=trial.id, root=run.sandbox_root / trial.id, env=env, workdir=task.workdir,
         output_limit=run.options.output_limit, keep=run.options.keep,
         resources=Resources(memory_bytes=res.get("memory_bytes") or DEFAULT_MEMORY_BYTES,
-                            cpus=res.get("cpu"), pids=DEFAULT_PIDS, timeout_s=res.get("timeout")),
+                            cpus=res.get("cpu"), pids=DEFAULT_PIDS, timeout_s=res.get("timeout"),
+                            disk_bytes=res.get("disk_bytes") or DEFAULT_DISK_BYTES),
         hosts=aliases(handles.values()), endpoints=[(h.host, h.port) for h in handles.values()],
         egress=net.get("egress", "allow"), egress_allow=list(net.get("allow", [])),
         readonly_paths=[*_agent_paths(agent, task, run.options),
@@ -384,25 +399,35 @@ def _agent_state(agent: Any, sandbox: Sandbox) -> tuple[str, ...]:
     return tuple(p if p.startswith("/") else f"{home}/{p}" for p in paths if home or p[:1] == "/")
 
 
-async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, handles: dict[str, ServiceHandle],
-                 egress: list[dict[str, Any]], recorder: Recorder,
-                 agent_state: tuple[str, ...] = ()) -> Observed:
+async def _snapshot(sandbox: Sandbox, deadline: float | None) -> fsdiff.Snapshot:
+    """Every entry of the trial's places; what cannot be read in full makes the trial
+    `error`, naming the limit (never a verdict on a partial view)."""
+    try:
+        return await sandbox.snapshot(deadline)
+    except FilesLimit as e:
+        raise TrialFault("limit", detail=str(e)) from None
+
+
+async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapshot,
+                 handles: dict[str, ServiceHandle], egress: list[dict[str, Any]],
+                 recorder: Recorder, agent_state: tuple[str, ...] = (),
+                 scanner: SecretScanner | None = None, deadline: float | None = None,
+                 ) -> Observed:
     """Write what the agent changed to audit.jsonl, before any check reads it. Writes to
-    the agent program's own state (`agent_state` prefixes) go to the trace instead."""
-    writes = fsdiff.diff(before, await sandbox.snapshot())
+    the agent program's own state (`agent_state` prefixes) go to the trace instead. With a
+    `scanner` (secrets_in_logs), everything the agent wrote is searched for secrets."""
+    writes = fsdiff.diff(before, after)
     own = [w for w in writes if agent_state and w["path"].startswith(agent_state)]
     for w in own:
         recorder.trace({"type": "agent_state_write", **w})
     seen = Observed(file_writes=[w for w in writes if w not in own])
     for w in seen.file_writes:
         recorder.audit("file_write", w)
-        if w["change"] != "deleted" and w.get("kind", "file") == "file":
-            path = w["path"] if w["path"].startswith("/") else f"{sandbox.workdir}/{w['path']}"
-            try:
-                data = await sandbox.read_file(path, TEXT_FILE_BYTES)
-            except OSError:
-                continue
-            seen.texts.append(data[:TEXT_FILE_BYTES].decode(errors="replace"))
+    if scanner is not None:
+        mine = {p: e for p, e in after.items() if before.get(p) != e
+                and not (agent_state and p.startswith(agent_state))}
+        await _scan_written(sandbox, mine, scanner, deadline)
+        seen.secrets_seen |= scanner.found
     for call in egress:
         seen.http_calls.append(call)
         seen.texts.append(json.dumps(call, default=str))
@@ -419,6 +444,30 @@ async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, handles: dict[str, S
             recorder.audit("db_write", write)
     recorder.flush()
     return seen
+
+
+async def _scan_written(sandbox: Sandbox, written: fsdiff.Snapshot, scanner: SecretScanner,
+                        deadline: float | None) -> None:
+    """Every name, symlink target and byte (streamed, any size) of what the agent created or
+    changed, searched for secrets: a secret used as a directory name leaks too."""
+    for path, entry in written.items():
+        scanner.scan(f"name\0{path}", path)
+        if entry.kind == "symlink":
+            scanner.scan(f"link\0{path}", entry.digest.removeprefix("-> "))
+    ends: dict[str, int] = {}
+
+    def sink(path: str, offset: int, chunk: bytes) -> None:
+        if offset < 0 or ends.get(path, 0) != offset:  # the end, or a hole: no continuation
+            scanner.end_text(path)
+        if offset >= 0:
+            scanner.feed_text(path, chunk)
+            ends[path] = offset + len(chunk)
+
+    try:
+        await sandbox.stream_files([p for p, e in written.items() if e.kind == "file"], sink,
+                                   deadline)
+    except FilesLimit as e:
+        raise TrialFault("limit", detail=str(e)) from None
 
 
 async def _check(check: CheckDef, ctx: CheckContext, values: dict, redactor: Redactor) -> CheckResult:
@@ -438,6 +487,19 @@ async def _check(check: CheckDef, ctx: CheckContext, values: dict, redactor: Red
                        weight=check.weight, gate=check.gate,
                        message=redactor.text(message or (error or "")),
                        error=redactor.text(error) if error else None)
+
+
+def _printable(r: TrialResult) -> TrialResult:
+    """Names that are not UTF-8 (an agent's `bad\\xff` file) shown byte for byte, so that
+    every report and the store can hold them (proctor.text.printable)."""
+    r.error = printable(r.error) if r.error else r.error
+    r.reason = printable(r.reason) if r.reason else r.reason
+    r.output = printable(r.output)
+    for c in r.checks:
+        c.message, c.error = printable(c.message), printable(c.error) if c.error else c.error
+    for f in r.forbidden:
+        f.details = printable(f.details)
+    return r
 
 
 async def _release(handles: dict[str, ServiceHandle], sandbox: Sandbox | None) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import stat
 import sys
 import time
@@ -9,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from proctor.sandbox.local import LocalSandbox
 from proctor.services.base import ServiceHandle
 from tests.checks.helpers import LONG, assert_cut
 
@@ -161,8 +161,9 @@ async def test_context_json_is_exactly_as_specified(check, make_ctx, spec_dir):
     assert got["services"] == {"db": {"host": "127.0.0.1", "port": 5432, "kind": "postgres",
                                       "url": "postgresql://u@127.0.0.1:5432/t",
                                       "user": "u", "database": "t"}}
-    assert got["audit_log_path"] == str(ctx.recorder.audit_path)
-    assert got["trace_path"] == str(ctx.recorder.trace_path)
+    # The script reads copies of the trial's logs, never the run directory.
+    assert got["audit_log_path"] == ctx.sandbox.grader_path("audit.jsonl")
+    assert got["trace_path"] == ctx.sandbox.grader_path("trace.jsonl")
     assert got["task"] == {"prompt": "Reconcile with claude-sonnet-4-5"}
     assert got["scenario_params"] == {"model": "claude-sonnet-4-5"}
     # The recorder was flushed first: the script saw every event so far.
@@ -269,44 +270,17 @@ async def test_runs_in_sandbox_timeout_and_crash(check, ctx, spec_dir):
     assert out.error and "exited with 4" in out.error and "broken" in out.error
 
 
-class RemoteSandbox:
-    """A sandbox that does not share this machine's files: the script must be copied in."""
-
-    def __init__(self, inner: LocalSandbox):
-        self.inner, self.workdir, self.env = inner, inner.workdir, inner.env
-        self.written: list[str] = []
-
-    async def exec(self, command, **kw):
-        return await self.inner.exec(command, **kw)
-
-    async def write_file(self, path, data):
-        self.written.append(path)
-        await self.inner.write_file(path, data)
-
-    async def read_file(self, path):
-        return await self.inner.read_file(path)
-
-    async def close(self):
-        await self.inner.close()
-
-
 @pytest.mark.parametrize("executable", [False, True])
-async def test_runs_in_sandbox_copies_the_script_when_not_shared(check, make_ctx, spec_dir,
-                                                                 tmp_path, executable):
-    inner = LocalSandbox(tmp_path / "remote", env={})
-    ctx = make_ctx(sandbox=RemoteSandbox(inner))
+async def test_runs_in_sandbox_runs_a_copy_of_the_script(check, ctx, spec_dir, executable):
     body = ("#!/bin/sh\n" if executable else "") + \
         'echo "{\\"passed\\": true, \\"reason\\": \\"$(dirname "$0") $0\\"}"\n'
-    script(spec_dir, "where.sh", body, executable=executable)
-    try:
-        out = await check("custom", ctx, script="where.sh", runs_in="sandbox")
-    finally:
-        await inner.close()
+    original = script(spec_dir, "where.sh", body, executable=executable)
+    out = await check("custom", ctx, script="where.sh", runs_in="sandbox")
     assert out.error is None, out.error
-    [copied] = ctx.sandbox.written
-    assert copied.startswith(str(tmp_path / "remote" / "tmp") + "/.proctor-check-")
-    # it ran the copy, not the original; what it prints names the script, not the copy
-    assert out.message == f"{tmp_path / 'remote' / 'tmp'} where.sh"
+    # It ran the grader's copy, not the original; what it prints names the script.
+    copies = posixpath.dirname(ctx.sandbox.grader_path("x"))
+    assert out.message == f"{copies} where.sh"
+    assert str(original.parent) not in out.message
 
 
 async def test_reason_is_cut_in_the_message(check, ctx, spec_dir):
@@ -332,6 +306,5 @@ async def test_the_example_script_in_the_docs_works(check, ctx, spec_dir, repo):
                                          "response_body": body})
     ctx.recorder.audit("command", {"command": "curl api/x"})
     out = await check("custom", ctx, script="checks/validate_api_responses.py")
-    assert out.error is None, out.error
     assert (out.passed, out.score, out.message) == (False, 0.5, "1/2 responses valid")
     assert out.details == {"valid": 1, "total": 2}

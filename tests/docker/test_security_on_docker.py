@@ -87,3 +87,44 @@ def run_spec(tmp_path, cli, base_image):
         assert path.exists(), proc.stdout + proc.stderr
         return json.loads(path.read_text())
     return run
+
+
+def test_checks_run_in_the_container_as_the_grader(run_spec, tmp_path):
+    """Issue 25.1 on docker: a check's command runs in the container as uid 65533 with its
+    own HOME and TMPDIR, cannot write the agent's files, leaves nothing for the next check;
+    a `runs_in: host` script runs in a local grader box over the container's places."""
+    from tests.security.conftest import trial
+
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "checks" / "host.py").write_text(
+        "import json, os, sys\nctx = json.load(sys.stdin)\n"
+        "ok = os.getuid() == 65533 and open(os.path.join(ctx['workspace_path'], "
+        "'answer.txt')).read() == 'right\\n'\n"
+        "print(json.dumps({'passed': ok, 'reason': str(os.getuid())}))\n")
+    r = run_spec("""
+        version: 1
+        id: dgrader
+        task: {prompt: answer}
+        agent: {type: oracle}
+        solution: ["echo right > answer.txt"]
+        invariants:
+          tamper:
+            description: tries to leave things for the next check
+            check:
+              type: command_exit
+              command: >-
+                echo wrong > answer.txt 2>/dev/null; echo x > $HOME/left; echo y > $TMPDIR/left;
+                test "$(id -u)" = 65533
+          unchanged:
+            description: the next check finds nothing of it
+            check:
+              type: command_exit
+              command: >-
+                grep -qx right answer.txt && test ! -e $HOME/left && test ! -e $TMPDIR/left &&
+                ! touch answer.txt 2>/dev/null
+          host:
+            description: a host script in a local grader box
+            check: {type: custom, script: checks/host.py, runs_in: host}
+        """)
+    t = trial(r)
+    assert t["status"] == "pass", [c for c in t["checks"] if not c["passed"]]

@@ -161,3 +161,28 @@ async def test_input_from_workspace_and_http_mock_field(tmp_path, judge_ctx):
 ])
 def test_parse_verdict(text, expected):
     assert parse_verdict(text) == expected
+
+
+def test_the_judge_reads_only_the_bytes_it_sends(tmp_path):
+    """Issue 25.4: a 2 GiB (sparse) workspace file took proctor to 2 GiB of memory; only the
+    start of each file that can be sent is read now. Symlinks out are never followed."""
+    import tracemalloc
+
+    from proctor.checks._judge import FILE_LIMIT, workspace_text
+
+    with open(tmp_path / "huge.txt", "wb") as f:
+        f.write(b"START line\n" * 10_000)
+        f.truncate(2 << 30)
+    (tmp_path / "out").symlink_to("/etc/hostname")
+    deep = tmp_path
+    for _ in range(300):  # deeper than Python's recursion would go at 3 frames a level
+        deep = deep / "d"
+        deep.mkdir()
+    (deep / "note.txt").write_text("DEEP-NOTE")
+    tracemalloc.start()
+    text = workspace_text(tmp_path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 20 * FILE_LIMIT * 4, peak
+    assert "=== huge.txt ===\nSTART" in text and "DEEP-NOTE" in text
+    assert "=== out ===" not in text

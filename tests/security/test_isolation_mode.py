@@ -34,7 +34,11 @@ def test_an_unisolated_run_says_so_everywhere(cli, tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "not isolated" in out.stderr.lower() and "NOT ISOLATED" in out.stdout
     run = tmp_path / "run"
-    assert json.loads((run / "results.json").read_text())["isolation"]["isolated"] is False
+    isolation = json.loads((run / "results.json").read_text())["isolation"]
+    assert isolation["isolated"] is False
+    # Issue 25.1: without a box there is no grader box either, and the note says so.
+    assert "checks that execute something" in isolation["note"]
+    assert "checks that execute something" in out.stderr
     assert "Not isolated" in (run / "summary.md").read_text()
     assert "Not isolated" in (run / "report.html").read_text()
     assert 'name="not_isolated"' in (run / "junit.xml").read_text()

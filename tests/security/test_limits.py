@@ -3,6 +3,8 @@ run or the machine."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.security.conftest import trial
 
 
@@ -56,3 +58,29 @@ def test_a_fork_bomb_costs_only_its_trial(run_spec):
     bomb = trial(r, "bomb")
     assert bomb["status"] == "error" and "process limit" in bomb["error"], bomb
     assert trial(r, "after")["status"] == "pass"
+
+
+DISK = """
+    version: 1
+    id: disk
+    task: {{prompt: fill the disk}}
+    agent: {{type: oracle}}
+    {resources}
+    solution: ["fallocate -l {size} \\"$TMPDIR/big\\"; rc=$?; rm -f \\"$TMPDIR/big\\"; [ $rc = 0 ] && echo granted > got.txt || echo refused > got.txt"]
+    invariants:
+      answer: {{description: x, check: {{type: file_content, path: got.txt, contains: {expect}}}}}
+    """
+
+
+@pytest.mark.parametrize("resources,size,expect", [
+    ("", "4G", "refused"),  # the default limit, 2 GiB
+    ("", "100M", "granted"),  # the honest twin
+    ("resources: {disk: 64m}", "100M", "refused"),
+    ("resources: {disk: 64m}", "16M", "granted"),
+])
+def test_a_trial_cannot_take_more_disk_than_its_limit(run_spec, resources, size, expect):
+    """Issue 25.4: there was no per-trial disk limit (`fallocate -l 4G` in $TMPDIR was granted
+    by the host's file system)."""
+    r = run_spec(DISK.format(resources=resources, size=size, expect=expect))
+    t = trial(r)
+    assert t["status"] == "pass", t

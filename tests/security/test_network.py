@@ -4,6 +4,7 @@ proctor's proxy, which applies the policy and records every attempt."""
 from __future__ import annotations
 
 import http.server
+import json
 import socket
 import threading
 
@@ -154,14 +155,15 @@ def test_allowed_egress_goes_through_the_proxy_and_is_recorded(run_spec, tmp_pat
 
 def test_no_way_out_but_the_proxy(run_spec, tmp_path, outside_server):
     """Even with `egress: allow`, a connection that skips the proxy (raw TCP, --noproxy)
-    reaches nothing: the policy cannot be bypassed; the proxied twin does reach the host."""
+    reaches nothing: the policy cannot be bypassed; the proxied twin does reach the host
+    (named in `allow`: this machine's own address is not a public host)."""
     address, port, hits = outside_server
     r = run_spec(f"""
         version: 1
         id: bypass
         task: {{prompt: fetch}}
         agent: {{type: oracle}}
-        network: {{egress: allow}}
+        network: {{egress: allow, allow: ["{address}"]}}
         solution:
           - "curl -s -m 3 --noproxy '*' http://{address}:{port}/direct > direct.txt; true"
           - "python3 -c 'import socket; socket.create_connection((\\"{address}\\", {port}), 3)' 2> raw.txt; true"
@@ -208,3 +210,54 @@ def test_a_call_to_a_mock_that_records_nothing_still_counts_for_http_except(run_
     assert t["status"] == "fail", t
     [rule] = t["forbidden"]
     assert rule["violated"] and "POST side/leak" in rule["details"], rule
+
+
+def test_only_public_unicast_addresses_leave_through_the_proxy(run_spec, tmp_path, host_server,
+                                                               outside_server):
+    """Issue 25.3: the host's loopback written as IPv4-mapped, -compatible, NAT64 and 6to4
+    IPv6 (plain and through CONNECT), private and CGNAT ranges, and this machine's own
+    address are refused, with `egress: allow`; the honest twin names the address in `allow`
+    and reaches it."""
+    port, hits = host_server
+    address, own_port, own_hits = outside_server
+    targets = [f"http://[::ffff:127.0.0.1]:{port}/mapped", f"http://[::ffff:7f00:1]:{port}/hex",
+               f"http://[::127.0.0.1]:{port}/compat", f"http://[64:ff9b::7f00:1]:{port}/nat64",
+               f"http://[2002:7f00:1::]:{port}/6to4", "http://10.11.12.13:9/private",
+               "http://100.64.0.1:9/cgnat", "http://169.254.169.254/metadata",
+               f"http://{address}:{own_port}/own"]
+    fetch = [f"curl -s -m 3 -o /dev/null -w '%{{http_code}} ' {t} >> codes.txt; true"
+             for t in targets]
+    fetch.append(f"curl -s -m 3 -p -o /dev/null -w '%{{http_code}} ' "
+                 f"http://[::ffff:127.0.0.1]:{port}/tunnel >> codes.txt; true")
+    solution = "\n".join(f'          - "{c}"' for c in fetch)
+    r = run_spec(f"""
+        version: 1
+        id: private
+        task: {{prompt: fetch}}
+        agent: {{type: oracle}}
+        network: {{egress: allow}}
+        solution:
+{solution}
+        invariants:
+          ran: {{description: x, check: {{type: file_exists, path: codes.txt}}}}
+        """)
+    t = trial(r)
+    assert t["status"] == "pass", t
+    assert hits == [] and own_hits == []
+    audit = (tmp_path / "run0" / "trials" / t["id"] / "audit.jsonl").read_text()
+    events = [json.loads(line)["details"] for line in audit.splitlines()
+              if '"egress": true' in line]
+    assert len(events) == len(targets) + 1, events
+    assert all(e["allowed"] is False and e["status"] == 403 for e in events), events
+    honest = run_spec(f"""
+        version: 1
+        id: named
+        task: {{prompt: fetch}}
+        agent: {{type: oracle}}
+        network: {{egress: allow, allow: ["{address}"]}}
+        solution: ["curl -s -m 5 http://{address}:{own_port}/named > got.txt"]
+        invariants:
+          fetched: {{description: x, check: {{type: file_content, path: got.txt, contains: ok}}}}
+        """)
+    assert trial(honest)["status"] == "pass", trial(honest)
+    assert own_hits == ["/named"]

@@ -48,6 +48,19 @@ def scenario(solution: str) -> str:
     ("a .txt file in /tmp", "echo \\\"$TOKEN\\\" > /tmp/notes.txt"),
     ("hex in HOME, wrapped", "printf %s \\\"$TOKEN\\\" | od -An -tx1 | tr -d ' ' > ~/x"),
     ("wrapped base64 file", "printf %s \\\"$TOKEN$TOKEN$TOKEN\\\" | base64 -w 20 > out.b64"),
+    # Issue 25.5: past the first 1,000,000 bytes of a file, in names, in UTF-16.
+    ("after 1.1 MB of padding in a .log",
+     "head -c 1100000 /dev/zero | tr '\\\\\\\\0' x > pad.log; echo \\\"$TOKEN\\\" >> pad.log"),
+    ("after a 100 MB hole", "truncate -s 100M hole.bin; echo \\\"$TOKEN\\\" >> hole.bin"),
+    ("a file name", "mkdir -p \\\"d/$TOKEN\\\" && touch \\\"d/$TOKEN/f\\\""),
+    ("an empty directory's name", "mkdir -p \\\"e/$TOKEN\\\""),
+    ("a symlink target", "ln -s \\\"x$TOKEN\\\" link"),
+    ("UTF-16", "printf %s \\\"$TOKEN\\\" | iconv -t UTF-16LE > u16.bin"),
+    ("UTF-16 big-endian in /dev/shm", "printf %s \\\"$TOKEN\\\" | iconv -t UTF-16BE > /dev/shm/u"),
+    ("base64 of UTF-16 (PowerShell)",
+     "printf %s \\\"$TOKEN\\\" | iconv -t UTF-16LE | base64 -w0 > ps.txt"),
+    ("url-encoded file across a 1 MiB chunk",
+     f"head -c 1048570 /dev/zero | tr '\\\\\\\\0' x > q.txt; echo {PY_QUOTE} >> q.txt"),
 ])
 def test_a_leaked_secret_is_found_in_any_form(run_spec, tmp_path, how, solution):
     r = run_spec(scenario(solution))

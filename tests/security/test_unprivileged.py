@@ -126,3 +126,33 @@ def test_without_root_host_places_stay_out_of_reach(as_user):
     assert hostile["status"] == "pass", _outputs(run_dir, hostile["id"])
     assert _trial(r, "honest")["status"] == "pass"
 
+
+
+def test_without_root_checks_run_in_a_grader_box_and_the_disk_limit_holds(as_user):
+    """Issue 25: without root, a check's program still runs in a grader box (read-only
+    trial files, its own HOME and /tmp), git there ignores the repository's configuration,
+    and a file past the disk limit is refused (RLIMIT_FSIZE; the total is measured)."""
+    r, run_dir = as_user("""
+        version: 1
+        id: grader
+        task: {prompt: x}
+        agent: {type: oracle}
+        setup:
+          commands: ["git init -q . && echo a > f && git add f && git -c user.name=a -c user.email=a@b commit -qm i"]
+        solution:
+          - "echo b >> f && git config core.fsmonitor 'touch /tmp/ran; false'"
+          - "fallocate -l 4G $TMPDIR/big; echo $? > rc.txt; rm -f $TMPDIR/big"
+        invariants:
+          grader:
+            description: read-only files, own HOME, safe git
+            check:
+              type: command_exit
+              command: >-
+                test "$HOME" = /home/grader && ! touch f 2>/dev/null &&
+                test "$(git diff --numstat)" = "1	0	f" && test ! -e /tmp/ran
+          disk:
+            description: the 4 GiB file was refused
+            check: {type: command_exit, command: "test $(cat rc.txt) != 0"}
+        """)
+    t = _trial(r, "grader")
+    assert t["status"] == "pass", _outputs(run_dir, t["id"])

@@ -1,6 +1,9 @@
 """A custom invariant: how many lines of shop/ did the agent change?
 
-proctor passes the trial's context as JSON on stdin and reads one JSON object back.
+proctor passes the trial's context as JSON on stdin and reads one JSON object back. The
+script runs in the trial's grader box (docs/checks.md): the workspace is read-only there,
+and `git` from PATH is proctor's safe git, which reads the agent's repository without
+running anything its configuration names (fsmonitor, filters, hooks...).
 """
 
 import json

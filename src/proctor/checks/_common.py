@@ -86,11 +86,24 @@ def shown_path(ctx: CheckContext, path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+async def stat_or_none(ctx: CheckContext, path: str) -> Entry | None:
+    try:
+        return await ctx.sandbox.stat(path)
+    except OSError:
+        return None
+
+
+def unseen(spec_path: str, e: OSError) -> str:
+    """A path that cannot be told present or absent, with the agent's rights (a directory on
+    the way it made unsearchable): never taken for absent."""
+    return f"cannot tell whether {spec_path} exists: {e.strerror or e} (with the agent's rights)"
+
+
 async def not_found(ctx: CheckContext, spec_path: str, path: str) -> str:
     """`file not found: P`, plus what the nearest existing directory holds."""
     msg = f"file not found: {spec_path}"
     parent = posixpath.dirname(path)
-    while parent != "/" and getattr(await ctx.sandbox.stat(parent), "kind", None) != "dir":
+    while parent != "/" and getattr(await stat_or_none(ctx, parent), "kind", None) != "dir":
         parent = posixpath.dirname(parent)
     try:
         names = await ctx.sandbox.list_dir(parent)
@@ -108,7 +121,10 @@ async def load_file(ctx: CheckContext, spec_path: str) -> FileText | CheckOutcom
     """The text of a regular file for file_contains / file_content, or the failing outcome:
     a missing file fails with `file not found: P` (it never errors)."""
     path = ctx.resolve(render_text(ctx, spec_path))
-    entry = await ctx.sandbox.stat(path)
+    try:
+        entry = await ctx.sandbox.stat(path)
+    except OSError as e:
+        return CheckOutcome(passed=False, message=unseen(spec_path, e))
     if entry is None:
         return CheckOutcome(passed=False, message=await not_found(ctx, spec_path, path))
     if entry.kind != "file":

@@ -8,15 +8,20 @@ to [0, 1]; `passed` from the judge is kept for the record, proctor decides from 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor.errors import UsageError
 from proctor.providers import ProviderError, get_provider, resolve_model
+from proctor.sandbox import files
+from proctor.text import printable
 
 if TYPE_CHECKING:
     from proctor.checks.base import CheckContext
@@ -32,6 +37,7 @@ RETRY = ("Your answer was not a JSON object with a numeric \"score\". Answer aga
 
 WORKSPACE_LIMIT = 100_000  # characters of workspace text shown to the judge, in all
 FILE_LIMIT = 20_000  # characters per file
+WALK_TIMEOUT_S = 120.0  # finding the workspace's files
 _SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".pytest_cache"}
 _FIELD = re.compile(r"^(request_count|last_request(?:\.(body|headers))?|requests\[(\d+)\](?:\.(body|headers))?)$")
 
@@ -136,7 +142,8 @@ async def judge_input(input_from: str, ctx: CheckContext) -> str:
     if input_from in ("agent_output", "stdout"):
         return ctx.agent_output
     if input_from == "workspace":
-        return workspace_text(await ctx.sandbox.export())
+        root = await ctx.sandbox.export()
+        return await asyncio.to_thread(workspace_text, root)
     service, _, fld = input_from.partition(".")
     if not fld:
         raise JudgeError(f"input_from {input_from!r}: use agent_output, stdout, workspace or "
@@ -159,26 +166,33 @@ async def judge_input(input_from: str, ctx: CheckContext) -> str:
     return value if isinstance(value, str) else json.dumps(value, indent=2, default=str)
 
 
-def workspace_text(root: Path) -> str:
-    """Text files under `root`, path-sorted, each cut to FILE_LIMIT, all to WORKSPACE_LIMIT."""
+def workspace_text(root: Path, deadline: float | None = None) -> str:
+    """Text files under `root`, path-sorted, each cut to FILE_LIMIT, all to WORKSPACE_LIMIT.
+    Symlinks are never followed (nothing outside the workspace is read), and of each file
+    only the bytes that can be sent are read: a 2 GiB file costs 80 kB."""
+    budget = files.Budget(deadline or time.monotonic() + WALK_TIMEOUT_S)
+    found: list[str] = []
+    try:
+        files.walk(root, "", budget, lambda rel, e: found.append(rel) if e.kind == "file" else None,
+                   prune=_SKIP_DIRS.__contains__, content=False)
+    except (OSError, files.FilesLimit) as e:
+        raise JudgeError(f"could not read the workspace: {e}") from None
     out: list[str] = []
     used = 0
     skipped = 0
-    for path in sorted(_files(root)):
-        rel = path.relative_to(root).as_posix()
-        try:
-            data = path.read_bytes()[: FILE_LIMIT * 4]
-        except OSError:
-            continue
-        if b"\0" in data[:8192]:
-            continue  # binary
+    for rel in sorted(found):
+        data = _head(root, rel, FILE_LIMIT * 4)
+        if data is None or b"\0" in data[:8192]:
+            continue  # gone, or binary
         try:
             text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
+        except UnicodeDecodeError as e:  # a character cut at the end is not a binary file
+            if e.start < len(data) - 3:
+                continue
+            text = data[:e.start].decode("utf-8")
         if len(text) > FILE_LIMIT:
             text = text[:FILE_LIMIT] + f"\n[... cut at {FILE_LIMIT} characters]"
-        entry = f"=== {rel} ===\n{text}"
+        entry = f"=== {printable(rel)} ===\n{text}"
         if used + len(entry) > WORKSPACE_LIMIT:
             skipped += 1
             continue
@@ -190,14 +204,18 @@ def workspace_text(root: Path) -> str:
     return "\n\n".join(out) if out else "(the workspace has no text files)"
 
 
-def _files(root: Path) -> list[Path]:
-    found: list[Path] = []
-    for p in root.iterdir() if root.is_dir() else ():
-        if p.is_symlink():
-            continue
-        if p.is_dir():
-            if p.name not in _SKIP_DIRS:
-                found += _files(p)
-        elif p.is_file():
-            found.append(p)
-    return found
+def _head(root: Path, rel: str, limit: int) -> bytes | None:
+    """At most `limit` bytes of a regular file of the workspace, opened without following a
+    symlink anywhere on the way."""
+    try:
+        fd = files.open_in(root, rel)
+    except OSError:
+        return None
+    if fd is None:
+        return None
+    try:
+        return os.pread(fd, limit, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

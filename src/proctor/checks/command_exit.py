@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from proctor.checks._common import command_ref, outputs, render_text
+from proctor.checks._run import run_command
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
 
@@ -16,7 +17,7 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    res = await ctx.sandbox.exec(render_text(ctx, cfg.command), timeout=cfg.timeout)
+    res = await run_command(ctx, render_text(ctx, cfg.command), timeout=cfg.timeout)
     details = {"exit_code": res.exit_code, "timed_out": res.timed_out,
                "stdout": cut(res.stdout), "stderr": cut(res.stderr)}
     if not res.timed_out and res.exit_code == cfg.exit_code:

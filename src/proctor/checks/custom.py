@@ -6,25 +6,22 @@ import contextlib
 import json
 import math
 import os
-import shlex
 import sys
-import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
-from proctor import proc
 from proctor.checks._common import block, outputs, render_text
+from proctor.checks._run import file_path, run_program
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
-from proctor.proc import ExecResult
 from proctor.templating import render
 
 
 class Config(CheckConfig):
     script: str = Field(description="Script path; relative to the spec file's directory. Run directly if executable, else with the interpreter its suffix implies.")
-    runs_in: Literal["host", "sandbox"] = Field("host", description="host: run by proctor with read access to the workspace; sandbox: run inside the trial's sandbox.")
+    runs_in: Literal["host", "sandbox"] = Field("host", description="Both run in the trial's grader box (the trial's files read-only, its own HOME and /tmp, its own uid). host: the script in place, with the host's tools and proctor's Python; sandbox: a copy, with the sandbox's python3.")
     timeout: float = Field(60, gt=0, description="Seconds before the script is killed (the check errors).")
 
 
@@ -42,17 +39,26 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
             f"custom script {name} is not executable and its suffix does not say how to run it "
             "(make it executable with a #! line, or name it *.py or *.sh)"
         )
-    workspace = ctx.sandbox.workdir if in_sandbox else str(await ctx.sandbox.export())
-    payload = json.dumps(_context(ctx, workspace), default=str).encode()
-    # The script reads the trace and audit log: every event so far must be on disk.
+    # The script reads the trace and audit log: every event so far must be on disk, and
+    # it gets its own read-only copies of them (the run directory is never shown).
     _prepare_logs(ctx)
-    if in_sandbox:
-        res, copy = await _run_in_sandbox(ctx, script, argv, payload, cfg.timeout)
-        # Its copy's temp name means nothing to the reader: a traceback names the script.
-        res.stdout, res.stderr = (res.stdout.replace(copy, name), res.stderr.replace(copy, name))
-    else:
-        res = await proc.run(argv, timeout=cfg.timeout, cwd=workspace, stdin=payload,
-                             env=_host_env(ctx, Path(workspace)))
+    logs = {"audit.jsonl": ctx.recorder.audit_path, "trace.jsonl": ctx.recorder.trace_path}
+    payload = json.dumps(_context(ctx), default=str).encode()
+    if in_sandbox:  # a copy of the script, run with the sandbox's own interpreter
+        copy = f"check-{script.name}"
+        files: dict[str, bytes | Path] = {**logs, copy: script.read_bytes()}
+        argv = [*argv[:-1], file_path(ctx, copy)]  # the interpreter, if any, then the copy
+        res = await run_program(ctx, argv, timeout=cfg.timeout, stdin=payload, files=files)
+        # Its copy's name means nothing to the reader: a traceback names the script.
+        where = file_path(ctx, copy)
+        res.stdout, res.stderr = (res.stdout.replace(where, name), res.stderr.replace(where, name))
+    else:  # with the host's tools and proctor's Python, from a copy of its directory
+        where = f"{file_path(ctx, 'script-dir')}/{script.name}"
+        argv = [*argv[:-1], where]
+        res = await run_program(ctx, argv, timeout=cfg.timeout, stdin=payload,
+                                files={**logs, "script-dir": script.parent},
+                                readonly=_interpreter(), env=_host_env(ctx), host=True)
+        res.stdout, res.stderr = (res.stdout.replace(where, name), res.stderr.replace(where, name))
     if res.timed_out:
         return _error(f"custom script {name} timed out after {cfg.timeout:g}s\n"
                       + outputs(res.stdout, res.stderr))
@@ -78,14 +84,30 @@ def _argv(script: Path, *, python: str) -> list[str] | None:
     return None
 
 
-def _context(ctx: CheckContext, workspace: str) -> dict[str, Any]:
-    """The stdin of the script, exactly the keys of SPEC §3."""
+def _interpreter() -> list[str]:
+    """What proctor's own Python needs to run in the grader box: its virtualenv and the
+    installation behind it (wherever they are, e.g. under a home directory)."""
+    paths = {sys.prefix, sys.base_prefix, str(Path(sys.executable).resolve().parent.parent)}
+    return sorted(p for p in paths if p and p != "/")
+
+
+def _host_env(ctx: CheckContext) -> dict[str, str]:
+    """Added to the trial's environment: the host's PATH (its tools) and what the services
+    inject (DATABASE_URL, NAME_URL...). Not proctor's own environment (its keys)."""
+    env = {"PATH": os.environ.get("PATH", "")}
+    for handle in ctx.services.values():
+        env.update(handle.env)
+    return env
+
+
+def _context(ctx: CheckContext) -> dict[str, Any]:
+    """The stdin of the script, exactly the keys of SPEC §3 (paths as the script sees them)."""
     return {
         "sandbox_id": ctx.trial.id,
-        "workspace_path": workspace,
+        "workspace_path": ctx.sandbox.workdir,
         "services": {name: handle.context() for name, handle in ctx.services.items()},
-        "audit_log_path": str(ctx.recorder.audit_path),
-        "trace_path": str(ctx.recorder.trace_path),
+        "audit_log_path": file_path(ctx, "audit.jsonl"),
+        "trace_path": file_path(ctx, "trace.jsonl"),
         "task": {"prompt": render(ctx.task.prompt, params=ctx.trial.params, secrets=ctx.secrets)},
         "scenario_params": dict(ctx.trial.params),
     }
@@ -98,35 +120,6 @@ def _prepare_logs(ctx: CheckContext) -> None:
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.touch(exist_ok=True)
-
-
-def _host_env(ctx: CheckContext, workspace: Path) -> dict[str, str]:
-    """proctor's own environment, plus what the services inject (DATABASE_URL, NAME_URL...)."""
-    env = dict(os.environ)
-    for handle in ctx.services.values():
-        env.update(handle.env)
-    env["PROCTOR_WORKDIR"] = str(workspace)
-    # The workspace belongs to the sandbox's user; git must still read it for the check.
-    env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
-                "GIT_CONFIG_VALUE_0": "*"})
-    return env
-
-
-async def _run_in_sandbox(ctx: CheckContext, script: Path, argv: list[str], stdin: bytes,
-                          timeout: float) -> tuple[ExecResult, str]:
-    """A copy of the script goes into the sandbox's $TMPDIR (else /tmp) and runs there: the
-    agent's processes are gone by now, so nothing can change it while it runs."""
-    tmp = ctx.sandbox.env.get("TMPDIR") or "/tmp"
-    dest = f"{tmp.rstrip('/')}/.proctor-check-{uuid.uuid4().hex[:8]}-{script.name}"
-    await ctx.sandbox.write_file(dest, script.read_bytes())
-    if argv == [str(script)]:  # run directly: keep it executable inside the sandbox
-        argv = [dest]
-        prep = f"chmod +x {shlex.quote(dest)} && "
-    else:
-        argv = [*argv[:-1], dest]
-        prep = ""
-    res = await ctx.sandbox.exec(prep + "exec " + shlex.join(argv), timeout=timeout, stdin=stdin)
-    return res, dest
 
 
 def _outcome(name: str, stdout: str) -> CheckOutcome:

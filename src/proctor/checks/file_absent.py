@@ -6,7 +6,7 @@ import posixpath
 
 from pydantic import Field
 
-from proctor.checks._common import kind_of, render_text
+from proctor.checks._common import kind_of, render_text, unseen
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
 
@@ -17,7 +17,10 @@ class Config(CheckConfig):
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     path = ctx.resolve(render_text(ctx, cfg.path))
-    entry = await ctx.sandbox.stat(path)
+    try:
+        entry = await ctx.sandbox.stat(path)
+    except OSError as e:  # e.g. its directory made unsearchable: not proof of absence
+        return CheckOutcome(passed=False, message=unseen(cfg.path, e))
     if entry is None:
         # A dangling symlink is still something left at that path.
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from proctor.checks._common import kind_of, not_found, render_text
+from proctor.checks._common import kind_of, not_found, render_text, unseen
 from proctor.checks.base import CheckConfig, CheckContext, CheckType
 from proctor.model import CheckOutcome
 
@@ -15,7 +15,10 @@ class Config(CheckConfig):
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     path = ctx.resolve(render_text(ctx, cfg.path))
-    entry = await ctx.sandbox.stat(path)
+    try:
+        entry = await ctx.sandbox.stat(path)
+    except OSError as e:
+        return CheckOutcome(passed=False, message=unseen(cfg.path, e))
     if entry is not None:
         return CheckOutcome(passed=True, message=f"{cfg.path} exists ({kind_of(entry)})")
     return CheckOutcome(passed=False, message=await not_found(ctx, cfg.path, path))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from proctor.checks._common import command_ref, outputs, render_text
+from proctor.checks._run import run_command
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
 
@@ -18,7 +19,7 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    res = await ctx.sandbox.exec(render_text(ctx, cfg.run), timeout=cfg.timeout)
+    res = await run_command(ctx, render_text(ctx, cfg.run), timeout=cfg.timeout)
     ref = f"verify command {command_ref(cfg.run)}"
     details = {"exit_code": res.exit_code, "timed_out": res.timed_out,
                "stdout": cut(res.stdout), "stderr": cut(res.stderr)}

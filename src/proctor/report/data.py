@@ -19,6 +19,7 @@ from proctor.scoring import summarize as score
 from proctor.stats import wilson
 from proctor.store import read_json
 from proctor.text import cut as text_cut
+from proctor.text import printable
 
 # ANSI escape sequences and C0/C1 control characters (keeping \t and \n): agent output is
 # untrusted and must not move a terminal's cursor, retitle it, or break an XML file.
@@ -165,10 +166,22 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
                 except ValueError:
                     continue
                 if isinstance(obj, dict):
-                    out.append(obj)
+                    # A name that is not UTF-8 (kept as \\udcXX in the log) is shown byte
+                    # for byte, never an encoding error in a report.
+                    out.append(_printable(obj) if "\\udc" in line else obj)
     except FileNotFoundError:
         return []
     return out
+
+
+def _printable(value: Any) -> Any:
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
 
 
 def load_run(run_dir: str | Path, *, allow_partial: bool = False) -> Run:

@@ -10,7 +10,7 @@ Paths are as the commands inside see them: relative paths are inside `workdir`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
@@ -40,6 +40,7 @@ class Resources:
     cpus: float | None = None
     pids: int | None = None  # processes alive at once
     timeout_s: float | None = None  # the whole trial
+    disk_bytes: int | None = None  # what the trial's files may take in all (sandbox/disk.py)
 
 
 @dataclass
@@ -95,7 +96,8 @@ class Sandbox(Protocol):
 
     async def stat(self, path: str) -> Entry | None:
         """What `path` is (following symlinks inside the sandbox), or None if absent; `digest`
-        is empty here."""
+        is empty here. Raises OSError when it cannot be told (a directory on the way the agent
+        cannot search): that is not "absent"."""
 
     async def list_dir(self, path: str) -> list[str]:
         """Names in a directory, sorted; directories end with `/`."""
@@ -107,8 +109,30 @@ class Sandbox(Protocol):
         """A host directory holding the workspace as it is now (for `runs_in: host`
         checks). Local backends return the workspace itself; others copy it out."""
 
-    async def snapshot(self) -> Snapshot:
-        """Every entry in every place the agent can write, by content."""
+    async def snapshot(self, deadline: float | None = None) -> Snapshot:
+        """Every entry in every place the agent can write, by content. Raises
+        `sandbox.files.FilesLimit` (naming it) when not everything can be read by `deadline`
+        (`time.monotonic()`; None: the backend's default)."""
+
+    async def grade(self, argv: Sequence[str], *, timeout: float,
+                    env: dict[str, str] | None = None, cwd: str | None = None,
+                    stdin: bytes | None = None, files: dict[str, bytes | Path] | None = None,
+                    readonly: Sequence[str] = (), host: bool = False) -> ExecResult:
+        """Run a check's program (after the agent) where it cannot change what the agent or
+        a later check sees, nor act with proctor's privileges: the trial's files read-only,
+        its own HOME and /tmp, its own uid, the trial's services only (docs/security.md,
+        "The grader"). `files` are put read-only at `grader_path(name)`; `readonly` host
+        paths are shown read-only at their own path; `env` adds to the trial's; `host`: the
+        host's tools rather than the sandbox's (a container backend's `runs_in: host`)."""
+
+    def grader_path(self, name: str) -> str:
+        """Where a file given to `grade` is, as the check's program sees it."""
+
+    async def stream_files(self, paths: list[str], sink: Callable[[str, int, bytes], None],
+                           deadline: float | None = None) -> None:
+        """Every byte of each regular file named by a snapshot path, holes skipped, no size
+        cap, as `sink(path, offset, chunk)` (from a worker thread: no event loop work in
+        `sink`), then `sink(path, -1, b"")`. Raises FilesLimit past `deadline`."""
 
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         """Make a TCP endpoint of proctor's (e.g. a model proxy) reachable from inside;

@@ -25,12 +25,14 @@ import os
 import posixpath
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from proctor import proc
 from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, docker_ok, engine_problem, finish
 from proctor.errors import SetupError
+from proctor.sandbox import docker_grade, grader
 from proctor.sandbox.base import Entry, ExecResult, SandboxSpec
 from proctor.sandbox.forward import Forwarder, listen_inside
 from proctor.sandbox.local import LocalSandbox
@@ -106,6 +108,7 @@ class DockerSandbox(LocalSandbox):
         self.uid = self.gid = AGENT_UID
         self._execs = 0
         self._cgroup: dict[str, Path] = {}
+        self.host_graders: dict[tuple[str, ...], Any] = {}  # runs_in: host (docker_grade.py)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -121,7 +124,8 @@ class DockerSandbox(LocalSandbox):
                 # For the tracer (root inside): reading the args of a process that has just
                 # changed uid. The agent's uid never holds a capability.
                 "--cap-add", "SYS_PTRACE",
-                "-v", f"{self.private}:{PRIVATE}", "-v", f"{tracer()}:{TRACER}:ro"]
+                "-v", f"{self.private}:{PRIVATE}", "-v", f"{tracer()}:{TRACER}:ro",
+                "-v", f"{self.root / 'grader'}:{grader.TOOLS}"]  # checks' tools and scratch
         for inside, host in sorted(self.places, key=lambda p: p[0].count("/")):
             argv += ["-v", f"{host}:{inside}"]
         for path in spec.readonly_paths:  # an agent's program, a client config: same path, ro
@@ -140,6 +144,8 @@ class DockerSandbox(LocalSandbox):
             argv += ["--cpus", f"{r.cpus:g}"]
         if r.pids:
             argv += ["--pids-limit", str(r.pids)]
+        if r.disk_bytes:  # no file past the disk limit; the total is measured (disk.py)
+            argv += ["--ulimit", f"fsize={r.disk_bytes}:{r.disk_bytes}"]
         for name, address in sorted(self.hosts.items()):
             argv += ["--add-host", f"{name}:{address}"]
         # docker-init reaps orphans; its one child (the keeper) holds the container up.
@@ -170,6 +176,7 @@ class DockerSandbox(LocalSandbox):
         for _, d in self.places:
             d.mkdir(parents=True, exist_ok=True)
             os.chown(d, self.uid, self.gid)
+        docker_grade.make_tools(self.root / "grader")
         self.private.mkdir(parents=True, exist_ok=True)
         self.private.chmod(0o700)  # only root inside (the tracer) writes here
 
@@ -215,6 +222,9 @@ class DockerSandbox(LocalSandbox):
         await finish(self._close())
 
     async def _close(self) -> None:
+        graders, self.host_graders = list(self.host_graders.values()), {}
+        for box in graders:
+            await box.close()
         if self.forwarder is not None:
             await self.forwarder.close()
         if self.container is not None:
@@ -238,6 +248,25 @@ class DockerSandbox(LocalSandbox):
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
                    trace: bool = False, capture: int | None = None) -> ExecResult:
+        return await self.run_as(self.uid, command, timeout=timeout, env=env, cwd=cwd,
+                                 stdin=stdin, trace=trace, capture=capture)
+
+    async def grade(self, argv: Sequence[str], *, timeout: float,
+                    env: dict[str, str] | None = None, cwd: str | None = None,
+                    stdin: bytes | None = None, files: dict[str, bytes | Path] | None = None,
+                    readonly: Sequence[str] = (), host: bool = False) -> ExecResult:
+        """A check's command: in the container as the grader's uid (docker_grade.py)."""
+        return await docker_grade.grade(self, argv, timeout=timeout, env=env, cwd=cwd,
+                                        stdin=stdin, files=files, readonly=readonly, host=host)
+
+    def grader_path(self, name: str) -> str:
+        return f"{grader.TOOLS}/files/{name}"
+
+    async def run_as(self, uid: int, command: str, *, timeout: float,
+                     env: dict[str, str] | None = None, cwd: str | None = None,
+                     stdin: bytes | None = None, trace: bool = False,
+                     capture: int | None = None) -> ExecResult:
+        """`sh -c command` in the container as `uid` (the agent's, or the grader's)."""
         assert self.container is not None
         trace = trace or capture is not None
         self._execs += 1
@@ -249,10 +278,10 @@ class DockerSandbox(LocalSandbox):
         for name in full:
             argv += ["-e", name]
         argv.append(self.container)
-        # The relay and the tracer run as root inside; the command as the agent's uid, which
+        # The relay and the tracer run as root inside; the command as `uid`, which
         # can gain nothing back (no new privileges, an empty bounding set: setuid programs
         # stay unprivileged), as in the local box.
-        inner = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups",
+        inner = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                  "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all",
                  "/bin/sh", "-c", command]
         trace_file = None
@@ -323,9 +352,10 @@ class DockerSandbox(LocalSandbox):
         return posixpath.normpath(posixpath.join(self.workdir, path))
 
     async def _probe(self, script: str, path: str) -> tuple[int | None, bytes]:
-        """(exit code, stdout bytes) of a script run as root inside with $1 = path."""
+        """(exit code, stdout bytes) of a script run inside with $1 = path, as the agent's
+        uid: what the agent cannot read, proctor does not read for it."""
         assert self.container is not None
-        res = await docker("exec", "-u", "0", self.container, "/bin/sh", "-c", script, "probe",
+        res = await docker("exec", "-u", f"{self.uid}:{self.gid}", self.container, "/bin/sh", "-c", script, "probe",
                            path, timeout=60, binary=True)
         return res.exit_code, res.stdout_bytes or b""
 

@@ -8,8 +8,14 @@ reported to the trial as an event, which becomes an `http_call` audit event, so
 
 * `egress: allow` (the default): any public host;
 * `egress: deny`: only the hosts in `allow` (`api.example.com`, or `*.example.com`);
-* always refused: loopback, link-local and unspecified addresses (the host's own servers, cloud
-  metadata endpoints), whatever the spec says.
+* only public unicast addresses, whatever the mode: private, shared (CGNAT), link-local (cloud
+  metadata), multicast, reserved, this machine's own, and IPv6 forms that carry an IPv4
+  address (mapped, compatible, 6to4, NAT64, Teredo) are refused unless an `allow` entry names
+  the host or the address exactly; loopback and unspecified addresses are refused always (the
+  host's own servers, other trials' services).
+
+The name is resolved once, and the proxy connects to the very address it checked: a name that
+resolves to a public address for the check and to loopback for the connection cannot exist.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import ipaddress
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from proctor.sandbox.forward import pipe_both
@@ -60,14 +67,20 @@ class EgressProxy:
         event = {"method": method, "host": host, "port": port, "path": path,
                  "time": time.time(), "egress": True,
                  "headers": request[1:][:100]}  # for secrets_in_logs; redacted in the audit
-        why = self._refusal(host, port) or await _private_address(host, port)
+        why = self._refusal(host, port)
+        address = None
+        if not why:
+            address, why = await self.address(host, port)
         event["allowed"] = not why
-        if why:
-            event["status"] = 403
+        if why or address is None:
+            event["status"] = 403 if why else 502
             self.on_event(event)
-            return await _refuse(writer, 403, why)
+            if why:
+                return await _refuse(writer, 403, why)
+            return await _refuse(writer, 502, f"could not resolve {host}")
         try:
-            up_r, up_w = await asyncio.wait_for(asyncio.open_connection(host, port), 30)
+            # The address checked, never the name again (a second lookup may answer otherwise).
+            up_r, up_w = await asyncio.wait_for(asyncio.open_connection(address, port), 30)
         except (OSError, TimeoutError) as e:
             event["status"] = 502
             self.on_event(event)
@@ -86,33 +99,130 @@ class EgressProxy:
             return ""
         return f"egress to {host} is denied by the scenario's network policy"
 
+    def names(self, host: str, port: int) -> bool:
+        """Whether an `allow` entry names this host (or address) exactly, not by a wildcard."""
+        wanted = {host.lower(), f"{host.lower()}:{port}"}
+        return any(a.strip("[]") in wanted or a in wanted for a in self.allow)
+
+    async def address(self, host: str, port: int) -> tuple[str | None, str]:
+        """(the address to connect to, "") or (None, why it is refused); (None, "") when the
+        name does not resolve."""
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port,
+                                                                 type=socket.SOCK_STREAM)
+        except OSError:
+            return None, ""
+        own = local_addresses()
+        why = ""
+        for info in infos:
+            try:
+                ip = ipaddress.ip_address(info[4][0].split("%")[0])
+            except ValueError:
+                continue
+            named = self.names(host, port) or self.names(str(ip), port)
+            why = refusal(ip, named, own)
+            if not why:
+                return str(ip), ""
+        return None, why and f"egress to {host} is refused: {why}"
+
 
 def _target(method: str, target: str) -> tuple[str, int, str] | None:
     if method == "CONNECT":
-        host, _, port = target.rpartition(":")
-        if not host or not port.isdigit():
-            return None
-        return host.strip("[]"), int(port), ""
+        host, port = _authority(target, None)
+        return None if not host or port is None else (host, port, "")
     for scheme, default in (("http://", 80), ("https://", 443)):
         if target.lower().startswith(scheme):
             authority, slash, path = target[len(scheme):].partition("/")
-            host, _, port = authority.rpartition(":") if ":" in authority else (authority, "", "")
-            return host.strip("[]"), int(port) if port.isdigit() else default, slash + path
+            host, port = _authority(authority, default)
+            return None if not host or port is None else (host, port, slash + path)
     return None
 
 
-async def _private_address(host: str, port: int) -> str:
-    """Refuse loopback, link-local and unspecified targets, by name or by address."""
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError:
-        return ""  # let the connection fail with its own error
-    for info in infos:
-        with contextlib.suppress(ValueError):
-            ip = ipaddress.ip_address(info[4][0])
-            if ip.is_loopback or ip.is_link_local or ip.is_unspecified:
-                return f"egress to {host} ({ip}) is never allowed: it is this machine or its link"
+def _authority(text: str, default: int | None) -> tuple[str, int | None]:
+    """host and port of `user@host:port`, `[v6]:port`, `host` (the default port)."""
+    text = text.rpartition("@")[2]
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        host, _, port = text.partition(":")
+    else:  # a name, or an IPv6 address without brackets (its port, if any, is unknowable)
+        host, port = text, ""
+    if port and not port.isdigit():
+        return host, None
+    return host, int(port) if port else default
+
+
+# Ranges an address of which is never a public host, beyond what `ipaddress` knows.
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+_EMBEDDING = {  # IPv6 forms that carry an IPv4 address
+    "an IPv4-compatible address": ipaddress.ip_network("::/96"),
+    "an IPv4-mapped address": ipaddress.ip_network("::ffff:0:0/96"),
+    "an IPv4-translated address": ipaddress.ip_network("::ffff:0:0:0/96"),
+    "a NAT64 address": ipaddress.ip_network("64:ff9b::/96"),
+    "a local NAT64 address": ipaddress.ip_network("64:ff9b:1::/48"),
+    "a 6to4 address": ipaddress.ip_network("2002::/16"),
+    "a Teredo address": ipaddress.ip_network("2001::/32"),
+}
+
+
+def refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, named: bool,
+            own: frozenset[str] = frozenset()) -> str:
+    """Why the proxy must not connect to `ip` ("" if it may): only public unicast addresses,
+    unless the policy names the host; loopback and unspecified never."""
+    inner = _embedded(ip)
+    for candidate in (ip, inner):
+        if candidate is not None and (candidate.is_loopback or candidate.is_unspecified):
+            return f"{ip} is (or carries) a loopback or unspecified address"
+    if named:
+        return ""
+    if str(ip) in own or (inner is not None and str(inner) in own):
+        return f"{ip} is an address of this machine"
+    if ip.version == 6:
+        for what, net in _EMBEDDING.items():
+            if ip in net:
+                return f"{ip} is {what}"
+    if ip.is_multicast:
+        return f"{ip} is a multicast address"
+    if ip.version == 4 and ip in _CGNAT:
+        return f"{ip} is a shared (CGNAT) address"
+    if ip.is_link_local:
+        return f"{ip} is a link-local address (cloud metadata lives there)"
+    if ip.is_private or ip.is_reserved or not ip.is_global or getattr(ip, "is_site_local", False):
+        return f"{ip} is a private or reserved address"
     return ""
+
+
+def _embedded(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    if ip.version == 4:
+        return None
+    assert isinstance(ip, ipaddress.IPv6Address)
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]
+    for net in (_EMBEDDING["an IPv4-compatible address"], _EMBEDDING["a NAT64 address"],
+                _EMBEDDING["an IPv4-translated address"]):
+        if ip in net:
+            return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def local_addresses() -> frozenset[str]:
+    """Every address of this machine's interfaces (read afresh: interfaces come and go)."""
+    out: set[str] = set()
+    with contextlib.suppress(OSError):
+        lines = Path("/proc/net/fib_trie").read_text().splitlines()
+        for prev, line in zip(lines, lines[1:], strict=False):
+            if line.strip() == "/32 host LOCAL" and "|--" in prev:
+                out.add(prev.split("|--")[1].strip())
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/net/if_inet6").read_text().splitlines():
+            raw = line.split()[0]
+            out.add(str(ipaddress.IPv6Address(int(raw, 16))))
+    return frozenset(out)
 
 
 async def _refuse(writer: asyncio.StreamWriter, status: int, why: str) -> None:

@@ -19,29 +19,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import hashlib
 import os
 import posixpath
+import resource
+import shlex
 import shutil
-from collections.abc import Callable
+import stat
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from proctor import proc
 from proctor.errors import SetupError, UsageError
 from proctor.sandbox import cgroup as cgroups
+from proctor.sandbox import disk, files, grader, native
 from proctor.sandbox import hosts as hostsfile
-from proctor.sandbox import native
-from proctor.sandbox.base import Entry, ExecResult, Resources, SandboxSpec, Snapshot
+from proctor.sandbox.base import Entry, ExecResult, Kind, Resources, SandboxSpec, Snapshot
 from proctor.sandbox.forward import Forwarder
 from proctor.sandbox.namespaces import Box, missing, visible_system_path
 from proctor.sandbox.pool import INSIDE_HOME, PLACES, BoxPool, Shape, Slot
+from proctor.sandbox.spawn import SpawnerLost
 from proctor.sandbox.trace import capture_limits, read_trace, tracer_argv
 
 INSIDE_WORKDIR = "/workspace"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-SNAPSHOT_MAX_ENTRIES = 20_000
-HASH_MAX_BYTES = 256 * 1024 * 1024  # bigger files are compared by size + mtime + inode
+_READ_ON_LOOP = 1 << 18  # bytes read or written on the event loop; more go to a thread
+SNAPSHOT_TIMEOUT_S = 300.0  # reading every place, when the trial gives no deadline
 _SYMLINK_HOPS = 40
 
 
@@ -116,6 +120,7 @@ class LocalSandbox:
         self.box: Box | None = None
         self.cgroup: cgroups.TrialCgroup | None = None
         self.forwarder: Forwarder | None = None
+        self.endpoints: list[tuple[str, int]] = []  # the trial's services (for grader boxes)
         self._groups: set[int] = set()
         self._faults: list[str] = []
         self._traces: list[Path] = []  # trace files not finished (or not read) yet
@@ -148,7 +153,9 @@ class LocalSandbox:
 
     def _prepare(self) -> None:
         """The host side without isolation: directories, the hosts file, the cgroup
-        (blocking file system work, done off the event loop by `start`)."""
+        (blocking file system work, done off the event loop by `start`). The disk limit is
+        measured after the agent (snapshot): no file system per trial, which would cost each
+        unpooled trial a mount."""
         for _, d in self.places:
             d.mkdir(parents=True, exist_ok=True)
         self.private.mkdir(exist_ok=True)
@@ -170,10 +177,17 @@ class LocalSandbox:
         run_env = {"PROCTOR_RUN_ID": spec.env.get("PROCTOR_RUN_ID", "")}
         slot = await pool.acquire(shape, run_env, self.resources, self.hosts)
         self.slot, self.box, self.cgroup = slot, slot.box, slot.cgroup
+        if slot.disk_bytes is None and self.resources.disk_bytes:
+            # No file system of its own (no root): no single file past the limit, and the
+            # total is measured after the agent (snapshot).
+            with contextlib.suppress(OSError):
+                resource.prlimit(slot.box.spawner_pid, resource.RLIMIT_FSIZE,
+                                 (self.resources.disk_bytes, resource.RLIM_INFINITY))
         self.private = slot.root / "private"
         self.places = sorted(((inside, slot.root / name) for name, inside in
                               shape.places().items()), key=lambda p: len(p[0]), reverse=True)
         self.forwarder = Forwarder()
+        self.endpoints = list(spec.endpoints)
         for address in spec.endpoints:
             await self.expose(*address)
 
@@ -342,14 +356,47 @@ class LocalSandbox:
             raise PermissionError(errno.EACCES, "not a writable place of the sandbox", path)
         return host
 
+    # Reads on the agent's behalf (checks, an external agent's own files): in a box, opened
+    # by the box's spawner with the agent's rights, in the box's view, and the descriptor
+    # passed back: a link to a file the agent cannot read is not read for it either.
+
+    async def _open(self, path: str, *, path_only: bool = False) -> int:
+        assert self.box is not None
+        full = posixpath.normpath(posixpath.join(self.workdir, path))
+        try:
+            return await self.box.spawner.open(full, path_only=path_only)
+        except SpawnerLost as e:
+            raise OSError(errno.EIO, f"the sandbox lost its process starter ({e})", path) from None
+
     async def read_file(self, path: str, limit: int | None = None) -> bytes:
-        host = self.host_path(path)
-        if host is None:
-            raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", path)
-        with open(host, "rb") as f:
-            return f.read() if limit is None else f.read(limit + 1)
+        if self.box is None:
+            host = self.host_path(path)
+            if host is None:
+                raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", path)
+            fd = os.open(host, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
+        else:
+            fd = await self._open(path)
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            want = st.st_size + 1 if limit is None else limit + 1
+            if min(want, st.st_size) <= _READ_ON_LOOP:
+                return files.read_fd(fd, want)
+            return await asyncio.to_thread(files.read_fd, fd, want)
+        finally:
+            os.close(fd)
 
     async def write_file(self, path: str, data: bytes) -> None:
+        """proctor's own writes (setup files, an agent's config) before the agent runs."""
+        if len(data) <= _READ_ON_LOOP:
+            self._write(path, data)
+        else:
+            await asyncio.to_thread(self._write, path, data)
+
+    def _write(self, path: str, data: bytes) -> None:
         host = self._writable(path)
         top = _first_missing(host)
         host.parent.mkdir(parents=True, exist_ok=True)
@@ -357,23 +404,47 @@ class LocalSandbox:
         self._own(top)
 
     async def stat(self, path: str) -> Entry | None:
-        try:
-            host = self.host_path(path)
-            st = host.stat() if host is not None else None
-        except OSError:
-            return None
+        if self.box is None:
+            try:
+                host = self.host_path(path)
+                st = host.stat() if host is not None else None
+            except OSError:
+                return None
+        else:
+            try:
+                fd = await self._open(path, path_only=True)
+            except OSError as e:
+                if e.errno in (errno.ENOENT, errno.ENOTDIR):
+                    return None
+                raise  # EACCES (a directory the agent locked), ELOOP, a lost box: not absent
+            try:
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
         if st is None:
             return None
         return Entry(_kind(st.st_mode), st.st_size, "")
 
     async def list_dir(self, path: str) -> list[str]:
-        host = self.host_path(path)
-        if host is None:
-            raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", path)
-        with os.scandir(host) as it:
-            return sorted(e.name + ("/" if e.is_dir() else "") for e in it)
+        if self.box is None:
+            host = self.host_path(path)
+            if host is None:
+                raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", path)
+            fd = os.open(host, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            fd = await self._open(path)
+        try:
+            # Each entry's kind from the directory itself: a symlink is never followed here.
+            with os.scandir(fd) as it:
+                return sorted(e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
+                              for e in it)
+        finally:
+            os.close(fd)
 
     async def copy_in(self, src: Path, dest: str = ".") -> None:
+        await asyncio.to_thread(self._copy_in, src, dest)
+
+    def _copy_in(self, src: Path, dest: str) -> None:
         host = self._writable(dest) if dest not in (".", "") else self._map(self.workdir)
         assert host is not None
         top = _first_missing(host)
@@ -389,14 +460,82 @@ class LocalSandbox:
         assert host is not None
         return host
 
-    async def snapshot(self) -> Snapshot:
+    async def snapshot(self, deadline: float | None = None) -> Snapshot:
         """Every entry of every writable place, by content: workspace paths relative to it,
-        the others (HOME, /tmp, /dev/shm) as absolute paths as the agent sees them."""
-        out: Snapshot = {}
+        the others (HOME, /tmp, /dev/shm) as absolute paths as the agent sees them. Raises
+        FilesLimit (naming it) when they cannot all be read by `deadline` (monotonic)."""
+        places = [("" if inside == self.workdir else inside.rstrip("/") + "/", host)
+                  for inside, host in self.places]
+        deadline = deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S
+        budget = files.Budget(deadline, stop_at=(64, 1 << 18, time.monotonic() + 0.005))
+        try:  # a handful of small files: cheaper here than a thread hop
+            snap = files.snapshot(places, budget)
+        except files.TooBig:
+            budget = files.Budget(deadline)
+            snap = await asyncio.to_thread(files.snapshot, places, budget)
+        if not self._own_disk() and (why := disk.over(budget.allocated,
+                                                       self.resources.disk_bytes)):
+            raise files.FilesLimit(why)  # measured: no file system of its own enforced it
+        return snap
+
+    def _own_disk(self) -> bool:
+        """Whether the places are on a file system of the trial's disk limit (disk.py)."""
+        return self.slot is not None and self.slot.disk_bytes is not None
+
+    async def stream_files(self, paths: list[str], sink: Callable[[str, int, bytes], None],
+                           deadline: float | None = None) -> None:
+        """Every byte of each regular file (paths as in a snapshot), holes skipped, no size
+        cap, as sink(path, offset, chunk) calls from a worker thread; sink(path, -1, b"")
+        ends a file. Read from the places themselves, never through a symlink."""
+        budget = files.Budget(deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S)
+        where = [(self._in_place(p), p) for p in paths]
+        await asyncio.to_thread(files.stream, where, sink, budget)
+
+    def _in_place(self, path: str) -> tuple[Path, str] | None:
+        """(the place's host directory, the path inside it) of a snapshot path."""
+        if not path.startswith("/"):
+            path = posixpath.join(self.workdir, path)
         for inside, host in self.places:
-            prefix = "" if inside == self.workdir else inside.rstrip("/") + "/"
-            _walk(host, prefix, out)
-        return out
+            if path == inside or path.startswith(inside.rstrip("/") + "/"):
+                return host, path[len(inside):].lstrip("/")
+        return None
+
+    # -- checks that execute something ---------------------------------------------------
+
+    def grader_path(self, name: str) -> str:
+        """Where a file given to `grade` (`files`) is, as the check's command sees it."""
+        if self.slot is not None:
+            return f"{grader.TOOLS}/files/{name}"
+        return str(self.private / "grader" / "files" / name)
+
+    async def grade(self, argv: Sequence[str], *, timeout: float,
+                    env: dict[str, str] | None = None, cwd: str | None = None,
+                    stdin: bytes | None = None, files: dict[str, bytes | Path] | None = None,
+                    readonly: Sequence[str] = (), host: bool = False) -> ExecResult:
+        """A check's command, in the grader box beside the trial's (sandbox/grader.py):
+        the trial's files read-only, its own HOME and /tmp, its own uid, the trial's
+        services only. Not isolated (`--isolation none`) there is no grader box: the command
+        runs like the agent's, as proctor's user, with the safe git first on PATH. `host`
+        (the host's tools) changes nothing here: this sandbox has the host's tools."""
+        if self.slot is not None:
+            extra = tuple(sorted({p for p in readonly if os.path.exists(p)}))
+            run_env = {"PROCTOR_RUN_ID": self.env.get("PROCTOR_RUN_ID", "")}
+            box = await grader.for_slot(self.slot, extra, self.resources, run_env)
+            res = await box.run(argv, env=box.env(self.env, env), cwd=cwd or self.workdir,
+                                timeout=timeout, stdin=stdin, files=files,
+                                endpoints=self.endpoints, resources=self.resources,
+                                limit=self.output_limit)
+            if (why := box.fault()) is not None:
+                res.error = res.error or why
+            return res
+        tools = self.private / "grader"
+        await asyncio.to_thread(grader.unisolated_tools, tools, files or {})
+        path = f"{tools / 'bin'}:" + (env or {}).get("PATH", self.env.get("PATH", SYSTEM_PATH))
+        try:
+            return await self.exec(shlex.join(argv), timeout=timeout, cwd=cwd, stdin=stdin,
+                                   env={**(env or {}), "PATH": path})
+        finally:
+            await asyncio.to_thread(shutil.rmtree, tools / "files", True)
 
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         if self.box is None or self.forwarder is None:
@@ -431,9 +570,7 @@ def _first_missing(path: Path) -> Path:
     return top
 
 
-def _kind(mode: int) -> str:
-    import stat
-
+def _kind(mode: int) -> Kind:
     if stat.S_ISLNK(mode):
         return "symlink"
     if stat.S_ISDIR(mode):
@@ -441,39 +578,3 @@ def _kind(mode: int) -> str:
     if stat.S_ISREG(mode):
         return "file"
     return "other"
-
-
-def _walk(root: Path, prefix: str, out: Snapshot) -> None:
-    base = len(str(root)) + 1
-    stack = [str(root)]
-    while stack and len(out) < SNAPSHOT_MAX_ENTRIES:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for e in entries:
-            try:
-                st = e.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            rel = prefix + e.path[base:]
-            kind = _kind(st.st_mode)
-            if kind == "dir":
-                stack.append(e.path)
-                out[rel] = Entry("dir", 0, "")
-            elif kind == "symlink":
-                out[rel] = Entry("symlink", st.st_size, "-> " + os.readlink(e.path))
-            elif kind == "file":
-                out[rel] = Entry("file", st.st_size, _digest(e.path, st))
-            else:
-                out[rel] = Entry("other", 0, "")
-
-
-def _digest(path: str, st: os.stat_result) -> str:
-    if st.st_size > HASH_MAX_BYTES:
-        return f"size={st.st_size} mtime={st.st_mtime_ns} ino={st.st_ino}"
-    h = hashlib.blake2b(digest_size=16)
-    with contextlib.suppress(OSError), open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()

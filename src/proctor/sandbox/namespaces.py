@@ -120,17 +120,19 @@ def _unshare_flags() -> list[str]:
 class Box:
     """One bubblewrap sandbox whose first process is proctor's spawner (spawner.c)."""
 
-    def __init__(self, bwrap: subprocess.Popen, spawner_pid: int, spawner: Spawner):
+    def __init__(self, bwrap: subprocess.Popen, spawner_pid: int, spawner: Spawner,
+                 uid: int = AGENT_UID):
         self.bwrap = bwrap
         self.spawner_pid = spawner_pid  # the box's PID 1, as the host sees it
         self.spawner = spawner
-        self.uid = AGENT_UID if os.geteuid() == 0 else os.geteuid()
-        self.gid = AGENT_UID if os.geteuid() == 0 else os.getegid()
+        self.uid = uid if os.geteuid() == 0 else os.geteuid()
+        self.gid = uid if os.geteuid() == 0 else os.getegid()
         self.closed = False
 
     @classmethod
     async def start(cls, mounts: list[Mount], *, workdir: str, hosts_file: Path | None,
-                    env: dict[str, str]) -> Box:
+                    env: dict[str, str], uid: int = AGENT_UID) -> Box:
+        """`uid`: as root, the uid (and gid) every command runs as (a grader box's own)."""
         # --as-pid-1: the spawner is the box's init and reaps in it; bubblewrap's own init
         # would be reparented to the host's PID 1 (and left a zombie there) when it exits.
         argv = [shutil.which("bwrap") or "bwrap", *_unshare_flags(), "--as-pid-1",
@@ -160,9 +162,9 @@ class Box:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         program = os.open(native.binary("spawner"), os.O_RDONLY)  # run as /proc/self/fd/N
         info_r, info_w = os.pipe()
-        uid, gid = (AGENT_UID, AGENT_UID) if os.geteuid() == 0 else (-1, -1)
+        ids = (uid, uid) if os.geteuid() == 0 else (-1, -1)
         argv += ["--chdir", workdir, "--info-fd", str(info_w), "--",
-                 f"/proc/self/fd/{program}", str(theirs.fileno()), str(uid), str(gid)]
+                 f"/proc/self/fd/{program}", str(theirs.fileno()), str(ids[0]), str(ids[1])]
         # Not an asyncio subprocess: the box must outlive any event loop hiccup.
         try:
             bwrap = proc.start(argv, env=env, stderr=subprocess.PIPE,
@@ -186,7 +188,7 @@ class Box:
             raise
         finally:
             os.close(info_r)
-        return cls(bwrap, pid, spawner)
+        return cls(bwrap, pid, spawner, uid)
 
     def alive(self) -> bool:
         return not self.closed and self.spawner.lost is None and self.bwrap.poll() is None

@@ -30,9 +30,12 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from proctor.sandbox import cgroup as cgroups
+from proctor.sandbox import disk
 from proctor.sandbox.base import Resources
+from proctor.sandbox.files import copy_sparse
 from proctor.sandbox.forward import Forwarder, Handler
 from proctor.sandbox.hosts import hosts_text
 from proctor.sandbox.namespaces import AGENT_UID, Box, Mount
@@ -90,6 +93,8 @@ class Slot:
         # was built (a renamed or replaced one means the mount is no longer where it was).
         self.mounted = {path: was for name, rels in shape.mount_points().items()
                         for rel in rels if (was := _identity(path := root / name / rel))}
+        self.graders: dict[tuple[str, ...], Any] = {}  # grader boxes beside it (grader.py)
+        self.disk_bytes: int | None = None  # the size of its file system (disk.py), if any
 
     @classmethod
     async def create(cls, root: Path, shape: Shape, env: dict[str, str],
@@ -105,8 +110,10 @@ class Slot:
         except BaseException:
             if cg is not None:
                 await asyncio.to_thread(cg.remove)
+            await asyncio.to_thread(disk.unmount, root)
             raise
         slot = cls(root, shape, box, cg)
+        slot.disk_bytes = resources.disk_bytes if os.path.ismount(root) else None
         try:
             if cg is not None:
                 cg.attach(box.spawner_pid)
@@ -120,6 +127,9 @@ class Slot:
         network and IPC namespaces (the first trial has the box's own)."""
         if self.cgroup is not None:
             self.cgroup.apply(resources)
+        if self.disk_bytes is not None and resources.disk_bytes != self.disk_bytes:
+            # its file system has its size for good: another box for this trial
+            raise OSError(f"this box's disk is {self.disk_bytes}, not {resources.disk_bytes}")
         if names != self._names:
             # In place: the box has this very file mounted at /etc/hosts.
             with open(self.hosts_file, "r+") as f:
@@ -175,12 +185,16 @@ class Slot:
             return
         self.closed = True
         await self._listeners.close()
+        graders, self.graders = list(self.graders.values()), {}
+        for grader in graders:
+            await grader.close()
         await self.box.close()
         await asyncio.to_thread(self._remove)
 
     def _copy_places(self, keep: Path) -> None:
-        for name in PLACES:
-            shutil.copytree(self.root / name, keep / name, symlinks=True, dirs_exist_ok=True)
+        for name in PLACES:  # sparse files stay sparse (a 3 GiB hole is not 3 GiB of zeros)
+            shutil.copytree(self.root / name, keep / name, symlinks=True, dirs_exist_ok=True,
+                            copy_function=copy_sparse)
 
     def _wipe(self) -> bool:
         ok = True
@@ -194,6 +208,7 @@ class Slot:
     def _remove(self) -> None:
         if self.cgroup is not None:  # waits until the kernel has reaped every task
             self.cgroup.remove()
+        disk.unmount(self.root)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -270,7 +285,10 @@ async def _off_loop_if_big(work: Callable[[], bool], places: list[Path]) -> bool
 
 
 def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:
-    """The slot's directories and cgroup (blocking file system work: off the loop)."""
+    """The slot's directories and cgroup (blocking file system work: off the loop); as root,
+    on a file system of the trial's disk limit (sandbox/disk.py)."""
+    if resources.disk_bytes:
+        disk.mount(root, resources.disk_bytes)
     for name in (*PLACES, "private"):
         (root / name).mkdir(parents=True, exist_ok=True)
     (root / "private" / "hosts").touch()

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from proctor import proc
 from proctor.proc import ExecResult, Feed
 
-OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL = 1, 2, 3, 4, 5, 6
+OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL, OP_OPEN = 1, 2, 3, 4, 5, 6, 7
 FLAG_TRACE, FLAG_CAPTURE = 1, 2
 REQUEST = struct.Struct("=IIiIIIIII")  # op, id, sig, argc, envc, as_mib, flags, cap_per, cap_total
 REPLY = struct.Struct("=IIii")  # kind, id, value, err
@@ -195,6 +195,25 @@ class Spawner:
         self._runs_killed = runs
         return killed
 
+    async def open(self, path: str, *, path_only: bool = False) -> int:
+        """`path` opened inside the box with the agent's file rights (its mounts, its
+        symlinks, its uid): a descriptor to read (or, `path_only`, to fstat). Raises the
+        OSError the agent would get (FileNotFoundError, PermissionError, ...)."""
+        job = next(self._ids)
+        fut = self._pending[job] = self.loop.create_future()
+        request = _memfd(_strings([path]))
+        try:
+            self._send(OP_OPEN, job, sig=1 if path_only else 0, fds=[request])
+        except SpawnerLost:
+            self._pending.pop(job, None)
+            raise
+        finally:
+            os.close(request)
+        try:
+            return await fut
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, path) from None
+
     async def ping(self, timeout: float) -> None:
         """Returns once every request sent before has been handled."""
         await asyncio.wait_for(self._ask(OP_PING), timeout)
@@ -311,7 +330,7 @@ class Spawner:
             return
         if kind == "E" or err:
             fut.set_exception(OSError(err, os.strerror(err)))
-        elif kind == "L":
+        elif kind in ("L", "O"):  # a listening socket, an opened file
             fut.set_result(fd)
         else:  # S (started), T (new trial), P (ping), A (all killed)
             fut.set_result(value)

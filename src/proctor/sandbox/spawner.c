@@ -28,6 +28,11 @@
      PING     reply P: every request sent before has been handled.
      KILLALL  every process of the trial is killed: reply A (value: how many there were) once
               all are gone.
+     OPEN     fds [memfd "path\0"]; `sig` 0: open for reading, 1: O_PATH (to stat). The path
+              is opened inside the box (its mounts, its symlinks) with the agent's file
+              rights: as root with the agent's uid and gid as file system uid and gid (the
+              spawner keeps no supplementary groups), never blocking on a FIFO. The
+              descriptor comes back with reply O (E with errno: what the agent would get).
 
    Any other op, or a request whose fields or descriptors do not fit its op, is answered
    E EINVAL with its id and changes nothing.
@@ -69,6 +74,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -84,7 +90,8 @@
 #define X32_BIT 0xffffffffu
 #endif
 
-enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWTRIAL = 4, OP_PING = 5, OP_KILLALL = 6 };
+enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWTRIAL = 4, OP_PING = 5, OP_KILLALL = 6,
+       OP_OPEN = 7 };
 
 #define MAX_FDS 8                    /* descriptors accepted with one request */
 #define MAX_REQUEST_BYTES (64u << 20) /* a request memfd larger than this is refused */
@@ -670,10 +677,42 @@ static void kill_all(const struct req *r, int *fds, int nfds) {
     waiters[nwaiters++] = (struct waiter){r->id, killed};
 }
 
+/* The file system uid and gid every access is checked with; returns 0 when both hold. */
+static int set_fs_ids(uid_t uid, gid_t gid) {
+    setfsgid(gid);
+    setfsuid(uid);
+    /* An invalid id changes nothing and returns the current one: how the result is read. */
+    return (uid_t)setfsuid((uid_t)-1) == uid && (gid_t)setfsgid((gid_t)-1) == gid ? 0 : -1;
+}
+
+static void open_as_agent(const struct req *r, int *fds, int nfds) {
+    char *buf = NULL;
+    int fits = nfds == 1 && (r->sig == 0 || r->sig == 1) && !r->argc && !r->envc && !r->as_mib &&
+               !r->flags && !r->cap_per && !r->cap_total;
+    char **s = fits ? strings(fds[0], 1, &buf) : NULL;
+    if (!s) { fail(r, EINVAL); return; }
+    int flags = r->sig == 1 ? O_PATH | O_CLOEXEC : O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    int fd = -1, err = 0;
+    if (agent_uid >= 0 && set_fs_ids((uid_t)agent_uid, (gid_t)agent_gid) < 0) {
+        err = EPERM;
+    } else {
+        fd = open(s[0], flags);
+        if (fd < 0) err = errno;
+    }
+    /* Back to the spawner's own ids; if that fails, it cannot be trusted to go on. */
+    if (agent_uid >= 0 && set_fs_ids(getuid(), getgid()) < 0) _exit(1);
+    if (err) reply('E', r->id, 0, err, -1);
+    else reply('O', r->id, 0, 0, fd);
+    if (fd >= 0) close(fd);
+    free(s);
+    free(buf);
+}
+
 typedef void (*handler)(const struct req *, int *, int);
 static const handler handlers[] = {
     [OP_RUN] = run, [OP_KILL] = kill_job, [OP_LISTEN] = listen_on,
     [OP_NEWTRIAL] = new_trial, [OP_PING] = ping, [OP_KILLALL] = kill_all,
+    [OP_OPEN] = open_as_agent,
 };
 
 static void reap(void) {
@@ -743,6 +782,9 @@ int main(int argc, char **argv) {
     agent_uid = number(argv[2], -1, 0x7fffffff);
     agent_gid = number(argv[3], -1, 0x7fffffff);
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) die("making the spawner undumpable");
+    /* As root, files are opened for the agent with its uid and gid (OP_OPEN): no group of
+       the spawner's own may add to what they can read. */
+    if (agent_uid >= 0 && setgroups(0, NULL) < 0) die("setgroups");
     sigset_t all, chld;
     if (sigfillset(&all) < 0 || sigprocmask(SIG_SETMASK, &all, NULL) < 0 ||
         sigemptyset(&chld) < 0 || sigaddset(&chld, SIGCHLD) < 0)

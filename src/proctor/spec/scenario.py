@@ -7,7 +7,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from proctor.agents import AGENTS
 from proctor.checks.base import CheckConfig
@@ -61,15 +61,19 @@ class Resources(SpecModel):
     memory: str | None = Field(None, description="Memory limit: a number with a unit k, m, g or t "
                                "(`512m`, `2g`, `2Gi`); a plain number means MiB.")
     cpu: float | None = Field(None, gt=0, description="CPU limit in cores, e.g. 1.5.")
+    disk: str | None = Field(None, description="What the trial's files may take in all "
+                             "(workspace, HOME, /tmp, /dev/shm), like `memory` (`4g`); "
+                             "default 2g. A write past it fails: no space left on device.")
 
-    @field_validator("memory")
+    @field_validator("memory", "disk")
     @classmethod
-    def _memory(cls, v: str) -> str:
+    def _size(cls, v: str, info: ValidationInfo) -> str:
         m = MEMORY.match(v)
         if not m:
-            raise ValueError(f"memory {v!r} must be a number with an optional unit, e.g. 512m or 2g")
+            raise ValueError(f"{info.field_name} {v!r} must be a number with an optional unit, "
+                             "e.g. 512m or 2g")
         if memory_bytes(v if m.group(2) else f"{m.group(1)}m") > MAX_MEMORY:
-            raise ValueError(f"memory {v!r} is more than any machine has (at most 1t)")
+            raise ValueError(f"{info.field_name} {v!r} is more than any machine has (at most 1t)")
         return v.strip() if m.group(2) else f"{m.group(1)}m"  # the unit always written out
 
 
@@ -328,6 +332,8 @@ def _resources(r: Resources) -> dict[str, Any]:
     out = r.model_dump(exclude_none=True)
     if r.memory is not None:
         out["memory_bytes"] = memory_bytes(r.memory)
+    if r.disk is not None:
+        out["disk_bytes"] = memory_bytes(r.disk)
     return out
 
 
