@@ -43,7 +43,8 @@ from proctor.sandbox.base import Resources
 from proctor.sandbox.files import copy_sparse
 from proctor.sandbox.forward import Forwarder
 from proctor.sandbox.namespaces import Box, Mount
-from proctor.sandbox.pool import INSIDE_HOME, Slot
+from proctor.sandbox.pool import INSIDE_HOME, KILL_TIMEOUT_S, Slot
+from proctor.sandbox.spawn import SpawnerLost
 
 GRADER_UID = 65533  # as root: the uid of every check command (not root, not the agent's 65534)
 TOOLS = "/proctor-grader"  # read-only in the box: bin/ (safe git), files/ (this check's files)
@@ -149,11 +150,10 @@ class Grader:
         """Every process of the check killed, the grader's places emptied: on the loop when
         there is next to nothing to do (the usual case: a thread hop costs more), else in a
         thread."""
-        if self.cgroup is not None:
-            if [p for p in self.cgroup.pids() if p != self.box.spawner_pid]:
-                await asyncio.to_thread(self.cgroup.kill_all, self.box.spawner_pid)
-        else:
-            await asyncio.to_thread(self.box.kill_processes)
+        try:  # the check's PID namespace, killed whole by the spawner
+            await self.box.spawner.kill_all(KILL_TIMEOUT_S)
+        except (SpawnerLost, OSError, TimeoutError):
+            self.broken = True
         keep = {"tmp": self.shape.kept_in_tmp()}
         places = [(self.root / name, keep.get(name, set())) for name in _SCRATCH]
         places.append((self.root / "tools" / "files", set()))
