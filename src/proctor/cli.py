@@ -307,19 +307,23 @@ def view(runs_dir: str | None, host: str, port: int) -> None:
               help="Only these tasks (repeatable).")
 @click.option("--model", "models", multiple=True, metavar="MODEL",
               help="Only these models or agents (repeatable).")
+@click.option("--full", is_flag=True,
+              help="With TRIAL: unfold the system prompt, help text and housekeeping.")
 def show(run_dir: str, trial: str | None, failed: bool, task_ids: tuple[str, ...],
-         models: tuple[str, ...]) -> None:
+         models: tuple[str, ...], full: bool) -> None:
     """Print a run's trials, or one TRIAL's trace, checks and audit log.
 
     \b
-      proctor show RUN_DIR                       every trial, with the first failure of each
+      proctor show RUN_DIR                       every trial, with why it failed
       proctor show RUN_DIR --failed --task t1    only t1's failed and errored trials
-      proctor show RUN_DIR TRIAL                 one trial (an id or a unique prefix)
+      proctor show RUN_DIR TRIAL                 one trial (an id or a unique prefix), turn
+                                                 by turn
     """
     def body() -> int:
         from proctor.report.show import TrialFilter, show_main
 
-        return show_main(run_dir, trial, TrialFilter(failed, set(task_ids), set(models)))
+        return show_main(run_dir, trial, TrialFilter(failed, set(task_ids), set(models)),
+                         full=full)
 
     _guard(body)
 

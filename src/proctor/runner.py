@@ -29,7 +29,7 @@ from proctor.model import EXTERNAL_AGENTS, RunOptions, TaskDef, Trial, TrialResu
 from proctor.plan import plan, select
 from proctor.proc import use_fast_child_watcher
 from proctor.providers import MODEL_AGENT_TYPES, preflight_run
-from proctor.report import write_reports
+from proctor.report import trajectory, write_reports
 from proctor.report.progress import Progress
 from proctor.report.terminal import print_summary
 from proctor.sandbox import BACKENDS, backend_for_run, close_backend
@@ -196,12 +196,17 @@ async def _execute(trials: list[Trial], planned: Planned,
                 return run_trial(trial, task, run)
 
         queue = iter(trials)
+        # report.html's share of each trajectory, prepared as each trial ends (reports then
+        # only copy it; report/trajectory.py); a run without html leaves it to its first.
+        digest = trajectory.digest if "html" in options.formats else None
 
         async def worker() -> None:
             for trial in queue:
                 result = await run_one(trial, planned.tasks[trial.task_id])
                 store.append(result)
                 on_result(result)
+                if digest is not None:
+                    await asyncio.to_thread(digest, store.trial_dir(trial.id))
 
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):

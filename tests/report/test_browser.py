@@ -112,11 +112,15 @@ def test_a_failed_trials_trajectory_opens_and_reads(mixed_run, browser, shots):
     tb = _open_trajectory(browser, FLAKY_TRIAL)
     traj = tb.find_element(By.CSS_SELECTOR, ".traj")
     steps = traj.find_elements(By.CSS_SELECTOR, ".step")
-    assert [s.get_attribute("class") for s in steps] == [
-        "step model", "step cmd ok", "step cmd bad", "step output"]
+    assert [s.get_attribute("class") for s in steps] == ["step turn", "step", "step output"]
+    # the call, and in it the command it caused; then a command no call asked for
+    call = steps[0].find_element(By.CSS_SELECTOR, ".call")
+    assert call.find_element(By.CSS_SELECTOR, ".line").text == \
+        "→ run_command: git switch -c feature"
+    assert call.find_element(By.CSS_SELECTOR, ".cmd").get_attribute("class") == "cmd ok"
+    assert steps[1].find_element(By.CSS_SELECTOR, ".cmd").get_attribute("class") == "cmd bad"
     text = traj.text
-    assert "◆ openai/gpt-4.1 · 1200 in / 40 out · 0.80s" in text
-    assert "→ run_command: git switch -c feature" in text
+    assert "◆ openai/gpt-4.1 · 1.2k in / 40 out · 0.80s" in text
     assert "$ git branch" in text and "exit 1" in text and "line 39" in text
     assert "Switched to a new branch 'feature'" in text
     assert "http_call mail POST /send → 200" in text  # the audit log

@@ -7,13 +7,16 @@ network access even if something slipped through."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from proctor.report import data, trajectory
+from proctor.report import data, trajectory, trajectory_assets
 from proctor.report.charts import chart_durations, chart_models, chart_scores, e, num
 from proctor.report.html_assets import CSS, JS
 from proctor.report.labels import gist
@@ -179,27 +182,31 @@ def _forbidden(t: dict[str, Any]) -> str:
 
 
 INLINE_DETAILS = 1000  # above this many trials, details travel compressed (a smaller DOM)
+DETAILS_CHUNK = 50  # trials per compressed block of details
+WHY_LIMIT = 300  # characters of a trial's reason in its table row
 
 
-def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
-                details: list[str] | None) -> str:
-    """A trial's row and its detail; with `details`, the detail goes there (to be embedded
-    compressed and drawn when the row is opened) instead of into the page."""
-    status = data.status_of(t)
-    model = data.model_label(t.get("model"), [t])
-    tokens = t.get("tokens") or {}
-    known = [int(v) for v in (tokens.get("input"), tokens.get("output")) if v is not None]
-    score = float(t.get("composite_score") or 0.0)
-    duration = float(t.get("duration_s") or 0.0)
-    cost = t.get("cost_usd")
-    params = data.params_text(t.get("params"))
-    attrs = {
-        "id": t.get("id"), "task": t.get("task_id"), "model": model, "status": status,
-        "score": f"{score:.4f}", "turns": str(int(t.get("turns") or 0)), "tokens": str(sum(known)) if known else "",
-        "cost": "" if cost is None else f"{float(cost):.6f}", "duration": f"{duration:.3f}",
-        "cell": data.cell_key(t),
-    }
-    data_attrs = " ".join(f'data-{k}="{e(v)}"' for k, v in attrs.items())
+@dataclass
+class _Columns:
+    """The trial table's optional columns: only when some trial has a value."""
+
+    help_mode: bool
+    params: bool
+
+    @classmethod
+    def of(cls, trials: list[dict[str, Any]]) -> _Columns:
+        return cls(any(t.get("help_mode") for t in trials), any(t.get("params") for t in trials))
+
+    def heads(self) -> list[tuple[str, str, str]]:
+        heads = [("id", "trial", "text"), ("task", "task", "text"), ("model", "model", "text")]
+        heads += [("help", "help mode", "text")] if self.help_mode else []
+        heads += [("params", "params", "text")] if self.params else []
+        return heads + [("status", "status", "text"), ("score", "score", "num"),
+                        ("turns", "turns", "num"), ("tokens", "tokens in / out", "num"),
+                        ("cost", "cost", "num"), ("duration", "duration", "num")]
+
+
+def _detail(t: dict[str, Any], model: str, params: str, traced: bool) -> str:
     tid = data.clean(t.get("id"))
     link = quote(tid, safe="")
     detail = [f'<div class="meta">task <b>{e(t.get("task_id"))}</b> · model <b>{e(model)}</b>']
@@ -212,7 +219,10 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
         detail.append(f' · agent {e(t.get("agent"))}')
     detail.append(f' · <a href="trials/{link}/trace.jsonl">trace</a> · '
                   f'<a href="trials/{link}/audit.jsonl">audit</a></div>')
-    if t.get("error"):
+    if why := data.reason(t):
+        detail.append(f'<p class="why"><b>Why it {"errored" if t.get("status") == "error" else "failed"}:'
+                      f'</b> {e(why, MESSAGE_LIMIT)}</p>')
+    if t.get("error") and t.get("error") != why:
         detail.append(f'<h4>Error</h4><pre class="err">{e(t.get("error"), MESSAGE_LIMIT)}</pre>')
     detail.append("<h4>Checks</h4>" + _checks_table(t) + _forbidden(t))
     if t.get("output"):
@@ -222,19 +232,51 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
         '<div class="traj"><p class="muted">Unpacking… (this needs JavaScript; the trace '
         'link above has it all)</p></div>' if traced else
         '<p class="muted">No trace recorded.</p>'))
+    return "".join(detail)
+
+
+def _trial_body(t: dict[str, Any], cols: _Columns, index: int, traced: bool,
+                details: list[str] | None) -> str:
+    """A trial's row, its reason (a failed or errored trial: why, on one line) and its
+    detail; with `details`, the detail goes there (to be embedded compressed and drawn when
+    the row is opened) instead of into the page."""
+    status = data.status_of(t)
+    model = data.model_label(t.get("model"), [t])
+    tokens = t.get("tokens") or {}
+    known = [int(v) for v in (tokens.get("input"), tokens.get("output")) if v is not None]
+    score = float(t.get("composite_score") or 0.0)
+    duration = float(t.get("duration_s") or 0.0)
+    cost = t.get("cost_usd")
+    params = data.params_text(t.get("params"))
+    attrs = {
+        "id": t.get("id"), "task": t.get("task_id"), "model": model, "status": status,
+        "help": t.get("help_mode") or "", "params": params,
+        "score": f"{score:.4f}", "turns": str(int(t.get("turns") or 0)),
+        "tokens": str(sum(known)) if known else "",
+        "cost": "" if cost is None else f"{float(cost):.6f}", "duration": f"{duration:.3f}",
+        "cell": data.cell_key(t),
+    }
+    data_attrs = " ".join(f'data-{k}="{e(v)}"' for k, v in attrs.items())
+    columns = len(cols.heads())
+    detail = _detail(t, model, params, traced)
     if details is not None:
-        details.append("".join(detail))
+        details.append(detail)
+    why = data.reason(t)
     return (
         f'<tbody {data_attrs} data-i="{index}"><tr class="trial">'
         f'<td><button class="toggle" aria-expanded="false">▸</button> '
-        f"<code>{e(tid)}</code></td>"
+        f"<code>{e(data.clean(t.get('id')))}</code></td>"
         f"<td>{e(t.get('task_id'))}</td><td>{breakable(model)}</td>"
-        f'<td><span class="badge {status}">{status}</span></td>'
+        + (f"<td>{e(t.get('help_mode') or '')}</td>" if cols.help_mode else "")
+        + (f"<td><code>{e(params)}</code></td>" if cols.params else "")
+        + f'<td><span class="badge {status}">{status}</span></td>'
         f'<td class="n">{score:.2f}</td><td class="n">{int(t.get("turns") or 0)}</td>'
         f'<td class="n">{data.count(tokens.get("input"))} / {data.count(tokens.get("output"))}</td>'
         f'<td class="n">{e(data.usd(cost))}</td><td class="n">{data.seconds(duration)}</td></tr>'
+        + (f'<tr class="why {status}"><td colspan="{columns}">{e(gist(why, WHY_LIMIT))}</td></tr>'
+           if why else "")
         + ("" if details is not None else
-           f'<tr class="detail"><td colspan="{columns}">{"".join(detail)}</td></tr>')
+           f'<tr class="detail"><td colspan="{columns}">{detail}</td></tr>')
         + "</tbody>"
     )
 
@@ -243,10 +285,7 @@ def trials_table(results: dict[str, Any], traced: list[bool] | None = None,
                  details: list[str] | None = None) -> str:
     trials = results.get("trials") or []
     traced = traced or [False] * len(trials)
-    heads = [("id", "trial", "text"), ("task", "task", "text"), ("model", "model", "text"),
-             ("status", "status", "text"), ("score", "score", "num"), ("turns", "turns", "num"),
-             ("tokens", "tokens in / out", "num"), ("cost", "cost", "num"),
-             ("duration", "duration", "num")]
+    cols = _Columns.of(trials)
     models = sorted({data.model_label(t.get("model"), [t]) for t in trials})
     statuses = Counter(data.status_of(t) for t in trials)
     controls = (
@@ -263,12 +302,45 @@ def trials_table(results: dict[str, Any], traced: list[bool] | None = None,
         "shown · click a row for its checks and trajectory</span></div>"
     )
     head = "".join(
-        f'<th data-key="{k}" data-type="{kind}" class="{"n" if kind == "num" else ""}" '
-        f'tabindex="0">{label}</th>' for k, label, kind in heads)
-    bodies = "".join(_trial_body(t, len(heads), i, traced[i], details)
+        f'<th data-key="{k}" data-type="{kind}" class="c-{k}{" n" if kind == "num" else ""}" '
+        f'tabindex="0">{label}</th>' for k, label, kind in cols.heads())
+    bodies = "".join(_trial_body(t, cols, i, traced[i], details)
                      for i, t in enumerate(trials))
     return (f'{controls}<div class="scroll"><table id="trials" class="grid-table">'
             f"<thead><tr>{head}</tr></thead>{bodies}</table></div>")
+
+
+MAX_ERROR_GROUPS = 50  # error causes listed in the page; the rest are counted
+
+
+def errors(results: dict[str, Any]) -> str:
+    """Errored trials grouped by cause, the most frequent first, each with where it
+    happened and an example trial that opens in the table below. An error is proctor's
+    or the infrastructure's (a provider down, a service that never started, a check that
+    could not run), never the agent's failure: it is read apart from failing checks."""
+    groups = data.error_groups(results)
+    if not groups:
+        return ""
+    n = sum(len(g["trials"]) for g in groups)
+    out = [f'<section id="errors"><h2>Errors <span class="muted">({n} errored '
+           f'trial{"s" if n > 1 else ""}, {len(groups)} cause{"s" if len(groups) > 1 else ""})'
+           '</span></h2><ul class="triage errors">']
+    for g in groups[:MAX_ERROR_GROUPS]:
+        trials = g["trials"]
+        tid = data.clean(trials[0].get("id"))
+        tasks = sorted(str(x) for x in g["tasks"])
+        where = (f"task {tasks[0]}" if len(tasks) == 1 else f"{len(tasks)} tasks") + " · " + (
+            ", ".join(sorted(g["models"])) if len(g["models"]) <= 3 else
+            f"{len(g['models'])} models")
+        out.append(
+            f'<li><b>{len(trials)} trial{"s" if len(trials) > 1 else ""}</b>: '
+            f'<span class="cause">{e(gist(g["cause"], 400))}</span> '
+            f'<span class="muted">({e(where)}) e.g.</span> '
+            f'<a href="#" data-show-trial="{e(tid)}"><code>{e(tid)}</code></a></li>')
+    if len(groups) > MAX_ERROR_GROUPS:
+        out.append(f'<li class="muted">… and {len(groups) - MAX_ERROR_GROUPS} more causes</li>')
+    out.append("</ul></section>")
+    return "".join(out)
 
 
 MAX_GROUPS = 100  # failing-check groups listed in the page; the rest are counted
@@ -341,13 +413,25 @@ def _cards(results: dict[str, Any]) -> str:
     return f'<div class="cards">{out}</div>'
 
 
-def _trajectories(blocks: list[str]) -> str:
-    """The encoded trajectory blocks as one JSON array (trajectory.blocks). Base64 and JSON
+def _island(name: str, items: list[str | None], chunk: int | None = None) -> str:
+    """A JSON array of base64 strings (or nulls) in a data element: base64 and JSON
     punctuation only, so nothing in it can close the element."""
-    if not blocks:
+    if not any(items):
         return ""
-    return (f'<script type="application/json" id="trajectories" data-chunk="{trajectory.CHUNK}">'
-            + json.dumps(blocks, separators=(",", ":")) + "</script>")
+    extra = f' data-chunk="{chunk}"' if chunk else ""
+    return (f'<script type="application/json" id="{name}"{extra}>'
+            + json.dumps(items, separators=(",", ":")) + "</script>")
+
+
+def _details_blocks(details: list[str]) -> list[str | None]:
+    """A large run's trial details, DETAILS_CHUNK to a block, gzipped (fast: the blocks are
+    made here, at every render)."""
+    out: list[str | None] = []
+    for i in range(0, len(details), DETAILS_CHUNK):
+        raw = json.dumps(details[i:i + DETAILS_CHUNK], separators=(",", ":"),
+                         ensure_ascii=False).encode()
+        out.append(base64.b64encode(gzip.compress(raw, compresslevel=1, mtime=0)).decode())
+    return out
 
 
 def render_html(results: dict[str, Any], run: dict[str, Any] | None = None,
@@ -388,6 +472,7 @@ Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figur
 <section><h2>Tasks × models</h2>{heat_map(results)}</section>
 <section><h2>Models</h2>{models_table(results)}</section>
 {help_modes(results)}
+{errors(results)}
 {triage(results)}
 <section><h2>Trials</h2>{trials_table(results, [d is not None for d in traced], details)}</section>
 <footer class="muted">Written by proctor. Pass rates count every repeat and replica as one
@@ -397,12 +482,14 @@ trial; intervals are 95% Wilson score intervals.</footer>"""
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>proctor run {run_id}</title><style>{CSS}</style>"
+        f"<title>proctor run {run_id}</title><style>{CSS}{trajectory_assets.CSS}</style>"
         "<noscript><style>tr.detail{display:table-row!important}.toggle{display:none}</style>"
         f"</noscript></head><body>{body}"
     )
-    after = f"<script>{JS}</script></body></html>\n"
+    after = f"<script>{trajectory_assets.JS}{JS}</script></body></html>\n"
+    carried = _island("details", _details_blocks(details), DETAILS_CHUNK) if details else ""
     # The trajectories get what is left of the page's target size (see trajectory.py).
-    budget = max(trajectory.BUDGET_MIN,
-                 trajectory.PAGE_TARGET - len(before.encode()) - len(after))
-    return before + _trajectories(trajectory.blocks(trials, traced, budget, details)) + after
+    budget = max(trajectory.BUDGET_MIN, trajectory.PAGE_TARGET - len(before.encode())
+                 - len(after) - len(carried))
+    docs = trajectory.embedded(trials, traced, budget)
+    return before + carried + _island("trajectories", docs) + after
