@@ -221,7 +221,8 @@ def test_a_digest_is_made_again_when_its_trace_changed(tmp_path):
     digest(d)
     with trace.open("a") as f:  # a resumed trial appends to its trace
         f.write(json.dumps({"type": "command", "command": "second", "exit_code": 1}) + "\n")
-    (blob,) = embedded([{"id": "t", "status": "fail"}], [d], 1_000_000)
+    (blob,) = embedded([{"id": "t", "status": "fail"}], recorded([{"id": "t"}], tmp_path),
+                       1_000_000)
     assert [i["cmd"] for i in decode(blob)["items"]] == ["first", "second"]
 
 
@@ -314,7 +315,7 @@ def test_a_trial_id_cannot_point_outside_its_run(tmp_path):
     (run / "trials" / "ok").mkdir(parents=True)
     (run / "trials" / "ok" / "trace.jsonl").write_text('{"type": "agent_output"}\n')
     dirs = recorded([{"id": "../../secret"}, {"id": ".."}, {"id": "ok"}], run)
-    assert dirs == [None, None, run / "trials" / "ok"]
+    assert [d and d.dir for d in dirs] == [None, None, str(run / "trials" / "ok")]
 
 
 def test_help_mode_effects_table(mixed_run):

@@ -30,7 +30,10 @@ def clean(text: Any) -> str:
     """Printable text: no escape sequences or control characters (\\r\\n becomes \\n)."""
     if text is None:
         return ""
-    s = str(text).replace("\r\n", "\n")
+    s = str(text)
+    if not _CONTROL.search(s):  # most text (\r and ESC are control characters): one scan
+        return s
+    s = s.replace("\r\n", "\n")
     s = _ANSI.sub("", s)
     return _CONTROL.sub("", s)
 

@@ -47,26 +47,27 @@ def heat_map(results: dict[str, Any]) -> str:
     out += [f'<th class="model" title="{e(label)}">{breakable(label)}</th>'
             for label in models.values()]
     out.append("</tr></thead><tbody>")
+    names = {m: e(label) for m, label in models.items()}
     for task, cells in tasks.items():
-        out.append(f'<tr><th scope="row">{e(task)}</th>')
+        task_html = e(task)
+        out.append(f'<tr><th scope="row">{task_html}</th>')
         for m in models:
             r = cells.get(m)
             if r is None:
                 out.append('<td class="none">–</td>')
                 continue
             rate = float(r.get("pass_rate") or 0.0)
-            status = r.get("status") or ""
-            badge = (f' <span class="badge {e(status)}">{e(status)}</span>'
+            status = e(r.get("status") or "")
+            badge = (f' <span class="badge {status}">{status}</span>'
                      if status in ("flaky", "error") else "")
             k = data.pass_k_text(r)
-            k_line = f'<br><small class="k">{e(k)}</small>' if k != "–" else ""
+            k_line = f'<br><small class="k">{k}</small>' if k != "–" else ""
+            label = f"{task_html} · {names[m]}"
             out.append(f'<td class="cell" style="--h:{round(120 * rate)}" '
-                       f'data-cell="{e(data.cell_key(r))}" '
-                       f'data-label="{e(task)} · {e(r["label"])}" '
-                       f'title="{e(task)} · {e(r["label"])}: {r["passed"]}/{r["trials"]} passed, '
-                       f'status {e(status or "–")}, verdict {e(data.verdict_text(r))}, '
-                       f'pass@k / pass^k {e(k)}">'
-                       f'{data.pct(rate)} '
+                       f'data-cell="{e(data.cell_key(r))}" data-label="{label}" '
+                       f'title="{label}: {r["passed"]}/{r["trials"]} passed, '
+                       f'status {status or "–"}, verdict {e(data.verdict_text(r))}, '
+                       f'pass@k / pass^k {k}">{data.pct(rate)} '
                        f'<small>{r["passed"]}/{r["trials"]}</small>{badge}{k_line}</td>')
         out.append("</tr>")
     out.append("</tbody></table></div>")
@@ -206,7 +207,7 @@ class _Columns:
                         ("cost", "cost", "num"), ("duration", "duration", "num")]
 
 
-def _detail(t: dict[str, Any], model: str, params: str, traced: bool) -> str:
+def _detail(t: dict[str, Any], model: str, params: str, traced: bool, why: str) -> str:
     tid = data.clean(t.get("id"))
     link = quote(tid, safe="")
     detail = [f'<div class="meta">task <b>{e(t.get("task_id"))}</b> · model <b>{e(model)}</b>']
@@ -219,7 +220,7 @@ def _detail(t: dict[str, Any], model: str, params: str, traced: bool) -> str:
         detail.append(f' · agent {e(t.get("agent"))}')
     detail.append(f' · <a href="trials/{link}/trace.jsonl">trace</a> · '
                   f'<a href="trials/{link}/audit.jsonl">audit</a></div>')
-    if why := data.reason(t):
+    if why:
         detail.append(f'<p class="why"><b>Why it {"errored" if t.get("status") == "error" else "failed"}:'
                       f'</b> {e(why, MESSAGE_LIMIT)}</p>')
     if t.get("error") and t.get("error") != why:
@@ -236,43 +237,46 @@ def _detail(t: dict[str, Any], model: str, params: str, traced: bool) -> str:
 
 
 def _trial_body(t: dict[str, Any], cols: _Columns, index: int, traced: bool,
-                details: list[str] | None) -> str:
+                details: list[str] | None, labels: dict[Any, tuple[str, str]]) -> str:
     """A trial's row, its reason (a failed or errored trial: why, on one line) and its
     detail; with `details`, the detail goes there (to be embedded compressed and drawn when
-    the row is opened) instead of into the page."""
+    the row is opened) instead of into the page. `labels`: each model's label, escaped and
+    breakable, worked out once per run (ten thousand rows share a few models)."""
     status = data.status_of(t)
-    model = data.model_label(t.get("model"), [t])
+    key = t.get("model") or (None, t.get("agent"))
+    if key not in labels:
+        label = data.model_label(t.get("model"), [t])
+        labels[key] = (label, breakable(label))
+    model, model_html = labels[key]
     tokens = t.get("tokens") or {}
-    known = [int(v) for v in (tokens.get("input"), tokens.get("output")) if v is not None]
+    tin, tout = tokens.get("input"), tokens.get("output")
     score = float(t.get("composite_score") or 0.0)
     duration = float(t.get("duration_s") or 0.0)
     cost = t.get("cost_usd")
-    params = data.params_text(t.get("params"))
-    attrs = {
-        "id": t.get("id"), "task": t.get("task_id"), "model": model, "status": status,
-        "help": t.get("help_mode") or "", "params": params,
-        "score": f"{score:.4f}", "turns": str(int(t.get("turns") or 0)),
-        "tokens": str(sum(known)) if known else "",
-        "cost": "" if cost is None else f"{float(cost):.6f}", "duration": f"{duration:.3f}",
-        "cell": data.cell_key(t),
-    }
-    data_attrs = " ".join(f'data-{k}="{e(v)}"' for k, v in attrs.items())
+    params = data.params_text(t.get("params")) if t.get("params") else ""
+    help_mode = t.get("help_mode") or ""
+    task, tid = e(t.get("task_id")), e(t.get("id"))
+    turns = int(t.get("turns") or 0)
+    known = (tin or 0) + (tout or 0) if tin is not None or tout is not None else ""
     columns = len(cols.heads())
-    detail = _detail(t, model, params, traced)
+    why = data.reason(t)
+    detail = _detail(t, model, params, traced, why)
     if details is not None:
         details.append(detail)
-    why = data.reason(t)
     return (
-        f'<tbody {data_attrs} data-i="{index}"><tr class="trial">'
-        f'<td><button class="toggle" aria-expanded="false">▸</button> '
-        f"<code>{e(data.clean(t.get('id')))}</code></td>"
-        f"<td>{e(t.get('task_id'))}</td><td>{breakable(model)}</td>"
-        + (f"<td>{e(t.get('help_mode') or '')}</td>" if cols.help_mode else "")
+        f'<tbody data-id="{tid}" data-task="{task}" data-model="{e(model)}" '
+        f'data-status="{status}" data-help="{e(help_mode)}" data-params="{e(params)}" '
+        f'data-score="{score:.4f}" data-turns="{turns}" data-tokens="{known}" '
+        f'data-cost="{"" if cost is None else f"{float(cost):.6f}"}" '
+        f'data-duration="{duration:.3f}" data-cell="{e(data.cell_key(t))}" data-i="{index}">'
+        f'<tr class="trial"><td><button class="toggle" aria-expanded="false">▸</button> '
+        f"<code>{tid}</code></td><td>{task}</td><td>{model_html}</td>"
+        + (f"<td>{e(help_mode)}</td>" if cols.help_mode else "")
         + (f"<td><code>{e(params)}</code></td>" if cols.params else "")
         + f'<td><span class="badge {status}">{status}</span></td>'
-        f'<td class="n">{score:.2f}</td><td class="n">{int(t.get("turns") or 0)}</td>'
-        f'<td class="n">{data.count(tokens.get("input"))} / {data.count(tokens.get("output"))}</td>'
-        f'<td class="n">{e(data.usd(cost))}</td><td class="n">{data.seconds(duration)}</td></tr>'
+        f'<td class="n">{score:.2f}</td><td class="n">{turns}</td>'
+        f'<td class="n">{data.count(tin)} / {data.count(tout)}</td>'
+        f'<td class="n">{data.usd(cost)}</td><td class="n">{data.seconds(duration)}</td></tr>'
         + (f'<tr class="why {status}"><td colspan="{columns}">{e(gist(why, WHY_LIMIT))}</td></tr>'
            if why else "")
         + ("" if details is not None else
@@ -304,7 +308,8 @@ def trials_table(results: dict[str, Any], traced: list[bool] | None = None,
     head = "".join(
         f'<th data-key="{k}" data-type="{kind}" class="c-{k}{" n" if kind == "num" else ""}" '
         f'tabindex="0">{label}</th>' for k, label, kind in cols.heads())
-    bodies = "".join(_trial_body(t, cols, i, traced[i], details)
+    labels: dict[Any, tuple[str, str]] = {}
+    bodies = "".join(_trial_body(t, cols, i, traced[i], details, labels)
                      for i, t in enumerate(trials))
     return (f'{controls}<div class="scroll"><table id="trials" class="grid-table">'
             f"<thead><tr>{head}</tr></thead>{bodies}</table></div>")
@@ -419,8 +424,9 @@ def _island(name: str, items: list[str | None], chunk: int | None = None) -> str
     if not any(items):
         return ""
     extra = f' data-chunk="{chunk}"' if chunk else ""
-    return (f'<script type="application/json" id="{name}"{extra}>'
-            + json.dumps(items, separators=(",", ":")) + "</script>")
+    # JSON by hand: base64 needs no escaping, and json.dumps of 25 MB of it is slow
+    body = ",".join("null" if b is None else f'"{b}"' for b in items)
+    return f'<script type="application/json" id="{name}"{extra}>[{body}]</script>'
 
 
 def _details_blocks(details: list[str]) -> list[str | None]:

@@ -14,9 +14,9 @@ finishes (`digest`, called by the runner), into `trials/ID/digest.bin`. A report
 level per trial and copies its bytes, so it stays fast however large the traces are; a trial
 without an up-to-date digest (an older run) is digested when its report is written.
 
-digest.bin: one line of JSON — {"v": 1, "of": [trace size, trace mtime_ns, audit size,
-audit mtime_ns], "levels": [[limit, offset, length], ...]} — then each level's gzip member at
-its offset from the end of that line."""
+digest.bin: one line of JSON — {"v": 1, "of": [size, mtime_ns] of the trace (else of the
+audit log), "levels": [[limit, offset, length], ...]} — then each level's gzip member at its
+offset from the end of that line, the smallest first."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ import gzip
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -273,15 +274,17 @@ def b64_size(n: int) -> int:
 # ---- digests: each trial's levels, prepared once ------------------------------------------
 
 
-def _sources(trial_dir: Path) -> list[int]:
-    out: list[int] = []
+def _sources(trial_dir: Path | str) -> list[int]:
+    """What a digest was made from: the trace's size and mtime (the audit log's when there
+    is no trace; a trial writes both at once, so one stat tells either changed)."""
     for name in ("trace.jsonl", "audit.jsonl"):
         try:
-            st = (trial_dir / name).stat()
-            out += [st.st_size, st.st_mtime_ns]
+            st = os.stat(os.path.join(trial_dir, name))
         except OSError:
-            out += [0, 0]
-    return out
+            continue
+        if st.st_size:
+            return [st.st_size, st.st_mtime_ns]
+    return []
 
 
 def digest(trial_dir: Path) -> list[tuple[int, bytes]]:
@@ -290,7 +293,7 @@ def digest(trial_dir: Path) -> list[tuple[int, bytes]]:
     Nothing is written for a trial that recorded nothing."""
     trial_dir = Path(trial_dir)
     of = _sources(trial_dir)
-    if not (of[0] or of[2]):
+    if not of:
         return []
     traj = Trajectory(data.read_jsonl(trial_dir / "trace.jsonl"),
                       data.read_jsonl(trial_dir / "audit.jsonl"))
@@ -299,16 +302,19 @@ def digest(trial_dir: Path) -> list[tuple[int, bytes]]:
         levels.append((level[0], _gzip(_json(traj.at(*level)).encode())))
         if len(levels[-1][1]) <= SMALL:  # a share is rarely smaller: enough levels
             break
+    # Stored smallest first: a large run's report, which picks small ones, reads the head
+    # and its level in one read.
     table, offset = [], 0
-    for limit, blob in levels:
+    for limit, blob in reversed(levels):
         table.append([limit, offset, len(blob)])
         offset += len(blob)
+    table.reverse()
     head = _json({"v": DIGEST_VERSION, "of": of, "levels": table}).encode() + b"\n"
     tmp = trial_dir / f".{DIGEST}.{os.getpid()}.tmp"
     try:
         with tmp.open("wb") as f:
             f.write(head)
-            for _, blob in levels:
+            for _, blob in reversed(levels):
                 f.write(blob)
         os.replace(tmp, trial_dir / DIGEST)
     except OSError:
@@ -316,24 +322,33 @@ def digest(trial_dir: Path) -> list[tuple[int, bytes]]:
     return levels
 
 
-class _Digest:
-    """A trial's digest.bin, opened for picking one level."""
+READ = 8192  # bytes read at once from a digest: its head and, often, the level picked
 
-    def __init__(self, trial_dir: Path):
-        self.path = trial_dir / DIGEST
+
+class _Digest:
+    """A trial's digest.bin, opened for picking one level (os-level reads: a large report
+    opens ten thousand of these)."""
+
+    def __init__(self, trial_dir: str, of: list[int]):
+        self.path = f"{trial_dir}/{DIGEST}"
         self.levels: list[list[int]] = []
+        self.first = b""  # the first READ bytes, head included
         self.start = 0
         self.blobs: list[tuple[int, bytes]] | None = None  # when digested just now
         try:
-            with self.path.open("rb") as f:
-                head = json.loads(f.readline())
-                self.start = f.tell()
-            if head.get("v") == DIGEST_VERSION and head.get("of") == _sources(trial_dir):
-                self.levels = head["levels"]
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                self.first = os.read(fd, READ)
+            finally:
+                os.close(fd)
+            end = self.first.index(b"\n")
+            head = json.loads(self.first[:end])
+            if head.get("v") == DIGEST_VERSION and head.get("of") == of:
+                self.levels, self.start = head["levels"], end + 1
         except (OSError, ValueError, AttributeError):
             pass
         if not self.levels:
-            self.blobs = digest(trial_dir)
+            self.blobs = digest(Path(trial_dir))
             self.levels = [[limit, 0, len(blob)] for limit, blob in self.blobs]
 
     def sizes(self) -> list[int]:
@@ -343,30 +358,46 @@ class _Digest:
         if self.blobs is not None:
             return self.blobs[i][1]
         _, offset, length = self.levels[i]
-        with self.path.open("rb") as f:
-            f.seek(self.start + offset)
-            return f.read(length)
+        at = self.start + offset
+        if at + length <= len(self.first):
+            return self.first[at:at + length]
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            return os.pread(fd, length, at)
+        finally:
+            os.close(fd)
 
 
 # ---- the page's share of each trial -------------------------------------------------------
 
 
-def recorded(trials: list[dict[str, Any]], run_dir: Path | None) -> list[Path | None]:
+@dataclass
+class Recorded:
+    """A trial directory with a trace or an audit log, and what they were (`_sources`)."""
+
+    dir: str
+    of: list[int]
+
+
+def recorded(trials: list[dict[str, Any]], run_dir: Path | None) -> list[Recorded | None]:
     """Each trial's directory when it recorded a trace or audit events, else None (and None
     for all without a run directory: a report rendered from results.json alone)."""
-    out: list[Path | None] = []
+    out: list[Recorded | None] = []
+    base = os.path.join(run_dir, "trials") if run_dir is not None else None
     for t in trials:
         tid = str(t.get("id"))
         # An id is one path component: a results.json from elsewhere (a CI artifact opened
         # with `proctor view`) cannot point the page at files outside its run.
-        safe = run_dir is not None and Path(tid).name == tid and tid not in (".", "..")
-        d = run_dir / "trials" / tid if safe else None
-        has = d is not None and any(_sources(d)[::2])
-        out.append(d if has else None)
+        if base is None or "/" in tid or tid in (".", "..", ""):
+            out.append(None)
+            continue
+        d = f"{base}/{tid}"
+        of = _sources(d)
+        out.append(Recorded(d, of) if of else None)
     return out
 
 
-def embedded(trials: list[dict[str, Any]], dirs: list[Path | None], budget: int
+def embedded(trials: list[dict[str, Any]], dirs: list[Recorded | None], budget: int
              ) -> list[str | None]:
     """Each trial's document, base64 of gzip, within `budget` bytes in all (None where there
     is nothing to show). One pass: each trial gets what is left, shared by weight, and the
@@ -380,7 +411,7 @@ def embedded(trials: list[dict[str, Any]], dirs: list[Path | None], budget: int
             out.append(None)
             continue
         share = max(0, left) * w / max(1, weight_left)
-        dg = _Digest(d)
+        dg = _Digest(d.dir, d.of)
         sizes = dg.sizes()
         if not sizes:
             out.append(None)
