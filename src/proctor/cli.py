@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import click
 
-FORMATS = ("json", "junit", "md", "html")
+FORMATS = ("json", "junit", "md", "html", "atif", "inspect")  # proctor.report.NAMES
 
 
 def _split_formats(values: tuple[str, ...]) -> list[str]:
@@ -138,7 +138,8 @@ def _run_options(f: Callable) -> Callable:
         click.option("--output-dir", type=click.Path(file_okay=False),
                      help="Write the run here (this directory becomes the run directory)."),
         click.option("--format", "formats", multiple=True, metavar="FMT[,FMT]",
-                     help="Reports to write: json,junit,md,html (json is always written)."),
+                     help="Reports to write: json,junit,md,html, and the exports atif,inspect (json is "
+                          "always written)."),
         click.option("--backend", type=click.Choice(["local", "docker"]),
                      help="Where trials run: this machine (local) or a container per trial "
                           "(docker). Default: proctor.toml's `backend`, else local."),
@@ -235,7 +236,7 @@ def check(paths: tuple[str, ...], concurrency: int | None, quiet: bool) -> None:
 @main.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--format", "formats", multiple=True, metavar="FMT[,FMT]",
-              help="json,junit,md,html (default: md to the terminal).")
+              help="json,junit,md,html,atif,inspect (default: md to the terminal).")
 def report(run_dir: str, formats: tuple[str, ...]) -> None:
     """Re-render the reports of a finished run."""
     def body() -> int:
@@ -265,6 +266,24 @@ def compare(run_a: str, run_b: str, fail_on_regression: bool, alpha: float, fmt:
 
         return compare_main(run_a, run_b, fail_on_regression=fail_on_regression, alpha=alpha,
                             fmt=fmt)
+
+    _guard(body)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["atif", "inspect"]), required=True,
+              help="atif: Harbor's trajectory format, one trajectory.json per trial; inspect: "
+                   "an Inspect AI eval log (needs the `inspect` extra).")
+@click.option("--output", "out", metavar="PATH",
+              help="atif: a directory (PATH/TRIAL/trajectory.json; default: each trial's "
+                   "directory); inspect: a .eval or .json file (default: RUN_DIR/inspect.eval).")
+def export(run_dir: str, fmt: str, out: str | None) -> None:
+    """Export a finished run for other tools: Harbor's ATIF trajectories, an Inspect log."""
+    def body() -> int:
+        from proctor.report import export_main
+
+        return export_main(run_dir, fmt, out)
 
     _guard(body)
 

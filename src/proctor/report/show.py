@@ -204,15 +204,12 @@ def _print_trace(t: dict[str, Any], trial_dir: Path, console: Console, full: boo
     from rich.rule import Rule
     from rich.text import Text
 
-    from proctor.report.show_trace import block, print_timeline
+    from proctor.report.show_trace import print_timeline
 
     console.print(Rule("trace", align="left"))
     events = data.read_jsonl(trial_dir / "trace.jsonl")
-    if not print_timeline(events, console, full):
+    if not print_timeline(events, console, full, str(t.get("output") or "")):
         console.print(Text("(no trace recorded)", style="dim"))
-    if t.get("output") and not any(ev.get("type") == "agent_output" for ev in events):
-        console.print(Text("◇ agent output\n", style="bold")
-                      + Text("\n".join("    " + line for line in block(t["output"]).split("\n"))))
 
 
 def _print_checks(t: dict[str, Any], console: Console) -> None:

@@ -88,7 +88,7 @@ def _message(t: Text, m: turns.Message, full: bool) -> None:
             _folded(t, f"{role}: {p[0]}", p[1], "  ", full)
         else:
             t.append(f"\n  {role}: ", style="dim")
-            t.append(_indent(block(p), "    ").lstrip())
+            t.append(_indent(block(p, 3, 2), "    ").lstrip())  # the task, in short
 
 
 def _turn(turn: turns.Turn, full: bool) -> Text:
@@ -177,9 +177,14 @@ def _lstrip(t: Text) -> Text:
     return t
 
 
-def print_timeline(trace: list[dict[str, Any]], console: Console, full: bool = False) -> int:
-    """Print each item of the trial's timeline; return how many."""
+def print_timeline(trace: list[dict[str, Any]], console: Console, full: bool = False,
+                   output: str = "") -> int:
+    """Print each item of the trial's timeline, and the trial's `output` unless the agent's
+    last answer or an `agent output` item said it; return how many items."""
     items = turns.build(trace).items
     for item in items:
         console.print(item_text(item, full))
+    said = {i.text.strip() for i in items if isinstance(i, turns.Output | turns.Turn)}
+    if output and output.strip() not in said:
+        console.print(item_text(turns.Output("agent output", output), full))
     return len(items)

@@ -59,6 +59,16 @@ class Command:
             processes=[_process_line(p) for p in ev.get("processes") or []])
 
 
+    def as_text(self) -> str:
+        """The command's result as proctor recorded it: exit code, stdout, stderr."""
+        lines = [f"exit code: {'timed out' if self.timed_out else self.exit_code}"]
+        if self.stdout:
+            lines.append(f"stdout:\n{self.stdout}")
+        if self.stderr:
+            lines.append(f"stderr:\n{self.stderr}")
+        return "\n".join(lines)
+
+
 def _process_line(p: Any) -> str:
     if isinstance(p, dict):
         argv = p.get("argv")
@@ -80,6 +90,13 @@ class Call:
     command: str | None  # the shell command it asks for, if any
     result: str | None = None  # what the agent got back (the tool message of its next request)
     commands: list[Command] = field(default_factory=list)
+
+    def returned(self) -> str | None:
+        """What the call gave back: what the agent saw, else what proctor recorded."""
+        if self.result is not None:
+            return self.result
+        ran = [c for c in self.commands if c.aside is None]
+        return "\n".join(c.as_text() for c in ran) if ran else None
 
 
 @dataclass
