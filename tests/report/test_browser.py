@@ -218,11 +218,12 @@ def test_a_large_run_draws_details_on_open(mixed_run, browser, shots, monkeypatc
     browser.save_screenshot(str(shots / "1-large-run.png"))
 
 
-def test_proctor_view_lists_opens_and_charts(mixed_run, tmp_path, browser, shots):
+def test_proctor_view_lists_filters_opens_and_charts(mixed_run, tmp_path, browser, shots):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     from proctor.report.view import make_server
-    from proctor.store import index_run
+    from proctor.store import by_agent, index_run
     from tests.report.conftest import counted, write_run
 
     runs = []
@@ -230,31 +231,41 @@ def test_proctor_view_lists_opens_and_charts(mixed_run, tmp_path, browser, shots
         run = write_run(tmp_path / "runs", f"day-{day}",
                         counted("t1", "openai/gpt-4.1", passed, 4, f"d{day}"))
         runs.append(run)
+    suite = {"key": "0a1b2c3d4e5f", "version": "v1", "name": "x/suite.yaml"}
     for run in [*runs, mixed_run]:
         res = json.loads((run / "results.json").read_text())
         index_run(res["run_id"], run, started_at=f"2026-03-0{len(res['run_id']) % 7 + 1}T10:00",
                   status="failed", specs=["/x/suite.yaml"], summary=res["summary"],
-                  models=[m["model"] or "(command)" for m in res["models"]],
-                  by_model={m["model"] or "(command)": [m["passed"], m["trials"]]
-                            for m in res["models"]})
+                  suite=suite, by_agent=by_agent(res["models"]))
     server = make_server(None, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
         browser.get(base + "/")
-        assert "proctor runs (3, the run index)" in browser.find_element(By.TAG_NAME, "h1").text
+        assert "proctor runs (3 of 3, the run index)" in browser.find_element(
+            By.TAG_NAME, "h1").text
         browser.save_screenshot(str(shots / "1-runs.png"))
+        # errored runs apart from failed ones: the mixed run had a provider error
+        Select(browser.find_element(By.NAME, "status")).select_by_value("errored")
+        browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+        wait_for(lambda: "status=errored" in browser.current_url)
+        rows = browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+        assert [r.get_attribute("data-outcome") for r in rows] == ["errored"]
+        browser.save_screenshot(str(shots / "2-errored.png"))
+        browser.get(base + "/?q=day-1")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")) == 1
+        browser.get(base + "/")
         browser.find_element(By.LINK_TEXT, "20260302T101500Z-ab12cd").click()
         wait_for(lambda: browser.find_elements(By.ID, "trials"))
         _open_trajectory(browser, FLAKY_TRIAL)
-        browser.save_screenshot(str(shots / "2-report.png"))
+        browser.save_screenshot(str(shots / "3-report.png"))
         browser.get(base + "/")
-        browser.find_elements(By.LINK_TEXT, "suite.yaml")[0].click()
+        browser.find_elements(By.LINK_TEXT, "x/suite.yaml")[0].click()
         svg = wait_for(lambda: browser.find_elements(By.TAG_NAME, "svg"))[0]
         assert len(svg.find_elements(By.TAG_NAME, "circle")) >= 3
-        assert "openai/gpt-4.1" in browser.find_element(By.CSS_SELECTOR, ".legend").text
-        browser.save_screenshot(str(shots / "3-trend.png"))
+        assert "llm · openai/gpt-4.1" in browser.find_element(By.CSS_SELECTOR, ".legend").text
+        browser.save_screenshot(str(shots / "4-trend.png"))
     finally:
         server.shutdown()
         server.server_close()
