@@ -200,6 +200,66 @@ def test_a_heat_map_click_filters_the_trials(mixed_run, browser, shots):
     wait_for(lambda: tb.find_elements(By.CSS_SELECTOR, ".traj .step"))
 
 
+@pytest.mark.parametrize("agent_run", ["claude-code"], indirect=True)
+def test_why_a_claude_code_trial_failed_is_on_one_screen(agent_run, browser, shots):
+    """A real Claude Code trial, opened in report.html at 1400×1000: the cause, the checks
+    and the turn whose command went wrong fit the first screen; the system prompt (9 kB)
+    and the agent's housekeeping are folded, one line each, and open on a click."""
+    from selenium.webdriver.common.by import By
+
+    _, run_dir = agent_run
+    alone = shots / "report.html"  # report.html alone, as downloaded from CI
+    shutil.copy(run_dir / "report.html", alone)
+    browser.get(alone.as_uri())
+    tid = browser.find_element(By.CSS_SELECTOR, "#trials tbody").get_attribute("data-id")
+    tb = _open_trajectory(browser, tid)
+    browser.execute_script("arguments[0].scrollIntoView()", tb)
+    height = browser.execute_script("return window.innerHeight")
+
+    def on_screen(el) -> bool:
+        box = browser.execute_script("return arguments[0].getBoundingClientRect()", el)
+        return box["top"] >= 0 and box["bottom"] <= height
+
+    why = tb.find_element(By.CSS_SELECTOR, "p.why")
+    assert why.text.startswith("Why it failed: verify#0:") and "but '4'" in why.text
+    cmd = next(c for c in tb.find_elements(By.CSS_SELECTOR, ".traj .call .cmd")
+               if "wc -l < orders.csv > count.txt" in c.text)
+    line = cmd.find_element(By.XPATH, "./ancestor::div[@class='call']/div[@class='line']")
+    assert line.text.startswith("→ Bash: wc -l < orders.csv > count.txt")
+    assert on_screen(why) and on_screen(cmd), "not on the first screen"
+    browser.save_screenshot(str(shots / "1-first-screen.png"))
+    folds = tb.find_elements(By.CSS_SELECTOR, ".traj details")
+    system = next(d for d in folds if d.text.startswith("system prompt"))
+    assert system.get_attribute("open") is None and "characters" in system.text
+    startup = next(d for d in folds if "start-up" in d.text)
+    assert "commands set aside" in startup.text and len(startup.text.splitlines()) == 1
+    system.find_element(By.TAG_NAME, "summary").click()
+    wait_for(lambda: system.find_elements(By.TAG_NAME, "pre"))
+    assert len(system.find_element(By.TAG_NAME, "pre").text) > 1000
+    browser.save_screenshot(str(shots / "2-system-prompt-open.png"))
+
+
+def test_the_errors_section_groups_errored_trials_by_cause(mixed_run, browser, shots):
+    from selenium.webdriver.common.by import By
+
+    browser.get(_report(mixed_run).as_uri())
+    section = browser.find_element(By.ID, "errors")
+    assert "3 errored trials, 2 causes" in section.find_element(By.TAG_NAME, "h2").text
+    groups = section.find_elements(By.CSS_SELECTOR, "li")
+    assert groups[0].text.startswith("2 trials: provider error after 5 attempts: 529 "
+                                     "overloaded <html>")  # escaped: text, not markup
+    assert "jq-keys" in groups[0].text and "custom script exited 1" in groups[1].text
+    browser.execute_script("arguments[0].scrollIntoView()", section)
+    browser.save_screenshot(str(shots / "1-errors.png"))
+    link = groups[1].find_element(By.CSS_SELECTOR, "a[data-show-trial]")
+    link.click()
+    tb = _body(browser, link.get_attribute("data-show-trial"))
+    assert "open" in tb.get_attribute("class")
+    why = tb.find_element(By.CSS_SELECTOR, "tr.why")
+    assert why.is_displayed() and "check 'ledger_balanced' errored" in why.text
+    browser.save_screenshot(str(shots / "2-opened.png"))
+
+
 def test_a_large_run_draws_details_on_open(mixed_run, browser, shots, monkeypatch):
     from selenium.webdriver.common.by import By
 
