@@ -137,7 +137,7 @@ def trajectory(trial: dict[str, Any], trace: list[dict[str, Any]],
                      and sum(weights) else (0.0 if total_cost == 0 else None))
             _turn(steps, item, share)
             n += 1
-        elif isinstance(item, turns.Command) and item.source == "launcher" and not item.aside:
+        elif isinstance(item, turns.Command) and item.source == "launcher":
             extra["agent_program"] = {**_command_record(item), "stderr": item.stderr}
         elif isinstance(item, turns.Command) and item.aside is None:
             _command(steps, item)

@@ -33,6 +33,10 @@ def breakable(name: Any) -> str:
     return e(name).replace("/", "/<wbr>")
 
 
+MAX_HEAT_TASKS = 500  # rows of the heat map; a larger run shows the tasks needing a look
+ATTENTION = {"error": 0, "flaky": 1, "fail": 2}
+
+
 def heat_map(results: dict[str, Any]) -> str:
     """Tasks down, models across; each cell coloured by pass rate, labelled with counts."""
     rows = data.task_rows(results)
@@ -42,6 +46,12 @@ def heat_map(results: dict[str, Any]) -> str:
     tasks: dict[Any, dict[Any, dict[str, Any]]] = {}
     for r in rows:
         tasks.setdefault(r["task_label"], {})[r.get("model")] = r
+    hidden = 0
+    if len(tasks) > MAX_HEAT_TASKS:  # the tasks needing a look first; the table has them all
+        order = sorted(tasks, key=lambda k: min(ATTENTION.get(str(c.get("status")), 3)
+                                                for c in tasks[k].values()))
+        hidden = len(order) - MAX_HEAT_TASKS
+        tasks = {k: tasks[k] for k in order[:MAX_HEAT_TASKS]}
     out = ['<div class="scroll"><table class="heat"><thead><tr><th>task</th>']
     # Whole names, wrapped at any character: two long names that share a start stay apart.
     out += [f'<th class="model" title="{e(label)}">{breakable(label)}</th>'
@@ -71,6 +81,9 @@ def heat_map(results: dict[str, Any]) -> str:
                        f'<small>{r["passed"]}/{r["trials"]}</small>{badge}{k_line}</td>')
         out.append("</tr>")
     out.append("</tbody></table></div>")
+    if hidden:
+        out.append(f'<p class="muted">… and {hidden} more tasks (those needing a look come '
+                   "first; the trial table below has every trial)</p>")
     return "".join(out)
 
 

@@ -135,7 +135,7 @@ def item_text(item: turns.Item, full: bool = False) -> Text:
     if isinstance(item, turns.Turn):
         return _turn(item, full)
     t = Text()
-    if isinstance(item, turns.Command) and item.source == "launcher" and item.aside is None:
+    if isinstance(item, turns.Command) and item.source == "launcher":
         ok = item.exit_code == 0 and not item.timed_out
         t.append("◇ the agent program ", style="bold")
         t.append("timed out" if item.timed_out else f"exit {item.exit_code}",

@@ -14,9 +14,11 @@ finishes (`digest`, called by the runner), into `trials/ID/digest.bin`. A report
 level per trial and copies its bytes, so it stays fast however large the traces are; a trial
 without an up-to-date digest (an older run) is digested when its report is written.
 
-digest.bin: one line of JSON — {"v": 1, "of": [size, mtime_ns] of the trace (else of the
-audit log), "levels": [[limit, offset, length], ...]} — then each level's gzip member at its
-offset from the end of that line, the smallest first."""
+digest.bin (little-endian): `PRDG`, its format version (u16), the size and mtime_ns of the
+trace it was made from (else of the audit log; 2 × i64), the number of levels (u16), each
+level's (characters kept, offset, length) (3 × u32: the offset from the end of this head),
+then the levels' gzip members, the smallest first. A binary head: a 10,000-trial report
+reads ten thousand of them."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import gzip
 import json
 import os
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +41,10 @@ WEIGHT = {"pass": 1, "fail": 3, "error": 3}  # failures get a larger share
 AUDIT_PER_TYPE = 25
 DIGEST = "digest.bin"
 SMALL = 600  # bytes: a level this small needs no smaller one after it
-DIGEST_VERSION = 1  # bump whenever the documents change: older digests are made again
+DIGEST_VERSION = 2  # bump whenever the documents change: older digests are made again
+MAGIC = b"PRDG"
+HEAD = struct.Struct("<4sHqqH")  # magic, version, source size, source mtime_ns, levels
+LEVEL = struct.Struct("<III")  # characters kept, offset, length
 # (characters kept per text, timeline items kept, audit events and set-aside commands kept
 # per kind): tried in order; the last level keeps what ran and how it ended, no text.
 LEVELS = [(8000, None, 25), (2000, None, 25), (500, None, 25), (160, 60, 10), (80, 16, 5),
@@ -161,7 +167,7 @@ def _item(item: turns.Item) -> dict[str, Any]:
     if isinstance(item, turns.Turn):
         return _turn(item)
     if isinstance(item, turns.Command):
-        if item.source == "launcher" and item.aside is None:
+        if item.source == "launcher":
             doc = _command(item)
             doc["k"] = "agent"  # the agent program: its exit status, its answer, its stderr
             doc["stderr_n"] = len(data.clean(item.stderr))
@@ -267,10 +273,6 @@ def decode(blob: str) -> Any:
     return json.loads(gzip.decompress(base64.b64decode(blob)))
 
 
-def b64_size(n: int) -> int:
-    return 4 * ((n + 2) // 3)
-
-
 # ---- digests: each trial's levels, prepared once ------------------------------------------
 
 
@@ -309,7 +311,8 @@ def digest(trial_dir: Path) -> list[tuple[int, bytes]]:
         table.append([limit, offset, len(blob)])
         offset += len(blob)
     table.reverse()
-    head = _json({"v": DIGEST_VERSION, "of": of, "levels": table}).encode() + b"\n"
+    head = HEAD.pack(MAGIC, DIGEST_VERSION, *of, len(table)) + b"".join(
+        LEVEL.pack(*row) for row in table)
     tmp = trial_dir / f".{DIGEST}.{os.getpid()}.tmp"
     try:
         with tmp.open("wb") as f:
@@ -331,7 +334,7 @@ class _Digest:
 
     def __init__(self, trial_dir: str, of: list[int]):
         self.path = f"{trial_dir}/{DIGEST}"
-        self.levels: list[list[int]] = []
+        self.levels: list[tuple[int, int, int]] = []
         self.first = b""  # the first READ bytes, head included
         self.start = 0
         self.blobs: list[tuple[int, bytes]] | None = None  # when digested just now
@@ -341,18 +344,19 @@ class _Digest:
                 self.first = os.read(fd, READ)
             finally:
                 os.close(fd)
-            end = self.first.index(b"\n")
-            head = json.loads(self.first[:end])
-            if head.get("v") == DIGEST_VERSION and head.get("of") == of:
-                self.levels, self.start = head["levels"], end + 1
-        except (OSError, ValueError, AttributeError):
+            magic, version, size, mtime, n = HEAD.unpack_from(self.first)
+            if magic == MAGIC and version == DIGEST_VERSION and [size, mtime] == of:
+                self.start = HEAD.size + n * LEVEL.size
+                self.levels = [LEVEL.unpack_from(self.first, HEAD.size + i * LEVEL.size)
+                               for i in range(n)]
+        except (OSError, struct.error):
             pass
         if not self.levels:
             self.blobs = digest(Path(trial_dir))
-            self.levels = [[limit, 0, len(blob)] for limit, blob in self.blobs]
+            self.levels = [(limit, 0, len(blob)) for limit, blob in self.blobs]
 
     def sizes(self) -> list[int]:
-        return [b64_size(n) for _, _, n in self.levels]
+        return [4 * ((n + 2) // 3) for _, _, n in self.levels]  # as base64
 
     def blob(self, i: int) -> bytes:
         if self.blobs is not None:

@@ -40,7 +40,7 @@ class Command:
     stderr: str = ""
     timed_out: bool = False
     truncated: bool = False
-    source: str = "agent"  # agent | exec | launcher
+    source: str = "agent"  # agent | traced (exec in older runs) | launcher
     aside: str | None = None  # why it is not an agent command (launcher, housekeeping, ...)
     call_id: str | None = None
     processes: list[str] = field(default_factory=list)  # what it started, one line each
@@ -175,8 +175,8 @@ class Timeline:
         out: list[Command] = []
         for item in self.items:
             if isinstance(item, Turn):
-                out += [c for call in item.calls for c in call.commands]
-            elif isinstance(item, Command) and item.aside is None:
+                out += [c for call in item.calls for c in call.commands if c.aside is None]
+            elif isinstance(item, Command) and item.aside is None and item.source != "launcher":
                 out.append(item)
         return out
 
@@ -279,10 +279,11 @@ def _norm(text: str | None) -> str:
 
 def _timed(cmd: Command) -> bool:
     """Whether a command has a start time of its own: the built-in agent's commands do, and
-    any record with a duration. An external agent's processes were recorded, before they
-    had times of their own, with the agent's start time and no duration: those are placed
-    by their text and order."""
-    return cmd.started_at is not None and (cmd.source == "agent" or bool(cmd.duration_s))
+    any record that says how it ended. An external agent's processes were recorded, before
+    they had times of their own, with the agent's start time, no duration and no exit
+    status: those are placed by their text and order."""
+    return cmd.started_at is not None and (cmd.source == "agent" or bool(cmd.duration_s)
+                                           or cmd.exit_code is not None)
 
 
 def _attach(items: list[Item]) -> None:
@@ -308,7 +309,7 @@ class _Matcher:
         position = {id(i): n for n, i in enumerate(self.items)}
         for cmd in [i for i in self.items if isinstance(i, Command)]:
             cmd.timed = _timed(cmd)
-            if cmd.source == "launcher" and cmd.aside is None:
+            if cmd.source == "launcher":
                 continue  # the agent program's own record: its exit status, its answer
             if cmd.source == "agent":  # the built-in agent: right after the turn that asked
                 turn = _turn_before(self.items, position[id(cmd)])
@@ -328,7 +329,7 @@ class _Matcher:
                 call.commands.append(cmd)
                 self.prev = (cmd, call)
                 self.placed.add(id(cmd))
-            elif self.prev is not None and cmd.source == "exec" and not cmd.timed:
+            elif self.prev is not None and cmd.source != "agent" and not cmd.timed:
                 self.prev[0].processes.append(cmd.text)  # a member of its pipeline, ...
                 self.placed.add(id(cmd))
         self.items[:] = [i for i in self.items if id(i) not in self.placed]
@@ -363,7 +364,7 @@ def _group_aside(items: list[Item]) -> None:
     last turn) become one line."""
     out: list[Item] = []
     for item in items:
-        if isinstance(item, Command) and item.aside is not None:
+        if isinstance(item, Command) and item.aside is not None and item.source != "launcher":
             if out and isinstance(out[-1], Aside) and out[-1].label == "set aside":
                 out[-1].commands.append(item)
             else:
