@@ -338,3 +338,19 @@ def test_effect_drawing_colours_a_clear_difference():
     assert 'class="effect down"' in _effect_svg(-0.5, -0.76, -0.12)
     assert 'class="effect up"' in _effect_svg(0.5, 0.12, 0.76)
     assert '<circle cx="42" ' in _effect_svg(-0.5, -0.76, -0.12)  # 80 - 76 * 0.5
+
+
+def test_a_heat_map_of_many_tasks_shows_those_needing_a_look():
+    from proctor.model import TrialResult
+    from proctor.report import html as html_mod
+    from proctor.scoring import summarize
+
+    trials = [{"id": f"t{i:04d}.r0", "task_id": f"t{i:04d}", "model": "m/x", "replica": 0,
+               "params": {}, "status": "fail" if i >= 595 else "pass",
+               "composite_score": 0.0 if i >= 595 else 1.0} for i in range(600)]
+    scored = summarize([TrialResult.from_dict(t) for t in trials], [])
+    out = html_mod.heat_map({"trials": trials, **scored})
+    rows = re.findall(r'<tr><th scope="row">([^<]+)</th>', out)
+    assert len(rows) == html_mod.MAX_HEAT_TASKS and rows[:5] == [f"t{i:04d}" for i in
+                                                                  range(595, 600)]
+    assert "… and 100 more tasks" in out

@@ -134,3 +134,25 @@ def test_a_command_no_call_asked_for_stays_in_its_place():
     """The oracle and command agents have no model: their commands are the timeline."""
     tl = turns.build([_exec("echo 1", source="agent"), _exec("echo 2", source="agent")])
     assert [i.text for i in tl.items] == ["echo 1", "echo 2"]
+
+
+def test_the_traced_record_goes_by_time_and_id_and_the_launcher_is_the_program():
+    """The agent-command record with its own times, exit codes, processes and the model's
+    tool_call_id (what the tracer gives for every agent)."""
+    def traced(command: str, at: float, **kw) -> dict:
+        return {"type": "command", "command": command, "source": "traced", "started_at": at,
+                "duration_s": 0.01, "exit_code": 0, **kw}
+
+    trace = [_turn(1, 10.0, ("a", "make")), _turn(2, 20.0, ("b", "make test")),
+             traced("git status", 12.0, ignored="housekeeping"),
+             traced("make", 11.0, tool_call_id="a", processes=[{"argv": ["cc", "x.c"]}]),
+             traced("make test", 21.0, stdout="ok\n"),
+             {**traced("claude -p task", 1.0, ignored="launcher"), "source": "launcher",
+              "duration_s": 30.0}]
+    tl = turns.build(trace)
+    assert _by_call(tl) == {"a": ["make"], "b": ["make test"]}
+    assert tl.turns[0].calls[0].commands[0].processes == ["cc x.c"]
+    assert [c.text for c in tl.turns[0].aside] == ["git status"]  # during turn 1
+    program = tl.items[-1]
+    assert isinstance(program, turns.Command) and program.source == "launcher"
+    assert [c.text for c in tl.commands()] == ["make", "make test"]
