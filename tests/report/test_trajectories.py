@@ -156,3 +156,15 @@ def test_the_traced_record_goes_by_time_and_id_and_the_launcher_is_the_program()
     program = tl.items[-1]
     assert isinstance(program, turns.Command) and program.source == "launcher"
     assert [c.text for c in tl.commands()] == ["make", "make test"]
+
+
+def test_long_tagged_blocks_fold_and_short_ones_stay():
+    from proctor.report.trajectory import parts
+
+    reminder = "<system-reminder>\n" + "be careful. " * 40 + "\n</system-reminder>"
+    assert parts(f"{reminder}\n\nCount the rows.") == [["<system-reminder>", reminder],
+                                                         "Count the rows."]
+    assert parts("use <b>bold</b> here\n<x>short</x>") == ["use <b>bold</b> here\n<x>short</x>"]
+    # an agent's message full of unclosed tags is read once per look, a bounded number of looks
+    hostile = "<a>\n" * 50_000
+    assert parts(hostile) == [hostile.strip()]

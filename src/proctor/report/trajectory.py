@@ -49,8 +49,9 @@ LEVEL = struct.Struct("<III")  # characters kept, offset, length
 # per kind): tried in order; the last level keeps what ran and how it ended, no text.
 LEVELS = [(8000, None, 25), (2000, None, 25), (500, None, 25), (160, 60, 10), (80, 16, 5),
           (40, 8, 3), (0, 6, 0)]
-FOLD_TAG = re.compile(r"<([A-Za-z][\w-]*)(?:\s[^>]*)?>(.*?)</\1>", re.S)
+OPEN_TAG = re.compile(r"(?m)^<([A-Za-z][\w-]*)(?:\s[^>\n]*)?>")
 FOLD_MIN = 300  # a tagged block longer than this (help text, reminders) starts folded
+FOLD_TRIES = 20
 
 
 class _Text:
@@ -82,17 +83,27 @@ def _at(obj: Any, limit: int) -> Any:
 
 
 def parts(text: str) -> list[Any]:
-    """A message as parts: plain text, and ["<tag>", text] for a long tagged block (help
-    text, an agent's reminders and context) the page shows folded."""
+    """A message as parts: plain text, and ["<tag>", text] for a long tagged block that
+    starts a line (help text, an agent's reminders and context), which pages show folded.
+    At most FOLD_TRIES blocks are looked for: a message is the agent's to write, and each
+    look may read to its end."""
     out: list[Any] = []
-    at = 0
-    for m in FOLD_TAG.finditer(text):
-        if len(m.group(0)) < FOLD_MIN:
+    at = tries = 0
+    for m in OPEN_TAG.finditer(text):
+        if m.start() < at:
             continue
+        tries += 1
+        if tries > FOLD_TRIES:
+            break
+        close = f"</{m.group(1)}>"
+        end = text.find(close, m.end())
+        if end < 0 or end + len(close) - m.start() < FOLD_MIN:
+            continue
+        end += len(close)
         if m.start() > at:
             out.append(text[at:m.start()])
-        out.append([f"<{m.group(1)}>", m.group(0)])
-        at = m.end()
+        out.append([f"<{m.group(1)}>", text[m.start():end]])
+        at = end
     if at < len(text):
         out.append(text[at:])
     return [p.strip() if isinstance(p, str) else p for p in out

@@ -306,13 +306,12 @@ class _Matcher:
 
     def run(self) -> None:
         startup: list[Command] = []
-        position = {id(i): n for n, i in enumerate(self.items)}
-        for cmd in [i for i in self.items if isinstance(i, Command)]:
+        for cmd, before in _commands_after(self.items):
             cmd.timed = _timed(cmd)
             if cmd.source == "launcher":
                 continue  # the agent program's own record: its exit status, its answer
             if cmd.source == "agent":  # the built-in agent: right after the turn that asked
-                turn = _turn_before(self.items, position[id(cmd)])
+                turn = before
             else:
                 turn = _turn_at(self.turns, cmd.started_at) if cmd.timed else None
             if cmd.aside is not None:
@@ -374,12 +373,16 @@ def _group_aside(items: list[Item]) -> None:
     items[:] = out
 
 
-def _turn_before(items: list[Item], n: int) -> Turn | None:
-    """The last main turn before position `n` of the trace."""
-    for item in reversed(items[:n]):
+def _commands_after(items: list[Item]) -> list[tuple[Command, Turn | None]]:
+    """Each command of the trace with the last main turn before it (None: before any)."""
+    out: list[tuple[Command, Turn | None]] = []
+    last: Turn | None = None
+    for item in items:
         if isinstance(item, Turn) and not item.side:
-            return item
-    return None
+            last = item
+        elif isinstance(item, Command):
+            out.append((item, last))
+    return out
 
 
 def _turn_at(turns: list[Turn], when: float | None) -> Turn | None:
