@@ -104,7 +104,8 @@ def _turn(turn: turns.Turn, full: bool) -> Text:
     if turn.side:
         t.append(f" · {data.clean(turn.side)}", style="dim")
     if turn.system:
-        label = "system prompt" + (" (changed)" if turn.system_changed else "")
+        label = ("system prompt" + (" (changed)" if turn.system_changed else "")
+                 + (", with the help text" if "<help>" in turn.system else ""))
         _folded(t, label, turn.system, "  ", full)
     for m in turn.messages:
         _message(t, m, full)
@@ -181,9 +182,17 @@ def print_timeline(trace: list[dict[str, Any]], console: Console, full: bool = F
                    output: str = "") -> int:
     """Print each item of the trial's timeline, and the trial's `output` unless the agent's
     last answer or an `agent output` item said it; return how many items."""
+    from rich.text import Text
+
     items = turns.build(trace).items
+    folded = False
     for item in items:
-        console.print(item_text(item, full))
+        text = item_text(item, full)
+        folded = folded or "▸ " in text.plain or "set aside" in text.plain
+        console.print(text)
+    if folded and not full:
+        console.print(Text("(▸ folded, and commands set aside: --full prints them)",
+                           style="dim"))
     said = {i.text.strip() for i in items if isinstance(i, turns.Output | turns.Turn)}
     if output and output.strip() not in said:
         console.print(item_text(turns.Output("agent output", output), full))
