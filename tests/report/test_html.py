@@ -224,6 +224,11 @@ def test_a_digest_is_made_again_when_its_trace_changed(tmp_path):
     (blob,) = embedded([{"id": "t", "status": "fail"}], recorded([{"id": "t"}], tmp_path),
                        1_000_000)
     assert [i["cmd"] for i in decode(blob)["items"]] == ["first", "second"]
+    # a digest that is not one (a run directory from elsewhere) is made again, not trusted
+    (d / "digest.bin").write_bytes(b"PRDG" + b"\xff" * 40)
+    (blob,) = embedded([{"id": "t", "status": "fail"}], recorded([{"id": "t"}], tmp_path),
+                       1_000_000)
+    assert [i["cmd"] for i in decode(blob)["items"]] == ["first", "second"]
 
 
 def test_failing_checks_triage_and_heat_map_cells_filter(mixed_run):

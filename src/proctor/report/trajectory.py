@@ -41,6 +41,7 @@ WEIGHT = {"pass": 1, "fail": 3, "error": 3}  # failures get a larger share
 AUDIT_PER_TYPE = 25
 DIGEST = "digest.bin"
 SMALL = 600  # bytes: a level this small needs no smaller one after it
+SHARE_MAX = 2_000_000  # bytes (base64) of one trial's document in a page, at most
 DIGEST_VERSION = 2  # bump whenever the documents change: older digests are made again
 MAGIC = b"PRDG"
 HEAD = struct.Struct("<4sHqqH")  # magic, version, source size, source mtime_ns, levels
@@ -356,7 +357,8 @@ class _Digest:
             finally:
                 os.close(fd)
             magic, version, size, mtime, n = HEAD.unpack_from(self.first)
-            if magic == MAGIC and version == DIGEST_VERSION and [size, mtime] == of:
+            if (magic == MAGIC and version == DIGEST_VERSION and [size, mtime] == of
+                    and 0 < n <= len(LEVELS)):
                 self.start = HEAD.size + n * LEVEL.size
                 self.levels = [LEVEL.unpack_from(self.first, HEAD.size + i * LEVEL.size)
                                for i in range(n)]
@@ -373,6 +375,7 @@ class _Digest:
         if self.blobs is not None:
             return self.blobs[i][1]
         _, offset, length = self.levels[i]
+        length = min(length, SHARE_MAX)  # a digest from elsewhere cannot make it read more
         at = self.start + offset
         if at + length <= len(self.first):
             return self.first[at:at + length]
@@ -425,7 +428,7 @@ def embedded(trials: list[dict[str, Any]], dirs: list[Recorded | None], budget: 
         if d is None:
             out.append(None)
             continue
-        share = max(0, left) * w / max(1, weight_left)
+        share = min(SHARE_MAX, max(0, left) * w / max(1, weight_left))
         dg = _Digest(d.dir, d.of)
         sizes = dg.sizes()
         if not sizes:
