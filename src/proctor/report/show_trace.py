@@ -54,7 +54,8 @@ def _aside_line(t: Text, commands: list[turns.Command], pad: str, full: bool,
              f"aside" + (f" ({', '.join(reasons)})" if reasons else ""), style="dim")
     if full:
         for c in commands:
-            t.append(f"\n{pad}    $ {data.one_line(c.text, 160)}", style="dim")
+            t.append(f"\n{pad}    $ {data.one_line(c.text, 160)}  (set aside: "
+                     f"{data.clean(c.aside)})", style="dim")
 
 
 def _command(t: Text, c: turns.Command, pad: str) -> None:
