@@ -337,7 +337,7 @@ def digest(trial_dir: Path) -> list[tuple[int, bytes]]:
     return levels
 
 
-READ = 8192  # bytes read at once from a digest: its head and, often, the level picked
+READ = 4096  # bytes read at once from a digest: its head and, often, the level picked
 
 
 class _Digest:
@@ -367,9 +367,6 @@ class _Digest:
         if not self.levels:
             self.blobs = digest(Path(trial_dir))
             self.levels = [(limit, 0, len(blob)) for limit, blob in self.blobs]
-
-    def sizes(self) -> list[int]:
-        return [4 * ((n + 2) // 3) for _, _, n in self.levels]  # as base64
 
     def blob(self, i: int) -> bytes:
         if self.blobs is not None:
@@ -430,12 +427,15 @@ def embedded(trials: list[dict[str, Any]], dirs: list[Recorded | None], budget: 
             continue
         share = min(SHARE_MAX, max(0, left) * w / max(1, weight_left))
         dg = _Digest(d.dir, d.of)
-        sizes = dg.sizes()
-        if not sizes:
+        if not dg.levels:
             out.append(None)
             continue
-        i = next((n for n, size in enumerate(sizes) if size <= share), len(sizes) - 1)
-        blob = base64.b64encode(dg.blob(i)).decode("ascii")
+        pick = len(dg.levels) - 1  # from the largest: the first that fits, else the smallest
+        for n, (_, _, length) in enumerate(dg.levels):
+            if 4 * ((length + 2) // 3) <= share:  # its size in base64
+                pick = n
+                break
+        blob = base64.b64encode(dg.blob(pick)).decode("ascii")
         out.append(blob)
         left -= len(blob)
         weight_left -= w
