@@ -1,15 +1,20 @@
-"""Reports at scale: every format for a run of 10,000 tasks (one trial each), timed.
+"""Reports at scale: every format for a run of 10,000 tasks (one trial each), with every
+trial's trajectory, timed in CPU and wall time, and each `proctor report` command measured
+whole (CPU, peak memory).
 
     .venv/bin/python bench/reports_at_scale.py [--tasks 10000] [--best-of N] [--no-traces]
-                                               [--keep DIR] [--browser]
+                                               [--keep DIR | --reuse DIR] [--browser]
 
-The results come from the real scorer; each renderer (json, junit, md, html, the terminal
-table, `proctor show`'s list of every trial) is timed alone. Every report must be linear in
-trials + tasks (target: each format under 1 s at 10,000 tasks, without trajectories).
+The results come from the real scorer. Each trial gets a realistic trace.jsonl and audit.jsonl
+in a run directory (an LLM agent's 6 turns, 6 commands with 1-8 kB of output each, a long
+system prompt, 40 file writes), digested as `proctor run --format html` does when each trial
+ends (the cost per trial is printed). Then each renderer (json, junit, md, html with every
+trajectory embedded, the terminal table, `proctor show`'s list of every trial) is timed
+alone, in this process (best of N, CPU), and `proctor report RUN --format html|md|junit` is
+run as a command: its CPU time (user + sys) and its peak resident memory (bench/measure.py).
+Targets (issue 27): each of html, md and junit <= 1 s of CPU, <= 300 MB, page <= 25 MB.
 
-report.html with trajectories: each trial gets a realistic trace.jsonl and audit.jsonl in a
-run directory (an LLM agent's 6 turns, 6 commands with 1-8 kB of output each, a long system
-prompt, 40 file writes); the page embeds them all and must stay <= 25 MB. `--keep DIR`
+`--no-traces`: the formats without trajectories only (quick; the smoke test). `--keep DIR`
 leaves the run directory (and its report.html) there, to open in a browser. `--browser`
 opens it in headless Chromium (selenium, chromium-driver) and times loading the page and
 opening a failed trial's trajectory.
@@ -23,7 +28,9 @@ import io
 import json
 import os
 import random
+import resource
 import shutil
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -34,7 +41,7 @@ from proctor.model import AgentDef, CheckResult, TaskDef, TrialResult
 from proctor.report import render
 from proctor.report.show import TrialFilter, show_main
 from proctor.report.terminal import print_summary
-from proctor.report.trajectory import decode
+from proctor.report.trajectory import decode, digest
 from proctor.scoring import summarize
 
 
@@ -112,10 +119,27 @@ def show_lines(run_dir: str, only: TrialFilter) -> str:
     return f"{out.getvalue().count(chr(10))} lines"
 
 
-def blocks_of(page: str) -> list[str]:
+def docs_of(page: str) -> list[dict]:
+    """The trajectory documents embedded in a report.html."""
     start = page.index('id="trajectories"')
     start = page.index(">", start) + 1
-    return json.loads(page[start:page.index("</script>", start)])
+    return [decode(b) for b in json.loads(page[start:page.index("</script>", start)]) if b]
+
+
+def report_command(run_dir: Path, fmt: str) -> str:
+    """`proctor report RUN --format FMT` as a user runs it: CPU (user + sys) and peak RSS."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from measure import run as measured
+
+    proctor = Path(sys.executable).parent / "proctor"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m = measured([str(proctor), "report", str(run_dir), "--format", fmt], cwd=run_dir,
+                 memory=True, interval=0.01)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if m.returncode:
+        raise SystemExit(m.stderr_tail)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return (f"cpu {cpu:.2f} s, wall {m.wall_s:.2f} s, peak RSS {m.root_peak_rss_mb:.0f} MB")
 
 
 def browse(page: Path) -> None:
@@ -154,45 +178,78 @@ def main() -> None:
     ap.add_argument("--browser", action="store_true", help="time the page in headless Chromium")
     ap.add_argument("--best-of", type=int, default=1, metavar="N",
                     help="time each format N times and print the fastest (a busy machine)")
-    ap.add_argument("--no-traces", action="store_true", help="skip report.html with trajectories")
+    ap.add_argument("--no-traces", action="store_true",
+                    help="only the formats without trajectories (quick)")
+    ap.add_argument("--reuse", type=Path, metavar="DIR",
+                    help="time the reports of a run directory an earlier --keep DIR left "
+                         "(traces and digests made): quicker on a busy machine")
     args = ap.parse_args()
-    results = results_for(args.tasks)
+    if args.reuse:
+        args.keep = args.reuse
+        results = json.loads((args.reuse / "results.json").read_text())
+    else:
+        results = results_for(args.tasks)
 
     def timed(label: str, fn: Any) -> None:
-        best, note = float("inf"), ""
+        best, wall, note = float("inf"), float("inf"), ""
         for _ in range(args.best_of):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             note = fn()
-            best = min(best, time.perf_counter() - t0)
-        print(f"{label}: {best:.3f} s{f' ({note})' if note else ''}")
+            best = min(best, time.process_time() - c0)
+            wall = min(wall, time.perf_counter() - t0)
+        print(f"{label}: {wall:.3f} s, cpu {best:.3f} s{f' ({note})' if note else ''}")
 
-    for fmt in ("json", "junit", "md", "html"):
-        timed(fmt, lambda fmt=fmt: f"{len(render(fmt, results, {})) / 1e6:.1f} MB")
     from rich.console import Console
 
-    timed("terminal table", lambda: print_summary(results, Console(file=io.StringIO(), width=120)))
-    os.environ["COLUMNS"] = "120"
-    with tempfile.TemporaryDirectory(prefix="proctor-bench-") as d:
-        (Path(d) / "results.json").write_text(json.dumps(results))
-        for label, only in (("show", TrialFilter()), ("show --failed", TrialFilter(failed=True))):
-            timed(label, lambda only=only, d=d: show_lines(d, only))
     if args.no_traces:
+        for fmt in ("json", "junit", "md", "html"):
+            timed(fmt, lambda fmt=fmt: f"{len(render(fmt, results, {})) / 1e6:.1f} MB")
+        timed("terminal table",
+              lambda: print_summary(results, Console(file=io.StringIO(), width=120)))
+        os.environ["COLUMNS"] = "120"
+        with tempfile.TemporaryDirectory(prefix="proctor-bench-") as d:
+            (Path(d) / "results.json").write_text(json.dumps(results))
+            for label, only in (("show", TrialFilter()),
+                                ("show --failed", TrialFilter(failed=True))):
+                timed(label, lambda only=only, d=d: show_lines(d, only))
         return
 
     run_dir = args.keep or Path(tempfile.mkdtemp(prefix="proctor-bench-"))
     try:
-        t0 = time.perf_counter()
-        write_traces(run_dir, results["trials"])
-        raw = sum(f.stat().st_size for f in (run_dir / "trials").rglob("*.jsonl"))
-        print(f"traces written: {time.perf_counter() - t0:.1f} s ({raw / 1e6:.0f} MB of jsonl)")
-        t0 = time.perf_counter()
-        text = render("html", results, {}, run_dir)
-        print(f"html with trajectories: {time.perf_counter() - t0:.2f} s "
-              f"({len(text.encode()) / 1e6:.1f} MB)")
-        (run_dir / "report.html").write_text(text, encoding="utf-8")
-        levels = Counter(d["limit"] for b in blocks_of(text) for d in decode(b) if d)
+        if not args.reuse:
+            t0 = time.perf_counter()
+            write_traces(run_dir, results["trials"])
+            (run_dir / "results.json").write_text(json.dumps(results))
+            (run_dir / "run.json").write_text(json.dumps({"run_id": "bench"}))
+            raw = sum(f.stat().st_size for f in (run_dir / "trials").rglob("*.jsonl"))
+            print(f"traces written: {time.perf_counter() - t0:.1f} s ({raw / 1e6:.0f} MB of "
+                  "jsonl)")
+            c0 = time.process_time()
+            for t in results["trials"]:  # what `proctor run --format html` does as each ends
+                digest(run_dir / "trials" / t["id"])
+            cpu = time.process_time() - c0
+            print(f"digest, when each trial ends: {1000 * cpu / len(results['trials']):.1f} ms "
+                  "of cpu per trial")
+        for fmt in ("json", "junit", "md"):
+            timed(fmt, lambda fmt=fmt: f"{len(render(fmt, results, {}, run_dir)) / 1e6:.1f} MB")
+        page = [""]
+
+        def html() -> str:
+            page[0] = render("html", results, {}, run_dir)
+            return f"{len(page[0].encode()) / 1e6:.1f} MB"
+
+        timed("html with every trajectory", html)
+        (run_dir / "report.html").write_text(page[0], encoding="utf-8")
+        levels = Counter(d["limit"] for d in docs_of(page[0]))
         print("characters kept per text, trials: "
               + ", ".join(f"{k}: {n}" for k, n in sorted(levels.items(), reverse=True)))
+        timed("terminal table",
+              lambda: print_summary(results, Console(file=io.StringIO(), width=120)))
+        os.environ["COLUMNS"] = "120"
+        for label, only in (("show", TrialFilter()), ("show --failed", TrialFilter(failed=True))):
+            timed(label, lambda only=only: show_lines(str(run_dir), only))
+        for fmt in ("html", "md", "junit"):
+            print(f"proctor report --format {fmt}: {report_command(run_dir, fmt)}")
         if args.browser:
             browse(run_dir / "report.html")
     finally:

@@ -13,6 +13,8 @@ import click
 from proctor.agents import AGENTS
 from proctor.sandbox import BACKENDS
 
+FORMATS = ("json", "junit", "md", "html", "atif", "inspect")  # proctor.report.NAMES
+
 
 def _split_formats(values: tuple[str, ...]) -> list[str]:
     from proctor.report import FORMATS
@@ -140,7 +142,8 @@ def _run_options(f: Callable) -> Callable:
         click.option("--output-dir", type=click.Path(file_okay=False),
                      help="Write the run here (this directory becomes the run directory)."),
         click.option("--format", "formats", multiple=True, metavar="FMT[,FMT]",
-                     help="Reports to write: json,junit,md,html (json is always written)."),
+                     help="Reports to write: json,junit,md,html, and the exports atif,inspect (json is "
+                          "always written)."),
         click.option("--backend", type=click.Choice(BACKENDS.names()),
                      help="Where trials run: this machine (local) or a container per trial "
                           "(docker). Default: proctor.toml's `backend`, else local."),
@@ -237,7 +240,7 @@ def check(paths: tuple[str, ...], concurrency: int | None, quiet: bool) -> None:
 @main.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--format", "formats", multiple=True, metavar="FMT[,FMT]",
-              help="json,junit,md,html (default: md to the terminal).")
+              help="json,junit,md,html,atif,inspect (default: md to the terminal).")
 def report(run_dir: str, formats: tuple[str, ...]) -> None:
     """Re-render the reports of a finished run."""
     def body() -> int:
@@ -267,6 +270,24 @@ def compare(run_a: str, run_b: str, fail_on_regression: bool, alpha: float, fmt:
 
         return compare_main(run_a, run_b, fail_on_regression=fail_on_regression, alpha=alpha,
                             fmt=fmt)
+
+    _guard(body)
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["atif", "inspect"]), required=True,
+              help="atif: Harbor's trajectory format, one trajectory.json per trial; inspect: "
+                   "an Inspect AI eval log (needs the `inspect` extra).")
+@click.option("--output", "out", metavar="PATH",
+              help="atif: a directory (PATH/TRIAL/trajectory.json; default: each trial's "
+                   "directory); inspect: a .eval or .json file (default: RUN_DIR/inspect.eval).")
+def export(run_dir: str, fmt: str, out: str | None) -> None:
+    """Export a finished run for other tools: Harbor's ATIF trajectories, an Inspect log."""
+    def body() -> int:
+        from proctor.report import export_main
+
+        return export_main(run_dir, fmt, out)
 
     _guard(body)
 
@@ -309,19 +330,23 @@ def view(runs_dir: str | None, host: str, port: int) -> None:
               help="Only these tasks (repeatable).")
 @click.option("--model", "models", multiple=True, metavar="MODEL",
               help="Only these models or agents (repeatable).")
+@click.option("--full", is_flag=True,
+              help="With TRIAL: unfold the system prompt, help text and housekeeping.")
 def show(run_dir: str, trial: str | None, failed: bool, task_ids: tuple[str, ...],
-         models: tuple[str, ...]) -> None:
+         models: tuple[str, ...], full: bool) -> None:
     """Print a run's trials, or one TRIAL's trace, checks and audit log.
 
     \b
-      proctor show RUN_DIR                       every trial, with the first failure of each
+      proctor show RUN_DIR                       every trial, with why it failed
       proctor show RUN_DIR --failed --task t1    only t1's failed and errored trials
-      proctor show RUN_DIR TRIAL                 one trial (an id or a unique prefix)
+      proctor show RUN_DIR TRIAL                 one trial (an id or a unique prefix), turn
+                                                 by turn
     """
     def body() -> int:
         from proctor.report.show import TrialFilter, show_main
 
-        return show_main(run_dir, trial, TrialFilter(failed, set(task_ids), set(models)))
+        return show_main(run_dir, trial, TrialFilter(failed, set(task_ids), set(models)),
+                         full=full)
 
     _guard(body)
 

@@ -108,3 +108,28 @@ def _feed(h: hashlib._Hash, path: Path) -> None:
                 h.update(chunk)
     except OSError:
         h.update(b"unreadable")
+
+
+def suite_identity(sources: Iterable[str], selection: Iterable[str] = ()) -> dict[str, object]:
+    """What `proctor view` calls one suite, for run.json's `suite`: `key`, the spec files a
+    run read (resolved: `.`, `cli-bench.yaml` and `suite/` from anywhere name the same file
+    once), and `version`, their content and the task selection (`--task`, `--category`): the
+    runs of one version measured the same thing. `name` is for people."""
+    files = sorted({str(Path(s).resolve()) for s in sources})
+    version = hashlib.blake2b(digest_size=6)
+    for f in files:
+        version.update(f"{f}\0{_digest(Path(f))}\n".encode())
+    version.update("\0".join(sorted(selection)).encode())
+    key = hashlib.blake2b("\n".join(files).encode(), digest_size=6).hexdigest()
+    return {"key": key, "version": version.hexdigest(), "files": files, "name": suite_name(files)}
+
+
+def suite_name(files: list[str]) -> str:
+    """`git-basics/cli-bench.yaml`; several files: their directory (`examples`, 7 files)."""
+    if not files:
+        return "(no specs)"
+    if len(files) == 1:
+        p = Path(files[0])
+        return f"{p.parent.name}/{p.name}" if p.parent.name else p.name
+    common = Path(os.path.commonpath(files))
+    return f"{common.name or common} ({len(files)} files)"

@@ -26,7 +26,7 @@ def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = F
         results = {}
         for agent in ("oracle", "nop"):
             options = RunOptions(agent=agent, concurrency=concurrency, quiet=True, repeat=1,
-                                 output_dir=f"{scratch}/{agent}")
+                                 output_dir=f"{scratch}/{agent}", purpose="check")
             planned = prepare(paths, options, warn=agent == "oracle")
             # Each task once: help modes and matrix params don't change what a solution does.
             seen: set[str] = set()

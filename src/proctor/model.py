@@ -293,3 +293,5 @@ class RunOptions:
     quiet: bool = False
     output_limit: int = 1_000_000  # bytes kept per stream per command
     config: dict[str, Any] = field(default_factory=dict)  # proctor.toml contents
+    # "check": `proctor check`'s scratch runs (oracle, nop): not indexed, never a trend
+    purpose: Literal["run", "check"] = "run"

@@ -8,6 +8,7 @@ for what finished; `--resume RUN_DIR` runs the rest.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -23,13 +24,13 @@ from proctor import __version__, proc
 from proctor.agents.external import install_agents
 from proctor.errors import UsageError
 from proctor.executors import infra_error
-from proctor.inputs import check_unchanged, fingerprint, referenced
+from proctor.inputs import check_unchanged, fingerprint, referenced, suite_identity
 from proctor.janitor import sweep
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select, unprompted_notes
 from proctor.proc import use_fast_child_watcher
 from proctor.providers import MODEL_AGENT_TYPES, preflight_run
-from proctor.report import write_reports
+from proctor.report import trajectory, write_reports
 from proctor.report.progress import Progress
 from proctor.report.terminal import print_summary
 from proctor.sandbox import BACKENDS, backend_for_run, close_backend
@@ -37,7 +38,7 @@ from proctor.sandbox.trace import tracer
 from proctor.scoring import summarize
 from proctor.services.lifecycle import start_services, stop_services
 from proctor.spec.load import load_specs
-from proctor.store import RunStore, index_run, iso, shown
+from proctor.store import RunStore, by_agent, index_run, iso, shown
 from proctor.trial import RunContext, error_result, run_trial
 
 # Options a resumed run may change; everything else comes from the interrupted run.
@@ -122,6 +123,10 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
                               "note": "" if isolated else NOT_ISOLATED},
                 "inputs": fingerprint([*loaded.sources,
                                        *referenced(by_id.values(), options.models)]),
+                "suite": suite_identity(loaded.sources, [*(f"task={t}" for t in options.tasks),
+                                                         *(f"category={c}" for c in
+                                                           options.categories)]),
+                "purpose": options.purpose,
                 "host": {"name": os.uname().nodename, "cpus": os.cpu_count(),
                          "platform": sys.platform}}
         store.write_meta(meta)
@@ -136,9 +141,11 @@ def run_planned(planned: Planned) -> dict[str, Any]:
               "(forged or altered) were ignored; their trials run again", file=sys.stderr)
     # An infrastructure error (a Ray node lost) says nothing about the trial: run it again.
     todo = [t for t in planned.trials if t.id not in done or infra_error(done[t.id])]
-    index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status="running",
-              specs=planned.paths,
-              models=list(dict.fromkeys(t.model or f"({t.agent})" for t in planned.trials)))
+    indexed = options.purpose != "check"  # `proctor check`'s scratch runs are no history
+    if indexed:
+        index_run(store.run_id, store.dir, started_at=planned.meta["started_at"],
+                  status="running", specs=planned.paths, suite=planned.meta.get("suite"),
+                  models=list(dict.fromkeys(t.model or f"({t.agent})" for t in planned.trials)))
     progress = _progress(len(planned.trials), len(planned.trials) - len(todo), options)
     interrupted = False
     try:
@@ -151,11 +158,12 @@ def run_planned(planned: Planned) -> dict[str, Any]:
     results = build_results(planned, store.finished(), interrupted=interrupted)
     store.write_results(results)
     status = "interrupted" if interrupted else ("passed" if results["exit_code"] == 0 else "failed")
-    index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status=status,
-              specs=planned.paths, finished_at=results["finished_at"], summary=results["summary"],
-              models=[m.get("model") or f"({m['agent']})" for m in results["models"]] or None,
-              by_model={m.get("model") or f"({m['agent']})": [m["passed"], m["trials"]]
-                        for m in results["models"]} or None)
+    if indexed:
+        index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status=status,
+                  specs=planned.paths, finished_at=results["finished_at"],
+                  summary=results["summary"], suite=planned.meta.get("suite"),
+                  models=[m.get("model") or f"({m['agent']})" for m in results["models"]] or None,
+                  by_agent=by_agent(results["models"]) or None)
     extra = [f for f in options.formats if f != "json"]
     if extra:
         results["reports"] = [str(p) for p in write_reports(store.dir, results, extra)]
@@ -196,6 +204,9 @@ async def _execute(trials: list[Trial], planned: Planned,
                 return run_trial(trial, task, run)
 
         queue = iter(trials)
+        # report.html's share of each trajectory, prepared as each trial ends (reports then
+        # only copy it; report/trajectory.py); a run without html leaves it to its first.
+        digest = trajectory.digest if "html" in options.formats else None
 
         async def worker() -> None:
             for trial in queue:
@@ -205,6 +216,9 @@ async def _execute(trials: list[Trial], planned: Planned,
                 except Exception as e:  # one trial's failure stays in that trial
                     result = error_result(trial, task, f"internal error: {e!r}")
                 _store(store, result, trial, task, on_result)
+                if digest is not None:  # a digest that fails is made again by the report
+                    with contextlib.suppress(Exception):
+                        await asyncio.to_thread(digest, store.trial_dir(trial.id))
 
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):

@@ -234,9 +234,14 @@ def read_json(path: Path) -> Any:
 _SCHEMA = """CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT PRIMARY KEY, dir TEXT NOT NULL, started_at TEXT, finished_at TEXT,
   status TEXT, specs TEXT, trials INTEGER, passed INTEGER, failed INTEGER, errored INTEGER,
-  pass_rate REAL, models TEXT, by_model TEXT)"""
+  pass_rate REAL, models TEXT, by_model TEXT, suite_key TEXT, suite_version TEXT,
+  suite_name TEXT, by_agent TEXT)"""
 _COLUMNS = ("run_id", "dir", "started_at", "finished_at", "status", "specs", "trials",
-            "passed", "failed", "errored", "pass_rate", "models", "by_model")
+            "passed", "failed", "errored", "pass_rate", "models", "by_model", "suite_key",
+            "suite_version", "suite_name", "by_agent")
+_ADDED = ("models", "by_model", "suite_key", "suite_version", "suite_name", "by_agent")
+_KEPT = ("started_at", "specs", "models", "by_model", "suite_key", "suite_version",
+         "suite_name", "by_agent")  # an update without them keeps what the row has
 
 
 def _index() -> sqlite3.Connection:
@@ -245,7 +250,7 @@ def _index() -> sqlite3.Connection:
     db = sqlite3.connect(home / "index.sqlite", timeout=10)
     db.execute(_SCHEMA)
     have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
-    for column in ("models", "by_model"):  # an index written before these columns
+    for column in _ADDED:  # an index written before these columns
         if column not in have:
             db.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
     return db
@@ -254,19 +259,27 @@ def _index() -> sqlite3.Connection:
 def index_run(run_id: str, run_dir: Path, *, started_at: str, status: str, specs: list[str],
               finished_at: str | None = None, summary: dict[str, Any] | None = None,
               models: list[str] | None = None,
-              by_model: dict[str, list[int]] | None = None) -> None:
-    """Add or update a run's row (`by_model`: label -> [passed, trials], for `proctor view`'s
-    pass rate over time). A directory holds one run: an older row for the same directory
-    (its run was deleted and --output-dir reused) is dropped."""
+              by_model: dict[str, list[int]] | None = None,
+              suite: dict[str, Any] | None = None,
+              by_agent: dict[str, dict[str, Any]] | None = None) -> None:
+    """Add or update a run's row, for `proctor runs` and `proctor view`: `suite` (run.json's,
+    inputs.suite_identity) and `by_agent` (label -> agent, model, passed, trials, errored:
+    each agent's pass rate over time; `by_model` is what older rows have). A directory
+    holds one run: an older row for the same directory (its run was deleted and
+    --output-dir reused) is dropped."""
     s = summary or {}
+    suite = suite or {}
+
+    def js(value: Any) -> str | None:
+        return None if value is None else json.dumps(value)
+
     values = (run_id, str(run_dir), started_at, finished_at, status, json.dumps(specs),
               s.get("trials"), s.get("passed"), s.get("failed"), s.get("errored"),
-              s.get("pass_rate"), None if models is None else json.dumps(models),
-              None if by_model is None else json.dumps(by_model))
-    updates = ", ".join(f"{c}=excluded.{c}" for c in _COLUMNS[1:-2]
+              s.get("pass_rate"), js(models), js(by_model), suite.get("key"),
+              suite.get("version"), suite.get("name"), js(by_agent))
+    updates = ", ".join(f"{c}=excluded.{c}" if c not in _KEPT else
+                        f"{c}=COALESCE(excluded.{c}, {c})" for c in _COLUMNS[1:]
                         if c not in ("started_at", "specs"))
-    updates += (", models=COALESCE(excluded.models, models)"
-                ", by_model=COALESCE(excluded.by_model, by_model)")
     try:
         with _index() as db:
             db.execute("DELETE FROM runs WHERE dir = ? AND run_id != ?", (str(run_dir), run_id))
@@ -276,6 +289,19 @@ def index_run(run_id: str, run_dir: Path, *, started_at: str, status: str, specs
                        f"{updates}", values)
     except sqlite3.Error:
         pass  # the index is a convenience; a locked or read-only home must not fail a run
+
+
+def by_agent(models: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """results.json's `models` rows as the index keeps them: by agent label (the model for
+    `llm`, `claude-code:MODEL`, `oracle` ...), each with its agent and model apart."""
+    out: dict[str, dict[str, Any]] = {}
+    for m in models:
+        label = str(m.get("agent") or m.get("model") or "?")
+        model = m.get("model")
+        agent = "llm" if model and label == model else label.split(":", 1)[0]
+        out[label] = {"agent": agent, "model": model, "passed": m.get("passed", 0),
+                      "trials": m.get("trials", 0), "errored": m.get("errored", 0)}
+    return out
 
 
 def list_runs(limit: int | None = None) -> list[dict[str, Any]]:

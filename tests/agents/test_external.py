@@ -89,11 +89,18 @@ def test_claude_code_housekeeping_is_in_the_trace_not_in_the_commands(tmp_path):
     [t] = results(run_dir_of(proc))["trials"]
     ran = next(c for c in t["checks"] if c["name"] == "not_ran#2")
     assert ran["passed"], ran["message"]
-    # proctor show marks what was set aside, and invents no exit code for a traced process
-    shown = Cli(tmp_path)("show", str(run_dir_of(proc)), t["id"], env={"COLUMNS": "200"}).stdout
-    assert "$ env   [exit 0, " in shown and "(set aside: housekeeping)" in shown
-    assert "$ tail -n +2 orders.csv | wc -l > count.txt   [exit 0, " in shown
-    assert "exit None" not in shown and "◇ all the agent printed" in shown
+    # proctor show counts what was set aside on one line (--full lists it, each saying why),
+    # puts the command under the call that caused it, and invents no exit code
+    show = ("show", str(run_dir_of(proc)), t["id"])
+    shown = Cli(tmp_path)(*show, env={"COLUMNS": "200"}).stdout
+    assert "commands set aside (launcher, housekeeping)" in shown and "$ id -u" not in shown
+    lines = shown.splitlines()
+    n = next(i for i, line in enumerate(lines)
+             if line.startswith("  → Bash: tail -n +2 orders.csv | wc -l > count.txt"))
+    assert lines[n + 1].startswith("    $ tail -n +2 orders.csv | wc -l > count.txt")
+    assert "exit None" not in shown and "▸ all the agent printed" in shown
+    full = Cli(tmp_path)(*show, "--full", env={"COLUMNS": "200"}).stdout
+    assert "$ id -u  (set aside: housekeeping)" in full
 
 
 @pytest.mark.parametrize("agent", AGENTS)

@@ -289,3 +289,51 @@ def real_run(tmp_path_factory) -> Path:
     assert done.returncode == 1, done.stdout + done.stderr  # init-repo fails, as scripted
     (root / "stdout.txt").write_text(done.stdout)
     return root / "run"
+
+
+# ---- real runs of the bundled examples, with every export -----------------------------------
+
+def _proctor_run(root: Path, *args: str) -> Path:
+    """`proctor run ARGS --output-dir ROOT/run --format html,atif,inspect` from the repository
+    (where `mock/...` scripts resolve), in a home of its own; the run directory."""
+    import os
+    import subprocess
+
+    from tests.conftest import PROCTOR, REPO
+
+    env = {**os.environ, "PROCTOR_HOME": str(root / "home"), "COLUMNS": "100",
+           "PROCTOR_AGENTS": os.environ.get("PROCTOR_AGENTS")
+           or str(REPO / ".proctor" / "agents")}
+    done = subprocess.run([PROCTOR, "run", *args, "--output-dir", str(root / "run"),
+                           "--format", "html,atif,inspect", "-q"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return root / "run"
+
+
+@pytest.fixture(scope="session")
+def examples_run(tmp_path_factory) -> Path:
+    """Every bundled example (`examples/`: both dialects) with the scripted solver model."""
+    return _proctor_run(tmp_path_factory.mktemp("examples"), "examples", "--model", "mock/solver")
+
+
+@pytest.fixture(scope="session")
+def oracle_run(tmp_path_factory) -> Path:
+    """Every bundled example run by `oracle`: commands and no model turn."""
+    return _proctor_run(tmp_path_factory.mktemp("oracle"), "examples", "--agent", "oracle")
+
+
+EXTERNAL = ("claude-code", "codex", "mini-swe-agent")
+
+
+@pytest.fixture(scope="session", params=EXTERNAL)
+def agent_run(request, tmp_path_factory) -> tuple[str, Path]:
+    """A real external agent on examples/external-agents, driven by the broken mock script
+    (it counts the header line too: `verify` fails), through proctor's recording proxy."""
+    from tests.agents.conftest import need_agent
+
+    need_agent(request.param)
+    root = tmp_path_factory.mktemp(request.param)
+    return request.param, _proctor_run(root, "examples/external-agents", "--agent",
+                                       request.param, "--model",
+                                       "mock/scripts/wrong-count.yaml")

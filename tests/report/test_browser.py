@@ -112,11 +112,15 @@ def test_a_failed_trials_trajectory_opens_and_reads(mixed_run, browser, shots):
     tb = _open_trajectory(browser, FLAKY_TRIAL)
     traj = tb.find_element(By.CSS_SELECTOR, ".traj")
     steps = traj.find_elements(By.CSS_SELECTOR, ".step")
-    assert [s.get_attribute("class") for s in steps] == [
-        "step model", "step cmd ok", "step cmd bad", "step output"]
+    assert [s.get_attribute("class") for s in steps] == ["step turn", "step", "step output"]
+    # the call, and in it the command it caused; then a command no call asked for
+    call = steps[0].find_element(By.CSS_SELECTOR, ".call")
+    assert call.find_element(By.CSS_SELECTOR, ".line").text == \
+        "→ run_command: git switch -c feature"
+    assert call.find_element(By.CSS_SELECTOR, ".cmd").get_attribute("class") == "cmd ok"
+    assert steps[1].find_element(By.CSS_SELECTOR, ".cmd").get_attribute("class") == "cmd bad"
     text = traj.text
-    assert "◆ openai/gpt-4.1 · 1200 in / 40 out · 0.80s" in text
-    assert "→ run_command: git switch -c feature" in text
+    assert "◆ openai/gpt-4.1 · 1.2k in / 40 out · 0.80s" in text
     assert "$ git branch" in text and "exit 1" in text and "line 39" in text
     assert "Switched to a new branch 'feature'" in text
     assert "http_call mail POST /send → 200" in text  # the audit log
@@ -196,6 +200,66 @@ def test_a_heat_map_click_filters_the_trials(mixed_run, browser, shots):
     wait_for(lambda: tb.find_elements(By.CSS_SELECTOR, ".traj .step"))
 
 
+@pytest.mark.parametrize("agent_run", ["claude-code"], indirect=True)
+def test_why_a_claude_code_trial_failed_is_on_one_screen(agent_run, browser, shots):
+    """A real Claude Code trial, opened in report.html at 1400×1000: the cause, the checks
+    and the turn whose command went wrong fit the first screen; the system prompt (9 kB)
+    and the agent's housekeeping are folded, one line each, and open on a click."""
+    from selenium.webdriver.common.by import By
+
+    _, run_dir = agent_run
+    alone = shots / "report.html"  # report.html alone, as downloaded from CI
+    shutil.copy(run_dir / "report.html", alone)
+    browser.get(alone.as_uri())
+    tid = browser.find_element(By.CSS_SELECTOR, "#trials tbody").get_attribute("data-id")
+    tb = _open_trajectory(browser, tid)
+    browser.execute_script("arguments[0].scrollIntoView()", tb)
+    height = browser.execute_script("return window.innerHeight")
+
+    def on_screen(el) -> bool:
+        box = browser.execute_script("return arguments[0].getBoundingClientRect()", el)
+        return box["top"] >= 0 and box["bottom"] <= height
+
+    why = tb.find_element(By.CSS_SELECTOR, "p.why")
+    assert why.text.startswith("Why it failed: verify#0:") and "but '4'" in why.text
+    cmd = next(c for c in tb.find_elements(By.CSS_SELECTOR, ".traj .call .cmd")
+               if "wc -l < orders.csv > count.txt" in c.text)
+    line = cmd.find_element(By.XPATH, "./ancestor::div[@class='call']/div[@class='line']")
+    assert line.text.startswith("→ Bash: wc -l < orders.csv > count.txt")
+    assert on_screen(why) and on_screen(cmd), "not on the first screen"
+    browser.save_screenshot(str(shots / "1-first-screen.png"))
+    folds = tb.find_elements(By.CSS_SELECTOR, ".traj details")
+    system = next(d for d in folds if d.text.startswith("system prompt"))
+    assert system.get_attribute("open") is None and "characters" in system.text
+    startup = next(d for d in folds if "start-up" in d.text)
+    assert "commands set aside" in startup.text and len(startup.text.splitlines()) == 1
+    system.find_element(By.TAG_NAME, "summary").click()
+    wait_for(lambda: system.find_elements(By.TAG_NAME, "pre"))
+    assert len(system.find_element(By.TAG_NAME, "pre").text) > 1000
+    browser.save_screenshot(str(shots / "2-system-prompt-open.png"))
+
+
+def test_the_errors_section_groups_errored_trials_by_cause(mixed_run, browser, shots):
+    from selenium.webdriver.common.by import By
+
+    browser.get(_report(mixed_run).as_uri())
+    section = browser.find_element(By.ID, "errors")
+    assert "3 errored trials, 2 causes" in section.find_element(By.TAG_NAME, "h2").text
+    groups = section.find_elements(By.CSS_SELECTOR, "li")
+    assert groups[0].text.startswith("2 trials: provider error after 5 attempts: 529 "
+                                     "overloaded <html>")  # escaped: text, not markup
+    assert "jq-keys" in groups[0].text and "custom script exited 1" in groups[1].text
+    browser.execute_script("arguments[0].scrollIntoView()", section)
+    browser.save_screenshot(str(shots / "1-errors.png"))
+    link = groups[1].find_element(By.CSS_SELECTOR, "a[data-show-trial]")
+    link.click()
+    tb = _body(browser, link.get_attribute("data-show-trial"))
+    assert "open" in tb.get_attribute("class")
+    why = tb.find_element(By.CSS_SELECTOR, "tr.why")
+    assert why.is_displayed() and "check 'ledger_balanced' errored" in why.text
+    browser.save_screenshot(str(shots / "2-opened.png"))
+
+
 def test_a_large_run_draws_details_on_open(mixed_run, browser, shots, monkeypatch):
     from selenium.webdriver.common.by import By
 
@@ -214,11 +278,12 @@ def test_a_large_run_draws_details_on_open(mixed_run, browser, shots, monkeypatc
     browser.save_screenshot(str(shots / "1-large-run.png"))
 
 
-def test_proctor_view_lists_opens_and_charts(mixed_run, tmp_path, browser, shots):
+def test_proctor_view_lists_filters_opens_and_charts(mixed_run, tmp_path, browser, shots):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     from proctor.report.view import make_server
-    from proctor.store import index_run
+    from proctor.store import by_agent, index_run
     from tests.report.conftest import counted, write_run
 
     runs = []
@@ -226,31 +291,41 @@ def test_proctor_view_lists_opens_and_charts(mixed_run, tmp_path, browser, shots
         run = write_run(tmp_path / "runs", f"day-{day}",
                         counted("t1", "openai/gpt-4.1", passed, 4, f"d{day}"))
         runs.append(run)
+    suite = {"key": "0a1b2c3d4e5f", "version": "v1", "name": "x/suite.yaml"}
     for run in [*runs, mixed_run]:
         res = json.loads((run / "results.json").read_text())
         index_run(res["run_id"], run, started_at=f"2026-03-0{len(res['run_id']) % 7 + 1}T10:00",
                   status="failed", specs=["/x/suite.yaml"], summary=res["summary"],
-                  models=[m["model"] or "(command)" for m in res["models"]],
-                  by_model={m["model"] or "(command)": [m["passed"], m["trials"]]
-                            for m in res["models"]})
+                  suite=suite, by_agent=by_agent(res["models"]))
     server = make_server(None, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
         browser.get(base + "/")
-        assert "proctor runs (3, the run index)" in browser.find_element(By.TAG_NAME, "h1").text
+        assert "proctor runs (3 of 3, the run index)" in browser.find_element(
+            By.TAG_NAME, "h1").text
         browser.save_screenshot(str(shots / "1-runs.png"))
+        # errored runs apart from failed ones: the mixed run had a provider error
+        Select(browser.find_element(By.NAME, "status")).select_by_value("errored")
+        browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+        wait_for(lambda: "status=errored" in browser.current_url)
+        rows = browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+        assert [r.get_attribute("data-outcome") for r in rows] == ["errored"]
+        browser.save_screenshot(str(shots / "2-errored.png"))
+        browser.get(base + "/?q=day-1")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#runs tbody tr")) == 1
+        browser.get(base + "/")
         browser.find_element(By.LINK_TEXT, "20260302T101500Z-ab12cd").click()
         wait_for(lambda: browser.find_elements(By.ID, "trials"))
         _open_trajectory(browser, FLAKY_TRIAL)
-        browser.save_screenshot(str(shots / "2-report.png"))
+        browser.save_screenshot(str(shots / "3-report.png"))
         browser.get(base + "/")
-        browser.find_elements(By.LINK_TEXT, "suite.yaml")[0].click()
+        browser.find_elements(By.LINK_TEXT, "x/suite.yaml")[0].click()
         svg = wait_for(lambda: browser.find_elements(By.TAG_NAME, "svg"))[0]
         assert len(svg.find_elements(By.TAG_NAME, "circle")) >= 3
-        assert "openai/gpt-4.1" in browser.find_element(By.CSS_SELECTOR, ".legend").text
-        browser.save_screenshot(str(shots / "3-trend.png"))
+        assert "llm · openai/gpt-4.1" in browser.find_element(By.CSS_SELECTOR, ".legend").text
+        browser.save_screenshot(str(shots / "4-trend.png"))
     finally:
         server.shutdown()
         server.server_close()

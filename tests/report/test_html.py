@@ -6,9 +6,9 @@ import json
 import re
 from html.parser import HTMLParser
 
-from proctor.report import write_reports
+from proctor.report import trajectory_assets, write_reports
 from proctor.report.html import JS, render_html
-from proctor.report.trajectory import decode, fitted
+from proctor.report.trajectory import LEVELS, Trajectory, decode, digest, embedded, recorded
 
 from .conftest import FLAKY_TRIAL
 
@@ -67,8 +67,8 @@ def test_structure(mixed_run):
     statuses = [a["data-status"] for a in bodies]
     assert statuses.count("pass") == 25 and statuses.count("error") == 3
     sortable = [a["data-key"] for a in page.find("th") if "data-key" in a]
-    assert sortable == ["id", "task", "model", "status", "score", "turns", "tokens", "cost",
-                        "duration"]
+    assert sortable == ["id", "task", "model", "help", "params", "status", "score", "turns",
+                        "tokens", "cost", "duration"]
     assert len(page.find("input", id="q")) == 1
     assert {a["value"] for a in page.find("option")} >= {"", "pass", "fail", "error",
                                                          "openai/gpt-4.1", "(command)"}
@@ -86,9 +86,10 @@ def test_structure(mixed_run):
 def test_self_contained(mixed_run):
     html, page = _page(mixed_run)
     # the trajectories (data: a JSON array of base64 strings) and our one inline script
-    assert len(page.scripts) == 2 and page.scripts[1] == JS
+    assert len(page.scripts) == 2 and page.scripts[1] == trajectory_assets.JS + JS
     assert page.find("script", type="application/json", id="trajectories")
-    assert all(re.fullmatch(r"[A-Za-z0-9+/=]+", b) for b in json.loads(page.scripts[0]))
+    assert all(b is None or re.fullmatch(r"[A-Za-z0-9+/=]+", b)
+               for b in json.loads(page.scripts[0]))
     assert not page.find("link")
     assert all("src" not in a for _, a in page.elements)
     links = [a["href"] for a in page.find("a")]
@@ -133,33 +134,42 @@ def test_empty_run_renders():
 
 
 def _docs(page) -> list:
-    (script,) = page.find("script", id="trajectories")
-    chunk = int(script["data-chunk"])
-    blocks = [decode(b) for b in json.loads(page.scripts[0])]
-    return [d for block in blocks for d in block], chunk
+    """Each trial's embedded trajectory document (None for a trial without one)."""
+    return [None if b is None else decode(b)
+            for b in json.loads(page.scripts[_script_index(page, "trajectories")])]
+
+
+def _script_index(page, name) -> int:
+    scripts = [a for t, a in page.elements if t == "script"]
+    return next(i for i, a in enumerate(scripts) if a.get("id") == name)
 
 
 def test_trajectory_is_embedded_compressed_and_complete(mixed_run):
     html, page = _page(mixed_run)
-    docs, chunk = _docs(page)
-    assert chunk == 50 and len(docs) == 44
+    docs = _docs(page)
+    assert len(docs) == 44
     bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
     by_id = {a["data-id"]: docs[int(a["data-i"])] for a in bodies}
     assert sum(d is not None for d in docs) == 1  # only that trial has a trace in the fixture
     doc = by_id[FLAKY_TRIAL]
-    kinds = [s["k"] for s in doc["steps"]]
-    assert kinds == ["model", "cmd", "cmd", "output"]
-    model = doc["steps"][0]
-    assert model["calls"] == ["run_command: git switch -c feature"]
-    assert model["text"] == "I'll create the branch." and model["in"] == 1200
-    cmd = doc["steps"][2]
-    assert cmd["cmd"] == "git branch" and cmd["exit"] == 1 and cmd["dur"] == 0.01
-    assert "line 39" in cmd["stdout"] and "\x1b" not in cmd["stdout"]
-    assert doc["steps"][1]["stderr"] == "Switched to a new branch 'feature'\n"
+    assert [s["k"] for s in doc["items"]] == ["turn", "cmd", "output"]
+    turn = doc["items"][0]
+    assert turn["text"] == "I'll create the branch." and turn["in"] == 1200
+    # the call and the command it caused, together; the next command answers no call
+    (call,) = turn["calls"]
+    assert call["line"] == "run_command: git switch -c feature"
+    (cmd,) = call["cmds"]
+    assert cmd["cmd"] == "git switch -c feature" and cmd["exit"] == 0
+    assert cmd["stderr"] == "Switched to a new branch 'feature'\n"
+    other = doc["items"][1]
+    assert other["cmd"] == "git branch" and other["exit"] == 1 and other["dur"] == 0.01
+    assert "line 39" in other["stdout"] and "\x1b" not in other["stdout"]
     assert [a[0] for a in doc["audit"]] == ["command", "file_write", "db_write", "http_call"]
     assert doc["audit"][3][1] == "mail POST /send → 200"
     # trials without a trace say so instead of a spinner
     assert html.count('<p class="muted">No trace recorded.</p>') == 43
+    # the trial's digest was written next to its trace: the next report only reads it
+    assert (mixed_run / "trials" / FLAKY_TRIAL / "digest.bin").is_file()
 
 
 def test_trajectory_fits_its_share_and_says_what_was_cut():
@@ -167,21 +177,21 @@ def test_trajectory_fits_its_share_and_says_what_was_cut():
               "stdout": f"{i}:" + "y" * 50_000, "stderr": ""} for i in range(200)]
     audit = [{"type": "file_write", "details": {"path": f"node_modules/{i}", "size": 1}}
              for i in range(3000)]
-    doc = fitted(trace, audit, 6000)
-    assert len(json.dumps(doc, separators=(",", ":"))) <= 6000
-    head, gone = doc["steps_cut"]
-    assert len(doc["steps"]) + gone == 200 and doc["steps"][0]["cmd"] == "step 0"
-    assert doc["steps"][-1]["cmd"] == "step 199"  # the start and the end are kept
-    assert "characters" in doc["steps"][0]["stdout"]  # the cut says so
-    assert doc["limit"] < 8000 and doc["audit_more"]["file_write"] > 2900
-    # a small trace keeps everything
-    small = fitted(trace[:2], [], 400_000)
-    assert small["limit"] == 8000 and "steps_cut" not in small
+    traj = Trajectory(trace, audit)
+    docs = [traj.at(*level) for level in LEVELS]
+    sizes = [len(json.dumps(d, separators=(",", ":"))) for d in docs]
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] < 6000
+    small = docs[-2]
+    head, gone = small["items_cut"]
+    assert len(small["items"]) + gone == 200 and small["items"][0]["cmd"] == "step 0"
+    assert small["items"][-1]["cmd"] == "step 199"  # the start and the end are kept
+    assert "characters" in small["items"][0]["stdout"]  # the cut says so
+    assert small["limit"] < 8000 and small["audit_more"]["file_write"] > 2900
+    # the largest level keeps every step
+    assert docs[0]["limit"] == 8000 and "items_cut" not in docs[0]
 
 
 def test_a_page_of_many_trials_stays_within_its_budget(tmp_path):
-    from proctor.report.trajectory import blocks, recorded
-
     trials = [{"id": f"t{i}", "status": "pass" if i % 2 else "fail"} for i in range(120)]
     for i, t in enumerate(trials):
         d = tmp_path / "trials" / t["id"]
@@ -191,12 +201,34 @@ def test_a_page_of_many_trials_stays_within_its_budget(tmp_path):
              "stdout": "".join(f"{i}-{j} {'ab' * (j % 7)} line\n" for j in range(400))}) + "\n"
             for _ in range(5)))
     dirs = recorded(trials, tmp_path)
-    out = blocks(trials, dirs, 60_000)
-    assert len(out) == 3 and sum(len(b) for b in out) <= 60_000
-    docs = [d for b in out for d in decode(b)]
-    assert [d["steps"][0]["cmd"] for d in docs] == [f"make {i}" for i in range(120)]
+    out = embedded(trials, dirs, 60_000)
+    assert len(out) == 120 and sum(len(b) for b in out) <= 60_000
+    docs = [decode(b) for b in out]
+    assert [d["items"][0]["cmd"] for d in docs] == [f"make {i}" for i in range(120)]
     # failures got more room than passes
     assert docs[0]["limit"] >= docs[1]["limit"]
+    # the same page again reads each trial's digest, made once
+    stamp = (tmp_path / "trials" / "t0" / "digest.bin").stat().st_mtime_ns
+    assert embedded(trials, dirs, 60_000) == out
+    assert (tmp_path / "trials" / "t0" / "digest.bin").stat().st_mtime_ns == stamp
+
+
+def test_a_digest_is_made_again_when_its_trace_changed(tmp_path):
+    d = tmp_path / "trials" / "t"
+    d.mkdir(parents=True)
+    trace = d / "trace.jsonl"
+    trace.write_text(json.dumps({"type": "command", "command": "first", "exit_code": 0}) + "\n")
+    digest(d)
+    with trace.open("a") as f:  # a resumed trial appends to its trace
+        f.write(json.dumps({"type": "command", "command": "second", "exit_code": 1}) + "\n")
+    (blob,) = embedded([{"id": "t", "status": "fail"}], recorded([{"id": "t"}], tmp_path),
+                       1_000_000)
+    assert [i["cmd"] for i in decode(blob)["items"]] == ["first", "second"]
+    # a digest that is not one (a run directory from elsewhere) is made again, not trusted
+    (d / "digest.bin").write_bytes(b"PRDG" + b"\xff" * 40)
+    (blob,) = embedded([{"id": "t", "status": "fail"}], recorded([{"id": "t"}], tmp_path),
+                       1_000_000)
+    assert [i["cmd"] for i in decode(blob)["items"]] == ["first", "second"]
 
 
 def test_failing_checks_triage_and_heat_map_cells_filter(mixed_run):
@@ -242,13 +274,15 @@ def test_a_large_run_carries_details_compressed(mixed_run, monkeypatch):
     monkeypatch.setattr(html_mod, "INLINE_DETAILS", 10)  # this run's 44 trials are "large"
     html, page = _page(mixed_run)
     assert not page.find("tr", **{"class": "detail"})  # a small DOM: details come on open
-    docs, _ = _docs(page)
-    assert len(docs) == 44 and all(d and d["detail"] for d in docs)
+    (script,) = page.find("script", id="details")
+    blocks = json.loads(page.scripts[_script_index(page, "details")])
+    details = [d for b in blocks for d in decode(b)]
+    assert int(script["data-chunk"]) == 50 and len(details) == 44
     bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
-    doc = docs[int(next(a for a in bodies if a["data-id"] == FLAKY_TRIAL)["data-i"])]
-    assert doc["steps"] and '<div class="traj">' in doc["detail"]
+    i = int(next(a for a in bodies if a["data-id"] == FLAKY_TRIAL)["data-i"])
+    assert '<div class="traj">' in details[i] and _docs(page)[i]["items"]
     # the detail is the same escaped markup as inline: hostile output stays text
-    everything = "".join(d["detail"] for d in docs)
+    everything = "".join(details)
     assert "refunds.count = 1" in everything and "<script>alert" not in everything
     assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;" in everything
 
@@ -286,7 +320,7 @@ def test_a_trial_id_cannot_point_outside_its_run(tmp_path):
     (run / "trials" / "ok").mkdir(parents=True)
     (run / "trials" / "ok" / "trace.jsonl").write_text('{"type": "agent_output"}\n')
     dirs = recorded([{"id": "../../secret"}, {"id": ".."}, {"id": "ok"}], run)
-    assert dirs == [None, None, run / "trials" / "ok"]
+    assert [d and d.dir for d in dirs] == [None, None, str(run / "trials" / "ok")]
 
 
 def test_help_mode_effects_table(mixed_run):
@@ -309,3 +343,19 @@ def test_effect_drawing_colours_a_clear_difference():
     assert 'class="effect down"' in _effect_svg(-0.5, -0.76, -0.12)
     assert 'class="effect up"' in _effect_svg(0.5, 0.12, 0.76)
     assert '<circle cx="42" ' in _effect_svg(-0.5, -0.76, -0.12)  # 80 - 76 * 0.5
+
+
+def test_a_heat_map_of_many_tasks_shows_those_needing_a_look():
+    from proctor.model import TrialResult
+    from proctor.report import html as html_mod
+    from proctor.scoring import summarize
+
+    trials = [{"id": f"t{i:04d}.r0", "task_id": f"t{i:04d}", "model": "m/x", "replica": 0,
+               "params": {}, "status": "fail" if i >= 595 else "pass",
+               "composite_score": 0.0 if i >= 595 else 1.0} for i in range(600)]
+    scored = summarize([TrialResult.from_dict(t) for t in trials], [])
+    out = html_mod.heat_map({"trials": trials, **scored})
+    rows = re.findall(r'<tr><th scope="row">([^<]+)</th>', out)
+    assert len(rows) == html_mod.MAX_HEAT_TASKS and rows[:5] == [f"t{i:04d}" for i in
+                                                                  range(595, 600)]
+    assert "… and 100 more tasks" in out

@@ -99,8 +99,9 @@ def test_failing_checks_grouped_and_errors_listed(mixed_run):
     assert "`email_sent` (http\\_mock\\_assertions, gate)" not in md  # not a gate
     assert "### Forbidden rules violated (1)" in md
     assert "\\[REDACTED:STRIPE\\_KEY\\] printed to stdout" in md
-    assert "### Errors (3)" in md
-    assert "provider error after 5 attempts: 529 overloaded &lt;html&gt;</summary>" in md
+    assert "### Errors (3)" in md  # grouped by cause: the provider's on both models
+    assert ("<b>2 trials</b>: provider error after 5 attempts: 529 overloaded &lt;html&gt; "
+            "(jq-keys · anthropic/claude-sonnet-4-5, openai/gpt-4.1; e.g.") in md
     # long messages are cut
     assert "x" * 400 not in md and "x … x" in md
 

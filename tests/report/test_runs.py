@@ -139,8 +139,8 @@ def test_a_real_runs_report_carries_what_each_agent_ran(cli, tmp_path):
     assert out.returncode == 0, out.stderr
     page = (tmp_path / "out" / "report.html").read_text()
     start = page.index(">", page.index('id="trajectories"')) + 1
-    docs = [d for b in json.loads(page[start:page.index("</script>", start)]) for d in decode(b)]
-    commands = {s["cmd"]: s for d in docs for s in d["steps"] if s["k"] == "cmd"}
+    docs = [decode(b) for b in json.loads(page[start:page.index("</script>", start)]) if b]
+    commands = {s["cmd"]: s for d in docs for s in d["items"] if s["k"] == "cmd"}
     assert commands["echo 3"]["exit"] == 0 and commands["echo 3"]["stdout"] == "3\n"
     assert "echo hello > out.txt" in commands
     assert any(a[0] == "file_write" and "out.txt" in a[1] for d in docs for a in d["audit"])

@@ -35,11 +35,11 @@ def test_trial_trace_checks_and_audit(mixed_run, capsys):
     out = _show(capsys, mixed_run, FLAKY_TRIAL)
     assert out.startswith(f"{FLAKY_TRIAL}  FAIL  score 0.00")
     assert "help mode injected" in out and "tokens 1.3k in / 150 out" in out
-    assert "◆ model openai/gpt-4.1  1.2k in / 40 out, 0.80s" in out
-    assert "→ run_command: git switch -c feature" in out
-    assert "$ git switch -c feature   [exit 0, 0.02s]" in out
-    assert "$ git branch   [exit 1, 0.01s]" in out
-    assert "    line 11\n    … [30 more lines]" in out  # long output is cut by lines
+    assert "◆ openai/gpt-4.1 · 1.2k in / 40 out · 0.80s" in out
+    # the call, and under it the command it caused
+    assert "  → run_command: git switch -c feature\n    $ git switch -c feature   [exit 0, 0.02s]" in out
+    assert "\n$ git branch   [exit 1, 0.01s]" in out  # a command no call asked for: on its own
+    assert "  line 5\n  … [32 more lines]\n  line 38" in out  # long output: head and tail
     assert "line 12" not in out
     assert "◇ agent output" in out
     assert "output_contains#1 (output_contains)" in out and "'feature' not in" in out
@@ -129,7 +129,7 @@ def test_notes_use_a_wide_terminal(mixed_run, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "250")
     out = _show(capsys, mixed_run)
     line = next(x for x in out.splitlines() if x.startswith("jq-filter.openai-gpt-4.1.none.r0"))
-    assert len(line.rstrip()) > 200 and "x" * 80 in line  # not cut at ~120 characters
+    assert len(line.rstrip()) > 200 and line.count("x") > 80  # not cut at ~120 characters
 
 
 UNITTEST = ("`python3 -m unittest discover -s tests -t . -q` exited with 1, expected exit code 0\n"

@@ -13,22 +13,24 @@ from pathlib import Path
 
 import pytest
 
-from proctor.report.view import make_server, suite_key
-from proctor.store import index_run
+from proctor.report.view import make_server
+from proctor.report.view_runs import legacy_key
+from proctor.store import by_agent, index_run
 from tests.conftest import PROCTOR
 from tests.report.conftest import FLAKY_TRIAL, counted, write_run
 
 SPECS = ["/work/bench/git-suite.yaml"]
+SUITE = {"key": "a1b2c3d4e5f6", "version": "v1", "name": "bench/git-suite.yaml"}
 
 
-def _index(run_dir: Path, started: str, specs=SPECS) -> str:
+def _index(run_dir: Path, started: str, specs=SPECS, suite=SUITE, agents=None) -> str:
+    """Index a fixture run as `proctor run` does: its suite, each agent's figures."""
     res = json.loads((run_dir / "results.json").read_text())
     models = res["models"]
     index_run(res["run_id"], run_dir, started_at=started, status="failed", specs=specs,
-              finished_at=started, summary=res["summary"],
+              finished_at=started, summary=res["summary"], suite=suite,
               models=[m["model"] or f"({m['agent']})" for m in models],
-              by_model={m["model"] or f"({m['agent']})": [m["passed"], m["trials"]]
-                        for m in models})
+              by_agent=agents or by_agent(models))
     return res["run_id"]
 
 
@@ -70,8 +72,8 @@ def test_lists_runs_and_serves_each_report_with_its_trajectories(mixed_run, serv
     site = served()
     status, headers, body = site.get("/")
     assert status == 200 and headers["Content-Security-Policy"].startswith("default-src 'none'")
-    assert f'href="/runs/{run_id}/"' in body and "openai/gpt-4.1" in body
-    assert f'href="/suites/{suite_key(SPECS)}"' in body and "git-suite.yaml" in body
+    assert f'href="/runs/{run_id}/"' in body and "llm · openai/gpt-4.1" in body
+    assert f'href="/suites/{SUITE["key"]}"' in body and "git-suite.yaml" in body
     status, headers, page = site.get(f"/runs/{run_id}/")
     # no report.html in the run: rendered on the fly, trajectories included
     assert status == 200 and page.startswith("<!DOCTYPE html>") and 'id="trajectories"' in page
@@ -98,7 +100,7 @@ def test_serves_nothing_else(mixed_run, served):
     assert site.get("/", host=f"localhost:{site.port}")[0] == 200
 
 
-def test_suite_pass_rate_per_model_over_time(tmp_path, served):
+def test_suite_pass_rate_per_agent_over_time(tmp_path, served):
     m1, m2 = "openai/gpt-4.1", "anthropic/claude-sonnet-4-5"
     ids = []
     for day, (p1, p2) in enumerate([(2, 1), (3, 2), (4, 4)]):
@@ -106,20 +108,86 @@ def test_suite_pass_rate_per_model_over_time(tmp_path, served):
                         + counted("t1", m2, p2, 4, f"b{day}"))
         ids.append(_index(run, f"2026-03-0{day + 1}T10:00:00+00:00"))
     other = write_run(tmp_path, "other", counted("t9", m1, 1, 1, "o"))
-    _index(other, "2026-03-05T10:00:00+00:00", specs=["/elsewhere/other.yaml"])
-    status, _, page = served().get(f"/suites/{suite_key(SPECS)}")
+    _index(other, "2026-03-05T10:00:00+00:00", suite={**SUITE, "key": "ffffffffffff"})
+    status, _, page = served().get(f"/suites/{SUITE['key']}")
     assert status == 200 and "3 runs" in page and "other" not in page
     svg = page[page.index("<svg"):page.index("</svg>")]
-    assert svg.count("<polyline") == 2  # one line per model
-    assert svg.count("<circle") == 6  # one point per run and model, each a link to its run
-    assert f'<a href="/runs/{ids[0]}/">' in svg and "openai/gpt-4.1: 2/4 (50%)" in svg
-    assert "anthropic/claude-sonnet-4-5: 4/4 (100%)" in svg
+    assert svg.count("<polyline") == 2  # one line per agent and model
+    assert svg.count("<circle") == 6  # one point per run and agent, each a link to its run
+    assert f'<a href="/runs/{ids[0]}/">' in svg and "llm · openai/gpt-4.1: 2/4 (50%)" in svg
+    assert "llm · anthropic/claude-sonnet-4-5: 4/4 (100%)" in svg
     # oldest left, newest right; higher pass rate, higher point (smaller y)
     points = re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"', svg)
     xs = [float(x) for x, _ in points[:3]]
     ys = [float(y) for _, y in points[:3]]
     assert xs == sorted(xs) and ys == sorted(ys, reverse=True)
     assert "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_a_trend_never_mixes_agents(tmp_path, served):
+    """llm at 2/3, then Claude Code on the same model at 3/3: two lines of one point each,
+    not a "67% → 100%" trend that is only a change of agent."""
+    model = "mock/m"
+    first = write_run(tmp_path, "llm-run", counted("t1", model, 2, 3, "l"))
+    second = write_run(tmp_path, "cc-run", counted("t1", model, 3, 3, "c"))
+    _index(first, "2026-03-01T10:00:00+00:00")
+    _index(second, "2026-03-02T10:00:00+00:00", agents={f"claude-code:{model}": {
+        "agent": "claude-code", "model": model, "passed": 3, "trials": 3, "errored": 0}})
+    _, _, page = served().get(f"/suites/{SUITE['key']}")
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert "<polyline" not in svg and svg.count("<circle") == 2
+    assert "llm · mock/m: 2/3" in svg and "claude-code · mock/m: 3/3" in svg
+    heads = re.findall(r'<th class="n">([^<]*)</th>', page)
+    assert heads == ["llm · mock/m", "claude-code · mock/m"]
+
+
+def test_a_changed_suite_breaks_its_trend(tmp_path, served):
+    m = "openai/gpt-4.1"
+    for day, version in enumerate(["v1", "v1", "v2"]):
+        run = write_run(tmp_path, f"run-{day}", counted("t1", m, day + 1, 4, f"a{day}"))
+        _index(run, f"2026-03-0{day + 1}T10:00:00+00:00", suite={**SUITE, "version": version})
+    _, _, page = served().get(f"/suites/{SUITE['key']}")
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert svg.count("<polyline") == 1 and svg.count("<circle") == 3  # v2 stands alone
+    assert svg.count('class="change"') == 1 and "the suite changed here" in svg
+    assert page.count("(suite changed)") == 1  # run-2 against run-1
+
+
+def test_the_index_is_searched_and_filtered_and_tells_error_from_fail(tmp_path, served):
+    from tests.report.conftest import trial
+
+    m = "openai/gpt-4.1"
+    ok = write_run(tmp_path, "all-pass", counted("t1", m, 2, 2, "p"))
+    bad = write_run(tmp_path, "some-fail", counted("t1", m, 1, 2, "f"))
+    broke = write_run(tmp_path, "provider-down", [trial("t1.e.r0", "t1", "error", model=m,
+                                                        error="provider error 529")])
+    _index(ok, "2026-03-01T10:00:00+00:00")
+    _index(bad, "2026-03-02T10:00:00+00:00", suite={**SUITE, "key": "0123456789ab",
+                                                    "name": "other/suite.yaml"})
+    _index(broke, "2026-03-03T10:00:00+00:00", agents={f"codex:{m}": {
+        "agent": "codex", "model": m, "passed": 0, "trials": 1, "errored": 1}})
+    site = served()
+
+    def shown(query: str) -> list[str]:
+        status, _, body = site.get("/?" + query)
+        assert status == 200
+        return re.findall(r'<tr data-outcome="[^"]*"><td><code><a href="/runs/([^/]+)/', body)
+
+    _, _, body = site.get("/")
+    assert '<td class="errored">errored</td>' in body and '<td class="failed">failed</td>' in body
+    assert "1 errored" in body and "1 failed" in body
+    assert shown("") == ["provider-down", "some-fail", "all-pass"]
+    assert shown("status=errored") == ["provider-down"]
+    assert shown("status=failed") == ["some-fail"]
+    assert shown("status=passed") == ["all-pass"]
+    assert shown("agent=codex") == ["provider-down"]
+    assert shown("agent=llm&model=openai%2Fgpt-4.1") == ["some-fail", "all-pass"]
+    assert shown(f"suite={SUITE['key']}") == ["provider-down", "all-pass"]
+    assert shown("q=other+suite") == ["some-fail"]
+    assert shown("since=2026-03-02&until=2026-03-02") == ["some-fail"]
+    # the form keeps what was asked
+    _, _, body = site.get("/?status=errored&q=%3Cx%3E")
+    assert '<option value="errored" selected>' in body and 'value="&lt;x&gt;"' in body
 
 
 def test_a_runs_dir_shows_its_runs_indexed_or_not(tmp_path, served):
@@ -130,7 +198,8 @@ def test_a_runs_dir_shows_its_runs_indexed_or_not(tmp_path, served):
     _index(elsewhere, "2026-03-02T10:15:00+00:00")
     site = served(runs)
     _, _, body = site.get("/")
-    assert "ci-run" in body and "1/2 50%" in body and "elsewhere" not in body
+    assert "ci-run" in body and ">1/2</span> · <span class=\"failed\">1 failed" in body
+    assert "elsewhere" not in body
     status, _, page = site.get("/runs/ci-run/")
     assert status == 200 and "proctor run ci-run" in page
     assert run.is_dir()
@@ -176,7 +245,7 @@ def test_each_run_of_a_suite_compares_with_the_one_before(tmp_path, served):
     _index(old, "2026-03-01T10:00:00+00:00")
     _index(new, "2026-03-02T10:00:00+00:00")
     site = served()
-    _, _, suite = site.get(f"/suites/{suite_key(SPECS)}")
+    _, _, suite = site.get(f"/suites/{SUITE['key']}")
     assert suite.count("vs previous") == 1 and 'href="/compare/old/new"' in suite
     status, _, page = site.get("/compare/old/new")
     assert status == 200 and "2 significant regression(s)" in page  # t1 and the model
@@ -185,7 +254,46 @@ def test_each_run_of_a_suite_compares_with_the_one_before(tmp_path, served):
     assert site.get("/compare/old/nope")[0] == 404
 
 
-def test_a_suite_given_as_a_directory_is_named(mixed_run, served):
-    _index(mixed_run, "2026-03-02T10:15:00+00:00", specs=["."])  # `proctor run .`
+def test_a_run_indexed_before_suites_keeps_its_paths_as_typed(mixed_run, served):
+    res = json.loads((mixed_run / "results.json").read_text())
+    index_run(res["run_id"], mixed_run, started_at="2026-03-02T10:15:00+00:00",
+              status="failed", specs=["."], summary=res["summary"],
+              by_model={"openai/gpt-4.1": [3, 4]})  # no suite, no agents: an old row
     _, _, body = served().get("/")
-    assert f'href="/suites/{suite_key(["."])}">.</a>' in body
+    assert f'href="/suites/{legacy_key(["."])}">.</a>' in body and "openai/gpt-4.1" in body
+
+
+@pytest.mark.slow
+def test_a_suite_is_its_resolved_files_and_check_runs_are_no_trend(tmp_path, served):
+    """`proctor run .`, `proctor run cli-bench.yaml` and `proctor run suite/` from another
+    directory are one suite; the same file name elsewhere is another; `proctor check`'s
+    runs are not indexed at all."""
+    import os
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    spec = ("cli: echo\ntasks:\n  - id: hi\n    intent: say hi\n    solution: ['echo hi']\n"
+            "    assert: [{output_contains: hi}]\n")
+    (suite / "cli-bench.yaml").write_text(spec)
+    twin = tmp_path / "twin" / "suite"
+    twin.mkdir(parents=True)
+    (twin / "cli-bench.yaml").write_text(spec)
+    env = {**os.environ, "PROCTOR_HOME": os.environ["PROCTOR_HOME"]}
+
+    def run(cwd: Path, *args: str) -> None:
+        done = subprocess.run([PROCTOR, *args], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    run(suite, "run", ".", "--agent", "oracle", "-q")
+    run(suite, "run", "cli-bench.yaml", "--agent", "oracle", "-q")
+    run(tmp_path, "run", "suite/", "--agent", "oracle", "-q")
+    run(twin, "run", ".", "--agent", "oracle", "-q")
+    run(suite, "check", ".")
+    site = served()
+    _, _, body = site.get("/")
+    keys = re.findall(r'href="/suites/([0-9a-f]+)"', body)
+    assert len(keys) == 4 and len(set(keys)) == 2  # check's two runs are not there
+    assert keys.count(keys[-1]) == 3  # the first three (listed last): one suite
+    _, _, page = site.get(f"/suites/{keys[-1]}")
+    assert "3 runs" in page and "oracle" in page and "(suite changed)" not in page

@@ -1,7 +1,8 @@
 """Everything that turns a finished run's data into things people read.
 
 * `write_reports(run_dir, results, formats)`: results.json, junit.xml, summary.md, report.html
-* `report_main(run_dir, formats)`: `proctor report`
+* `report_main(run_dir, formats)`: `proctor report`; `export_main`: `proctor export` (ATIF
+  trajectories, an Inspect log: `atif`, `inspect_log`)
 * `terminal.print_summary(results, console)`: the tables at the end of `proctor run`
 * `show.show_main(run_dir, trial)`: `proctor show`
 * `view.view_main(runs_dir)`: `proctor view`, a local web server over the runs
@@ -15,6 +16,7 @@ runs trials or changes verdicts."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -23,14 +25,20 @@ from typing import Any
 
 from proctor.registry import Registry
 
-# A report format = a module with `render_X(results, run) -> str`, a line here and its file.
+# A report format = a module with `render_X(results, run, run_dir) -> str`, a line here and
+# its file in FILES; or an export, which writes files of its own:
+# `write_X(run_dir, results, run, out) -> [paths]`, a line here and its place in EXPORTS.
 FORMATS: Registry = Registry("report format", {
     "json": "proctor.report:render_json",
     "junit": "proctor.report.junit:render_junit",
     "md": "proctor.report.markdown:render_markdown",
     "html": "proctor.report.html:render_html",
+    "atif": "proctor.report.atif:write_atif",
+    "inspect": "proctor.report.inspect_log:write_inspect",
 })
 FILES = {"json": "results.json", "junit": "junit.xml", "md": "summary.md", "html": "report.html"}
+EXPORTS = {"atif": "trials/TRIAL/trajectory.json", "inspect": "inspect.eval"}
+NAMES = (*FILES, *EXPORTS)
 
 
 def render_json(results: dict[str, Any], run: dict[str, Any] | None = None,
@@ -43,9 +51,17 @@ def render(fmt: str, results: dict[str, Any], run: dict[str, Any] | None = None,
            run_dir: Path | None = None) -> str:
     """The text of one report format; `run_dir` lets a format read the trial directories
     (report.html embeds each trial's trajectory)."""
-    if fmt not in FORMATS:
+    if fmt not in FILES:
         raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(FILES)})")
-    return FORMATS.get(fmt)(results, run, run_dir)
+    # A large run's report makes millions of short-lived strings and no cycles: the
+    # collector's passes over the results (a million objects at 10,000 trials) find nothing.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return FORMATS.get(fmt)(results, run, run_dir)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -63,19 +79,33 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
     return cfg if isinstance(cfg, dict) else {}
 
 
-def write_reports(run_dir: Path, results: dict[str, Any], formats: list[str]) -> list[Path]:
-    """Write each asked format into `run_dir` (json rewrites results.json); return the paths,
-    in the order asked, each once."""
+def write_reports(run_dir: Path, results: dict[str, Any], formats: list[str],
+                  out: Path | None = None) -> list[Path]:
+    """Write each asked format into `run_dir` (json rewrites results.json; an export writes
+    its files, under `out` when given); return the paths, in the order asked."""
     run_dir = Path(run_dir)
     run = _run_config(run_dir)
     paths: list[Path] = []
     for fmt in dict.fromkeys(formats):
+        if fmt in EXPORTS:
+            paths += FORMATS.get(fmt)(run_dir, results, run, out)
+            continue
         if fmt not in FILES:
-            raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(FILES)})")
+            raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(NAMES)})")
         path = run_dir / FILES[fmt]
         _write_atomic(path, render(fmt, results, run, run_dir))
         paths.append(path)
     return paths
+
+
+def _print_written(paths: list[Path]) -> None:
+    """Each path; many trajectory.json files as one line."""
+    many = [p for p in paths if p.name == "trajectory.json"]
+    for p in paths:
+        if p.name != "trajectory.json" or len(many) <= 3:
+            print(p)
+    if len(many) > 3:
+        print(f"{many[0].parent.parent}/*/trajectory.json ({len(many)} trajectories)")
 
 
 def report_main(run_dir: str | Path, formats: list[str]) -> int:
@@ -85,10 +115,18 @@ def report_main(run_dir: str | Path, formats: list[str]) -> int:
 
     run = load_run(run_dir)
     if formats:
-        for path in write_reports(run.dir, run.results, formats):
-            print(path)
+        _print_written(write_reports(run.dir, run.results, formats))
         return 0
     from proctor.report.markdown import render_markdown
 
     sys.stdout.write(render_markdown(run.results, run.config))
+    return 0
+
+
+def export_main(run_dir: str | Path, fmt: str, out: str | None = None) -> int:
+    """`proctor export RUN_DIR --format atif|inspect [--output PATH]`."""
+    from proctor.report.data import load_run
+
+    run = load_run(run_dir)
+    _print_written(write_reports(run.dir, run.results, [fmt], Path(out) if out else None))
     return 0

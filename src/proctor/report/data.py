@@ -31,7 +31,10 @@ def clean(text: Any) -> str:
     """Printable text: no escape sequences or control characters (\\r\\n becomes \\n)."""
     if text is None:
         return ""
-    s = str(text).replace("\r\n", "\n")
+    s = str(text)
+    if not _CONTROL.search(s):  # most text (\r and ESC are control characters): one scan
+        return s
+    s = s.replace("\r\n", "\n")
     s = _ANSI.sub("", s)
     return _CONTROL.sub("", s)
 
@@ -368,6 +371,53 @@ def failed_checks(results: dict[str, Any]) -> list[tuple[dict[str, Any], dict[st
             if not c.get("passed"):
                 out.append((t, c))
     return out
+
+
+def reason(trial: dict[str, Any]) -> str:
+    """Why a trial did not pass, as its result says (`reason`, written by runs since it
+    exists), else worked out from its error, forbidden rules and checks; "" for a pass."""
+    if status_of(trial) == "pass":
+        return ""
+    if trial.get("reason"):
+        return clean(trial["reason"])
+    if trial.get("error"):
+        return clean(trial["error"])
+    for f in violated_rules(trial):
+        return f"forbidden rule {clean(f.get('rule'))} violated" + (
+            f": {clean(f.get('details'))}" if f.get("details") else "")
+    failed = [c for c in trial.get("checks") or [] if not c.get("passed")]
+    gates = [c for c in failed if c.get("gate")]
+    for c in gates or failed:
+        more = len(failed) - 1
+        return (("gate " if c.get("gate") else "") + f"{clean(c.get('name'))}: "
+                + (clean(c.get("message")) or "failed")
+                + (f" (and {more} more failed check{'s' if more > 1 else ''})" if more else ""))
+    if status_of(trial) == "error":
+        return ""  # nothing recorded says why
+    score = float(trial.get("composite_score") or 0.0)
+    return f"score {score:.2f} is below the pass threshold"
+
+
+# Parts of an error message that differ between trials with the same cause: long numbers
+# (ports, pids, times), hex ids, temp paths.
+_VARYING = re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{12,}\b|\b\d{4,}(?:\.\d+)?\b|/tmp/\S+")
+
+
+def error_groups(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Errored trials grouped by cause (the error with what varies between trials blurred),
+    the most frequent first: {cause, trials: [trial, ...], tasks, models}."""
+    groups: dict[str, dict[str, Any]] = {}
+    for t in results.get("trials") or []:
+        if status_of(t) != "error":
+            continue
+        text = " ".join(reason(t).split())
+        key = _VARYING.sub("…", text)
+        g = groups.setdefault(key, {"cause": text, "trials": [], "tasks": set(),
+                                    "models": set()})
+        g["trials"].append(t)
+        g["tasks"].add(t.get("task_id"))
+        g["models"].add(model_label(t.get("model"), [t]))
+    return sorted(groups.values(), key=lambda g: -len(g["trials"]))
 
 
 def violated_rules(trial: dict[str, Any]) -> list[dict[str, Any]]:

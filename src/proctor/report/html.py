@@ -7,13 +7,16 @@ network access even if something slipped through."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from proctor.report import data, trajectory
+from proctor.report import data, trajectory, trajectory_assets
 from proctor.report.charts import chart_durations, chart_models, chart_scores, e, num
 from proctor.report.html_assets import CSS, JS
 from proctor.report.labels import gist
@@ -30,6 +33,10 @@ def breakable(name: Any) -> str:
     return e(name).replace("/", "/<wbr>")
 
 
+MAX_HEAT_TASKS = 500  # rows of the heat map; a larger run shows the tasks needing a look
+ATTENTION = {"error": 0, "flaky": 1, "fail": 2}
+
+
 def heat_map(results: dict[str, Any]) -> str:
     """Tasks down, models across; each cell coloured by pass rate, labelled with counts."""
     rows = data.task_rows(results)
@@ -39,34 +46,44 @@ def heat_map(results: dict[str, Any]) -> str:
     tasks: dict[Any, dict[Any, dict[str, Any]]] = {}
     for r in rows:
         tasks.setdefault(r["task_label"], {})[r.get("model")] = r
+    hidden = 0
+    if len(tasks) > MAX_HEAT_TASKS:  # the tasks needing a look first; the table has them all
+        order = sorted(tasks, key=lambda k: min(ATTENTION.get(str(c.get("status")), 3)
+                                                for c in tasks[k].values()))
+        hidden = len(order) - MAX_HEAT_TASKS
+        tasks = {k: tasks[k] for k in order[:MAX_HEAT_TASKS]}
     out = ['<div class="scroll"><table class="heat"><thead><tr><th>task</th>']
     # Whole names, wrapped at any character: two long names that share a start stay apart.
     out += [f'<th class="model" title="{e(label)}">{breakable(label)}</th>'
             for label in models.values()]
     out.append("</tr></thead><tbody>")
+    names = {m: e(label) for m, label in models.items()}
     for task, cells in tasks.items():
-        out.append(f'<tr><th scope="row">{e(task)}</th>')
+        task_html = e(task)
+        out.append(f'<tr><th scope="row">{task_html}</th>')
         for m in models:
             r = cells.get(m)
             if r is None:
                 out.append('<td class="none">–</td>')
                 continue
             rate = float(r.get("pass_rate") or 0.0)
-            status = r.get("status") or ""
-            badge = (f' <span class="badge {e(status)}">{e(status)}</span>'
+            status = e(r.get("status") or "")
+            badge = (f' <span class="badge {status}">{status}</span>'
                      if status in ("flaky", "error") else "")
             k = data.pass_k_text(r)
-            k_line = f'<br><small class="k">{e(k)}</small>' if k != "–" else ""
+            k_line = f'<br><small class="k">{k}</small>' if k != "–" else ""
+            label = f"{task_html} · {names[m]}"
             out.append(f'<td class="cell" style="--h:{round(120 * rate)}" '
-                       f'data-cell="{e(data.cell_key(r))}" '
-                       f'data-label="{e(task)} · {e(r["label"])}" '
-                       f'title="{e(task)} · {e(r["label"])}: {r["passed"]}/{r["trials"]} passed, '
-                       f'status {e(status or "–")}, verdict {e(data.verdict_text(r))}, '
-                       f'pass@k / pass^k {e(k)}">'
-                       f'{data.pct(rate)} '
+                       f'data-cell="{e(data.cell_key(r))}" data-label="{label}" '
+                       f'title="{label}: {r["passed"]}/{r["trials"]} passed, '
+                       f'status {status or "–"}, verdict {e(data.verdict_text(r))}, '
+                       f'pass@k / pass^k {k}">{data.pct(rate)} '
                        f'<small>{r["passed"]}/{r["trials"]}</small>{badge}{k_line}</td>')
         out.append("</tr>")
     out.append("</tbody></table></div>")
+    if hidden:
+        out.append(f'<p class="muted">… and {hidden} more tasks (those needing a look come '
+                   "first; the trial table below has every trial)</p>")
     return "".join(out)
 
 
@@ -180,27 +197,31 @@ def _forbidden(t: dict[str, Any]) -> str:
 
 
 INLINE_DETAILS = 1000  # above this many trials, details travel compressed (a smaller DOM)
+DETAILS_CHUNK = 50  # trials per compressed block of details
+WHY_LIMIT = 300  # characters of a trial's reason in its table row
 
 
-def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
-                details: list[str] | None) -> str:
-    """A trial's row and its detail; with `details`, the detail goes there (to be embedded
-    compressed and drawn when the row is opened) instead of into the page."""
-    status = data.status_of(t)
-    model = data.model_label(t.get("model"), [t])
-    tokens = t.get("tokens") or {}
-    known = [int(v) for v in (tokens.get("input"), tokens.get("output")) if v is not None]
-    score = float(t.get("composite_score") or 0.0)
-    duration = float(t.get("duration_s") or 0.0)
-    cost = t.get("cost_usd")
-    params = data.params_text(t.get("params"))
-    attrs = {
-        "id": t.get("id"), "task": t.get("task_id"), "model": model, "status": status,
-        "score": f"{score:.4f}", "turns": str(int(t.get("turns") or 0)), "tokens": str(sum(known)) if known else "",
-        "cost": "" if cost is None else f"{float(cost):.6f}", "duration": f"{duration:.3f}",
-        "cell": data.cell_key(t),
-    }
-    data_attrs = " ".join(f'data-{k}="{e(v)}"' for k, v in attrs.items())
+@dataclass
+class _Columns:
+    """The trial table's optional columns: only when some trial has a value."""
+
+    help_mode: bool
+    params: bool
+
+    @classmethod
+    def of(cls, trials: list[dict[str, Any]]) -> _Columns:
+        return cls(any(t.get("help_mode") for t in trials), any(t.get("params") for t in trials))
+
+    def heads(self) -> list[tuple[str, str, str]]:
+        heads = [("id", "trial", "text"), ("task", "task", "text"), ("model", "model", "text")]
+        heads += [("help", "help mode", "text")] if self.help_mode else []
+        heads += [("params", "params", "text")] if self.params else []
+        return heads + [("status", "status", "text"), ("score", "score", "num"),
+                        ("turns", "turns", "num"), ("tokens", "tokens in / out", "num"),
+                        ("cost", "cost", "num"), ("duration", "duration", "num")]
+
+
+def _detail(t: dict[str, Any], model: str, params: str, traced: bool, why: str) -> str:
     tid = data.clean(t.get("id"))
     link = quote(tid, safe="")
     detail = [f'<div class="meta">task <b>{e(t.get("task_id"))}</b> · model <b>{e(model)}</b>']
@@ -213,7 +234,10 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
         detail.append(f' · agent {e(t.get("agent"))}')
     detail.append(f' · <a href="trials/{link}/trace.jsonl">trace</a> · '
                   f'<a href="trials/{link}/audit.jsonl">audit</a></div>')
-    if t.get("error"):
+    if why:
+        detail.append(f'<p class="why"><b>Why it {"errored" if t.get("status") == "error" else "failed"}:'
+                      f'</b> {e(why, MESSAGE_LIMIT)}</p>')
+    if t.get("error") and t.get("error") != why:
         detail.append(f'<h4>Error</h4><pre class="err">{e(t.get("error"), MESSAGE_LIMIT)}</pre>')
     elif t.get("reason"):
         detail.append(f'<h4>Why it failed</h4><p class="why">{e(t.get("reason"))}</p>')
@@ -225,19 +249,54 @@ def _trial_body(t: dict[str, Any], columns: int, index: int, traced: bool,
         '<div class="traj"><p class="muted">Unpacking… (this needs JavaScript; the trace '
         'link above has it all)</p></div>' if traced else
         '<p class="muted">No trace recorded.</p>'))
+    return "".join(detail)
+
+
+def _trial_body(t: dict[str, Any], cols: _Columns, index: int, traced: bool,
+                details: list[str] | None, labels: dict[Any, tuple[str, str]]) -> str:
+    """A trial's row, its reason (a failed or errored trial: why, on one line) and its
+    detail; with `details`, the detail goes there (to be embedded compressed and drawn when
+    the row is opened) instead of into the page. `labels`: each model's label, escaped and
+    breakable, worked out once per run (ten thousand rows share a few models)."""
+    status = data.status_of(t)
+    key = t.get("model") or (None, t.get("agent"))
+    if key not in labels:
+        label = data.model_label(t.get("model"), [t])
+        labels[key] = (label, breakable(label))
+    model, model_html = labels[key]
+    tokens = t.get("tokens") or {}
+    tin, tout = tokens.get("input"), tokens.get("output")
+    score = float(t.get("composite_score") or 0.0)
+    duration = float(t.get("duration_s") or 0.0)
+    cost = t.get("cost_usd")
+    params = data.params_text(t.get("params")) if t.get("params") else ""
+    help_mode = t.get("help_mode") or ""
+    task, tid = e(t.get("task_id")), e(t.get("id"))
+    turns = int(t.get("turns") or 0)
+    known = (tin or 0) + (tout or 0) if tin is not None or tout is not None else ""
+    columns = len(cols.heads())
+    why = data.reason(t)
+    detail = _detail(t, model, params, traced, why)
     if details is not None:
-        details.append("".join(detail))
+        details.append(detail)
     return (
-        f'<tbody {data_attrs} data-i="{index}"><tr class="trial">'
-        f'<td><button class="toggle" aria-expanded="false">▸</button> '
-        f"<code>{e(tid)}</code></td>"
-        f"<td>{e(t.get('task_id'))}</td><td>{breakable(model)}</td>"
-        f'<td><span class="badge {status}">{status}</span></td>'
-        f'<td class="n">{score:.2f}</td><td class="n">{int(t.get("turns") or 0)}</td>'
-        f'<td class="n">{data.count(tokens.get("input"))} / {data.count(tokens.get("output"))}</td>'
-        f'<td class="n">{e(data.usd(cost))}</td><td class="n">{data.seconds(duration)}</td></tr>'
+        f'<tbody data-id="{tid}" data-task="{task}" data-model="{e(model)}" '
+        f'data-status="{status}" data-help="{e(help_mode)}" data-params="{e(params)}" '
+        f'data-score="{score:.4f}" data-turns="{turns}" data-tokens="{known}" '
+        f'data-cost="{"" if cost is None else f"{float(cost):.6f}"}" '
+        f'data-duration="{duration:.3f}" data-cell="{e(data.cell_key(t))}" data-i="{index}">'
+        f'<tr class="trial"><td><button class="toggle" aria-expanded="false">▸</button> '
+        f"<code>{tid}</code></td><td>{task}</td><td>{model_html}</td>"
+        + (f"<td>{e(help_mode)}</td>" if cols.help_mode else "")
+        + (f"<td><code>{e(params)}</code></td>" if cols.params else "")
+        + f'<td><span class="badge {status}">{status}</span></td>'
+        f'<td class="n">{score:.2f}</td><td class="n">{turns}</td>'
+        f'<td class="n">{data.count(tin)} / {data.count(tout)}</td>'
+        f'<td class="n">{data.usd(cost)}</td><td class="n">{data.seconds(duration)}</td></tr>'
+        + (f'<tr class="why {status}"><td colspan="{columns}">{e(gist(why, WHY_LIMIT))}</td></tr>'
+           if why else "")
         + ("" if details is not None else
-           f'<tr class="detail"><td colspan="{columns}">{"".join(detail)}</td></tr>')
+           f'<tr class="detail"><td colspan="{columns}">{detail}</td></tr>')
         + "</tbody>"
     )
 
@@ -246,10 +305,7 @@ def trials_table(results: dict[str, Any], traced: list[bool] | None = None,
                  details: list[str] | None = None) -> str:
     trials = results.get("trials") or []
     traced = traced or [False] * len(trials)
-    heads = [("id", "trial", "text"), ("task", "task", "text"), ("model", "model", "text"),
-             ("status", "status", "text"), ("score", "score", "num"), ("turns", "turns", "num"),
-             ("tokens", "tokens in / out", "num"), ("cost", "cost", "num"),
-             ("duration", "duration", "num")]
+    cols = _Columns.of(trials)
     models = sorted({data.model_label(t.get("model"), [t]) for t in trials})
     statuses = Counter(data.status_of(t) for t in trials)
     controls = (
@@ -266,12 +322,46 @@ def trials_table(results: dict[str, Any], traced: list[bool] | None = None,
         "shown · click a row for its checks and trajectory</span></div>"
     )
     head = "".join(
-        f'<th data-key="{k}" data-type="{kind}" class="{"n" if kind == "num" else ""}" '
-        f'tabindex="0">{label}</th>' for k, label, kind in heads)
-    bodies = "".join(_trial_body(t, len(heads), i, traced[i], details)
+        f'<th data-key="{k}" data-type="{kind}" class="c-{k}{" n" if kind == "num" else ""}" '
+        f'tabindex="0">{label}</th>' for k, label, kind in cols.heads())
+    labels: dict[Any, tuple[str, str]] = {}
+    bodies = "".join(_trial_body(t, cols, i, traced[i], details, labels)
                      for i, t in enumerate(trials))
     return (f'{controls}<div class="scroll"><table id="trials" class="grid-table">'
             f"<thead><tr>{head}</tr></thead>{bodies}</table></div>")
+
+
+MAX_ERROR_GROUPS = 50  # error causes listed in the page; the rest are counted
+
+
+def errors(results: dict[str, Any]) -> str:
+    """Errored trials grouped by cause, the most frequent first, each with where it
+    happened and an example trial that opens in the table below. An error is proctor's
+    or the infrastructure's (a provider down, a service that never started, a check that
+    could not run), never the agent's failure: it is read apart from failing checks."""
+    groups = data.error_groups(results)
+    if not groups:
+        return ""
+    n = sum(len(g["trials"]) for g in groups)
+    out = [f'<section id="errors"><h2>Errors <span class="muted">({n} errored '
+           f'trial{"s" if n > 1 else ""}, {len(groups)} cause{"s" if len(groups) > 1 else ""})'
+           '</span></h2><ul class="triage errors">']
+    for g in groups[:MAX_ERROR_GROUPS]:
+        trials = g["trials"]
+        tid = data.clean(trials[0].get("id"))
+        tasks = sorted(str(x) for x in g["tasks"])
+        where = (f"task {tasks[0]}" if len(tasks) == 1 else f"{len(tasks)} tasks") + " · " + (
+            ", ".join(sorted(g["models"])) if len(g["models"]) <= 3 else
+            f"{len(g['models'])} models")
+        out.append(
+            f'<li><b>{len(trials)} trial{"s" if len(trials) > 1 else ""}</b>: '
+            f'<span class="cause">{e(gist(g["cause"], 400))}</span> '
+            f'<span class="muted">({e(where)}) e.g.</span> '
+            f'<a href="#" data-show-trial="{e(tid)}"><code>{e(tid)}</code></a></li>')
+    if len(groups) > MAX_ERROR_GROUPS:
+        out.append(f'<li class="muted">… and {len(groups) - MAX_ERROR_GROUPS} more causes</li>')
+    out.append("</ul></section>")
+    return "".join(out)
 
 
 MAX_GROUPS = 100  # failing-check groups listed in the page; the rest are counted
@@ -344,13 +434,26 @@ def _cards(results: dict[str, Any]) -> str:
     return f'<div class="cards">{out}</div>'
 
 
-def _trajectories(blocks: list[str]) -> str:
-    """The encoded trajectory blocks as one JSON array (trajectory.blocks). Base64 and JSON
+def _island(name: str, items: list[str | None], chunk: int | None = None) -> str:
+    """A JSON array of base64 strings (or nulls) in a data element: base64 and JSON
     punctuation only, so nothing in it can close the element."""
-    if not blocks:
+    if not any(items):
         return ""
-    return (f'<script type="application/json" id="trajectories" data-chunk="{trajectory.CHUNK}">'
-            + json.dumps(blocks, separators=(",", ":")) + "</script>")
+    extra = f' data-chunk="{chunk}"' if chunk else ""
+    # JSON by hand: base64 needs no escaping, and json.dumps of 25 MB of it is slow
+    body = ",".join("null" if b is None else f'"{b}"' for b in items)
+    return f'<script type="application/json" id="{name}"{extra}>[{body}]</script>'
+
+
+def _details_blocks(details: list[str]) -> list[str | None]:
+    """A large run's trial details, DETAILS_CHUNK to a block, gzipped (fast: the blocks are
+    made here, at every render)."""
+    out: list[str | None] = []
+    for i in range(0, len(details), DETAILS_CHUNK):
+        raw = json.dumps(details[i:i + DETAILS_CHUNK], separators=(",", ":"),
+                         ensure_ascii=False).encode()
+        out.append(base64.b64encode(gzip.compress(raw, compresslevel=1, mtime=0)).decode())
+    return out
 
 
 def render_html(results: dict[str, Any], run: dict[str, Any] | None = None,
@@ -391,6 +494,7 @@ Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figur
 <section><h2>Tasks × models</h2>{heat_map(results)}</section>
 <section><h2>Models</h2>{models_table(results)}</section>
 {help_modes(results)}
+{errors(results)}
 {triage(results)}
 <section><h2>Trials</h2>{trials_table(results, [d is not None for d in traced], details)}</section>
 <footer class="muted">Written by proctor. Pass rates count every repeat and replica as one
@@ -400,12 +504,14 @@ trial; intervals are 95% Wilson score intervals.</footer>"""
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>proctor run {run_id}</title><style>{CSS}</style>"
+        f"<title>proctor run {run_id}</title><style>{CSS}{trajectory_assets.CSS}</style>"
         "<noscript><style>tr.detail{display:table-row!important}.toggle{display:none}</style>"
         f"</noscript></head><body>{body}"
     )
-    after = f"<script>{JS}</script></body></html>\n"
+    after = f"<script>{trajectory_assets.JS}{JS}</script></body></html>\n"
+    carried = _island("details", _details_blocks(details), DETAILS_CHUNK) if details else ""
     # The trajectories get what is left of the page's target size (see trajectory.py).
-    budget = max(trajectory.BUDGET_MIN,
-                 trajectory.PAGE_TARGET - len(before.encode()) - len(after))
-    return before + _trajectories(trajectory.blocks(trials, traced, budget, details)) + after
+    budget = max(trajectory.BUDGET_MIN, trajectory.PAGE_TARGET - len(before.encode())
+                 - len(after) - len(carried))
+    docs = trajectory.embedded(trials, traced, budget)
+    return before + carried + _island("trajectories", docs) + after

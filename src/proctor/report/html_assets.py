@@ -43,9 +43,13 @@ color:#fff;background:var(--muted)}.badge.pass{background:var(--pass)}
 .controls input,.controls select{font:inherit;padding:5px 8px;border:1px solid var(--line);
 border-radius:6px;background:var(--bg);color:var(--fg)}.controls input{flex:1 1 220px}
 #trials{table-layout:fixed}#trials td{overflow-wrap:anywhere}
-#trials>thead th:nth-child(1){width:27%}#trials>thead th:nth-child(2){width:15%}
-#trials>thead th:nth-child(3){width:14%}#trials>thead th:nth-child(4){width:8%}
-#trials>thead th:nth-child(n+5){width:7.2%}#trials>thead th{white-space:normal}
+#trials>thead th{white-space:normal;width:6.5%}#trials>thead th.c-id{width:24%}
+#trials>thead th.c-task{width:13%}#trials>thead th.c-model{width:13%}
+#trials>thead th.c-help,#trials>thead th.c-params{width:8%}#trials>thead th.c-status{width:7%}
+#trials tr.why td{padding:0 8px 6px 30px;border-bottom:1px solid var(--line);font-size:12px;
+color:var(--muted);overflow-wrap:anywhere}#trials tr.why.fail td::before{content:"✗ ";
+color:var(--fail)}#trials tr.why.error td::before{content:"⚠ ";color:var(--error)}
+#trials tr.trial:has(+tr.why) td{border-bottom:0}
 #trials thead th{cursor:pointer;user-select:none}#trials th[data-dir=asc]::after{content:" ▲"}
 #trials th[data-dir=desc]::after{content:" ▼"}
 #trials tr.trial{cursor:pointer}#trials tr.trial:hover{background:var(--panel)}
@@ -56,21 +60,11 @@ table.checks{margin:4px 0;background:var(--bg)}table.checks tr.bad td{background
 color-mix(in srgb,var(--fail) 8%,transparent)}pre.msg{max-height:14em;overflow:auto}
 pre.out,pre.err{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:8px;
 max-height:24em;overflow:auto}ul.rules{margin:4px 0;padding-left:18px}
-.meta{margin:4px 0 2px}footer{margin:32px 0 8px;font-size:12px}
+.meta{margin:4px 0 2px}p.why{margin:6px 0}footer{margin:32px 0 8px;font-size:12px}
 .heat td.cell{cursor:pointer}.heat td.cell.picked{outline:3px solid var(--accent);outline-offset:-3px}
 .heat small.k{opacity:.7;font-size:10px}.chip{display:inline-flex;gap:6px;align-items:center;
 background:var(--panel);border:1px solid var(--accent);border-radius:12px;padding:2px 4px 2px 10px}
 .chip[hidden]{display:none}.chip button{border:0;background:none;color:var(--fg);cursor:pointer;font:inherit}
-.traj .step{border-left:3px solid var(--line);padding:4px 0 4px 10px;margin:6px 0}
-.traj .step.cmd.ok{border-color:var(--pass)}.traj .step.cmd.bad{border-color:var(--fail)}
-.traj .step.model{border-color:var(--accent)}.traj .step.ignored{padding:1px 0 1px 10px;margin:2px 0}.traj .head{font-weight:600;margin-bottom:3px}
-.traj .head .badge{margin:0 6px}.traj pre{background:var(--bg);border:1px solid var(--line);
-border-radius:6px;padding:6px;margin:3px 0;max-height:20em;overflow:auto}
-.traj pre.stderr{border-color:var(--error)}.traj .msg{margin:4px 0 4px 6px}
-.traj .role{font-size:11px;text-transform:uppercase;color:var(--muted)}
-.traj .call{font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;color:var(--accent)}
-.traj p.cut{font-style:italic;color:var(--error)}ul.audit{padding-left:18px;margin:4px 0}
-ul.audit .kind{display:inline-block;min-width:7em;color:var(--muted)}
 ul.triage li{margin:3px 0;overflow-wrap:anywhere}
 .grid-table td.n{white-space:nowrap}svg.effect{width:160px;vertical-align:middle}
 svg.effect .ci{stroke:var(--muted);stroke-width:3}svg.effect circle{fill:var(--muted)}
@@ -84,8 +78,10 @@ var table=document.getElementById('trials');if(!table)return;
 var q=document.getElementById('q'),fs=document.getElementById('fstatus'),
 fm=document.getElementById('fmodel'),shown=document.getElementById('shown'),
 chip=document.getElementById('fcell'),cell='';
-function search(tb){var d=tb.dataset;if(d.search===undefined)d.search=[d.id,d.task,d.model,
-d.status,d.cell.split('␟').slice(2).join(' ')].join(' ').toLowerCase();return d.search;}
+function search(tb){var d=tb.dataset,why=tb.querySelector('tr.why');
+if(d.search===undefined)d.search=[d.id,d.task,d.model,d.status,
+d.cell.split('␟').slice(2).join(' '),why?why.textContent:''].join(' ').toLowerCase();
+return d.search;}
 function filter(){var text=q.value.toLowerCase(),s=fs.value,m=fm.value,n=0;
 Array.prototype.forEach.call(table.tBodies,function(tb){var ok=(!s||tb.dataset.status===s)&&
 (!m||tb.dataset.model===m)&&(!cell||tb.dataset.cell===cell)&&
@@ -125,72 +121,31 @@ tb.querySelector('.toggle').setAttribute('aria-expanded',on);if(on)trajectory(tb
 table.addEventListener('click',function(ev){var row=ev.target.closest('tr.trial');
 if(!row||ev.target.closest('a'))return;var tb=row.parentNode;
 open(tb,!tb.classList.contains('open'));});
-var blocks=null,chunk=50,unpacked={};
-function doc(i){if(blocks===null){var el=document.getElementById('trajectories');
-blocks=el?JSON.parse(el.textContent):[];if(el)chunk=+el.dataset.chunk;}
-var c=Math.floor(i/chunk);if(!blocks[c])return Promise.resolve(null);
-if(!unpacked[c])unpacked[c]=inflate(blocks[c]);
-return unpacked[c].then(function(docs){return docs[i%chunk];});}
+var docs=null,details=null,chunk=50,unpacked={};
+function island(id){var el=document.getElementById(id);return el?JSON.parse(el.textContent):[];}
+function doc(i){if(docs===null)docs=island('trajectories');
+return docs[i]?inflate(docs[i]):Promise.resolve(null);}
+function detail(i){if(details===null){details=island('details');
+var el=document.getElementById('details');if(el)chunk=+el.dataset.chunk;}
+var c=Math.floor(i/chunk);if(!details[c])return Promise.resolve(null);
+if(!unpacked[c])unpacked[c]=inflate(details[c]);
+return unpacked[c].then(function(list){return list[i%chunk];});}
 function inflate(b64){var bin=atob(b64),u=new Uint8Array(bin.length);
 for(var i=0;i<bin.length;i++)u[i]=bin.charCodeAt(i);
 var st=new Blob([u]).stream().pipeThrough(new DecompressionStream('gzip'));
 return new Response(st).text().then(JSON.parse);}
-function el(tag,cls,text){var n=document.createElement(tag);if(cls)n.className=cls;
-if(text!==undefined&&text!==null)n.textContent=String(text);return n;}
-function secs(x){return x==null?'':(x<1?x.toFixed(2):x.toFixed(1))+'s';}
-function pre(parent,text,cls){if(text)parent.appendChild(el('pre',cls,text));}
-function step(s){var d;
-if(s.k==='cmd'&&s.ignored){d=el('div','step cmd ignored muted');
-d.appendChild(el('code','','$ '+s.cmd));d.appendChild(el('span','',' · set aside ('+s.ignored+
-(s.exit!=null?', exit '+s.exit:'')+')'));return d;}
-if(s.k==='cmd'){var ok=s.exit===0&&!s.timed_out,known=s.exit!=null||s.timed_out;
-d=el('div','step cmd '+(known?(ok?'ok':'bad'):''));
-var h=el('div','head');h.appendChild(el('code','', '$ '+s.cmd));
-h.appendChild(el('span','badge '+(known?(ok?'pass':'fail'):''),
-s.timed_out?'timed out':(known?'exit '+s.exit:'ran')));
-var timed=!(s.source==='exec'&&!s.dur);  /* exec-traced: no timing of its own */
-h.appendChild(el('span','muted',' '+(timed?secs(s.dur):'')+(s.source&&s.source!=='agent'?
-(timed?' · ':'')+s.source:'')));
-d.appendChild(h);pre(d,s.stdout,'stdout');pre(d,s.stderr,'stderr');
-if(s.capped)d.appendChild(el('p','muted','output was capped while recording'));return d;}
-if(s.k==='model'){d=el('div','step model');var t='◆ '+(s.turn==null?'':'turn '+s.turn+' · ')+
-s.model+(s.in!=null?' · '+s.in+' in / '+s.out+' out':'')+(s.lat!=null?' · '+secs(s.lat):'')+
-(s.attempt>1?' · attempt '+s.attempt:'')+(s.side||s.purpose?' · '+(s.side||s.purpose):'');d.appendChild(el('div','head',t));
-(s.msgs||[]).forEach(function(m){var b=el('div','msg '+m.role);b.appendChild(el('span','role',m.role));
-pre(b,m.text);(m.calls||[]).forEach(function(c){b.appendChild(el('div','call','→ '+c));});
-d.appendChild(b);});
-var r=el('div','msg assistant');r.appendChild(el('span','role','response'));pre(r,s.text);
-(s.calls||[]).forEach(function(c){r.appendChild(el('div','call','→ '+c));});
-if(s.error)pre(r,s.error,'err');d.appendChild(r);return d;}
-if(s.k==='output'){d=el('div','step output');d.appendChild(el('div','head','◇ '+(s.label||'agent output')));
-pre(d,s.text);return d;}
-d=el('div','step event muted');d.appendChild(el('span','',('· '+s.type+' ')));
-d.appendChild(el('code','',s.text));return d;}
-function draw(box,doc,id){box.textContent='';var steps=doc.steps||[];
-if(!steps.length)box.appendChild(el('p','muted','No steps recorded.'));
-steps.forEach(function(s,i){if(doc.steps_cut&&i===doc.steps_cut[0])box.appendChild(el('p',
-'cut','… '+doc.steps_cut[1]+' steps left out to keep this page small (all of them: trials/'+
-id+'/trace.jsonl)'));box.appendChild(step(s));});
-if(doc.limit<8000)box.appendChild(el('p','muted',(doc.limit?'Texts here are cut to '+
-doc.limit+' characters (each cut says so)':'Texts are left out')+' to keep this page small; '+
-'trials/'+id+'/trace.jsonl has all.'));
-if((doc.audit||[]).length){box.appendChild(el('h4','','Audit'));var ul=el('ul','audit');
-doc.audit.forEach(function(a){var li=el('li');li.appendChild(el('span','kind',a[0]+' '));
-li.appendChild(el('code','',a[1]));ul.appendChild(li);});
-Object.keys(doc.audit_more||{}).forEach(function(k){ul.appendChild(el('li','muted',
-'… '+doc.audit_more[k]+' more '+k+' events (all in trials/'+id+'/audit.jsonl)'));});
-box.appendChild(ul);}}
 function trajectory(tb){if(tb.dataset.done)return;tb.dataset.done='1';
-var lazy=!tb.querySelector('tr.detail'),td=null;
-if(lazy){var tr=el('tr','detail');td=el('td');td.colSpan=tb.rows[0].cells.length;
-td.appendChild(el('p','muted','opening…'));tr.appendChild(td);tb.appendChild(tr);}
+var lazy=!tb.querySelector('tr.detail'),td=null,i=+tb.dataset.i;
+if(lazy){var tr=document.createElement('tr');tr.className='detail';td=document.createElement('td');
+td.colSpan=tb.rows[0].cells.length;td.textContent='opening…';tr.appendChild(td);tb.appendChild(tr);}
 var box=tb.querySelector('.traj');if(!box&&!lazy)return;
 function say(msg){(lazy?td:box).textContent=msg;}
 if(typeof DecompressionStream==='undefined'){
 say('This browser cannot unpack the details (it needs DecompressionStream).');return;}
-doc(+tb.dataset.i).then(function(d){if(lazy){if(!d||!d.detail){say('No details recorded.');
-return;}td.innerHTML=d.detail;box=td.querySelector('.traj');if(!box)return;}
-if(d&&d.steps)draw(box,d,tb.dataset.id);else box.textContent='No trace recorded.';},
-function(err){say('Could not unpack the details: '+err);});}
+(lazy?detail(i):Promise.resolve(null)).then(function(html){
+if(lazy){if(!html){say('No details recorded.');return null;}td.innerHTML=html;
+box=td.querySelector('.traj');}return box?doc(i):null;}).then(function(d){
+if(!box)return;if(d&&d.items)Traj.draw(box,d,tb.dataset.id);
+else box.textContent='No trace recorded.';},function(err){say('Could not unpack the details: '+err);});}
 })();
 """

@@ -96,11 +96,12 @@ def _common_prefix(a: str, b: str) -> str:
 _RULE_LINE = re.compile(r"^([=\-_~*#─━═+])\1{3,}$")
 
 
-def gist(text: Any, limit: int = 200) -> str:
+def gist(text: Any, limit: int = 200, end: float = 0.5) -> str:
     """A message on one line within `limit` characters, for a table cell or a JUnit
     attribute whose reader has the whole message elsewhere: its first line (what failed)
     and as many of its last lines as fit (where tests, compilers and tracebacks say why),
-    ` … ` where lines were left out. Rules and empty lines go first."""
+    ` … ` where lines were left out. Rules and empty lines go first. `end`: the share of
+    the room the end may take (a one-line message keeps that much of its end)."""
     lines = [" ".join(line.split()) for line in clean(text).split("\n")]
     lines = [line for line in lines if line and not _RULE_LINE.match(line)]
     whole = " ".join(lines)
@@ -108,9 +109,10 @@ def gist(text: Any, limit: int = 200) -> str:
         return whole
     if len(lines) == 1:  # one long line: both its ends
         keep = limit - 3
-        return whole[: keep - keep // 2] + " … " + whole[len(whole) - keep // 2:]
-    # The first line leaves room for the last one (up to half the limit).
-    cap = limit - 3 - min(len(lines[-1]), limit // 2)
+        tail = int(keep * end)
+        return whole[: keep - tail] + " … " + whole[len(whole) - tail:]
+    # The first line leaves room for the last one (up to `end` of the limit).
+    cap = limit - 3 - min(len(lines[-1]), int(limit * end))
     first = lines[0][:cap].rstrip()  # cut or not, ` … ` follows
     room = limit - len(first) - 3
     tail: list[str] = []
@@ -123,3 +125,9 @@ def gist(text: Any, limit: int = 200) -> str:
             tail.insert(0, "…" + line[len(line) - (room - 1):])
         break
     return first + " … " + " ".join(tail)
+
+
+def note(text: Any, limit: int = 200) -> str:
+    """A trial's note (why it failed) in `limit` characters: its start — the cause: `agent
+    error: …: HTTP 500` — is kept first; the middle goes, then some of the end."""
+    return gist(text, limit, end=0.25)

@@ -180,14 +180,23 @@ def _failures(results: dict[str, Any]) -> list[str]:
 
 
 def _errors(results: dict[str, Any]) -> list[str]:
-    errored = [t for t in results.get("trials") or [] if t.get("status") == "error"]
-    if not errored:
+    """Errored trials grouped by cause (as report.html's errors section), each with where it
+    happened, an example trial and its whole error in a collapsible block."""
+    groups = data.error_groups(results)
+    if not groups:
         return []
-    out = ["", f"### Errors ({len(errored)})", ""]
-    for t in errored[:MAX_ERRORS]:
-        out += [f"<details><summary><code>{html_text(t.get('id'), 100)}</code>: "
-                f"{html_text(t.get('error') or 'error')}</summary>", "",
-                code_block(t.get("error") or "(no message)"), "", "</details>"]
-    if len(errored) > MAX_ERRORS:
-        out.append(f"\n… and {len(errored) - MAX_ERRORS} more errored trials")
+    n = sum(len(g["trials"]) for g in groups)
+    out = ["", f"### Errors ({n})", ""]
+    for g in groups[:MAX_ERRORS]:
+        first = g["trials"][0]
+        tasks = sorted(str(x) for x in g["tasks"])
+        where = (tasks[0] if len(tasks) == 1 else f"{len(tasks)} tasks") + " · " + ", ".join(
+            sorted(g["models"])[:3]) + ("…" if len(g["models"]) > 3 else "")
+        count = f"{len(g['trials'])} trial{'s' if len(g['trials']) > 1 else ''}"
+        out += [f"<details><summary><b>{count}</b>: {html_text(g['cause'])} ({html_text(where)}; "
+                f"e.g. <code>{html_text(first.get('id'), 100)}</code>)</summary>", "",
+                code_block(first.get("error") or g["cause"] or "(no message)"), "",
+                "</details>"]
+    if len(groups) > MAX_ERRORS:
+        out.append(f"\n… and {len(groups) - MAX_ERRORS} more causes")
     return out

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from proctor.report import data, wire
-from proctor.report.labels import gist
+from proctor.report import data
+from proctor.report.labels import note as note_text
 from proctor.report.terminal import STATUS_STYLE, status_text
 
 if TYPE_CHECKING:
@@ -37,9 +37,10 @@ class TrialFilter:
         return not self.models or (t.get("model") or t.get("agent")) in self.models
 
 
-def show_main(run_dir: str | Path, trial: str | None, only: TrialFilter | None = None) -> int:
+def show_main(run_dir: str | Path, trial: str | None, only: TrialFilter | None = None,
+              full: bool = False) -> int:
     """Without TRIAL list the run's trials (those `only` keeps); with TRIAL (id or unique
-    prefix) print its record."""
+    prefix) print its record (`full`: nothing folded)."""
     from rich.console import Console
 
     run = data.load_run(run_dir, allow_partial=True)
@@ -53,7 +54,7 @@ def show_main(run_dir: str | Path, trial: str | None, only: TrialFilter | None =
             run.results = {**run.results, "trials": kept}
         print_trial_list(run, console)
     else:
-        print_trial(run, data.find_trial(run.trials, trial), console)
+        print_trial(run, data.find_trial(run.trials, trial), console, full)
     return 0
 
 
@@ -86,8 +87,7 @@ def print_trial_list(run: data.Run, console: Console) -> None:
         cells = [_cell(word, 6, False, paint, f"bold {STATUS_STYLE.get(status, '')}".strip()),
                  _cell(f"{float(t.get('composite_score') or 0.0):.2f}", 5, True),
                  _cell(data.seconds(t.get("duration_s")), 8, True)]
-        note = gist(t.get("reason") or t.get("error") or _first_failure(t),
-                    note_width if beside else 2 * (id_width - 2))
+        note = note_text(data.reason(t), note_width if beside else 2 * (id_width - 2))
         if beside:
             cells.append(paint(set_cell_size(note, note_width) if cell_len(note) > note_width
                                else note, "dim"))
@@ -139,104 +139,6 @@ def _cell(text: str, width: int, right: bool, paint: Any = None, style: str = ""
     return paint(text, style) if paint and style else text
 
 
-def _first_failure(t: dict[str, Any]) -> str:
-    for c in t.get("checks") or []:
-        if not c.get("passed"):
-            return f"{c.get('name')}: {c.get('message') or 'failed'}"
-    for f in data.violated_rules(t):
-        return f"forbidden {f.get('rule')}: {f.get('details') or ''}"
-    return ""
-
-
-def _block(text: Any, lines: int = OUTPUT_LINES, chars: int = OUTPUT_CHARS) -> str:
-    """The first `lines` lines of a stream, cut, with a note of what was left out."""
-    s = data.cut(text, chars).rstrip("\n")
-    parts = s.split("\n")
-    if len(parts) > lines:
-        s = "\n".join(parts[:lines]) + f"\n… [{len(parts) - lines} more lines]"
-    return s
-
-
-def _indent(text: str, prefix: str = "    ") -> str:
-    return "\n".join(prefix + line for line in text.split("\n"))
-
-
-def _command(ev: dict[str, Any]) -> Any:
-    from rich.text import Text
-
-    t = Text()
-    code = ev.get("exit_code")
-    ok = code == 0
-    aside = ev.get("ignored")  # an agent's launcher, housekeeping, an ignore_commands match
-    t.append("$ ", style="dim" if aside else "bold")
-    t.append(data.one_line(ev.get("command") or " ".join(ev.get("argv") or []),
-                           120 if aside else 400), style="dim" if aside else "bold")
-    meta = "timed out" if ev.get("timed_out") else \
-        f"exit {code}" if code is not None else "no exit code"
-    t.append(f"   [{meta}, {data.seconds(ev.get('duration_s'))}]",
-             style="green" if ok else "red")
-    t.append(f"  (set aside: {data.clean(aside)})" if aside else "", style="dim")
-    processes = [" ".join(p.get("argv") or []) for p in ev.get("processes") or []]
-    if processes and not aside:  # what it started, one line (report.html shows the tree)
-        t.append("\n    ran: " + data.one_line(", ".join(processes), 300), style="dim")
-    for stream, style in (("stdout", ""), ("stderr", "yellow")):
-        if ev.get(stream):
-            t.append("\n" + _indent(_block(ev[stream])), style=style)
-    if ev.get("truncated"):
-        t.append("\n    (output was capped while recording)", style="dim")
-    return t
-
-
-def _model_call(ev: dict[str, Any]) -> Any:
-    from rich.text import Text
-
-    usage = ev.get("usage") or {}
-    t = Text()
-    request = ev.get("request") if isinstance(ev.get("request"), dict) else {}
-    t.append("◆ model ", style="cyan bold")
-    t.append(data.one_line(ev.get("model") or request.get("model") or "", 80), style="cyan")
-    if ev.get("side") or ev.get("purpose"):
-        t.append(f" ({'side call' if ev.get('side') else data.clean(ev.get('purpose'))})",
-                 style="dim")
-    t.append(f"  {data.count(usage.get('input'))} in / {data.count(usage.get('output'))} out"
-             f", {data.seconds(ev.get('latency_s'))}", style="dim")
-    if (ev.get("attempt") or 1) > 1:
-        t.append(f", attempt {ev.get('attempt')}", style="yellow")
-    # the built-in agent's record, or a body the proxy saw (any API, streamed or not)
-    text, calls = wire.response_parts(ev.get("response"))
-    if text:
-        t.append("\n    " + data.one_line(text, 300))
-    for call in calls:
-        t.append("\n    → ", style="cyan")
-        t.append(data.one_line(call, 300))
-    return t
-
-
-def _trace_event(ev: dict[str, Any]) -> Any:
-    from rich.text import Text
-
-    kind = ev.get("type")
-    if kind == "command":
-        return _command(ev)
-    if kind == "model_call":
-        return _model_call(ev)
-    if kind == "agent_output":
-        body = ev.get("output", ev.get("text", ev.get("content", "")))
-        return Text("◇ agent output\n", style="bold") + Text(_indent(_block(body)))
-    if kind == "agent_stdout":
-        return Text("◇ all the agent printed\n", style="bold") + Text(_indent(_block(ev.get("stdout") or "")))
-    if kind == "setup":
-        label = ev.get("command") or ev.get("name") or ""
-        code = ev.get("exit_code")
-        return Text(f"· setup {data.one_line(label, 200)}"
-                    + ("" if code is None else f"  [exit {code}]"), style="dim")
-    if kind == "check":
-        return None  # shown in the checks table
-    rest = {k: v for k, v in ev.items() if k not in ("type", "time")}
-    return Text(f"· {data.clean(kind)} {data.one_line(json.dumps(rest, default=str), 200)}",
-                style="dim")
-
-
 def _audit_line(ev: dict[str, Any]) -> Any:
     from rich.text import Text
 
@@ -259,13 +161,14 @@ def _audit_line(ev: dict[str, Any]) -> Any:
     return Text(s)
 
 
-def print_trial(run: data.Run, t: dict[str, Any], console: Console) -> None:
-    """One trial: its facts, trace, checks, forbidden rules and audit."""
+def print_trial(run: data.Run, t: dict[str, Any], console: Console, full: bool = False) -> None:
+    """One trial: its facts, trace, checks, forbidden rules and audit; `full` unfolds the
+    system prompt, help text and housekeeping."""
     from rich.text import Text
 
     trial_dir = run.trial_dir(str(t.get("id")))
     _print_head(t, console)
-    _print_trace(t, trial_dir, console)
+    _print_trace(t, trial_dir, console, full)
     _print_checks(t, console)
     _print_audit(trial_dir, console)
     console.print(Text(f"\nfiles: {trial_dir}", style="dim"))
@@ -293,26 +196,20 @@ def _print_head(t: dict[str, Any], console: Console) -> None:
     console.print(Text(" · ".join(facts), style="dim"))
     if t.get("error"):
         console.print(Text("error: ", style="bold yellow") + Text(data.cut(t["error"], 2000)))
-    elif t.get("reason"):  # why it failed, one line
-        console.print(Text("why: ", style="bold red") + Text(data.clean(t["reason"])))
+    elif why := data.reason(t):
+        console.print(Text("why it failed: ", style="bold red") + Text(data.cut(why, 600)))
 
 
-def _print_trace(t: dict[str, Any], trial_dir: Path, console: Console) -> None:
+def _print_trace(t: dict[str, Any], trial_dir: Path, console: Console, full: bool) -> None:
     from rich.rule import Rule
     from rich.text import Text
 
+    from proctor.report.show_trace import print_timeline
+
     console.print(Rule("trace", align="left"))
     events = data.read_jsonl(trial_dir / "trace.jsonl")
-    shown = 0
-    for ev in events:
-        item = _trace_event(ev)
-        if item is not None:
-            console.print(item)
-            shown += 1
-    if not shown:
+    if not print_timeline(events, console, full, str(t.get("output") or "")):
         console.print(Text("(no trace recorded)", style="dim"))
-    if t.get("output") and not any(ev.get("type") == "agent_output" for ev in events):
-        console.print(Text("◇ agent output\n", style="bold") + Text(_indent(_block(t["output"]))))
 
 
 def _print_checks(t: dict[str, Any], console: Console) -> None:

@@ -1,0 +1,293 @@
+"""The pages of `proctor view` (view.py serves them): the runs, searchable and filtered by
+suite, agent, model, outcome and date; a suite's pass rate per agent over time; two runs
+compared. Plain HTML from the server, no script: filters are a GET form, so a filtered list
+is a link too."""
+
+from __future__ import annotations
+
+import html
+from datetime import date, datetime
+from typing import Any
+from urllib.parse import quote
+
+from proctor.report import data
+from proctor.report.view_runs import Line, RunRow
+from proctor.store import shown
+
+COLORS = ("#4f6bed", "#dc2626", "#16a34a", "#d97706", "#9333ea", "#0891b2", "#db2777",
+          "#65a30d", "#7c3aed", "#ea580c")
+OUTCOMES = ("passed", "failed", "errored", "running", "interrupted", "unfinished")
+
+CSS = """
+:root{--bg:#fff;--fg:#1d2330;--muted:#6b7280;--line:#e5e7eb;--panel:#f8fafc;--accent:#4f6bed}
+@media (prefers-color-scheme:dark){:root{--bg:#0f1420;--fg:#e5e7eb;--muted:#9ca3af;
+--line:#273043;--panel:#151c2c;--accent:#7c93ff}}
+body{margin:0 auto;max-width:1280px;padding:24px;background:var(--bg);color:var(--fg);
+font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+h1{font-size:22px;margin:0 0 12px}a{color:var(--accent)}.muted{color:var(--muted)}
+table{border-collapse:collapse;width:100%}th,td{padding:6px 8px;text-align:left;
+border-bottom:1px solid var(--line);vertical-align:top}th{white-space:nowrap}
+.n{text-align:right;font-variant-numeric:tabular-nums}code{font:12px ui-monospace,Menlo,monospace}
+.passed{color:#16a34a}.failed{color:#dc2626}.errored{color:#d97706;font-weight:600}
+.interrupted,.running,.unfinished{color:#9333ea}
+svg{width:100%;height:auto;background:var(--panel);border:1px solid var(--line);border-radius:10px}
+svg text{fill:var(--fg);font-size:11px}svg .axis{fill:var(--muted)}svg .grid{stroke:var(--line)}
+svg .change{stroke:var(--muted);stroke-dasharray:4 3}
+.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;
+height:12px;border-radius:3px;margin-right:5px;vertical-align:-1px}
+form.filters{display:flex;flex-wrap:wrap;gap:8px;align-items:end;margin:0 0 12px;
+background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:10px}
+form.filters label{display:flex;flex-direction:column;font-size:12px;color:var(--muted)}
+form.filters input,form.filters select{font:inherit;padding:4px 6px;border:1px solid var(--line);
+border-radius:6px;background:var(--bg);color:var(--fg)}form.filters input[type=search]{width:16em}
+td.lines div{white-space:nowrap}
+"""
+
+
+def e(value: Any) -> str:
+    return html.escape(data.clean(value), quote=True)
+
+
+def q(run_id: Any) -> str:
+    """A run id inside a link: one path segment, escaped for the URL and the attribute."""
+    return html.escape(quote(str(run_id), safe=""), quote=True)
+
+
+def page(title: str, body: str) -> bytes:
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{e(title)}</title><style>{CSS}</style></head><body>{body}"
+            "</body></html>\n").encode()
+
+
+# ---- the runs -------------------------------------------------------------------------------
+
+
+def _day(value: str) -> date | None:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def keeps(row: RunRow, f: dict[str, str]) -> bool:
+    """Whether a run passes the index's filters (each empty one keeps everything)."""
+    if f.get("suite") and row.suite_key != f["suite"]:
+        return False
+    if f.get("agent") and all(line.agent != f["agent"] for line in row.lines):
+        return False
+    if f.get("model") and all(line.model != f["model"] for line in row.lines):
+        return False
+    if f.get("status") and row.outcome != f["status"]:
+        return False
+    when = row.when.date() if row.when else None
+    since, until = _day(f.get("since", "")), _day(f.get("until", ""))
+    if (since or until) and when is None:
+        return False
+    if (since and when < since) or (until and when > until):
+        return False
+    text = f.get("q", "").strip().lower()
+    if text:
+        hay = " ".join([row.run_id, row.suite_name, row.dir, row.outcome,
+                        *(line.title for line in row.lines)]).lower()
+        return all(word in hay for word in text.split())
+    return True
+
+
+def _select(name: str, label: str, options: list[tuple[str, str]], chosen: str) -> str:
+    opts = "".join(f'<option value="{e(v)}"{" selected" if v == chosen else ""}>{e(t)}</option>'
+                   for v, t in options)
+    return (f'<label>{label}<select name="{name}"><option value="">all</option>{opts}'
+            "</select></label>")
+
+
+def _filters(rows: list[RunRow], f: dict[str, str]) -> str:
+    suites = sorted({(r.suite_key, r.suite_name) for r in rows}, key=lambda s: s[1])
+    agents = sorted({line.agent for r in rows for line in r.lines if line.agent != "?"})
+    models = sorted({line.model for r in rows for line in r.lines if line.model})
+    return (
+        '<form class="filters" method="get" action="/">'
+        f'<label>search<input type="search" name="q" value="{e(f.get("q", ""))}" '
+        'placeholder="run, suite, agent, model, directory"></label>'
+        + _select("suite", "suite", [(k, n) for k, n in suites], f.get("suite", ""))
+        + _select("agent", "agent", [(a, a) for a in agents], f.get("agent", ""))
+        + _select("model", "model", [(m, m) for m in models], f.get("model", ""))
+        + _select("status", "outcome", [(o, o) for o in OUTCOMES], f.get("status", ""))
+        + f'<label>from<input type="date" name="since" value="{e(f.get("since", ""))}"></label>'
+        f'<label>to<input type="date" name="until" value="{e(f.get("until", ""))}"></label>'
+        '<button type="submit">filter</button> <a href="/">clear</a></form>')
+
+
+def _counts(r: RunRow) -> str:
+    if r.trials is None:
+        return ""
+    bits = [f'<span class="passed">{r.passed}/{r.trials}</span>']
+    if r.failed:
+        bits.append(f'<span class="failed">{r.failed} failed</span>')
+    if r.errored:
+        bits.append(f'<span class="errored">{r.errored} errored</span>')
+    return " · ".join(bits)
+
+
+def _lines_cell(r: RunRow) -> str:
+    return "".join(f"<div>{e(line.title)} <span class=muted>{line.passed}/{line.trials}</span>"
+                   "</div>" for line in r.lines) or "–"
+
+
+def index_page(rows: list[RunRow], where: str, f: dict[str, str]) -> bytes:
+    if not rows:
+        return page("proctor runs", f"<h1>proctor runs</h1><p class=muted>No runs in "
+                                    f"{e(where)} yet.</p>")
+    shown_rows = [r for r in rows if keeps(r, f)]
+    out = [f"<h1>proctor runs <span class=muted>({len(shown_rows)} of {len(rows)}, {e(where)})"
+           f"</span></h1>{_filters(rows, f)}"
+           '<table id="runs"><thead><tr><th>run</th><th>started</th><th>outcome</th>'
+           '<th>trials</th><th>agent · model</th><th>suite</th><th>directory</th>'
+           "</tr></thead><tbody>"]
+    for r in shown_rows:
+        outcome = r.outcome + (" (deleted)" if r.gone else "")
+        run_link = (e(r.run_id) if r.gone else
+                    f'<a href="/runs/{q(r.run_id)}/">{e(r.run_id)}</a>')
+        out.append(
+            f'<tr data-outcome="{e(r.outcome)}"><td><code>{run_link}</code></td>'
+            f"<td>{e(r.started_at.replace('T', ' ')[:19])}</td>"
+            f'<td class="{e(r.outcome)}">{e(outcome)}</td><td>{_counts(r)}</td>'
+            f'<td class="lines">{_lines_cell(r)}</td>'
+            f'<td><a href="/suites/{q(r.suite_key)}">{e(r.suite_name)}</a></td>'
+            f'<td><code class="muted">{e(shown(r.dir))}</code></td></tr>')
+    if not shown_rows:
+        out.append('<tr><td colspan="7" class="muted">No run matches these filters.</td></tr>')
+    out.append("</tbody></table><p class=muted>errored: some trial could not be judged (a "
+               "provider, a service or a check failed), apart from failed: the agent did not "
+               "do the task. A suite's link shows each agent's pass rate over time.</p>")
+    return page("proctor runs", "".join(out))
+
+
+# ---- a suite over time ----------------------------------------------------------------------
+
+
+def trend_svg(runs: list[RunRow], labels: dict[str, str]) -> str:
+    """Pass rate per agent over time: one line per agent and model, a point per run (a link
+    to its report, the figures in its tooltip); where the suite changed (its files or the
+    task selection), the lines break and a dashed rule says so."""
+    points = sorted(((w, r) for r in runs if (w := r.when) is not None), key=lambda p: p[0])
+    left, right, top, plot_w, plot_h = 46, 20, 16, 740, 240
+    width, height = left + plot_w + right, top + plot_h + 40
+    t0 = points[0][0].timestamp() if points else 0.0
+    span = (points[-1][0].timestamp() - t0) if points else 0.0
+
+    def x(when: datetime) -> float:
+        return left + (plot_w / 2 if span <= 0 else plot_w * (when.timestamp() - t0) / span)
+
+    def y(rate: float) -> float:
+        return top + plot_h * (1 - rate)
+
+    out = [f'<svg viewBox="0 0 {width} {height}" role="img" '
+           'aria-label="pass rate per agent over time">']
+    for p in (0, 25, 50, 75, 100):
+        out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(p / 100):.1f}" '
+                   f'y2="{y(p / 100):.1f}" class="grid"/><text x="{left - 6}" '
+                   f'y="{y(p / 100) + 4:.1f}" text-anchor="end" class="axis">{p}%</text>')
+    for i, (when, _) in enumerate(points):
+        if i in (0, len(points) - 1) or len(points) <= 6:
+            anchor = ("middle" if span <= 0 or 0 < i < len(points) - 1 else
+                      "start" if i == 0 else "end")
+            out.append(f'<text x="{x(when):.1f}" y="{top + plot_h + 18}" '
+                       f'text-anchor="{anchor}" class="axis">'
+                       f'{e(when.strftime("%m-%d %H:%M"))}</text>')
+    for (when, r), (_, before) in zip(points[1:], points, strict=False):
+        if r.suite_version != before.suite_version:
+            out.append(f'<line x1="{x(when) - 3:.1f}" x2="{x(when) - 3:.1f}" y1="{top}" '
+                       f'y2="{top + plot_h}" class="change"><title>the suite changed here'
+                       "</title></line>")
+    for n, label in enumerate(labels):
+        color = COLORS[n % len(COLORS)]
+        series = [(w, r, line) for w, r in points for line in r.lines if line.label == label]
+        segment: list[str] = []
+        version = None
+        for w, r, line in series + [(None, None, None)]:
+            if r is None or r.suite_version != version:
+                if len(segment) > 1:
+                    out.append(f'<polyline points="{" ".join(segment)}" fill="none" '
+                               f'stroke="{color}" stroke-width="2"/>')
+                segment = []
+                version = r.suite_version if r is not None else None
+            if r is not None and w is not None and line is not None:
+                segment.append(f"{x(w):.1f},{y(line.rate):.1f}")
+        for w, r, line in series:
+            errored = f", {line.errored} errored" if line.errored else ""
+            out.append(f'<a href="/runs/{q(r.run_id)}/"><circle cx="{x(w):.1f}" '
+                       f'cy="{y(line.rate):.1f}" r="4" fill="{color}"><title>{e(labels[label])}: '
+                       f"{line.passed}/{line.trials} ({data.pct(line.rate)}){errored} · run "
+                       f'{e(r.run_id)} · {e(w.isoformat(timespec="minutes"))}</title>'
+                       "</circle></a>")
+    out.append("</svg>")
+    legend = "".join(f'<span><i style="background:{COLORS[n % len(COLORS)]}"></i>{e(t)}</span>'
+                     for n, t in enumerate(labels.values()))
+    return "".join(out) + f'<p class="legend">{legend}</p>'
+
+
+def suite_page(runs: list[RunRow]) -> bytes:
+    """A suite's runs, newest first: each agent's pass rate (a line per agent and model),
+    each run against the one before it."""
+    labels: dict[str, str] = {}
+    for r in reversed(runs):
+        for line in r.lines:
+            labels.setdefault(line.label, line.title)
+    head = "".join(f'<th class="n">{e(t)}</th>' for t in labels.values())
+    rows = []
+    for i, r in enumerate(runs):  # newest first: each against the run before it
+        by: dict[str, Line] = {line.label: line for line in r.lines}
+        cells = "".join(
+            f'<td class="n">{by[k].passed}/{by[k].trials} {data.pct(by[k].rate)}'
+            + (f' <span class="errored">{by[k].errored} errored</span>' if by[k].errored else "")
+            + "</td>" if k in by else '<td class="n muted">–</td>' for k in labels)
+        older = runs[i + 1] if i + 1 < len(runs) else None
+        changed = older is not None and older.suite_version != r.suite_version
+        vs = (f'<a href="/compare/{q(older.run_id)}/{q(r.run_id)}">vs previous</a>'
+              + (' <span class="muted">(suite changed)</span>' if changed else "")
+              if older is not None else "")
+        rows.append(f'<tr><td><code><a href="/runs/{q(r.run_id)}/">{e(r.run_id)}</a></code></td>'
+                    f'<td class="{e(r.outcome)}">{e(r.outcome)}</td>{cells}<td>{vs}</td></tr>')
+    files = ", ".join(shown(s) for s in runs[0].specs) or "(no specs)"
+    body = (f'<p><a href="/">all runs</a></p><h1>{e(runs[0].suite_name)} <span class="muted">'
+            f"pass rate per agent over time ({len(runs)} runs)</span></h1>"
+            f'<p class="muted">{e(files)}</p>{trend_svg(runs, labels)}'
+            f"<table><thead><tr><th>run</th><th>outcome</th>{head}<th></th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            '<p class="muted">A line follows one agent on one model; it breaks where the '
+            "suite's files or task selection changed (a dashed rule).</p>")
+    return page(f"proctor: {runs[0].suite_name}", body)
+
+
+def compare_page(run_a: str, run_b: str, res: Any) -> bytes:
+    """`proctor compare A B` as a page: did pass rates change beyond chance?"""
+    mark = {"regression": '<b class="failed">REGRESSION</b>',
+            "improvement": '<b class="passed">improved</b>'}
+    out = [f'<p><a href="/">all runs</a></p><h1>compare <a href="/runs/{q(run_a)}/">{e(run_a)}'
+           f'</a> → <a href="/runs/{q(run_b)}/">{e(run_b)}</a></h1>'
+           f"<p>{len(res.regressions)} significant regression(s), {len(res.improvements)} "
+           f"improvement(s) <span class=muted>(Fisher's exact test, two-sided, Holm-adjusted, "
+           f"alpha {res.alpha:g}; docs/reports.md)</span></p>"]
+    for title, comparisons in (("Models", res.models), ("Tasks", res.tasks)):
+        if not comparisons:
+            continue
+        out.append(f"<h2>{title}</h2><table><thead><tr><th></th><th class=n>A</th>"
+                   "<th class=n>B</th><th class=n>difference (95% CI)</th>"
+                   "<th class=n>p (Holm)</th><th></th></tr></thead><tbody>")
+        for c in comparisons:
+            lo, hi = c.diff_ci
+            label = f"{c.task_label} · {c.label}" if c.task_id else c.label
+            out.append(f"<tr><td>{e(label)}</td><td class=n>{c.passed_a}/{c.n_a}</td>"
+                       f"<td class=n>{c.passed_b}/{c.n_b}</td><td class=n>{data.points(c.diff)} "
+                       f"pts ({data.points(lo)} to {data.points(hi)})</td>"
+                       f"<td class=n>{c.p_adj:.3f}</td><td>{mark.get(c.flag, '')}</td></tr>")
+        out.append("</tbody></table>")
+    for label, names in (("Only in A", res.only_a), ("Only in B", res.only_b)):
+        if names:
+            out.append(f"<p class=muted>{label}: {e(', '.join(names))}</p>")
+    return page(f"compare {run_a} → {run_b}", "".join(out))
+
+
+def error_page(status: int, text: str) -> bytes:
+    return page(f"{status}", f'<p><a href="/">all runs</a></p><h1>{status}</h1><p>{e(text)}</p>')
