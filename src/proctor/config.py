@@ -79,6 +79,7 @@ class ProctorConfig(_Table):
     prices: dict[str, PriceConfig] = {}
     env: dict[str, str] = {}  # values for redact_env names
     pass_env: list[str] = []  # host variables (fnmatch patterns) agents may inherit
+    host_path: list[str] = []  # host directories shown read-only in sandboxes, first on PATH
     ray: RayConfig = RayConfig()
 
 

@@ -114,6 +114,9 @@ class TaskDef:
     redact_patterns: list[str] = field(default_factory=list)
     concurrency: int | None = None  # the suite's `concurrency`; --concurrency overrides
     audit: dict[str, Any] = field(default_factory=dict)  # scenario `audit` block, as written
+    # What the benchmark is, for reports (run.json "about"): display_name, category,
+    # website_url, github_url of a suite; name, description of a Harbor task ...
+    about: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

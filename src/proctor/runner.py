@@ -19,8 +19,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from proctor import __version__, proc
+from proctor import __version__
 from proctor.agents.external import install_agents
+from proctor.clipath import check_clis
 from proctor.errors import UsageError
 from proctor.executors import infra_error
 from proctor.inputs import check_unchanged, fingerprint, referenced
@@ -38,7 +39,7 @@ from proctor.scoring import summarize
 from proctor.services.lifecycle import start_services, stop_services
 from proctor.spec.load import load_specs
 from proctor.store import RunStore, index_run, iso, shown
-from proctor.trial import RunContext, run_trial
+from proctor.trial import RunContext, host_env, run_trial
 
 # Options a resumed run may change; everything else comes from the interrupted run.
 _RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep", "ray_address")
@@ -104,6 +105,9 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     make_ready = getattr(BACKENDS.get(options.backend)(), "prepare", None)
     if make_ready is not None:  # docker: every task's image built or pulled before any trial
         make_ready(by_id.values(), options)
+    # The suites' CLIs are where the agent runs (exit 2 naming where proctor looked if not);
+    # version_command runs there too.
+    clis = check_clis(list(by_id.values()), options, host_env(options)) if not meta else {}
     if not options.quiet:
         for note in _ignored_by_backend(by_id.values(), options):
             print(f"proctor: warning: {note}", file=sys.stderr)
@@ -117,7 +121,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
         meta = {"run_id": store.run_id, "started_at": iso(), "trial_ids": "padded",
                 "paths": [str(Path(p).resolve()) for p in paths],
                 "options": _stored_options(options),
-                "versions": {**_versions(), **agent_versions, **cli_versions(by_id.values())},
+                "versions": {**_versions(), **agent_versions, **clis},
+                "about": _about(by_id.values()),
                 "isolation": {"isolated": isolated, "backend": options.backend,
                               "note": "" if isolated else NOT_ISOLATED},
                 "inputs": fingerprint([*loaded.sources,
@@ -308,24 +313,13 @@ def _ignored_by_backend(tasks: Any, options: RunOptions) -> list[str]:
             "installs nothing and uses this machine's tools"]
 
 
-def cli_versions(tasks: Any) -> dict[str, str]:
-    """`version_command` of each suite, run once on this machine: {"cli git": "git version
-    2.39.5"}, recorded in run.json (first line of its output, or why it failed)."""
-    out: dict[str, str] = {}
+def _about(tasks: Any) -> list[dict[str, str]]:
+    """What the benchmarks are, each once (a suite's display_name, links ...), for reports."""
+    out: list[dict[str, str]] = []
     for task in tasks:
-        if not task.version_command or f"cli {task.cli}" in out:
-            continue
-        res = proc.run_sync(["sh", "-c", task.version_command], timeout=VERSION_TIMEOUT_S)
-        first = (res.stdout.strip() or res.stderr.strip()).splitlines()[:1]
-        text = first[0][:200] if first else ""
-        if res.exit_code != 0:
-            why = "timed out" if res.timed_out else f"exit {res.exit_code}"
-            text = f"`{task.version_command}` failed ({why}): {text}"
-        out[f"cli {task.cli or task.id}"] = text
+        if task.about and task.about not in out:
+            out.append(dict(task.about))
     return out
-
-
-VERSION_TIMEOUT_S = 10
 
 
 def _versions() -> dict[str, str]:

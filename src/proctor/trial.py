@@ -22,6 +22,7 @@ from proctor.agents import make_agent
 from proctor.agents.base import AgentEnv, AgentResult
 from proctor.checks import registry
 from proctor.checks.base import CheckContext
+from proctor.clipath import host_path, shown_paths, with_path
 from proctor.errors import ServiceError, SetupError
 from proctor.forbidden import Observed
 from proctor.forbidden import evaluate as evaluate_forbidden
@@ -259,7 +260,8 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
     """The trial's sandbox, with an allowlisted environment and the trial's limits."""
     if "host_env" not in run.shared:  # proctor's own environment does not change in a run
         run.shared["host_env"] = host_env(run.options)
-    env = {**run.shared["host_env"], **task.env}  # rendered once the workdir is known
+    dirs = host_path(run.options)  # proctor.toml `host_path`: shown read-only, first on PATH
+    env = with_path({**run.shared["host_env"], **task.env}, dirs)  # rendered once the workdir is known
     env[RUN_ID_VAR] = run.run_id
     env.update(secret_values)
     for h in handles.values():
@@ -273,7 +275,7 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
                             cpus=res.get("cpu"), pids=DEFAULT_PIDS, timeout_s=res.get("timeout")),
         hosts=aliases(handles.values()), endpoints=[(h.host, h.port) for h in handles.values()],
         egress=net.get("egress", "allow"), egress_allow=list(net.get("allow", [])),
-        readonly_paths=[*_agent_paths(agent, task, run.options),
+        readonly_paths=[*_agent_paths(agent, task, run.options), *shown_paths(dirs, task.cli),
                         *(f for h in handles.values() for f in h.files)],
         image=task.base_image, isolation=run.options.isolation, on_output=on_output)
     try:

@@ -64,7 +64,8 @@ def test_warnings_do_not_change_the_exit_code(repo):
     assert proc.returncode == 0
     assert proc.stdout == "ok: 1 file(s), 1 task(s), 2 warning(s)\n"
     lines = proc.stderr.splitlines()
-    assert lines[0] == f"{f}:3:9: warning: upload: upload is not supported: results stay in the run directory"
+    assert lines[0] == (f"{f}:3:9: warning: upload: proctor uploads nothing (`upload: always` "
+                        "is accepted and has no effect); results stay in the run directory")
     assert lines[1].startswith(f"{f}:8:14: warning: tasks[0].assert[0].ran: invalid regex "
                                "'git rebase -i HEAD~3 ('")
 

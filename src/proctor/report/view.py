@@ -75,6 +75,15 @@ def _by_model(row: dict[str, Any]) -> dict[str, list[int]]:
     return {}
 
 
+def _about(row: dict[str, Any]) -> str:
+    """The display names of a run's benchmarks (run.json "about"), "" when none."""
+    try:
+        meta = read_json(Path(row["dir"]) / "run.json")
+    except (UsageError, OSError, KeyError):
+        return ""
+    return ", ".join(a["name"] for a in data.about(meta)) if isinstance(meta, dict) else ""
+
+
 def _from_disk(run_dir: Path) -> dict[str, Any] | None:
     """An index-like row for a run directory the index does not know."""
     try:
@@ -85,7 +94,8 @@ def _from_disk(run_dir: Path) -> dict[str, Any] | None:
         return None
     row: dict[str, Any] = {"run_id": str(meta["run_id"]), "dir": str(run_dir),
                            "started_at": meta.get("started_at"), "status": "unfinished",
-                           "specs": json.dumps(meta.get("paths") or [])}
+                           "specs": json.dumps(meta.get("paths") or []),
+                           "about": ", ".join(a["name"] for a in data.about(meta))}
     if (run_dir / "results.json").is_file():
         try:
             res = read_json(run_dir / "results.json")
@@ -195,7 +205,7 @@ def index_page(site: Site) -> bytes:
            "</tr></thead><tbody>"]
     for r in rows:
         specs = _specs(r)
-        names = ", ".join(Path(s).name or s for s in specs) or "–"
+        names = r.get("about") or _about(r) or ", ".join(Path(s).name or s for s in specs) or "–"
         gone = not Path(r["dir"]).is_dir()
         status = (r.get("status") or "") + (" (deleted)" if gone else "")
         run_link = (e(r["run_id"]) if gone else
