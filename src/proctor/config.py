@@ -80,6 +80,9 @@ class ProctorConfig(_Table):
     env: dict[str, str] = {}  # values for redact_env names
     pass_env: list[str] = []  # host variables (fnmatch patterns) agents may inherit
     host_path: list[str] = []  # host directories shown read-only in sandboxes, first on PATH
+    # The agent standing in for a hosted-only one (Keystone's paragon, snapshot) without --agent.
+    stand_in_agent: Literal["llm", "command", "oracle", "nop", "claude-code", "codex",
+                            "mini-swe-agent"] | None = None
     ray: RayConfig = RayConfig()
 
 

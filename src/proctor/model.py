@@ -60,6 +60,9 @@ class AgentDef:
     timeout: float = 300.0
     version: str | None = None  # external agent types: the pinned version to install
     ignore_commands: list[str] = field(default_factory=list)  # regexes: not agent commands
+    # The spec named an agent that runs only on a hosted service (Keystone's `paragon`,
+    # `snapshot NAME`); `type` is the local agent standing in for it.
+    hosted: str | None = None
 
 
 @dataclass

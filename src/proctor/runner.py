@@ -93,6 +93,9 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     tasks = select(loaded.tasks, options)
     if not tasks:
         raise UsageError(_nothing_selected(options))
+    notes = _stand_in(tasks, options)
+    for note in notes if warn and not options.quiet else ():
+        print(f"proctor: note: {note}", file=sys.stderr)
     by_id = {t.id: t for t in tasks}  # the loader guarantees unique ids across files
     # Runs written before replica ids were zero-padded have no "trial_ids" in run.json.
     trials = plan(tasks, options, pad=not meta or meta.get("trial_ids") == "padded")
@@ -123,6 +126,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
                 "options": _stored_options(options),
                 "versions": {**_versions(), **agent_versions, **clis},
                 "about": _about(by_id.values()),
+                "notes": notes,
                 "isolation": {"isolated": isolated, "backend": options.backend,
                               "note": "" if isolated else NOT_ISOLATED},
                 "inputs": fingerprint([*loaded.sources,
@@ -311,6 +315,22 @@ def _ignored_by_backend(tasks: Any, options: RunOptions) -> list[str]:
     shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
     return [f"{shown}: setup.packages / base are for --backend docker; the local backend "
             "installs nothing and uses this machine's tools"]
+
+
+def _stand_in(tasks: list[TaskDef], options: RunOptions) -> list[str]:
+    """Tasks whose agent runs only on a hosted service (Keystone's paragon, snapshot) get a
+    local agent: --agent, else proctor.toml's `stand_in_agent`, else llm. Said once."""
+    by_kind: dict[str, list[str]] = {}
+    local = options.agent or options.config.get("stand_in_agent") or "llm"
+    for task in tasks:
+        if task.agent.hosted:
+            task.agent.type = local
+            by_kind.setdefault(task.agent.hosted, []).append(task.id)
+    why = ("--agent" if options.agent else "proctor.toml's stand_in_agent"
+           if options.config.get("stand_in_agent") else "the default; --agent picks another")
+    return [f"agent `{kind}` runs only on Keystone's hosted service; `{local}` runs here "
+            f"instead ({why}): {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}"
+            for kind, ids in by_kind.items()]
 
 
 def _about(tasks: Any) -> list[dict[str, str]]:

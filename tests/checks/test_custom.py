@@ -303,7 +303,9 @@ async def test_runs_in_sandbox_copies_the_script_when_not_shared(check, make_ctx
     finally:
         await inner.close()
     assert out.error is None, out.error
-    [copied] = ctx.sandbox.written
+    # the audit log and the trace (at paths valid inside), then the script
+    audit, trace, copied = ctx.sandbox.written
+    assert audit.endswith("-audit.jsonl") and trace.endswith("-trace.jsonl")
     assert copied.startswith(str(tmp_path / "remote" / "tmp") + "/.proctor-check-")
     # it ran the copy, not the original; what it prints names the script, not the copy
     assert out.message == f"{tmp_path / 'remote' / 'tmp'} where.sh"

@@ -17,6 +17,7 @@ from pydantic import Field
 from proctor import proc
 from proctor.checks._common import block, outputs, render_text
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
+from proctor.durations import Seconds
 from proctor.model import CheckOutcome
 from proctor.proc import ExecResult
 from proctor.templating import render
@@ -25,7 +26,7 @@ from proctor.templating import render
 class Config(CheckConfig):
     script: str = Field(description="Script path; relative to the spec file's directory. Run directly if executable, else with the interpreter its suffix implies.")
     runs_in: Literal["host", "sandbox"] = Field("host", description="host: run by proctor with read access to the workspace; sandbox: run inside the trial's sandbox.")
-    timeout: float = Field(60, gt=0, description="Seconds before the script is killed (the check errors).")
+    timeout: Seconds = Field(60, gt=0, description="Seconds (or 30s, 5m, 1h) before the script is killed (the check errors).")
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
@@ -43,9 +44,12 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
             "(make it executable with a #! line, or name it *.py or *.sh)"
         )
     workspace = ctx.sandbox.workdir if in_sandbox else str(await ctx.sandbox.export())
-    payload = json.dumps(_context(ctx, workspace), default=str).encode()
-    # The script reads the trace and audit log: every event so far must be on disk.
+    # The script reads the trace and audit log: every event so far must be on disk, and (in
+    # the sandbox) at paths valid there.
     _prepare_logs(ctx)
+    logs = await _logs_inside(ctx) if in_sandbox else {
+        "audit_log_path": str(ctx.recorder.audit_path), "trace_path": str(ctx.recorder.trace_path)}
+    payload = json.dumps(_context(ctx, workspace, logs), default=str).encode()
     if in_sandbox:
         res, copy = await _run_in_sandbox(ctx, script, argv, payload, cfg.timeout)
         # Its copy's temp name means nothing to the reader: a traceback names the script.
@@ -78,14 +82,14 @@ def _argv(script: Path, *, python: str) -> list[str] | None:
     return None
 
 
-def _context(ctx: CheckContext, workspace: str) -> dict[str, Any]:
+def _context(ctx: CheckContext, workspace: str, logs: dict[str, str]) -> dict[str, Any]:
     """The stdin of the script, exactly the keys of SPEC §3."""
     return {
         "sandbox_id": ctx.trial.id,
         "workspace_path": workspace,
         "services": {name: handle.context() for name, handle in ctx.services.items()},
-        "audit_log_path": str(ctx.recorder.audit_path),
-        "trace_path": str(ctx.recorder.trace_path),
+        "audit_log_path": logs["audit_log_path"],
+        "trace_path": logs["trace_path"],
         "task": {"prompt": render(ctx.task.prompt, params=ctx.trial.params, secrets=ctx.secrets)},
         "scenario_params": dict(ctx.trial.params),
     }
@@ -98,6 +102,19 @@ def _prepare_logs(ctx: CheckContext) -> None:
         with contextlib.suppress(OSError):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.touch(exist_ok=True)
+
+
+async def _logs_inside(ctx: CheckContext) -> dict[str, str]:
+    """Copies of the audit log and trace in the sandbox's $TMPDIR, for a `runs_in: sandbox`
+    script (proctor's own copies live on the host, where the script cannot see them)."""
+    tmp = (ctx.sandbox.env.get("TMPDIR") or "/tmp").rstrip("/")
+    out = {}
+    for key, path in (("audit_log_path", ctx.recorder.audit_path),
+                      ("trace_path", ctx.recorder.trace_path)):
+        dest = f"{tmp}/.proctor-check-{uuid.uuid4().hex[:8]}-{path.name}"
+        await ctx.sandbox.write_file(dest, path.read_bytes())
+        out[key] = dest
+    return out
 
 
 def _host_env(ctx: CheckContext, workspace: Path) -> dict[str, str]:

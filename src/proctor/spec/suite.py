@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from proctor import model
+from proctor.durations import Seconds
 from proctor.model import AgentDef, CheckDef, TaskDef
 from proctor.spec.base import EnvMap, SpecModel, valid_regexes
 from proctor.spec.checks import assertion
@@ -64,7 +65,7 @@ class SuiteTask(SpecModel):
                                "(default: the suite's `repeat`).")
     env: EnvMap = Field({}, description="Environment variables, over the suite's "
                         "`env`; `{{workdir}}` expands.")
-    timeout: float = Field(300, gt=0, description="Seconds the agent may take.")
+    timeout: Seconds = Field(300, gt=0, description="Seconds (or 30s, 5m, 1h) the agent may take.")
     solution: list[str] = Field([], description="Shell commands that solve the "
                                 "task: what the `oracle` agent runs.")
     ignore_commands: list[str] = Field([], description="Regexes: commands matching one are "
