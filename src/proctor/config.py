@@ -112,7 +112,7 @@ def _messages(path: Path, text: str, err: ValidationError) -> list[str]:
     out = []
     for problem in err.errors():
         loc = [str(p) for p in problem["loc"]]
-        line, col = _position(text, loc)
+        line, col = toml_position(text, loc)
         where = ".".join(loc)
         unknown = problem["type"] == "extra_forbidden"
         msg = f"unknown key {loc[-1]!r}" if unknown else problem["msg"]
@@ -120,7 +120,7 @@ def _messages(path: Path, text: str, err: ValidationError) -> list[str]:
     return out
 
 
-def _position(text: str, loc: list[str]) -> tuple[int, int]:
+def toml_position(text: str, loc: list[str]) -> tuple[int, int]:
     """Where a key path is written: `key =` under its [table] header (or the header itself,
     or a dotted key); 1:1 when it cannot be found."""
     table: list[str] = []

@@ -14,7 +14,7 @@ import os
 import secrets as secrets_mod
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,9 @@ from proctor.model import (
     CheckDef,
     CheckResult,
     CommandRecord,
+    HealthcheckDef,
     RunOptions,
+    StepDef,
     TaskDef,
     Trial,
     TrialResult,
@@ -58,6 +60,8 @@ FAULTS = {
     "setup": "setup command failed: {detail}",
     "agent": "agent error: {detail}",
     "limit": "{detail}",
+    "unavailable": "this task cannot run here: {detail}",
+    "healthcheck": "the environment never became healthy: `{detail}`",
 }
 WAIT_FOR_TIMEOUT_S = 60.0
 OUTPUT_IN_RESULTS = 4000  # characters of the agent's output kept in results.json
@@ -68,6 +72,7 @@ DEFAULT_PIDS = 1024
 # proctor.toml (`pass_env`) names more. Credentials never pass by default.
 HOST_ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "LC_*")
 TEXT_FILE_BYTES = 1_000_000  # of each written file, read for secrets_in_logs
+ARTIFACT_BYTES = 10_000_000  # of each artifact file copied out
 
 
 class TrialFault(Exception):
@@ -119,8 +124,12 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
     one = _Trial(trial, task, run)
     try:
         await one.provision()
-        outcome, commands = await one.act()
-        await one.judge(outcome, commands)
+        if task.steps:
+            await one.run_steps()
+        else:
+            outcome, commands = await one.act()
+            await one.judge(outcome, commands)
+        await one.collect_artifacts()
     except TrialFault as e:
         one.result.status, one.result.error = "error", one.redactor.text(str(e))
     except Exception as e:  # a bug must cost one trial, not the run; the trace keeps it
@@ -168,9 +177,12 @@ class _Trial:
         self.agent = make_agent(trial.agent)
         self.values: dict[str, Any] = {}
         self.before: fsdiff.Snapshot = {}
+        self.proxy: EgressProxy | None = None
 
     async def provision(self) -> None:
         task, run = self.task, self.run
+        if task.unavailable:
+            raise TrialFault("unavailable", detail=task.unavailable)
         for svc in task.services:
             try:
                 self.handles[svc.name] = await run.services[(task.source, svc.name)].provision(
@@ -182,18 +194,21 @@ class _Trial:
         self.names = PathNames.for_trial(self.run.sandbox_root / self.trial.id, sandbox)
         self.values = {"params": self.trial.params, "secrets": self.secrets,
                        "workdir": sandbox.workdir}
-        await _egress_proxy(task, sandbox, self.handles, self.egress.append)
+        self.proxy = await _egress_proxy(task, sandbox, self.handles, self.egress.append)
         await _prepare_workspace(task, sandbox, self.values)
         await _wait_for_services(task, sandbox, self.recorder)
         await _run_setup(task, sandbox, self.values, self.recorder)
+        await _healthcheck(task.healthcheck, sandbox, self.recorder)
         for h in self.handles.values():  # readiness probes and setup traffic: not the agent's
             await h.begin_recording()
         self.egress.clear()
         self.before = await sandbox.snapshot()
 
-    async def act(self) -> tuple[AgentResult, list[CommandRecord]]:
-        sandbox, task = self.sandbox, self.task
+    async def act(self, task: TaskDef | None = None) -> tuple[AgentResult, list[CommandRecord]]:
+        """The agent on `task` (a step's view of the task, for multi-step tasks)."""
+        sandbox, task = self.sandbox, task or self.task
         assert sandbox is not None
+        self._network("agent")
         env = AgentEnv(task=task, trial=self.trial, prompt=render(task.prompt, **self.values),
                        sandbox=sandbox, recorder=self.recorder, options=self.run.options,
                        solution=[render(c, **self.values) for c in task.solution],
@@ -214,21 +229,39 @@ class _Trial:
         return outcome, env.commands
 
     async def judge(self, outcome: AgentResult, commands: list[CommandRecord]) -> None:
-        sandbox, task, r = self.sandbox, self.task, self.result
+        seen = await self.observe(outcome, commands)
+        checks = await self.grade(self.task, outcome, commands)
+        self.score(checks, seen)
+
+    async def observe(self, outcome: AgentResult, commands: list[CommandRecord]) -> Observed:
+        """What the agent did, in the audit log before any check reads it."""
+        sandbox = self.sandbox
         assert sandbox is not None
         seen = await _audit(sandbox, self.before, self.handles, self.egress, self.recorder,
                             _agent_state(self.agent, sandbox))
         seen.secrets_seen = self.output.found
         seen.texts += [outcome.output] + [c.stdout + c.stderr + c.command for c in commands]
+        return seen
+
+    async def grade(self, task: TaskDef, outcome: AgentResult,
+                    commands: list[CommandRecord]) -> list[CheckResult]:
+        sandbox = self.sandbox
+        assert sandbox is not None
+        self._network("checks")
         ctx = CheckContext(task=task, trial=self.trial, sandbox=sandbox, commands=commands,
                            agent_output=outcome.output, recorder=self.recorder,
                            options=self.run.options, services=self.handles,
                            secrets=self.secrets)
-        r.checks = [await _check(c, ctx, self.values, self.redactor) for c in task.checks]
-        for c in r.checks:
+        checks = [r for c in task.checks for r in await _check(c, ctx, self.values, self.redactor)]
+        for c in checks:
             c.message, c.error = self.names(c.message) or "", self.names(c.error)
             self.recorder.trace({"type": "check", "name": c.name, "passed": c.passed,
                                  "score": c.score, "message": c.message, "error": c.error})
+        return checks
+
+    def score(self, checks: list[CheckResult], seen: Observed) -> None:
+        task, r = self.task, self.result
+        r.checks = checks
         r.forbidden = evaluate_forbidden(task.forbidden, seen, self.secrets)
         for f in r.forbidden:
             f.details = self.names(f.details) or ""
@@ -236,6 +269,62 @@ class _Trial:
         r.status, r.composite_score = score.status, score.composite
         if score.status == "error":
             r.error = score.reason
+
+    async def run_steps(self) -> None:
+        """A multi-step task: each step's uploads, setup and healthcheck, then the agent on
+        its prompt, then its checks (named STEP.CHECK, weighted by the step's share), in one
+        sandbox. A step below its `min_score` stops the rest: their checks fail, "not run".
+        The task's own checks (proctor.yaml's) judge the whole trial at the end."""
+        sandbox, task = self.sandbox, self.task
+        assert sandbox is not None
+        results: list[CheckResult] = []
+        seen_all, everything, last = Observed(), [], AgentResult(output="")
+        stopped = ""
+        for step in task.steps:
+            if stopped:
+                results += [CheckResult(name=f"{step.name}.{c.name}", type=c.type, passed=False,
+                                        score=0.0, weight=c.weight * step.weight, gate=False,
+                                        message=f"not run: {stopped}") for c in step.checks]
+                continue
+            view = replace(task, prompt=step.prompt, checks=step.checks, timeout=step.timeout,
+                           solution=step.solution, solution_dir=step.solution_dir, steps=[],
+                           uploads=step.uploads, setup=step.setup, files={}, scaffold=None)
+            self.recorder.trace({"type": "step", "name": step.name})
+            await _prepare_workspace(view, sandbox, self.values)
+            await _run_setup(view, sandbox, self.values, self.recorder)
+            await _healthcheck(step.healthcheck, sandbox, self.recorder)
+            self.before = await sandbox.snapshot()
+            self.egress.clear()
+            last, commands = await self.act(view)
+            everything += commands
+            seen = await self.observe(last, commands)
+            seen_all.merge(seen)
+            checks = await self.grade(view, last, commands)
+            stopped = _below(step, checks)
+            for c in checks:
+                c.name, c.weight = f"{step.name}.{c.name}", c.weight * step.weight
+                c.gate = c.gate and step.weight > 0
+            results += checks
+        results += await self.grade(task, last, everything)  # proctor.yaml's, over every step
+        self.score(results, seen_all)
+
+    def _network(self, phase: str) -> None:
+        """The egress policy of this phase: the agent's, or the checks' when the task gives
+        them their own (`network.checks`)."""
+        if self.proxy is None:
+            return
+        net = self.task.network or {}
+        policy = net.get("checks", net) if phase == "checks" else net
+        self.proxy.egress = policy.get("egress", "allow")
+        self.proxy.allow = [a.lower() for a in policy.get("allow", [])]
+
+    async def collect_artifacts(self) -> None:
+        """The task's `artifacts` (paths in the sandbox), copied into the trial directory."""
+        if not self.task.artifacts or self.sandbox is None:
+            return
+        dest = self.recorder.trial_dir / "artifacts"
+        for path in self.task.artifacts:
+            await _copy_out(self.sandbox, path, dest / path.lstrip("/"), self.redactor)
 
 
 class _AgentOutput:
@@ -295,11 +384,11 @@ def _agent_paths(agent: Any, task: TaskDef, options: RunOptions) -> list[str]:
 
 
 async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, ServiceHandle],
-                        on_event: Any) -> None:
+                        on_event: Any) -> EgressProxy | None:
     """An isolated local sandbox reaches the outside only through proctor's proxy."""
     serve = getattr(sandbox, "serve_inside", None)
     if not sandbox.isolated or serve is None:
-        return
+        return None
     net = task.network or {}
     proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])), on_event)
     await serve("127.0.0.1", PORT, proxy.handle)
@@ -309,6 +398,7 @@ async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, Serv
         sandbox.env.setdefault(name, url)
     for name in ("NO_PROXY", "no_proxy"):
         sandbox.env.setdefault(name, ",".join(direct))
+    return proxy
 
 
 async def _prepare_workspace(task: TaskDef, sandbox: Sandbox, values: dict) -> None:
@@ -317,6 +407,8 @@ async def _prepare_workspace(task: TaskDef, sandbox: Sandbox, values: dict) -> N
             await sandbox.write_file(render(rel, **values), render(content, **values).encode())
         if task.scaffold:
             await sandbox.copy_in(Path(task.scaffold), ".")
+        for src, dest in task.uploads:
+            await sandbox.copy_in(Path(src), render(dest, **values))
     except OSError as e:
         raise TrialFault("workspace", detail=str(e)) from None
 
@@ -350,6 +442,63 @@ async def _wait_for_services(task: TaskDef, sandbox: Sandbox, recorder: Recorder
                 raise TrialFault("wait_for", name=svc.name, detail=command)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+
+async def _healthcheck(check: HealthcheckDef | None, sandbox: Sandbox, recorder: Recorder) -> None:
+    """Docker HEALTHCHECK semantics: failures in the start period do not count; `retries`
+    consecutive failures after it make the trial `error`."""
+    if check is None:
+        return
+    start = time.monotonic()
+    failures = 0
+    while True:
+        res = await sandbox.exec(check.command, timeout=check.timeout)
+        if res.exit_code == 0:
+            return
+        in_start = time.monotonic() - start < check.start_period
+        failures = 0 if in_start else failures + 1
+        if failures >= check.retries:
+            recorder.trace({"type": "healthcheck", "command": check.command,
+                            "exit_code": res.exit_code, "stderr": res.stderr})
+            raise TrialFault("healthcheck", detail=check.command)
+        await asyncio.sleep(check.start_interval if in_start else check.interval)
+
+
+def _below(step: StepDef, checks: list[CheckResult]) -> str:
+    """Why the steps after `step` do not run ("" if they do): its score, or a reward key's,
+    is below its `min_score`."""
+    if step.min_score is None:
+        return ""
+    if isinstance(step.min_score, dict):
+        for key, floor in step.min_score.items():
+            found = [c.score for c in checks if c.name.endswith(f".{key}") or c.name == key]
+            if not found or min(found) < floor:
+                got = f"{min(found):g}" if found else "no such reward"
+                return f"step {step.name}'s {key} ({got}) was below its min_reward {floor:g}"
+        return ""
+    scored = [c for c in checks if c.weight > 0]
+    total = sum(c.weight for c in scored)
+    value = sum(c.score * c.weight for c in scored) / total if total else 0.0
+    if value + 1e-9 < step.min_score:
+        return f"step {step.name} scored {value:g}, below its min_reward {step.min_score:g}"
+    return ""
+
+
+async def _copy_out(sandbox: Sandbox, path: str, dest: Path, redactor: Redactor,
+                    depth: int = 0) -> None:
+    """A file or a directory tree (bounded) out of the sandbox; what is missing is skipped."""
+    entry = await sandbox.stat(path)
+    if entry is None or depth > 8:
+        return
+    if entry.kind == "dir":
+        for name in (await sandbox.list_dir(path))[:1000]:
+            await _copy_out(sandbox, f"{path.rstrip('/')}/{name.rstrip('/')}",
+                            dest / name.rstrip("/"), redactor, depth + 1)
+        return
+    with contextlib.suppress(OSError):
+        data = await sandbox.read_file(path, ARTIFACT_BYTES)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(redactor.text(data[:ARTIFACT_BYTES].decode(errors="replace")).encode())
 
 
 async def _run_agent(agent: Any, task: TaskDef, env: AgentEnv, recorder: Recorder) -> AgentResult:
@@ -409,23 +558,33 @@ async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, handles: dict[str, S
     return seen
 
 
-async def _check(check: CheckDef, ctx: CheckContext, values: dict, redactor: Redactor) -> CheckResult:
+async def _check(check: CheckDef, ctx: CheckContext, values: dict,
+                 redactor: Redactor) -> list[CheckResult]:
+    """The check's result; or, when it found its results only as it ran (CheckPart: a
+    reward file's keys, a test report's tests), one per part, `NAME.PART`, sharing its weight."""
     ctype = registry()[check.type]
     config = check.config
     if check.templated:
         config = type(config).model_validate(render_data(config.model_dump(), **values))
+    parts = None
     try:
         out = await ctype.evaluate(config, ctx)
         error = out.error
         passed, score, message = out.passed and not error, out.final_score(), out.message
+        parts = out.parts if not error else None
     except Exception as e:  # a crashing check is that check erroring, not the agent failing
         error, passed, score, message = f"{type(e).__name__}: {e}", False, 0.0, ""
     if error:
         score, passed = 0.0, False
-    return CheckResult(name=check.name, type=check.type, passed=passed, score=score,
-                       weight=check.weight, gate=check.gate,
-                       message=redactor.text(message or (error or "")),
-                       error=redactor.text(error) if error else None)
+    if parts:
+        return [CheckResult(name=f"{check.name}.{p.name}" if p.name else check.name,
+                            type=check.type, passed=p.passed, score=min(1.0, max(0.0, p.score)),
+                            weight=check.weight * p.share, gate=check.gate and p.share > 0,
+                            message=redactor.text(p.message)) for p in parts]
+    return [CheckResult(name=check.name, type=check.type, passed=passed, score=score,
+                        weight=check.weight, gate=check.gate,
+                        message=redactor.text(message or (error or "")),
+                        error=redactor.text(error) if error else None)]
 
 
 async def _release(handles: dict[str, ServiceHandle], sandbox: Sandbox | None) -> None:
