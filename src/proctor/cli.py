@@ -184,6 +184,7 @@ def _options(**kw) -> object:
         formats=_split_formats(kw.get("formats") or ()) or ["json"],
         resume=kw.get("resume"),
         backend=kw.get("backend") or config.get("backend") or "local",
+        backend_chosen=bool(kw.get("backend") or config.get("backend")),
         isolation=kw.get("isolation") or "auto",
         executor=kw.get("executor") or "local",
         ray_address=kw.get("ray_address"),

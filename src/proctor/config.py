@@ -69,6 +69,23 @@ class RayConfig(_Table):
     max_retries: int = Field(2, ge=0)  # re-runs of a trial whose node or worker was lost
 
 
+class ImageRecipe(_Table):
+    """An image built from Debian packages (sandbox/imagemap.py; docs/harbor.md)."""
+
+    debian: str = Field(pattern=r"^[a-z]+$")  # the release: bookworm, trixie, ...
+    packages: list[str] = []
+    env: dict[str, str] = {}
+    run: list[str] = []  # RUN lines on top
+    mirror: str | None = None
+
+
+class SubstituteRule(_Table):
+    """A URL proctor answers itself with a file (sandbox/substitutes.py)."""
+
+    url: str = Field(pattern=r"^https?://")
+    file: str
+
+
 class ProctorConfig(_Table):
     model: str | None = None
     backend: Literal["local", "docker"] | None = None  # `--backend` when not given
@@ -84,6 +101,9 @@ class ProctorConfig(_Table):
     stand_in_agent: Literal["llm", "command", "oracle", "nop", "claude-code", "codex",
                             "mini-swe-agent"] | None = None
     ray: RayConfig = RayConfig()
+    # Images no registry gives: name (or glob) -> another image, or a Debian recipe.
+    images: dict[str, str | ImageRecipe] = {}
+    substitutes: list[SubstituteRule] = []  # download URLs answered from a local file
 
 
 def load_config(path: str | None = None) -> dict[str, Any]:
@@ -105,6 +125,7 @@ def load_config(path: str | None = None) -> dict[str, Any]:
         ProctorConfig.model_validate(raw)
     except ValidationError as e:
         raise UsageError("\n".join(_messages(candidate, text, e))) from None
+    raw["_dir"] = str(candidate.resolve().parent)  # relative paths in it (substitutes' files)
     return raw
 
 

@@ -319,6 +319,7 @@ class RunOptions:
     formats: list[str] = field(default_factory=lambda: ["json"])
     resume: str | None = None
     backend: Literal["local", "docker"] = "local"
+    backend_chosen: bool = False  # --backend or proctor.toml said which (else tasks may pick)
     # auto: namespaces, or exit 2 saying what is missing; none: run without a boundary.
     isolation: Literal["auto", "namespaces", "none"] = "auto"
     executor: Literal["local", "ray"] = "local"

@@ -98,6 +98,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
         print(f"proctor: note: {note}", file=sys.stderr)
     by_id = {t.id: t for t in tasks}  # the loader guarantees unique ids across files
     # Runs written before replica ids were zero-padded have no "trial_ids" in run.json.
+    _backend_for(tasks, options)
     trials = plan(tasks, options, pad=not meta or meta.get("trial_ids") == "padded")
     _preflight(trials, by_id, options)
     agent_versions = install_agents(trials, by_id, options)
@@ -315,6 +316,23 @@ def _ignored_by_backend(tasks: Any, options: RunOptions) -> list[str]:
     shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
     return [f"{shown}: setup.packages / base are for --backend docker; the local backend "
             "installs nothing and uses this machine's tools"]
+
+
+def _backend_for(tasks: list[TaskDef], options: RunOptions) -> None:
+    """Tasks whose image is their whole environment (Harbor's) run with --backend docker:
+    chosen for them when nothing chose a backend, else a clear stop."""
+    need = [t.id for t in tasks if t.image_env is not None]
+    if not need or options.backend == "docker":
+        return
+    if not options.backend_chosen and len(need) == len(tasks):
+        options.backend = "docker"
+        if not options.quiet:
+            print("proctor: note: these tasks run in their own container images: "
+                  "--backend docker", file=sys.stderr)
+        return
+    shown = ", ".join(need[:3]) + (f" and {len(need) - 3} more" if len(need) > 3 else "")
+    raise UsageError(f"{shown}: a Harbor task runs in its own container image; run it with "
+                     "--backend docker (the local backend has no images)")
 
 
 def _stand_in(tasks: list[TaskDef], options: RunOptions) -> list[str]:

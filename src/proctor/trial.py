@@ -189,12 +189,14 @@ class _Trial:
                     self.trial.id)
             except ServiceError as e:
                 raise TrialFault("service", name=svc.name, detail=str(e)) from None
+        await _services_ready(task, self.handles, self.egress.append, _substitutes(run))
         self.sandbox = sandbox = await _open_sandbox(
             self.trial, task, run, self.agent, self.handles, self.secrets, self.output.feed)
         self.names = PathNames.for_trial(self.run.sandbox_root / self.trial.id, sandbox)
         self.values = {"params": self.trial.params, "secrets": self.secrets,
                        "workdir": sandbox.workdir}
-        self.proxy = await _egress_proxy(task, sandbox, self.handles, self.egress.append)
+        self.proxy = await _egress_proxy(task, sandbox, self.handles, self.egress.append,
+                                         _substitutes(run))
         await _prepare_workspace(task, sandbox, self.values)
         await _wait_for_services(task, sandbox, self.recorder)
         await _run_setup(task, sandbox, self.values, self.recorder)
@@ -366,7 +368,8 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
         egress=net.get("egress", "allow"), egress_allow=list(net.get("allow", [])),
         readonly_paths=[*_agent_paths(agent, task, run.options), *shown_paths(dirs, task.cli),
                         *(f for h in handles.values() for f in h.files)],
-        image=task.base_image, isolation=run.options.isolation, on_output=on_output)
+        image=task.base_image, isolation=run.options.isolation, on_output=on_output,
+        image_env=task.image_env)
     try:
         sandbox = await (run.backend.create(spec) if run.backend is not None
                          else create_sandbox(run.options.backend, spec))
@@ -384,13 +387,14 @@ def _agent_paths(agent: Any, task: TaskDef, options: RunOptions) -> list[str]:
 
 
 async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, ServiceHandle],
-                        on_event: Any) -> EgressProxy | None:
+                        on_event: Any, substitutes: Any = None) -> EgressProxy | None:
     """An isolated local sandbox reaches the outside only through proctor's proxy."""
     serve = getattr(sandbox, "serve_inside", None)
     if not sandbox.isolated or serve is None:
         return None
     net = task.network or {}
-    proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])), on_event)
+    proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])), on_event,
+                        substitutes)
     await serve("127.0.0.1", PORT, proxy.handle)
     url = f"http://127.0.0.1:{PORT}"
     direct = ["localhost", "127.0.0.1", *handles, *(h.host for h in handles.values())]
@@ -399,6 +403,36 @@ async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, Serv
     for name in ("NO_PROXY", "no_proxy"):
         sandbox.env.setdefault(name, ",".join(direct))
     return proxy
+
+
+async def _services_ready(task: TaskDef, handles: dict[str, ServiceHandle], on_event: Any,
+                          substitutes: Any) -> None:
+    """Services that reach out (a side container fetching its dependencies) do so through
+    an egress proxy of their own with the task's policy; then each is awaited healthy."""
+    net = task.network or {}
+    for name, h in handles.items():
+        serve = getattr(h, "serve_egress", None)
+        if serve is not None:
+            proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])),
+                                lambda e, n=name: on_event({**e, "from_service": n}), substitutes)
+            serve(proxy.handle)
+        ready = getattr(h, "ready", None)
+        if ready is not None:
+            try:
+                await ready()
+            except ServiceError as e:
+                raise TrialFault("service", name=name, detail=str(e)) from None
+
+
+def _substitutes(run: RunContext) -> Any:
+    """The run's installer substitutes (sandbox/substitutes.py), made once per run."""
+    if "substitutes" not in run.shared:
+        from proctor.sandbox.substitutes import Substitutes
+
+        config = run.options.config
+        run.shared["substitutes"] = Substitutes(config.get("substitutes", []),
+                                                config.get("_dir", "."))
+    return run.shared["substitutes"]
 
 
 async def _prepare_workspace(task: TaskDef, sandbox: Sandbox, values: dict) -> None:
@@ -541,8 +575,9 @@ async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, handles: dict[str, S
                 continue
             seen.texts.append(data[:TEXT_FILE_BYTES].decode(errors="replace"))
     for call in egress:
-        seen.http_calls.append(call)
-        seen.texts.append(json.dumps(call, default=str))
+        if "from_service" not in call:  # a side container's own calls are not the agent's
+            seen.http_calls.append(call)
+            seen.texts.append(json.dumps(call, default=str))
         recorder.audit("http_call", call)
     for name, h in handles.items():
         for req in await h.calls():
