@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from proctor import phases
 from proctor.agents import make_agent
 from proctor.agents.base import AgentEnv, AgentResult
 from proctor.checks import registry
@@ -32,7 +33,6 @@ from proctor.model import (
     CommandRecord,
     HealthcheckDef,
     RunOptions,
-    StepDef,
     TaskDef,
     Trial,
     TrialResult,
@@ -72,7 +72,6 @@ DEFAULT_PIDS = 1024
 # proctor.toml (`pass_env`) names more. Credentials never pass by default.
 HOST_ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "LC_*")
 TEXT_FILE_BYTES = 1_000_000  # of each written file, read for secrets_in_logs
-ARTIFACT_BYTES = 10_000_000  # of each artifact file copied out
 
 
 class TrialFault(Exception):
@@ -178,6 +177,7 @@ class _Trial:
         self.values: dict[str, Any] = {}
         self.before: fsdiff.Snapshot = {}
         self.proxy: EgressProxy | None = None
+        self.acted = False
 
     async def provision(self) -> None:
         task, run = self.task, self.run
@@ -200,7 +200,7 @@ class _Trial:
         await _prepare_workspace(task, sandbox, self.values)
         await _wait_for_services(task, sandbox, self.recorder)
         await _run_setup(task, sandbox, self.values, self.recorder)
-        await _healthcheck(task.healthcheck, sandbox, self.recorder)
+        await _healthy(task.healthcheck, sandbox, self.recorder)
         for h in self.handles.values():  # readiness probes and setup traffic: not the agent's
             await h.begin_recording()
         self.egress.clear()
@@ -221,8 +221,13 @@ class _Trial:
         await sandbox.kill_processes()
         self.output.active = False
         r = self.result
-        r.turns, r.cost_usd = outcome.turns, outcome.cost_usd
-        r.tokens = {"input": outcome.tokens_in, "output": outcome.tokens_out}
+        first = not self.acted  # a multi-step task's steps add up
+        self.acted = True
+        r.turns = outcome.turns + (0 if first else r.turns)
+        r.cost_usd = outcome.cost_usd if first else phases.add(r.cost_usd, outcome.cost_usd)
+        r.tokens = {"input": outcome.tokens_in, "output": outcome.tokens_out} if first else {
+            "input": phases.add(r.tokens.get("input"), outcome.tokens_in),
+            "output": phases.add(r.tokens.get("output"), outcome.tokens_out)}
         r.output = self.redactor.cut(outcome.output, OUTPUT_IN_RESULTS, keep="tail")
         if fault := sandbox.fault():
             raise TrialFault("limit", detail=fault)
@@ -294,7 +299,7 @@ class _Trial:
             self.recorder.trace({"type": "step", "name": step.name})
             await _prepare_workspace(view, sandbox, self.values)
             await _run_setup(view, sandbox, self.values, self.recorder)
-            await _healthcheck(step.healthcheck, sandbox, self.recorder)
+            await _healthy(step.healthcheck, sandbox, self.recorder)
             self.before = await sandbox.snapshot()
             self.egress.clear()
             last, commands = await self.act(view)
@@ -302,7 +307,7 @@ class _Trial:
             seen = await self.observe(last, commands)
             seen_all.merge(seen)
             checks = await self.grade(view, last, commands)
-            stopped = _below(step, checks)
+            stopped = phases.below(step, checks)
             for c in checks:
                 c.name, c.weight = f"{step.name}.{c.name}", c.weight * step.weight
                 c.gate = c.gate and step.weight > 0
@@ -326,7 +331,7 @@ class _Trial:
             return
         dest = self.recorder.trial_dir / "artifacts"
         for path in self.task.artifacts:
-            await _copy_out(self.sandbox, path, dest / path.lstrip("/"), self.redactor)
+            await phases.copy_out(self.sandbox, path, dest / path.lstrip("/"), self.redactor)
 
 
 class _AgentOutput:
@@ -478,61 +483,9 @@ async def _wait_for_services(task: TaskDef, sandbox: Sandbox, recorder: Recorder
             delay = min(delay * 2, 1.0)
 
 
-async def _healthcheck(check: HealthcheckDef | None, sandbox: Sandbox, recorder: Recorder) -> None:
-    """Docker HEALTHCHECK semantics: failures in the start period do not count; `retries`
-    consecutive failures after it make the trial `error`."""
-    if check is None:
-        return
-    start = time.monotonic()
-    failures = 0
-    while True:
-        res = await sandbox.exec(check.command, timeout=check.timeout)
-        if res.exit_code == 0:
-            return
-        in_start = time.monotonic() - start < check.start_period
-        failures = 0 if in_start else failures + 1
-        if failures >= check.retries:
-            recorder.trace({"type": "healthcheck", "command": check.command,
-                            "exit_code": res.exit_code, "stderr": res.stderr})
-            raise TrialFault("healthcheck", detail=check.command)
-        await asyncio.sleep(check.start_interval if in_start else check.interval)
-
-
-def _below(step: StepDef, checks: list[CheckResult]) -> str:
-    """Why the steps after `step` do not run ("" if they do): its score, or a reward key's,
-    is below its `min_score`."""
-    if step.min_score is None:
-        return ""
-    if isinstance(step.min_score, dict):
-        for key, floor in step.min_score.items():
-            found = [c.score for c in checks if c.name.endswith(f".{key}") or c.name == key]
-            if not found or min(found) < floor:
-                got = f"{min(found):g}" if found else "no such reward"
-                return f"step {step.name}'s {key} ({got}) was below its min_reward {floor:g}"
-        return ""
-    scored = [c for c in checks if c.weight > 0]
-    total = sum(c.weight for c in scored)
-    value = sum(c.score * c.weight for c in scored) / total if total else 0.0
-    if value + 1e-9 < step.min_score:
-        return f"step {step.name} scored {value:g}, below its min_reward {step.min_score:g}"
-    return ""
-
-
-async def _copy_out(sandbox: Sandbox, path: str, dest: Path, redactor: Redactor,
-                    depth: int = 0) -> None:
-    """A file or a directory tree (bounded) out of the sandbox; what is missing is skipped."""
-    entry = await sandbox.stat(path)
-    if entry is None or depth > 8:
-        return
-    if entry.kind == "dir":
-        for name in (await sandbox.list_dir(path))[:1000]:
-            await _copy_out(sandbox, f"{path.rstrip('/')}/{name.rstrip('/')}",
-                            dest / name.rstrip("/"), redactor, depth + 1)
-        return
-    with contextlib.suppress(OSError):
-        data = await sandbox.read_file(path, ARTIFACT_BYTES)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(redactor.text(data[:ARTIFACT_BYTES].decode(errors="replace")).encode())
+async def _healthy(check: HealthcheckDef | None, sandbox: Sandbox, recorder: Recorder) -> None:
+    if not await phases.healthcheck(check, sandbox, recorder):
+        raise TrialFault("healthcheck", detail=check.command if check else "")
 
 
 async def _run_agent(agent: Any, task: TaskDef, env: AgentEnv, recorder: Recorder) -> AgentResult:

@@ -121,6 +121,10 @@ class ImageSandbox(DockerSandbox):
         from proctor.sandbox import trust
 
         trust.install(self)
+        bundle = self.host_path(trust.BUNDLE)
+        if bundle is not None and bundle.is_file():  # uv, requests and curl read this one
+            for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+                self.env.setdefault(name, trust.BUNDLE)
         direct = ["localhost", "127.0.0.1", *self.hosts, *self.hosts.values(), *self._loopback_names()]
         for name in ("NO_PROXY", "no_proxy"):
             self.env[name] = ",".join(dict.fromkeys(direct))

@@ -34,7 +34,7 @@ from typing import Any
 
 from proctor.errors import SetupError
 
-RECIPE = 1  # bump when the way stand-ins are built changes
+RECIPE = 2  # bump when the way stand-ins are built changes
 _PY = ["python3", "python3-pip", "python3-venv", "python-is-python3"]
 _PY_ENV = {"PIP_BREAK_SYSTEM_PACKAGES": "1"}
 # Newest first: a glob's first match wins.
@@ -97,9 +97,20 @@ def rewrite(text: str, resolve: Any) -> str:
                 if ref.lower() in stages or ref.isdigit():
                     return c.group(0)
                 return c.group(1) + resolve(ref)
-            line = _COPY_FROM.sub(sub, line)
+            line = _several_into_dir(_COPY_FROM.sub(sub, line))
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+def _several_into_dir(line: str) -> str:
+    """`COPY a b .` as the classic builder wants it, `COPY a b ./` (BuildKit takes both;
+    Docker without buildx has only the classic one)."""
+    words = line.split()
+    sources = [w for w in words[1:-1] if not w.startswith("--")]
+    if len(sources) > 1 and not words[-1].endswith("/") and not line.rstrip().endswith("\\") \
+            and not words[1].startswith("["):
+        return line.rstrip() + "/"
+    return line
 
 
 def _expand(word: str, args: dict[str, str]) -> str:
@@ -161,7 +172,7 @@ def _finish(tag: str, base: str, certs: dict[str, bytes], env: dict[str, str],
                       "RUN update-ca-certificates >/dev/null 2>&1 || true",
                       # tools that read their own bundle: pip's certifi, requests, uv
                       "ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt "
-                      "REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt UV_NATIVE_TLS=1"]
+                      "REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt"]
         lines += [f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.items())]
         lines += [f"RUN {r}" for r in run]
         lines.append('LABEL proctor.stand-in="yes"')

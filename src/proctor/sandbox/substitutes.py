@@ -237,10 +237,6 @@ cat > "$dest/env" <<ENV
 #!/bin/sh
 case ":\\${{PATH}}:" in *:"$dest":*) ;; *) export PATH="$dest:\\$PATH" ;; esac
 ENV
-# uv trusts the system's certificates (a TLS-inspecting proxy's CA is among them).
-conf="${{XDG_CONFIG_HOME:-$HOME/.config}}/uv"
-mkdir -p "$conf"
-[ -e "$conf/uv.toml" ] || echo 'native-tls = true' > "$conf/uv.toml"
 # uv uses a python3 that is there instead of downloading one (from a host out of reach).
 if ! command -v python3 >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then

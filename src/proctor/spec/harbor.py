@@ -76,8 +76,9 @@ def load_harbor(loader: Loader, task_dir: str) -> TaskDef | None:
         issues.at(shown, 1, 1, f"cannot read: {e}")
         return None
     except tomllib.TOMLDecodeError as e:
-        line, col = getattr(e, "lineno", 1) or 1, getattr(e, "colno", 1) or 1
-        issues.at(shown, line, col, f"invalid TOML: {str(e).split(' (at line')[0]}")
+        at = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
+        line, col = (int(at.group(1)), int(at.group(2))) if at else (1, 1)
+        issues.at(shown, line, col, f"invalid TOML: {str(e).split(' (at ')[0]}")
         return None
     where = Toml(shown, text, issues)
     try:
@@ -334,16 +335,19 @@ def _overlay(loader: Loader, task_dir: str) -> dict[str, Any]:
                      f"ignore_commands); got {describe(data)}")
         return {}
     try:
-        parsed = Overlay.model_validate(data)
+        parsed: Overlay | None = Overlay.model_validate(data)
     except ValidationError as e:
         issues.validation(doc, (), e, Overlay)
-        return {}
+        parsed = None
     checks = []
-    for j, entry in enumerate(parsed.assert_):
+    entries = data.get("assert")
+    for j, entry in enumerate(entries if isinstance(entries, list) else []):
         found = assertion(issues, doc, ("assert", j), entry)
         if found is not None:
             checks.append(CheckDef(name=f"{found[0]}#{j}", type=found[0], config=found[1],
                                    weight=0.0, gate=True))
+    if parsed is None:
+        return {}
     return {"checks": checks, "forbidden": parsed.forbidden.model_dump(exclude_none=True),
             "repeat": parsed.repeat, "ignore_commands": list(parsed.ignore_commands)}
 
