@@ -297,6 +297,8 @@ def prepare(tasks: list[Any], quiet: bool = False, config: dict[str, Any] | None
     notes: list[str] = []
     failures: list[SetupError] = []
     for task in tasks:
+        if getattr(task, "unavailable", None):  # its trials are errors: no image to make
+            continue
         try:
             _prepare_task(task, quiet, config, notes)
         except subprocess.TimeoutExpired as e:
