@@ -83,6 +83,8 @@ class ContainerHandle(ServiceHandle):
     async def release(self) -> None:
         for s in getattr(self, "servers", []):
             s.close()
+        if self._egress is not None:
+            await self._egress.close()
         for attr in ("container", "keeper"):
             if getattr(self, attr):
                 await proc.run(["docker", "rm", "-f", "-v", getattr(self, attr)],
@@ -96,18 +98,30 @@ class _Switch:
     def __init__(self) -> None:
         self.handler: Any = None
         self.ready = asyncio.Event()
+        self.live: set[asyncio.Task[Any]] = set()
 
     def attach(self, handler: Any) -> None:
         self.handler = handler
         self.ready.set()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.live.add(task)
         try:
             await asyncio.wait_for(self.ready.wait(), 60)
-        except TimeoutError:
+            await self.handler(reader, writer)
+        except (TimeoutError, asyncio.CancelledError):
             writer.close()
-            return
-        await self.handler(reader, writer)
+        finally:
+            self.live.discard(task)  # type: ignore[arg-type]
+
+    async def close(self) -> None:
+        """End every connection still open (the service's, when the trial ends)."""
+        for task in list(self.live):
+            task.cancel()
+        if self.live:
+            await asyncio.gather(*self.live, return_exceptions=True)
 
 
 class ContainerService:
