@@ -199,7 +199,8 @@ async def _execute(trials: list[Trial], planned: Planned,
             run = RunContext(options=options, trial_dir=store.trial_dir, run_id=store.run_id,
                              sandbox_root=store.dir / "workdirs" if options.keep else tmp_root,
                              backend=backend_for_run(options.backend, tmp_root, workers))
-            needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials}
+            needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials
+                      if not planned.tasks[t.task_id].unavailable}  # its trials are errors
             run.services = await start_services(list(needed.values()), store.run_id, tmp_root)
 
             def run_one(trial: Trial, task: TaskDef) -> Any:
