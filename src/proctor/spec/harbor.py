@@ -42,7 +42,7 @@ TASK_FILE = "task.toml"
 OVERLAY = "proctor.yaml"
 AGENT_TIMEOUT_S = 600.0  # Harbor leaves [agent] timeout_sec to the agent; proctor needs one
 MAX_TURNS = 20  # the llm agent's limit: Harbor tasks are long
-COMPOSE = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
+COMPOSE = ("docker-compose.yaml",)  # Harbor's name; a .yml there is task data (a task about compose)
 _UNSET = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
