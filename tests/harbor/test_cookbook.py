@@ -38,7 +38,7 @@ def test_every_recipe_that_can_run_here_passes_with_its_oracle_and_fails_doing_n
         recipes, cli):
     assert sorted(RUNNABLE + list(HOSTED)) == sorted(p.name for p in recipes.iterdir()
                                                      if (p / "task.toml").is_file())
-    proc = cli("check", *[str(recipes / r) for r in RUNNABLE], "--concurrency", "3",
+    proc = cli("check", *[str(recipes / r) for r in RUNNABLE], "--concurrency", "2",
                env=ERA, timeout=3600)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -95,7 +95,16 @@ class Forwarder:
         self._tasks: set[asyncio.Task] = set()
 
     async def serve(self, sock: socket.socket, handler: Handler) -> None:
-        self.servers.append(await asyncio.start_server(handler, sock=sock))
+        async def tracked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            if task is not None:
+                self._tasks.add(task)
+            try:
+                await handler(reader, writer)
+            finally:
+                self._tasks.discard(task)  # type: ignore[arg-type]
+
+        self.servers.append(await asyncio.start_server(tracked, sock=sock))
 
     async def forward(self, sock: socket.socket, target: tuple[str, int]) -> None:
         """Everything accepted on `sock` is piped to `target` on the host side."""
@@ -113,6 +122,12 @@ class Forwarder:
     async def close(self) -> None:
         for s in self.servers:
             s.close()
+        # A connection whose far end keeps it open (an HTTP keep-alive upstream of the
+        # egress proxy) would outlive the trial: end it with the sandbox.
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         for s in self.servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(s.wait_closed(), 1)

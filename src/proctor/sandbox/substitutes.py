@@ -240,7 +240,8 @@ ENV
 # uv uses a python3 that is there instead of downloading one (from a host out of reach).
 if ! command -v python3 >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >/dev/null
+    ls /var/lib/apt/lists/*_Packages >/dev/null 2>&1 || apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 >/dev/null
   elif command -v apk >/dev/null 2>&1; then apk add --no-cache python3 >/dev/null
   elif command -v dnf >/dev/null 2>&1; then dnf install -y python3 >/dev/null
   fi
