@@ -16,6 +16,7 @@ import asyncio
 import os
 import shlex
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,20 @@ def check_clis(tasks: list[TaskDef], options: RunOptions, env: dict[str, str]) -
             todo.setdefault((task.cli, task.version_command, task.base_image, task.source), task)
     if not todo:
         return {}
-    return asyncio.run(_check_all(list(todo.values()), options, env))
+    return asyncio.run(_interruptible(_check_all(list(todo.values()), options, env)))
+
+
+async def _interruptible(work: Any) -> Any:
+    """SIGTERM ends the probe as Ctrl-C does: its sandbox is removed, the run exits 130."""
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    assert task is not None
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await work
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
 
 
 async def _check_all(tasks: list[TaskDef], options: RunOptions,

@@ -87,7 +87,7 @@ def test_broken_files_never_traceback(spec_dir):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [
         "binary.yaml:2:118: <root>: not a UTF-8 text file",
-        "dir.yaml:1:1: <root>: no .yaml or .yml files in this directory",
+        "dir.yaml:1:1: <root>: no .yaml or .yml files and no Harbor task (task.toml) in this directory",
         "empty.yaml:1:1: <root>: empty file; expected a spec (a suite has `cli:` and `tasks:`; a "
         "scenario has `version: 1`, `task:` and `invariants:`)",
         "list.yml:1:1: <root>: a YAML list is a task list, read through a suite's `tasks: - "
