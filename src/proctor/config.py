@@ -101,6 +101,8 @@ class ProctorConfig(_Table):
     stand_in_agent: Literal["llm", "command", "oracle", "nop", "claude-code", "codex",
                             "mini-swe-agent"] | None = None
     ray: RayConfig = RayConfig()
+    # Every agent, check, healthcheck and build timeout times this (a slow machine).
+    timeout_multiplier: float = Field(1.0, gt=0, le=100)
     # Images no registry gives: name (or glob) -> another image, or a Debian recipe.
     images: dict[str, str | ImageRecipe] = {}
     substitutes: list[SubstituteRule] = []  # download URLs answered from a local file

@@ -93,6 +93,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     tasks = select(loaded.tasks, options)
     if not tasks:
         raise UsageError(_nothing_selected(options))
+    _scale_timeouts(tasks, float(options.config.get("timeout_multiplier") or 1.0))
     notes = _stand_in(tasks, options)
     for note in notes if warn and not options.quiet else ():
         print(f"proctor: note: {note}", file=sys.stderr)
@@ -317,6 +318,28 @@ def _ignored_by_backend(tasks: Any, options: RunOptions) -> list[str]:
     shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
     return [f"{shown}: setup.packages / base are for --backend docker; the local backend "
             "installs nothing and uses this machine's tools"]
+
+
+def _scale_timeouts(tasks: list[TaskDef], factor: float) -> None:
+    """proctor.toml's `timeout_multiplier`: every timeout a task sets, longer (or shorter),
+    for a machine slower (or faster) than the one the benchmark was written on."""
+    if factor == 1.0:
+        return
+    for task in tasks:
+        task.timeout *= factor
+        task.agent.timeout *= factor
+        if task.resources.get("build_timeout"):
+            task.resources["build_timeout"] *= factor
+        for step in [task, *task.steps]:
+            if step is not task:
+                step.timeout *= factor
+            if step.healthcheck is not None:
+                step.healthcheck.timeout *= factor
+                step.healthcheck.retries = int(step.healthcheck.retries * factor + 0.5)
+            for check in step.checks:
+                if getattr(check.config, "timeout", None):
+                    check.config = check.config.model_copy(
+                        update={"timeout": check.config.timeout * factor})
 
 
 def _backend_for(tasks: list[TaskDef], options: RunOptions) -> None:

@@ -279,3 +279,14 @@ def test_the_cookbook_loads_and_validate_says_ok(monkeypatch):
                           env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ok: ") and "10 task(s)" in done.stdout
+
+
+def test_timeout_multiplier_scales_every_timeout(tmp_path):
+    from proctor.runner import _scale_timeouts
+
+    toml = TOML + '[environment.healthcheck]\ncommand = "true"\ntimeout_sec = 4\nretries = 2\n'
+    (t,) = load(task(tmp_path, toml=toml)).tasks
+    _scale_timeouts([t], 2.5)
+    assert (t.timeout, t.agent.timeout, t.checks[0].config.timeout) == (300, 300, 300)
+    assert t.resources["build_timeout"] == 1500
+    assert (t.healthcheck.timeout, t.healthcheck.retries) == (10, 5)
