@@ -61,7 +61,7 @@ def test_the_uv_installer_stands_in_for_astrals():
     script = substitutes.uv_installer("0.9.7")
     assert 'base="https://astral.sh/uv/0.9.7"' in script
     assert '$HOME/.local/bin' in script and '"$dest/env"' in script
-    assert "apt-get install -y -qq python3" in script  # uv then needs no interpreter download
+    assert "apt-get install -y -qq --no-install-recommends python3" in script  # uv then needs no interpreter download
     done = subprocess.run(["sh", "-n"], input=script, text=True, capture_output=True)
     assert done.returncode == 0, done.stderr
     subs = Substitutes()

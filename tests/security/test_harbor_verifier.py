@@ -47,7 +47,8 @@ def test_no_process_of_the_agent_outlives_it(image, tmp_path):  # noqa: F811
     task's own ENTRYPOINT daemon (started before the agent) is not."""
     daemon = ("setsid env -i /bin/sh -c 'while :; do touch /app/daemon-ran; mkdir -p /logs/verifier; "
               "echo 1 > /logs/verifier/reward.txt 2>/dev/null; sleep 0.05; done' "
-              "</dev/null >/dev/null 2>&1 &\n")
+              "</dev/null >/dev/null 2>&1 &\n"
+              "while [ ! -f /app/daemon-ran ]; do sleep 0.05; done\n")  # it is running
     test = ("sleep 1; pgrep -f 'sleep 1000' >/dev/null && echo entrypoint-alive > "
             "/logs/verifier/note.txt; [ -f /app/daemon-ran ] && echo daemon-ran >> "
             "/logs/verifier/note.txt; [ -f /app/done ] && echo 1 > /logs/verifier/reward.txt "
