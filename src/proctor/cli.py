@@ -189,6 +189,7 @@ def _options(**kw) -> object:
         formats=_split_formats(kw.get("formats") or ()) or ["json"],
         resume=kw.get("resume"),
         backend=kw.get("backend") or config.get("backend") or "local",
+        backend_chosen=bool(kw.get("backend") or config.get("backend")),
         isolation=kw.get("isolation") or "auto",
         executor=kw.get("executor") or "local",
         ray_address=kw.get("ray_address"),
@@ -225,14 +226,24 @@ def run(paths: tuple[str, ...], **kw) -> None:
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--concurrency", type=click.IntRange(1, 1024), help="Trials at once.")
+@click.option("--backend", type=click.Choice(["local", "docker"]),
+              help="Where trials run (default: proctor.toml's `backend`, else local; Harbor "
+                   "tasks pick docker).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="proctor.toml to read (default: ./proctor.toml if present).")
 @click.option("--quiet", "-q", is_flag=True, help="Only print problems.")
-def check(paths: tuple[str, ...], concurrency: int | None, quiet: bool) -> None:
+def check(paths: tuple[str, ...], concurrency: int | None, backend: str | None,
+          config_path: str | None, quiet: bool) -> None:
     """Lint a benchmark: every task's solution must pass (oracle) and doing nothing must fail
-    (nop). Names every task whose solution fails and every task whose checks pass vacuously."""
+    (nop). Names every task whose solution fails and every task whose checks pass vacuously
+    (on a Harbor dataset: a hackability report)."""
     def body() -> int:
+        from proctor.config import load_config
         from proctor.lint import check_main
 
-        return check_main(list(paths), concurrency=concurrency, quiet=quiet)
+        config = load_config(config_path)
+        return check_main(list(paths), concurrency=concurrency, quiet=quiet, config=config,
+                          backend=backend or config.get("backend"))
 
     _guard(body)
 

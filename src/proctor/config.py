@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
@@ -71,6 +71,23 @@ class RayConfig(_Table):
     max_retries: int = Field(2, ge=0)  # re-runs of a trial whose node or worker was lost
 
 
+class ImageRecipe(_Table):
+    """An image built from Debian packages (sandbox/imagemap.py; docs/harbor.md)."""
+
+    debian: str = Field(pattern=r"^[a-z]+$")  # the release: bookworm, trixie, ...
+    packages: list[str] = []
+    env: dict[str, str] = {}
+    run: list[str] = []  # RUN lines on top
+    mirror: str | None = None
+
+
+class SubstituteRule(_Table):
+    """A URL proctor answers itself with a file (sandbox/substitutes.py)."""
+
+    url: str = Field(pattern=r"^https?://")
+    file: str
+
+
 class ProctorConfig(_Table):
     model: str | None = None
     backend: str | None = None  # `--backend` when not given: one of the `backends` validated with
@@ -81,7 +98,16 @@ class ProctorConfig(_Table):
     prices: dict[str, PriceConfig] = {}
     env: dict[str, str] = {}  # values for redact_env names
     pass_env: list[str] = []  # host variables (fnmatch patterns) agents may inherit
+    host_path: list[str] = []  # host directories shown read-only in sandboxes, first on PATH
+    # The agent standing in for a hosted-only one (Keystone's paragon, snapshot) without --agent.
+    stand_in_agent: Literal["llm", "command", "oracle", "nop", "claude-code", "codex",
+                            "mini-swe-agent"] | None = None
     ray: RayConfig = RayConfig()
+    # Every agent, check, healthcheck and build timeout times this (a slow machine).
+    timeout_multiplier: float = Field(1.0, gt=0, le=100)
+    # Images no registry gives: name (or glob) -> another image, or a Debian recipe.
+    images: dict[str, str | ImageRecipe] = {}
+    substitutes: list[SubstituteRule] = []  # download URLs answered from a local file
 
     @field_validator("backend")
     @classmethod
@@ -115,6 +141,7 @@ def load_config(path: str | None = None, *,
         ProctorConfig.model_validate(raw, context={"backends": backends})
     except ValidationError as e:
         raise UsageError("\n".join(_messages(candidate, text, e))) from None
+    raw["_dir"] = str(candidate.resolve().parent)  # relative paths in it (substitutes' files)
     return raw
 
 
@@ -122,7 +149,7 @@ def _messages(path: Path, text: str, err: ValidationError) -> list[str]:
     out = []
     for problem in err.errors():
         loc = [str(p) for p in problem["loc"]]
-        line, col = _position(text, loc)
+        line, col = toml_position(text, loc)
         where = ".".join(loc)
         unknown = problem["type"] == "extra_forbidden"
         msg = f"unknown key {loc[-1]!r}" if unknown else problem["msg"]
@@ -130,7 +157,7 @@ def _messages(path: Path, text: str, err: ValidationError) -> list[str]:
     return out
 
 
-def _position(text: str, loc: list[str]) -> tuple[int, int]:
+def toml_position(text: str, loc: list[str]) -> tuple[int, int]:
     """Where a key path is written: `key =` under its [table] header (or the header itself,
     or a dotted key); 1:1 when it cannot be found."""
     table: list[str] = []

@@ -36,6 +36,14 @@ class Observed:
     texts: list[str] = field(default_factory=list)  # outputs, requests, written files
     secrets_seen: set[str] = field(default_factory=set)  # found while streaming (full output)
 
+    def merge(self, other: Observed) -> None:
+        """Add what another phase (a step of a multi-step task) observed."""
+        self.file_writes += other.file_writes
+        self.http_calls += other.http_calls
+        self.db_writes += other.db_writes
+        self.texts += other.texts
+        self.secrets_seen |= other.secrets_seen
+
 
 def evaluate(rules: dict[str, Any], seen: Observed, secrets: dict[str, str]) -> list[ForbiddenResult]:
     out = []

@@ -35,6 +35,16 @@ def referenced(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> set[Path
             seed = svc.config.get("seed_file") or svc.config.get("seed")
             if isinstance(seed, str) and "\n" not in seed and ";" not in seed:
                 out.add(base / seed)
+            if isinstance(svc.config.get("build"), str):  # a side container's build context
+                out.add(Path(svc.config["build"]).parent)
+        # A task directory's parts (a Harbor task's): its image's context, its solution, its
+        # tests and each step's.
+        if task.dockerfile:
+            out.add(Path(task.dockerfile).parent)
+        for step in [task, *task.steps]:
+            out.update(Path(d) for d in [step.solution_dir, *(u for u, _ in step.uploads)] if d)
+            for check in step.checks:
+                out.update(Path(t) for t in getattr(check.config, "tests", None) or [])
         out.update(path for _, path in mock_scripts(task, extra_models))
     return {p for p in out if p.exists()}
 

@@ -20,13 +20,16 @@ from proctor.runner import prepare, run_planned
 from proctor.text import cut
 
 
-def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = False) -> int:
+def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = False,
+               config: dict[str, Any] | None = None, backend: str | None = None) -> int:
     scratch = tempfile.mkdtemp(prefix="proctor-check-")
     try:
         results = {}
         for agent in ("oracle", "nop"):
             options = RunOptions(agent=agent, concurrency=concurrency, quiet=True, repeat=1,
-                                 output_dir=f"{scratch}/{agent}", purpose="check")
+                                 output_dir=f"{scratch}/{agent}", config=dict(config or {}),
+                                 backend=backend or "local",  # type: ignore[arg-type]
+                                 backend_chosen=backend is not None, purpose="check")
             planned = prepare(paths, options, warn=agent == "oracle")
             # Each task once: help modes and matrix params don't change what a solution does.
             seen: set[str] = set()
@@ -55,7 +58,7 @@ def findings(oracle: dict[str, Any], nop: dict[str, Any], tasks: dict) -> tuple[
     for trial in oracle["trials"]:
         task = tasks[trial["task_id"]]
         where = f"{_shown(task.source)}: {trial['task_id']}"
-        if not task.solution:
+        if not task.solution and not any(step.solution for step in task.steps):
             problems.append(f"{where}: no solution; add `solution:` (the commands that solve "
                             "the task) so the benchmark can be checked")
         elif trial["status"] == "error":
@@ -70,7 +73,8 @@ def findings(oracle: dict[str, Any], nop: dict[str, Any], tasks: dict) -> tuple[
         where = f"{_shown(task.source)}: {trial['task_id']}"
         if trial["status"] == "pass":
             problems.append(f"{where}: passes when the agent does nothing; its checks are "
-                            "vacuous (add a check on what the task should change)")
+                            "vacuous: the task can be hacked (add a check on what the task "
+                            "should change)")
         elif trial["status"] == "fail":
             vacuous = [c["name"] for c in trial["checks"] if c["passed"]]
             if vacuous:

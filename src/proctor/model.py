@@ -40,6 +40,49 @@ class CheckDef:
 
 
 @dataclass
+class ImageEnv:
+    """The image is the whole environment (a Harbor task's): commands run as a user of the
+    image, in its WORKDIR, with its ENTRYPOINT, on its own writable file system, instead of
+    proctor's unprivileged places. Docker backend only."""
+
+    user: str | None = None  # agent commands' user (name or uid); None: the image's USER
+    check_user: str | None = None  # the user executing checks run as; None: the image's USER
+    workdir: str | None = None  # None: the image's WORKDIR (else /)
+
+
+@dataclass
+class HealthcheckDef:
+    """Polled before the agent starts (Docker HEALTHCHECK semantics): `retries` consecutive
+    failures after `start_period` make the trial `error`."""
+
+    command: str
+    interval: float = 5.0
+    timeout: float = 30.0
+    retries: int = 3
+    start_period: float = 0.0
+    start_interval: float = 5.0
+
+
+@dataclass
+class StepDef:
+    """One step of a multi-step task: the agent works on `prompt` in the same sandbox the
+    previous steps left, then the step's checks run. Steps run in order; a step scoring
+    below `min_score` (a number, or per check part) stops the remaining ones."""
+
+    name: str
+    prompt: str
+    checks: list[CheckDef]
+    timeout: float
+    solution: list[str] = field(default_factory=list)
+    solution_dir: str | None = None
+    uploads: list[tuple[str, str]] = field(default_factory=list)  # (host dir, path inside)
+    setup: list[str] = field(default_factory=list)  # run after the uploads, before the agent
+    healthcheck: HealthcheckDef | None = None
+    min_score: float | dict[str, float] | None = None
+    weight: float = 1.0  # its share of the task's score (0: verified, not counted)
+
+
+@dataclass
 class ServiceDef:
     name: str
     kind: Literal["postgres", "mysql", "http_mock", "container"]
@@ -62,6 +105,9 @@ class AgentDef:
     timeout: float = 300.0
     version: str | None = None  # external agent types: the pinned version to install
     ignore_commands: list[str] = field(default_factory=list)  # regexes: not agent commands
+    # The spec named an agent that runs only on a hosted service (Keystone's `paragon`,
+    # `snapshot NAME`); `type` is the local agent standing in for it.
+    hosted: str | None = None
 
 
 @dataclass
@@ -77,7 +123,7 @@ class Thresholds:
 @dataclass
 class TaskDef:
     id: str
-    dialect: Literal["suite", "scenario"]
+    dialect: Literal["suite", "scenario", "harbor"]
     source: str  # path of the spec file this came from
     base_dir: str  # directory relative paths (scaffold, scripts, seeds) resolve against
     prompt: str  # suite intent or scenario task.prompt; may hold {{ params.X }}
@@ -118,6 +164,18 @@ class TaskDef:
     redact_patterns: list[str] = field(default_factory=list)
     concurrency: int | None = None  # the suite's `concurrency`; --concurrency overrides
     audit: dict[str, Any] = field(default_factory=dict)  # scenario `audit` block, as written
+    # The image is the environment (Harbor): see ImageEnv. None: proctor's own places.
+    image_env: ImageEnv | None = None
+    uploads: list[tuple[str, str]] = field(default_factory=list)  # (host dir, path inside)
+    healthcheck: HealthcheckDef | None = None  # before the agent, after setup
+    solution_dir: str | None = None  # copied to `solution_path` by the oracle, for no one else
+    solution_path: str = "/solution"
+    steps: list[StepDef] = field(default_factory=list)  # a multi-step task: see StepDef
+    artifacts: list[str] = field(default_factory=list)  # paths copied out after the trial
+    unavailable: str | None = None  # why this task cannot run here: its trials are `error`
+    # What the benchmark is, for reports (run.json "about"): display_name, category,
+    # website_url, github_url of a suite; name, description of a Harbor task ...
+    about: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -185,6 +243,18 @@ class CommandRecord:
 
 
 @dataclass
+class CheckPart:
+    """One of the results a check found only when it ran (a key of a reward file, a test of a
+    test report): the trial lists it as check `NAME.part` in place of the check itself."""
+
+    name: str
+    passed: bool
+    score: float
+    message: str = ""
+    share: float = 1.0  # of the check's weight (a report's tests: 0, shown, not scored)
+
+
+@dataclass
 class CheckOutcome:
     """What a check's evaluate() returns."""
 
@@ -193,6 +263,7 @@ class CheckOutcome:
     message: str = ""
     error: str | None = None  # the check itself could not run -> trial status error
     details: dict[str, Any] | None = None
+    parts: list[CheckPart] | None = None  # results named only at run time; see CheckPart
 
     def final_score(self) -> float:
         if self.score is None:
@@ -285,6 +356,7 @@ class RunOptions:
     formats: list[str] = field(default_factory=lambda: ["json"])
     resume: str | None = None
     backend: str = "local"  # a name in proctor.sandbox.BACKENDS
+    backend_chosen: bool = False  # --backend or proctor.toml said which (else tasks may pick)
     # auto: namespaces, or exit 2 saying what is missing; none: run without a boundary.
     isolation: Literal["auto", "namespaces", "none"] = "auto"
     executor: Literal["local", "ray"] = "local"

@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from proctor import __version__, proc
+from proctor import __version__
 from proctor.agents.external import install_agents
+from proctor.clipath import check_clis
 from proctor.errors import UsageError
 from proctor.executors import infra_error
 from proctor.inputs import check_unchanged, fingerprint, referenced, suite_identity
@@ -39,7 +40,7 @@ from proctor.scoring import summarize
 from proctor.services.lifecycle import start_services, stop_services
 from proctor.spec.load import load_specs
 from proctor.store import RunStore, by_agent, index_run, iso, shown
-from proctor.trial import RunContext, error_result, run_trial
+from proctor.trial import RunContext, error_result, host_env, run_trial
 
 # Options a resumed run may change; everything else comes from the interrupted run.
 _RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep", "ray_address")
@@ -93,8 +94,13 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     tasks = select(loaded.tasks, options)
     if not tasks:
         raise UsageError(_nothing_selected(options))
+    _scale_timeouts(tasks, float(options.config.get("timeout_multiplier") or 1.0))
+    notes = _stand_in(tasks, options)
+    for note in notes if warn and not options.quiet else ():
+        print(f"proctor: note: {note}", file=sys.stderr)
     by_id = {t.id: t for t in tasks}  # the loader guarantees unique ids across files
     # Runs written before replica ids were zero-padded have no "trial_ids" in run.json.
+    _backend_for(tasks, options)
     trials = plan(tasks, options, pad=not meta or meta.get("trial_ids") == "padded")
     _preflight(trials, by_id, options)
     agent_versions = install_agents(trials, by_id, options)
@@ -105,6 +111,9 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     make_ready = getattr(BACKENDS.get(options.backend)(), "prepare", None)
     if make_ready is not None:  # docker: every task's image built or pulled before any trial
         make_ready(by_id.values(), options)
+    # The suites' CLIs are where the agent runs (exit 2 naming where proctor looked if not);
+    # version_command runs there too.
+    clis = check_clis(list(by_id.values()), options, host_env(options)) if not meta else {}
     if not options.quiet:
         for note in _ignored_by_backend(by_id.values(), options):
             print(f"proctor: warning: {note}", file=sys.stderr)
@@ -115,17 +124,22 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
         ray_started = connect(options)  # a bad address is exit 2 before the run dir exists
     store = store or RunStore.create(options.output_dir)
     if not meta:
+        about = _about(by_id.values())
+        suite = suite_identity(loaded.sources, [*(f"task={t}" for t in options.tasks),
+                                                *(f"category={c}" for c in options.categories)])
+        if names := [str(a["display_name"]) for a in about if a.get("display_name")]:
+            suite["name"] = ", ".join(dict.fromkeys(names))  # what people call it
         meta = {"run_id": store.run_id, "started_at": iso(), "trial_ids": "padded",
                 "paths": [str(Path(p).resolve()) for p in paths],
                 "options": _stored_options(options),
-                "versions": {**_versions(), **agent_versions, **cli_versions(by_id.values())},
+                "versions": {**_versions(), **agent_versions, **clis},
+                "about": about,
+                "notes": notes,
                 "isolation": {"isolated": isolated, "backend": options.backend,
                               "note": "" if isolated else NOT_ISOLATED},
                 "inputs": fingerprint([*loaded.sources,
                                        *referenced(by_id.values(), options.models)]),
-                "suite": suite_identity(loaded.sources, [*(f"task={t}" for t in options.tasks),
-                                                         *(f"category={c}" for c in
-                                                           options.categories)]),
+                "suite": suite,
                 "purpose": options.purpose,
                 "host": {"name": os.uname().nodename, "cpus": os.cpu_count(),
                          "platform": sys.platform}}
@@ -197,7 +211,8 @@ async def _execute(trials: list[Trial], planned: Planned,
             run = RunContext(options=options, trial_dir=store.trial_dir, run_id=store.run_id,
                              sandbox_root=store.dir / "workdirs" if options.keep else tmp_root,
                              backend=backend_for_run(options.backend, tmp_root, workers))
-            needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials}
+            needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials
+                      if not planned.tasks[t.task_id].unavailable}  # its trials are errors
             run.services = await start_services(list(needed.values()), store.run_id, tmp_root)
 
             def run_one(trial: Trial, task: TaskDef) -> Any:
@@ -347,24 +362,68 @@ def _ignored_by_backend(tasks: Any, options: RunOptions) -> list[str]:
             "installs nothing and uses this machine's tools"]
 
 
-def cli_versions(tasks: Any) -> dict[str, str]:
-    """`version_command` of each suite, run once on this machine: {"cli git": "git version
-    2.39.5"}, recorded in run.json (first line of its output, or why it failed)."""
-    out: dict[str, str] = {}
+def _scale_timeouts(tasks: list[TaskDef], factor: float) -> None:
+    """proctor.toml's `timeout_multiplier`: every timeout a task sets, longer (or shorter),
+    for a machine slower (or faster) than the one the benchmark was written on."""
+    if factor == 1.0:
+        return
     for task in tasks:
-        if not task.version_command or f"cli {task.cli}" in out:
-            continue
-        res = proc.run_sync(["sh", "-c", task.version_command], timeout=VERSION_TIMEOUT_S)
-        first = (res.stdout.strip() or res.stderr.strip()).splitlines()[:1]
-        text = first[0][:200] if first else ""
-        if res.exit_code != 0:
-            why = "timed out" if res.timed_out else f"exit {res.exit_code}"
-            text = f"`{task.version_command}` failed ({why}): {text}"
-        out[f"cli {task.cli or task.id}"] = text
+        task.timeout *= factor
+        task.agent.timeout *= factor
+        if task.resources.get("build_timeout"):
+            task.resources["build_timeout"] *= factor
+        for step in [task, *task.steps]:
+            if step is not task:
+                step.timeout *= factor
+            if step.healthcheck is not None:
+                step.healthcheck.timeout *= factor
+                step.healthcheck.retries = int(step.healthcheck.retries * factor + 0.5)
+            for check in step.checks:
+                if getattr(check.config, "timeout", None):
+                    check.config = check.config.model_copy(
+                        update={"timeout": check.config.timeout * factor})
+
+
+def _backend_for(tasks: list[TaskDef], options: RunOptions) -> None:
+    """Tasks whose image is their whole environment (Harbor's) run with --backend docker:
+    chosen for them when nothing chose a backend, else a clear stop."""
+    need = [t.id for t in tasks if t.image_env is not None]
+    if not need or options.backend == "docker":
+        return
+    if not options.backend_chosen and len(need) == len(tasks):
+        options.backend = "docker"
+        if not options.quiet:
+            print("proctor: note: these tasks run in their own container images: "
+                  "--backend docker", file=sys.stderr)
+        return
+    shown = ", ".join(need[:3]) + (f" and {len(need) - 3} more" if len(need) > 3 else "")
+    raise UsageError(f"{shown}: a Harbor task runs in its own container image; run it with "
+                     "--backend docker (the local backend has no images)")
+
+
+def _stand_in(tasks: list[TaskDef], options: RunOptions) -> list[str]:
+    """Tasks whose agent runs only on a hosted service (Keystone's paragon, snapshot) get a
+    local agent: --agent, else proctor.toml's `stand_in_agent`, else llm. Said once."""
+    by_kind: dict[str, list[str]] = {}
+    local = options.agent or options.config.get("stand_in_agent") or "llm"
+    for task in tasks:
+        if task.agent.hosted:
+            task.agent.type = local
+            by_kind.setdefault(task.agent.hosted, []).append(task.id)
+    why = ("--agent" if options.agent else "proctor.toml's stand_in_agent"
+           if options.config.get("stand_in_agent") else "the default; --agent picks another")
+    return [f"agent `{kind}` runs only on Keystone's hosted service; `{local}` runs here "
+            f"instead ({why}): {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}"
+            for kind, ids in by_kind.items()]
+
+
+def _about(tasks: Any) -> list[dict[str, str]]:
+    """What the benchmarks are, each once (a suite's display_name, links ...), for reports."""
+    out: list[dict[str, str]] = []
+    for task in tasks:
+        if task.about and task.about not in out:
+            out.append(dict(task.about))
     return out
-
-
-VERSION_TIMEOUT_S = 10
 
 
 def _versions() -> dict[str, str]:

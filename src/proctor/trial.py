@@ -14,14 +14,16 @@ import os
 import secrets as secrets_mod
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from proctor import phases
 from proctor.agents import make_agent
 from proctor.agents.base import AgentEnv, AgentResult
 from proctor.checks import registry
 from proctor.checks.base import CheckContext
+from proctor.clipath import host_path, shown_paths, with_path
 from proctor.errors import ServiceError, SetupError
 from proctor.forbidden import Observed, scans_secrets
 from proctor.forbidden import evaluate as evaluate_forbidden
@@ -29,6 +31,7 @@ from proctor.model import (
     CheckDef,
     CheckResult,
     CommandRecord,
+    HealthcheckDef,
     RunOptions,
     TaskDef,
     Trial,
@@ -59,6 +62,8 @@ FAULTS = {
     "setup": "setup command failed: {detail}",
     "agent": "agent error: {detail}",
     "limit": "{detail}",
+    "unavailable": "this task cannot run here: {detail}",
+    "healthcheck": "the environment never became healthy: `{detail}`",
 }
 WAIT_FOR_TIMEOUT_S = 60.0
 # How long past its timeout an agent that does not stop by itself runs until it is stopped.
@@ -129,8 +134,12 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
     one = _Trial(trial, task, run)
     try:
         await one.provision()
-        outcome, commands = await one.act()
-        await one.judge(outcome, commands)
+        if task.steps:
+            await one.run_steps()
+        else:
+            outcome, commands = await one.act()
+            await one.judge(outcome, commands)
+        await one.collect_artifacts()
     except TrialFault as e:
         one.result.status, one.result.error = "error", one.redactor.text(str(e))
     except Exception as e:  # a bug must cost one trial, not the run; the trace keeps it
@@ -184,32 +193,41 @@ class _Trial:
         # Reading the trial's files ends with the trial's own time, if it has one.
         limit = task.resources.get("timeout")
         self.deadline = time.monotonic() + limit if limit else None
+        self.proxy: EgressProxy | None = None
+        self.acted = False
 
     async def provision(self) -> None:
         task, run = self.task, self.run
+        if task.unavailable:
+            raise TrialFault("unavailable", detail=task.unavailable)
         for svc in task.services:
             try:
                 self.handles[svc.name] = await run.services[(task.source, svc.name)].provision(
                     self.trial.id)
             except ServiceError as e:
                 raise TrialFault("service", name=svc.name, detail=str(e)) from None
+        await _services_ready(task, self.handles, self.egress.append, _substitutes(run))
         self.sandbox = sandbox = await _open_sandbox(
             self.trial, task, run, self.agent, self.handles, self.secrets, self.output.feed)
         self.names = PathNames.for_trial(self.run.sandbox_root / self.trial.id, sandbox)
         self.values = {"params": self.trial.params, "secrets": self.secrets,
                        "workdir": sandbox.workdir}
-        await _egress_proxy(task, sandbox, self.handles, self.egress.append)
+        self.proxy = await _egress_proxy(task, sandbox, self.handles, self.egress.append,
+                                         _substitutes(run))
         await _prepare_workspace(task, sandbox, self.values)
         await _wait_for_services(task, sandbox, self.recorder)
         await _run_setup(task, sandbox, self.values, self.recorder)
+        await _healthy(task.healthcheck, sandbox, self.recorder)
         for h in self.handles.values():  # readiness probes and setup traffic: not the agent's
             await h.begin_recording()
         self.egress.clear()
         self.before = await _snapshot(sandbox, self.deadline)
 
-    async def act(self) -> tuple[AgentResult, list[CommandRecord]]:
-        sandbox, task = self.sandbox, self.task
+    async def act(self, task: TaskDef | None = None) -> tuple[AgentResult, list[CommandRecord]]:
+        """The agent on `task` (a step's view of the task, for multi-step tasks)."""
+        sandbox, task = self.sandbox, task or self.task
         assert sandbox is not None
+        self._network("agent")
         env = AgentEnv(task=task, trial=self.trial, prompt=render(task.prompt, **self.values),
                        sandbox=sandbox, recorder=self.recorder, options=self.run.options,
                        solution=[render(c, **self.values) for c in task.solution],
@@ -221,9 +239,14 @@ class _Trial:
         await env.settle()  # what its commands left running, to the end
         self.output.active = False
         r = self.result
-        r.turns, r.cost_usd = outcome.turns, outcome.cost_usd
-        r.timed_out = outcome.timed_out or env.timed_out
-        r.tokens = {"input": outcome.tokens_in, "output": outcome.tokens_out}
+        first = not self.acted  # a multi-step task's steps add up
+        self.acted = True
+        r.turns = outcome.turns + (0 if first else r.turns)
+        r.cost_usd = outcome.cost_usd if first else phases.add(r.cost_usd, outcome.cost_usd)
+        r.tokens = {"input": outcome.tokens_in, "output": outcome.tokens_out} if first else {
+            "input": phases.add(r.tokens.get("input"), outcome.tokens_in),
+            "output": phases.add(r.tokens.get("output"), outcome.tokens_out)}
+        r.timed_out = r.timed_out or outcome.timed_out or env.timed_out
         r.output = self.redactor.cut(outcome.output, OUTPUT_IN_RESULTS, keep="tail")
         if fault := sandbox.fault():
             raise TrialFault("limit", detail=fault)
@@ -232,24 +255,42 @@ class _Trial:
         return outcome, env.commands
 
     async def judge(self, outcome: AgentResult, commands: list[CommandRecord]) -> None:
-        sandbox, task, r = self.sandbox, self.task, self.result
+        seen = await self.observe(outcome, commands)
+        checks = await self.grade(self.task, outcome, commands)
+        self.score(checks, seen)
+
+    async def observe(self, outcome: AgentResult, commands: list[CommandRecord]) -> Observed:
+        """What the agent did, in the audit log before any check reads it."""
+        sandbox = self.sandbox
         assert sandbox is not None
         after = await _snapshot(sandbox, self.deadline)
-        scanner = SecretScanner(self.secrets) if scans_secrets(task.forbidden) else None
+        scanner = SecretScanner(self.secrets) if scans_secrets(self.task.forbidden) else None
         seen = await _audit(sandbox, self.before, after, self.handles, self.egress,
                             self.recorder, _agent_state(self.agent, sandbox),
                             scanner if scanner else None, self.deadline)
         seen.secrets_seen |= self.output.found
         seen.texts += [outcome.output] + [c.stdout + c.stderr + c.command for c in commands]
+        return seen
+
+    async def grade(self, task: TaskDef, outcome: AgentResult,
+                    commands: list[CommandRecord]) -> list[CheckResult]:
+        sandbox = self.sandbox
+        assert sandbox is not None
+        self._network("checks")
         ctx = CheckContext(task=task, trial=self.trial, sandbox=sandbox, commands=commands,
                            agent_output=outcome.output, recorder=self.recorder,
                            options=self.run.options, services=self.handles,
                            secrets=self.secrets)
-        r.checks = [await _check(c, ctx, self.values, self.redactor) for c in task.checks]
-        for c in r.checks:
+        checks = [r for c in task.checks for r in await _check(c, ctx, self.values, self.redactor)]
+        for c in checks:
             c.message, c.error = self.names(c.message) or "", self.names(c.error)
             self.recorder.trace({"type": "check", "name": c.name, "passed": c.passed,
                                  "score": c.score, "message": c.message, "error": c.error})
+        return checks
+
+    def score(self, checks: list[CheckResult], seen: Observed) -> None:
+        task, r = self.task, self.result
+        r.checks = checks
         r.forbidden = evaluate_forbidden(task.forbidden, seen, self.secrets)
         for f in r.forbidden:
             f.details = self.names(f.details) or ""
@@ -258,6 +299,62 @@ class _Trial:
         r.status, r.composite_score, r.reason = score.status, score.composite, score.reason
         if score.status == "error":
             r.error = score.error
+
+    async def run_steps(self) -> None:
+        """A multi-step task: each step's uploads, setup and healthcheck, then the agent on
+        its prompt, then its checks (named STEP.CHECK, weighted by the step's share), in one
+        sandbox. A step below its `min_score` stops the rest: their checks fail, "not run".
+        The task's own checks (proctor.yaml's) judge the whole trial at the end."""
+        sandbox, task = self.sandbox, self.task
+        assert sandbox is not None
+        results: list[CheckResult] = []
+        seen_all, everything, last = Observed(), [], AgentResult(output="")
+        stopped = ""
+        for step in task.steps:
+            if stopped:
+                results += [CheckResult(name=f"{step.name}.{c.name}", type=c.type, passed=False,
+                                        score=0.0, weight=c.weight * step.weight, gate=False,
+                                        message=f"not run: {stopped}") for c in step.checks]
+                continue
+            view = replace(task, prompt=step.prompt, checks=step.checks, timeout=step.timeout,
+                           solution=step.solution, solution_dir=step.solution_dir, steps=[],
+                           uploads=step.uploads, setup=step.setup, files={}, scaffold=None)
+            self.recorder.trace({"type": "step", "name": step.name})
+            await _prepare_workspace(view, sandbox, self.values)
+            await _run_setup(view, sandbox, self.values, self.recorder)
+            await _healthy(step.healthcheck, sandbox, self.recorder)
+            self.before = await _snapshot(sandbox, self.deadline)
+            self.egress.clear()
+            last, commands = await self.act(view)
+            everything += commands
+            seen = await self.observe(last, commands)
+            seen_all.merge(seen)
+            checks = await self.grade(view, last, commands)
+            stopped = phases.below(step, checks)
+            for c in checks:
+                c.name, c.weight = f"{step.name}.{c.name}", c.weight * step.weight
+                c.gate = c.gate and step.weight > 0
+            results += checks
+        results += await self.grade(task, last, everything)  # proctor.yaml's, over every step
+        self.score(results, seen_all)
+
+    def _network(self, phase: str) -> None:
+        """The egress policy of this phase: the agent's, or the checks' when the task gives
+        them their own (`network.checks`)."""
+        if self.proxy is None:
+            return
+        net = self.task.network or {}
+        policy = net.get("checks", net) if phase == "checks" else net
+        self.proxy.egress = policy.get("egress", "allow")
+        self.proxy.allow = [a.lower() for a in policy.get("allow", [])]
+
+    async def collect_artifacts(self) -> None:
+        """The task's `artifacts` (paths in the sandbox), copied into the trial directory."""
+        if not self.task.artifacts or self.sandbox is None:
+            return
+        dest = self.recorder.trial_dir / "artifacts"
+        for path in self.task.artifacts:
+            await phases.copy_out(self.sandbox, path, dest / path.lstrip("/"), self.redactor)
 
 
 class _AgentOutput:
@@ -282,7 +379,8 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
     """The trial's sandbox, with an allowlisted environment and the trial's limits."""
     if "host_env" not in run.shared:  # proctor's own environment does not change in a run
         run.shared["host_env"] = host_env(run.options)
-    env = {**run.shared["host_env"], **task.env}  # rendered once the workdir is known
+    dirs = host_path(run.options)  # proctor.toml `host_path`: shown read-only, first on PATH
+    env = with_path({**run.shared["host_env"], **task.env}, dirs)  # rendered once the workdir is known
     env[RUN_ID_VAR] = run.run_id
     env.update(secret_values)
     for h in handles.values():
@@ -297,9 +395,10 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
                             disk_bytes=res.get("disk_bytes") or DEFAULT_DISK_BYTES),
         hosts=aliases(handles.values()), endpoints=[(h.host, h.port) for h in handles.values()],
         egress=net.get("egress", "allow"), egress_allow=list(net.get("allow", [])),
-        readonly_paths=[*_agent_paths(agent, task, run.options),
+        readonly_paths=[*_agent_paths(agent, task, run.options), *shown_paths(dirs, task.cli),
                         *(f for h in handles.values() for f in h.files)],
-        image=task.base_image, isolation=run.options.isolation, on_output=on_output)
+        image=task.base_image, isolation=run.options.isolation, on_output=on_output,
+        image_env=task.image_env)
     try:
         sandbox = await (run.backend.create(spec) if run.backend is not None
                          else create_sandbox(run.options.backend, spec))
@@ -317,13 +416,14 @@ def _agent_paths(agent: Any, task: TaskDef, options: RunOptions) -> list[str]:
 
 
 async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, ServiceHandle],
-                        on_event: Any) -> None:
+                        on_event: Any, substitutes: Any = None) -> EgressProxy | None:
     """An isolated local sandbox reaches the outside only through proctor's proxy."""
     serve = getattr(sandbox, "serve_inside", None)
     if not sandbox.isolated or serve is None:
-        return
+        return None
     net = task.network or {}
-    proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])), on_event)
+    proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])), on_event,
+                        substitutes)
     await serve("127.0.0.1", PORT, proxy.handle)
     url = f"http://127.0.0.1:{PORT}"
     direct = ["localhost", "127.0.0.1", *handles, *(h.host for h in handles.values())]
@@ -331,6 +431,37 @@ async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, Serv
         sandbox.env.setdefault(name, url)
     for name in ("NO_PROXY", "no_proxy"):
         sandbox.env.setdefault(name, ",".join(direct))
+    return proxy
+
+
+async def _services_ready(task: TaskDef, handles: dict[str, ServiceHandle], on_event: Any,
+                          substitutes: Any) -> None:
+    """Services that reach out (a side container fetching its dependencies) do so through
+    an egress proxy of their own with the task's policy; then each is awaited healthy."""
+    net = task.network or {}
+    for name, h in handles.items():
+        serve = getattr(h, "serve_egress", None)
+        if serve is not None:
+            proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])),
+                                lambda e, n=name: on_event({**e, "from_service": n}), substitutes)
+            serve(proxy.handle)
+        ready = getattr(h, "ready", None)
+        if ready is not None:
+            try:
+                await ready()
+            except ServiceError as e:
+                raise TrialFault("service", name=name, detail=str(e)) from None
+
+
+def _substitutes(run: RunContext) -> Any:
+    """The run's installer substitutes (sandbox/substitutes.py), made once per run."""
+    if "substitutes" not in run.shared:
+        from proctor.sandbox.substitutes import Substitutes
+
+        config = run.options.config
+        run.shared["substitutes"] = Substitutes(config.get("substitutes", []),
+                                                config.get("_dir", "."))
+    return run.shared["substitutes"]
 
 
 async def _prepare_workspace(task: TaskDef, sandbox: Sandbox, values: dict) -> None:
@@ -339,6 +470,8 @@ async def _prepare_workspace(task: TaskDef, sandbox: Sandbox, values: dict) -> N
             await sandbox.write_file(render(rel, **values), render(content, **values).encode())
         if task.scaffold:
             await sandbox.copy_in(Path(task.scaffold), ".")
+        for src, dest in task.uploads:
+            await sandbox.copy_in(Path(src), render(dest, **values))
     except OSError as e:
         raise TrialFault("workspace", detail=str(e)) from None
 
@@ -372,6 +505,11 @@ async def _wait_for_services(task: TaskDef, sandbox: Sandbox, recorder: Recorder
                 raise TrialFault("wait_for", name=svc.name, detail=command)
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+
+async def _healthy(check: HealthcheckDef | None, sandbox: Sandbox, recorder: Recorder) -> None:
+    if not await phases.healthcheck(check, sandbox, recorder):
+        raise TrialFault("healthcheck", detail=check.command if check else "")
 
 
 async def _run_agent(agent: Any, task: TaskDef, env: AgentEnv, recorder: Recorder) -> AgentResult:
@@ -429,8 +567,9 @@ async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapsh
         await _scan_written(sandbox, mine, scanner, deadline)
         seen.secrets_seen |= scanner.found
     for call in egress:
-        seen.http_calls.append(call)
-        seen.texts.append(json.dumps(call, default=str))
+        if "from_service" not in call:  # a side container's own calls are not the agent's
+            seen.http_calls.append(call)
+            seen.texts.append(json.dumps(call, default=str))
         recorder.audit("http_call", call)
     for name, h in handles.items():
         for req in await h.calls():
@@ -470,23 +609,33 @@ async def _scan_written(sandbox: Sandbox, written: fsdiff.Snapshot, scanner: Sec
         raise TrialFault("limit", detail=str(e)) from None
 
 
-async def _check(check: CheckDef, ctx: CheckContext, values: dict, redactor: Redactor) -> CheckResult:
+async def _check(check: CheckDef, ctx: CheckContext, values: dict,
+                 redactor: Redactor) -> list[CheckResult]:
+    """The check's result; or, when it found its results only as it ran (CheckPart: a
+    reward file's keys, a test report's tests), one per part, `NAME.PART`, sharing its weight."""
     ctype = registry()[check.type]
     config = check.config
     if check.templated:
         config = type(config).model_validate(render_data(config.model_dump(), **values))
+    parts = None
     try:
         out = await ctype.evaluate(config, ctx)
         error = out.error
         passed, score, message = out.passed and not error, out.final_score(), out.message
+        parts = out.parts if not error else None
     except Exception as e:  # a crashing check is that check erroring, not the agent failing
         error, passed, score, message = f"{type(e).__name__}: {e}", False, 0.0, ""
     if error:
         score, passed = 0.0, False
-    return CheckResult(name=check.name, type=check.type, passed=passed, score=score,
-                       weight=check.weight, gate=check.gate,
-                       message=redactor.text(message or (error or "")),
-                       error=redactor.text(error) if error else None)
+    if parts:
+        return [CheckResult(name=f"{check.name}.{p.name}" if p.name else check.name,
+                            type=check.type, passed=p.passed, score=min(1.0, max(0.0, p.score)),
+                            weight=check.weight * p.share, gate=check.gate and p.share > 0,
+                            message=redactor.text(p.message)) for p in parts]
+    return [CheckResult(name=check.name, type=check.type, passed=passed, score=score,
+                        weight=check.weight, gate=check.gate,
+                        message=redactor.text(message or (error or "")),
+                        error=redactor.text(error) if error else None)]
 
 
 def _printable(r: TrialResult) -> TrialResult:

@@ -89,7 +89,8 @@ def test_a_missing_image_stops_the_run_before_any_trial(engine, tmp_path):
     out = Cli(tmp_path)("run", str(spec), "--backend", "docker", "--output-dir", "run")
     assert out.returncode == 2
     assert ("proctor: --backend docker: image 'proctor-no-such-image:1' is not local and could "
-            "not be pulled; the engine says:") in out.stderr
+            "not be pulled, and proctor.toml's [images] map has no entry for it "
+            "(docs/harbor.md#the-image-map); the engine says:") in out.stderr
     assert "Traceback" not in out.stderr and not (tmp_path / "run").exists()
 
 
@@ -135,7 +136,7 @@ def test_dockerfile_spec_errors(tmp_path):
 def test_no_mmdebstrap_is_a_setup_error(monkeypatch, tmp_path):
     monkeypatch.setattr(dockerimages.shutil, "which", lambda name: None)
     with pytest.raises(SetupError, match="mmdebstrap, which is not installed"):
-        dockerimages._debootstrap(tmp_path / "x.tar")
+        dockerimages.debootstrap(tmp_path / "x.tar", "bookworm", ["bash"], "")
 
 
 def test_image_tags_follow_content():
@@ -152,8 +153,9 @@ def test_a_failed_base_build_says_why_and_leaves_no_tarball(monkeypatch, tmp_pat
     monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
     cache = tmp_path / "cache"
     with pytest.raises(SetupError) as err:
-        dockerimages._debootstrap(cache / "base.tar")
-    assert "building the base image with mmdebstrap failed; the build log ends:" in str(err.value)
+        dockerimages.debootstrap(cache / "base.tar", dockerimages.RELEASE,
+                                 dockerimages.BASE_PACKAGES, "")
+    assert "building a Debian bookworm image with mmdebstrap failed; the build log ends:" in str(err.value)
     assert "E: mirror unreachable" in str(err.value)
     assert list(cache.iterdir()) == []
 

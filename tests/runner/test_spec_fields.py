@@ -10,7 +10,7 @@ from tests.runner.conftest import results
 
 def test_version_command_is_recorded_in_run_json_and_the_report(cli, spec, tmp_path):
     spec("""
-    cli: mytool
+    cli: sh
     version_command: echo "mytool 1.2.3"; echo more
     tasks:
       - id: t
@@ -22,13 +22,13 @@ def test_version_command_is_recorded_in_run_json_and_the_report(cli, spec, tmp_p
               "--format", "html")
     assert out.returncode == 0, out.stderr
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert meta["versions"]["cli mytool"] == "mytool 1.2.3"
-    assert "mytool mytool 1.2.3" in (tmp_path / "run" / "report.html").read_text()
+    assert meta["versions"]["cli sh"] == "mytool 1.2.3"
+    assert "sh mytool 1.2.3" in (tmp_path / "run" / "report.html").read_text()
 
 
 def test_a_failing_version_command_says_so(cli, spec, tmp_path):
     spec("""
-    cli: nosuch
+    cli: sh
     version_command: nosuch --version
     tasks:
       - {id: t, intent: x, solution: ["true"], assert: [{exit_code: 0}]}
@@ -36,7 +36,7 @@ def test_a_failing_version_command_says_so(cli, spec, tmp_path):
     assert cli("run", "spec.yaml", "--agent", "oracle", "--output-dir", "run", "-q"
                ).returncode == 0
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert meta["versions"]["cli nosuch"].startswith("`nosuch --version` failed (exit 127)")
+    assert meta["versions"]["cli sh"].startswith("`nosuch --version` failed (exit 127)")
 
 
 def test_packages_and_base_are_named_for_the_local_backend(cli, spec, tmp_path):

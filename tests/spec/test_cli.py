@@ -64,7 +64,8 @@ def test_warnings_do_not_change_the_exit_code(repo):
     assert proc.returncode == 0
     assert proc.stdout == "ok: 1 file(s), 1 task(s), 2 warning(s)\n"
     lines = proc.stderr.splitlines()
-    assert lines[0] == f"{f}:3:9: warning: upload: upload is not supported: results stay in the run directory"
+    assert lines[0] == (f"{f}:3:9: warning: upload: proctor uploads nothing (`upload: always` "
+                        "is accepted and has no effect); results stay in the run directory")
     assert lines[1].startswith(f"{f}:8:14: warning: tasks[0].assert[0].ran: invalid regex "
                                "'git rebase -i HEAD~3 ('")
 
@@ -86,7 +87,7 @@ def test_broken_files_never_traceback(spec_dir):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [
         "binary.yaml:2:118: <root>: not a UTF-8 text file",
-        "dir.yaml:1:1: <root>: no .yaml or .yml files in this directory",
+        "dir.yaml:1:1: <root>: no .yaml or .yml files and no Harbor task (task.toml) in this directory",
         "empty.yaml:1:1: <root>: empty file; expected a spec (a suite has `cli:` and `tasks:`; a "
         "scenario has `version: 1`, `task:` and `invariants:`)",
         "list.yml:1:1: <root>: a YAML list is a task list, read through a suite's `tasks: - "

@@ -64,3 +64,14 @@ def test_duplicate_ids_across_includes(spec_dir):
     write(spec_dir / "t.yaml", TASK.format(id="a"))
     assert problems("s.yaml") == ["t.yaml:1:7: [0].id: duplicate task id 'a' (first at s.yaml:3:9); "
                                   "task ids must be unique across all specs loaded together"]
+
+
+def test_a_file_matched_by_two_includes_loads_once(spec_dir):
+    # CLIWatch's README pattern: the basics first, then everything (basics again).
+    write(spec_dir / "cli-bench.yaml",
+          "cli: x\ntasks:\n  - file://tasks/basics.yaml\n  - file://tasks/**/*.yaml\n")
+    write(spec_dir / "tasks" / "basics.yaml", TASK.format(id="a"))
+    write(spec_dir / "tasks" / "more" / "b.yaml", TASK.format(id="b"))
+    result = loads("cli-bench.yaml")
+    assert [t.id for t in result.tasks] == ["a", "b"]
+    assert result.warnings == [] and result.files == 3

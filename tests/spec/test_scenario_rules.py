@@ -235,7 +235,7 @@ def test_agent_rules(spec_dir):
     body = OK_INVARIANT + "agent: {type: human, max_turns: 25}\n"
     assert problems(scenario(spec_dir, body)) == [
         "c.yaml:5:15: agent.type: 'human' is not allowed (valid: llm, command, oracle, nop, "
-        "claude-code, codex, mini-swe-agent)",
+        "claude-code, codex, mini-swe-agent, paragon, snapshot)",
         "c.yaml:5:33: agent.max_turns: must be at most 20, got the number 25",
     ]
 

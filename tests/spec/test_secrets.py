@@ -81,7 +81,7 @@ def test_shape_rules(spec_dir):
                                       "  - {name: C, from: generated}\n"))
     assert out == [
         "c.yaml:4:23: secrets[0].source: unknown secret source 'vault:x' (valid: env, env:VAR, "
-        "file:PATH, command:CMD)",
+        "file:PATH, command:CMD, dashboard, dashboard:KEY)",
         "c.yaml:5:5: secrets[1]: give either `source` or `from`, not both",
         "c.yaml:6:21: secrets[2].from: unknown secret origin 'https://x' (valid: static://VALUE, "
         "generated)",

@@ -81,12 +81,16 @@ def test_help_modes_enum(spec_dir):
                    "'discoverable'? (valid: injected, discoverable, none)"]
 
 
-def test_upload_enum_and_always_warns(spec_dir):
+def test_upload_every_documented_mode_is_accepted_and_none_uploads(spec_dir):
     out = problems(suite(spec_dir, "    assert: [exit_code: 0]\n", head="upload: sometimes\n" + HEAD))
-    assert out == ["s.yaml:1:9: upload: 'sometimes' is not allowed (valid: never, on_failure, always)"]
-    result = loads(suite(spec_dir, "    assert: [exit_code: 0]\n", head="upload: always\n" + HEAD))
-    assert [str(w) for w in result.warnings] == [
-        "s.yaml:1:9: warning: upload: upload is not supported: results stay in the run directory"]
+    assert out == ["s.yaml:1:9: upload: 'sometimes' is not allowed (valid: auto, never, "
+                   "on_failure, always)"]
+    assert loads(suite(spec_dir, "    assert: [exit_code: 0]\n", head="upload: never\n" + HEAD)).warnings == []
+    for mode in ("auto", "on_failure", "always"):
+        result = loads(suite(spec_dir, "    assert: [exit_code: 0]\n", head=f"upload: {mode}\n" + HEAD))
+        assert [str(w) for w in result.warnings] == [
+            f"s.yaml:1:9: warning: upload: proctor uploads nothing (`upload: {mode}` is accepted "
+            "and has no effect); results stay in the run directory"]
 
 
 def test_thresholds_rules(spec_dir):

@@ -1,16 +1,22 @@
 """`oracle`: runs the task's reference `solution`, each entry as one agent command.
 
 Every entry runs even if an earlier one failed, as a person typing them would; the checks
-decide whether the end state is right. Entries left when the task's time is up do not run.
+decide whether the end state is right. A task whose solution is a directory (a Harbor task's
+`solution/`) has it copied to `solution_path` first: for the oracle only, no other agent
+ever sees it. Entries left when the task's time is up do not run.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from proctor.agents.base import AgentEnv, AgentResult
 
 
 class OracleAgent:
     async def run(self, env: AgentEnv) -> AgentResult:
+        if env.task.solution_dir:
+            await env.sandbox.copy_in(Path(env.task.solution_dir), env.task.solution_path)
         last = None
         ran = 0
         for command in env.solution:

@@ -15,7 +15,7 @@ MODULES = (
     "exit_code", "output_contains", "output_equals", "error_contains", "file_exists",
     "file_contains", "ran", "not_ran", "run_count", "verify",
     "command_exit", "file_absent", "file_content", "sql", "http_mock_assertions", "custom",
-    "llm_as_judge",
+    "llm_as_judge", "reward",
 )
 
 

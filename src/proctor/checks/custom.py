@@ -15,6 +15,7 @@ from pydantic import Field
 from proctor.checks._common import block, outputs, render_text
 from proctor.checks._run import file_path, run_program
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
+from proctor.durations import Seconds
 from proctor.model import CheckOutcome
 from proctor.templating import render
 
@@ -22,7 +23,7 @@ from proctor.templating import render
 class Config(CheckConfig):
     script: str = Field(description="Script path; relative to the spec file's directory. Run directly if executable, else with the interpreter its suffix implies.")
     runs_in: Literal["host", "sandbox"] = Field("host", description="Both run in the trial's grader box (the trial's files read-only, its own HOME and /tmp, its own uid). host: the script in place, with the host's tools and proctor's Python; sandbox: a copy, with the sandbox's python3.")
-    timeout: float = Field(60, gt=0, description="Seconds before the script is killed (the check errors).")
+    timeout: Seconds = Field(60, gt=0, description="Seconds (or 30s, 5m, 1h) before the script is killed (the check errors).")
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:

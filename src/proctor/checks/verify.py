@@ -8,6 +8,7 @@ from pydantic import Field
 from proctor.checks._common import command_ref, outputs, render_text
 from proctor.checks._run import run_command
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
+from proctor.durations import Seconds
 from proctor.model import CheckOutcome
 
 
@@ -15,7 +16,7 @@ class Config(CheckConfig):
     run: str = Field(description="Shell command run with `sh -c` in the workdir after the agent finished.")
     output_contains: str | None = Field(None, description="Substring its stdout must contain.")
     output_equals: str | None = Field(None, description="Exact stdout (both sides stripped).")
-    timeout: float = Field(60, gt=0, description="Seconds before the command is killed (counts as failed).")
+    timeout: Seconds = Field(60, gt=0, description="Seconds (or 30s, 5m, 1h) before the command is killed (counts as failed).")
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:

@@ -11,7 +11,9 @@ from typing import Any
 
 from proctor.sandbox.base import Snapshot
 
-__all__ = ["Snapshot", "diff"]
+__all__ = ["DELETED", "Snapshot", "diff"]
+
+DELETED = "deleted"  # Entry.digest of a path the image had and the trial removed
 
 
 def diff(before: Snapshot, after: Snapshot) -> list[dict[str, Any]]:
@@ -20,6 +22,11 @@ def diff(before: Snapshot, after: Snapshot) -> list[dict[str, Any]]:
     changes = []
     for path, entry in after.items():
         old = before.get(path)
+        if entry.digest == DELETED:  # a container snapshot's mark for a file of the image
+            if old is None or old.digest != DELETED:
+                changes.append({"path": path, "change": "deleted", "size": 0,
+                                "kind": old.kind if old else "file"})
+            continue
         if old is None:
             if entry.kind != "dir":
                 changes.append({"path": path, "change": "created", "size": entry.size,

@@ -442,3 +442,23 @@ def find_trial(trials: list[dict[str, Any]], key: str) -> dict[str, Any]:
     names = ", ".join(str(t.get("id")) for t in hits[:5])
     more = f" and {len(hits) - 5} more" if len(hits) > 5 else ""
     raise UsageError(f"{key!r} matches {len(hits)} trials: {names}{more}; give more of the id")
+
+
+def about(run: dict[str, Any]) -> list[dict[str, str]]:
+    """What the run's benchmarks are (run.json "about": a suite's display_name, category,
+    website_url, github_url; a Harbor task's name ...): the name to show, a category, and
+    http(s) links only (anything else in a spec is not a link a report may follow)."""
+    out = []
+    for a in run.get("about") or []:
+        if not isinstance(a, dict):
+            continue
+        name = a.get("display_name") or a.get("name") or a.get("cli")
+        if not isinstance(name, str) or not name:
+            continue
+        links = [str(a[k]) for k in ("website_url", "github_url")
+                 if isinstance(a.get(k), str) and re.match(r"https?://", a[k])]
+        category = a.get("category") if isinstance(a.get("category"), str) else None
+        out.append({"name": one_line(name, 80), "category": one_line(category or "", 60),
+                    "links": links})  # type: ignore[dict-item]
+    return out
+

@@ -399,6 +399,11 @@ def triage(results: dict[str, Any]) -> str:
 
 def _meta(results: dict[str, Any], run: dict[str, Any]) -> str:
     bits = []
+    for a in data.about(run)[:5]:  # the benchmarks: display name, category, links
+        links = "".join(f' <a href="{e(u)}" rel="noopener noreferrer">{e(_host(u))}</a>'
+                        for u in a["links"])
+        cat = f" ({e(a['category'])})" if a["category"] else ""
+        bits.append(f"<b>{e(a['name'])}</b>{cat}{links}")
     for label, value in (("started", results.get("started_at")),
                          ("finished", results.get("finished_at"))):
         if value:
@@ -419,6 +424,10 @@ def _meta(results: dict[str, Any], run: dict[str, Any]) -> str:
         more = f" +{len(specs) - 5}" if len(specs) > 5 else ""
         bits.append(f"specs {e(names)}{more}")
     return " · ".join(bits)
+
+
+def _host(url: str) -> str:
+    return url.split("://", 1)[-1].split("/", 1)[0]
 
 
 def _cards(results: dict[str, Any]) -> str:

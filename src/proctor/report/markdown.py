@@ -68,6 +68,10 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None,
         f"{h['errored']} errored · pass rate **{data.pct(h['pass_rate'])}** "
         f"(95% CI {data.ci_text(h['ci95'])})",
     ]
+    for a in data.about(run or {})[:5]:
+        cat = f" ({cell(a['category'], 60)})" if a["category"] else ""
+        links = " · ".join(f"<{u}>" for u in a["links"])
+        lines += ["", f"**{cell(a['name'], 80)}**{cat}" + (f" · {links}" if links else "")]
     if h["incomplete"]:
         lines += ["", "> ⚠️ **Incomplete run**: it was interrupted or trials are missing; "
                       "only finished trials are counted."]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from proctor.proc import ExecResult
 
@@ -64,6 +64,9 @@ class SandboxSpec:
     # Sees every byte any command prints, (fd, chunk), before any cut (secrets_in_logs).
     on_output: Callable[[int, bytes], None] | None = None
     isolation: Literal["auto", "namespaces", "none"] = "auto"
+    # Container backends: the image is the whole environment (proctor.model.ImageEnv; a
+    # Harbor task's); None: proctor's own places in the image.
+    image_env: Any = None
 
 
 class Sandbox(Protocol):

@@ -76,13 +76,19 @@ class DockerBackend:
         """Every image the tasks need is local (built or pulled) before any trial runs."""
         from proctor.sandbox import dockerimages
 
-        dockerimages.prepare(list(tasks), quiet=getattr(options, "quiet", False))
+        dockerimages.prepare(list(tasks), quiet=getattr(options, "quiet", False),
+                             config=getattr(options, "config", None))
 
     async def create(self, spec: SandboxSpec) -> DockerSandbox:
         from proctor.sandbox import dockerimages
 
         image = spec.image or await asyncio.to_thread(dockerimages.ensure_base)
-        sandbox = DockerSandbox(spec, image)
+        if spec.image_env is not None:  # the image is the environment (a Harbor task's)
+            from proctor.sandbox.dockerenv import ImageSandbox
+
+            sandbox: DockerSandbox = await ImageSandbox.make(spec, image)
+        else:
+            sandbox = DockerSandbox(spec, image)
         try:
             await sandbox.start(spec)
         except BaseException:
@@ -114,6 +120,11 @@ class DockerSandbox(LocalSandbox):
 
     async def start(self, spec: SandboxSpec) -> None:
         await asyncio.to_thread(self._make_dirs)
+        await self._launch(self._run_argv(spec))
+        await self._connect(spec)
+
+    def _run_argv(self, spec: SandboxSpec) -> list[str]:
+        """`docker run` arguments of the trial's container."""
         r = self.resources
         argv = ["run", "-d", "--init", "--network", "none",
                 "--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={self.trial_id}",
@@ -149,7 +160,9 @@ class DockerSandbox(LocalSandbox):
         for name, address in sorted(self.hosts.items()):
             argv += ["--add-host", f"{name}:{address}"]
         # docker-init reaps orphans; its one child (the keeper) holds the container up.
-        argv += ["--entrypoint", "sleep", self.image, "2147483647"]
+        return [*argv, "--entrypoint", "sleep", self.image, "2147483647"]
+
+    async def _launch(self, argv: list[str]) -> None:
         # Not cancelled half-way (Ctrl-C): a container the engine made must be known to be removed.
         job = asyncio.ensure_future(docker_ok(*argv))
         try:
@@ -168,6 +181,9 @@ class DockerSandbox(LocalSandbox):
         self.pid = int(pid)
         self.keeper = await asyncio.to_thread(self._keeper_pid)
         self._cgroup = await asyncio.to_thread(_cgroup_dirs, self.pid)
+
+    async def _connect(self, spec: SandboxSpec) -> None:
+        """The trial's endpoints, reachable inside at their own addresses."""
         self.forwarder = Forwarder()
         for address in _with_every_port(spec.endpoints, self.hosts):
             await self.expose(*address)
@@ -193,9 +209,11 @@ class DockerSandbox(LocalSandbox):
             time.sleep(0.01)
         raise OSError(f"the container of image {self.image} did not start its keeper process")
 
+    spared: frozenset[tuple[int, str]] = frozenset()  # (pid, start time): never killed
+
     def _processes(self) -> list[int]:
-        """Host pids of every process in the container but its init and keeper (proctor runs
-        as root: cheaper than a `docker exec` per kill)."""
+        """Host pids of every process in the container but its init and keeper, and those
+        `spared` (proctor runs as root: cheaper than a `docker exec` per kill)."""
         try:
             ns = os.readlink(f"/proc/{self.pid}/ns/pid")
         except OSError:
@@ -205,7 +223,8 @@ class DockerSandbox(LocalSandbox):
             if not entry.name.isdigit() or int(entry.name) in (self.pid, self.keeper):
                 continue
             try:
-                if os.readlink(f"/proc/{entry.name}/ns/pid") == ns:
+                if os.readlink(f"/proc/{entry.name}/ns/pid") == ns and not (
+                        self.spared and (int(entry.name), _started(int(entry.name))) in self.spared):
                     out.append(int(entry.name))
             except OSError:
                 continue
@@ -245,11 +264,17 @@ class DockerSandbox(LocalSandbox):
 
     # -- commands ----------------------------------------------------------------------
 
+    def _as_agent(self, command: str, user: str | None) -> list[str]:
+        """The command as the agent's uid (`user` means something only for an image that is
+        the task's environment: dockerenv.py)."""
+        return _setpriv(self.uid, self.gid, ["/bin/sh", "-c", command])
+
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
-                   trace: bool = False, capture: int | None = None) -> ExecResult:
+                   trace: bool = False, capture: int | None = None,
+                   user: str | None = None) -> ExecResult:
         return await self.run_as(self.uid, command, timeout=timeout, env=env, cwd=cwd,
-                                 stdin=stdin, trace=trace, capture=capture)
+                                 stdin=stdin, trace=trace, capture=capture, user=user)
 
     async def grade(self, argv: Sequence[str], *, timeout: float,
                     env: dict[str, str] | None = None, cwd: str | None = None,
@@ -265,8 +290,9 @@ class DockerSandbox(LocalSandbox):
     async def run_as(self, uid: int, command: str, *, timeout: float,
                      env: dict[str, str] | None = None, cwd: str | None = None,
                      stdin: bytes | None = None, trace: bool = False,
-                     capture: int | None = None) -> ExecResult:
-        """`sh -c command` in the container as `uid` (the agent's, or the grader's)."""
+                     capture: int | None = None, user: str | None = None) -> ExecResult:
+        """`sh -c command` in the container as `uid` (the agent's, or the grader's; `user`:
+        an image's user by name, for an image that is the task's environment)."""
         assert self.container is not None
         trace = trace or capture is not None
         self._execs += 1
@@ -278,12 +304,9 @@ class DockerSandbox(LocalSandbox):
         for name in full:
             argv += ["-e", name]
         argv.append(self.container)
-        # The relay and the tracer run as root inside; the command as `uid`, which
-        # can gain nothing back (no new privileges, an empty bounding set: setuid programs
-        # stay unprivileged), as in the local box.
-        inner = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                 "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all",
-                 "/bin/sh", "-c", command]
+        # The relay and the tracer run as root inside; the command as `uid`.
+        inner = (self._as_agent(command, user) if uid == self.uid
+                 else _setpriv(uid, uid, ["/bin/sh", "-c", command]))
         trace_file = None
         if trace:
             trace_file = self.private / f"trace-{self._execs}"
@@ -466,6 +489,22 @@ def _limit_hit(dirs: dict[str, Path], resources: Any) -> str | None:
         return (f"process limit reached: more than {resources.pids} processes at once "
                 "(a fork bomb?)")
     return None
+
+
+def _setpriv(uid: int, gid: int, argv: list[str]) -> list[str]:
+    """`argv` as uid:gid, which can gain nothing back (no new privileges, an empty bounding
+    set: setuid programs stay unprivileged), as in the local box."""
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs",
+            "--bounding-set=-all", "--inh-caps=-all", *argv]
+
+
+def _started(pid: int) -> str:
+    """A process's start time (field 22 of its stat): with the pid, who it is."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat[stat.rindex(")") + 2:].split()[19]
 
 
 def _has(pid: int, mark: bytes) -> bool:

@@ -56,8 +56,31 @@ _lock = threading.Lock()
 _ready: set[str] = set()
 
 
-def _digest(*parts: Any) -> str:
+def digest(*parts: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+_digest = digest
+
+
+def lock() -> threading.Lock:
+    return _lock
+
+
+def is_ready(tag: str) -> bool:
+    """Known to be local (checked once per process)."""
+    if tag in _ready or _local(tag):
+        _ready.add(tag)
+        return True
+    return False
+
+
+def mark_ready(tag: str) -> None:
+    _ready.add(tag)
+
+
+def is_local(image: str) -> bool:
+    return _local(image) is not None
 
 
 def base_tag() -> str:
@@ -82,6 +105,10 @@ _NOISE = ("DEPRECATED: The legacy builder", "Install the buildx component",
           "docs.docker.com/go/buildx")
 
 
+def failed(what: str, log: str, source: str = "the build log ends") -> SetupError:
+    return _fail(what, log, source)
+
+
 def _fail(what: str, log: str, source: str = "the build log ends") -> SetupError:
     lines = [ln for ln in log.splitlines() if ln.strip() and not any(n in ln for n in _NOISE)]
     body = "\n".join("  " + ln[:300] for ln in lines[-LOG_LINES:])
@@ -104,7 +131,7 @@ def ensure_base(quiet: bool = True) -> str:
         if not tar.exists():
             _note(f"building the docker base image {tag} (Debian {RELEASE}, once; ~1 min)",
                   quiet)
-            _debootstrap(tar)
+            debootstrap(tar, RELEASE, BASE_PACKAGES, MIRROR)
         with open(tar, "rb") as f:
             done = docker_sync("import", "--change", f"ENV PATH={SYSTEM_PATH}",
                                "--change", "ENV LANG=C.UTF-8", "--change", 'CMD ["bash"]',
@@ -116,7 +143,8 @@ def ensure_base(quiet: bool = True) -> str:
         return tag
 
 
-def _debootstrap(tar: Path) -> None:
+def debootstrap(tar: Path, release: str, packages: list[str], mirror: str) -> None:
+    """A Debian root file system tarball (`mmdebstrap --variant=minbase`), cached at `tar`."""
     if shutil.which("mmdebstrap") is None:
         raise SetupError("--backend docker: the proctor base image is built with mmdebstrap, "
                          "which is not installed (Debian package `mmdebstrap`; ./setup.sh "
@@ -124,16 +152,16 @@ def _debootstrap(tar: Path) -> None:
     tar.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".rootfs-", suffix=".tar", dir=tar.parent)
     os.close(fd)
-    argv = ["mmdebstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+    argv = ["mmdebstrap", "--variant=minbase", f"--include={','.join(packages)}",
             "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
-            "--dpkgopt=path-exclude=/usr/share/locale/*", RELEASE, tmp, *([MIRROR] if MIRROR else [])]
+            "--dpkgopt=path-exclude=/usr/share/locale/*", release, tmp, *([mirror] if mirror else [])]
     try:
         done = proc.run_sync(argv, timeout=BUILD_TIMEOUT_S, limit=1 << 24)  # its log's end
         if done.timed_out:
-            raise SetupError(f"--backend docker: building the base image took more than "
-                             f"{BUILD_TIMEOUT_S:g} s")
+            raise SetupError(f"--backend docker: building a Debian {release} image took more "
+                             f"than {BUILD_TIMEOUT_S:g} s")
         if done.exit_code != 0:
-            raise _fail("building the base image with mmdebstrap failed",
+            raise _fail(f"building a Debian {release} image with mmdebstrap failed",
                         done.stderr + done.stdout)
         os.replace(tmp, tar)
     finally:  # failed, timed out or Ctrl-C: no half-written tarball stays in the cache
@@ -175,16 +203,55 @@ def with_packages(base: str, packages: list[str], quiet: bool = True) -> str:
         return tag
 
 
-def from_dockerfile(path: str, quiet: bool = True) -> str:
-    """`docker build` of a task's Dockerfile, its directory as the context."""
+def external(image: str, config: dict[str, Any] | None = None, quiet: bool = True,
+             notes: list[str] | None = None) -> str:
+    """An image named by a task (`base`, a FROM, a service's `image`) made local: as it is,
+    pulled, or through the image map (imagemap.py); what stands in for it is returned."""
+    from proctor.sandbox import imagemap
+
+    with _lock:
+        if image in _ready or _local(image):
+            _ready.add(image)
+            return image
+    mapped = imagemap.lookup(image, config or {})
+    with _lock:
+        done = docker_sync("pull", "-q", image, timeout=BUILD_TIMEOUT_S)
+        if done.exit_code == 0:
+            _ready.add(image)
+            return image
+    if mapped is None:
+        raise _fail(f"image {image!r} is not local and could not be pulled, and proctor.toml's "
+                    "[images] map has no entry for it (docs/harbor.md#the-image-map)",
+                    done.stderr or done.stdout, "the engine says")
+    key, value = mapped
+    note = imagemap.describe(image, value)
+    if notes is not None and note not in notes:
+        notes.append(note)
+    if isinstance(value, str):
+        return ensure_image(value, quiet)
+    return imagemap.stand_in(dict(value), quiet)
+
+
+def from_dockerfile(path: str, quiet: bool = True, *, config: dict[str, Any] | None = None,
+                    timeout: float = BUILD_TIMEOUT_S, notes: list[str] | None = None) -> str:
+    """`docker build` of a task's Dockerfile, its directory as the context; an image it
+    names that no registry gives is resolved first (`external`), in a copy of the
+    Dockerfile (the file itself is not changed)."""
+    from proctor.sandbox import imagemap
+
     dockerfile = Path(path)
     if not dockerfile.is_file():
         raise SetupError(f"--backend docker: dockerfile {path} does not exist")
     context = dockerfile.parent
-    h = hashlib.sha256()
+    text = imagemap.rewrite(dockerfile.read_text(errors="replace"),
+                            lambda image: external(image, config, quiet, notes))
+    h = hashlib.sha256(text.encode())
     for f in sorted(p for p in context.rglob("*") if p.is_file()):
         h.update(str(f.relative_to(context)).encode() + b"\0")
         h.update(f.read_bytes())
+    for line in text.splitlines():  # a rebuilt base (same name, new content) rebuilds this
+        if line.lstrip().upper().startswith("FROM"):
+            h.update((_local(line.split()[-1]) or "").encode())
     tag = f"proctor-task:{h.hexdigest()[:16]}"
     with _lock:
         if tag in _ready or _local(tag):
@@ -192,8 +259,11 @@ def from_dockerfile(path: str, quiet: bool = True) -> str:
             return tag
         _note(f"building {tag} from {path}", quiet)
         # --force-rm: a failed step's container is removed too, not left for the user.
-        done = docker_sync("build", "-q", "--force-rm", "-t", tag, "-f",
-                           str(dockerfile.resolve()), str(context), timeout=BUILD_TIMEOUT_S)
+        done = docker_sync("build", "-q", "--force-rm", "-t", tag, "-f", "-", str(context),
+                           stdin=text.encode(), timeout=timeout)
+        if done.timed_out:
+            raise SetupError(f"--backend docker: building {path} took more than {timeout:g} s "
+                             "(the task's build timeout)")
         if done.exit_code != 0:
             raise _fail(f"building {path} failed", done.stdout + done.stderr)
         _ready.add(tag)
@@ -201,23 +271,53 @@ def from_dockerfile(path: str, quiet: bool = True) -> str:
 
 
 def resolve(base: str | None, packages: list[str], dockerfile: str | None,
-            quiet: bool = True) -> str:
+            quiet: bool = True, *, config: dict[str, Any] | None = None,
+            timeout: float = BUILD_TIMEOUT_S, notes: list[str] | None = None) -> str:
     """The local image a task's trials run in, built or pulled now if need be."""
     if dockerfile:
-        return from_dockerfile(dockerfile, quiet)
-    image = ensure_image(base, quiet) if base else ensure_base(quiet)
+        return from_dockerfile(dockerfile, quiet, config=config, timeout=timeout, notes=notes)
+    image = external(base, config, quiet, notes) if base else ensure_base(quiet)
     missing = sorted(set(packages) - (set(BASE_PACKAGES) if not base else set()))
     return with_packages(image, missing, quiet) if missing else image
 
 
-def prepare(tasks: list[Any], quiet: bool = False) -> None:
+def prepare(tasks: list[Any], quiet: bool = False, config: dict[str, Any] | None = None) -> None:
     """Resolve every task's image (and its image services' images) before any trial runs;
     the result is the task's `base_image` from here on (what `SandboxSpec.image` carries to
-    each trial)."""
+    each trial). In a run of several tasks, one whose image cannot be made has its trials
+    `error` (`unavailable`) and the others run; when none can, the first reason is exit 2."""
+    notes: list[str] = []
+    failures: list[SetupError] = []
     for task in tasks:
-        task.base_image = resolve(task.base_image, list(task.packages),
-                                  getattr(task, "dockerfile", None), quiet)
-        task.packages = []
-        for svc in task.services:  # image services' images: pulled now, not mid-run
-            if svc.kind == "container" and svc.config.get("image"):
-                ensure_image(str(svc.config["image"]), quiet)
+        if getattr(task, "unavailable", None):  # its trials are errors: no image to make
+            continue
+        try:
+            _prepare_task(task, quiet, config, notes)
+        except SetupError as e:
+            failures.append(e)
+        else:
+            continue
+        if len(tasks) == 1:
+            raise failures[0]
+        task.unavailable = str(failures[-1]).removeprefix("--backend docker: ")
+        _note(f"warning: {task.id}: {task.unavailable.splitlines()[0]}", quiet)
+    if failures and len(failures) == len(tasks):
+        raise failures[0]
+    for note in notes:
+        _note(f"image map: {note}", quiet)
+
+
+def _prepare_task(task: Any, quiet: bool, config: dict[str, Any] | None, notes: list[str]) -> None:
+    timeout = float(task.resources.get("build_timeout") or BUILD_TIMEOUT_S)
+    task.base_image = resolve(task.base_image, list(task.packages),
+                              getattr(task, "dockerfile", None), quiet, config=config,
+                              timeout=timeout, notes=notes)
+    task.packages = []
+    for svc in task.services:  # image services' images: built or pulled now, not mid-run
+        if svc.kind != "container":
+            continue
+        if svc.config.get("build"):
+            svc.config["image"] = from_dockerfile(str(svc.config["build"]), quiet, config=config,
+                                                  timeout=timeout, notes=notes)
+        elif svc.config.get("image"):
+            svc.config["image"] = external(str(svc.config["image"]), config, quiet, notes)

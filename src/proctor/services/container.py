@@ -11,6 +11,14 @@ each connection to the same port on the container's loopback, through a socket m
 the container's network namespace (netns.py): from here on the service is an endpoint like
 a database, so the sandbox shows it under its name (`curl http://web:8000`) on either
 backend, and `wait_for` runs in the sandbox as usual.
+
+A side container of a Harbor task (spec/compose.py) may also have a `command`, an
+`entrypoint`, a compose `healthcheck` (Docker's own, awaited before the trial starts) and an
+`egress` policy: then it shares the network namespace of a small keeper container in which
+proctor listens on 127.0.0.1:3128 before the service starts, and HTTP(S)_PROXY point there;
+the trial attaches its egress proxy (`ContainerHandle.serve_egress`), so the service reaches
+what the task's network policy allows (a `uv run` fetching its dependencies) and nothing
+else, recorded like the agent's own egress.
 """
 
 from __future__ import annotations
@@ -49,16 +57,71 @@ def _docker_sync(*args: str, timeout: float = ENGINE_TIMEOUT_S) -> proc.ExecResu
     return done
 
 
+EGRESS_PORT = 3128  # as the trial's own (sandbox/egress.py)
+HEALTH_POLL_S = 0.5
+HEALTH_WAIT_S = 300.0
+
+
 class ContainerHandle(ServiceHandle):
     container: str = ""
+    keeper: str = ""  # the container whose network namespace the service shares (egress)
     servers: list[asyncio.base_events.Server]
+    _egress: _Switch | None = None
+
+    _service: ContainerService | None = None
+
+    def serve_egress(self, handler: Any) -> None:
+        """The trial's egress proxy answers the service's HTTP(S)_PROXY (if it has one)."""
+        if self._egress is not None:
+            self._egress.attach(handler)
+
+    async def ready(self) -> None:
+        """Its healthcheck passes (ServiceError if it never does); after serve_egress, as a
+        service may need the network to become healthy."""
+        if self._service is not None and self._service.health:
+            await self._service._healthy(self.container)
 
     async def release(self) -> None:
         for s in getattr(self, "servers", []):
             s.close()
-        if self.container:
-            await docker("rm", "-f", "-v", self.container, timeout=ENGINE_TIMEOUT_S)
-            self.container = ""
+        if self._egress is not None:
+            await self._egress.close()
+        for attr in ("container", "keeper"):
+            if getattr(self, attr):
+                await docker("rm", "-f", "-v", getattr(self, attr), timeout=ENGINE_TIMEOUT_S)
+                setattr(self, attr, "")
+
+
+class _Switch:
+    """Connections wait for the handler the trial attaches (at most a minute)."""
+
+    def __init__(self) -> None:
+        self.handler: Any = None
+        self.ready = asyncio.Event()
+        self.live: set[asyncio.Task[Any]] = set()
+
+    def attach(self, handler: Any) -> None:
+        self.handler = handler
+        self.ready.set()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self.live.add(task)
+        try:
+            await asyncio.wait_for(self.ready.wait(), 60)
+            await self.handler(reader, writer)
+        except (TimeoutError, asyncio.CancelledError):
+            writer.close()
+        finally:
+            self.live.discard(task)  # type: ignore[arg-type]
+
+    async def close(self) -> None:
+        """End every connection still open (the service's, when the trial ends)."""
+        for task in list(self.live):
+            task.cancel()
+        if self.live:
+            await asyncio.gather(*self.live, return_exceptions=True)
 
 
 class ContainerService:
@@ -68,6 +131,10 @@ class ContainerService:
         self.env = {str(k): str(v) for k, v in (defn.config.get("env") or {}).items()}
         self.ports = [int(p) for p in defn.config.get("ports") or []]
         self.run_id = ctx.run_id
+        self.command = [str(c) for c in defn.config.get("command") or []]
+        self.entrypoint = [str(c) for c in defn.config.get("entrypoint") or []]
+        self.health = defn.config.get("healthcheck") or None
+        self.egress = bool(defn.config.get("egress"))
 
     async def start(self) -> None:
         """The image is local (pulled if not) and its ports known, before any trial."""
@@ -94,18 +161,29 @@ class ContainerService:
         labels = ["--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={trial_id}"]
         handle = ContainerHandle(name=self.name, kind="container", host="", port=0, url="")
         handle.servers = []
+        network = ["--network", "none"]
+        env = dict(self.env)
+        if self.egress:
+            network = await self._keeper(handle, labels)
+            url = f"http://127.0.0.1:{EGRESS_PORT}"
+            env = {"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url,
+                   "NO_PROXY": "localhost,127.0.0.1", "no_proxy": "localhost,127.0.0.1", **env}
         argv = ["run", "-d", *labels, "--label", f"proctor.service={self.name}",
-                "--network", "none"]
-        for k in self.env:
+                *network, *self._health_args()]
+        for k in env:
             argv += ["-e", k]  # values from the client's environment, not in an argv
+        if self.entrypoint:
+            argv += ["--entrypoint", self.entrypoint[0]]
+        tail = [*self.entrypoint[1:], *self.command]
         # Shielded: on Ctrl-C what the engine made is still known, then removed.
-        res = await _shielded([*argv, self.image], handle, env={**_client_env(), **self.env})
+        res = await _shielded([*argv, self.image, *tail], handle, env={**_client_env(), **env})
         if res.exit_code != 0:
             await handle.release()
             raise ServiceError(f"could not start {self.image}: {res.stderr.strip()[-300:]}")
         try:
             pid = await self._pid(handle.container)
             host, ports = await self._listen(handle, pid)
+            handle._service = self
         except BaseException:
             await handle.release()
             raise
@@ -115,6 +193,54 @@ class ContainerService:
         handle.env = {f"{p}_HOST": host, f"{p}_PORT": str(port), f"{p}_URL": handle.url}
         handle.credentials = {"image": self.image, "ports": ports, "container": handle.container}
         return handle
+
+    async def _keeper(self, handle: ContainerHandle, labels: list[str]) -> list[str]:
+        """A container holding the network namespace the service will share, with proctor's
+        egress listener bound in it before the service's first request."""
+        argv = ["docker", "run", "-d", *labels, "--label", f"proctor.service={self.name}-net",
+                "--network", "none", "--entrypoint", "sleep", self.image, "2147483647"]
+        res = await proc.run(argv, timeout=ENGINE_TIMEOUT_S, env=_client_env())
+        if res.exit_code != 0:
+            raise ServiceError(f"could not start the network keeper of {self.name}: "
+                               f"{res.stderr.strip()[-300:]}")
+        handle.keeper = res.stdout.strip()
+        pid = await self._pid(handle.keeper)
+        sock = await asyncio.to_thread(
+            netns.run_in, pid, lambda: socket.create_server(("127.0.0.1", EGRESS_PORT)))
+        switch = handle._egress = _Switch()
+        handle.servers.append(await asyncio.start_server(switch.handle, sock=sock))
+        return ["--network", f"container:{handle.keeper}"]
+
+    def _health_args(self) -> list[str]:
+        h = self.health
+        if not h or not h.get("command"):
+            return []
+        return ["--health-cmd", str(h["command"]),
+                "--health-interval", f"{float(h.get('interval', 30)):g}s",
+                "--health-timeout", f"{float(h.get('timeout', 30)):g}s",
+                "--health-retries", str(int(h.get("retries", 3))),
+                "--health-start-period", f"{float(h.get('start_period', 0)):g}s"]
+
+    async def _healthy(self, container: str) -> None:
+        """Docker's own healthcheck says healthy (compose's `condition: service_healthy`).
+        A service Docker calls unhealthy while it still runs is given until the deadline (at
+        least HEALTH_WAIT_S): on a loaded machine a slow start is not a broken one."""
+        h = self.health or {}
+        limit = float(h.get("start_period", 0)) + (int(h.get("retries", 3)) + 1) * (
+            float(h.get("interval", 30)) + float(h.get("timeout", 30))) + 10
+        deadline = asyncio.get_running_loop().time() + max(limit, HEALTH_WAIT_S)
+        while True:
+            res = await proc.run(["docker", "inspect", "-f",
+                                  "{{.State.Running}} {{.State.Health.Status}}", container],
+                                 timeout=ENGINE_TIMEOUT_S)
+            running, _, status = res.stdout.strip().partition(" ")
+            if status == "healthy":
+                return
+            if running != "true" or asyncio.get_running_loop().time() > deadline:
+                logs = await proc.run(["docker", "logs", "--tail", "5", container], timeout=30)
+                raise ServiceError(f"{self.name} never became healthy ({status or running}): "
+                                   f"{(logs.stderr or logs.stdout).strip()[-400:]}")
+            await asyncio.sleep(HEALTH_POLL_S)
 
     async def _pid(self, container: str) -> int:
         """The container's init as the host numbers it: its network namespace is the way in."""

@@ -84,6 +84,11 @@ class Issues:
         """A problem with a whole file (unreadable, not YAML), before any data exists."""
         self.items.append(SpecIssue(file, line, col, "", message))
 
+    def place(self, file: str, line: int, col: int, path: Path, message: str,
+              severity: str = "error") -> None:
+        """A problem at a known position of a file that is not YAML (a task.toml)."""
+        self.items.append(SpecIssue(file, line, col, fmt_path(path), message, severity))
+
     def _add(self, doc: Doc, path: Path, message: str, key: bool, severity: str,
              moot_with: str = "") -> None:
         line, col = locate(doc.root, path, key=key)
@@ -106,7 +111,7 @@ class Issues:
         for err in exc.errors(include_url=False):
             loc = tuple(err["loc"])
             path = prefix if scalar else (*prefix, *loc)
-            message = _message(err, model)
+            message = explain(err, model)
             self._add(doc, path, message, err["type"] == "extra_forbidden", "error")
 
     def sorted(self) -> list[SpecIssue]:
@@ -130,7 +135,8 @@ _BOUNDS = {
 }
 
 
-def _message(err: dict[str, Any], model: type[BaseModel] | None) -> str:
+def explain(err: dict[str, Any], model: type[BaseModel] | None) -> str:
+    """A pydantic error in words, with what to write instead."""
     kind, loc, value = err["type"], tuple(err["loc"]), err.get("input")
     ctx = err.get("ctx") or {}
     if kind == "missing":

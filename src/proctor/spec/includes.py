@@ -47,12 +47,14 @@ OpenDoc = Callable[[str, str], Doc | None]  # (path, display name) -> parsed fil
 
 
 def expand(issues: Issues, open_doc: OpenDoc, doc: Doc, entries: list[Any], prefix: Path,
-           _stack: tuple[str, ...] = ()) -> list[TaskSource]:
+           _stack: tuple[str, ...] = (), _seen: set[str] | None = None) -> list[TaskSource]:
     """The task entries with every include replaced by the tasks of the files it matches.
     Globs are relative to the including file's directory; `**` matches any depth; included
-    files may include further files."""
+    files may include further files. A file matched by two includes of one suite
+    (`file://tasks/basics.yaml` and `file://tasks/**/*.yaml`) is read once, where first met."""
     out: list[TaskSource] = []
     stack = _stack or (os.path.realpath(doc.abspath),)
+    seen = set() if _seen is None else _seen
     for i, entry in enumerate(entries):
         if not (isinstance(entry, str) and entry.startswith(PREFIX)):
             out.append(TaskSource(doc, (*prefix, i), entry))
@@ -70,6 +72,9 @@ def expand(issues: Issues, open_doc: OpenDoc, doc: Doc, entries: list[Any], pref
             if real in stack:
                 issues.error(doc, (*prefix, i), f"{entry} includes {match}, which includes this file")
                 continue
+            if real in seen:
+                continue
+            seen.add(real)
             display = os.path.normpath(os.path.join(os.path.dirname(doc.file),
                                                     os.path.relpath(match, doc.base_dir)))
             sub = open_doc(match, display)
@@ -79,5 +84,5 @@ def expand(issues: Issues, open_doc: OpenDoc, doc: Doc, entries: list[Any], pref
                 issues.error(sub, (), "an included file is a YAML list of tasks (`- id: ...`); "
                              f"got {describe(sub.data)}")
                 continue
-            out.extend(expand(issues, open_doc, sub, sub.data, (), (*stack, real)))
+            out.extend(expand(issues, open_doc, sub, sub.data, (), (*stack, real), seen))
     return out

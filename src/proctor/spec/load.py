@@ -93,6 +93,8 @@ class Loader:
         self._docs: dict[str, Doc | None] = {}
         self._included: set[str] = set()
         self._ids: dict[str, tuple[Doc, Path]] = {}
+        self._file_ids: dict[str, str] = {}  # task id -> the non-YAML file it came from
+        self.sources: list[str] = []  # files read besides YAML ones (a Harbor task.toml)
 
     def load(self, paths: list[str]) -> LoadResult:
         # The node trees are many small acyclic objects; the cyclic GC would rescan them over and
@@ -106,6 +108,7 @@ class Loader:
                 gc.enable()
 
     def _load(self, paths: list[str]) -> LoadResult:
+        from proctor.spec.harbor import load_harbor
         from proctor.spec.scenario import load_scenario
         from proctor.spec.suite import load_suite
 
@@ -113,6 +116,11 @@ class Loader:
         lists: list[tuple[Doc, bool]] = []
         specs = 0
         for path, explicit in self._discover(paths):
+            if explicit == HARBOR:
+                task = load_harbor(self, path)
+                tasks.extend([task] if task else [])
+                specs += 1
+                continue
             doc = self._read(path, path)
             if doc is None:
                 continue
@@ -136,7 +144,7 @@ class Loader:
             if os.path.realpath(doc.abspath) not in self._included and (explicit or not unreadable):
                 self._not_a_spec(doc, explicit)
         files = specs + len(self._included)
-        sources = sorted(p for p, d in self._docs.items() if d is not None)
+        sources = sorted({*(p for p, d in self._docs.items() if d is not None), *self.sources})
         return LoadResult(tasks, self.issues.warnings, files, sources)
 
     def open_doc(self, path: str, display: str) -> Doc | None:
@@ -144,7 +152,34 @@ class Loader:
         self._included.add(os.path.realpath(path))
         return self._read(path, display)
 
+    def read_file(self, path: str) -> Doc | None:
+        """A YAML file a task directory holds (a compose file, proctor.yaml): read with
+        positions, never taken for a spec of its own."""
+        self._included.add(os.path.realpath(path))
+        return self._read(path, os.path.normpath(path))
+
+    def claim_file_id(self, task_id: str, file: str) -> bool:
+        """A task id from a non-YAML file (a Harbor task directory's name); False, with an
+        error, when another task has it."""
+        first = self._file_ids.get(task_id)
+        other = self._ids.get(task_id)
+        if first is None and other is None:
+            self._file_ids[task_id] = file
+            return True
+        if other is not None:
+            line, col = locate(other[0].root, other[1])
+            first = f"{other[0].file}:{line}:{col}"
+        self.issues.at(file, 1, 1, f"duplicate task id {task_id!r} (first at {first}); task ids "
+                       "must be unique across all specs loaded together (a Harbor task's id is "
+                       "its directory's name)")
+        return False
+
     def claim_id(self, task_id: str, doc: Doc, path: Path) -> None:
+        if task_id in self._file_ids:
+            self.issues.error(doc, path, f"duplicate task id {task_id!r} (first at "
+                              f"{self._file_ids[task_id]}); task ids must be unique across all "
+                              "specs loaded together")
+            return
         first = self._ids.setdefault(task_id, (doc, path))
         if first != (doc, path):
             fdoc, fpath = first
@@ -166,16 +201,25 @@ class Loader:
             self._docs[real] = doc
         return self._docs[real]
 
-    def _discover(self, paths: list[str]) -> list[tuple[str, bool]]:
+    def _discover(self, paths: list[str]) -> list[tuple[str, Any]]:
         """(file, named explicitly?) in a stable order, each file once; directories are searched
-        recursively."""
-        out: dict[str, tuple[str, bool]] = {}
+        recursively. A Harbor task directory (with task.toml) is (directory, HARBOR); the YAML
+        files inside one (its compose file) are the task's, not specs."""
+        from proctor.spec.harbor import TASK_FILE, task_dirs
+
+        out: dict[str, tuple[str, Any]] = {}
         for p in paths:
             self.issues.file(p)
+            if os.path.basename(p) == TASK_FILE and os.path.isfile(p):
+                p = os.path.dirname(p) or "."
             if os.path.isdir(p):
-                found = _yaml_files(p)
-                if not found:
-                    self.issues.at(p, 1, 1, "no .yaml or .yml files in this directory")
+                harbor = task_dirs(p)
+                found = _yaml_files(p, skip=harbor)
+                if not found and not harbor:
+                    self.issues.at(p, 1, 1, "no .yaml or .yml files and no Harbor task "
+                                   "(task.toml) in this directory")
+                for d in harbor:
+                    out.setdefault(os.path.realpath(d), (d, HARBOR))
                 for f in found:
                     out.setdefault(os.path.realpath(f), (f, False))
             elif os.path.exists(p):
@@ -216,9 +260,16 @@ def _dialect(data: dict[str, Any]) -> str | None:
     return None
 
 
-def _yaml_files(top: str) -> list[str]:
+HARBOR = "harbor"  # _discover's mark for a Harbor task directory
+
+
+def _yaml_files(top: str, skip: list[str] = ()) -> list[str]:  # type: ignore[assignment]
     found = []
+    inside = {os.path.realpath(d) for d in skip}
     for d, dirs, files in os.walk(top):
+        if os.path.realpath(d) in inside:
+            dirs[:] = []
+            continue
         dirs[:] = sorted(x for x in dirs if not x.startswith("."))  # .git, .proctor (runs), ...
         found.extend(os.path.normpath(os.path.join(d, f)) for f in sorted(files) if f.endswith(SUFFIXES))
     return found

@@ -12,6 +12,7 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator, mo
 from proctor.agents import AGENTS
 from proctor.checks.base import CheckConfig
 from proctor.checks.http_mock_assertions import FIELD as HTTP_FIELD
+from proctor.durations import Seconds
 from proctor.model import AgentDef, CheckDef, SecretDef, TaskDef
 from proctor.spec.base import EnvMap, SpecModel, valid_regexes
 from proctor.spec.checks import invariant_check
@@ -56,8 +57,8 @@ class ScenarioSetup(SpecModel):
 class Resources(SpecModel):
     """Limits for one trial."""
 
-    timeout: float | None = Field(None, gt=0, description="Wall-clock limit for the whole trial, "
-                                  "in seconds (the agent's own limit is `agent.timeout`).")
+    timeout: Seconds | None = Field(None, gt=0, description="Wall-clock limit for the whole trial, "
+                                  "in seconds or 30s, 5m, 1h (the agent's own limit is `agent.timeout`).")
     memory: str | None = Field(None, description="Memory limit: a number with a unit k, m, g or t "
                                "(`512m`, `2g`, `2Gi`); a plain number means MiB.")
     cpu: float | None = Field(None, gt=0, description="CPU limit in cores, e.g. 1.5.")
@@ -94,11 +95,17 @@ class ScenarioTask(SpecModel):
 class Agent(SpecModel):
     """Who does the task (`proctor run --agent` overrides the type)."""
 
-    type: Literal[tuple(AGENTS.names())] = Field(  # type: ignore[valid-type]
+    # Keystone's hosted agents (HOSTED) are accepted too: a local agent stands in.
+    type: Literal[(*AGENTS.names(), "paragon", "snapshot")] = Field(  # type: ignore[valid-type]
         "llm", description="`llm`: the built-in tool loop; `claude-code`, `codex`, "
         "`mini-swe-agent`: those agents, installed and run by proctor (docs/agents.md); "
-        "`command`: any other agent program; `oracle`: runs `solution`; `nop`: does nothing."
+        "`command`: any other agent program; `oracle`: runs `solution`; `nop`: does nothing. "
+        "`paragon` and `snapshot` are Keystone's hosted agents: accepted, and a local agent "
+        "stands in (`--agent`, else proctor.toml's `stand_in_agent`, else `llm`), said once "
+        "per run."
     )
+    snapshot: str | None = Field(None, description="For `type: snapshot`: the hosted agent "
+                                 "snapshot's name (kept for the record; a local agent runs).")
     model: str | None = Field(None, description="provider/model for `llm` and the external "
                               "agent types (default: the configured model; `--model` overrides).")
     command: str | None = Field(None, description="For `command`: the program to run in the "
@@ -110,7 +117,7 @@ class Agent(SpecModel):
                                        "agent commands (`ran`, `not_ran`, `run_count` skip them; "
                                        "the trace keeps them, marked `ignored`).")
     max_turns: int = Field(5, ge=1, le=20, description="Tool rounds the `llm` agent may take.")
-    timeout: float = Field(300, gt=0, description="Seconds the agent may take.")
+    timeout: Seconds = Field(300, gt=0, description="Seconds (or 30s, 5m, 1h) the agent may take.")
 
     @field_validator("ignore_commands")
     @classmethod
@@ -122,6 +129,8 @@ class Agent(SpecModel):
         if self.type == "command" and not self.command:
             raise ValueError("type: command needs `command:` (the program to run; {{prompt}} "
                              "expands to the prompt)")
+        if self.type == "snapshot" and not self.snapshot:
+            raise ValueError("type: snapshot needs `snapshot:` (the snapshot's name)")
         return self
 
 
@@ -290,7 +299,8 @@ def load_scenario(loader: Loader, doc: Doc) -> TaskDef | None:
     return TaskDef(
         id=task_id, dialect="scenario", source=doc.abspath, base_dir=doc.base_dir,
         prompt=sc.task.prompt, description=sc.description,
-        agent=AgentDef(type=sc.agent.type, model=sc.agent.model, command=sc.agent.command,
+        agent=AgentDef(type=_local(sc.agent.type), hosted=_hosted(sc.agent),
+                       model=sc.agent.model, command=sc.agent.command,
                        version=sc.agent.version, ignore_commands=list(sc.agent.ignore_commands),
                        max_turns=sc.agent.max_turns, timeout=sc.agent.timeout),
         checks=[CheckDef(name=key, type=checks[key][0], config=checks[key][1], weight=inv.weight,
@@ -308,6 +318,21 @@ def load_scenario(loader: Loader, doc: Doc) -> TaskDef | None:
         pass_threshold=sc.scoring.pass_threshold,
         replica_aggregation=sc.scoring.replica_aggregation, audit=dict(sc.audit),
     )
+
+
+HOSTED = ("paragon", "snapshot")  # Keystone's own agents, run only on its hosted service
+
+
+def _local(kind: str) -> Any:
+    """The agent type that runs here: a hosted one is stood in for by `llm` until the
+    runner applies `--agent` or proctor.toml's `stand_in_agent`."""
+    return "llm" if kind in HOSTED else kind
+
+
+def _hosted(agent: Agent) -> str | None:
+    if agent.type not in HOSTED:
+        return None
+    return f"snapshot {agent.snapshot}" if agent.type == "snapshot" else agent.type
 
 
 def _dockerfile(issues: Issues, doc: Doc, sc: Scenario | None) -> str | None:

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from proctor.proc import run_sync
 from proctor.spec.base import ENV_NAME, ENV_NAME_RULE, SpecModel
 
-SOURCE_KINDS = ("env", "env:VAR", "file:PATH", "command:CMD")
+SOURCE_KINDS = ("env", "env:VAR", "file:PATH", "command:CMD", "dashboard", "dashboard:KEY")
 COMMAND_TIMEOUT = 30  # seconds a `command:` secret may take
 
 
@@ -22,7 +22,9 @@ class Secret(SpecModel):
     source: str | None = Field(
         None, description="Where the value comes from: `env` (variable NAME, the default), "
         "`env:OTHER`, `file:PATH` (relative to the spec file; surrounding whitespace stripped) "
-        "or `command:CMD` (its stdout, stripped)."
+        "or `command:CMD` (its stdout, stripped), or `dashboard` / `dashboard:KEY` (Keystone's "
+        "hosted secrets: read from proctor's local secrets file, $PROCTOR_SECRETS, default "
+        "~/.config/proctor/secrets.toml)."
     )
     from_: str | None = Field(
         None, alias="from",
@@ -41,7 +43,8 @@ class Secret(SpecModel):
     @classmethod
     def _source(cls, v: str) -> str:
         kind, _, arg = v.partition(":")
-        if kind not in ("env", "file", "command") or (kind != "env" and not arg.strip()):
+        if kind not in ("env", "file", "command", "dashboard") or (
+                kind in ("file", "command") and not arg.strip()):
             raise ValueError(f"unknown secret source {v!r} (valid: {', '.join(SOURCE_KINDS)})")
         return v
 
@@ -83,6 +86,8 @@ def resolve(secret: Secret, base_dir: str) -> str | None:
             raise SecretUnavailable(f"secret {name!r}: environment variable {var} is not set; "
                                     f"export {var}=... or change `source`")
         return value
+    if kind == "dashboard":
+        return _stored(name, arg.strip() or name)
     if kind == "file":
         path = os.path.join(base_dir, os.path.expanduser(arg.strip()))
         if os.path.exists(path) and not os.path.isfile(path):  # /dev/zero would never end
@@ -116,3 +121,40 @@ def _run(name: str, command: str, base_dir: str) -> str:
     if not value:
         raise SecretUnavailable(f"secret {name!r}: command printed nothing")
     return value
+
+
+def secrets_file() -> str:
+    """Where `source: dashboard` values live on this machine."""
+    return os.environ.get("PROCTOR_SECRETS") or os.path.expanduser(
+        "~/.config/proctor/secrets.toml")
+
+
+def _stored(name: str, key: str) -> str:
+    """A value from the local secrets file (a TOML table `KEY = "value"`), which stands in
+    for Keystone's dashboard. Readable by others is refused, as ssh does with keys."""
+    import stat
+    import tomllib
+
+    path = secrets_file()
+    how = (f"add `{key} = \"...\"` to {path} (a TOML file only you can read, chmod 600), or "
+           "set PROCTOR_SECRETS to another such file")
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise SecretUnavailable(f"secret {name!r}: `source: dashboard` reads proctor's local "
+                                f"secrets file, and {path} does not exist; {how}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise SecretUnavailable(f"secret {name!r}: {path} is not a regular file")
+    if st.st_mode & 0o077:
+        raise SecretUnavailable(f"secret {name!r}: {path} can be read by other users (mode "
+                                f"{st.st_mode & 0o777:o}); chmod 600 {path}")
+    try:
+        with open(path, "rb") as f:
+            table = tomllib.loads(f.read(MAX_SECRET_BYTES * 16).decode("utf-8", "replace"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise SecretUnavailable(f"secret {name!r}: cannot read {path}: {e}") from None
+    value = table.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise SecretUnavailable(f"secret {name!r}: {path} has no value for {key!r}; {how}")
+    return value.strip()
+

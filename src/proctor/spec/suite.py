@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from proctor import model
+from proctor.durations import Seconds
 from proctor.model import AgentDef, CheckDef, TaskDef
 from proctor.spec.base import EnvMap, SpecModel, valid_regexes
 from proctor.spec.checks import assertion
@@ -64,7 +65,7 @@ class SuiteTask(SpecModel):
                                "(default: the suite's `repeat`).")
     env: EnvMap = Field({}, description="Environment variables, over the suite's "
                         "`env`; `{{workdir}}` expands.")
-    timeout: float = Field(300, gt=0, description="Seconds the agent may take.")
+    timeout: Seconds = Field(300, gt=0, description="Seconds (or 30s, 5m, 1h) the agent may take.")
     solution: list[str] = Field([], description="Shell commands that solve the "
                                 "task: what the `oracle` agent runs.")
     ignore_commands: list[str] = Field([], description="Regexes: commands matching one are "
@@ -81,6 +82,13 @@ class Suite(SpecModel):
     """A CLI benchmark: can agents use this CLI? Every task becomes one or more trials."""
 
     cli: str = Field(min_length=1, description="The CLI under test (its name, as run in a shell).")
+    display_name: str | None = Field(None, description="The CLI's name as people write it "
+                                     "(shown in reports and `proctor view`).")
+    category: str | None = Field(None, description="What kind of CLI this is (shown in "
+                                 "reports); a task's own `category` groups tasks.")
+    website_url: str | None = Field(None, description="The CLI's home page (linked in reports).")
+    github_url: str | None = Field(None, description="The CLI's source repository (linked in "
+                                   "reports).")
     version_command: str | None = Field(None, description="Command printing the CLI's version, "
                                         "recorded in run.json.")
     providers: list[str] = Field([], description="Models to run, as "
@@ -110,8 +118,9 @@ class Suite(SpecModel):
                                   "values are redacted from everything proctor writes.")
     redact_patterns: list[str] = Field([], description="Regular expressions "
                                        "redacted from everything proctor writes.")
-    upload: Literal["never", "on_failure", "always"] | None = Field(
-        None, description="Accepted for cli-bench compatibility; proctor never uploads results."
+    upload: Literal["auto", "never", "on_failure", "always"] | None = Field(
+        None, description="Accepted for cli-bench compatibility; proctor never uploads results "
+        "(they stay in the run directory), and says so when this is set."
     )
     services: list[Service] = Field([], description="Backing services for "
                                     "every task (see Service).")
@@ -207,7 +216,7 @@ def _task_def(suite: Suite, task: SuiteTask, checks: list[CheckDef], src: TaskSo
         timeout=task.timeout, solution=list(task.solution),
         repeat=task.repeat or suite.repeat,
         redact_env=list(suite.redact_env), redact_patterns=list(suite.redact_patterns),
-        concurrency=suite.concurrency, **shared,
+        concurrency=suite.concurrency, about=_about(suite), **shared,
     )
 
 
@@ -216,6 +225,12 @@ def _thresholds(suite: Suite | None, doc: Doc) -> model.Thresholds | None:
     if t is None:
         return None
     return model.Thresholds(t.default, dict(t.models), t.tolerance, t.behavior, suite=doc.abspath)
+
+
+def _about(suite: Suite) -> dict[str, str]:
+    fields = {"display_name": suite.display_name, "category": suite.category,
+              "website_url": suite.website_url, "github_url": suite.github_url}
+    return {"cli": suite.cli, **{k: v for k, v in fields.items() if v}}
 
 
 def _abs(doc: Doc, path: str | None) -> str | None:
@@ -236,8 +251,9 @@ def _scaffold(loader: Loader, doc: Doc, scaffold: Any) -> str | None:
 
 def _warnings(loader: Loader, doc: Doc, data: dict[str, Any]) -> None:
     issues = loader.issues
-    if data.get("upload") == "always":
-        issues.warn(doc, ("upload",), "upload is not supported: results stay in the run directory")
+    if data.get("upload") in ("auto", "on_failure", "always"):  # never: as it says
+        issues.warn(doc, ("upload",), f"proctor uploads nothing (`upload: {data['upload']}` "
+                    "is accepted and has no effect); results stay in the run directory")
     t = data.get("thresholds")
     if isinstance(t, dict):
         values = [t.get("default"), *(t.get("models") or {}).values()]

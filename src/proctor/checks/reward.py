@@ -1,0 +1,180 @@
+"""`reward` — a test directory's script runs in the sandbox and writes a reward (Harbor's
+verifier contract; docs/harbor.md#the-verifier).
+
+After the agent (every process it started is gone by the time checks run): whatever the
+agent left at the test and log paths is removed, the `tests` directories are copied to
+`/tests` (later ones over earlier ones), and `bash /tests/test.sh` runs with the check's
+timeout and environment. Then `/logs/verifier/reward.txt` (one number) or `reward.json`
+(`{"name": number}`, each key a result of its own) is the score, clamped to [0, 1]; a result
+passes at 1. Each `ctrf*.json` test report adds one result per test, shown but not scored.
+No reward file, or a script that runs out of time, is the check erroring (the trial is
+`error`), as in Harbor.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import posixpath
+import shlex
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from proctor.checks._common import block
+from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
+from proctor.durations import Seconds
+from proctor.model import CheckOutcome, CheckPart
+
+TESTS = "/tests"
+LOGS = "/logs/verifier"
+KEEP_BYTES = 200_000  # of each verifier file copied into the trial directory
+MAX_TESTS = 500  # results taken from test reports
+
+
+class Config(CheckConfig):
+    tests: list[str] = Field(min_length=1, description="Host directories copied to /tests, "
+                             "in order (a later one's files replace an earlier one's).")
+    script: str = Field("test.sh", description="The script in /tests to run with bash.")
+    timeout: Seconds = Field(600, gt=0, description="Seconds (or 30s, 5m, 1h) the script may "
+                             "take; past it the check errors.")
+    env: dict[str, str] = Field({}, description="Environment of the script.")
+    user: str | None = Field(None, description="User the script runs as (default: the "
+                             "image's USER).")
+
+
+async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
+    sb = ctx.sandbox
+    user = cfg.user if cfg.user is not None else getattr(sb, "image_user", None)
+    # Nothing the agent left there counts: not a reward it wrote, not a test.sh it planted.
+    prep = await _exec(sb, f"rm -rf {TESTS} {LOGS} && mkdir -p {TESTS} {LOGS} /logs/agent "
+                       f"/logs/artifacts && chmod 777 {LOGS}", 60, {}, "0")
+    if prep.exit_code != 0:
+        return _error(f"could not prepare {TESTS} and {LOGS}: {cut(prep.stderr or prep.stdout)}")
+    for d in cfg.tests:
+        if Path(d).is_dir():
+            await sb.copy_in(Path(d), TESTS)
+    res = await _exec(sb, f"bash {shlex.quote(posixpath.join(TESTS, cfg.script))}",
+                      cfg.timeout, cfg.env, user)
+    ctx.recorder.trace({"type": "verifier", "script": cfg.script, "exit_code": res.exit_code,
+                        "timed_out": res.timed_out, "stdout": res.stdout, "stderr": res.stderr})
+    await _keep_logs(ctx)
+    if res.timed_out:
+        return _error(f"the verifier (tests/{cfg.script}) did not finish within "
+                      f"{cfg.timeout:g}s\n" + block("output", res.stdout + res.stderr, from_end=True))
+    reward, where = await _reward(sb)
+    if isinstance(reward, str):
+        return _error(f"{reward} (tests/{cfg.script} exited {res.exit_code})\n"
+                      + block("output", res.stdout + res.stderr, from_end=True))
+    parts = _parts(reward, where, res.exit_code) + await _tests(sb)
+    scored = [p for p in parts if p.share > 0]
+    passed = all(p.passed for p in scored)
+    score = sum(p.score * p.share for p in scored)
+    return CheckOutcome(passed=passed, score=score, parts=parts,
+                        message=scored[0].message if len(scored) == 1 else
+                        f"rewards {', '.join(f'{p.name}={p.score:g}' for p in scored)}",
+                        details={"reward": reward, "exit_code": res.exit_code})
+
+
+async def _exec(sb: Any, command: str, timeout: float, env: dict[str, str], user: str | None) -> Any:
+    if user is not None and getattr(sb, "image_user", None) is not None:
+        return await sb.exec(command, timeout=timeout, env=env, user=user)
+    return await sb.exec(command, timeout=timeout, env=env)
+
+
+async def _reward(sb: Any) -> tuple[float | dict[str, float] | str, str]:
+    """The reward, and the file it came from; a string says why there is none."""
+    for name in ("reward.txt", "reward.json"):
+        path = f"{LOGS}/{name}"
+        try:
+            data = (await sb.read_file(path, 100_000)).decode(errors="replace").strip()
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            continue
+        if name == "reward.txt":
+            try:
+                value = float(data.split()[0]) if data else math.nan
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                return f"{path} holds {cut(data, 80)!r}, not a number", path
+            return value, path
+        try:
+            table = json.loads(data)
+        except ValueError:
+            return f"{path} is not JSON: {cut(data, 80)!r}", path
+        if not isinstance(table, dict) or not table or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                for v in table.values()):
+            return f"{path} must map names to numbers, got {cut(data, 120)}", path
+        return {str(k): float(v) for k, v in table.items()}, path
+    return f"no reward: the verifier wrote neither {LOGS}/reward.txt nor reward.json", ""
+
+
+def _parts(reward: float | dict[str, float], where: str, exit_code: int | None) -> list[CheckPart]:
+    if isinstance(reward, float):
+        return [CheckPart("", reward >= 1, _clamp(reward),
+                          f"reward {reward:g} ({where}; tests/test.sh exited {exit_code})")]
+    share = 1 / len(reward)
+    return [CheckPart(k, v >= 1, _clamp(v), f"{k} = {v:g} ({where})", share)
+            for k, v in reward.items()]
+
+
+async def _tests(sb: Any) -> list[CheckPart]:
+    """One result per test of each CTRF report the verifier wrote (shown, not scored)."""
+    try:
+        names = [n for n in await sb.list_dir(LOGS) if n.startswith("ctrf") and n.endswith(".json")]
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return []
+    out: list[CheckPart] = []
+    for name in sorted(names):
+        try:
+            report = json.loads(await sb.read_file(f"{LOGS}/{name}", 20_000_000))
+            tests = report["results"]["tests"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        prefix = "" if name == "ctrf.json" else name[len("ctrf"):-len(".json")].strip("_-.") + ":"
+        for t in tests[:MAX_TESTS] if isinstance(tests, list) else []:
+            if not isinstance(t, dict) or "name" not in t:
+                continue
+            status = str(t.get("status", "other"))
+            why = t.get("message") or t.get("trace") or ""
+            out.append(CheckPart(f"test:{prefix}{t['name']}", status == "passed",
+                                 1.0 if status == "passed" else 0.0,
+                                 status + (f": {cut(str(why), 500)}" if why else ""), 0.0))
+    return out
+
+
+async def _keep_logs(ctx: CheckContext) -> None:
+    """The verifier's files (its output, reward, test reports) in the trial directory."""
+    sb, dest = ctx.sandbox, ctx.recorder.trial_dir / "verifier"
+    try:
+        names = await sb.list_dir(LOGS)
+    except OSError:
+        return
+    for name in names[:100]:
+        if name.endswith("/"):
+            continue
+        try:
+            data = await sb.read_file(f"{LOGS}/{name}", KEEP_BYTES)
+        except OSError:
+            continue
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / name).write_bytes(ctx.recorder.redactor.text(
+            data[:KEEP_BYTES].decode(errors="replace")).encode())
+
+
+def _clamp(v: float) -> float:
+    return min(1.0, max(0.0, v))
+
+
+def _error(message: str) -> CheckOutcome:
+    return CheckOutcome(passed=False, message=message, error=message)
+
+
+CHECK = CheckType(
+    name="reward",
+    summary="tests/test.sh writes a reward of 1 (reward.txt, or each key of reward.json)",
+    config=Config,
+    evaluate=evaluate,
+)

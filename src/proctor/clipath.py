@@ -1,0 +1,182 @@
+"""A suite's `cli` where the agent runs: found before any trial, or a clear stop.
+
+The sandbox has its own PATH (the system directories; an image's own with --backend docker),
+so a CLI installed in `~/.local/bin` on this machine is not there, and every trial would fail
+with `sh: 1: NAME: not found` in place of the help text. `check_clis` looks inside a sandbox
+built like a trial's, once per distinct CLI, before the first trial, and runs
+`version_command` there too (what the agent will use, not what this machine has).
+
+`host_path` in proctor.toml lists host directories every sandbox shows read-only at the same
+path, first on its PATH (docs/running.md#the-cli-under-test).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from proctor.errors import UsageError
+from proctor.model import RunOptions, TaskDef
+
+VERSION_TIMEOUT_S = 10.0
+PROBE_TIMEOUT_S = 20.0
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SYSTEM_PREFIXES = ("/", "/usr", "/usr/local")  # every sandbox shows these already
+
+
+def host_path(options: RunOptions) -> list[str]:
+    """proctor.toml's `host_path`, as absolute directories that exist."""
+    out = []
+    for entry in options.config.get("host_path", ()):
+        path = os.path.abspath(os.path.expanduser(str(entry)))
+        if os.path.isdir(path) and path not in out:
+            out.append(path)
+    return out
+
+
+def shown_paths(dirs: list[str], cli: str | None) -> list[str]:
+    """What the sandbox must show for `dirs`: the directories, and for a CLI there that is a
+    script whose interpreter lives outside /usr (a pipx or venv install), that installation."""
+    paths = list(dirs)
+    name = _program(cli)
+    for d in dirs if name else ():
+        script = Path(d) / name
+        interpreter = _interpreter(script)
+        if not interpreter or Path(interpreter).parent.name != "bin":
+            continue
+        prefix = str(Path(interpreter).parent.parent)
+        if prefix not in SYSTEM_PREFIXES and prefix not in paths:
+            paths.append(prefix)
+    return paths
+
+
+def with_path(env: dict[str, str], dirs: list[str], base: str = SYSTEM_PATH) -> dict[str, str]:
+    """`env` with `dirs` first on its PATH (the sandbox's own PATH after them)."""
+    if not dirs:
+        return env
+    return {**env, "PATH": ":".join([*dirs, env.get("PATH") or base])}
+
+
+def check_clis(tasks: list[TaskDef], options: RunOptions, env: dict[str, str]) -> dict[str, str]:
+    """Each suite's CLI is found in a sandbox like its trials' (UsageError, exit 2, naming
+    where proctor looked and how to make it available, if not); returns run.json's
+    versions: {"cli NAME": first line of version_command's output, run in that sandbox}."""
+    todo: dict[tuple[Any, ...], TaskDef] = {}
+    for task in tasks:
+        if task.cli:
+            todo.setdefault((task.cli, task.version_command, task.base_image, task.source), task)
+    if not todo:
+        return {}
+    return asyncio.run(_interruptible(_check_all(list(todo.values()), options, env)))
+
+
+async def _interruptible(work: Any) -> Any:
+    """SIGTERM ends the probe as Ctrl-C does: its sandbox is removed, the run exits 130."""
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    assert task is not None
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await work
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+async def _check_all(tasks: list[TaskDef], options: RunOptions,
+                     env: dict[str, str]) -> dict[str, str]:
+    from proctor.sandbox import BACKENDS, close_backend
+
+    versions: dict[str, str] = {}
+    scratch = Path(tempfile.mkdtemp(prefix="proctor-cli-"))
+    backend = BACKENDS.get(options.backend)()
+    try:
+        for i, task in enumerate(tasks):
+            sandbox = await backend.create(_spec(task, options, env, scratch / f"probe-{i}"))
+            try:
+                found = await _find(sandbox, task)
+                if task.version_command and found:
+                    versions[f"cli {task.cli}"] = await _version(sandbox, task)
+            finally:
+                await sandbox.close()
+    finally:
+        await close_backend(backend)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return versions
+
+
+def _spec(task: TaskDef, options: RunOptions, env: dict[str, str], root: Path) -> Any:
+    from proctor.sandbox.base import SandboxSpec
+
+    dirs = host_path(options)
+    static = {k: v for k, v in task.env.items() if "{{" not in v}  # {{workdir}} is per trial
+    return SandboxSpec(trial_id=root.name, root=root, env=with_path({**env, **static}, dirs),
+                       readonly_paths=shown_paths(dirs, task.cli), image=task.base_image,
+                       isolation=options.isolation)
+
+
+async def _find(sandbox: Any, task: TaskDef) -> bool:
+    """True if found; False if not but the task's setup may install it; UsageError else."""
+    name = _program(task.cli)
+    if not name:
+        return False
+    res = await sandbox.exec(f"command -v {shlex.quote(name)}", timeout=PROBE_TIMEOUT_S)
+    if res.exit_code == 0 and res.stdout.strip():
+        return True
+    if task.setup or task.scaffold or task.dockerfile:
+        return False  # setup may install it; the trial's help text will say if it did not
+    where = sandbox.env.get("PATH", SYSTEM_PATH)
+    raise UsageError(f"cli {task.cli!r} (task {task.id}, {task.source}): `{name}` is not "
+                     f"found inside the sandbox (looked in PATH={where}). {_fix(name)}")
+
+
+def _fix(name: str) -> str:
+    here = shutil.which(name)
+    if here:
+        d = os.path.dirname(here)
+        return (f"On this machine it is {here}, which the sandbox does not show: add "
+                f"`host_path = [\"{d}\"]` to proctor.toml (shown read-only in every sandbox, "
+                "first on its PATH; docs/running.md#the-cli-under-test)")
+    return ("It is not on this machine's PATH either: install it where the sandbox sees it "
+            "(/usr/local/bin, or a directory listed in proctor.toml's `host_path`), or into "
+            "the image with --backend docker")
+
+
+async def _version(sandbox: Any, task: TaskDef) -> str:
+    assert task.version_command is not None
+    res = await sandbox.exec(task.version_command, timeout=VERSION_TIMEOUT_S)
+    first = (res.stdout.strip() or res.stderr.strip()).splitlines()[:1]
+    text = first[0][:200] if first else ""
+    if res.exit_code != 0:
+        why = "timed out" if res.timed_out else f"exit {res.exit_code}"
+        text = f"`{task.version_command}` failed ({why}): {text}"
+    return text
+
+
+def _program(cli: str | None) -> str | None:
+    try:
+        words = shlex.split(cli or "")
+    except ValueError:
+        return None
+    return words[0] if words else None
+
+
+def _interpreter(script: Path) -> str | None:
+    """The absolute interpreter of a `#!` script, if it is one."""
+    try:
+        with open(script, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode(errors="replace").split()
+    if not words or not words[0].startswith("/") or os.path.basename(words[0]) == "env":
+        return None
+    return words[0]  # as written: a venv's python links to /usr, but its packages are here

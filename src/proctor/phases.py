@@ -1,0 +1,79 @@
+"""Pieces of a trial's phases that need nothing of the trial itself: a healthcheck's
+polling, a multi-step task's early stop, copying artifacts out, adding up usage."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+from proctor.model import CheckResult, HealthcheckDef, StepDef
+from proctor.record.recorder import Recorder
+from proctor.redact import Redactor
+from proctor.sandbox.base import Sandbox
+
+ARTIFACT_BYTES = 10_000_000  # of each artifact file copied out
+
+
+async def healthcheck(check: HealthcheckDef | None, sandbox: Sandbox, recorder: Recorder) -> bool:
+    """Docker HEALTHCHECK semantics: failures in the start period do not count; `retries`
+    consecutive failures after it: False (the trial is `error`)."""
+    if check is None:
+        return True
+    start = time.monotonic()
+    failures = 0
+    while True:
+        res = await sandbox.exec(check.command, timeout=check.timeout)
+        if res.exit_code == 0:
+            return True
+        in_start = time.monotonic() - start < check.start_period
+        failures = 0 if in_start else failures + 1
+        if failures >= check.retries:
+            recorder.trace({"type": "healthcheck", "command": check.command,
+                            "exit_code": res.exit_code, "stderr": res.stderr})
+            return False
+        await asyncio.sleep(check.start_interval if in_start else check.interval)
+
+
+def add(a: Any, b: Any) -> Any:
+    """A sum of counts where None means unknown (and unknown + anything is unknown)."""
+    return None if a is None or b is None else a + b
+
+
+def below(step: StepDef, checks: list[CheckResult]) -> str:
+    """Why the steps after `step` do not run ("" if they do): its score, or a reward key's,
+    is below its `min_score`."""
+    if step.min_score is None:
+        return ""
+    if isinstance(step.min_score, dict):
+        for key, floor in step.min_score.items():
+            found = [c.score for c in checks if c.name.endswith(f".{key}") or c.name == key]
+            if not found or min(found) < floor:
+                got = f"{min(found):g}" if found else "no such reward"
+                return f"step {step.name}'s {key} ({got}) was below its min_reward {floor:g}"
+        return ""
+    scored = [c for c in checks if c.weight > 0]
+    total = sum(c.weight for c in scored)
+    value = sum(c.score * c.weight for c in scored) / total if total else 0.0
+    if value + 1e-9 < step.min_score:
+        return f"step {step.name} scored {value:g}, below its min_reward {step.min_score:g}"
+    return ""
+
+
+async def copy_out(sandbox: Sandbox, path: str, dest: Path, redactor: Redactor,
+                    depth: int = 0) -> None:
+    """A file or a directory tree (bounded) out of the sandbox; what is missing is skipped."""
+    entry = await sandbox.stat(path)
+    if entry is None or depth > 8:
+        return
+    if entry.kind == "dir":
+        for name in (await sandbox.list_dir(path))[:1000]:
+            await copy_out(sandbox, f"{path.rstrip('/')}/{name.rstrip('/')}",
+                            dest / name.rstrip("/"), redactor, depth + 1)
+        return
+    with contextlib.suppress(OSError):
+        data = await sandbox.read_file(path, ARTIFACT_BYTES)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(redactor.text(data[:ARTIFACT_BYTES].decode(errors="replace")).encode())

@@ -1,0 +1,278 @@
+"""A container that *is* the task's environment (a Harbor task's), not proctor's places in it.
+
+DockerSandbox (docker.py) runs every trial in proctor's shape: a read-only image, four
+bind-mounted writable places, the agent as uid 65534. A Harbor task's image is its whole
+world instead: files live where the Dockerfile put them (`/app`), the agent works as the
+image's user (root, usually) in its WORKDIR, installs packages, and the image's ENTRYPOINT
+starts whatever the task needs (a daemon, /etc/hosts entries). So here:
+
+* the container keeps its ENTRYPOINT (its command is a long sleep, as Harbor's compose file
+  has it), its USER, its Env (PATH) and its WORKDIR (or task.toml's `workdir`), and a
+  writable root file system; no network (`--network none`), endpoints and the egress proxy
+  as for every docker trial;
+* files are read and written through `/proc/<init>/root` on the host, with symlinks resolved
+  inside the container's view (LocalSandbox's path view over one place, `/`);
+* a snapshot is `docker diff` (what changed from the image, whatever the storage driver), each
+  changed file known by size, mtime, ctime and inode (ctime cannot be set back);
+* what the ENTRYPOINT started before the agent is spared by `kill_processes` (the task's
+  servers keep serving the verifier); everything the agent and setup started is killed;
+* names the image's own /etc/hosts points at loopback are reached directly, not through the
+  egress proxy (NO_PROXY), as they would be in Harbor;
+* the CA certificates of proctor's installer substitutes and this machine's own extra CAs
+  are trusted inside (docs/harbor.md#downloads-at-verify-time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import posixpath
+import stat as stat_mod
+import time
+from pathlib import Path
+from typing import Any
+
+from proctor import proc
+from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
+from proctor.sandbox.docker import PRIVATE, RUN_LABEL, TRACER, TRIAL_LABEL, DockerSandbox, _started
+from proctor.sandbox.trace import tracer
+
+SNAPSHOT_MAX_ENTRIES = 50_000
+SETTLE_S = 10.0  # how long the ENTRYPOINT may take to hand over to the keeper (exec "$@")
+LOOPBACK = ("127.", "::1", "0.0.0.0")
+
+
+class ImageSandbox(DockerSandbox):
+    """See the module docstring."""
+
+    @classmethod
+    async def make(cls, spec: SandboxSpec, image: str) -> ImageSandbox:
+        config = await _image_config(image)
+        return cls(spec, image, config)
+
+    def __init__(self, spec: SandboxSpec, image: str, config: dict[str, Any]):
+        super().__init__(spec, image)
+        self.config = config
+        want = spec.image_env
+        self.workdir = want.workdir or config.get("WorkingDir") or "/"
+        self.image_user = str(config.get("User") or "0")  # checks run as it by default
+        self.agent_user = str(want.user) if want.user is not None else self.image_user
+        image_env = dict(e.split("=", 1) for e in config.get("Env") or [] if "=" in e)
+        # The image's environment first (its PATH), then the trial's; HOME, PWD follow the user.
+        self.env = {**image_env, **{k: v for k, v in spec.env.items() if k != "PATH"},
+                    "PWD": self.workdir, "PROCTOR_WORKDIR": self.workdir}
+        self.env.pop("TMPDIR", None)
+        self.places = []  # the container's root, once it runs
+        self.upper: Path | None = None  # its own layer on the host (overlay2), for snapshots
+        self._users: dict[str, tuple[int, int, str]] = {}
+
+    def _make_dirs(self) -> None:
+        self.private.mkdir(parents=True, exist_ok=True)
+        self.private.chmod(0o700)
+
+    def _run_argv(self, spec: SandboxSpec) -> list[str]:
+        r = self.resources
+        argv = ["run", "-d", "--init", "--network", "none",
+                "--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={self.trial_id}",
+                "--cap-add", "SYS_PTRACE",
+                "-v", f"{self.private}:{PRIVATE}", "-v", f"{tracer()}:{TRACER}:ro"]
+        for path in spec.readonly_paths:
+            if os.path.exists(path):
+                argv += ["-v", f"{path}:{path}:ro"]
+        if r.memory_bytes:
+            argv += ["--memory", str(r.memory_bytes), "--memory-swap", str(r.memory_bytes)]
+        if r.cpus:
+            argv += ["--cpus", f"{r.cpus:g}"]
+        if r.pids:
+            argv += ["--pids-limit", str(r.pids)]
+        for name, address in sorted(self.hosts.items()):
+            argv += ["--add-host", f"{name}:{address}"]
+        return [*argv, self.image, "sleep", "2147483647"]  # the image's own ENTRYPOINT runs
+
+    async def start(self, spec: SandboxSpec) -> None:
+        await asyncio.to_thread(self._make_dirs)
+        await self._launch(self._run_argv(spec))
+        self.places = [("/", Path(f"/proc/{self.pid}/root"))]
+        self.upper = await _upper_dir(self.container)
+        await asyncio.to_thread(self._settle)
+        uid, gid, home = await asyncio.to_thread(self._user, self.agent_user)
+        self.uid, self.gid = uid, gid
+        self.env["HOME"] = home
+        await asyncio.to_thread(self._prepare_inside)
+        self.spared = frozenset((p, _started(p)) for p in self._processes())
+        await self._connect(spec)
+
+    def _settle(self) -> None:
+        """Wait (a little) until the ENTRYPOINT has handed over to the keeper (`exec "$@"`),
+        so what it sets up (/etc/hosts, daemons) is there before anything runs."""
+        deadline = time.monotonic() + SETTLE_S
+        while time.monotonic() < deadline:
+            try:
+                if Path(f"/proc/{self.keeper}/comm").read_text().strip() == "sleep":
+                    return
+            except OSError:
+                return
+            time.sleep(0.05)
+
+    def _prepare_inside(self) -> None:
+        """The working directory exists; extra CA certificates are trusted; names the image
+        maps to loopback bypass the egress proxy."""
+        work = self._map(self.workdir)
+        if work is not None and not work.exists():
+            work.mkdir(parents=True, exist_ok=True)
+            os.chown(work, self.uid, self.gid)
+        from proctor.sandbox import trust
+
+        trust.install(self)
+        bundle = self.host_path(trust.BUNDLE)
+        if bundle is not None and bundle.is_file():  # uv, requests and curl read this one
+            for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+                self.env.setdefault(name, trust.BUNDLE)
+        direct = ["localhost", "127.0.0.1", *self.hosts, *self.hosts.values(), *self._loopback_names()]
+        for name in ("NO_PROXY", "no_proxy"):
+            self.env[name] = ",".join(dict.fromkeys(direct))
+
+    def _loopback_names(self) -> list[str]:
+        try:
+            text = (self._map("/etc/hosts") or Path("/nonexistent")).read_text(errors="replace")
+        except OSError:
+            return []
+        names = []
+        for line in text.splitlines():
+            words = line.split("#", 1)[0].split()
+            if len(words) > 1 and words[0].startswith(LOOPBACK):
+                names += words[1:]
+        return names
+
+    def _user(self, user: str) -> tuple[int, int, str]:
+        """(uid, gid, home) of a user of the image, by name or number (`1000:1000`)."""
+        if user in self._users:
+            return self._users[user]
+        name, _, group = user.partition(":")
+        entry = None
+        try:
+            passwd = (self._map("/etc/passwd") or Path("/nonexistent")).read_text(errors="replace")
+        except OSError:
+            passwd = ""
+        for line in passwd.splitlines():
+            f = line.split(":")
+            if len(f) >= 7 and (f[0] == name or (name.isdigit() and f[2] == name)):
+                entry = (int(f[2]), int(f[3]), f[5] or "/")
+                break
+        if entry is None:
+            if not name.isdigit():
+                raise OSError(f"user {name!r} is not in the image's /etc/passwd")
+            entry = (int(name), int(name), "/" if name != "0" else "/root")
+        if group.isdigit():
+            entry = (entry[0], int(group), entry[2])
+        self._users[user] = entry
+        return entry
+
+    def _as_agent(self, command: str, user: str | None) -> list[str]:
+        uid, gid, _ = self._user(user) if user is not None else (self.uid, self.gid, "")
+        if uid == 0:  # root needs no setpriv (nor may the image have it)
+            return ["/bin/sh", "-c", command]
+        return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                "--no-new-privs", "/bin/sh", "-c", command]
+
+    async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
+                   cwd: str | None = None, stdin: bytes | None = None, trace: bool = False,
+                   capture: int | None = None, user: str | None = None) -> Any:
+        if user is not None:
+            uid, gid, home = await asyncio.to_thread(self._user, user)
+            env = {"HOME": home, **(env or {})}
+        return await super().exec(command, timeout=timeout, env=env, cwd=cwd, stdin=stdin,
+                                  trace=trace, capture=capture, user=user)
+
+    async def snapshot(self) -> Snapshot:
+        """What changed from the image, each changed entry by size, mtime, ctime and inode:
+        the container's own layer walked on the host (overlay2: a whiteout is a deletion),
+        else `docker diff` (any storage driver, slower)."""
+        assert self.container is not None
+        if self.upper is not None:
+            return await asyncio.to_thread(self._walk_upper, self.upper)
+        res = await proc.run(["docker", "diff", self.container], timeout=120)
+        if res.exit_code != 0:
+            raise OSError(f"docker diff: {res.stderr.strip()[-300:]}")
+        return await asyncio.to_thread(self._entries, res.stdout)
+
+    def _walk_upper(self, upper: Path) -> Snapshot:
+        lines = []
+        stack = [upper]
+        while stack and len(lines) < SNAPSHOT_MAX_ENTRIES:
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except OSError:
+                continue
+            for e in entries:
+                path = "/" + e.path[len(str(upper)):].lstrip("/")
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat_mod.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # an overlay whiteout
+                    lines.append(f"D {path}")
+                    continue
+                lines.append(f"C {path}")
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(Path(e.path))
+        return self._entries("\n".join(lines))
+
+    def _entries(self, listing: str) -> Snapshot:
+        out: Snapshot = {}
+        for line in listing.splitlines():
+            kind, _, path = line.partition(" ")
+            if not path or path.startswith(("/.proctor", "/proc/", "/sys/", "/dev/")):
+                continue
+            rel = _shown(path, self.workdir)
+            if kind == "D":
+                out[rel] = Entry("other", 0, "deleted")
+                continue
+            host = self._map(path)
+            try:
+                st = os.lstat(host) if host is not None else None
+            except OSError:
+                st = None
+            if st is None:
+                continue
+            if stat_mod.S_ISDIR(st.st_mode):
+                out[rel] = Entry("dir", 0, "")
+            elif stat_mod.S_ISLNK(st.st_mode):
+                out[rel] = Entry("symlink", st.st_size, "-> " + os.readlink(host))
+            elif stat_mod.S_ISREG(st.st_mode):
+                out[rel] = Entry("file", st.st_size, f"{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
+            else:
+                out[rel] = Entry("other", 0, "")
+        return out
+
+    async def export(self) -> Path:
+        host = self._map(self.workdir)
+        assert host is not None
+        return host
+
+
+def _shown(path: str, workdir: str) -> str:
+    """Workspace paths relative to it, others absolute, as snapshots name them."""
+    prefix = workdir.rstrip("/") + "/"
+    if workdir != "/" and path.startswith(prefix):
+        return path[len(prefix):]
+    return posixpath.normpath(path)
+
+
+async def _upper_dir(container: str | None) -> Path | None:
+    """The container's writable layer on the host, when the storage driver is overlay2."""
+    res = await proc.run(["docker", "inspect", "-f",
+                          '{{.GraphDriver.Name}} {{index .GraphDriver.Data "UpperDir"}}',
+                          container or ""], timeout=60)
+    driver, _, upper = res.stdout.strip().partition(" ")
+    path = Path(upper) if res.exit_code == 0 and driver == "overlay2" and upper else None
+    return path if path is not None and path.is_dir() else None
+
+
+async def _image_config(image: str) -> dict[str, Any]:
+    res = await proc.run(["docker", "image", "inspect", "-f", "{{json .Config}}", image],
+                         timeout=60)
+    if res.exit_code != 0:
+        raise OSError(f"docker image inspect {image}: {res.stderr.strip()[-300:]}")
+    return json.loads(res.stdout.strip() or "{}") or {}

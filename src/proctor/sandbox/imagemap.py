@@ -1,0 +1,200 @@
+"""Images no registry can give: the image map, and proctor's stand-ins built from Debian.
+
+A Dockerfile's `FROM ubuntu:24.04` (or `COPY --from=ghcr.io/astral-sh/uv:latest`) on a
+machine that reaches no image registry is resolved in order: the image is local; it can be
+pulled; proctor.toml's `[images]` maps it (a lab's mirror: another name to pull, or a recipe
+proctor builds); proctor's built-in map does (`DEFAULTS`). A recipe is built from Debian
+packages, as proctor's own base image is (`mmdebstrap` + `docker import`):
+
+    [images]
+    "ubuntu:24.04" = "registry.lab.example/ubuntu:24.04"        # a mirror
+    "python:3.12-slim" = { debian = "trixie", packages = ["python3", "python3-pip"],
+                           env = { PIP_BREAK_SYSTEM_PACKAGES = "1" } }
+    "ghcr.io/astral-sh/uv:*" = { debian = "bookworm", packages = ["python3-pip"],
+                                 run = ["pip install --break-system-packages uv && cp /usr/local/bin/uv /usr/local/bin/uvx /"] }
+
+Keys are image references, or globs (`ubuntu:*`). The Dockerfile itself is not changed: the
+build reads a copy whose FROM lines name the resolved images. Every stand-in also trusts this
+machine's extra CAs (trust.py) and has `ca-certificates`. Stand-ins are close, not equal: a
+Debian release in place of an Ubuntu one (docs/harbor.md#the-image-map says which).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from proctor.errors import SetupError
+
+RECIPE = 2  # bump when the way stand-ins are built changes
+_PY = ["python3", "python3-pip", "python3-venv", "python-is-python3"]
+_PY_ENV = {"PIP_BREAK_SYSTEM_PACKAGES": "1"}
+# Newest first: a glob's first match wins.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "ubuntu:20.04": {"debian": "bullseye"}, "ubuntu:focal*": {"debian": "bullseye"},
+    "ubuntu:22.04": {"debian": "bookworm"}, "ubuntu:jammy*": {"debian": "bookworm"},
+    "ubuntu:*": {"debian": "trixie"},
+    "debian:*bullseye*": {"debian": "bullseye"}, "debian:11*": {"debian": "bullseye"},
+    "debian:*bookworm*": {"debian": "bookworm"}, "debian:12*": {"debian": "bookworm"},
+    "debian:*": {"debian": "trixie"},
+    "python:3.9*": {"debian": "bullseye", "packages": _PY, "env": _PY_ENV},
+    "python:3.11*": {"debian": "bookworm", "packages": _PY, "env": _PY_ENV},
+    "python:3*": {"debian": "trixie", "packages": _PY, "env": _PY_ENV},
+    "python:*": {"debian": "trixie", "packages": _PY, "env": _PY_ENV},
+    "ghcr.io/laude-institute/t-bench/ubuntu-24-04:*": {"debian": "trixie"},
+    "ghcr.io/laude-institute/t-bench/python-3-13:*": {"debian": "trixie", "packages": _PY,
+                                                       "env": _PY_ENV},
+    "ghcr.io/astral-sh/uv:*": {
+        "debian": "bookworm", "packages": ["python3-pip"],
+        "run": ["pip install --break-system-packages --no-cache-dir uv && "
+                "cp /usr/local/bin/uv /usr/local/bin/uvx /"]},
+}
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_FROM = re.compile(r"^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(.*)$", re.IGNORECASE)
+_COPY_FROM = re.compile(r"(--from=)(\S+)", re.IGNORECASE)
+_ARG = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(\S*))?", re.IGNORECASE)
+
+
+def lookup(image: str, config: dict[str, Any]) -> tuple[str, Any] | None:
+    """(the key that matched, its value) in proctor.toml's [images], else the built-in map."""
+    for table in (config.get("images") or {}, DEFAULTS):
+        if image in table:
+            return image, table[image]
+        for key, value in table.items():
+            if any(c in key for c in "*?[") and fnmatch.fnmatchcase(image, key):
+                return key, value
+    return None
+
+
+def rewrite(text: str, resolve: Any) -> str:
+    """The Dockerfile with each external image (FROM, COPY --from) replaced by
+    `resolve(name)`; stage names and `scratch` stay."""
+    args: dict[str, str] = {}
+    stages: set[str] = {"scratch"}
+    out = []
+    for line in text.splitlines():
+        if (m := _ARG.match(line)) and not stages - {"scratch"}:
+            args.setdefault(m.group(1), (m.group(2) or "").strip("\"'"))
+        if m := _FROM.match(line):
+            image = _expand(m.group(3), args)
+            rest = m.group(4)
+            alias = re.match(r"\s+AS\s+(\S+)", rest, re.IGNORECASE)
+            new = image if image.lower() in stages else resolve(image)
+            if alias:
+                stages.add(alias.group(1).lower())
+            line = f"{m.group(1)}{m.group(2)}{new}{rest}"
+        elif re.match(r"^\s*(COPY|ADD)\b", line, re.IGNORECASE):
+            def sub(c: re.Match[str]) -> str:
+                ref = _expand(c.group(2), args)
+                if ref.lower() in stages or ref.isdigit():
+                    return c.group(0)
+                return c.group(1) + resolve(ref)
+            line = _several_into_dir(_COPY_FROM.sub(sub, line))
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _several_into_dir(line: str) -> str:
+    """`COPY a b .` as the classic builder wants it, `COPY a b ./` (BuildKit takes both;
+    Docker without buildx has only the classic one)."""
+    words = line.split()
+    sources = [w for w in words[1:-1] if not w.startswith("--")]
+    if len(sources) > 1 and not words[-1].endswith("/") and not line.rstrip().endswith("\\") \
+            and not words[1].startswith("["):
+        return line.rstrip() + "/"
+    return line
+
+
+def _expand(word: str, args: dict[str, str]) -> str:
+    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: args.get(m.group(1), m.group(0)), word)
+
+
+def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
+    """The image a recipe describes, built once per content (tag `proctor-image:<digest>`)."""
+    from proctor.sandbox import dockerimages as di
+    from proctor.sandbox import trust
+
+    suite = str(recipe.get("debian") or "")
+    if not re.fullmatch(r"[a-z]+", suite):
+        raise SetupError(f"--backend docker: image recipe {recipe!r} needs `debian = \"SUITE\"` "
+                         "(e.g. bookworm, trixie)")
+    packages = sorted({"ca-certificates", *map(str, recipe.get("packages") or [])})
+    env = {str(k): str(v) for k, v in (recipe.get("env") or {}).items()}
+    run = [str(r) for r in recipe.get("run") or []]
+    mirror = str(recipe.get("mirror") or di.MIRROR)
+    certs = trust.host_pems()
+    digest = di.digest(RECIPE, suite, packages, env, run, mirror,
+                       {k: hashlib.sha256(v).hexdigest() for k, v in certs.items()})
+    tag = f"proctor-image:{digest}"
+    if di.is_ready(tag):
+        return tag
+    with di.lock():
+        if di.is_ready(tag):
+            return tag
+        rootfs = di.cache_dir() / f"{di.digest(suite, packages, mirror)}-{suite}-rootfs.tar"
+        if not rootfs.exists():
+            _note(f"building proctor's Debian {suite} stand-in image ({' '.join(packages)}; "
+                  "once)", quiet)
+            di.debootstrap(rootfs, suite, packages, mirror)
+        base = f"proctor-image:{di.digest(suite, packages, mirror)}-rootfs"
+        if not di.is_local(base):
+            with open(rootfs, "rb") as f:
+                done = subprocess.run(["docker", "import", "--change", f"ENV PATH={SYSTEM_PATH}",
+                                       "--change", "ENV LANG=C.UTF-8", "--change", 'CMD ["bash"]',
+                                       "-", base], stdin=f, capture_output=True, text=True,
+                                      timeout=di.BUILD_TIMEOUT_S)
+            if done.returncode != 0:
+                raise di.failed(f"importing the Debian {suite} stand-in failed", done.stderr)
+        _finish(tag, base, certs, env, run)
+        di.mark_ready(tag)
+        return tag
+
+
+def _finish(tag: str, base: str, certs: dict[str, bytes], env: dict[str, str],
+            run: list[str]) -> None:
+    """The imported root file system + this machine's CAs + the recipe's env and commands."""
+    from proctor.sandbox import dockerimages as di
+
+    with tempfile.TemporaryDirectory(prefix="proctor-image-") as ctx:
+        lines = [f"FROM {base}"]
+        if certs:
+            for name, pem in certs.items():
+                (Path(ctx) / name).write_bytes(pem)
+            lines += [f"COPY {' '.join(certs)} /usr/local/share/ca-certificates/",
+                      "RUN update-ca-certificates >/dev/null 2>&1 || true",
+                      # tools that read their own bundle: pip's certifi, requests, uv
+                      "ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt "
+                      "REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt"]
+        lines += [f"ENV {k}={json.dumps(v)}" for k, v in sorted(env.items())]
+        lines += [f"RUN {r}" for r in run]
+        lines.append('LABEL proctor.stand-in="yes"')
+        (Path(ctx) / "Dockerfile").write_text("\n".join(lines) + "\n")
+        done = subprocess.run(["docker", "build", "-q", "--force-rm", "-t", tag, ctx],
+                              capture_output=True, text=True, timeout=di.BUILD_TIMEOUT_S)
+        if done.returncode != 0:
+            raise di.failed(f"building the stand-in image {tag} failed", done.stdout + done.stderr)
+
+
+def _note(text: str, quiet: bool) -> None:
+    if not quiet:
+        print(f"proctor: {text}", file=sys.stderr, flush=True)
+
+
+def describe(image: str, value: Any) -> str:
+    """How a mapped image is shown: `ubuntu:24.04 → Debian trixie stand-in`."""
+    if isinstance(value, str):
+        return f"{image} → {value}"
+    extra = f" + {', '.join(value.get('packages') or [])}" if value.get("packages") else ""
+    return f"{image} → proctor's Debian {value.get('debian')} stand-in{extra}"
+
+
+def config_dir(config: dict[str, Any]) -> str:
+    return str(config.get("_dir") or os.getcwd())

@@ -1,0 +1,158 @@
+"""Harbor tasks run for real (docker backend, the task's image as its environment): the
+verifier's contract (reward.txt, reward.json, ctrf.json, no reward, a timeout), multi-step
+gates, proctor's overlay, and the image's user, workdir and entrypoint. The hostile cases of
+the verifier are in tests/security/test_harbor_verifier.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.docker.engine import require_engine
+from tests.harbor.conftest import task
+from tests.runner.conftest import Cli, results, run_dir_of
+
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    """A small image with bash, python3 and an entrypoint of its own, built from proctor's
+    base (no registry): stands for a task image."""
+    require_engine()
+    import subprocess
+
+    from proctor.sandbox.dockerimages import ensure_base
+
+    tag = "proctor-test-harbor:1"
+    dockerfile = (f"FROM {ensure_base()}\n"
+                  "RUN useradd -m -u 1234 player && mkdir -p /app && echo seed > /app/seed.txt\n"
+                  "RUN printf '#!/bin/sh\\necho up > /run/entrypoint-ran\\n"
+                  "sh -c \"sleep 1000\" &\\nexec \"$@\"\\n' > /entry.sh && chmod +x /entry.sh\n"
+                  "ENTRYPOINT [\"/entry.sh\"]\nWORKDIR /app\n")
+    subprocess.run(["docker", "build", "-q", "--force-rm", "-t", tag, "-"], input=dockerfile,
+                   text=True, capture_output=True, check=True)
+    return tag
+
+
+def toml(image: str, extra: str = "", verifier: str = "timeout_sec = 60.0") -> str:
+    return (f'version = "1.0"\n{extra}\n[verifier]\n{verifier}\n\n[agent]\ntimeout_sec = 60.0\n\n'
+            f'[environment]\ndocker_image = "{image}"\nmemory_mb = 512\n')
+
+
+def run(tmp_path, *args, agent="oracle", extra=()):
+    proc = Cli(tmp_path)("run", *map(str, args), "--agent", agent, *extra, "-q", timeout=600)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc, results(run_dir_of(proc))
+
+
+def checks(trial) -> dict[str, tuple[bool, float, float]]:
+    return {c["name"]: (c["passed"], c["score"], c["weight"]) for c in trial["checks"]}
+
+
+def test_the_reward_files_are_the_score(image, tmp_path):
+    txt = task(tmp_path, "txt", toml=toml(image), dockerfile=None,
+               solve="echo done > /app/out.txt\n",
+               test="[ -f /app/out.txt ] && echo 1 > /logs/verifier/reward.txt || "
+                    "echo 0 > /logs/verifier/reward.txt\n")
+    half = task(tmp_path, "half", toml=toml(image), dockerfile=None,
+                test="echo 0.5 > /logs/verifier/reward.txt\n")
+    js = task(tmp_path, "js", toml=toml(image), dockerfile=None, test="""\
+        echo '{"correctness": 1, "speed": 0}' > /logs/verifier/reward.json
+        cat > /logs/verifier/ctrf.json <<'EOF'
+        {"results": {"tests": [{"name": "test_a", "status": "passed"},
+                               {"name": "test_b", "status": "failed", "message": "too slow"}]}}
+        EOF
+        """)
+    proc, res = run(tmp_path, txt, half, js)
+    by = {t["task_id"]: t for t in res["trials"]}
+    assert by["txt"]["status"] == "pass" and checks(by["txt"]) == {"reward": (True, 1.0, 1.0)}
+    assert by["half"]["status"] == "fail" and by["half"]["composite_score"] == 0.5
+    assert checks(by["js"]) == {"reward.correctness": (True, 1.0, 0.5),
+                                "reward.speed": (False, 0.0, 0.5),
+                                "reward.test:test_a": (True, 1.0, 0.0),
+                                "reward.test:test_b": (False, 0.0, 0.0)}
+    assert by["js"]["composite_score"] == 0.5 and by["js"]["status"] == "fail"
+    failed = [c for c in by["js"]["checks"] if c["name"] == "reward.test:test_b"][0]
+    assert failed["message"] == "failed: too slow"
+    # The verifier's files are kept with the trial.
+    kept = run_dir_of(proc) / "trials" / by["js"]["id"] / "verifier"
+    assert json.loads((kept / "reward.json").read_text()) == {"correctness": 1, "speed": 0}
+
+
+def test_no_reward_or_no_time_is_an_error(image, tmp_path):
+    none = task(tmp_path, "none", toml=toml(image), dockerfile=None, test="echo checked\n")
+    slow = task(tmp_path, "slow", toml=toml(image, verifier="timeout_sec = 2"), dockerfile=None,
+                test="sleep 30; echo 1 > /logs/verifier/reward.txt\n")
+    junk = task(tmp_path, "junk", toml=toml(image), dockerfile=None,
+                test="echo lots > /logs/verifier/reward.txt\n")
+    _, res = run(tmp_path, none, slow, junk)
+    by = {t["task_id"]: t for t in res["trials"]}
+    assert all(t["status"] == "error" for t in by.values())
+    assert "no reward: the verifier wrote neither /logs/verifier/reward.txt nor reward.json " \
+           "(tests/test.sh exited 0)" in by["none"]["error"]
+    assert "checked" in by["none"]["error"]
+    assert "the verifier (tests/test.sh) did not finish within 2s" in by["slow"]["error"]
+    assert "/logs/verifier/reward.txt holds 'lots', not a number" in by["junk"]["error"]
+
+
+def test_the_image_is_the_environment(image, tmp_path):
+    """WORKDIR, USER (or [agent] user), ENTRYPOINT and the image's files; the verifier as the
+    image's user."""
+    probe = ("id -u > /tmp/agent-uid; pwd > /tmp/agent-pwd; cat seed.txt > /tmp/agent-seed; "
+             "cat /run/entrypoint-ran > /tmp/agent-entry 2>&1; echo $HOME > /tmp/agent-home")
+    test = ("cat /tmp/agent-uid /tmp/agent-pwd /tmp/agent-seed /tmp/agent-entry /tmp/agent-home"
+            " > /logs/verifier/seen.txt; id -u >> /logs/verifier/seen.txt; "
+            "echo 1 > /logs/verifier/reward.txt\n")
+    root = task(tmp_path, "root", toml=toml(image), dockerfile=None, solve=probe + "\n", test=test)
+    player = task(tmp_path, "player", toml=toml(image).replace(
+        "[agent]\n", "[agent]\nuser = \"player\"\n"), dockerfile=None, solve=probe + "\n", test=test)
+    proc, res = run(tmp_path, root, player)
+    seen = {t["task_id"]: (run_dir_of(proc) / "trials" / t["id"] / "verifier" / "seen.txt")
+            .read_text().split() for t in res["trials"]}
+    assert seen["root"] == ["0", "/app", "seed", "up", "/root", "0"]
+    assert seen["player"] == ["1234", "/app", "seed", "up", "/home/player", "0"]
+
+
+def test_multi_step_runs_in_order_and_min_reward_stops_the_rest(image, tmp_path):
+    steps = ('[[steps]]\nname = "one"\nmin_reward = 1.0\n'
+             '[[steps]]\nname = "two"\n')
+    gate = ("[ -f /app/one ] && echo 1 > /logs/verifier/reward.txt || "
+            "echo 0 > /logs/verifier/reward.txt\n")
+    files = {"steps/one/instruction.md": "make one\n", "steps/one/tests/test.sh": gate,
+             "steps/one/solution/solve.sh": "touch /app/one\n",
+             "steps/two/instruction.md": "make two\n",
+             "steps/two/tests/test.sh": "[ -f /app/one ] && [ -f /app/two ] && [ -f /app/given ] "
+                                        "&& echo 1 > /logs/verifier/reward.txt || "
+                                        "echo 0 > /logs/verifier/reward.txt\n",
+             "steps/two/workdir/given": "uploaded\n",
+             "steps/two/solution/solve.sh": "touch /app/two\n"}
+    d = task(tmp_path, "ms", toml=toml(image) + steps, dockerfile=None, instruction=None,
+             test=None, solve=None, files=files)
+    _, res = run(tmp_path, d)
+    (t,) = res["trials"]
+    assert t["status"] == "pass" and t["turns"] == 2
+    assert checks(t) == {"one.reward": (True, 1.0, 1.0), "two.reward": (True, 1.0, 1.0)}
+    _, res = run(tmp_path, d, agent="nop")
+    (t,) = res["trials"]
+    assert t["status"] == "fail"
+    assert [(c["name"], c["message"]) for c in t["checks"]][1] == (
+        "two.reward", "not run: step one scored 0, below its min_reward 1")
+
+
+def test_the_overlay_keeps_proctors_checks_on(image, tmp_path):
+    d = task(tmp_path, "ov", toml=toml(image), dockerfile=None,
+             test="[ -f /app/done ] && echo 1 > /logs/verifier/reward.txt\n",
+             files={"proctor.yaml": "assert:\n  - not_ran: 'rm -rf'\nforbidden:\n"
+                                    "  file_writes_outside: [done]\n"})
+    # An agent program proctor does not control: what it runs is recorded from outside.
+    _, res = run(tmp_path, d, agent="command",
+                 extra=("--agent-command", "sh -c 'rm -rf /app/seed.txt; touch /app/done'"))
+    (t,) = res["trials"]
+    assert checks(t)["reward"] == (True, 1.0, 1.0)
+    assert checks(t)["not_ran#0"] == (False, 0.0, 0.0)
+    assert t["status"] == "fail" and t["composite_score"] == 0.0  # a gate
+    (rule,) = t["forbidden"]
+    # workspace paths are relative to it, as everywhere in proctor
+    assert rule["details"] == "file writes outside the allowed paths: deleted seed.txt"
