@@ -34,11 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from proctor import proc
+from proctor.sandbox import files
 from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
 from proctor.sandbox.docker import PRIVATE, RUN_LABEL, TRACER, TRIAL_LABEL, DockerSandbox, _started
+from proctor.sandbox.local import SNAPSHOT_TIMEOUT_S
 from proctor.sandbox.trace import tracer
 
-SNAPSHOT_MAX_ENTRIES = 50_000
 SETTLE_S = 10.0  # how long the ENTRYPOINT may take to hand over to the keeper (exec "$@")
 LOOPBACK = ("127.", "::1", "0.0.0.0")
 
@@ -185,27 +186,33 @@ class ImageSandbox(DockerSandbox):
         return await super().exec(command, timeout=timeout, env=env, cwd=cwd, stdin=stdin,
                                   trace=trace, capture=capture, user=user)
 
-    async def snapshot(self) -> Snapshot:
+    async def snapshot(self, deadline: float | None = None) -> Snapshot:
         """What changed from the image, each changed entry by size, mtime, ctime and inode:
         the container's own layer walked on the host (overlay2: a whiteout is a deletion),
-        else `docker diff` (any storage driver, slower)."""
+        else `docker diff` (any storage driver, slower). Raises FilesLimit (naming it) past
+        the entry limit or `deadline` (monotonic): never a partial view."""
         assert self.container is not None
+        budget = files.Budget(deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S)
         if self.upper is not None:
-            return await asyncio.to_thread(self._walk_upper, self.upper)
-        res = await proc.run(["docker", "diff", self.container], timeout=120)
+            return await asyncio.to_thread(self._walk_upper, self.upper, budget)
+        left = max(1.0, budget.deadline - time.monotonic())
+        res = await proc.run(["docker", "diff", self.container], timeout=left)
+        if res.timed_out:
+            budget.check_time()
         if res.exit_code != 0:
             raise OSError(f"docker diff: {res.stderr.strip()[-300:]}")
-        return await asyncio.to_thread(self._entries, res.stdout)
+        return await asyncio.to_thread(self._entries, res.stdout, budget)
 
-    def _walk_upper(self, upper: Path) -> Snapshot:
+    def _walk_upper(self, upper: Path, budget: files.Budget) -> Snapshot:
         lines = []
         stack = [upper]
-        while stack and len(lines) < SNAPSHOT_MAX_ENTRIES:
+        while stack:
             try:
                 entries = list(os.scandir(stack.pop()))
             except OSError:
                 continue
             for e in entries:
+                budget.tick()
                 path = "/" + e.path[len(str(upper)):].lstrip("/")
                 try:
                     st = e.stat(follow_symlinks=False)
@@ -217,11 +224,12 @@ class ImageSandbox(DockerSandbox):
                 lines.append(f"C {path}")
                 if e.is_dir(follow_symlinks=False):
                     stack.append(Path(e.path))
-        return self._entries("\n".join(lines))
+        return self._entries("\n".join(lines), files.Budget(budget.deadline))
 
-    def _entries(self, listing: str) -> Snapshot:
+    def _entries(self, listing: str, budget: files.Budget) -> Snapshot:
         out: Snapshot = {}
         for line in listing.splitlines():
+            budget.tick()
             kind, _, path = line.partition(" ")
             if not path or path.startswith(("/.proctor", "/proc/", "/sys/", "/dev/")):
                 continue
