@@ -108,6 +108,26 @@ class ProctorConfig(_Table):
     # Images no registry gives: name (or glob) -> another image, or a Debian recipe.
     images: dict[str, str | ImageRecipe] = {}
     substitutes: list[SubstituteRule] = []  # download URLs answered from a local file
+    # Addresses (or networks) the egress proxy counts as public: where this machine's resolver
+    # sends the outside when that is a private or reserved range (a lab's gateway).
+    public_addresses: list[str] = []
+
+    @field_validator("public_addresses")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        import ipaddress
+
+        for item in value:
+            try:
+                net = ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise PydanticCustomError("value_error", "{item} is not an address or network "
+                                          "(203.0.113.80, 203.0.113.0/24)", {"item": repr(item)}) from None
+            if net.is_loopback or net.is_unspecified:
+                raise PydanticCustomError("value_error", "{item}: loopback and unspecified "
+                                          "addresses are never reachable through the egress proxy",
+                                          {"item": repr(item)})
+        return value
 
     @field_validator("backend")
     @classmethod

@@ -206,14 +206,15 @@ class _Trial:
                     self.trial.id)
             except ServiceError as e:
                 raise TrialFault("service", name=svc.name, detail=str(e)) from None
-        await _services_ready(task, self.handles, self.egress.append, _substitutes(run))
+        public = run.options.config.get("public_addresses", [])
+        await _services_ready(task, self.handles, self.egress.append, _substitutes(run), public)
         self.sandbox = sandbox = await _open_sandbox(
             self.trial, task, run, self.agent, self.handles, self.secrets, self.output.feed)
         self.names = PathNames.for_trial(self.run.sandbox_root / self.trial.id, sandbox)
         self.values = {"params": self.trial.params, "secrets": self.secrets,
                        "workdir": sandbox.workdir}
         self.proxy = await _egress_proxy(task, sandbox, self.handles, self.egress.append,
-                                         _substitutes(run))
+                                         _substitutes(run), public)
         await _prepare_workspace(task, sandbox, self.values)
         await _wait_for_services(task, sandbox, self.recorder)
         await _run_setup(task, sandbox, self.values, self.recorder)
@@ -416,14 +417,15 @@ def _agent_paths(agent: Any, task: TaskDef, options: RunOptions) -> list[str]:
 
 
 async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, ServiceHandle],
-                        on_event: Any, substitutes: Any = None) -> EgressProxy | None:
+                        on_event: Any, substitutes: Any = None,
+                        public: list[str] | None = None) -> EgressProxy | None:
     """An isolated local sandbox reaches the outside only through proctor's proxy."""
     serve = getattr(sandbox, "serve_inside", None)
     if not sandbox.isolated or serve is None:
         return None
     net = task.network or {}
     proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])), on_event,
-                        substitutes)
+                        substitutes, public or ())
     await serve("127.0.0.1", PORT, proxy.handle)
     url = f"http://127.0.0.1:{PORT}"
     direct = ["localhost", "127.0.0.1", *handles, *(h.host for h in handles.values())]
@@ -435,7 +437,7 @@ async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, Serv
 
 
 async def _services_ready(task: TaskDef, handles: dict[str, ServiceHandle], on_event: Any,
-                          substitutes: Any) -> None:
+                          substitutes: Any, public: list[str] | None = None) -> None:
     """Services that reach out (a side container fetching its dependencies) do so through
     an egress proxy of their own with the task's policy; then each is awaited healthy."""
     net = task.network or {}
@@ -443,7 +445,8 @@ async def _services_ready(task: TaskDef, handles: dict[str, ServiceHandle], on_e
         serve = getattr(h, "serve_egress", None)
         if serve is not None:
             proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])),
-                                lambda e, n=name: on_event({**e, "from_service": n}), substitutes)
+                                lambda e, n=name: on_event({**e, "from_service": n}), substitutes,
+                                public or ())
             serve(proxy.handle)
         ready = getattr(h, "ready", None)
         if ready is not None:

@@ -44,6 +44,30 @@ def task(root: Path, name: str = "t", *, toml: str = TOML, instruction: str = "D
     return d
 
 
+REGISTRIES = ("pypi.org", "files.pythonhosted.org", "deb.debian.org", "security.debian.org",
+              "registry.npmjs.org")
+
+
+def public_addresses() -> list[str]:
+    """What this machine's resolver answers for the package registries when that is not a
+    public address (a lab's gateway): proctor.toml's `public_addresses` for it, as an
+    operator of such a machine writes it (docs/harbor.md#downloads-at-verify-time)."""
+    import ipaddress
+    import socket
+
+    found = set()
+    for host in REGISTRIES:
+        try:
+            infos = socket.getaddrinfo(host, 443, type=socket.SOCK_STREAM)
+        except OSError:
+            continue
+        for info in infos:
+            ip = ipaddress.ip_address(info[4][0].split("%")[0])
+            if not ip.is_global and not ip.is_loopback:
+                found.add(str(ip))
+    return sorted(found)
+
+
 def corpus(name: str) -> Path:
     """A corpus from `../shared/corpora/` beside the repository (the same in CI); locally
     $PROCTOR_CORPORA may point elsewhere. Missing: a skip here, a failure under CI=1."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.docker.engine import require_engine
-from tests.harbor.conftest import corpus
+from tests.harbor.conftest import corpus, public_addresses
 from tests.runner.conftest import Cli, results, run_dir_of
 
 pytestmark = [pytest.mark.slow]
@@ -30,8 +30,10 @@ def recipes() -> object:
 
 @pytest.fixture
 def cli(tmp_path) -> Cli:
-    # A shared CI machine is slower than the cookbook's authors': timeouts times 3.
-    (tmp_path / "proctor.toml").write_text('pass_env = ["UV_EXCLUDE_NEWER"]\ntimeout_multiplier = 3\n')
+    # A shared CI machine is slower than the cookbook's authors': timeouts times 3. Its
+    # registries may sit behind a gateway at a reserved address: named as public.
+    (tmp_path / "proctor.toml").write_text('pass_env = ["UV_EXCLUDE_NEWER"]\ntimeout_multiplier = 3\n'
+                                           f'public_addresses = {public_addresses()!r}\n')
     return Cli(tmp_path)
 
 

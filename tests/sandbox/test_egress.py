@@ -42,6 +42,20 @@ def test_a_named_private_address_passes_but_loopback_never_does():
         assert refusal(ipaddress.ip_address(address), named=True) != ""
 
 
+def test_a_declared_public_network_passes_but_not_loopback_nor_the_machines_own():
+    """proctor.toml's `public_addresses` (a lab whose registries resolve to a gateway in a
+    reserved range) lets those addresses through, and nothing else more."""
+    public = (ipaddress.ip_network("203.0.113.0/24"),)
+    assert refusal(ipaddress.ip_address("203.0.113.80"), False, frozenset(), public) == ""
+    assert refusal(ipaddress.ip_address("198.51.100.80"), False, frozenset(), public) != ""
+    assert refusal(ipaddress.ip_address("10.0.0.1"), False, frozenset(), public) != ""
+    own = frozenset({"203.0.113.7"})
+    assert "an address of this machine" in refusal(ipaddress.ip_address("203.0.113.7"), False,
+                                                   own, public)
+    loop = (ipaddress.ip_network("::ffff:0:0/96"),)
+    assert refusal(ipaddress.ip_address("::ffff:127.0.0.1"), False, frozenset(), loop) != ""
+
+
 def test_local_addresses_include_loopback():
     own = egress.local_addresses()
     assert "127.0.0.1" in own and "::1" in own

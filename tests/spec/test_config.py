@@ -43,6 +43,8 @@ output = 0
     ('[retry]\nmax_attempts = 0\n', ":2:1: retry.max_attempts: Input should be greater than"),
     ('pass_env = "HOME"\n', ":1:1: pass_env: Input should be a valid list"),
     ('[judeg]\nfast = "x/y"\n', ":1:1: judeg: unknown key 'judeg'"),
+    ('public_addresses = ["gateway"]\n', ":1:1: public_addresses: 'gateway' is not an address"),
+    ('public_addresses = ["127.0.0.0/8"]\n', ":1:1: public_addresses: '127.0.0.0/8': loopback"),
 ])
 def test_mistakes_are_positioned(tmp_path, text, where):
     path = write(tmp_path, text)

@@ -38,11 +38,14 @@ MAX_HEADER_BYTES = 64 * 1024
 
 class EgressProxy:
     def __init__(self, egress: str, allow: list[str], on_event: Callable[[dict[str, Any]], None],
-                 substitutes: Any = None):
+                 substitutes: Any = None, public: tuple[str, ...] | list[str] = ()):
         self.egress = egress
         self.allow = [a.lower() for a in allow]
         self.on_event = on_event
         self.substitutes = substitutes  # substitutes.Substitutes: URLs proctor answers itself
+        # proctor.toml's `public_addresses`: where this machine's resolver sends the outside
+        # (a lab's gateway in a reserved range), counted as public.
+        self.public = tuple(ipaddress.ip_network(p, strict=False) for p in public)
 
     def permits(self, host: str, port: int | None = None) -> bool:
         """`allow` entries are host names, `*.` wildcards, or either with `:port`."""
@@ -126,7 +129,7 @@ class EgressProxy:
             except ValueError:
                 continue
             named = self.names(host, port) or self.names(str(ip), port)
-            why = refusal(ip, named, own)
+            why = refusal(ip, named, own, self.public)
             if not why:
                 return str(ip), ""
         return None, why and f"egress to {host} is refused: {why}"
@@ -173,9 +176,10 @@ _EMBEDDING = {  # IPv6 forms that carry an IPv4 address
 
 
 def refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, named: bool,
-            own: frozenset[str] = frozenset()) -> str:
-    """Why the proxy must not connect to `ip` ("" if it may): only public unicast addresses,
-    unless the policy names the host; loopback and unspecified never."""
+            own: frozenset[str] = frozenset(), public: tuple[Any, ...] = ()) -> str:
+    """Why the proxy must not connect to `ip` ("" if it may): only public unicast addresses
+    (and the `public` networks the machine's operator declared), unless the policy names the
+    host; loopback and unspecified never, this machine's own addresses only when named."""
     inner = _embedded(ip)
     for candidate in (ip, inner):
         if candidate is not None and (candidate.is_loopback or candidate.is_unspecified):
@@ -184,6 +188,8 @@ def refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, named: bool,
         return ""
     if str(ip) in own or (inner is not None and str(inner) in own):
         return f"{ip} is an address of this machine"
+    if any(ip.version == net.version and ip in net for net in public):
+        return ""
     if ip.version == 6:
         for what, net in _EMBEDDING.items():
             if ip in net:
