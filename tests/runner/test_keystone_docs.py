@@ -60,6 +60,12 @@ def test_the_docs_example_loads_and_a_local_agent_stands_in_once(cli, spec, tmp_
     env = _secrets_file(tmp_path)
     proc = cli("validate", "scenario.yaml", env=env)
     assert proc.returncode == 0, proc.stderr
+    # No model for the stand-in: the error says why llm is asked for, even under -q.
+    proc = cli("run", "scenario.yaml", "-q", env={**env, "PROCTOR_MODEL": ""})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert ("task summarize (its agent `paragon` runs only on Keystone's hosted service and "
+            "`llm` stands in; --agent or proctor.toml's stand_in_agent picks another): no model "
+            "for the llm agent") in proc.stderr
     (tmp_path / "proctor.toml").write_text('stand_in_agent = "oracle"\n')
     proc = cli("run", "scenario.yaml", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr

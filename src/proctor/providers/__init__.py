@@ -63,7 +63,10 @@ def model_for(trial_model: str | None, task: TaskDef, config: dict[str, Any]) ->
     """The model an llm trial uses: the trial's, the task's agent.model, or the default."""
     model = trial_model or task.agent.model or default_model(config)
     if not model:
-        raise UsageError(f"task {task.id}: {NO_MODEL}")
+        hosted = getattr(task.agent, "hosted", None)
+        why = (f" (its agent `{hosted}` runs only on Keystone's hosted service and `llm` stands "
+               "in; --agent or proctor.toml's stand_in_agent picks another)" if hosted else "")
+        raise UsageError(f"task {task.id}{why}: {NO_MODEL}")
     return model
 
 
