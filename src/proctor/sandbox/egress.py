@@ -201,7 +201,8 @@ def refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, named: bool,
     if ip.is_link_local:
         return f"{ip} is a link-local address (cloud metadata lives there)"
     if ip.is_private or ip.is_reserved or not ip.is_global or getattr(ip, "is_site_local", False):
-        return f"{ip} is a private or reserved address"
+        return (f"{ip} is a private or reserved address (this machine's gateway to the "
+                "outside? then name it in proctor.toml's public_addresses)")
     return ""
 
 
