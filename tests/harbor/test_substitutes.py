@@ -55,6 +55,8 @@ async def test_the_policy_still_applies(ca, tmp_path):
     code, body, events = await _through_proxy(subs, "https://tools.example.invalid/a",
                                               egress="deny")
     assert code == 0 and events[0]["allowed"] is False and events[0]["status"] == 403
+    assert events[0]["why"] == ("egress to tools.example.invalid is denied by the scenario's "
+                                "network policy")
 
 
 def test_the_uv_installer_stands_in_for_astrals():

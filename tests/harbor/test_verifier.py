@@ -97,6 +97,24 @@ def test_no_reward_or_no_time_is_an_error(image, tmp_path):
     assert "/logs/verifier/reward.txt holds 'lots', not a number" in by["junk"]["error"]
 
 
+def test_the_verifiers_egress_is_in_the_trace_with_why_it_was_refused(image, tmp_path):
+    """A verifier's download the proxy refuses (a private address, as a lab's gateway is)
+    fails its tests without saying why; the trace says it."""
+    t = task(tmp_path, "net", toml=toml(image), dockerfile=None, test="""\
+        python3 -c "import urllib.request; urllib.request.urlopen('http://10.1.2.3/x')" \\
+          || echo 0 > /logs/verifier/reward.txt
+        """)
+    proc, res = run(tmp_path, t, agent="nop")
+    (trial,) = res["trials"]
+    assert trial["status"] == "fail"
+    trace = run_dir_of(proc) / "trials" / trial["id"] / "trace.jsonl"
+    events = [e for e in map(json.loads, trace.read_text().splitlines())
+              if e["type"] == "check_egress"]
+    assert [(e["host"], e["allowed"], e["status"]) for e in events] == [("10.1.2.3", False, 403)]
+    assert "10.1.2.3 is a private or reserved address" in events[0]["why"]
+    assert "public_addresses" in events[0]["why"] and "headers" not in events[0]
+
+
 def test_the_image_is_the_environment(image, tmp_path):
     """WORKDIR, USER (or [agent] user), ENTRYPOINT and the image's files; the verifier as the
     image's user."""

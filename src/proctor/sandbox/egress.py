@@ -83,6 +83,7 @@ class EgressProxy:
         event["allowed"] = not why
         if why or address is None:
             event["status"] = 403 if why else 502
+            event["why"] = why or f"could not resolve {host}"
             self.on_event(event)
             if why:
                 return await _refuse(writer, 403, why)
