@@ -1,5 +1,5 @@
 """Pieces of a trial's phases that need nothing of the trial itself: a healthcheck's
-polling, a multi-step task's early stop, copying artifacts out, adding up usage."""
+polling, a multi-step task's early stop, copying artifacts out, adding up usage, the checks' egress in the trace."""
 
 from __future__ import annotations
 
@@ -77,3 +77,19 @@ async def copy_out(sandbox: Sandbox, path: str, dest: Path, redactor: Redactor,
         data = await sandbox.read_file(path, ARTIFACT_BYTES)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(redactor.text(data[:ARTIFACT_BYTES].decode(errors="replace")).encode())
+
+
+_EGRESS_SHOWN = ("method", "host", "port", "allowed", "status", "why")
+
+
+def trace_check_egress(events: list[dict[str, Any]], recorder: Recorder) -> None:
+    """The checks' own egress (a verifier's downloads; not the agent's, not audited): each
+    refusal with why, and one line counting what went through, by host."""
+    through: dict[str, int] = {}
+    for e in events:
+        if e.get("allowed"):
+            through[str(e.get("host"))] = through.get(str(e.get("host")), 0) + 1
+        else:
+            recorder.trace({"type": "check_egress", **{k: e[k] for k in _EGRESS_SHOWN if k in e}})
+    if through:
+        recorder.trace({"type": "check_egress", "allowed": True, "hosts": through})

@@ -284,9 +284,7 @@ class _Trial:
                            secrets=self.secrets)
         first = len(self.egress)
         checks = [r for c in task.checks for r in await _check(c, ctx, self.values, self.redactor)]
-        for e in self.egress[first:]:  # the checks' own egress (a verifier's downloads)
-            self.recorder.trace({"type": "check_egress", **{k: e[k] for k in _EGRESS_SHOWN
-                                                            if k in e}})
+        phases.trace_check_egress(self.egress[first:], self.recorder)
         for c in checks:
             c.message, c.error = self.names(c.message) or "", self.names(c.error)
             self.recorder.trace({"type": "check", "name": c.name, "passed": c.passed,
@@ -534,9 +532,6 @@ async def _run_agent(agent: Any, task: TaskDef, env: AgentEnv, recorder: Recorde
     if outcome.timed_out or env.timed_out:
         recorder.trace({"type": "agent_timeout", "timeout_s": task.timeout})
     return outcome
-
-
-_EGRESS_SHOWN = ("method", "host", "port", "allowed", "status", "why", "substituted")
 
 
 def _agent_state(agent: Any, sandbox: Sandbox) -> tuple[str, ...]:
