@@ -41,8 +41,14 @@ def test_names_come_from_the_registries():
     choices = {p.name: p.type.choices for p in run_cmd.params if isinstance(p.type, Choice)}
     assert list(choices["agent"]) == AGENTS.names()
     assert list(choices["backend"]) == BACKENDS.names()
-    assert list(Agent.model_json_schema()["properties"]["type"]["enum"]) == AGENTS.names()
+    from proctor.spec.scenario import HOSTED
+
+    assert list(Agent.model_json_schema()["properties"]["type"]["enum"]) == [*AGENTS.names(),
+                                                                             *HOSTED]
     assert set(EXTERNAL_AGENTS) <= set(AGENTS.names())
     ProctorConfig.model_validate({"backend": "docker"}, context={"backends": BACKENDS.names()})
     with pytest.raises(ValueError, match="Input should be 'local' or 'docker'"):
         ProctorConfig.model_validate({"backend": "vm"}, context={"backends": BACKENDS.names()})
+    with pytest.raises(ValueError, match="Input should be 'llm', 'command'"):
+        ProctorConfig.model_validate({"stand_in_agent": "paragon"},
+                                     context={"agents": AGENTS.names()})

@@ -176,7 +176,8 @@ def _options(**kw) -> object:
     from proctor.config import load_config
     from proctor.model import RunOptions
 
-    config = load_config(kw.get("config_path"), backends=BACKENDS.names())
+    config = load_config(kw.get("config_path"), backends=BACKENDS.names(),
+                         agents=AGENTS.names())
     return RunOptions(
         agent=kw.get("agent"),
         agent_command=kw.get("agent_command"),

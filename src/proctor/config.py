@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
@@ -100,8 +100,7 @@ class ProctorConfig(_Table):
     pass_env: list[str] = []  # host variables (fnmatch patterns) agents may inherit
     host_path: list[str] = []  # host directories shown read-only in sandboxes, first on PATH
     # The agent standing in for a hosted-only one (Keystone's paragon, snapshot) without --agent.
-    stand_in_agent: Literal["llm", "command", "oracle", "nop", "claude-code", "codex",
-                            "mini-swe-agent"] | None = None
+    stand_in_agent: str | None = None  # a name in the agent registry (the caller's)
     ray: RayConfig = RayConfig()
     # Every agent, check, healthcheck and build timeout times this (a slow machine).
     timeout_multiplier: float = Field(1.0, gt=0, le=100)
@@ -129,20 +128,22 @@ class ProctorConfig(_Table):
                                           {"item": repr(item)})
         return value
 
-    @field_validator("backend")
+    @field_validator("backend", "stand_in_agent")
     @classmethod
-    def _known_backend(cls, value: str | None, info: ValidationInfo) -> str | None:
-        known = (info.context or {}).get("backends")
+    def _known_name(cls, value: str | None, info: ValidationInfo) -> str | None:
+        registry = "backends" if info.field_name == "backend" else "agents"
+        known = (info.context or {}).get(registry)
         if value is not None and known is not None and value not in known:
             raise PydanticCustomError("literal_error", "Input should be {expected}",
                                       {"expected": one_of(known)})
         return value
 
 
-def load_config(path: str | None = None, *,
-                backends: list[str] | None = None) -> dict[str, Any]:
-    """The validated proctor.toml as a dict ({} when there is none); `backends`: the backend
-    names `backend` may take (the caller's registry: the core knows no backend)."""
+def load_config(path: str | None = None, *, backends: list[str] | None = None,
+                agents: list[str] | None = None) -> dict[str, Any]:
+    """The validated proctor.toml as a dict ({} when there is none); `backends` and `agents`:
+    the names `backend` and `stand_in_agent` may take (the caller's registries: the core
+    knows neither)."""
     candidate = Path(path) if path else Path(os.environ.get("PROCTOR_CONFIG", "proctor.toml"))
     if not candidate.exists():
         if path:
@@ -158,7 +159,7 @@ def load_config(path: str | None = None, *,
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{candidate}: invalid TOML: {e}") from None
     try:
-        ProctorConfig.model_validate(raw, context={"backends": backends})
+        ProctorConfig.model_validate(raw, context={"backends": backends, "agents": agents})
     except ValidationError as e:
         raise UsageError("\n".join(_messages(candidate, text, e))) from None
     raw["_dir"] = str(candidate.resolve().parent)  # relative paths in it (substitutes' files)

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from proctor.agents import AGENTS
 from proctor.config import load_config
 from proctor.errors import SpecError, SpecIssue, UsageError
 from proctor.model import EXTERNAL_AGENTS, TaskDef
@@ -63,7 +64,7 @@ def knowable_problems(tasks: list[TaskDef]) -> list[str]:
     judge aliases that are not configured, mock scripts that are not there, a model an
     external agent cannot talk to."""
     try:
-        config = load_config(backends=BACKENDS.names())
+        config = load_config(backends=BACKENDS.names(), agents=AGENTS.names())
     except UsageError as e:
         return [f"proctor: warning: {e}"]
     out = []
