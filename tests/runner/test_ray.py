@@ -171,18 +171,19 @@ def test_nothing_listening_is_an_exit_2_error(cli, spec, tmp_path):
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
 def test_a_signal_while_connecting_ends_the_run_as_an_interruption(cli, spec, tmp_path, sig):
     import signal
-    import time
 
     spec(SUITE)
     with _silent_server() as s:
         p = cli.popen("run", ".", "--agent", "oracle", "--executor", "ray", "--ray-address",
                       f"127.0.0.1:{s.getsockname()[1]}", "--output-dir", "run")
-        time.sleep(3)
+        s.settimeout(120)
+        conn, _ = s.accept()  # proctor is connecting (past its imports: its handlers are set)
         p.send_signal(getattr(signal, sig))
         try:
             out, err = p.communicate(timeout=15)
         finally:
             p.kill()
+            conn.close()
     assert p.returncode == 130, out + err
     assert err.strip() == "proctor: interrupted", err
     assert not (tmp_path / "run").exists()
