@@ -322,7 +322,6 @@ class TrialResult:
     category: str | None = None
     started_at: str | None = None
     output: str = ""  # the agent's final message / stdout, cut
-    timed_out: bool = False  # the agent ran out of its time (task timeout)
     node: str | None = None  # where it ran under --executor ray: "HOSTNAME/NODE_ID[:8]"
 
     def to_dict(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import sqlite3
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from proctor.errors import UsageError
 from proctor.model import TrialResult
@@ -59,7 +59,7 @@ class RunStore:
         self.run_id = run_id
         self.trials_dir = run_dir / "trials"
         self.jsonl_path = run_dir / "results.jsonl"
-        self._jsonl = None
+        self._jsonl: TextIO | None = None
         self._key: bytes | None = None
         self.rejected = 0  # lines of results.jsonl this run did not write (see finished())
 
@@ -125,7 +125,8 @@ class RunStore:
         write_json(self.dir / "run.json", meta)
 
     def read_meta(self) -> dict[str, Any]:
-        return read_json(self.dir / "run.json")
+        meta: dict[str, Any] = read_json(self.dir / "run.json")
+        return meta
 
     # results.jsonl -------------------------------------------------------------------------
     def finished(self, *, repair: bool = True) -> dict[str, TrialResult]:

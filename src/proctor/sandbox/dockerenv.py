@@ -35,7 +35,8 @@ from typing import Any
 
 from proctor import proc
 from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
-from proctor.sandbox.docker import PRIVATE, RUN_LABEL, TRACER, TRIAL_LABEL, DockerSandbox, _started
+from proctor.dockercli import RUN_LABEL, TRIAL_LABEL
+from proctor.sandbox.docker import PRIVATE, TRACER, DockerSandbox, _started
 from proctor.sandbox.trace import tracer
 
 SNAPSHOT_MAX_ENTRIES = 50_000
@@ -90,7 +91,7 @@ class ImageSandbox(DockerSandbox):
             argv += ["--add-host", f"{name}:{address}"]
         return [*argv, self.image, "sleep", "2147483647"]  # the image's own ENTRYPOINT runs
 
-    async def start(self, spec: SandboxSpec) -> None:
+    async def start(self, spec: SandboxSpec) -> None:  # type: ignore[override]  # as DockerSandbox.start
         await asyncio.to_thread(self._make_dirs)
         await self._launch(self._run_argv(spec))
         self.places = [("/", Path(f"/proc/{self.pid}/root"))]
@@ -185,10 +186,10 @@ class ImageSandbox(DockerSandbox):
         return await super().exec(command, timeout=timeout, env=env, cwd=cwd, stdin=stdin,
                                   trace=trace, capture=capture, user=user)
 
-    async def snapshot(self) -> Snapshot:
+    async def snapshot(self, deadline: float | None = None) -> Snapshot:
         """What changed from the image, each changed entry by size, mtime, ctime and inode:
         the container's own layer walked on the host (overlay2: a whiteout is a deletion),
-        else `docker diff` (any storage driver, slower)."""
+        else `docker diff` (any storage driver, slower). Metadata only, so no `deadline`."""
         assert self.container is not None
         if self.upper is not None:
             return await asyncio.to_thread(self._walk_upper, self.upper)
@@ -198,7 +199,7 @@ class ImageSandbox(DockerSandbox):
         return await asyncio.to_thread(self._entries, res.stdout)
 
     def _walk_upper(self, upper: Path) -> Snapshot:
-        lines = []
+        lines: list[str] = []
         stack = [upper]
         while stack and len(lines) < SNAPSHOT_MAX_ENTRIES:
             try:
@@ -239,7 +240,7 @@ class ImageSandbox(DockerSandbox):
             if stat_mod.S_ISDIR(st.st_mode):
                 out[rel] = Entry("dir", 0, "")
             elif stat_mod.S_ISLNK(st.st_mode):
-                out[rel] = Entry("symlink", st.st_size, "-> " + os.readlink(host))
+                out[rel] = Entry("symlink", st.st_size, "-> " + os.readlink(str(host)))
             elif stat_mod.S_ISREG(st.st_mode):
                 out[rel] = Entry("file", st.st_size, f"{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
             else:
