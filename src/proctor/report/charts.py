@@ -70,7 +70,7 @@ def _histogram(counts: list[int], edges: list[str], colors: list[str], title: st
     label marks a value, never a bin that a reader must guess the range of."""
     left, plot_w, plot_h, top, bottom, right = 34, 420, 120, 14, 34, 22
     width, height = left + plot_w + right, top + plot_h + bottom
-    peak = max(counts) if counts and max(counts) else 1
+    peak = max(counts, default=0) or 1
     n = max(1, len(counts))
     bw = plot_w / n
     out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{e(title)}">']

@@ -444,7 +444,7 @@ def find_trial(trials: list[dict[str, Any]], key: str) -> dict[str, Any]:
     raise UsageError(f"{key!r} matches {len(hits)} trials: {names}{more}; give more of the id")
 
 
-def about(run: dict[str, Any]) -> list[dict[str, str]]:
+def about(run: dict[str, Any]) -> list[dict[str, Any]]:
     """What the run's benchmarks are (run.json "about": a suite's display_name, category,
     website_url, github_url; a Harbor task's name ...): the name to show, a category, and
     http(s) links only (anything else in a spec is not a link a report may follow)."""
@@ -459,6 +459,6 @@ def about(run: dict[str, Any]) -> list[dict[str, str]]:
                  if isinstance(a.get(k), str) and re.match(r"https?://", a[k])]
         category = a.get("category") if isinstance(a.get("category"), str) else None
         out.append({"name": one_line(name, 80), "category": one_line(category or "", 60),
-                    "links": links})  # type: ignore[dict-item]
+                    "links": links})
     return out
 

@@ -41,11 +41,11 @@ def heat_map(results: dict[str, Any]) -> str:
     """Tasks down, models across; each cell coloured by pass rate, labelled with counts."""
     rows = data.task_rows(results)
     models: dict[Any, str] = {}
-    for r in rows:
-        models.setdefault(r.get("model"), r["label"])
+    for row in rows:
+        models.setdefault(row.get("model"), row["label"])
     tasks: dict[Any, dict[Any, dict[str, Any]]] = {}
-    for r in rows:
-        tasks.setdefault(r["task_label"], {})[r.get("model")] = r
+    for row in rows:
+        tasks.setdefault(row["task_label"], {})[row.get("model")] = row
     hidden = 0
     if len(tasks) > MAX_HEAT_TASKS:  # the tasks needing a look first; the table has them all
         order = sorted(tasks, key=lambda k: min(ATTENTION.get(str(c.get("status")), 3)

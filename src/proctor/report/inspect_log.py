@@ -127,7 +127,7 @@ def eval_log(run_dir: Path, results: dict[str, Any], run: dict[str, Any] | None 
                                           / "trace.jsonl") if "/" not in str(t.get("id"))
                        else []) for t in trials]
     models = sorted({t.get("model") for t in trials if t.get("model")})
-    specs = run.get("paths") if isinstance(run.get("paths"), list) else []
+    specs = p if isinstance(p := run.get("paths"), list) else []
     name = ", ".join(Path(str(s)).name for s in specs) or "proctor"
     run_id = str(results.get("run_id") or run.get("run_id") or "run")
     h = data.headline(results)

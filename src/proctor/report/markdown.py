@@ -107,17 +107,18 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None,
     lines += ["", "### Tasks", ""]
     task_rows = data.task_rows(results)
     verdicts = data.shows_verdicts(task_rows)
-    pass_k = data.shows_pass_k(task_rows)
+    with_pass_k = data.shows_pass_k(task_rows)
     rows = []
     for r in task_rows:
         row = [cell(r["task_label"]), cell(r["label"]), ICON.get(r.get("status") or "", "–")]
         if verdicts:
             row.append(cell(data.verdict_text(r)))
         rows.append(row + [f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate"))]
-                    + ([data.pass_k_text(r)] if pass_k else [])
+                    + ([data.pass_k_text(r)] if with_pass_k else [])
                     + [data.seconds(r.get("avg_duration_s"))])
     header = ["task", "model", "status"] + (["verdict"] if verdicts else [])
-    numbers = ["passed", "pass rate"] + (["pass@k / pass^k"] if pass_k else []) + ["avg duration"]
+    numbers = (["passed", "pass rate"] + (["pass@k / pass^k"] if with_pass_k else [])
+               + ["avg duration"])
     lines += _table(header + numbers, rows, [":--"] * len(header) + ["--:"] * len(numbers))
 
     lines += _failures(results) + _errors(results) + _reasons(results)

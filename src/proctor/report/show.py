@@ -111,6 +111,7 @@ def _painter(console: Console) -> Any:
     it is not a terminal; no colours under NO_COLOR). Each style is worked out once."""
     from functools import cache
 
+    from rich.console import COLOR_SYSTEMS
     from rich.style import Style
 
     @cache
@@ -118,7 +119,7 @@ def _painter(console: Console) -> Any:
         st = Style.parse(style)
         if console.no_color:
             st = st.without_color
-        marked = st.render("\0", color_system=console.color_system)
+        marked = st.render("\0", color_system=COLOR_SYSTEMS.get(console.color_system or ""))
         return tuple(marked.split("\0"))  # type: ignore[return-value]
 
     def paint(text: str, style: str) -> str:

@@ -203,7 +203,7 @@ def _audit(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
     for ev in events:
         kind = data.clean(ev.get("type"))
         seen[kind] = seen.get(kind, 0) + 1
-        d = ev.get("details") if isinstance(ev.get("details"), dict) else {}
+        d = x if isinstance(x := ev.get("details"), dict) else {}
         out.append((kind, "" if seen[kind] > AUDIT_PER_TYPE else
                     text_cut(data.clean(audit_text(kind, d)), 400, keep="both")))
     return out

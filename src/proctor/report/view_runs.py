@@ -137,7 +137,7 @@ def from_disk(run_dir: Path) -> RunRow | None:
         return None
     if not isinstance(meta, dict) or not meta.get("run_id") or meta.get("purpose") == "check":
         return None
-    suite = meta.get("suite") if isinstance(meta.get("suite"), dict) else {}
+    suite = s if isinstance(s := meta.get("suite"), dict) else {}
     specs = [str(s) for s in meta.get("paths") or []]
     row = RunRow(run_id=str(meta["run_id"]), dir=str(run_dir),
                  started_at=str(meta.get("started_at") or ""), status="unfinished",
