@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from proctor.agents import AGENTS
 from proctor.sandbox import BACKENDS
+
+if TYPE_CHECKING:
+    from proctor.model import RunOptions
 
 FORMATS = ("json", "junit", "md", "html", "atif", "inspect")  # proctor.report.NAMES
 
@@ -172,7 +176,7 @@ def _run_options(f: Callable) -> Callable:
     return f
 
 
-def _options(**kw) -> object:
+def _options(**kw: Any) -> RunOptions:
     from proctor.config import load_config
     from proctor.model import RunOptions
 

@@ -9,6 +9,7 @@ count as not passed, as in every pass rate proctor reports. See docs/reports.md.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,12 +83,13 @@ class CompareResult:
         return [c for c in self.tasks + self.models if c.flag == "improvement"]
 
 
-def _counts(trials: list[dict[str, Any]], key) -> dict[Any, list[int]]:
-    out: dict[Any, list[int]] = {}
+def _counts(trials: list[dict[str, Any]], key: Callable[[dict[str, Any]], Any]
+            ) -> dict[Any, tuple[int, int]]:
+    """(passed, trials) by `key`."""
+    out: dict[Any, tuple[int, int]] = {}
     for t in trials:
-        c = out.setdefault(key(t), [0, 0])
-        c[0] += t.get("status") == "pass"
-        c[1] += 1
+        passed, n = out.get(k := key(t), (0, 0))
+        out[k] = (passed + (t.get("status") == "pass"), n + 1)
     return out
 
 
@@ -369,7 +371,7 @@ def comparison_markdown(res: CompareResult) -> str:
                          f"{data.points(c.diff)} pts ({data.points(lo)} to {data.points(hi)}) | "
                          f"{_p(c.p_adj)} | {icon.get(c.flag, '')} |")
         lines.append("")
-    for label, names in (("Only in A", res.only_a), ("Only in B", res.only_b)):
-        if names:
-            lines.append(f"**{label}:** " + ", ".join(code(n, 200) for n in names))
+    for heading, only in (("Only in A", res.only_a), ("Only in B", res.only_b)):
+        if only:
+            lines.append(f"**{heading}:** " + ", ".join(code(n, 200) for n in only))
     return "\n".join(lines).rstrip() + "\n"

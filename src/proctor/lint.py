@@ -15,7 +15,7 @@ import sys
 import tempfile
 from typing import Any
 
-from proctor.model import RunOptions
+from proctor.model import RunOptions, Trial
 from proctor.runner import prepare, run_planned
 from proctor.text import cut
 
@@ -28,13 +28,14 @@ def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = F
         for agent in ("oracle", "nop"):
             options = RunOptions(agent=agent, concurrency=concurrency, quiet=True, repeat=1,
                                  output_dir=f"{scratch}/{agent}", config=dict(config or {}),
-                                 backend=backend or "local",  # type: ignore[arg-type]
+                                 backend=backend or "local",
                                  backend_chosen=backend is not None, purpose="check")
             planned = prepare(paths, options, warn=agent == "oracle")
             # Each task once: help modes and matrix params don't change what a solution does.
-            seen: set[str] = set()
-            planned.trials = [t for t in planned.trials
-                              if not (t.task_id in seen or seen.add(t.task_id))]
+            first: dict[str, Trial] = {}
+            for t in planned.trials:
+                first.setdefault(t.task_id, t)
+            planned.trials = list(first.values())
             results[agent] = run_planned(planned)
         tasks = {t.id: t for t in planned.tasks.values()}
     finally:

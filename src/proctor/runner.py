@@ -27,7 +27,7 @@ from proctor.errors import UsageError
 from proctor.executors import infra_error
 from proctor.inputs import check_unchanged, fingerprint, referenced, suite_identity
 from proctor.janitor import sweep
-from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+from proctor.model import RunOptions, StepDef, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select, unprompted_notes
 from proctor.proc import use_fast_child_watcher
 from proctor.providers import MODEL_AGENT_TYPES, preflight_run
@@ -192,6 +192,7 @@ async def _execute(trials: list[Trial], planned: Planned,
     use_fast_child_watcher()
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
+    assert main is not None  # called from a task (asyncio.run's)
     loop.add_signal_handler(signal.SIGTERM, main.cancel)
     store, options = planned.store, planned.options
     tmp_root: Path | None = None  # none on the head with Ray: nothing to leave if it is killed
@@ -372,7 +373,8 @@ def _scale_timeouts(tasks: list[TaskDef], factor: float) -> None:
         task.agent.timeout *= factor
         if task.resources.get("build_timeout"):
             task.resources["build_timeout"] *= factor
-        for step in [task, *task.steps]:
+        parts: list[TaskDef | StepDef] = [task, *task.steps]
+        for step in parts:
             if step is not task:
                 step.timeout *= factor
             if step.healthcheck is not None:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.model import CheckResult, ForbiddenResult, TaskDef, Thresholds, TrialResult
+from proctor.model import CheckResult, ForbiddenResult, Status, TaskDef, Thresholds, TrialResult
 from proctor.results import HelpModeEffect, ModelRow, Scored, Summary, TaskRow, Usage
 from proctor.stats import fisher_exact, newcombe_diff, wilson
 from proctor.text import cut, first_line
@@ -22,7 +22,7 @@ _EPS = 1e-9
 
 @dataclass
 class Score:
-    status: str  # pass | fail | error
+    status: Status
     composite: float
     reason: str | None = None  # why it failed or errored, one line (None when it passed)
     error: str | None = None  # an error's whole message

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from proctor import proc
-from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
 from proctor.dockercli import RUN_LABEL, TRIAL_LABEL
+from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
 from proctor.sandbox.docker import PRIVATE, TRACER, DockerSandbox, _started
 from proctor.sandbox.trace import tracer
 
