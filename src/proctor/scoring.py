@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.model import CheckResult, ForbiddenResult, Status, TaskDef, Thresholds, TrialResult
-from proctor.results import HelpModeEffect, ModelRow, Scored, Summary, TaskRow, Usage
+from proctor.results import (
+    HelpModeEffect,
+    ModelRow,
+    Scored,
+    Summary,
+    TaskRow,
+    TaskStatus,
+    Usage,
+)
 from proctor.stats import fisher_exact, newcombe_diff, wilson
 from proctor.text import cut, first_line
 
@@ -111,7 +119,7 @@ def aggregate_replicas(trials: list[TrialResult], how: str, pass_threshold: floa
     return "pass" if ok else "fail"
 
 
-def task_status(trials: list[TrialResult]) -> str:
+def task_status(trials: list[TrialResult]) -> TaskStatus:
     """error if any trial errored (its result can't be trusted); flaky if both passes and
     failures; otherwise pass or fail."""
     statuses = {t.status for t in trials}
