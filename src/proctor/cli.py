@@ -96,14 +96,23 @@ def validate(paths: tuple[str, ...]) -> None:
 
 
 @main.command()
-def schema() -> None:
-    """Print the JSON Schema of both spec dialects (for editors and yaml-language-server)."""
+@click.argument("what", required=False, default="specs",
+                type=click.Choice(["specs", "results", "run"]))
+def schema(what: str) -> None:
+    """Print a JSON Schema: of both spec dialects (the default; for editors and
+    yaml-language-server), of a run's results.json (`results`) or of its run.json (`run`)."""
     def body() -> int:
         import json
 
-        from proctor.spec.schema import json_schema
+        if what == "specs":
+            from proctor.spec.schema import json_schema
 
-        click.echo(json.dumps(json_schema(), indent=2))
+            click.echo(json.dumps(json_schema(), indent=2))
+        else:
+            from proctor import results
+
+            click.echo(json.dumps(results.json_schema("results" if what == "results"
+                                                       else "run"), indent=2))
         return 0
 
     _guard(body)

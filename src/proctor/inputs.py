@@ -15,6 +15,7 @@ from pathlib import Path
 
 from proctor.errors import UsageError
 from proctor.model import StepDef, TaskDef
+from proctor.results import SuiteIdentity
 
 MAX_TREE_FILES = 10_000  # a scaffold bigger than this is fingerprinted by its first files
 
@@ -121,7 +122,7 @@ def _feed(h: hashlib.blake2b, path: Path) -> None:
         h.update(b"unreadable")
 
 
-def suite_identity(sources: Iterable[str], selection: Iterable[str] = ()) -> dict[str, object]:
+def suite_identity(sources: Iterable[str], selection: Iterable[str] = ()) -> SuiteIdentity:
     """What `proctor view` calls one suite, for run.json's `suite`: `key`, the spec files a
     run read (resolved: `.`, `cli-bench.yaml` and `suite/` from anywhere name the same file
     once), and `version`, their content and the task selection (`--task`, `--category`): the

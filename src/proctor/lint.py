@@ -16,6 +16,7 @@ import tempfile
 from typing import Any
 
 from proctor.model import RunOptions, Trial
+from proctor.results import RunResults
 from proctor.runner import prepare, run_planned
 from proctor.text import cut
 
@@ -53,7 +54,8 @@ def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = F
     return 1 if problems else 0
 
 
-def findings(oracle: dict[str, Any], nop: dict[str, Any], tasks: dict) -> tuple[list[str], list[str]]:
+def findings(oracle: RunResults, nop: RunResults, tasks: dict[str, Any]
+             ) -> tuple[list[str], list[str]]:
     problems: list[str] = []
     notes: list[str] = []
     for trial in oracle["trials"]:

@@ -8,6 +8,7 @@ another process or machine.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -331,7 +332,7 @@ class TrialResult:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TrialResult:
+    def from_dict(cls, d: Mapping[str, Any]) -> TrialResult:
         d = {"help_mode": None, "replica": 0, "params": {}, "composite_score": 0.0,
              "model": None, **d}
         d["checks"] = [CheckResult(**c) for c in d.get("checks", [])]

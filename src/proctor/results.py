@@ -194,35 +194,38 @@ class RunResults(TypedDict):
     notes: NotRequired[list[str]]  # why an agent ran fewer trials than the help modes say
     exit_code: NotRequired[int]
     isolation: NotRequired[Isolation]
+    reports: NotRequired[list[str]]  # in the run's memory only: the report files it wrote
 
 
 @with_config(_OPEN)
 class SuiteIdentity(TypedDict):
     """What `proctor view` calls one suite (proctor.inputs.suite_identity)."""
 
-    key: str
-    version: str
-    name: NotRequired[str]
+    key: str  # the spec files read
+    version: str  # their content and the task selection
+    files: NotRequired[list[str]]
+    name: NotRequired[str]  # for people
 
 
 @with_config(_OPEN)
-class RunMeta(TypedDict):
-    """run.json: written when a run starts, read by --resume, reports and `proctor view`."""
+class RunMeta(TypedDict, total=False):
+    """run.json: written when a run starts (every key below; older runs lack some), read by
+    --resume, reports and `proctor view`."""
 
-    schema_version: NotRequired[int]
+    schema_version: int
     run_id: str
-    started_at: NotRequired[str]
-    trial_ids: NotRequired[str]  # "padded": replica numbers zero-padded in trial ids
-    paths: NotRequired[list[str]]  # the spec paths the run was given, resolved
-    options: NotRequired[dict[str, Any]]  # RunOptions as asked (proctor.toml included)
-    versions: NotRequired[dict[str, str]]  # proctor, python, agents, the suites' CLIs
-    about: NotRequired[list[dict[str, Any]]]  # what the benchmarks are (display_name, ...)
-    notes: NotRequired[list[str]]
-    isolation: NotRequired[Isolation]
-    inputs: NotRequired[dict[str, str]]  # path -> digest of every input file
-    suite: NotRequired[SuiteIdentity]
-    purpose: NotRequired[Literal["run", "check"]]
-    host: NotRequired[dict[str, Any]]
+    started_at: str
+    trial_ids: str  # "padded": replica numbers zero-padded in trial ids
+    paths: list[str]  # the spec paths the run was given, resolved
+    options: dict[str, Any]  # RunOptions as asked (proctor.toml included)
+    versions: dict[str, Any]  # proctor, python, agents, the suites' CLIs
+    about: list[dict[str, Any]]  # what the benchmarks are (display_name, ...)
+    notes: list[str]
+    isolation: Isolation
+    inputs: dict[str, Any]  # each input file's digest (proctor.inputs.fingerprint)
+    suite: SuiteIdentity
+    purpose: Literal["run", "check"]
+    host: dict[str, Any]
 
 
 class InvalidRunFile(ValueError):
@@ -236,9 +239,9 @@ def _adapter(kind: Literal["results", "run"]) -> TypeAdapter[Any]:
 
 def json_schema(kind: Literal["results", "run"]) -> dict[str, Any]:
     """The JSON Schema of results.json or run.json."""
-    schema = _adapter(kind).json_schema()
-    schema["title"] = "proctor results.json" if kind == "results" else "proctor run.json"
-    return schema
+    title = "proctor results.json" if kind == "results" else "proctor run.json"
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **_adapter(kind).json_schema(),
+            "title": title}
 
 
 def parse_results(text: str | bytes) -> RunResults:

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from proctor.report import data, turns
+from proctor.results import RunResults
 
 SCHEMA_VERSION = "ATIF-v1.8"
 FILE = "trajectory.json"
@@ -121,8 +123,8 @@ def _command(steps: _Steps, c: turns.Command) -> None:
                                         "extra": {"proctor_commands": [_command_record(c)]}}]})
 
 
-def trajectory(trial: dict[str, Any], trace: list[dict[str, Any]],
-               run: dict[str, Any] | None = None) -> dict[str, Any]:
+def trajectory(trial: Mapping[str, Any], trace: list[dict[str, Any]],
+               run: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One trial's ATIF document."""
     run = run or {}
     timeline = turns.build(trace)
@@ -197,7 +199,7 @@ def _tools(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return []
 
 
-def write_atif(run_dir: Path, results: dict[str, Any], run: dict[str, Any] | None = None,
+def write_atif(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None,
                out: Path | None = None) -> list[Path]:
     """Every trial's trajectory.json: in its trial directory, or under `out/TRIAL_ID/`."""
     written: list[Path] = []

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from proctor.report import data
 from proctor.report.labels import gist
+from proctor.results import RunResults
 
 MAX_FAILURES = 50  # failing checks listed; the rest are counted
 MAX_ERRORS = 30
@@ -55,7 +57,7 @@ def _table(header: list[str], rows: list[list[str]], align: list[str]) -> list[s
     return out
 
 
-def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None,
+def render_markdown(results: RunResults, run: Mapping[str, Any] | None = None,
                     run_dir: Any = None) -> str:
     """The whole summary as GitHub-flavoured markdown."""
     h = data.headline(results)
@@ -125,7 +127,7 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None,
     return "\n".join(lines) + "\n"
 
 
-def _reasons(results: dict[str, Any]) -> list[str]:
+def _reasons(results: RunResults) -> list[str]:
     """Why each trial that did not pass did not, one line each (results.json `reason`)."""
     bad = [t for t in results.get("trials") or [] if t.get("status") in ("fail", "error")]
     if not bad:
@@ -139,7 +141,7 @@ def _reasons(results: dict[str, Any]) -> list[str]:
     return out
 
 
-def _help_modes(results: dict[str, Any]) -> list[str]:
+def _help_modes(results: RunResults) -> list[str]:
     """Does injecting `--help` help? Each mode against the baseline (the first), per model."""
     effects = results.get("help_modes") or []
     if not effects:
@@ -154,7 +156,7 @@ def _help_modes(results: dict[str, Any]) -> list[str]:
         "means this run cannot tell."]
 
 
-def _failures(results: dict[str, Any]) -> list[str]:
+def _failures(results: RunResults) -> list[str]:
     """Failing checks grouped by task, model and check (data.failure_groups)."""
     trials = results.get("trials") or []
     groups = data.failure_groups(results)
@@ -184,7 +186,7 @@ def _failures(results: dict[str, Any]) -> list[str]:
     return out
 
 
-def _errors(results: dict[str, Any]) -> list[str]:
+def _errors(results: RunResults) -> list[str]:
     """Errored trials grouped by cause (as report.html's errors section), each with where it
     happened, an example trial and its whole error in a collapsible block."""
     groups = data.error_groups(results)
