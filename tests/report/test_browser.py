@@ -221,7 +221,7 @@ def test_why_a_claude_code_trial_failed_is_on_one_screen(agent_run, browser, sho
         return box["top"] >= 0 and box["bottom"] <= height
 
     why = tb.find_element(By.CSS_SELECTOR, "p.why")
-    assert why.text.startswith("Why it failed: verify#0:") and "but '4'" in why.text
+    assert why.text.startswith("Why it failed: failed: verify#0:") and "but '4'" in why.text
     cmd = next(c for c in tb.find_elements(By.CSS_SELECTOR, ".traj .call .cmd")
                if "wc -l < orders.csv > count.txt" in c.text)
     line = cmd.find_element(By.XPATH, "./ancestor::div[@class='call']/div[@class='line']")
