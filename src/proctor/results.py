@@ -198,13 +198,14 @@ class RunResults(TypedDict):
 
 
 @with_config(_OPEN)
-class SuiteIdentity(TypedDict):
-    """What `proctor view` calls one suite (proctor.inputs.suite_identity)."""
+class SuiteIdentity(TypedDict, total=False):
+    """What `proctor view` calls one suite (proctor.inputs.suite_identity; every key is
+    written, older runs lack some)."""
 
     key: str  # the spec files read
     version: str  # their content and the task selection
-    files: NotRequired[list[str]]
-    name: NotRequired[str]  # for people
+    files: list[str]
+    name: str  # for people
 
 
 @with_config(_OPEN)
@@ -219,13 +220,13 @@ class RunMeta(TypedDict, total=False):
     paths: list[str]  # the spec paths the run was given, resolved
     options: dict[str, Any]  # RunOptions as asked (proctor.toml included)
     versions: dict[str, Any]  # proctor, python, agents, the suites' CLIs
-    about: list[dict[str, Any]]  # what the benchmarks are (display_name, ...)
+    about: list[Any]  # what the benchmarks are ({display_name, ...}; reports skip the rest)
     notes: list[str]
     isolation: Isolation
     inputs: dict[str, Any]  # each input file's digest (proctor.inputs.fingerprint)
     suite: SuiteIdentity
     purpose: Literal["run", "check"]
-    host: dict[str, Any]
+    host: str | dict[str, Any]  # {name, cpus, platform}; older runs: a string
 
 
 class InvalidRunFile(ValueError):
