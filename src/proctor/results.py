@@ -270,12 +270,9 @@ def _parse(kind: Literal["results", "run"], text: str | bytes) -> Any:
     except ValidationError as e:
         if e.errors(include_url=False)[0]["type"] != "json_invalid":
             raise InvalidRunFile(_problems(e)) from None
-    # A name that was not UTF-8 is kept as a \udcXX escape, which only json reads.
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise InvalidRunFile(f"not JSON: {e}") from None
-    return _validate(kind, data)
+    # A name that was not UTF-8 is kept as a \udcXX escape, which only json reads. Text
+    # that is not JSON (or not UTF-8) raises json's ValueError.
+    return _validate(kind, json.loads(text))
 
 
 def _validate(kind: Literal["results", "run"], data: object) -> Any:

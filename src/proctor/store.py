@@ -254,6 +254,8 @@ def _read_checked(path: Path, parse: Callable[[bytes], T]) -> T:
         return parse(text)
     except InvalidRunFile as e:
         raise UsageError(f"{path} is not a proctor {path.name} file: {e}") from None
+    except ValueError as e:  # not JSON, or not UTF-8
+        raise UsageError(f"cannot read {path}: {e}") from None
 
 
 # The index -------------------------------------------------------------------------------
