@@ -75,7 +75,7 @@ def test_every_report_says_why_a_trial_failed(cli, spec, tmp_path):
     shown = cli("show", "run", "--failed", env={"COLUMNS": "200"})
     assert below in shown.stdout and "failed: exit_code#0" in shown.stdout
     one = cli("show", "run", trials["strict"]["id"])
-    assert f"why it failed: {below}" in one.stdout
+    assert f"why: {below}" in one.stdout
     out = cli("check", "strict.yaml")
     assert f"solution fails: {below}" in out.stderr
 
