@@ -19,6 +19,7 @@ Each sampled image is removed after it is measured (the corpus's images are larg
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import shutil
@@ -115,11 +116,9 @@ def _bare_trial(task, image: str) -> dict:
                        capture_output=True)
         subprocess.run(["docker", "cp", f"{task.base_dir}/tests/.", f"{cid}:/tests"],
                        capture_output=True)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             subprocess.run(["docker", "exec", cid, "bash", "/tests/test.sh"],
                            capture_output=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            pass
         reward = subprocess.run(["docker", "exec", cid, "cat", "/logs/verifier/reward.txt"],
                                 capture_output=True, text=True).stdout.strip()
     finally:

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from proctor.agents import AGENTS
 from proctor.sandbox import BACKENDS
+
+if TYPE_CHECKING:
+    from proctor.model import RunOptions
 
 FORMATS = ("json", "junit", "md", "html", "atif", "inspect")  # proctor.report.NAMES
 
@@ -92,14 +96,23 @@ def validate(paths: tuple[str, ...]) -> None:
 
 
 @main.command()
-def schema() -> None:
-    """Print the JSON Schema of both spec dialects (for editors and yaml-language-server)."""
+@click.argument("what", required=False, default="specs",
+                type=click.Choice(["specs", "results", "run"]))
+def schema(what: str) -> None:
+    """Print a JSON Schema: of both spec dialects (the default; for editors and
+    yaml-language-server), of a run's results.json (`results`) or of its run.json (`run`)."""
     def body() -> int:
         import json
 
-        from proctor.spec.schema import json_schema
+        if what == "specs":
+            from proctor.spec.schema import json_schema
 
-        click.echo(json.dumps(json_schema(), indent=2))
+            click.echo(json.dumps(json_schema(), indent=2))
+        else:
+            from proctor import results
+
+            click.echo(json.dumps(results.json_schema("results" if what == "results"
+                                                       else "run"), indent=2))
         return 0
 
     _guard(body)
@@ -172,7 +185,7 @@ def _run_options(f: Callable) -> Callable:
     return f
 
 
-def _options(**kw) -> object:
+def _options(**kw: Any) -> RunOptions:
     from proctor.config import load_config
     from proctor.model import RunOptions
 

@@ -45,7 +45,9 @@ def shown_paths(dirs: list[str], cli: str | None) -> list[str]:
     script whose interpreter lives outside /usr (a pipx or venv install), that installation."""
     paths = list(dirs)
     name = _program(cli)
-    for d in dirs if name else ():
+    if name is None:
+        return paths
+    for d in dirs:
         script = Path(d) / name
         interpreter = _interpreter(script)
         if not interpreter or Path(interpreter).parent.name != "bin":

@@ -9,11 +9,13 @@ count as not passed, as in every pass rate proctor reports. See docs/reports.md.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor.report import data
+from proctor.results import RunResults
 from proctor.stats import fisher_exact, holm, newcombe_diff, wilson
 
 if TYPE_CHECKING:
@@ -82,12 +84,13 @@ class CompareResult:
         return [c for c in self.tasks + self.models if c.flag == "improvement"]
 
 
-def _counts(trials: list[dict[str, Any]], key) -> dict[Any, list[int]]:
-    out: dict[Any, list[int]] = {}
+def _counts(trials: Sequence[Mapping[str, Any]], key: Callable[[Mapping[str, Any]], Any]
+            ) -> dict[Any, tuple[int, int]]:
+    """(passed, trials) by `key`."""
+    out: dict[Any, tuple[int, int]] = {}
     for t in trials:
-        c = out.setdefault(key(t), [0, 0])
-        c[0] += t.get("status") == "pass"
-        c[1] += 1
+        passed, n = out.get(k := key(t), (0, 0))
+        out[k] = (passed + (t.get("status") == "pass"), n + 1)
     return out
 
 
@@ -103,7 +106,7 @@ def _test_family(rows: list[Comparison], alpha: float) -> None:
             r.flag = "regression" if r.diff < 0 else "improvement"
 
 
-def compare_runs(results_a: dict[str, Any], results_b: dict[str, Any],
+def compare_runs(results_a: RunResults, results_b: RunResults,
                  alpha: float = ALPHA) -> CompareResult:
     """Match tasks and models of two results dicts and test every difference."""
     ta, tb = results_a.get("trials") or [], results_b.get("trials") or []
@@ -112,7 +115,7 @@ def compare_runs(results_a: dict[str, Any], results_b: dict[str, Any],
     # One model each, and not the same one: "model X vs model Y on the same tasks".
     cross = (len(models_a) == 1 and len(models_b) == 1 and models_a != models_b)
 
-    def task_key(t: dict[str, Any]) -> tuple[Any, ...]:
+    def task_key(t: Mapping[str, Any]) -> tuple[Any, ...]:
         """Identical conditions: task, model (not in model-vs-model mode), help mode, params."""
         task, model, mode, params = data.condition(t)
         return (task, None if cross else model, mode, params)
@@ -132,7 +135,7 @@ def compare_runs(results_a: dict[str, Any], results_b: dict[str, Any],
                                 status_a=status_a.get(key), status_b=status_b.get(key),
                                 help_mode=t.get("help_mode"), params=dict(t.get("params") or {})))
 
-    def label_of(key: tuple[Any, ...], trials: list[dict[str, Any]]) -> str:
+    def label_of(key: tuple[Any, ...], trials: Sequence[Mapping[str, Any]]) -> str:
         t = first[key]
         extra = [x for x in (t.get("help_mode"), data.params_text(t.get("params"))) if x]
         task = f"{key[0]} [{', '.join(extra)}]" if extra else str(key[0])
@@ -369,7 +372,7 @@ def comparison_markdown(res: CompareResult) -> str:
                          f"{data.points(c.diff)} pts ({data.points(lo)} to {data.points(hi)}) | "
                          f"{_p(c.p_adj)} | {icon.get(c.flag, '')} |")
         lines.append("")
-    for label, names in (("Only in A", res.only_a), ("Only in B", res.only_b)):
-        if names:
-            lines.append(f"**{label}:** " + ", ".join(code(n, 200) for n in names))
+    for heading, only in (("Only in A", res.only_a), ("Only in B", res.only_b)):
+        if only:
+            lines.append(f"**{heading}:** " + ", ".join(code(n, 200) for n in only))
     return "\n".join(lines).rstrip() + "\n"

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from proctor.errors import UsageError
-from proctor.model import TaskDef
+from proctor.model import StepDef, TaskDef
+from proctor.results import SuiteIdentity
 
 MAX_TREE_FILES = 10_000  # a scaffold bigger than this is fingerprinted by its first files
 
@@ -41,7 +42,8 @@ def referenced(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> set[Path
         # tests and each step's.
         if task.dockerfile:
             out.add(Path(task.dockerfile).parent)
-        for step in [task, *task.steps]:
+        parts: list[TaskDef | StepDef] = [task, *task.steps]
+        for step in parts:
             out.update(Path(d) for d in [step.solution_dir, *(u for u, _ in step.uploads)] if d)
             for check in step.checks:
                 out.update(Path(t) for t in getattr(check.config, "tests", None) or [])
@@ -105,7 +107,7 @@ def _tree(root: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def _feed(h: hashlib._Hash, path: Path) -> None:
+def _feed(h: hashlib.blake2b, path: Path) -> None:
     if path.is_symlink():
         h.update(b"link:" + os.readlink(path).encode())
         return
@@ -120,7 +122,7 @@ def _feed(h: hashlib._Hash, path: Path) -> None:
         h.update(b"unreadable")
 
 
-def suite_identity(sources: Iterable[str], selection: Iterable[str] = ()) -> dict[str, object]:
+def suite_identity(sources: Iterable[str], selection: Iterable[str] = ()) -> SuiteIdentity:
     """What `proctor view` calls one suite, for run.json's `suite`: `key`, the spec files a
     run read (resolved: `.`, `cli-bench.yaml` and `suite/` from anywhere name the same file
     once), and `version`, their content and the task selection (`--task`, `--category`): the

@@ -15,7 +15,8 @@ import sys
 import tempfile
 from typing import Any
 
-from proctor.model import RunOptions
+from proctor.model import RunOptions, Trial
+from proctor.results import RunResults
 from proctor.runner import prepare, run_planned
 from proctor.text import cut
 
@@ -28,13 +29,14 @@ def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = F
         for agent in ("oracle", "nop"):
             options = RunOptions(agent=agent, concurrency=concurrency, quiet=True, repeat=1,
                                  output_dir=f"{scratch}/{agent}", config=dict(config or {}),
-                                 backend=backend or "local",  # type: ignore[arg-type]
+                                 backend=backend or "local",
                                  backend_chosen=backend is not None, purpose="check")
             planned = prepare(paths, options, warn=agent == "oracle")
             # Each task once: help modes and matrix params don't change what a solution does.
-            seen: set[str] = set()
-            planned.trials = [t for t in planned.trials
-                              if not (t.task_id in seen or seen.add(t.task_id))]
+            first: dict[str, Trial] = {}
+            for t in planned.trials:
+                first.setdefault(t.task_id, t)
+            planned.trials = list(first.values())
             results[agent] = run_planned(planned)
         tasks = {t.id: t for t in planned.tasks.values()}
     finally:
@@ -52,7 +54,8 @@ def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = F
     return 1 if problems else 0
 
 
-def findings(oracle: dict[str, Any], nop: dict[str, Any], tasks: dict) -> tuple[list[str], list[str]]:
+def findings(oracle: RunResults, nop: RunResults, tasks: dict[str, Any]
+             ) -> tuple[list[str], list[str]]:
     problems: list[str] = []
     notes: list[str] = []
     for trial in oracle["trials"]:

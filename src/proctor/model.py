@@ -8,6 +8,7 @@ another process or machine.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -322,7 +323,6 @@ class TrialResult:
     category: str | None = None
     started_at: str | None = None
     output: str = ""  # the agent's final message / stdout, cut
-    timed_out: bool = False  # the agent ran out of its time (task timeout)
     node: str | None = None  # where it ran under --executor ray: "HOSTNAME/NODE_ID[:8]"
 
     def to_dict(self) -> dict[str, Any]:
@@ -332,7 +332,7 @@ class TrialResult:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TrialResult:
+    def from_dict(cls, d: Mapping[str, Any]) -> TrialResult:
         d = {"help_mode": None, "replica": 0, "params": {}, "composite_score": 0.0,
              "model": None, **d}
         d["checks"] = [CheckResult(**c) for c in d.get("checks", [])]

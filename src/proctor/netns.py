@@ -47,6 +47,7 @@ def run_in(pid: int, work: Callable[[], T]) -> T:
     t = threading.Thread(target=enter_and_work, name="proctor-netns")
     t.start()
     t.join()
-    if isinstance(result[0], BaseException):
-        raise result[0]
-    return result[0]  # type: ignore[return-value]
+    outcome = result[0]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 # Every process a run starts carries this in its environment (the janitor's marker).
 RUN_ID_VAR = "PROCTOR_RUN_ID"
@@ -86,7 +86,7 @@ async def run(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
     if on_start is not None:
         on_start(pid)
     if stdin is not None:
-        pipe = transport.get_pipe_transport(0)
+        pipe = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))
         with contextlib.suppress(OSError):
             pipe.write(stdin)
             pipe.write_eof()
@@ -123,10 +123,11 @@ def run_sync(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
     (proctor is root)."""
     started, t0 = time.time(), time.monotonic()
     data = stdin if isinstance(stdin, bytes) else None
+    source: int | IO[bytes] = (subprocess.PIPE if data is not None else
+                               stdin if stdin is not None and not isinstance(stdin, bytes)
+                               else subprocess.DEVNULL)
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True,
-                                stdin=subprocess.PIPE if data is not None else
-                                stdin or subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, stdin=source,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 user=user, group=group, extra_groups=[] if user is not None else None)
     except (OSError, subprocess.SubprocessError) as e:
@@ -155,13 +156,13 @@ def run_sync(argv: Sequence[str], *, timeout: float, cwd: str | None = None,
 # -- long-lived children ---------------------------------------------------------------------
 
 _SETPRIV = shutil.which("setpriv")
-_LIVE: dict[int, subprocess.Popen] = {}  # pid (= pgid) -> started, not yet reaped
+_LIVE: dict[int, subprocess.Popen[bytes]] = {}  # pid (= pgid) -> started, not yet reaped
 
 
 def start(argv: Sequence[str], *, env: dict[str, str] | None = None,
           log: Path | None = None, stderr: int | None = None, pass_fds: Sequence[int] = (),
           user: int | None = None, group: int | None = None,
-          die_with_parent: bool = False) -> subprocess.Popen:
+          die_with_parent: bool = False) -> subprocess.Popen[bytes]:
     """A long-lived child in a process group of its own; stdout and stderr appended to `log`
     (else stdout discarded and stderr as `stderr` says, e.g. subprocess.PIPE). With
     `die_with_parent` (and util-linux's setpriv) the kernel kills it if proctor dies. `stop`
@@ -181,7 +182,7 @@ def start(argv: Sequence[str], *, env: dict[str, str] | None = None,
     return p
 
 
-def stop(p: subprocess.Popen, *, sig: int = signal.SIGTERM, grace: float = 5.0) -> None:
+def stop(p: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM, grace: float = 5.0) -> None:
     """Signal `p`'s whole group, wait up to `grace` s, then SIGKILL it; always reap, and wait
     (2 s at most) for the rest of the group. Blocking: off the event loop."""
     if p.poll() is None and grace > 0:
@@ -196,7 +197,7 @@ def stop(p: subprocess.Popen, *, sig: int = signal.SIGTERM, grace: float = 5.0) 
         time.sleep(0.01)
 
 
-def forget(p: subprocess.Popen) -> None:
+def forget(p: subprocess.Popen[bytes]) -> None:
     """`p` exited on its own and was reaped by its owner."""
     _LIVE.pop(p.pid, None)
 

@@ -1,17 +1,36 @@
-"""The result types of a run, after scoring: what results.json holds (SPEC §5) and every
-report, `show`, `compare` and the store read.
+"""The run data as files hold it: `run.json` (what was asked, where, with what) and
+`results.json` (SPEC §5: every trial, and the scored rows every report, `show`, `compare` and
+the store read).
 
-They are TypedDicts: results.json is their JSON form, byte for byte, so a report rendered
-from a file and one rendered in the run that made it see the same thing. The scorer
-(`proctor.scoring.summarize`) is the only producer of the aggregate rows; reports never
-recompute a figure that is here. `TrialResult` (one trial) lives in `proctor.model`.
+They are TypedDicts: the files are their JSON form, byte for byte, so a report rendered from
+a file and one rendered in the run that made it see the same thing, and the type checker
+holds every key a reader or writer names to its definition here. `load_results` and
+`load_run_meta` validate a file's data through them (a key of the wrong type is a usage
+error naming it; a key proctor does not know is kept: a newer proctor may add keys), and
+`json_schema` describes them for other tools. The scorer (`proctor.scoring.summarize`) is the
+only producer of the aggregate rows; reports never recompute a figure that is here.
+`TrialResult` (one trial, in memory) lives in `proctor.model`; `TrialRecord` is its JSON form.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+import json
+from functools import cache
+from typing import Any, Literal, NotRequired
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
+
+# Written into run.json and results.json. Raised when a key changes meaning or goes away;
+# new keys do not raise it (readers keep keys they do not know). A file without it was
+# written before it existed, in the layout of version 1.
+SCHEMA_VERSION = 1
+
+TaskStatus = Literal["pass", "fail", "flaky", "error"]
+_OPEN = ConfigDict(extra="allow")  # keys added by a newer proctor are kept, never refused
 
 
+@with_config(_OPEN)
 class Summary(TypedDict):
     trials: int
     passed: int
@@ -20,7 +39,11 @@ class Summary(TypedDict):
     pass_rate: float  # a fraction
 
 
-class Usage(TypedDict):
+# The rows: SPEC §5's keys are required; what proctor added since may be missing from files
+# written before it was.
+
+@with_config(_OPEN)
+class Usage(TypedDict, total=False):
     """What a group of trials cost, the same figures in every report."""
 
     avg_turns: float
@@ -30,27 +53,29 @@ class Usage(TypedDict):
     cost_per_success: float | None  # None without a known cost or without a success
 
 
+@with_config(_OPEN)
 class TaskRow(Usage):
     """One per task × agent/model × help mode × params: identical conditions."""
 
     task_id: str
     model: str | None
-    agent: str  # the agent under test, as the models rows name it
+    agent: NotRequired[str]  # the agent under test, as the models rows name it
     help_mode: str | None
     params: dict[str, Any]
-    status: str  # pass | fail | flaky | error
-    verdict: str  # the replicas aggregated as the task says (scoring.replica_aggregation)
-    aggregation: str
+    status: TaskStatus
+    verdict: NotRequired[str]  # the replicas aggregated as the task says (pass | fail)
+    aggregation: NotRequired[str]  # scoring.replica_aggregation: all | any | majority | mean
     pass_rate: float
     trials: int
-    passed: int
-    errored: int
-    mean_score: float
-    category: str | None
-    pass_at_k: dict[str, float]  # "k" -> unbiased pass@k, k = 1 .. trials
-    pass_hat_k: dict[str, float]  # "k" -> pass^k: all k samples pass
+    passed: NotRequired[int]
+    errored: NotRequired[int]
+    mean_score: NotRequired[float]
+    category: NotRequired[str | None]
+    pass_at_k: NotRequired[dict[str, float]]  # "k" -> unbiased pass@k, k = 1 .. trials
+    pass_hat_k: NotRequired[dict[str, float]]  # "k" -> pass^k: all k samples pass
 
 
+@with_config(_OPEN)
 class ModelRow(Usage):
     """One per agent under test (the model for `llm`, else `oracle`, `command:<program>`, …)."""
 
@@ -60,13 +85,14 @@ class ModelRow(Usage):
     ci95: list[float]
     threshold: float | None  # percent; None when no threshold applies
     met: bool | None
-    trials: int
-    passed: int
-    errored: int
-    pass_at_k: dict[str, float]  # the mean of its tasks rows', for k every row reaches
-    pass_hat_k: dict[str, float]
+    trials: NotRequired[int]
+    passed: NotRequired[int]
+    errored: NotRequired[int]
+    pass_at_k: NotRequired[dict[str, float]]  # the mean of its tasks rows', for k every row reaches
+    pass_hat_k: NotRequired[dict[str, float]]
 
 
+@with_config(_OPEN)
 class HelpModeEffect(TypedDict):
     """Does injecting `--help` help? One per agent and pair of help modes it ran under."""
 
@@ -83,6 +109,8 @@ class HelpModeEffect(TypedDict):
 
 
 class Scored(TypedDict):
+    """What the scorer returns: the aggregate sections of results.json."""
+
     summary: Summary
     tasks: list[TaskRow]
     models: list[ModelRow]
@@ -90,23 +118,173 @@ class Scored(TypedDict):
     exit_code: int
 
 
+@with_config(_OPEN)
 class Isolation(TypedDict):
     isolated: bool
     note: str
+    backend: NotRequired[str]  # run.json's copy names the backend
 
 
-class RunResults(TypedDict, total=False):
-    """results.json."""
+@with_config(_OPEN)
+class CheckRecord(TypedDict):
+    """One check of a trial (`proctor.model.CheckResult`)."""
 
+    name: str  # an invariant's key, or TYPE#INDEX for an assertion
+    type: str
+    passed: bool
+    score: float
+    weight: float
+    gate: bool
+    message: str
+    error: NotRequired[str | None]  # the check itself could not run
+
+
+@with_config(_OPEN)
+class ForbiddenRecord(TypedDict):
+    rule: str
+    violated: bool
+    details: str
+
+
+@with_config(_OPEN)
+class TrialRecord(TypedDict):
+    """One trial (`proctor.model.TrialResult.to_dict()`). Keys past SPEC §5's minimum may be
+    missing from files written before proctor recorded them."""
+
+    id: str
+    task_id: str
+    status: Literal["pass", "fail", "error"]
+    model: NotRequired[str | None]
+    help_mode: NotRequired[str | None]
+    replica: NotRequired[int]
+    params: NotRequired[dict[str, Any]]
+    composite_score: NotRequired[float]
+    error: NotRequired[str | None]
+    checks: NotRequired[list[CheckRecord]]
+    forbidden: NotRequired[list[ForbiddenRecord]]
+    reason: NotRequired[str | None]  # why it did not pass, in one line
+    timed_out: NotRequired[bool]
+    turns: NotRequired[int]
+    tokens: NotRequired[dict[str, int | None]]  # None: not known (a command agent's)
+    cost_usd: NotRequired[float | None]
+    duration_s: NotRequired[float]
+    agent: NotRequired[str | None]
+    category: NotRequired[str | None]
+    started_at: NotRequired[str | None]
+    output: NotRequired[str]  # the agent's final message or output, cut
+    node: NotRequired[str | None]  # where it ran under --executor ray
+
+
+@with_config(_OPEN)
+class RunResults(TypedDict):
+    """results.json. `trials` is the only key every reader needs: a run still going is read
+    from results.jsonl into this shape, its rows scored on the fly."""
+
+    schema_version: NotRequired[int]
+    run_id: NotRequired[str]
+    started_at: NotRequired[str | None]
+    finished_at: NotRequired[str | None]
+    complete: NotRequired[bool]  # false: planned trials are missing (an interrupted run)
+    interrupted: NotRequired[bool]
+    summary: NotRequired[Summary]
+    trials: list[TrialRecord]
+    tasks: NotRequired[list[TaskRow]]
+    models: NotRequired[list[ModelRow]]
+    help_modes: NotRequired[list[HelpModeEffect]]
+    notes: NotRequired[list[str]]  # why an agent ran fewer trials than the help modes say
+    exit_code: NotRequired[int]
+    isolation: NotRequired[Isolation]
+    reports: NotRequired[list[str]]  # in the run's memory only: the report files it wrote
+
+
+@with_config(_OPEN)
+class SuiteIdentity(TypedDict, total=False):
+    """What `proctor view` calls one suite (proctor.inputs.suite_identity; every key is
+    written, older runs lack some)."""
+
+    key: str  # the spec files read
+    version: str  # their content and the task selection
+    files: list[str]
+    name: str  # for people
+
+
+@with_config(_OPEN)
+class RunMeta(TypedDict, total=False):
+    """run.json: written when a run starts (every key below; older runs lack some), read by
+    --resume, reports and `proctor view`."""
+
+    schema_version: int
     run_id: str
     started_at: str
-    finished_at: str | None
-    complete: bool
-    interrupted: bool
-    summary: Summary
-    trials: list[dict[str, Any]]  # TrialResult.to_dict() each (`node`: where, under Ray)
-    tasks: list[TaskRow]
-    models: list[ModelRow]
-    help_modes: list[HelpModeEffect]
-    exit_code: int
+    trial_ids: str  # "padded": replica numbers zero-padded in trial ids
+    paths: list[str]  # the spec paths the run was given, resolved
+    options: dict[str, Any]  # RunOptions as asked (proctor.toml included)
+    versions: dict[str, Any]  # proctor, python, agents, the suites' CLIs
+    about: list[Any]  # what the benchmarks are ({display_name, ...}; reports skip the rest)
+    notes: list[str]
     isolation: Isolation
+    inputs: dict[str, Any]  # each input file's digest (proctor.inputs.fingerprint)
+    suite: SuiteIdentity
+    purpose: Literal["run", "check"]
+    host: str | dict[str, Any]  # {name, cpus, platform}; older runs: a string
+
+
+class InvalidRunFile(ValueError):
+    """A run file whose data does not have the shape of its type; says where."""
+
+
+@cache
+def _adapter(kind: Literal["results", "run"]) -> TypeAdapter[Any]:
+    return TypeAdapter(RunResults if kind == "results" else RunMeta)
+
+
+def json_schema(kind: Literal["results", "run"]) -> dict[str, Any]:
+    """The JSON Schema of results.json or run.json."""
+    title = "proctor results.json" if kind == "results" else "proctor run.json"
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **_adapter(kind).json_schema(),
+            "title": title}
+
+
+def parse_results(text: str | bytes) -> RunResults:
+    """results.json's text, parsed and checked against `RunResults`."""
+    results: RunResults = _parse("results", text)
+    return results
+
+
+def parse_run_meta(text: str | bytes) -> RunMeta:
+    """run.json's text, parsed and checked against `RunMeta`."""
+    meta: RunMeta = _parse("run", text)
+    return meta
+
+
+def load_results(data: object) -> RunResults:
+    """results.json's data (already parsed: a run still going, read from results.jsonl),
+    checked against `RunResults`."""
+    results: RunResults = _validate("results", data)
+    return results
+
+
+def _parse(kind: Literal["results", "run"], text: str | bytes) -> Any:
+    try:  # parsed and checked in one pass: no slower than json.loads alone
+        return _adapter(kind).validate_json(text)
+    except ValidationError as e:
+        if e.errors(include_url=False)[0]["type"] != "json_invalid":
+            raise InvalidRunFile(_problems(e)) from None
+    # A name that was not UTF-8 is kept as a \udcXX escape, which only json reads. Text
+    # that is not JSON (or not UTF-8) raises json's ValueError.
+    return _validate(kind, json.loads(text))
+
+
+def _validate(kind: Literal["results", "run"], data: object) -> Any:
+    try:
+        return _adapter(kind).validate_python(data)
+    except ValidationError as e:
+        raise InvalidRunFile(_problems(e)) from None
+
+
+def _problems(e: ValidationError) -> str:
+    """The first three problems, each where it is: `trials.3.status: Input should be ...`."""
+    problems = [f"{'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
+                for err in e.errors(include_url=False)[:3]]
+    more = f" (and {e.error_count() - 3} more)" if e.error_count() > 3 else ""
+    return "; ".join(problems) + more

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from proctor import __version__
 from proctor.agents.external import install_agents
@@ -27,13 +27,14 @@ from proctor.errors import UsageError
 from proctor.executors import infra_error
 from proctor.inputs import check_unchanged, fingerprint, referenced, suite_identity
 from proctor.janitor import sweep
-from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+from proctor.model import RunOptions, StepDef, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select, unprompted_notes
 from proctor.proc import use_fast_child_watcher
 from proctor.providers import MODEL_AGENT_TYPES, preflight_run
 from proctor.report import trajectory, write_reports
 from proctor.report.progress import Progress
 from proctor.report.terminal import print_summary
+from proctor.results import SCHEMA_VERSION, RunMeta, RunResults, TrialRecord
 from proctor.sandbox import BACKENDS, backend_for_run, close_backend
 from proctor.sandbox.trace import tracer
 from proctor.scoring import summarize
@@ -53,7 +54,7 @@ class Planned:
     trials: list[Trial]
     options: RunOptions
     paths: list[str]
-    meta: dict[str, Any]
+    meta: RunMeta
     ray_started: bool = False  # this process started a private Ray instance (and stops it)
 
 
@@ -71,7 +72,7 @@ def run_main(paths: list[str], options: RunOptions) -> int:
 
 def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Planned:
     """Everything that can fail on bad input, before anything runs (exit 2)."""
-    meta: dict[str, Any] = {}
+    meta: RunMeta = {}
     store: RunStore | None = None
     if options.resume:
         store = RunStore.open(options.resume)
@@ -129,7 +130,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
                                                 *(f"category={c}" for c in options.categories)])
         if names := [str(a["display_name"]) for a in about if a.get("display_name")]:
             suite["name"] = ", ".join(dict.fromkeys(names))  # what people call it
-        meta = {"run_id": store.run_id, "started_at": iso(), "trial_ids": "padded",
+        meta = {"schema_version": SCHEMA_VERSION,
+                "run_id": store.run_id, "started_at": iso(), "trial_ids": "padded",
                 "paths": [str(Path(p).resolve()) for p in paths],
                 "options": _stored_options(options),
                 "versions": {**_versions(), **agent_versions, **clis},
@@ -147,7 +149,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     return Planned(store, by_id, trials, options, paths, meta, ray_started)
 
 
-def run_planned(planned: Planned) -> dict[str, Any]:
+def run_planned(planned: Planned) -> RunResults:
     store, options = planned.store, planned.options
     done = store.finished()
     if store.rejected:
@@ -192,6 +194,7 @@ async def _execute(trials: list[Trial], planned: Planned,
     use_fast_child_watcher()
     loop = asyncio.get_running_loop()
     main = asyncio.current_task()
+    assert main is not None  # called from a task (asyncio.run's)
     loop.add_signal_handler(signal.SIGTERM, main.cancel)
     store, options = planned.store, planned.options
     tmp_root: Path | None = None  # none on the head with Ray: nothing to leave if it is killed
@@ -268,20 +271,21 @@ def _store(store: RunStore, result: TrialResult, trial: Trial, task: TaskDef,
 
 
 def build_results(planned: Planned, finished: dict[str, TrialResult],
-                  interrupted: bool = False) -> dict[str, Any]:
+                  interrupted: bool = False) -> RunResults:
     trials = [finished[t.id] for t in planned.trials if t.id in finished]
     scored = summarize(trials, planned.tasks.values())
     missing = len(planned.trials) - len(trials)
     if missing and not interrupted:
         scored["exit_code"] = 1
     return {
+        "schema_version": SCHEMA_VERSION,
         "run_id": planned.store.run_id,
         "started_at": planned.meta["started_at"],
         "finished_at": iso(),
         "complete": missing == 0,
         "interrupted": interrupted,
         "summary": scored["summary"],
-        "trials": [t.to_dict() for t in trials],
+        "trials": [cast(TrialRecord, t.to_dict()) for t in trials],
         "tasks": scored["tasks"],
         "models": scored["models"],
         "help_modes": scored["help_modes"],
@@ -372,7 +376,8 @@ def _scale_timeouts(tasks: list[TaskDef], factor: float) -> None:
         task.agent.timeout *= factor
         if task.resources.get("build_timeout"):
             task.resources["build_timeout"] *= factor
-        for step in [task, *task.steps]:
+        parts: list[TaskDef | StepDef] = [task, *task.steps]
+        for step in parts:
             if step is not task:
                 step.timeout *= factor
             if step.healthcheck is not None:
@@ -434,7 +439,7 @@ def _progress(total: int, done: int, options: RunOptions) -> Progress:
     return Progress(total, done, quiet=options.quiet)
 
 
-def _print_outcome(planned: Planned, results: dict[str, Any]) -> None:
+def _print_outcome(planned: Planned, results: RunResults) -> None:
     s = results["summary"]
     if not planned.options.quiet:
         try:

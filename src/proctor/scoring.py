@@ -9,9 +9,18 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from proctor.model import CheckResult, ForbiddenResult, TaskDef, Thresholds, TrialResult
-from proctor.results import HelpModeEffect, ModelRow, Scored, Summary, TaskRow, Usage
+from proctor.model import CheckResult, ForbiddenResult, Status, TaskDef, Thresholds, TrialResult
+from proctor.results import (
+    HelpModeEffect,
+    ModelRow,
+    Scored,
+    Summary,
+    TaskRow,
+    TaskStatus,
+    Usage,
+)
 from proctor.stats import fisher_exact, newcombe_diff, wilson
 from proctor.text import cut, first_line
 
@@ -21,7 +30,7 @@ _EPS = 1e-9
 
 @dataclass
 class Score:
-    status: str  # pass | fail | error
+    status: Status
     composite: float
     reason: str | None = None  # why it failed or errored, one line (None when it passed)
     error: str | None = None  # an error's whole message
@@ -103,13 +112,14 @@ def aggregate_replicas(trials: list[TrialResult], how: str, pass_threshold: floa
     elif how == "mean" and pass_threshold is None:
         ok = passed * 2 >= n
     elif how == "mean":
-        ok = sum(t.composite_score for t in trials) / n + _EPS >= pass_threshold
+        mean = sum(t.composite_score for t in trials) / n
+        ok = pass_threshold is not None and mean + _EPS >= pass_threshold
     else:  # all
         ok = passed == n
     return "pass" if ok else "fail"
 
 
-def task_status(trials: list[TrialResult]) -> str:
+def task_status(trials: list[TrialResult]) -> TaskStatus:
     """error if any trial errored (its result can't be trusted); flaky if both passes and
     failures; otherwise pass or fail."""
     statuses = {t.status for t in trials}
@@ -187,7 +197,7 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 MAX_K = 10  # pass@k is reported for k = 1 .. min(trials, MAX_K)
 
 
-def _task_row(key: tuple, group: list[TrialResult], task: TaskDef | None) -> TaskRow:
+def _task_row(key: tuple[Any, ...], group: list[TrialResult], task: TaskDef | None) -> TaskRow:
     task_id, agent, model, help_mode, _ = key
     how = task.replica_aggregation if task else "all"
     n, ok = len(group), sum(t.status == "pass" for t in group)
@@ -206,15 +216,16 @@ def _task_row(key: tuple, group: list[TrialResult], task: TaskDef | None) -> Tas
     }
 
 
-def _mean_k(rows: list[TaskRow]) -> dict[str, dict[str, float]]:
-    """A model's pass@k / pass^k: for each k, the mean over its tasks rows (conditions) with
-    at least k trials — a task run once says nothing about k = 3 and is left out of it."""
-    out: dict[str, dict[str, float]] = {"pass_at_k": {}, "pass_hat_k": {}}
+def _mean_k(rows: list[TaskRow]) -> tuple[dict[str, float], dict[str, float]]:
+    """A model's pass@k and pass^k: for each k, the mean over its tasks rows (conditions)
+    with at least k trials — a task run once says nothing about k = 3 and is left out."""
+    at: dict[str, float] = {}
+    hat: dict[str, float] = {}
     for k in range(1, max((len(r["pass_at_k"]) for r in rows), default=0) + 1):
         reach = [r for r in rows if str(k) in r["pass_at_k"]]
-        for name in out:
-            out[name][str(k)] = sum(r[name][str(k)] for r in reach) / len(reach)
-    return out
+        at[str(k)] = sum(r["pass_at_k"][str(k)] for r in reach) / len(reach)
+        hat[str(k)] = sum(r["pass_hat_k"][str(k)] for r in reach) / len(reach)
+    return at, hat
 
 
 def _model_row(agent: str, group: list[TrialResult], by_id: dict[str, TaskDef]
@@ -257,7 +268,7 @@ def summarize(trials: list[TrialResult], tasks: Iterable[TaskDef]) -> Scored:
     errored = sum(t.status == "error" for t in trials)
     summary: Summary = {"trials": n, "passed": passed, "failed": failed, "errored": errored,
                         "pass_rate": passed / n if n else 0.0}
-    by_task: dict[tuple, list[TrialResult]] = defaultdict(list)
+    by_task: dict[tuple[Any, ...], list[TrialResult]] = defaultdict(list)
     by_agent: dict[str, list[TrialResult]] = defaultdict(list)
     for t in trials:
         agent = agent_label(t, by_id.get(t.task_id))
@@ -271,7 +282,8 @@ def summarize(trials: list[TrialResult], tasks: Iterable[TaskDef]) -> Scored:
         model_rows.append(row)
         enforced_miss |= miss
     for row in model_rows:
-        row.update(_mean_k([r for r in task_rows if r["agent"] == row["agent"]]))
+        row["pass_at_k"], row["pass_hat_k"] = _mean_k(
+            [r for r in task_rows if r["agent"] == row["agent"]])
     if any(row["threshold"] is not None for row in model_rows):
         exit_code = 1 if enforced_miss else 0
     else:

@@ -16,12 +16,22 @@ import os
 import secrets
 import sqlite3
 import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, TypeVar
 
 from proctor.errors import UsageError
 from proctor.model import TrialResult
+from proctor.results import (
+    InvalidRunFile,
+    RunMeta,
+    RunResults,
+    parse_results,
+    parse_run_meta,
+)
+
+T = TypeVar("T")
 
 
 def proctor_home() -> Path:
@@ -59,7 +69,7 @@ class RunStore:
         self.run_id = run_id
         self.trials_dir = run_dir / "trials"
         self.jsonl_path = run_dir / "results.jsonl"
-        self._jsonl = None
+        self._jsonl: TextIO | None = None
         self._key: bytes | None = None
         self.rejected = 0  # lines of results.jsonl this run did not write (see finished())
 
@@ -118,14 +128,17 @@ class RunStore:
         meta = path / "run.json"
         if not meta.exists():
             raise UsageError(f"{run_dir} is not a proctor run directory (no run.json)")
-        return cls(path.resolve(), read_json(meta)["run_id"])
+        run_id = read_run_meta(meta).get("run_id")
+        if not run_id:
+            raise UsageError(f"{meta} names no run_id: not a proctor run directory")
+        return cls(path.resolve(), run_id)
 
     # run.json ------------------------------------------------------------------------------
-    def write_meta(self, meta: dict[str, Any]) -> None:
+    def write_meta(self, meta: RunMeta) -> None:
         write_json(self.dir / "run.json", meta)
 
-    def read_meta(self) -> dict[str, Any]:
-        return read_json(self.dir / "run.json")
+    def read_meta(self) -> RunMeta:
+        return read_run_meta(self.dir / "run.json")
 
     # results.jsonl -------------------------------------------------------------------------
     def finished(self, *, repair: bool = True) -> dict[str, TrialResult]:
@@ -179,7 +192,7 @@ class RunStore:
     def trial_dir(self, trial_id: str) -> Path:
         return self.trials_dir / trial_id
 
-    def write_results(self, results: dict[str, Any]) -> Path:
+    def write_results(self, results: RunResults) -> Path:
         path = self.dir / "results.json"
         write_json(path, results)
         return path
@@ -222,10 +235,26 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def read_json(path: Path) -> Any:
+def read_results(path: Path) -> RunResults:
+    """A results.json, checked (proctor.results): a usage error saying what is wrong."""
+    return _read_checked(path, parse_results)
+
+
+def read_run_meta(path: Path) -> RunMeta:
+    """A run.json, checked (proctor.results): a usage error saying what is wrong."""
+    return _read_checked(path, parse_run_meta)
+
+
+def _read_checked(path: Path, parse: Callable[[bytes], T]) -> T:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        text = path.read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e}") from None
+    try:
+        return parse(text)
+    except InvalidRunFile as e:
+        raise UsageError(f"{path} is not a proctor {path.name} file: {e}") from None
+    except ValueError as e:  # not JSON, or not UTF-8
         raise UsageError(f"cannot read {path}: {e}") from None
 
 
@@ -257,10 +286,10 @@ def _index() -> sqlite3.Connection:
 
 
 def index_run(run_id: str, run_dir: Path, *, started_at: str, status: str, specs: list[str],
-              finished_at: str | None = None, summary: dict[str, Any] | None = None,
+              finished_at: str | None = None, summary: Mapping[str, Any] | None = None,
               models: list[str] | None = None,
               by_model: dict[str, list[int]] | None = None,
-              suite: dict[str, Any] | None = None,
+              suite: Mapping[str, Any] | None = None,
               by_agent: dict[str, dict[str, Any]] | None = None) -> None:
     """Add or update a run's row, for `proctor runs` and `proctor view`: `suite` (run.json's,
     inputs.suite_identity) and `by_agent` (label -> agent, model, passed, trials, errored:
@@ -291,7 +320,7 @@ def index_run(run_id: str, run_dir: Path, *, started_at: str, status: str, specs
         pass  # the index is a convenience; a locked or read-only home must not fail a run
 
 
-def by_agent(models: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def by_agent(models: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """results.json's `models` rows as the index keeps them: by agent label (the model for
     `llm`, `claude-code:MODEL`, `oracle` ...), each with its agent and model apart."""
     out: dict[str, dict[str, Any]] = {}

@@ -14,6 +14,7 @@ import os
 import secrets as secrets_mod
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -166,8 +167,8 @@ class _Trial:
 
     def __init__(self, trial: Trial, task: TaskDef, run: RunContext):
         self.trial, self.task, self.run = trial, task, run
-        self.secrets = {s.name: s.value if not s.generated else secrets_mod.token_hex(32)
-                        for s in task.secrets}
+        self.secrets = {s.name: s.value if s.value is not None and not s.generated
+                        else secrets_mod.token_hex(32) for s in task.secrets}
         self.redactor = Redactor(self.secrets, task.redact_patterns)
         for name in task.redact_env:
             self.redactor.add(name, task.env.get(name)
@@ -407,7 +408,8 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
                          else create_sandbox(run.options.backend, spec))
     except (OSError, SetupError) as e:
         raise TrialFault("workspace", detail=str(e)) from None
-    values = {"params": trial.params, "secrets": secret_values, "workdir": sandbox.workdir}
+    values: dict[str, Any] = {"params": trial.params, "secrets": secret_values,
+                              "workdir": sandbox.workdir}
     sandbox.env.update({k: render(v, **values) for k, v in task.env.items()})
     return sandbox
 
@@ -438,6 +440,12 @@ async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, Serv
     return proxy
 
 
+def _tagged(on_event: Callable[[dict[str, Any]], None], service: str
+            ) -> Callable[[dict[str, Any]], None]:
+    """`on_event` for a service's egress proxy: each event says which service it came from."""
+    return lambda e: on_event({**e, "from_service": service})
+
+
 async def _services_ready(task: TaskDef, handles: dict[str, ServiceHandle], on_event: Any,
                           substitutes: Any, public: list[str] | None = None) -> None:
     """Services that reach out (a side container fetching its dependencies) do so through
@@ -447,8 +455,7 @@ async def _services_ready(task: TaskDef, handles: dict[str, ServiceHandle], on_e
         serve = getattr(h, "serve_egress", None)
         if serve is not None:
             proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])),
-                                lambda e, n=name: on_event({**e, "from_service": n}), substitutes,
-                                public or ())
+                                _tagged(on_event, name), substitutes, public or ())
             serve(proxy.handle)
         ready = getattr(h, "ready", None)
         if ready is not None:

@@ -70,8 +70,10 @@ class LLMSettings:
             raise UsageError(f"[llm] in proctor.toml: unknown key(s) {', '.join(unknown)} "
                              f"(known: {', '.join(cls.__dataclass_fields__)})")
         try:
-            return cls(**{k: (float(v) if k in ("temperature", "help_timeout") else int(v))
-                          for k, v in conf.items() if v is not None})
+            values: dict[str, Any] = {
+                k: (float(v) if k in ("temperature", "help_timeout") else int(v))
+                for k, v in conf.items() if v is not None}
+            return cls(**values)
         except (TypeError, ValueError) as e:
             raise UsageError(f"[llm] in proctor.toml: {e}") from None
 
@@ -114,7 +116,8 @@ class LLMAgent:
             result = await self._loop(env, provider, model, system, settings, ProviderError)
         finally:
             await provider.aclose()
-        result.cost_usd = cost_usd(price_of(model, config), result.tokens_in, result.tokens_out)
+        result.cost_usd = cost_usd(price_of(model, config), result.tokens_in or 0,
+                                   result.tokens_out or 0)
         return result
 
     async def _system_prompt(self, env: AgentEnv, settings: LLMSettings) -> str:

@@ -131,8 +131,7 @@ class RayExecutor:
         try:
             await self._revive_once(node, delay)
         finally:
-            async with self._changed:  # waiting trials look again: revived, or give up
-                self._changed.notify_all()
+            await self._notify()  # waiting trials look again: revived, or give up
 
     async def _revive_once(self, node: _Node, delay: float) -> None:
         for _ in range(REVIVE_ATTEMPTS):
@@ -253,8 +252,13 @@ class RayExecutor:
                 waiter.set_result(slot)
             else:
                 self._idle.append(slot)
-        async with self._changed:
-            self._changed.notify_all()
+        await self._notify()
+
+    async def _notify(self) -> None:
+        """Trials waiting for room look again."""
+        if self._changed is not None:  # None: no trial has asked for room yet
+            async with self._changed:
+                self._changed.notify_all()
 
     # Trials ----------------------------------------------------------------------------------
 

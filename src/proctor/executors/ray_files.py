@@ -107,12 +107,13 @@ def relocate(task: TaskDef, root: Path) -> TaskDef:
         seeds = {k: moved(v) for k in ("seed", "seed_file") if isinstance(v := svc.config.get(k), str)
                  and "\n" not in v and ";" not in v}
         services.append(dataclasses.replace(svc, config={**svc.config, **seeds}) if seeds else svc)
-    return dataclasses.replace(task, source=moved(task.source), base_dir=moved(task.base_dir),
+    return dataclasses.replace(task, source=moved(task.source) or "",
+                               base_dir=moved(task.base_dir) or "",
                                scaffold=moved(task.scaffold), checks=checks, services=services)
 
 
 def _replace(config: object, **changes: object) -> object:
-    if dataclasses.is_dataclass(config):
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
         return dataclasses.replace(config, **changes)
     if hasattr(config, "model_copy"):  # a pydantic model
         return config.model_copy(update=changes)

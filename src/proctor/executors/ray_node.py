@@ -61,7 +61,7 @@ class NodeRunner:
         self.tasks = {tid: relocate(t, root) for tid, t in tasks.items()}
         self.services: dict[tuple[str, str], Any] = {}
         self._service_lock: asyncio.Lock | None = None
-        self.run: Any = None  # the RunContext its trials share (made on the node's loop)
+        self.context: Any = None  # the RunContext its trials share (made on the node's loop)
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self._serve, name="proctor-node-loop", daemon=True).start()
 
@@ -109,7 +109,7 @@ class NodeRunner:
         from proctor.janitor import sweep_node
 
         with contextlib.suppress(Exception):
-            backend = self.run.backend if self.run is not None else None
+            backend = self.context.backend if self.context is not None else None
             asyncio.run_coroutine_threadsafe(_stop(self.services, backend),
                                              self.loop).result(timeout=60)
         sweep_node(self.label)  # anything a trial's clean-up missed
@@ -140,17 +140,17 @@ class _Work:
         from proctor.trial import RunContext, run_trial
 
         task = self.r.tasks[trial.task_id]
-        if self.r.run is None:  # one per node, as one per run on a single machine
+        if self.r.context is None:  # one per node, as one per run on a single machine
             from proctor.sandbox import backend_for_run
 
             # Boxes kept for the node's next trials: as many as it runs at once, at most.
             slots = self.r.options.concurrency or os.cpu_count() or 1
-            self.r.run = RunContext(options=self.r.options, sandbox_root=self.r.home / "sandboxes",
+            self.r.context = RunContext(options=self.r.options, sandbox_root=self.r.home / "sandboxes",
                                     trial_dir=self.r._out, services=self.r.services,
                                     run_id=self.r.label,
                                     backend=backend_for_run(self.r.options.backend,
                                                             self.r.home / "boxes", slots))
-        run = self.r.run
+        run = self.r.context
         try:
             await self._services(task)
         except Exception as e:  # noqa: BLE001 - as on one machine: the trial errors, not the run

@@ -95,7 +95,7 @@ def _item_events(i: int, item: dict[str, Any]) -> list[dict[str, Any]]:
 def stream_events(response: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """The response as its named SSE events, numbered as the API numbers them."""
     pending = {**response, "status": "in_progress", "output": [], "usage": None}
-    events = [{"type": "response.created", "response": pending},
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": pending},
               {"type": "response.in_progress", "response": pending}]
     for i, item in enumerate(response["output"]):
         events += _item_events(i, item)

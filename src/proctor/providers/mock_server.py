@@ -178,7 +178,7 @@ class _Handlers:
         self.received.append({"api": api, "path": request.path, "time": time.time(), "body": body})
         return body
 
-    async def openai(self, request: web.Request) -> web.Response:
+    async def openai(self, request: web.Request) -> web.StreamResponse:
         body = await self._body(request, "openai")
         if isinstance(body, web.Response):
             return body
@@ -218,7 +218,7 @@ class _Handlers:
             "usage": usage,
         })
 
-    async def anthropic(self, request: web.Request) -> web.Response:
+    async def anthropic(self, request: web.Request) -> web.StreamResponse:
         body = await self._body(request, "anthropic")
         if isinstance(body, web.Response):
             return body
@@ -247,7 +247,7 @@ class _Handlers:
             return await _sse(request, _message_events(message), named=True)
         return web.json_response(message)
 
-    async def responses(self, request: web.Request) -> web.Response:
+    async def responses(self, request: web.Request) -> web.StreamResponse:
         from proctor.providers import mock_responses as mr
 
         body = await self._body(request, "openai-responses")

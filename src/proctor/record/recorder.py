@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from proctor.redact import Redactor
 
@@ -17,10 +17,10 @@ class Recorder:
         self.trace_path = trial_dir / "trace.jsonl"
         self.audit_path = trial_dir / "audit.jsonl"
         self.redactor = redactor
-        self._trace = None
-        self._audit = None
+        self._trace: TextIO | None = None
+        self._audit: TextIO | None = None
 
-    def _open(self, path: Path):
+    def _open(self, path: Path) -> TextIO:
         self.trial_dir.mkdir(parents=True, exist_ok=True)
         return path.open("a", encoding="utf-8")
 

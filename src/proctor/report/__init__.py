@@ -20,10 +20,12 @@ import gc
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from proctor.registry import Registry
+from proctor.results import RunResults
 
 # A report format = a module with `render_X(results, run, run_dir) -> str`, a line here and
 # its file in FILES; or an export, which writes files of its own:
@@ -41,13 +43,13 @@ EXPORTS = {"atif": "trials/TRIAL/trajectory.json", "inspect": "inspect.eval"}
 NAMES = (*FILES, *EXPORTS)
 
 
-def render_json(results: dict[str, Any], run: dict[str, Any] | None = None,
+def render_json(results: RunResults, run: Mapping[str, Any] | None = None,
                 run_dir: Path | None = None) -> str:
     shown = {k: v for k, v in results.items() if not k.startswith("_")}  # no reader caches
     return json.dumps(shown, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-def render(fmt: str, results: dict[str, Any], run: dict[str, Any] | None = None,
+def render(fmt: str, results: RunResults, run: Mapping[str, Any] | None = None,
            run_dir: Path | None = None) -> str:
     """The text of one report format; `run_dir` lets a format read the trial directories
     (report.html embeds each trial's trajectory)."""
@@ -79,7 +81,7 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
     return cfg if isinstance(cfg, dict) else {}
 
 
-def write_reports(run_dir: Path, results: dict[str, Any], formats: list[str],
+def write_reports(run_dir: Path, results: RunResults, formats: list[str],
                   out: Path | None = None) -> list[Path]:
     """Write each asked format into `run_dir` (json rewrites results.json; an export writes
     its files, under `out` when given); return the paths, in the order asked."""

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from proctor.report import data, turns
+from proctor.results import RunResults
 
 SCHEMA_VERSION = "ATIF-v1.8"
 FILE = "trajectory.json"
@@ -89,7 +91,7 @@ def _turn(steps: _Steps, turn: turns.Turn, cost: float | None) -> None:
         if call.commands:
             result["extra"] = {"proctor_commands": [_command_record(c) for c in call.commands]}
         results.append(result)
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {}  # of lists, records and texts
     if turn.number is not None:
         extra["turn"] = turn.number
     if turn.latency_s is not None:
@@ -121,8 +123,8 @@ def _command(steps: _Steps, c: turns.Command) -> None:
                                         "extra": {"proctor_commands": [_command_record(c)]}}]})
 
 
-def trajectory(trial: dict[str, Any], trace: list[dict[str, Any]],
-               run: dict[str, Any] | None = None) -> dict[str, Any]:
+def trajectory(trial: Mapping[str, Any], trace: list[dict[str, Any]],
+               run: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One trial's ATIF document."""
     run = run or {}
     timeline = turns.build(trace)
@@ -133,8 +135,9 @@ def trajectory(trial: dict[str, Any], trace: list[dict[str, Any]],
     n = 0
     for item in timeline.items:
         if isinstance(item, turns.Turn):
-            share = (total_cost * weights[n] / sum(weights) if total_cost is not None
-                     and sum(weights) else (0.0 if total_cost == 0 else None))
+            total = sum(weights)
+            share = (total_cost * weights[n] / total if total_cost is not None and total
+                     else (0.0 if total_cost == 0 else None))
             _turn(steps, item, share)
             n += 1
         elif isinstance(item, turns.Command) and item.source == "launcher":
@@ -143,8 +146,9 @@ def trajectory(trial: dict[str, Any], trace: list[dict[str, Any]],
             _command(steps, item)
         elif isinstance(item, turns.Aside):
             key = "agent_files" if item.lines else "set_aside"
-            extra.setdefault(key, []).extend(
-                item.lines or [_command_record(c) for c in item.commands])
+            records: list[Any] = (list(item.lines) if item.lines
+                                  else [_command_record(c) for c in item.commands])
+            extra.setdefault(key, []).extend(records)
         elif isinstance(item, turns.Output):
             extra["agent_printed" if item.label != "agent output" else "agent_output"] = item.text
         elif isinstance(item, turns.Event):
@@ -152,7 +156,7 @@ def trajectory(trial: dict[str, Any], trace: list[dict[str, Any]],
     if not steps.steps:  # nothing was recorded: still one step, saying so
         steps.add("system", "proctor recorded no model call and no command for this trial")
     agent_name = trial.get("agent") or "llm"
-    versions = run.get("versions") if isinstance(run.get("versions"), dict) else {}
+    versions = v if isinstance(v := run.get("versions"), dict) else {}
     tokens = trial.get("tokens") or {}
     extra["proctor"] = {
         "run_id": run.get("run_id"), "trial_id": trial.get("id"),
@@ -195,7 +199,7 @@ def _tools(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return []
 
 
-def write_atif(run_dir: Path, results: dict[str, Any], run: dict[str, Any] | None = None,
+def write_atif(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None,
                out: Path | None = None) -> list[Path]:
     """Every trial's trajectory.json: in its trial directory, or under `out/TRIAL_ID/`."""
     written: list[Path] = []

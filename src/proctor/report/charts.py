@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import math
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proctor.report import data
@@ -26,7 +27,7 @@ def num(x: float) -> str:
     return f"{x:.1f}".rstrip("0").rstrip(".")
 
 
-def chart_models(rows: list[dict[str, Any]]) -> str:
+def chart_models(rows: Sequence[Mapping[str, Any]]) -> str:
     """Horizontal bars: pass rate per model, whiskers for the 95% CI, a tick for thresholds."""
     left, plot, right, row_h, top = 230, 440, 60, 30, 22
     height = top + row_h * len(rows) + 8
@@ -70,7 +71,7 @@ def _histogram(counts: list[int], edges: list[str], colors: list[str], title: st
     label marks a value, never a bin that a reader must guess the range of."""
     left, plot_w, plot_h, top, bottom, right = 34, 420, 120, 14, 34, 22
     width, height = left + plot_w + right, top + plot_h + bottom
-    peak = max(counts) if counts and max(counts) else 1
+    peak = max(counts, default=0) or 1
     n = max(1, len(counts))
     bw = plot_w / n
     out = [f'<svg viewBox="0 0 {width} {height}" role="img" aria-label="{e(title)}">']
@@ -96,7 +97,7 @@ def _histogram(counts: list[int], edges: list[str], colors: list[str], title: st
     return "".join(out)
 
 
-def chart_scores(trials: list[dict[str, Any]]) -> str:
+def chart_scores(trials: Sequence[Mapping[str, Any]]) -> str:
     counts = [0] * 10
     for t in trials:
         s = min(1.0, max(0.0, float(t.get("composite_score") or 0.0)))
@@ -119,7 +120,7 @@ def _axis_seconds(x: float, places: int) -> str:
     return (text.rstrip("0").rstrip(".") if "." in text else text) + "s"
 
 
-def chart_durations(trials: list[dict[str, Any]]) -> str:
+def chart_durations(trials: Sequence[Mapping[str, Any]]) -> str:
     durations = [float(t.get("duration_s") or 0.0) for t in trials]
     step = _nice_step(max(durations, default=0.0))
     n = max(1, math.floor(max(durations, default=0.0) / step) + 1)

@@ -8,16 +8,25 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from proctor.errors import UsageError
 from proctor.model import TrialResult
+from proctor.results import (
+    CheckRecord,
+    InvalidRunFile,
+    RunMeta,
+    RunResults,
+    Summary,
+    TrialRecord,
+    load_results,
+)
 from proctor.scoring import summarize as score
 from proctor.stats import wilson
-from proctor.store import read_json
+from proctor.store import read_results, read_run_meta
 from proctor.text import cut as text_cut
 from proctor.text import printable
 
@@ -108,18 +117,18 @@ def points(x: float) -> str:
     return "0" if s in ("+0", "-0") else s
 
 
-def diff_text(effect: dict[str, Any]) -> str:
+def diff_text(effect: Mapping[str, Any]) -> str:
     """`+40 pts (-2 to +72)`: a difference of pass rates, in percentage points, with its CI."""
     lo, hi = effect["ci95"]
     return f"{points(effect['diff'])} pts ({points(lo)} to {points(hi)})"
 
 
-def top_k(row: dict[str, Any]) -> int:
+def top_k(row: Mapping[str, Any]) -> int:
     """The largest k a row has pass@k for (its repeats, up to the scorer's 10)."""
     return max((int(k) for k in row.get("pass_at_k") or {}), default=0)
 
 
-def pass_k_text(row: dict[str, Any]) -> str:
+def pass_k_text(row: Mapping[str, Any]) -> str:
     """`k=3: 97% / 34%`: pass@k and pass^k at the row's largest k; `–` with one trial, where
     both are just the pass rate."""
     k = top_k(row)
@@ -129,7 +138,7 @@ def pass_k_text(row: dict[str, Any]) -> str:
     return f"k={k}: {pct(at)} / {pct(hat)}"
 
 
-def shows_pass_k(rows: list[dict[str, Any]]) -> bool:
+def shows_pass_k(rows: Sequence[Mapping[str, Any]]) -> bool:
     return any(top_k(r) >= 2 for r in rows)
 
 
@@ -143,12 +152,12 @@ def params_text(params: dict[str, Any] | None) -> str:
 @dataclass
 class Run:
     dir: Path
-    results: dict[str, Any]
-    config: dict[str, Any] = field(default_factory=dict)  # run.json, {} when absent
+    results: RunResults
+    config: RunMeta = field(default_factory=lambda: RunMeta())  # run.json, {} when absent
     complete: bool = True  # False when read from results.jsonl (the run did not finish)
 
     @property
-    def trials(self) -> list[dict[str, Any]]:
+    def trials(self) -> list[TrialRecord]:
         return self.results.get("trials") or []
 
     def trial_dir(self, trial_id: str) -> Path:
@@ -188,31 +197,33 @@ def _printable(value: Any) -> Any:
 
 
 def load_run(run_dir: str | Path, *, allow_partial: bool = False) -> Run:
-    """The run in `run_dir`. Without results.json, `allow_partial` reads results.jsonl (the
-    trials finished so far, last line per trial id wins, as after a --resume)."""
+    """The run in `run_dir`, its files checked against their types (proctor.results). Without
+    results.json, `allow_partial` reads results.jsonl (the trials finished so far, last line
+    per trial id wins, as after a --resume)."""
     d = Path(run_dir)
     if not d.is_dir():
         raise UsageError(f"{d} is not a directory")
-    config = read_json(d / "run.json") if (d / "run.json").is_file() else {}
+    config = read_run_meta(d / "run.json") if (d / "run.json").is_file() else RunMeta()
     if (d / "results.json").is_file():
-        results = read_json(d / "results.json")
-        if not isinstance(results, dict) or not isinstance(results.get("trials"), list):
-            raise UsageError(f"{d / 'results.json'} is not a proctor results file (no trials list)")
-        return Run(d, results, config if isinstance(config, dict) else {})
+        return Run(d, read_results(d / "results.json"), config)
     if (d / "results.jsonl").is_file() and allow_partial:
         by_id = {t["id"]: t for t in read_jsonl(d / "results.jsonl") if "id" in t}
         trials = list(by_id.values())
-        results = {
-            "run_id": config.get("run_id", d.name),
-            "started_at": config.get("started_at"),
-            "finished_at": None,
-            "complete": False,  # every report says so
-            "summary": summarize(trials),
-            "trials": trials,
-            "tasks": [],
-            "models": [],
-        }
-        return Run(d, results, config if isinstance(config, dict) else {}, complete=False)
+        try:
+            results = load_results({
+                "run_id": config.get("run_id", d.name),
+                "started_at": config.get("started_at"),
+                "finished_at": None,
+                "complete": False,  # every report says so
+                "summary": summarize(trials),
+                "trials": trials,
+                "tasks": [],
+                "models": [],
+            })
+        except InvalidRunFile as e:
+            raise UsageError(f"{d / 'results.jsonl'} holds a line that is not a trial: {e}"
+                             ) from None
+        return Run(d, results, config, complete=False)
     if (d / "results.jsonl").is_file() or (d / "run.json").is_file():
         raise UsageError(
             f"{d} has no results.json: the run did not finish "
@@ -221,7 +232,7 @@ def load_run(run_dir: str | Path, *, allow_partial: bool = False) -> Run:
     raise UsageError(f"{d} is not a run directory (no results.json or run.json)")
 
 
-def summarize(trials: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(trials: Sequence[Mapping[str, Any]]) -> Summary:
     """The SPEC §5 summary block, for trials that have no results.json yet."""
     n = len(trials)
     passed = sum(t.get("status") == "pass" for t in trials)
@@ -238,7 +249,7 @@ def summarize(trials: list[dict[str, Any]]) -> dict[str, Any]:
 # ---- shared views ---------------------------------------------------------------------------
 
 
-def model_label(model: str | None, trials: list[dict[str, Any]] | None = None) -> str:
+def model_label(model: str | None, trials: Sequence[Mapping[str, Any]] | None = None) -> str:
     """A model's display name; trials without a model (oracle, nop, command) show their agent."""
     if model:
         return model
@@ -246,7 +257,7 @@ def model_label(model: str | None, trials: list[dict[str, Any]] | None = None) -
     return f"({agents.pop()})" if len(agents) == 1 else "(no model)"
 
 
-def headline(results: dict[str, Any]) -> dict[str, Any]:
+def headline(results: RunResults) -> dict[str, Any]:
     """Totals and the overall pass rate with its Wilson interval."""
     s = results.get("summary") or summarize(results.get("trials") or [])
     n, passed = int(s.get("trials", 0)), int(s.get("passed", 0))
@@ -263,28 +274,28 @@ def headline(results: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def not_isolated(results: dict[str, Any]) -> str:
+def not_isolated(results: RunResults) -> str:
     """Why the run's verdicts can be forged, in words ("" for an isolated run)."""
-    iso = results.get("isolation") or {}
-    if iso.get("isolated", True):
+    iso = results.get("isolation")
+    if iso is None or iso.get("isolated", True):
         return ""
     return iso.get("note") or "this run was not isolated (--isolation none)"
 
 
-def shows_verdicts(rows: list[dict[str, Any]]) -> bool:
+def shows_verdicts(rows: Sequence[Mapping[str, Any]]) -> bool:
     """Whether a verdict column says anything the status does not: only when some task
     aggregates replicas by any/majority/mean (with `all`, verdict pass == status pass)."""
     return any(r.get("verdict") and r.get("aggregation") not in (None, "all") for r in rows)
 
 
-def verdict_text(row: dict[str, Any]) -> str:
+def verdict_text(row: Mapping[str, Any]) -> str:
     if not row.get("verdict"):
         return "–"
     how = row.get("aggregation")
     return f"{row['verdict']} ({how})" if how else str(row["verdict"])
 
 
-def model_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+def model_rows(results: RunResults) -> list[dict[str, Any]]:
     """The scorer's `models` rows, each with its display label."""
     rows = []
     for e in _scored(results)["models"]:
@@ -294,7 +305,7 @@ def model_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def task_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+def task_rows(results: RunResults) -> list[dict[str, Any]]:
     """The scorer's `tasks` rows, each with display labels (which help mode / params)."""
     rows = []
     for e in _scored(results)["tasks"]:
@@ -305,28 +316,28 @@ def task_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def condition(row: dict[str, Any]) -> tuple[Any, ...]:
+def condition(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """What makes trials identical conditions (a `tasks` row, or a trial): task, model,
     help mode, params."""
     params = tuple(sorted((k, repr(v)) for k, v in (row.get("params") or {}).items()))
     return (row.get("task_id"), row.get("model"), row.get("help_mode"), params)
 
 
-def cell_key(row: dict[str, Any]) -> str:
+def cell_key(row: Mapping[str, Any]) -> str:
     """A heat-map cell's key, the same for a `tasks` row and each of its trials: task, model,
     help mode, params (report.html filters trials by it)."""
     return "␟".join(str(x) for x in (row.get("task_id"), row.get("model") or "",
                                           row.get("help_mode") or "", params_text(row.get("params"))))
 
 
-def task_label(row: dict[str, Any]) -> str:
+def task_label(row: Mapping[str, Any]) -> str:
     """`git-init [injected, k=v]`: a task and the other conditions of its trials."""
     extra = [x for x in (row.get("help_mode"), params_text(row.get("params"))) if x]
     task = str(row.get("task_id"))
     return f"{task} [{', '.join(extra)}]" if extra else task
 
 
-def failure_groups(results: dict[str, Any]) -> list[dict[str, Any]]:
+def failure_groups(results: RunResults) -> list[dict[str, Any]]:
     """Failing checks grouped by identical conditions (task, model, help mode, params) and
     check, in first-seen order: one group says "failed in 6 of 6 trials" with the first
     message and trial, instead of six lines; a check failing under one help mode only is
@@ -347,23 +358,25 @@ def failure_groups(results: dict[str, Any]) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
-def rows_by_condition(results: dict[str, Any]) -> dict[tuple[Any, ...], dict[str, Any]]:
+def rows_by_condition(results: RunResults) -> dict[tuple[Any, ...], dict[str, Any]]:
     """The `tasks` rows by `condition`: the row of a trial in O(1)."""
     return {condition(r): r for r in _scored(results)["tasks"]}
 
 
-def _scored(results: dict[str, Any]) -> dict[str, Any]:
+def _scored(results: RunResults) -> dict[str, Any]:
     """results.json's rows; a run still going (read from results.jsonl) is scored here by
     the real scorer, without its tasks' rules (no verdicts or thresholds yet)."""
     if results.get("tasks") or results.get("models") or not results.get("trials"):
         return {"tasks": results.get("tasks") or [], "models": results.get("models") or []}
-    if "_scored" not in results:
+    cache = cast(dict[str, Any], results)  # kept in the dict: it goes when the run does
+    if "_scored" not in cache:
         trials = [TrialResult.from_dict(t) for t in results["trials"]]
-        results["_scored"] = score(trials, [])
-    return results["_scored"]
+        cache["_scored"] = score(trials, [])
+    scored: dict[str, Any] = cache["_scored"]
+    return scored
 
 
-def failed_checks(results: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def failed_checks(results: RunResults) -> list[tuple[TrialRecord, CheckRecord]]:
     """(trial, check) for every check that did not pass, in trial order."""
     out = []
     for t in results.get("trials") or []:
@@ -373,7 +386,7 @@ def failed_checks(results: dict[str, Any]) -> list[tuple[dict[str, Any], dict[st
     return out
 
 
-def reason(trial: dict[str, Any]) -> str:
+def reason(trial: Mapping[str, Any]) -> str:
     """Why a trial did not pass, as its result says (`reason`, written by runs since it
     exists), else worked out from its error, forbidden rules and checks; "" for a pass."""
     if status_of(trial) == "pass":
@@ -403,7 +416,7 @@ def reason(trial: dict[str, Any]) -> str:
 _VARYING = re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{12,}\b|\b\d{4,}(?:\.\d+)?\b|/tmp/\S+")
 
 
-def error_groups(results: dict[str, Any]) -> list[dict[str, Any]]:
+def error_groups(results: RunResults) -> list[dict[str, Any]]:
     """Errored trials grouped by cause (the error with what varies between trials blurred),
     the most frequent first: {cause, trials: [trial, ...], tasks, models}."""
     groups: dict[str, dict[str, Any]] = {}
@@ -420,16 +433,16 @@ def error_groups(results: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(groups.values(), key=lambda g: -len(g["trials"]))
 
 
-def violated_rules(trial: dict[str, Any]) -> list[dict[str, Any]]:
+def violated_rules(trial: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [f for f in trial.get("forbidden") or [] if f.get("violated")]
 
 
-def status_of(trial: dict[str, Any]) -> str:
+def status_of(trial: Mapping[str, Any]) -> str:
     s = trial.get("status")
     return s if s in ("pass", "fail", "error") else "error"
 
 
-def find_trial(trials: list[dict[str, Any]], key: str) -> dict[str, Any]:
+def find_trial(trials: Sequence[Mapping[str, Any]], key: str) -> Mapping[str, Any]:
     """A trial by exact id or unique id prefix; a clear usage error otherwise."""
     for t in trials:
         if t.get("id") == key:
@@ -444,7 +457,7 @@ def find_trial(trials: list[dict[str, Any]], key: str) -> dict[str, Any]:
     raise UsageError(f"{key!r} matches {len(hits)} trials: {names}{more}; give more of the id")
 
 
-def about(run: dict[str, Any]) -> list[dict[str, str]]:
+def about(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     """What the run's benchmarks are (run.json "about": a suite's display_name, category,
     website_url, github_url; a Harbor task's name ...): the name to show, a category, and
     http(s) links only (anything else in a spec is not a link a report may follow)."""
@@ -459,6 +472,6 @@ def about(run: dict[str, Any]) -> list[dict[str, str]]:
                  if isinstance(a.get(k), str) and re.match(r"https?://", a[k])]
         category = a.get("category") if isinstance(a.get("category"), str) else None
         out.append({"name": one_line(name, 80), "category": one_line(category or "", 60),
-                    "links": links})  # type: ignore[dict-item]
+                    "links": links})
     return out
 

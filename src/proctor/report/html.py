@@ -11,6 +11,7 @@ import base64
 import gzip
 import json
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from proctor.report import data, trajectory, trajectory_assets
 from proctor.report.charts import chart_durations, chart_models, chart_scores, e, num
 from proctor.report.html_assets import CSS, JS
 from proctor.report.labels import gist
+from proctor.results import RunResults
 from proctor.stats import quantile
 
 OUTPUT_LIMIT = 4000
@@ -37,15 +39,15 @@ MAX_HEAT_TASKS = 500  # rows of the heat map; a larger run shows the tasks needi
 ATTENTION = {"error": 0, "flaky": 1, "fail": 2}
 
 
-def heat_map(results: dict[str, Any]) -> str:
+def heat_map(results: RunResults) -> str:
     """Tasks down, models across; each cell coloured by pass rate, labelled with counts."""
     rows = data.task_rows(results)
     models: dict[Any, str] = {}
-    for r in rows:
-        models.setdefault(r.get("model"), r["label"])
+    for row in rows:
+        models.setdefault(row.get("model"), row["label"])
     tasks: dict[Any, dict[Any, dict[str, Any]]] = {}
-    for r in rows:
-        tasks.setdefault(r["task_label"], {})[r.get("model")] = r
+    for row in rows:
+        tasks.setdefault(row["task_label"], {})[row.get("model")] = row
     hidden = 0
     if len(tasks) > MAX_HEAT_TASKS:  # the tasks needing a look first; the table has them all
         order = sorted(tasks, key=lambda k: min(ATTENTION.get(str(c.get("status")), 3)
@@ -90,7 +92,7 @@ def heat_map(results: dict[str, Any]) -> str:
 # ---- tables ---------------------------------------------------------------------------------
 
 
-def models_table(results: dict[str, Any]) -> str:
+def models_table(results: RunResults) -> str:
     out = ['<div class="scroll"><table class="grid-table"><thead><tr><th>model</th>'
            '<th class="n">passed</th><th class="n">pass rate</th><th class="n">95% CI</th>'
            '<th class="n">threshold</th><th class="n">avg turns</th><th class="n">tokens in</th>'
@@ -116,7 +118,7 @@ def models_table(results: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def help_modes(results: dict[str, Any]) -> str:
+def help_modes(results: RunResults) -> str:
     """Does --help help? Per model, each help mode against the baseline (the suite's first):
     both pass rates, the difference with its 95% CI (also drawn) and Fisher's exact p."""
     effects = results.get("help_modes") or []
@@ -163,7 +165,7 @@ def _effect_svg(diff: float, lo: float, hi: float) -> str:
             f'<circle cx="{x(diff)}" cy="8" r="4"/></svg>')
 
 
-def _checks_table(t: dict[str, Any]) -> str:
+def _checks_table(t: Mapping[str, Any]) -> str:
     checks = t.get("checks") or []
     if not checks:
         return '<p class="muted">No checks ran.</p>'
@@ -184,7 +186,7 @@ def _checks_table(t: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _forbidden(t: dict[str, Any]) -> str:
+def _forbidden(t: Mapping[str, Any]) -> str:
     rules = t.get("forbidden") or []
     if not rules:
         return ""
@@ -209,7 +211,7 @@ class _Columns:
     params: bool
 
     @classmethod
-    def of(cls, trials: list[dict[str, Any]]) -> _Columns:
+    def of(cls, trials: Sequence[Mapping[str, Any]]) -> _Columns:
         return cls(any(t.get("help_mode") for t in trials), any(t.get("params") for t in trials))
 
     def heads(self) -> list[tuple[str, str, str]]:
@@ -221,7 +223,7 @@ class _Columns:
                         ("cost", "cost", "num"), ("duration", "duration", "num")]
 
 
-def _detail(t: dict[str, Any], model: str, params: str, traced: bool, why: str) -> str:
+def _detail(t: Mapping[str, Any], model: str, params: str, traced: bool, why: str) -> str:
     tid = data.clean(t.get("id"))
     link = quote(tid, safe="")
     detail = [f'<div class="meta">task <b>{e(t.get("task_id"))}</b> · model <b>{e(model)}</b>']
@@ -249,7 +251,7 @@ def _detail(t: dict[str, Any], model: str, params: str, traced: bool, why: str) 
     return "".join(detail)
 
 
-def _trial_body(t: dict[str, Any], cols: _Columns, index: int, traced: bool,
+def _trial_body(t: Mapping[str, Any], cols: _Columns, index: int, traced: bool,
                 details: list[str] | None, labels: dict[Any, tuple[str, str]]) -> str:
     """A trial's row, its reason (a failed or errored trial: why, on one line) and its
     detail; with `details`, the detail goes there (to be embedded compressed and drawn when
@@ -298,7 +300,7 @@ def _trial_body(t: dict[str, Any], cols: _Columns, index: int, traced: bool,
     )
 
 
-def trials_table(results: dict[str, Any], traced: list[bool] | None = None,
+def trials_table(results: RunResults, traced: list[bool] | None = None,
                  details: list[str] | None = None) -> str:
     trials = results.get("trials") or []
     traced = traced or [False] * len(trials)
@@ -331,7 +333,7 @@ def trials_table(results: dict[str, Any], traced: list[bool] | None = None,
 MAX_ERROR_GROUPS = 50  # error causes listed in the page; the rest are counted
 
 
-def errors(results: dict[str, Any]) -> str:
+def errors(results: RunResults) -> str:
     """Errored trials grouped by cause, the most frequent first, each with where it
     happened and an example trial that opens in the table below. An error is proctor's
     or the infrastructure's (a provider down, a service that never started, a check that
@@ -364,7 +366,7 @@ def errors(results: dict[str, Any]) -> str:
 MAX_GROUPS = 100  # failing-check groups listed in the page; the rest are counted
 
 
-def triage(results: dict[str, Any]) -> str:
+def triage(results: RunResults) -> str:
     """Failing checks grouped by task, model and check, most frequent first; each names an
     example trial that opens in the table below."""
     groups = sorted(data.failure_groups(results), key=lambda g: -g["failed"])
@@ -394,7 +396,7 @@ def triage(results: dict[str, Any]) -> str:
 # ---- the page -------------------------------------------------------------------------------
 
 
-def _meta(results: dict[str, Any], run: dict[str, Any]) -> str:
+def _meta(results: RunResults, run: Mapping[str, Any]) -> str:
     bits = []
     for a in data.about(run)[:5]:  # the benchmarks: display name, category, links
         links = "".join(f' <a href="{e(u)}" rel="noopener noreferrer">{e(_host(u))}</a>'
@@ -427,7 +429,7 @@ def _host(url: str) -> str:
     return url.split("://", 1)[-1].split("/", 1)[0]
 
 
-def _cards(results: dict[str, Any]) -> str:
+def _cards(results: RunResults) -> str:
     h = data.headline(results)
     cards = [("trials", str(h["trials"]), ""), ("passed", str(h["passed"]), "pass"),
              ("failed", str(h["failed"]), "fail" if h["failed"] else ""),
@@ -462,7 +464,7 @@ def _details_blocks(details: list[str]) -> list[str | None]:
     return out
 
 
-def render_html(results: dict[str, Any], run: dict[str, Any] | None = None,
+def render_html(results: RunResults, run: Mapping[str, Any] | None = None,
                 run_dir: Path | None = None) -> str:
     """The whole report page; with `run_dir`, each trial's trajectory is embedded."""
     run = run or {}

@@ -19,11 +19,13 @@ its own); its results hold the mean composite score and the pass rate."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from proctor.errors import UsageError
 from proctor.report import data, turns
+from proctor.results import RunResults
 
 FILE = "inspect.eval"
 
@@ -72,7 +74,7 @@ def _messages(timeline: turns.Timeline) -> list[Any]:
     return out
 
 
-def _scores(t: dict[str, Any]) -> dict[str, Any]:
+def _scores(t: Mapping[str, Any]) -> dict[str, Any]:
     from inspect_ai.scorer import Score
 
     scores = {str(c.get("name")): Score(
@@ -87,7 +89,7 @@ def _scores(t: dict[str, Any]) -> dict[str, Any]:
     return scores
 
 
-def _sample(t: dict[str, Any], trace: list[dict[str, Any]]) -> Any:
+def _sample(t: Mapping[str, Any], trace: list[dict[str, Any]]) -> Any:
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ModelOutput, ModelUsage
 
@@ -118,7 +120,7 @@ def _sample(t: dict[str, Any], trace: list[dict[str, Any]]) -> Any:
                   "cost_usd": t.get("cost_usd"), "turns": t.get("turns")})
 
 
-def eval_log(run_dir: Path, results: dict[str, Any], run: dict[str, Any] | None = None) -> Any:
+def eval_log(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None) -> Any:
     """The run as an `inspect_ai.log.EvalLog`."""
     log = _inspect()
     run = run or {}
@@ -126,8 +128,8 @@ def eval_log(run_dir: Path, results: dict[str, Any], run: dict[str, Any] | None 
     samples = [_sample(t, data.read_jsonl(Path(run_dir) / "trials" / str(t.get("id"))
                                           / "trace.jsonl") if "/" not in str(t.get("id"))
                        else []) for t in trials]
-    models = sorted({t.get("model") for t in trials if t.get("model")})
-    specs = run.get("paths") if isinstance(run.get("paths"), list) else []
+    models = sorted({m for t in trials if (m := t.get("model"))})
+    specs = p if isinstance(p := run.get("paths"), list) else []
     name = ", ".join(Path(str(s)).name for s in specs) or "proctor"
     run_id = str(results.get("run_id") or run.get("run_id") or "run")
     h = data.headline(results)
@@ -153,7 +155,7 @@ def eval_log(run_dir: Path, results: dict[str, Any], run: dict[str, Any] | None 
         samples=samples)
 
 
-def write_inspect(run_dir: Path, results: dict[str, Any], run: dict[str, Any] | None = None,
+def write_inspect(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None,
                   out: Path | None = None) -> list[Path]:
     """The run's eval log: RUN_DIR/inspect.eval, or `out` (`.json` for the JSON format)."""
     log = _inspect()

@@ -14,11 +14,13 @@ Layout (valid against the Jenkins JUnit schema, junit-10.xsd, that CI tools vali
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from proctor.report import data
 from proctor.report.labels import gist
+from proctor.results import RunResults, TrialRecord
 
 OUTPUT_LIMIT = 4000  # characters of agent output per testcase
 MESSAGE_LIMIT = 2000  # characters per check message in a failure body
@@ -59,25 +61,25 @@ def _timestamp(iso: Any) -> str | None:
     return dt.replace(microsecond=0).isoformat()
 
 
-def _hostname(run: dict[str, Any] | None) -> str | None:
+def _hostname(run: Mapping[str, Any] | None) -> str | None:
     host = (run or {}).get("host")
     if isinstance(host, dict):
         host = host.get("hostname") or host.get("name")
     return attr(host, 200) if host else None
 
 
-def _variant(t: dict[str, Any]) -> tuple[Any, ...]:
+def _variant(t: Mapping[str, Any]) -> tuple[Any, ...]:
     return (t.get("task_id"), t.get("model"), t.get("help_mode"),
             tuple(sorted((k, str(v)) for k, v in (t.get("params") or {}).items())))
 
 
-def _suite_name(t: dict[str, Any]) -> str:
+def _suite_name(t: Mapping[str, Any]) -> str:
     extra = [x for x in (t.get("model"), t.get("help_mode"), data.params_text(t.get("params")))
              if x]
     return f"{t.get('task_id')} [{', '.join(extra)}]" if extra else str(t.get("task_id"))
 
 
-def _failure(t: dict[str, Any]) -> tuple[str, str, str]:
+def _failure(t: Mapping[str, Any]) -> tuple[str, str, str]:
     """(message, type, body) of a failed trial."""
     checks = [c for c in t.get("checks") or [] if not c.get("passed")]
     rules = data.violated_rules(t)
@@ -137,7 +139,7 @@ def _element(tag: str, attrs: dict[str, str], body: str | None, pad: str) -> str
     return f"{head} />" if body is None else f"{head}>{_t(body)}</{tag}>"
 
 
-def _testcase(t: dict[str, Any]) -> str:
+def _testcase(t: Mapping[str, Any]) -> str:
     """One <testcase>, written directly (ElementTree's serializer took most of the time of
     a 10,000-trial junit.xml)."""
     model = t.get("model")
@@ -163,7 +165,7 @@ def _testcase(t: dict[str, Any]) -> str:
             + "\n    </testcase>")
 
 
-def _properties(first: dict[str, Any], entry: dict[str, Any] | None,
+def _properties(first: Mapping[str, Any], entry: dict[str, Any] | None,
                 isolation: str = "") -> dict[str, str]:
     props = {"not_isolated": isolation or None,
              "task_id": first.get("task_id"), "model": first.get("model"),
@@ -177,11 +179,11 @@ def _properties(first: dict[str, Any], entry: dict[str, Any] | None,
     return {k: attr(v, 300) for k, v in props.items() if v is not None}
 
 
-def render_junit(results: dict[str, Any], run: dict[str, Any] | None = None,
+def render_junit(results: RunResults, run: Mapping[str, Any] | None = None,
                  run_dir: Any = None) -> str:
     """The whole junit.xml document."""
     trials = results.get("trials") or []
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    groups: dict[tuple[Any, ...], list[TrialRecord]] = {}
     for t in trials:
         groups.setdefault(_variant(t), []).append(t)
     rows = data.rows_by_condition(results)

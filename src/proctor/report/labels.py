@@ -109,8 +109,8 @@ def gist(text: Any, limit: int = 200, end: float = 0.5) -> str:
         return whole
     if len(lines) == 1:  # one long line: both its ends
         keep = limit - 3
-        tail = int(keep * end)
-        return whole[: keep - tail] + " … " + whole[len(whole) - tail:]
+        back = int(keep * end)
+        return whole[: keep - back] + " … " + whole[len(whole) - back:]
     # The first line leaves room for the last one (up to `end` of the limit).
     cap = limit - 3 - min(len(lines[-1]), int(limit * end))
     first = lines[0][:cap].rstrip()  # cut or not, ` … ` follows

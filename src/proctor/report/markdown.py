@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from proctor.report import data
 from proctor.report.labels import gist
+from proctor.results import RunResults
 
 MAX_FAILURES = 50  # failing checks listed; the rest are counted
 MAX_ERRORS = 30
@@ -55,7 +57,7 @@ def _table(header: list[str], rows: list[list[str]], align: list[str]) -> list[s
     return out
 
 
-def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None,
+def render_markdown(results: RunResults, run: Mapping[str, Any] | None = None,
                     run_dir: Any = None) -> str:
     """The whole summary as GitHub-flavoured markdown."""
     h = data.headline(results)
@@ -107,24 +109,25 @@ def render_markdown(results: dict[str, Any], run: dict[str, Any] | None = None,
     lines += ["", "### Tasks", ""]
     task_rows = data.task_rows(results)
     verdicts = data.shows_verdicts(task_rows)
-    pass_k = data.shows_pass_k(task_rows)
+    with_pass_k = data.shows_pass_k(task_rows)
     rows = []
     for r in task_rows:
         row = [cell(r["task_label"]), cell(r["label"]), ICON.get(r.get("status") or "", "–")]
         if verdicts:
             row.append(cell(data.verdict_text(r)))
         rows.append(row + [f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate"))]
-                    + ([data.pass_k_text(r)] if pass_k else [])
+                    + ([data.pass_k_text(r)] if with_pass_k else [])
                     + [data.seconds(r.get("avg_duration_s"))])
     header = ["task", "model", "status"] + (["verdict"] if verdicts else [])
-    numbers = ["passed", "pass rate"] + (["pass@k / pass^k"] if pass_k else []) + ["avg duration"]
+    numbers = (["passed", "pass rate"] + (["pass@k / pass^k"] if with_pass_k else [])
+               + ["avg duration"])
     lines += _table(header + numbers, rows, [":--"] * len(header) + ["--:"] * len(numbers))
 
     lines += _failures(results) + _errors(results) + _reasons(results)
     return "\n".join(lines) + "\n"
 
 
-def _reasons(results: dict[str, Any]) -> list[str]:
+def _reasons(results: RunResults) -> list[str]:
     """Why each trial that did not pass did not, one line each (results.json `reason`)."""
     bad = [t for t in results.get("trials") or [] if t.get("status") in ("fail", "error")]
     if not bad:
@@ -138,7 +141,7 @@ def _reasons(results: dict[str, Any]) -> list[str]:
     return out
 
 
-def _help_modes(results: dict[str, Any]) -> list[str]:
+def _help_modes(results: RunResults) -> list[str]:
     """Does injecting `--help` help? Each mode against the baseline (the first), per model."""
     effects = results.get("help_modes") or []
     if not effects:
@@ -153,7 +156,7 @@ def _help_modes(results: dict[str, Any]) -> list[str]:
         "means this run cannot tell."]
 
 
-def _failures(results: dict[str, Any]) -> list[str]:
+def _failures(results: RunResults) -> list[str]:
     """Failing checks grouped by task, model and check (data.failure_groups)."""
     trials = results.get("trials") or []
     groups = data.failure_groups(results)
@@ -183,7 +186,7 @@ def _failures(results: dict[str, Any]) -> list[str]:
     return out
 
 
-def _errors(results: dict[str, Any]) -> list[str]:
+def _errors(results: RunResults) -> list[str]:
     """Errored trials grouped by cause (as report.html's errors section), each with where it
     happened, an example trial and its whole error in a collapsible block."""
     groups = data.error_groups(results)

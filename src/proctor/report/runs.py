@@ -8,6 +8,7 @@ in an ellipsis."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ def runs_main(limit: int = 20) -> int:
     return 0
 
 
-def _passed(r: dict[str, Any]) -> str:
+def _passed(r: Mapping[str, Any]) -> str:
     if r["trials"] is None:
         return ""
     rate = "" if r["pass_rate"] is None else f" {r['pass_rate']:.0%}"

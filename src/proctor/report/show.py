@@ -6,6 +6,7 @@ output can neither inject rich markup nor terminal escape sequences."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ class TrialFilter:
     tasks: set[str] = field(default_factory=set)
     models: set[str] = field(default_factory=set)  # a model, or an agent without one
 
-    def keeps(self, t: dict[str, Any]) -> bool:
+    def keeps(self, t: Mapping[str, Any]) -> bool:
         if self.failed and data.status_of(t) == "pass":
             return False
         if self.tasks and t.get("task_id") not in self.tasks:
@@ -111,6 +112,7 @@ def _painter(console: Console) -> Any:
     it is not a terminal; no colours under NO_COLOR). Each style is worked out once."""
     from functools import cache
 
+    from rich.console import COLOR_SYSTEMS
     from rich.style import Style
 
     @cache
@@ -118,7 +120,7 @@ def _painter(console: Console) -> Any:
         st = Style.parse(style)
         if console.no_color:
             st = st.without_color
-        marked = st.render("\0", color_system=console.color_system)
+        marked = st.render("\0", color_system=COLOR_SYSTEMS.get(console.color_system or ""))
         return tuple(marked.split("\0"))  # type: ignore[return-value]
 
     def paint(text: str, style: str) -> str:
@@ -161,7 +163,7 @@ def _audit_line(ev: dict[str, Any]) -> Any:
     return Text(s)
 
 
-def print_trial(run: data.Run, t: dict[str, Any], console: Console, full: bool = False) -> None:
+def print_trial(run: data.Run, t: Mapping[str, Any], console: Console, full: bool = False) -> None:
     """One trial: its facts, trace, checks, forbidden rules and audit; `full` unfolds the
     system prompt, help text and housekeeping."""
     from rich.text import Text
@@ -174,7 +176,7 @@ def print_trial(run: data.Run, t: dict[str, Any], console: Console, full: bool =
     console.print(Text(f"\nfiles: {trial_dir}", style="dim"))
 
 
-def _print_head(t: dict[str, Any], console: Console) -> None:
+def _print_head(t: Mapping[str, Any], console: Console) -> None:
     from rich.text import Text
 
     head = Text()
@@ -200,7 +202,7 @@ def _print_head(t: dict[str, Any], console: Console) -> None:
         console.print(Text("why: ", style="bold red") + Text(data.cut(why, 600)))
 
 
-def _print_trace(t: dict[str, Any], trial_dir: Path, console: Console, full: bool) -> None:
+def _print_trace(t: Mapping[str, Any], trial_dir: Path, console: Console, full: bool) -> None:
     from rich.rule import Rule
     from rich.text import Text
 
@@ -212,7 +214,7 @@ def _print_trace(t: dict[str, Any], trial_dir: Path, console: Console, full: boo
         console.print(Text("(no trace recorded)", style="dim"))
 
 
-def _print_checks(t: dict[str, Any], console: Console) -> None:
+def _print_checks(t: Mapping[str, Any], console: Console) -> None:
     from rich.rule import Rule
     from rich.table import Table
     from rich.text import Text

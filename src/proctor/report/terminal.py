@@ -7,10 +7,12 @@ columns go, instead of wrapping every cell."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from proctor.report import data
 from proctor.report.tables import NAME_MIN, Col, col_width, fitted_table, name_widths
+from proctor.results import RunResults
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,7 +28,7 @@ def status_text(status: str | None) -> Any:
     return Text(status.upper(), style=f"bold {STATUS_STYLE.get(status, '')}".strip())
 
 
-def headline_text(results: dict[str, Any]) -> Any:
+def headline_text(results: RunResults) -> Any:
     """One line: "12 trials: 9 passed, 2 failed, 1 errored · pass rate 75% (95% CI 47–91%)"."""
     from rich.text import Text
 
@@ -54,7 +56,7 @@ MAX_TASK_ROWS = 200
 _ATTENTION = {"error": 0, "flaky": 1, "fail": 2}
 
 
-def task_table(results: dict[str, Any], width: int) -> Any:
+def task_table(results: RunResults, width: int) -> Any:
     rows = data.task_rows(results)
     hidden = 0
     if len(rows) > MAX_TASK_ROWS:
@@ -93,7 +95,7 @@ HELP_MODE_NOTE = ("Δ: the mode's pass rate minus the baseline's (the suite's fi
                   "in points; 95% CI of Δ (Newcombe); p: Fisher's exact test, two-sided.")
 
 
-def help_mode_table(results: dict[str, Any], width: int = 120) -> Any:
+def help_mode_table(results: RunResults, width: int = 120) -> Any:
     """Does --help help? Per model, each help mode against the baseline. When the model
     names do not fit next to the figures, each model heads its own rows."""
     from rich.console import Group
@@ -101,8 +103,8 @@ def help_mode_table(results: dict[str, Any], width: int = 120) -> Any:
 
     effects = results["help_modes"]
 
-    def figures(es: list[dict[str, Any]]) -> list[Col]:
-        def ci(e: dict[str, Any]) -> str:
+    def figures(es: Sequence[Mapping[str, Any]]) -> list[Col]:
+        def ci(e: Mapping[str, Any]) -> str:
             lo, hi = e["ci95"]
             return f"{data.points(lo)} to {data.points(hi)}"
 
@@ -129,7 +131,7 @@ def help_mode_table(results: dict[str, Any], width: int = 120) -> Any:
     return Group(*parts, note)
 
 
-def model_table(results: dict[str, Any], width: int) -> Any:
+def model_table(results: RunResults, width: int) -> Any:
     from rich.text import Text
 
     rows = data.model_rows(results)
@@ -153,7 +155,7 @@ def model_table(results: dict[str, Any], width: int) -> Any:
     return fitted_table(cols, width, title="Models", title_justify="left")
 
 
-def threshold_text(row: dict[str, Any], text_cls: Any) -> Any:
+def threshold_text(row: Mapping[str, Any], text_cls: Any) -> Any:
     th, met = row.get("threshold"), row.get("met")
     if th is None:
         return text_cls("–")
@@ -161,7 +163,7 @@ def threshold_text(row: dict[str, Any], text_cls: Any) -> Any:
     return text_cls(f"{th:g}% {word}", style="green" if met else "bold red")
 
 
-def print_summary(results: dict[str, Any], console: Console) -> None:
+def print_summary(results: RunResults, console: Console) -> None:
     """Print the task and model tables and the headline to `console`."""
     from rich.text import Text
 
@@ -185,7 +187,7 @@ def print_summary(results: dict[str, Any], console: Console) -> None:
 MAX_REASONS = 5  # trials whose reason `proctor run` prints; `proctor show --failed` has all
 
 
-def reasons_text(results: dict[str, Any]) -> Any:
+def reasons_text(results: RunResults) -> Any:
     """"why: TRIAL: reason" for the first trials that did not pass (None when all did)."""
     from rich.text import Text
 

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,7 +204,7 @@ def _audit(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
     for ev in events:
         kind = data.clean(ev.get("type"))
         seen[kind] = seen.get(kind, 0) + 1
-        d = ev.get("details") if isinstance(ev.get("details"), dict) else {}
+        d = x if isinstance(x := ev.get("details"), dict) else {}
         out.append((kind, "" if seen[kind] > AUDIT_PER_TYPE else
                     text_cut(data.clean(audit_text(kind, d)), 400, keep="both")))
     return out
@@ -394,7 +395,7 @@ class Recorded:
     of: list[int]
 
 
-def recorded(trials: list[dict[str, Any]], run_dir: Path | None) -> list[Recorded | None]:
+def recorded(trials: Sequence[Mapping[str, Any]], run_dir: Path | None) -> list[Recorded | None]:
     """Each trial's directory when it recorded a trace or audit events, else None (and None
     for all without a run directory: a report rendered from results.json alone)."""
     out: list[Recorded | None] = []
@@ -412,7 +413,7 @@ def recorded(trials: list[dict[str, Any]], run_dir: Path | None) -> list[Recorde
     return out
 
 
-def embedded(trials: list[dict[str, Any]], dirs: list[Recorded | None], budget: int
+def embedded(trials: Sequence[Mapping[str, Any]], dirs: list[Recorded | None], budget: int
              ) -> list[str | None]:
     """Each trial's document, base64 of gzip, within `budget` bytes in all (None where there
     is nothing to show). One pass: each trial gets what is left, shared by weight, and the

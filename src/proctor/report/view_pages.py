@@ -84,7 +84,7 @@ def keeps(row: RunRow, f: dict[str, str]) -> bool:
     since, until = _day(f.get("since", "")), _day(f.get("until", ""))
     if (since or until) and when is None:
         return False
-    if (since and when < since) or (until and when > until):
+    if when is not None and ((since and when < since) or (until and when > until)):
         return False
     text = f.get("q", "").strip().lower()
     if text:
@@ -205,14 +205,15 @@ def trend_svg(runs: list[RunRow], labels: dict[str, str]) -> str:
         series = [(w, r, line) for w, r in points for line in r.lines if line.label == label]
         segment: list[str] = []
         version = None
-        for w, r, line in series + [(None, None, None)]:
-            if r is None or r.suite_version != version:
+        ended: list[tuple[Any, RunRow | None, Any]] = [*series, (None, None, None)]
+        for w, run, line in ended:
+            if run is None or run.suite_version != version:
                 if len(segment) > 1:
                     out.append(f'<polyline points="{" ".join(segment)}" fill="none" '
                                f'stroke="{color}" stroke-width="2"/>')
                 segment = []
-                version = r.suite_version if r is not None else None
-            if r is not None and w is not None and line is not None:
+                version = run.suite_version if run is not None else None
+            if run is not None and w is not None and line is not None:
                 segment.append(f"{x(w):.1f},{y(line.rate):.1f}")
         for w, r, line in series:
             errored = f", {line.errored} errored" if line.errored else ""

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from proctor.errors import UsageError
-from proctor.store import by_agent, read_json
+from proctor.store import by_agent, read_results, read_run_meta
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def _json(text: Any, default: Any) -> Any:
     return value if isinstance(value, type(default)) else default
 
 
-def _lines(agents: dict[str, Any], old: dict[str, Any], row: dict[str, Any]) -> list[Line]:
+def _lines(agents: dict[str, Any], old: dict[str, Any], row: Mapping[str, Any]) -> list[Line]:
     out = [Line(str(label), str(v.get("agent") or "?"), v.get("model"), int(v.get("passed") or 0),
                 int(v.get("trials") or 0), int(v.get("errored") or 0))
            for label, v in agents.items() if isinstance(v, dict)]
@@ -111,7 +112,7 @@ def _lines(agents: dict[str, Any], old: dict[str, Any], row: dict[str, Any]) -> 
     return [Line("(all models)", "?", None, int(row.get("passed") or 0), int(row["trials"]))]
 
 
-def from_index(row: dict[str, Any]) -> RunRow:
+def from_index(row: Mapping[str, Any]) -> RunRow:
     specs = [str(s) for s in _json(row.get("specs"), [])]
     return RunRow(
         run_id=str(row["run_id"]), dir=str(row["dir"]), started_at=str(row.get("started_at") or ""),
@@ -132,28 +133,28 @@ def from_disk(run_dir: Path) -> RunRow | None:
     """A row for a run directory the index does not know (CI artifacts); None when it is not
     a run, or is `proctor check`'s."""
     try:
-        meta = read_json(run_dir / "run.json")
+        meta = read_run_meta(run_dir / "run.json")
     except UsageError:
         return None
-    if not isinstance(meta, dict) or not meta.get("run_id") or meta.get("purpose") == "check":
+    run_id = meta.get("run_id")
+    if not run_id or meta.get("purpose") == "check":
         return None
-    suite = meta.get("suite") if isinstance(meta.get("suite"), dict) else {}
+    suite: Mapping[str, Any] = meta.get("suite") or {}
     specs = [str(s) for s in meta.get("paths") or []]
-    row = RunRow(run_id=str(meta["run_id"]), dir=str(run_dir),
+    row = RunRow(run_id=run_id, dir=str(run_dir),
                  started_at=str(meta.get("started_at") or ""), status="unfinished",
                  specs=specs, suite_key=str(suite.get("key") or legacy_key(specs)),
                  suite_version=str(suite.get("version") or ""),
                  suite_name=str(suite.get("name") or _names(specs)))
     if (run_dir / "results.json").is_file():
         try:
-            res = read_json(run_dir / "results.json")
+            res = read_results(run_dir / "results.json")
         except UsageError:
             return row
-        s = res.get("summary") or {}
         row.status = "interrupted" if res.get("interrupted") else (
             "passed" if res.get("exit_code") == 0 else "failed")
-        row.trials, row.pass_rate = s.get("trials"), s.get("pass_rate")
-        row.passed, row.failed = int(s.get("passed") or 0), int(s.get("failed") or 0)
-        row.errored = int(s.get("errored") or 0)
+        if (s := res.get("summary")) is not None:
+            row.trials, row.pass_rate = s["trials"], s["pass_rate"]
+            row.passed, row.failed, row.errored = s["passed"], s["failed"], s["errored"]
         row.lines = _lines(by_agent(res.get("models") or []), {}, {})
     return row

@@ -84,7 +84,7 @@ def _tool_call(call: Any) -> Call:
     """A tool call in any API's shape (Chat Completions, the built-in agent's record)."""
     if not isinstance(call, dict):
         return make_call(None, "tool", str(call))
-    fn = call.get("function") if isinstance(call.get("function"), dict) else call
+    fn = f if isinstance(f := call.get("function"), dict) else call
     return make_call(call.get("id") or call.get("call_id"), fn.get("name"),
                      fn.get("arguments", fn.get("input", "")))
 

@@ -12,14 +12,15 @@ if TYPE_CHECKING:
 
 # A backend class has `async create(spec) -> Sandbox` and `preflight(options)`, which raises a
 # SetupError naming what is missing before any trial runs.
-BACKENDS: Registry = Registry("backend", {
+BACKENDS: Registry[Any] = Registry("backend", {
     "local": "proctor.sandbox.local:LocalBackend",
     "docker": "proctor.sandbox.docker:DockerBackend",
 })
 
 
 async def create_sandbox(backend: str, spec: SandboxSpec) -> Sandbox:
-    return await BACKENDS.get(backend)().create(spec)
+    sandbox: Sandbox = await BACKENDS.get(backend)().create(spec)
+    return sandbox
 
 
 def backend_for_run(backend: str, scratch: Path, concurrency: int) -> Any:

@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from proctor import proc
+from proctor.dockercli import RUN_LABEL, TRIAL_LABEL
 from proctor.sandbox import files
 from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
-from proctor.sandbox.docker import PRIVATE, RUN_LABEL, TRACER, TRIAL_LABEL, DockerSandbox, _started
+from proctor.sandbox.docker import PRIVATE, TRACER, DockerSandbox, _started
 from proctor.sandbox.local import SNAPSHOT_TIMEOUT_S
 from proctor.sandbox.trace import tracer
 
@@ -91,7 +92,7 @@ class ImageSandbox(DockerSandbox):
             argv += ["--add-host", f"{name}:{address}"]
         return [*argv, self.image, "sleep", "2147483647"]  # the image's own ENTRYPOINT runs
 
-    async def start(self, spec: SandboxSpec) -> None:
+    async def start(self, spec: SandboxSpec) -> None:  # type: ignore[override]  # as DockerSandbox.start
         await asyncio.to_thread(self._make_dirs)
         await self._launch(self._run_argv(spec))
         self.places = [("/", Path(f"/proc/{self.pid}/root"))]
@@ -204,7 +205,7 @@ class ImageSandbox(DockerSandbox):
         return await asyncio.to_thread(self._entries, res.stdout, budget)
 
     def _walk_upper(self, upper: Path, budget: files.Budget) -> Snapshot:
-        lines = []
+        lines: list[str] = []
         stack = [upper]
         while stack:
             try:
@@ -247,7 +248,7 @@ class ImageSandbox(DockerSandbox):
             if stat_mod.S_ISDIR(st.st_mode):
                 out[rel] = Entry("dir", 0, "")
             elif stat_mod.S_ISLNK(st.st_mode):
-                out[rel] = Entry("symlink", st.st_size, "-> " + os.readlink(host))
+                out[rel] = Entry("symlink", st.st_size, "-> " + os.readlink(str(host)))
             elif stat_mod.S_ISREG(st.st_mode):
                 out[rel] = Entry("file", st.st_size, f"{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
             else:

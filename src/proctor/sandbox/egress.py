@@ -76,7 +76,8 @@ class EgressProxy:
         if not why and self.substitutes is not None and self.substitutes.covers(host):
             # answered here, from a package registry
             self.on_event({**event, "allowed": True, "status": 200, "substituted": True})
-            return await self.substitutes.serve(method, host, port, reader, writer, request)
+            await self.substitutes.serve(method, host, port, reader, writer, request)
+            return
         address = None
         if not why:
             address, why = await self.address(host, port)
@@ -126,7 +127,7 @@ class EgressProxy:
         why = ""
         for info in infos:
             try:
-                ip = ipaddress.ip_address(info[4][0].split("%")[0])
+                ip = ipaddress.ip_address(str(info[4][0]).split("%")[0])
             except ValueError:
                 continue
             named = self.names(host, port) or self.names(str(ip), port)

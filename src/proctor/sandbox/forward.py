@@ -53,7 +53,7 @@ class Forwarder:
     def __init__(self) -> None:
         self.servers: list[asyncio.base_events.Server] = []
         self.connections: Counter[tuple[str, int]] = Counter()
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def serve(self, sock: socket.socket, handler: Handler) -> None:
         async def tracked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -317,7 +317,7 @@ async def for_slot(slot: Slot, readonly: tuple[str, ...], resources: Resources,
                    env: Mapping[str, str]) -> Grader:
     """The grader box beside a box of the pool (built on first use, kept with the box):
     the box's workspace and HOME read-only, plus `readonly` host paths."""
-    grader = slot.graders.get(readonly)
+    grader: Grader | None = slot.graders.get(readonly)
     if grader is not None and grader.alive():
         return grader
     if grader is not None:

@@ -29,6 +29,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def lookup(image: str, config: dict[str, Any]) -> tuple[str, Any] | None:
     return None
 
 
-def rewrite(text: str, resolve: Any) -> str:
+def rewrite(text: str, resolve: Callable[[str], str]) -> str:
     """The Dockerfile with each external image (FROM, COPY --from) replaced by
     `resolve(name)`; stage names and `scratch` stay."""
     args: dict[str, str] = {}

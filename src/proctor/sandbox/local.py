@@ -36,7 +36,7 @@ from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox import disk, files, grader, native
 from proctor.sandbox import hosts as hostsfile
 from proctor.sandbox.base import Entry, ExecResult, Kind, Resources, SandboxSpec, Snapshot
-from proctor.sandbox.forward import Forwarder
+from proctor.sandbox.forward import Forwarder, Handler
 from proctor.sandbox.namespaces import Box, missing, visible_system_path
 from proctor.sandbox.pool import INSIDE_HOME, PLACES, BoxPool, Shape, Slot
 from proctor.sandbox.spawn import SpawnerLost
@@ -544,7 +544,7 @@ class LocalSandbox:
         await self.forwarder.forward(sock, (host, port))
         return host, port
 
-    async def serve_inside(self, host: str, port: int, handler) -> None:
+    async def serve_inside(self, host: str, port: int, handler: Handler) -> None:
         """Serve `handler` at host:port inside the box for this trial (the egress proxy)."""
         if self.slot is None:
             raise RuntimeError("serve_inside needs an isolated sandbox")

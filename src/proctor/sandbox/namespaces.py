@@ -120,7 +120,7 @@ def _unshare_flags() -> list[str]:
 class Box:
     """One bubblewrap sandbox whose first process is proctor's spawner (spawner.c)."""
 
-    def __init__(self, bwrap: subprocess.Popen, spawner_pid: int, spawner: Spawner,
+    def __init__(self, bwrap: subprocess.Popen[bytes], spawner_pid: int, spawner: Spawner,
                  uid: int = AGENT_UID):
         self.bwrap = bwrap
         self.spawner_pid = spawner_pid  # the box's PID 1, as the host sees it
@@ -237,7 +237,7 @@ def _read_child_pid(fd: int) -> int:
     return int(json.loads(data[: data.index(b"}") + 1])["child-pid"])
 
 
-def _reap(bwrap: subprocess.Popen) -> None:
+def _reap(bwrap: subprocess.Popen[bytes]) -> None:
     """Wait for a box's bubblewrap to exit (it reaps its init first); kill it if it hangs."""
     try:
         bwrap.wait(timeout=CLOSE_TIMEOUT_S)
@@ -246,13 +246,13 @@ def _reap(bwrap: subprocess.Popen) -> None:
         proc.stop(bwrap, grace=0)
 
 
-def _stderr(bwrap: subprocess.Popen) -> str:
+def _stderr(bwrap: subprocess.Popen[bytes]) -> str:
     bwrap.kill()
     _, err = bwrap.communicate(timeout=5)
     return err.decode(errors="replace").strip()[-2000:] or "bubblewrap exited"
 
 
-def _close_pipes(bwrap: subprocess.Popen) -> None:
+def _close_pipes(bwrap: subprocess.Popen[bytes]) -> None:
     for pipe in (bwrap.stdin, bwrap.stdout, bwrap.stderr):
         if pipe is not None:
             with contextlib.suppress(OSError):

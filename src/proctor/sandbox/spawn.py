@@ -22,6 +22,7 @@ import socket
 import struct
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from proctor import proc
 from proctor.proc import ExecResult, Feed
@@ -44,9 +45,9 @@ class Spawner:
         self.loop = loop
         self.lost: str | None = None
         self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future] = {}  # start / listen / newipc replies
-        self._exits: dict[int, asyncio.Future] = {}
-        self._ready: asyncio.Future = loop.create_future()
+        self._pending: dict[int, asyncio.Future[Any]] = {}  # start / listen / newipc replies
+        self._exits: dict[int, asyncio.Future[Any]] = {}
+        self._ready: asyncio.Future[Any] = loop.create_future()
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         # Requests not yet taken by the spawner (op, job, message, descriptors owned), in order.
         self._outbox: list[tuple[int, int, bytes, list[int]]] = []
@@ -210,7 +211,8 @@ class Spawner:
         finally:
             os.close(request)
         try:
-            return await fut
+            fd: int = await fut
+            return fd
         except OSError as e:
             raise OSError(e.errno, e.strerror, path) from None
 
@@ -223,7 +225,8 @@ class Spawner:
         fut = self._pending[job] = self.loop.create_future()
         try:
             self._send(op, job)
-            return await fut
+            reply: int = await fut
+            return reply
         finally:
             self._pending.pop(job, None)
 
@@ -420,7 +423,7 @@ async def _feed_stdin(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> 
         os.close(fd)
 
 
-def _resolve(fut: asyncio.Future) -> None:
+def _resolve(fut: asyncio.Future[Any]) -> None:
     if not fut.done():
         fut.set_result(None)
 

@@ -277,7 +277,8 @@ def _simple(project: str) -> dict[str, Any]:
     req = urllib.request.Request(f"{PYPI}/simple/{project}/",
                                  headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     with urllib.request.urlopen(req, timeout=60) as r:
-        return json.load(r)
+        index: dict[str, Any] = json.load(r)
+    return index
 
 
 def _latest(project: str) -> str:
@@ -300,7 +301,7 @@ def _wheel(project: str, version: str) -> bytes | None:
         if name.startswith(f"{project}-{version}-") and "musllinux" in name and \
                 name.endswith(f"_{arch}.whl"):
             with urllib.request.urlopen(f["url"], timeout=300) as r:
-                data = r.read()
+                data: bytes = r.read()
             if hashlib.sha256(data).hexdigest() != f["hashes"]["sha256"]:
                 raise OSError(f"{name}: sha256 does not match PyPI's")
             return data

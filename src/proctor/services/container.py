@@ -114,7 +114,7 @@ class _Switch:
         except (TimeoutError, asyncio.CancelledError):
             writer.close()
         finally:
-            self.live.discard(task)  # type: ignore[arg-type]
+            self.live.discard(task)
 
     async def close(self) -> None:
         """End every connection still open (the service's, when the trial ends)."""

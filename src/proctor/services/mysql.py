@@ -104,6 +104,7 @@ class MysqlServer(DbServer):
 
     def boot(self) -> None:
         assert self.base is not None
+        base = self.base
         server, install, self.client = binaries()
         run_as = _proc.server_user(self.run_as_user)
         data = self.base / "data"
@@ -120,10 +121,10 @@ class MysqlServer(DbServer):
             return _proc.spawn(
                 [server, "--no-defaults", f"--datadir={data}", f"--socket={self.sock}",
                  f"--port={self.port}", f"--bind-address={self.host}", f"--tmpdir={tmp}",
-                 f"--pid-file={self.base / 'server.pid'}",
-                 f"--log-error={self.base / 'server.log'}", *SERVER_OPTIONS,
-                 *_audit_options(self.base / "audit.log")],
-                run_as=run_as, env=self.env(), log=self.base / "server.out")
+                 f"--pid-file={base / 'server.pid'}",
+                 f"--log-error={base / 'server.log'}", *SERVER_OPTIONS,
+                 *_audit_options(base / "audit.log")],
+                run_as=run_as, env=self.env(), log=base / "server.out")
 
         self.launch(spawn, "MariaDB", ("already in use", "Can't start server: Bind"), timeout=60)
         self._lock_down()

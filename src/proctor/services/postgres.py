@@ -181,6 +181,7 @@ class PostgresServer(DbServer):
 
     def boot(self) -> None:
         assert self.base is not None
+        base = self.base
         self.bin = bin_dir()
         run_as = _proc.server_user(self.run_as_user)
         self.password = os.urandom(16).hex()
@@ -209,7 +210,7 @@ class PostgresServer(DbServer):
             with open(data / "postgresql.auto.conf", "w") as f:
                 f.writelines(f"{k} = {v}\n" for k, v in conf.items())
             return _proc.spawn([str(self.bin / "postgres"), "-D", str(data)],
-                               run_as=run_as, env=self.env(), log=self.base / "server.log")
+                               run_as=run_as, env=self.env(), log=base / "server.log")
 
         self.launch(spawn, "PostgreSQL", ("could not bind", "already in use"), timeout=30)
         admin = self.admin()

@@ -45,8 +45,9 @@ def assertion(issues: Issues, doc: Doc, path: Path, entry: Any) -> tuple[str, Ch
     except ValidationError as e:
         issues.validation(doc, vpath, e, check.config, scalar=scalar)
         return None
-    if name in LITERAL_FALLBACK:
-        _literal_warning(issues, doc, vpath if scalar else (*vpath, "pattern"), config.pattern)
+    pattern = getattr(config, "pattern", None)
+    if name in LITERAL_FALLBACK and isinstance(pattern, str):
+        _literal_warning(issues, doc, vpath if scalar else (*vpath, "pattern"), pattern)
     return name, config
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 from proctor.model import ServiceDef
@@ -28,10 +29,11 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A
 def interpolate(text: str, env: dict[str, str] | None = None) -> str:
     """`${VAR}`, `${VAR:-default}`, `$VAR` from this machine's environment (compose's rule:
     unset is empty)."""
-    env = os.environ if env is None else env
+    values: Mapping[str, str] = os.environ if env is None else env
+
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(3)
-        value = env.get(name)
+        value = values.get(name)
         if value:
             return value
         return m.group(2) if m.group(2) is not None else (value or "")

@@ -11,7 +11,7 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from proctor.errors import SpecIssue
@@ -135,7 +135,7 @@ _BOUNDS = {
 }
 
 
-def explain(err: dict[str, Any], model: type[BaseModel] | None) -> str:
+def explain(err: Mapping[str, Any], model: type[BaseModel] | None) -> str:
     """A pydantic error in words, with what to write instead."""
     kind, loc, value = err["type"], tuple(err["loc"]), err.get("input")
     ctx = err.get("ctx") or {}

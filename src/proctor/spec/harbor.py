@@ -111,14 +111,13 @@ def _task(loader: Loader, where: Toml, task_dir: str, cfg: TaskConfig) -> TaskDe
     if not loader.claim_file_id(task_id, where.file):
         return None
     env_dir = os.path.join(task_dir, "environment")
-    dockerfile = os.path.join(env_dir, "Dockerfile")
+    found = os.path.join(env_dir, "Dockerfile")
+    dockerfile = found if os.path.isfile(found) else None
     e = cfg.environment
-    if not os.path.isfile(dockerfile):
-        dockerfile = None
-        if not e.docker_image:
-            where.error(("environment",), f"no environment/Dockerfile in {task_dir} and no "
-                        "`docker_image`: the task has no container to run in")
-            return None
+    if dockerfile is None and not e.docker_image:
+        where.error(("environment",), f"no environment/Dockerfile in {task_dir} and no "
+                    "`docker_image`: the task has no container to run in")
+        return None
     network = _network(cfg)
     env, from_host, missing = _env(e.env)
     services: list[ServiceDef] = []
@@ -142,7 +141,11 @@ def _task(loader: Loader, where: Toml, task_dir: str, cfg: TaskConfig) -> TaskDe
     single = None if cfg.steps else _single(loader, where, task_dir, cfg)
     if single is None and not cfg.steps:
         return None
-    prompt, checks, solution, solution_dir = single or (steps[0].prompt, [], [], None)
+    if single is not None:
+        prompt, checks, solution, solution_dir = single
+    else:  # a multi-step task: the first step's prompt stands for the task's
+        assert steps
+        prompt, checks, solution, solution_dir = steps[0].prompt, [], [], None
     info = cfg.task
     meta = cfg.metadata
     difficulty = meta.get("difficulty") if meta.get("difficulty") in ("easy", "medium", "hard") else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -264,8 +265,8 @@ def _dialect(data: dict[str, Any]) -> str | None:
 HARBOR = "harbor"  # _discover's mark for a Harbor task directory
 
 
-def _yaml_files(top: str, skip: list[str] = ()) -> list[str]:  # type: ignore[assignment]
-    found = []
+def _yaml_files(top: str, skip: Sequence[str] = ()) -> list[str]:
+    found: list[str] = []
     inside = {os.path.realpath(d) for d in skip}
     for d, dirs, files in os.walk(top):
         if os.path.realpath(d) in inside:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
@@ -21,7 +22,7 @@ from proctor.spec.yamlpos import Doc
 if TYPE_CHECKING:
     from proctor.spec.load import Loader
 
-NO_NAMES: dict[str, None] = {"secrets": None, "params": None}  # suites declare neither
+NO_NAMES: dict[str, Collection[str] | None] = {"secrets": None, "params": None}  # suites declare neither
 
 
 class Thresholds(SpecModel):
