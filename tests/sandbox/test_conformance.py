@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from proctor.errors import ProctorError
-from proctor.model import RunOptions
 from proctor.sandbox import BACKENDS, create_sandbox
 from proctor.sandbox.base import Resources, SandboxSpec
 from tests.docker.engine import require_engine
@@ -25,7 +24,7 @@ VARIANTS = [("local", "auto"), ("local", "none"),
 
 def _usable(backend: str, isolation: str) -> str | None:
     try:
-        BACKENDS.get(backend)().preflight(RunOptions(backend=backend, isolation=isolation))
+        BACKENDS.get(backend)().preflight(isolation)
     except (ProctorError, KeyError, NotImplementedError, AttributeError) as e:
         return str(e)
     return None

@@ -9,7 +9,8 @@ the local backend.
 
 The writable places (workspace, HOME, /tmp, /dev/shm) are host directories under the trial's
 `root`, bind-mounted into the container, so files, snapshots and `export` are read on the
-host through the local backend's path view (symlinks resolved as the container sees them);
+host through the places' path view both backends share (placefiles.py; symlinks resolved as
+the container sees them);
 any other path is read with `docker exec`. Commands run as uid 65534, as on the local
 backend (proctor runs as root with this backend: it enters the containers' network
 namespaces). Every container carries the labels
@@ -26,6 +27,7 @@ import posixpath
 import shutil
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +35,13 @@ from proctor import proc
 from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, docker_ok, engine_problem, finish
 from proctor.errors import SetupError
 from proctor.sandbox import docker_grade, grader
-from proctor.sandbox.base import Entry, ExecResult, SandboxSpec
+from proctor.sandbox.base import Capabilities, Entry, ExecResult, SandboxSpec
+from proctor.sandbox.cgroup import limit_hit
 from proctor.sandbox.forward import Forwarder, listen_inside
-from proctor.sandbox.local import LocalSandbox
 from proctor.sandbox.namespaces import AGENT_UID
-from proctor.sandbox.trace import read_trace, tracer, tracer_argv
+from proctor.sandbox.placefiles import INSIDE_WORKDIR, SYSTEM_PATH, PlaceFiles, list_fd, read_fd
+from proctor.sandbox.pool import INSIDE_HOME, Shape
+from proctor.sandbox.trace import tracer, tracer_argv
 
 PRIVATE = "/.proctor"  # the trial's private host dir inside (traces); not a writable place
 EXEC_MARK = "PROCTOR_EXEC"  # in every command's environment: what a timeout kills
@@ -59,10 +63,24 @@ kill -9 $a $b 2>/dev/null
 exit $rc"""
 
 
+CONTAINER = Capabilities(isolated=True, traced=True, host_files=True, grader_box=True,
+                         serves_inside=True, image_services=True, image_environment=True,
+                         installs_packages=True, needs_root=True)
+
+
 class DockerBackend:
     """`--backend docker`: a container per trial; images are made ready by `prepare`."""
 
-    def preflight(self, options: Any) -> bool:
+    capabilities = CONTAINER
+
+    @classmethod
+    def for_run(cls, scratch: Path, concurrency: int) -> DockerBackend:
+        return cls()  # no state across trials: each has its own container
+
+    async def close(self) -> None:
+        """Nothing kept across trials."""
+
+    def preflight(self, isolation: str = "auto") -> bool:
         why = engine_problem()
         if why is not None:
             raise SetupError(f"--backend docker: {why}")
@@ -72,12 +90,12 @@ class DockerBackend:
                              "network namespace (or use --backend local, which needs no root)")
         return True
 
-    def prepare(self, tasks: Any, options: Any) -> None:
+    def prepare(self, tasks: Sequence[Any], *, quiet: bool = False,
+                config: dict[str, Any] | None = None) -> None:
         """Every image the tasks need is local (built or pulled) before any trial runs."""
         from proctor.sandbox import dockerimages
 
-        dockerimages.prepare(list(tasks), quiet=getattr(options, "quiet", False),
-                             config=getattr(options, "config", None))
+        dockerimages.prepare(list(tasks), quiet=quiet, config=config)
 
     async def create(self, spec: SandboxSpec) -> DockerSandbox:
         from proctor.sandbox import dockerimages
@@ -97,21 +115,29 @@ class DockerBackend:
         return sandbox
 
 
-class DockerSandbox(LocalSandbox):
+class DockerSandbox(PlaceFiles):
     """A trial's container. File access goes through the bind-mounted places on the host
-    (LocalSandbox's path view); commands and paths outside the places go through the engine."""
+    (placefiles.py's path view); commands and paths outside the places go through the engine."""
+
+    capabilities = replace(CONTAINER, image_environment=False)  # proctor's places in the image
 
     def __init__(self, spec: SandboxSpec, image: str):
-        super().__init__(spec.root, spec.env, workdir=spec.workdir, output_limit=spec.output_limit,
+        super().__init__(spec.root, trial_id=spec.trial_id, output_limit=spec.output_limit,
                          keep=spec.keep, resources=spec.resources, hosts=spec.hosts,
-                         isolated=True, trial_id=spec.trial_id, prepare=False,
-                         on_output=spec.on_output)
+                         isolated=True, on_output=spec.on_output)
+        self.workdir = spec.workdir or INSIDE_WORKDIR
+        self.places = sorted(((inside, spec.root / name) for name, inside in
+                              Shape(self.workdir).places().items()),
+                             key=lambda p: len(p[0]), reverse=True)
+        self.env = {"PATH": SYSTEM_PATH, **spec.env, "HOME": INSIDE_HOME, "TMPDIR": "/tmp",
+                    "PWD": self.workdir, "PROCTOR_WORKDIR": self.workdir}
         self.image = image
         self.run_id = spec.env.get(proc.RUN_ID_VAR, "")
         self.container: str | None = None
         self.pid = 0  # the container's init, as the host sees it (network namespace)
         self.keeper = 0  # the long-running process that keeps the container up (host pid)
         self.uid = self.gid = AGENT_UID
+        self.owner = (self.uid, self.gid)
         self._execs = 0
         self._cgroup: dict[str, Path] = {}
         self.host_graders: dict[tuple[str, ...], Any] = {}  # runs_in: host (docker_grade.py)
@@ -258,9 +284,7 @@ class DockerSandbox(LocalSandbox):
         return await asyncio.to_thread(self._kill)
 
     def fault(self) -> str | None:
-        if self._faults:
-            return self._faults[0]
-        return _limit_hit(self._cgroup, self.resources)
+        return super().fault() or limit_hit(self._cgroup, self.resources)
 
     # -- commands ----------------------------------------------------------------------
 
@@ -273,6 +297,7 @@ class DockerSandbox(LocalSandbox):
                    cwd: str | None = None, stdin: bytes | None = None,
                    trace: bool = False, capture: int | None = None,
                    user: str | None = None) -> ExecResult:
+        """`user` means something only where the image is the environment (dockerenv.py)."""
         return await self.run_as(self.uid, command, timeout=timeout, env=env, cwd=cwd,
                                  stdin=stdin, trace=trace, capture=capture, user=user)
 
@@ -323,11 +348,7 @@ class DockerSandbox(LocalSandbox):
             await asyncio.to_thread(self._kill, mark.encode())
         await asyncio.to_thread(shutil.rmtree, io, True)
         if trace_file is not None:
-            res.trace = trace = read_trace(trace_file, ("setpriv",))  # removed once finished
-            res.execs, res.exec_parents = trace.execs, trace.parents
-            if not trace.complete and not res.timed_out:
-                res.error = "recording lost: the command trace ended before the command did"
-                self._faults.append(res.error)
+            self._take_trace(res, trace_file, ("setpriv",))  # removed once finished
         return res
 
     def _fifos(self, n: int) -> Path:
@@ -354,23 +375,6 @@ class DockerSandbox(LocalSandbox):
 
     # -- files: the places on the host, anything else through the engine ---------------
 
-    def _map(self, inside: str) -> Path | None:
-        for prefix, host in self.places:
-            if inside == prefix or inside.startswith(prefix.rstrip("/") + "/"):
-                return host / inside[len(prefix):].lstrip("/")
-        return None
-
-    def _holds_mounts(self, inside: str) -> bool:
-        prefix = inside.rstrip("/") + "/"
-        return any(p.startswith(prefix) for p, _ in self.places)
-
-    def _own(self, host: Path) -> None:
-        os.lchown(host, self.uid, self.gid)
-        if host.is_dir() and not host.is_symlink():
-            for dirpath, dirnames, filenames in os.walk(host):
-                for name in dirnames + filenames:
-                    os.lchown(os.path.join(dirpath, name), self.uid, self.gid)
-
     def _inside(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
 
@@ -384,7 +388,7 @@ class DockerSandbox(LocalSandbox):
 
     async def read_file(self, path: str, limit: int | None = None) -> bytes:
         if self.host_path(path) is not None:
-            return await super().read_file(path, limit)
+            return await read_fd(self._open_host(path), path, limit)
         head = f"head -c {limit + 1}" if limit is not None else "cat"
         code, out = await self._probe('[ -d "$1" ] && exit 21; [ -e "$1" ] || exit 2; '
                                       f'{head} -- "$1" || exit 13', self._inside(path))
@@ -396,7 +400,7 @@ class DockerSandbox(LocalSandbox):
 
     async def stat(self, path: str) -> Entry | None:
         if self.host_path(path) is not None:
-            return await super().stat(path)
+            return self._stat_host(path)
         code, out = await self._probe('stat -L -c "%F %s" -- "$1"', self._inside(path))
         if code != 0:
             return None
@@ -407,7 +411,7 @@ class DockerSandbox(LocalSandbox):
 
     async def list_dir(self, path: str) -> list[str]:
         if self.host_path(path) is not None:
-            return await super().list_dir(path)
+            return list_fd(self._open_host(path, directory=True))
         code, out = await self._probe('cd -- "$1" || exit 2; for f in * .*; do case "$f" in '
                                       '.|..) continue;; esac; [ -e "$f" ] || [ -L "$f" ] || '
                                       'continue; [ -d "$f" ] && echo "$f/" || echo "$f"; done',
@@ -474,21 +478,6 @@ def _cgroup_dirs(pid: int) -> dict[str, Path]:
                 base = Path("/sys/fs/cgroup") / c if c else Path("/sys/fs/cgroup")
                 out[c] = base / path.lstrip("/")
     return out
-
-
-def _limit_hit(dirs: dict[str, Path], resources: Any) -> str | None:
-    from proctor.sandbox.cgroup import _field, _size
-
-    mem = dirs.get("memory")
-    if (mem is not None and _field(mem / "memory.oom_control", "oom_kill")) or (
-            "" in dirs and _field(dirs[""] / "memory.events", "oom_kill")):
-        return (f"out of memory: the trial's processes passed resources.memory "
-                f"({_size(resources.memory_bytes)})")
-    pids = dirs.get("pids") or dirs.get("")
-    if pids is not None and _field(pids / "pids.events", "max"):
-        return (f"process limit reached: more than {resources.pids} processes at once "
-                "(a fork bomb?)")
-    return None
 
 
 def _setpriv(uid: int, gid: int, argv: list[str]) -> list[str]:

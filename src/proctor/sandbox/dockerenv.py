@@ -35,7 +35,15 @@ from typing import Any
 
 from proctor import proc
 from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
-from proctor.sandbox.docker import PRIVATE, RUN_LABEL, TRACER, TRIAL_LABEL, DockerSandbox, _started
+from proctor.sandbox.docker import (
+    CONTAINER,
+    PRIVATE,
+    RUN_LABEL,
+    TRACER,
+    TRIAL_LABEL,
+    DockerSandbox,
+    _started,
+)
 from proctor.sandbox.trace import tracer
 
 SNAPSHOT_MAX_ENTRIES = 50_000
@@ -45,6 +53,8 @@ LOOPBACK = ("127.", "::1", "0.0.0.0")
 
 class ImageSandbox(DockerSandbox):
     """See the module docstring."""
+
+    capabilities = CONTAINER  # the image is the environment
 
     @classmethod
     async def make(cls, spec: SandboxSpec, image: str) -> ImageSandbox:
@@ -98,6 +108,7 @@ class ImageSandbox(DockerSandbox):
         await asyncio.to_thread(self._settle)
         uid, gid, home = await asyncio.to_thread(self._user, self.agent_user)
         self.uid, self.gid = uid, gid
+        self.owner = (uid, gid)
         self.env["HOME"] = home
         await asyncio.to_thread(self._prepare_inside)
         self.spared = frozenset((p, _started(p)) for p in self._processes())
