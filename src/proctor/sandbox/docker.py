@@ -386,8 +386,41 @@ class DockerSandbox(PlaceFiles):
                            path, timeout=60, binary=True)
         return res.exit_code, res.stdout_bytes or b""
 
+    def _as_agent_may(self, path: str, want: int = 0) -> bool:
+        """Whether `path`, in the places, is there for the agent's uid: every directory on
+        the way searchable by it, and the path itself allowing `want` (os.R_OK...). proctor
+        reads the places as root on the host: what the agent locked away (chmod 000) is
+        not seen for it, and cannot be told absent (docs/checks.md)."""
+        host = self.host_path(path)
+        assert host is not None
+        place = next(h for _, h in self.places if host == h or h in host.parents)
+        uid, gid = self.owner or (0, 0)
+        if uid == 0:
+            return True
+        steps = [d for d in host.parents if d == place or place in d.parents][::-1]
+        checks = [(d, os.X_OK) for d in steps] + ([(host, want)] if want else [])
+        for where, bit in checks:
+            st = os.stat(where)
+            shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0
+            if not (st.st_mode >> shift) & bit:
+                return False
+        return True
+
+    def _host_or_locked(self, path: str, want: int = 0) -> bool:
+        """Whether `path` is read on the host (in the places); PermissionError when the
+        agent's uid could not reach it there."""
+        if self.host_path(path) is None:
+            return False
+        try:
+            allowed = self._as_agent_may(path, want)
+        except FileNotFoundError:
+            return True  # absent: the host read says so
+        if not allowed:
+            raise PermissionError(errno.EACCES, "the agent cannot reach it", path)
+        return True
+
     async def read_file(self, path: str, limit: int | None = None) -> bytes:
-        if self.host_path(path) is not None:
+        if self._host_or_locked(path, os.R_OK):
             return await read_fd(self._open_host(path), path, limit)
         head = f"head -c {limit + 1}" if limit is not None else "cat"
         code, out = await self._probe('[ -d "$1" ] && exit 21; [ -e "$1" ] || exit 2; '
@@ -399,7 +432,7 @@ class DockerSandbox(PlaceFiles):
             code, PermissionError)(code, os.strerror(code), path)
 
     async def stat(self, path: str) -> Entry | None:
-        if self.host_path(path) is not None:
+        if self._host_or_locked(path):
             return self._stat_host(path)
         code, out = await self._probe('stat -L -c "%F %s" -- "$1"', self._inside(path))
         if code != 0:
@@ -410,7 +443,7 @@ class DockerSandbox(PlaceFiles):
         return Entry(kinds.get(kind, "other"), int(size or 0), "")  # type: ignore[arg-type]
 
     async def list_dir(self, path: str) -> list[str]:
-        if self.host_path(path) is not None:
+        if self._host_or_locked(path, os.R_OK):
             return list_fd(self._open_host(path, directory=True))
         code, out = await self._probe('cd -- "$1" || exit 2; for f in * .*; do case "$f" in '
                                       '.|..) continue;; esac; [ -e "$f" ] || [ -L "$f" ] || '
