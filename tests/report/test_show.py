@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from proctor.cli import main
 from proctor.errors import UsageError
 from proctor.report.show import show_main
-from tests.report.conftest import FLAKY_TRIAL
+from tests.helpers.report import FLAKY_TRIAL
 
 
 @pytest.fixture(autouse=True)
@@ -142,7 +142,7 @@ UNITTEST = ("`python3 -m unittest discover -s tests -t . -q` exited with 1, expe
 
 @pytest.fixture
 def unittest_run(tmp_path):
-    from tests.report.conftest import check, trial, write_run
+    from tests.helpers.report import check, trial, write_run
 
     t = trial("fix-the-bug.mock-models-anthropic-claude-sonnet-4-5-careful.yaml.r07",
               "fix-the-bug", "fail", model="mock/models/anthropic-claude-sonnet-4-5-careful.yaml",
@@ -181,6 +181,7 @@ def test_a_trials_long_check_message_keeps_its_end(unittest_run, capsys, monkeyp
     assert "exited with 1" in out and "FAILED (failures=2)" in out and "characters cut" in out
 
 
+@pytest.mark.slow  # its time bound is a benchmark's: out of the unit tier
 def test_a_list_of_10000_trials_is_linear_and_fits_the_terminal(tmp_path, capsys, monkeypatch):
     """10,000 trials list in well under a second (a rich Table took seconds); no line is
     wider than the terminal; an id too long for its column folds onto the next lines; a

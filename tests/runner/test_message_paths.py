@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from proctor.record.paths import PathNames
-from tests.runner.conftest import results
+from tests.helpers.cli import results
 
 SCENARIO = """
 version: 1
