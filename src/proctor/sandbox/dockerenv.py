@@ -196,7 +196,7 @@ class ImageSandbox(DockerSandbox):
         return await super().exec(command, timeout=timeout, env=env, cwd=cwd, stdin=stdin,
                                   trace=trace, capture=capture, user=user)
 
-    async def snapshot(self) -> Snapshot:
+    async def snapshot(self, deadline: float | None = None) -> Snapshot:
         """What changed from the image, each changed entry by size, mtime, ctime and inode:
         the container's own layer walked on the host (overlay2: a whiteout is a deletion),
         else `docker diff` (any storage driver, slower)."""
