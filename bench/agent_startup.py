@@ -74,7 +74,7 @@ def run(spec: Path, agent: str, trials: int, out: Path) -> tuple[list[dict], flo
         events = [json.loads(line) for line in
                   (out / "trials" / t["id"] / "trace.jsonl").read_text().splitlines()]
         [launcher] = [e for e in events if e["type"] == "command" and e.get("source") ==
-                      "launcher" and not e.get("ignored")]
+                      "launcher"]
         calls = [e for e in events if e["type"] == "model_call"]
         start, end = launcher["started_at"], launcher["started_at"] + launcher["duration_s"]
         figures.append({

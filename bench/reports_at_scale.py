@@ -62,8 +62,10 @@ def results_for(n: int) -> dict:
             "trials": [t.to_dict() for t in trials], **scored}
 
 
-WORDS = ("src tests build error warning main branch commit file line module import value "
-         "config http json table index cache query result return self none true false").split()
+WORDS = (
+    "src", "tests", "build", "error", "warning", "main", "branch", "commit", "file", "line",
+    "module", "import", "value", "config", "http", "json", "table", "index", "cache", "query",
+    "result", "return", "self", "none", "true", "false")
 
 
 def _output(rng: random.Random, size: int) -> str:

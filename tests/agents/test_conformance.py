@@ -117,8 +117,6 @@ def test_a_model_that_hangs_after_a_forbidden_command_times_out_and_is_judged(ru
     assert not any(o["timed_out"] for o in others)
 
 
-@pytest.mark.skip(reason="help modes for third-party agents are helper agentsmisc's (issue 24 "
-                         "item 3); un-skip once they are on main")
 def test_help_modes_give_one_trial_each_under_every_agent(tmp_path):
     """`help_modes: [injected, none]`: two trials per task under every agent that takes a
     prompt, with the same verdicts."""

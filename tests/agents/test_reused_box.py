@@ -38,13 +38,19 @@ def _run(cwd: Path, spec: Path, home: Path, repeat: int) -> subprocess.Completed
         "-q", timeout=900)
 
 
+# The box a command runs in: its UTS namespace (one per box; the network namespace is
+# renewed per trial) and its workspace directory (inode and birth: namespace numbers are
+# reused once a box is gone).
+BOX = "echo box $(readlink /proc/self/ns/uts) $(stat -c %i.%W $PROCTOR_WORKDIR)"
+
+
 def _boxes(run: Path) -> list[str]:
-    """The network namespace each trial's setup printed: the box it ran in."""
+    """What each trial's setup printed of its box (BOX)."""
     out = []
     for t in results(run)["trials"]:
         events = [json.loads(line) for line in
                   (run / "trials" / t["id"] / "trace.jsonl").read_text().splitlines()]
-        out += [e["stdout"] for e in events if e["type"] == "setup" and "net:[" in e["stdout"]]
+        out += [e["stdout"] for e in events if e["type"] == "setup" and e["stdout"].startswith("box ")]
     return out
 
 
@@ -56,9 +62,8 @@ def test_three_trials_of_codex_in_one_box_with_proctor_home_under_tmp(tmp_path):
     spec = tmp_path / "spec"
     shutil.copytree(REPO / "examples" / "external-agents", spec)
     bench = spec / "cli-bench.yaml"
-    # Each trial says which box it ran in (its network namespace), in its trace.
-    bench.write_text(bench.read_text().replace(
-        "    setup: [", "    setup: [\"readlink /proc/self/ns/net\", "))
+    # Each trial says which box it ran in, in its trace.
+    bench.write_text(bench.read_text().replace("    setup: [", f"    setup: [\"{BOX}\", "))
     proc = _run(tmp_path, spec, home, 4)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run = run_dir_of(proc)

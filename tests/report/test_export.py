@@ -90,7 +90,7 @@ def test_an_external_agents_trajectory_comes_from_proctors_record(agent_run):
     assert doc["final_metrics"]["total_prompt_tokens"] == trial["tokens"]["input"]
     assert sum(s["metrics"]["prompt_tokens"] for s in agent_steps) == trial["tokens"]["input"]
     assert doc["extra"]["proctor"]["status"] == "fail"
-    assert doc["extra"]["proctor"]["reason"].startswith("verify#0:")
+    assert doc["extra"]["proctor"]["reason"].startswith("failed: verify#0:")
 
 
 def test_an_inspect_log_reads_back_with_every_score(examples_run):

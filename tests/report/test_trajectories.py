@@ -52,7 +52,7 @@ def test_show_reads_an_external_agents_trial_turn_by_turn(agent_run):
     lines = out.splitlines()
     n = next(i for i, line in enumerate(lines) if line.startswith("  → ") and WRONG in line)
     assert lines[n + 1].startswith(f"    $ {WRONG}")  # the call, then the command it caused
-    assert "why it failed: verify#0" in out
+    assert "why: failed: verify#0" in out
     trace = out[out.index("trace ─"):out.index("checks ─")].splitlines()
     # a codex trial printed 274 lines (48 of housekeeping, then a JSON blob): now a screen
     assert len(trace) <= 30, "\n".join(trace)

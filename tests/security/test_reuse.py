@@ -249,7 +249,7 @@ def _agent_under_tmp(tmp_path: Path, body: str) -> str:
     PROCTOR_HOME is: its prefix is shown read-only at its own path inside the box's /tmp."""
     prog = tmp_path / "tool" / "bin" / "agent"
     prog.parent.mkdir(parents=True)
-    prog.write_text(f"#!/bin/sh\nreadlink /proc/self/ns/uts\n{body}\necho done > out.txt\n")
+    prog.write_text(f"#!/bin/sh\n{BOX}\n{body}\necho done > out.txt\n")
     prog.chmod(0o755)
     assert str(prog).startswith("/tmp/")
     return str(prog)
@@ -287,11 +287,11 @@ def test_a_box_whose_mount_was_moved_away_is_never_reused(run_spec, tmp_path):
 
 
 def _launcher_box(run_dir: Path, trial_id: str) -> str:
-    """What the command agent's program printed first: its UTS namespace, one per box."""
+    """What the command agent's program printed first: the box it ran in (as BOX prints it)."""
     for line in (run_dir / "trials" / trial_id / "trace.jsonl").read_text().splitlines():
         event = json.loads(line)
         if event.get("type") == "command" and event.get("source") == "launcher":
-            return event["stdout"].splitlines()[0]
+            return " ".join(event["stdout"].splitlines()[:2])
     raise AssertionError(f"{trial_id}: no launcher recorded")
 
 

@@ -67,7 +67,7 @@ def test_an_agent_program_that_hangs_after_a_forbidden_command(run_spec, tmp_pat
     not_ran passed ("none of 0 agent commands")."""
     agent = tmp_path / "agent.py"
     agent.write_text("import subprocess, sys, time\n"
-                     "subprocess.run(['sh', sys.argv[1]])\n"
+                     "subprocess.run(['sh', sys.argv[1].splitlines()[-1]])\n"  # the task, after what it is told
                      "time.sleep(300)\n")
     run = ("--agent", "command", "--agent-command", f"{sys.executable} {agent} {{{{prompt}}}}")
     t = trial(run_spec(SUITE.format(timeout=TIMEOUT).replace("Tidy up.", "cleanup.sh"), *run))

@@ -73,8 +73,11 @@ class CommandAgent:
                                      capture=env.options.output_limit)
         if res.timed_out:
             env.out_of_time()
-        env.record_program(res, Reading(is_launcher=lambda argv, parent: parent == 0,
-                                        set_aside=tuple(env.task.agent.ignore_commands)))
+        # The program holding the prompt, started by proctor's `sh -c`, is the launcher; what a
+        # one-line shell template runs itself (`ls; make`) is the agent's.
+        env.record_program(res, Reading(
+            is_launcher=lambda argv, parent: parent == 0 and prompt in " ".join(argv),
+            set_aside=tuple(env.task.agent.ignore_commands)))
         env.record(CommandRecord(command=command, argv=["sh", "-c", command],
                                  cwd=str(env.sandbox.workdir), exit_code=res.exit_code,
                                  stdout=res.stdout, stderr=res.stderr,

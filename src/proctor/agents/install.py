@@ -115,4 +115,8 @@ def install_pip(name: str, package: str, version: str, binary: str,
                          f"{package}=={version}", *extras],
                         ["{dir}/bin/python", "-c", _WRITE_HOOK, EXIT_HOOK]],
                  f"{package}=={version}")
+    for site_dir in dest.glob("lib/python*/site-packages"):  # a cache from before the hook
+        hook = site_dir / "proctor_exit.pth"
+        if not hook.exists():
+            hook.write_text(EXIT_HOOK)
     return dest / "bin" / binary

@@ -234,13 +234,10 @@ def _detail(t: dict[str, Any], model: str, params: str, traced: bool, why: str) 
         detail.append(f' · agent {e(t.get("agent"))}')
     detail.append(f' · <a href="trials/{link}/trace.jsonl">trace</a> · '
                   f'<a href="trials/{link}/audit.jsonl">audit</a></div>')
-    if why:
-        detail.append(f'<p class="why"><b>Why it {"errored" if t.get("status") == "error" else "failed"}:'
-                      f'</b> {e(why, MESSAGE_LIMIT)}</p>')
+    if why:  # the trial's reason says whether it failed or errored ("failed: …", "agent error: …")
+        detail.append(f'<p class="why"><b>Why:</b> {e(why, MESSAGE_LIMIT)}</p>')
     if t.get("error") and t.get("error") != why:
         detail.append(f'<h4>Error</h4><pre class="err">{e(t.get("error"), MESSAGE_LIMIT)}</pre>')
-    elif t.get("reason"):
-        detail.append(f'<h4>Why it failed</h4><p class="why">{e(t.get("reason"))}</p>')
     detail.append("<h4>Checks</h4>" + _checks_table(t) + _forbidden(t))
     if t.get("output"):
         detail.append(f'<h4>Agent output</h4><pre class="out">{e(t.get("output"), OUTPUT_LIMIT)}'

@@ -197,7 +197,7 @@ def _print_head(t: dict[str, Any], console: Console) -> None:
     if t.get("error"):
         console.print(Text("error: ", style="bold yellow") + Text(data.cut(t["error"], 2000)))
     elif why := data.reason(t):
-        console.print(Text("why it failed: ", style="bold red") + Text(data.cut(why, 600)))
+        console.print(Text("why: ", style="bold red") + Text(data.cut(why, 600)))
 
 
 def _print_trace(t: dict[str, Any], trial_dir: Path, console: Console, full: bool) -> None:

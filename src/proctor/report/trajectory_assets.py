@@ -37,12 +37,13 @@ function secs(x){return x==null?'':(x<1?x.toFixed(2):x.toFixed(1))+'s';}
 function count(n){return n==null?'?':n<1000?String(n):(n/1000).toFixed(1)+'k';}
 var HEAD=6,TAIL=6,LONG=1600;
 /* A long text: its first and last lines (or characters), the rest behind a button. */
-function pre(parent,text,cls){if(!text)return;var p=el('pre',cls||'');
-var lines=text.split('\n');if(lines.length>HEAD+TAIL+2){
-p.appendChild(document.createTextNode(lines.slice(0,HEAD).join('\n')+'\n'));
-var b=el('button','more','⋯ '+(lines.length-HEAD-TAIL)+' more lines');b.type='button';
+function pre(parent,text,cls,head,tail){if(!text)return;var p=el('pre',cls||'');
+head=head||HEAD;tail=tail||TAIL;
+var lines=text.split('\n');if(lines.length>head+tail+2){
+p.appendChild(document.createTextNode(lines.slice(0,head).join('\n')+'\n'));
+var b=el('button','more','⋯ '+(lines.length-head-tail)+' more lines');b.type='button';
 b.addEventListener('click',function(ev){ev.stopPropagation();p.textContent=text;});
-p.appendChild(b);p.appendChild(document.createTextNode(lines.slice(-TAIL).join('\n')));}
+p.appendChild(b);p.appendChild(document.createTextNode(lines.slice(-tail).join('\n')));}
 else if(text.length>LONG){p.appendChild(document.createTextNode(text.slice(0,LONG*2/3)));
 var m=el('button','more','⋯ '+(text.length-LONG).toLocaleString('en')+' more characters');
 m.type='button';m.addEventListener('click',function(ev){ev.stopPropagation();
@@ -64,7 +65,10 @@ var ul=el('ul');lines.forEach(function(l){var li=el('li');li.appendChild(el('cod
 ul.appendChild(li);});if(more)ul.appendChild(el('li','muted','… and '+more+' more'));
 d.appendChild(ul);parent.appendChild(d);}
 function message(parent,m){var b=el('div','msg '+m.role);b.appendChild(el('span','role',m.role));
-(m.parts||[]).forEach(function(p){if(typeof p==='string')pre(b,p);else fold(b,p[0],p[1],p[2]);});
+/* a message in short (3 + 2 lines, as proctor show): the task leads, an agent's own
+   instructions around it follow */
+(m.parts||[]).forEach(function(p){if(typeof p==='string')pre(b,p,'',3,2);
+else fold(b,p[0],p[1],p[2]);});
 parent.appendChild(b);}
 function command(c){if(c.aside!==undefined){var q=el('div','cmd muted');
 q.appendChild(el('code','','$ '+c.cmd));q.appendChild(el('span','',' · set aside ('+c.aside+

@@ -259,7 +259,7 @@ def parse_trace(path: Path) -> Trace:
 
 def read_trace(path: Path, wrappers: tuple[str, ...] = ()) -> Trace:
     """The trace at `path` (removed once finished), without the leading programs named in
-    `wrappers` (proctor's own way into the box: nsenter, setpriv). A trace whose command
+    `wrappers` (proctor's own way into a container: setpriv). A trace whose command
     ended but left something running is not finished: `path` says where to read the rest."""
     trace = parse_trace(path)
     if trace.complete and not trace.finished:
