@@ -181,7 +181,6 @@ def test_a_trials_long_check_message_keeps_its_end(unittest_run, capsys, monkeyp
     assert "exited with 1" in out and "FAILED (failures=2)" in out and "characters cut" in out
 
 
-@pytest.mark.slow  # its time bound is a benchmark's: out of the unit tier
 def test_a_list_of_10000_trials_is_linear_and_fits_the_terminal(tmp_path, capsys, monkeypatch):
     """10,000 trials list in well under a second (a rich Table took seconds); no line is
     wider than the terminal; an id too long for its column folds onto the next lines; a
@@ -220,7 +219,7 @@ def test_failed_keeps_each_notes_cause_and_cuts_its_middle(tmp_path, capsys):
     """Issue 27: at 160 columns `--failed` showed `agent error: mock/…yaml: … 00 at turn 0`,
     the "HTTP 500" cut away. The note keeps its start (the cause), then its end."""
     from proctor.report.show import TrialFilter
-    from tests.report.conftest import trial, write_run
+    from tests.helpers.report import trial, write_run
 
     error = ("agent error: mock/scripts/outage.yaml: the model endpoint answered HTTP 500: "
              '{"error": "internal", "detail": "' + "stack frame " * 40 + '"} at turn 0')
