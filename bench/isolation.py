@@ -32,7 +32,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from proctor.model import RunOptions
 from proctor.proc import use_fast_child_watcher
 from proctor.sandbox import create_sandbox
 from proctor.sandbox.base import Resources, SandboxSpec
@@ -135,7 +134,7 @@ async def main(args: argparse.Namespace) -> None:
     use_fast_child_watcher()
     from proctor.sandbox.local import LocalBackend
 
-    LocalBackend().preflight(RunOptions())
+    LocalBackend().preflight()
     with tempfile.TemporaryDirectory(prefix="proctor-bench-iso-") as d:
         root = Path(d)
         boxed, plain = await per_command(root / "c", args.commands, trace=False)

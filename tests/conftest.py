@@ -1,15 +1,45 @@
-"""Shared test set-up. Area-specific fixtures live in tests/<area>/conftest.py."""
+"""Shared test set-up. Area-specific fixtures live in tests/<area>/conftest.py; helpers
+(anything a test imports) in tests/helpers/."""
 
 from __future__ import annotations
 
 import os
-import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-PROCTOR = str(Path(sys.executable).parent / "proctor")
+from tests.helpers import REPO
+from tests.helpers.cli import Cli
+
+# Marks by where a test lives (a conftest's `pytestmark` would mark nothing): see
+# pyproject.toml's markers. A file may add its own (`pytestmark = pytest.mark.slow`).
+BY_DIRECTORY = {
+    "docker": ("docker", "slow"),
+    "ray": ("ray", "slow"),
+    "agents": ("agents", "slow"),
+    "security": ("slow",),  # hostile agents through the real `proctor run`
+    "fuzz": ("slow",),
+}
+BY_FILE = {
+    "runner/test_ray.py": ("ray",),
+    "report/test_browser.py": ("browser",),
+}
+BY_FIXTURE = {"agent_run": ("agents", "slow")}  # report/conftest.py: a real agent's run
+NOT_FAST = {"slow", "docker", "ray", "agents", "browser"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        rel = Path(item.path).relative_to(tests)
+        marks = [*BY_DIRECTORY.get(rel.parts[0], ()), *BY_FILE.get(rel.as_posix(), ())]
+        for fixture in getattr(item, "fixturenames", ()):
+            marks += BY_FIXTURE.get(fixture, ())
+        for mark in dict.fromkeys(marks):
+            item.add_marker(mark)
+        if not NOT_FAST & {m.name for m in item.iter_markers()}:
+            item.add_marker("fast")
 
 
 @pytest.fixture
@@ -27,3 +57,20 @@ def _isolated_home(tmp_path_factory, monkeypatch):
                        or str(REPO / ".proctor" / "agents"))
     monkeypatch.delenv("PROCTOR_CONFIG", raising=False)
     os.environ.setdefault("NO_COLOR", "1")
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    """The one CLI runner: the real `proctor` executable, in the test's directory."""
+    return Cli(tmp_path)
+
+
+@pytest.fixture
+def spec(tmp_path: Path):
+    """Write a spec file (dedented) into the test's directory; returns its path."""
+    def write(text: str, name: str = "spec.yaml") -> Path:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+        return path
+    return write

@@ -240,7 +240,7 @@ def run(paths: tuple[str, ...], **kw) -> None:
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--concurrency", type=click.IntRange(1, 1024), help="Trials at once.")
-@click.option("--backend", type=click.Choice(["local", "docker"]),
+@click.option("--backend", type=click.Choice(BACKENDS.names()),
               help="Where trials run (default: proctor.toml's `backend`, else local; Harbor "
                    "tasks pick docker).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),

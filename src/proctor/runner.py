@@ -24,7 +24,7 @@ from proctor import __version__
 from proctor.agents.external import install_agents
 from proctor.clipath import check_clis
 from proctor.errors import UsageError
-from proctor.executors import infra_error
+from proctor.executors import close_run, infra_error, open_run, result_of_failure
 from proctor.inputs import check_unchanged, fingerprint, referenced, suite_identity
 from proctor.janitor import sweep
 from proctor.model import RunOptions, StepDef, TaskDef, Trial, TrialResult
@@ -35,10 +35,10 @@ from proctor.report import trajectory, write_reports
 from proctor.report.progress import Progress
 from proctor.report.terminal import print_summary
 from proctor.results import SCHEMA_VERSION, RunMeta, RunResults, TrialRecord
-from proctor.sandbox import BACKENDS, backend_for_run, close_backend
+from proctor.sandbox import BACKENDS, capabilities, with_capability
 from proctor.sandbox.trace import tracer
 from proctor.scoring import summarize
-from proctor.services.lifecycle import start_services, stop_services
+from proctor.services.lifecycle import start_services
 from proctor.spec.load import load_specs
 from proctor.store import RunStore, by_agent, index_run, iso, shown
 from proctor.trial import RunContext, error_result, host_env, run_trial
@@ -109,9 +109,9 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
         tracer()  # agent commands are traced: built once per machine, exit 2 if it cannot be
     isolated = _preflight_backend(options)
     _containers_need_docker(by_id.values(), options)
-    make_ready = getattr(BACKENDS.get(options.backend)(), "prepare", None)
-    if make_ready is not None:  # docker: every task's image built or pulled before any trial
-        make_ready(by_id.values(), options)
+    # docker: every task's image built or pulled before any trial
+    BACKENDS.get(options.backend)().prepare(list(by_id.values()), quiet=options.quiet,
+                                            config=options.config)
     # The suites' CLIs are where the agent runs (exit 2 naming where proctor looked if not);
     # version_command runs there too.
     clis = check_clis(list(by_id.values()), options, host_env(options)) if not meta else {}
@@ -211,9 +211,9 @@ async def _execute(trials: list[Trial], planned: Planned,
             run_one = executor.run
         else:
             tmp_root = Path(tempfile.mkdtemp(prefix=f"proctor-{store.run_id}-"))
-            run = RunContext(options=options, trial_dir=store.trial_dir, run_id=store.run_id,
-                             sandbox_root=store.dir / "workdirs" if options.keep else tmp_root,
-                             backend=backend_for_run(options.backend, tmp_root, workers))
+            run = open_run(options, run_id=store.run_id, trial_dir=store.trial_dir,
+                           sandbox_root=store.dir / "workdirs" if options.keep else tmp_root,
+                           scratch=tmp_root, concurrency=workers)
             needed = {planned.tasks[t.task_id].id: planned.tasks[t.task_id] for t in trials
                       if not planned.tasks[t.task_id].unavailable}  # its trials are errors
             run.services = await start_services(list(needed.values()), store.run_id, tmp_root)
@@ -232,7 +232,7 @@ async def _execute(trials: list[Trial], planned: Planned,
                 try:
                     result = await run_one(trial, task)
                 except Exception as e:  # one trial's failure stays in that trial
-                    result = error_result(trial, task, f"internal error: {e!r}")
+                    result = result_of_failure(trial, task, e)
                 _store(store, result, trial, task, on_result)
                 if digest is not None:  # a digest that fails is made again by the report
                     with contextlib.suppress(Exception):
@@ -244,8 +244,7 @@ async def _execute(trials: list[Trial], planned: Planned,
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
         if run is not None:
-            await close_backend(run.backend)
-            await stop_services(run.services)
+            await close_run(run)
         if executor is not None:
             executor.close()
         if tmp_root is not None:
@@ -312,7 +311,7 @@ NOT_ISOLATED = ("this run was not isolated (--isolation none): agents could read
 def _preflight_backend(options: RunOptions) -> bool:
     """The backend is usable before any trial runs (exit 2 otherwise); whether trials will be
     isolated."""
-    isolated = bool(BACKENDS.get(options.backend)().preflight(options))
+    isolated = bool(BACKENDS.get(options.backend)().preflight(options.isolation))
     if not isolated and not options.quiet:
         print(f"proctor: warning: {NOT_ISOLATED}", file=sys.stderr)
     return isolated
@@ -328,15 +327,17 @@ def _preflight(trials: list[Trial], tasks: dict[str, TaskDef], options: RunOptio
 
 
 def _containers_need_docker(tasks: Any, options: RunOptions) -> None:
-    """`image: X` services run only with --backend docker (SPEC §3): exit 2 otherwise."""
-    if options.backend == "docker":
+    """`image: X` services run only with a backend that runs containers (--backend docker,
+    SPEC §3): exit 2 otherwise."""
+    if capabilities(options.backend).image_services:
         return
     for t in tasks:
         for svc in t.services:
             if svc.kind == "container":
+                need = " or ".join(f"--backend {n}" for n in with_capability("image_services"))
                 raise UsageError(f"{t.id}: service {svc.name!r} runs image "
                                  f"{svc.config.get('image')!r}: image services need "
-                                 "--backend docker; the local backend runs only postgres, "
+                                 f"{need}; the {options.backend} backend runs only postgres, "
                                  "mysql and http_mock services")
 
 
@@ -356,13 +357,14 @@ def _stored_options(options: RunOptions) -> dict[str, Any]:
 
 def _ignored_by_backend(tasks: Any, options: RunOptions) -> list[str]:
     """Spec fields the chosen backend does not act on, said once per run, not ignored."""
-    if options.backend != "local":
+    if capabilities(options.backend).installs_packages:
         return []
     named = sorted(t.id for t in tasks if t.packages or t.base_image or t.dockerfile)
     if not named:
         return []
     shown = ", ".join(named[:3]) + (f" and {len(named) - 3} more" if len(named) > 3 else "")
-    return [f"{shown}: setup.packages / base are for --backend docker; the local backend "
+    need = " or ".join(f"--backend {n}" for n in with_capability("installs_packages"))
+    return [f"{shown}: setup.packages / base are for {need}; the {options.backend} backend "
             "installs nothing and uses this machine's tools"]
 
 
@@ -390,20 +392,23 @@ def _scale_timeouts(tasks: list[TaskDef], factor: float) -> None:
 
 
 def _backend_for(tasks: list[TaskDef], options: RunOptions) -> None:
-    """Tasks whose image is their whole environment (Harbor's) run with --backend docker:
-    chosen for them when nothing chose a backend, else a clear stop."""
+    """Tasks whose image is their whole environment (Harbor's) run with a backend whose
+    image can be the environment (--backend docker): chosen for them when nothing chose a
+    backend, else a clear stop."""
     need = [t.id for t in tasks if t.image_env is not None]
-    if not need or options.backend == "docker":
+    if not need or capabilities(options.backend).image_environment:
         return
+    able = with_capability("image_environment")
     if not options.backend_chosen and len(need) == len(tasks):
-        options.backend = "docker"
+        options.backend = able[0]
         if not options.quiet:
             print("proctor: note: these tasks run in their own container images: "
-                  "--backend docker", file=sys.stderr)
+                  f"--backend {able[0]}", file=sys.stderr)
         return
     shown = ", ".join(need[:3]) + (f" and {len(need) - 3} more" if len(need) > 3 else "")
     raise UsageError(f"{shown}: a Harbor task runs in its own container image; run it with "
-                     "--backend docker (the local backend has no images)")
+                     f"{' or '.join(f'--backend {n}' for n in able)} (the {options.backend} "
+                     "backend has no images)")
 
 
 def _stand_in(tasks: list[TaskDef], options: RunOptions) -> list[str]:

@@ -423,14 +423,13 @@ def _agent_paths(agent: Any, task: TaskDef, options: RunOptions) -> list[str]:
 async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, ServiceHandle],
                         on_event: Any, substitutes: Any = None,
                         public: list[str] | None = None) -> EgressProxy | None:
-    """An isolated local sandbox reaches the outside only through proctor's proxy."""
-    serve = getattr(sandbox, "serve_inside", None)
-    if not sandbox.isolated or serve is None:
+    """An isolated sandbox reaches the outside only through proctor's proxy."""
+    if not (sandbox.capabilities.isolated and sandbox.capabilities.serves_inside):
         return None
     net = task.network or {}
     proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])), on_event,
                         substitutes, public or ())
-    await serve("127.0.0.1", PORT, proxy.handle)
+    await sandbox.serve_inside("127.0.0.1", PORT, proxy.handle)
     url = f"http://127.0.0.1:{PORT}"
     direct = ["localhost", "127.0.0.1", *handles, *(h.host for h in handles.values())]
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.conftest import AGENTS, need_agent
-from tests.conftest import PROCTOR, REPO
+from tests.helpers import REPO
+from tests.helpers.agents import AGENTS, need_agent
+from tests.helpers.cli import Cli
 
 pytestmark = pytest.mark.slow
 
@@ -28,10 +29,7 @@ EXAMPLES = ("external-agents", "fix-the-bug", "git-basics", "mock-llm-demo", "re
 
 
 def _run(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    import os
-
-    return subprocess.run([PROCTOR, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "NO_COLOR": "1"})
+    return Cli(cwd, env={"NO_COLOR": "1"})(*args, timeout=timeout)
 
 
 def _all_agents(tmp: Path, argv: list[str]) -> dict[str, Path]:

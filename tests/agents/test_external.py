@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.conftest import AGENTS, need_agent
-from tests.conftest import REPO
-from tests.runner.conftest import Cli, results, run_dir_of
+from tests.helpers import REPO
+from tests.helpers.agents import AGENTS, need_agent
+from tests.helpers.cli import Cli, results, run_dir_of
 
 pytestmark = pytest.mark.slow
 
@@ -150,7 +150,7 @@ def test_a_configured_provider_is_reached_through_the_proxy_holding_the_key(tmp_
     """A real provider's path (here an OpenAI-compatible server that is mock-llm in its own
     process): the agent talks to the proxy with a dummy key; the real key never enters the
     sandbox."""
-    from tests.llm.conftest import ServerProcess
+    from tests.helpers.llm import ServerProcess
 
     need_agent("codex")
 

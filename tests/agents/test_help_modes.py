@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.conftest import AGENTS, need_agent
-from tests.conftest import REPO
-from tests.runner.conftest import Cli, results, run_dir_of
+from tests.helpers import REPO
+from tests.helpers.agents import AGENTS, need_agent
+from tests.helpers.cli import Cli, results, run_dir_of
 
 pytestmark = pytest.mark.slow
 

@@ -160,7 +160,7 @@ def test_proctor_run_installs_the_pinned_version_on_first_use(npm, tmp_path, mon
     installed into $PROCTOR_HOME/agents by the real npm before the first trial, says so,
     is recorded in run.json and reused by the next run; the agent reaches the model through
     proctor's proxy."""
-    from tests.runner.conftest import Cli, results, run_dir_of
+    from tests.helpers.cli import Cli, results, run_dir_of
 
     npm.publish("@anthropic-ai/claude-code", "9.9.9", {"cli.js": FAKE_CLAUDE},
                 {"claude": "cli.js"})

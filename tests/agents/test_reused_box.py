@@ -6,7 +6,6 @@ twin (an agent moving the mount away) is tests/security/test_reuse.py."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,9 +14,9 @@ import pytest
 
 from proctor.agents import make_agent
 from proctor.agents.install import agents_home, pinned_dir
-from tests.agents.conftest import need_agent
-from tests.conftest import REPO
-from tests.runner.conftest import results, run_dir_of
+from tests.helpers import REPO
+from tests.helpers.agents import need_agent
+from tests.helpers.cli import Cli, results, run_dir_of
 
 pytestmark = pytest.mark.slow
 
@@ -34,11 +33,9 @@ def _copy_cache(name: str, home: Path) -> None:
 
 def _run(cwd: Path, spec: Path, home: Path, repeat: int) -> subprocess.CompletedProcess:
     """`proctor run` with PROCTOR_HOME=`home` and nothing else pointing at a cache."""
-    env = {k: v for k, v in os.environ.items() if k != "PROCTOR_AGENTS"}
-    return subprocess.run([str(REPO / ".venv" / "bin" / "proctor"), "run", str(spec),
-                           "--agent", "codex", "--repeat", str(repeat), "--concurrency", "1",
-                           "-q"], cwd=cwd, capture_output=True, text=True, timeout=900,
-                          env={**env, "PROCTOR_HOME": str(home)})
+    return Cli(cwd, env={"PROCTOR_HOME": str(home)}, unset=("PROCTOR_AGENTS",))(
+        "run", str(spec), "--agent", "codex", "--repeat", str(repeat), "--concurrency", "1",
+        "-q", timeout=900)
 
 
 # The box a command runs in: its UTS namespace (one per box; the network namespace is

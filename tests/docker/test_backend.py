@@ -11,7 +11,7 @@ import pytest
 
 from proctor.sandbox import create_sandbox
 from proctor.sandbox.base import Resources, SandboxSpec
-from tests.docker.conftest import containers
+from tests.helpers.docker import containers
 
 pytestmark = [pytest.mark.slow]
 

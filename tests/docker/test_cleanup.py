@@ -12,9 +12,9 @@ import uuid
 
 import pytest
 
-from tests.conftest import PROCTOR
-from tests.docker.conftest import containers, networks
-from tests.runner.conftest import results
+from tests.helpers import PROCTOR
+from tests.helpers.cli import results
+from tests.helpers.docker import containers, networks
 from tests.runner.test_interrupt import wait_for_lines
 from tests.security.test_processes import sleepers
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import textwrap
 
-from tests.runner.conftest import Cli
+from tests.helpers.cli import Cli
 
 SPEC = """
 version: 1

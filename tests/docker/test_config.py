@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.runner.conftest import results, run_dir_of
+from tests.helpers.cli import results, run_dir_of
 
 SPEC = """\
 version: 1

@@ -17,7 +17,7 @@ import pytest
 from proctor.model import ServiceDef
 from proctor.services.base import ServiceContext
 from proctor.services.container import ContainerService
-from tests.docker.conftest import containers, networks
+from tests.helpers.docker import containers, networks
 
 
 def _in(container: str, command: str) -> subprocess.CompletedProcess:

@@ -12,7 +12,7 @@ import pytest
 
 from proctor.errors import SetupError
 from proctor.sandbox import dockerimages
-from tests.runner.conftest import Cli, results, run_dir_of
+from tests.helpers.cli import Cli, results, run_dir_of
 
 pytestmark = [pytest.mark.slow]
 

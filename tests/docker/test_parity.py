@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.conftest import AGENTS, need_agent
-from tests.conftest import REPO
-from tests.docker.conftest import left_by
-from tests.runner.conftest import Cli, results, run_dir_of
-from tests.services.conftest import mysql_available, pg_available
+from tests.helpers import REPO
+from tests.helpers.agents import AGENTS, need_agent
+from tests.helpers.cli import Cli, results, run_dir_of
+from tests.helpers.docker import left_by
+from tests.helpers.services import mysql_available, pg_available
 
 pytestmark = [pytest.mark.slow]
 

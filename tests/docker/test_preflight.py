@@ -26,7 +26,7 @@ def test_no_binary_says_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_pat
     why = engine_problem()
     assert why is not None and "not on PATH" in why and "docker.io" in why
     with pytest.raises(SetupError) as err:
-        DockerBackend().preflight(None)
+        DockerBackend().preflight()
     assert err.value.exit_code == 2 and "--backend docker: no container engine" in str(err.value)
 
 
@@ -47,7 +47,7 @@ def test_a_daemon_that_answers_passes_preflight(monkeypatch: pytest.MonkeyPatch,
     _fake_docker(tmp_path, "echo 28.2.2\n")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    assert DockerBackend().preflight(None) is True  # trials are isolated (in containers)
+    assert DockerBackend().preflight() is True  # trials are isolated (in containers)
 
 
 def test_real_client_without_daemon(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -65,7 +65,7 @@ def test_not_root_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(SetupError, match="--backend docker needs proctor to run as root"):
-        DockerBackend().preflight(None)
+        DockerBackend().preflight()
 
 
 @pytest.mark.parametrize(("said", "outcome"), [

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.docker.conftest import left_by
-from tests.runner.conftest import results, run_dir_of
+from tests.helpers.cli import results, run_dir_of
+from tests.helpers.docker import left_by
 
 pytestmark = [pytest.mark.slow]
 

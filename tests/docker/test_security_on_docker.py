@@ -93,7 +93,7 @@ def test_checks_run_in_the_container_as_the_grader(run_spec, tmp_path):
     """Issue 25.1 on docker: a check's command runs in the container as uid 65533 with its
     own HOME and TMPDIR, cannot write the agent's files, leaves nothing for the next check;
     a `runs_in: host` script runs in a local grader box over the container's places."""
-    from tests.security.conftest import trial
+    from tests.helpers.security import trial
 
     (tmp_path / "checks").mkdir()
     (tmp_path / "checks" / "host.py").write_text(

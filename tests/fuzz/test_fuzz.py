@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from proctor.spec.load import validate_paths
-from tests.conftest import PROCTOR, REPO
+from tests.helpers import PROCTOR, REPO
 
 SEED = 20261124
 SOURCES = sorted([*REPO.glob("examples/*/*.yaml"), *REPO.glob("tests/fixtures/specs/valid/*.yaml")])

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from tests.docker.engine import require_engine
-from tests.harbor.conftest import corpus, public_addresses
-from tests.runner.conftest import Cli, results, run_dir_of
+from tests.helpers.cli import Cli, results, run_dir_of
+from tests.helpers.harbor import corpus, public_addresses
 
 pytestmark = [pytest.mark.slow]
 
@@ -29,12 +29,12 @@ def recipes() -> object:
 
 
 @pytest.fixture
-def cli(tmp_path) -> Cli:
+def cli(cli: Cli, tmp_path) -> Cli:
     # A shared CI machine is slower than the cookbook's authors': timeouts times 3. Its
     # registries may sit behind a gateway at a reserved address: named as public.
     (tmp_path / "proctor.toml").write_text('pass_env = ["UV_EXCLUDE_NEWER"]\ntimeout_multiplier = 3\n'
                                            f'public_addresses = {public_addresses()!r}\n')
-    return Cli(tmp_path)
+    return cli
 
 
 def test_every_recipe_that_can_run_here_passes_with_its_oracle_and_fails_doing_nothing(

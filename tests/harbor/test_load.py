@@ -9,8 +9,8 @@ import pytest
 
 from proctor.errors import SpecError
 from proctor.spec.load import load_specs
-from tests.conftest import PROCTOR
-from tests.harbor.conftest import TOML, corpus, task
+from tests.helpers import PROCTOR
+from tests.helpers.harbor import TOML, corpus, task
 
 
 def load(*paths):

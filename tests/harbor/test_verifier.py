@@ -10,8 +10,8 @@ import json
 import pytest
 
 from tests.docker.engine import require_engine
-from tests.harbor.conftest import task
-from tests.runner.conftest import Cli, results, run_dir_of
+from tests.helpers.cli import Cli, results, run_dir_of
+from tests.helpers.harbor import task
 
 pytestmark = [pytest.mark.slow]
 

@@ -6,7 +6,7 @@ import asyncio
 
 from proctor.agents.llm import BASE_PROMPT, system_prompt
 from proctor.text import cut
-from tests.llm.conftest import make_task
+from tests.helpers.llm import make_task
 
 
 async def test_solver_replays_the_solution_then_answers_done(run_agent, tmp_path):

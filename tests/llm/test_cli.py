@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
-from tests.conftest import PROCTOR, REPO
-from tests.llm.conftest import SCRIPTS, ServerProcess
+from tests.helpers import REPO
+from tests.helpers.cli import Cli
+from tests.helpers.llm import SCRIPTS, ServerProcess
 
 
 def proctor(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([PROCTOR, *args], capture_output=True, text=True, timeout=60, cwd=cwd,
-                          env={**os.environ, "NO_COLOR": "1"})
+    return Cli(cwd, env={"NO_COLOR": "1"})(*args, timeout=60)
 
 
 def test_missing_api_key_exits_2_before_any_trial(tmp_path):

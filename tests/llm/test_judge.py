@@ -17,7 +17,7 @@ from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
 from proctor.sandbox.local import LocalSandbox
 from proctor.services.base import ServiceHandle
-from tests.llm.conftest import make_task, wire_config
+from tests.helpers.llm import make_task, wire_config
 
 
 class RecordedMock(ServiceHandle):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.llm.conftest import make_task, wire_config
+from tests.helpers.llm import make_task, wire_config
 
 TRANSPORTS = ["openai", "anthropic"]
 

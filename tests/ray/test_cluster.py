@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROCTOR, REPO
-from tests.ray.conftest import ENV, Cluster, proctor_leftovers
+from tests.helpers import PROCTOR, REPO
+from tests.helpers.cli import Cli
+from tests.helpers.ray import ENV, Cluster, proctor_leftovers
 
 pytestmark = pytest.mark.slow
 
@@ -60,8 +61,7 @@ def _specs(cluster: Cluster, name: str) -> Path:
 
 def _run(cwd: Path, *args: str, timeout: float = 240,
          env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PROCTOR, "run", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**ENV, **(env or {})})
+    return Cli(cwd, env=ENV)("run", *args, timeout=timeout, env=env)
 
 
 def _trials(run_dir: Path) -> dict[str, dict]:
@@ -332,7 +332,7 @@ def test_a_node_without_proctor_is_named_with_the_reason(tmp_path):
     """A head without CPUs and one node where proctor cannot be imported (its source is
     hidden): every trial is an infrastructure error saying so, and nothing hangs."""
     import proctor
-    from tests.ray.conftest import start_cluster
+    from tests.helpers.ray import start_cluster
 
     src = Path(proctor.__file__).resolve().parent.parent  # src/ of the editable install
     cluster = start_cluster(head_cpus=0)

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from proctor.report import write_reports
-from tests.conftest import REPO
-from tests.report.conftest import FLAKY_TRIAL, REAL_CAREFUL
+from tests.helpers import REPO
+from tests.helpers.report import FLAKY_TRIAL, REAL_CAREFUL
 from tests.report.test_trajectories import WRONG
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -293,7 +293,7 @@ def test_proctor_view_lists_filters_opens_and_charts(mixed_run, tmp_path, browse
 
     from proctor.report.view import make_server
     from proctor.store import by_agent, index_run
-    from tests.report.conftest import counted, write_run
+    from tests.helpers.report import counted, write_run
 
     runs = []
     for day, passed in enumerate((1, 3)):

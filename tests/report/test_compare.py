@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from proctor.cli import main
 from proctor.compare import compare_main, compare_runs
 from proctor.stats import hypergeom_pmf
-from tests.report.conftest import counted, write_run
+from tests.helpers.report import counted, write_run
 
 
 def _results(path):

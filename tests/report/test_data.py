@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from proctor.report import data, labels
-from tests.report.conftest import aggregate, trial
+from tests.helpers.report import aggregate, trial
 
 
 def test_clean_removes_escapes_and_controls():

@@ -5,14 +5,13 @@ external agents; `proctor run --format atif,inspect` wrote them (exports are rep
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime
 from pathlib import Path
 
 import jsonschema
 import pytest
-
-from tests.conftest import PROCTOR
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "atif" / "harbor-atif.schema.json")
                     .read_text())
@@ -164,11 +163,5 @@ def test_proctor_help_never_imports_inspect_ai():
 
 
 @pytest.fixture
-def cli(tmp_path):
-    import subprocess
-
-    def run(*args: str):
-        return subprocess.run([PROCTOR, *args], capture_output=True, text=True, cwd=tmp_path,
-                              timeout=300)
-
-    return run
+def cli(cli):
+    return functools.partial(cli, timeout=300)

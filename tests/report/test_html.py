@@ -9,8 +9,7 @@ from html.parser import HTMLParser
 from proctor.report import trajectory_assets, write_reports
 from proctor.report.html import JS, render_html
 from proctor.report.trajectory import LEVELS, Trajectory, decode, digest, embedded, recorded
-
-from .conftest import FLAKY_TRIAL
+from tests.helpers.report import FLAKY_TRIAL
 
 
 class Page(HTMLParser):

@@ -137,7 +137,7 @@ def test_junit2html_reads_every_row_and_renders_it(mixed_run, tmp_path):
 def test_a_failures_message_carries_the_useful_part(tmp_path):
     """The message attribute (what CI shows in a list) names each failed check with its first
     line and its end, where a test runner says why; the body has every message."""
-    from tests.report.conftest import check, trial, write_run
+    from tests.helpers.report import check, trial, write_run
     from tests.report.test_show import UNITTEST
 
     t = trial("fix.r0", "fix", "fail", model="m", checks=[

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.report.conftest import REAL_CAREFUL, REAL_SLOPPY
+from tests.helpers.report import REAL_CAREFUL, REAL_SLOPPY
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ from proctor.results import (
     TrialRecord,
     parse_results,
 )
-from tests.conftest import PROCTOR
+from tests.helpers import PROCTOR
 
 
 def _schema(kind: str) -> dict:

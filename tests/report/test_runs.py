@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner.conftest import Cli
+from tests.helpers.cli import Cli
 
 SUITE = """
 cli: sh
@@ -28,9 +28,9 @@ tasks:
 
 
 @pytest.fixture
-def cli(tmp_path) -> Cli:
+def cli(cli: Cli, tmp_path) -> Cli:
     (tmp_path / "spec.yaml").write_text(textwrap.dedent(SUITE))
-    return Cli(tmp_path)
+    return cli
 
 
 pytestmark = pytest.mark.slow  # real runs (a few seconds)

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from proctor.cli import main
 from proctor.errors import UsageError
 from proctor.report.show import show_main
-from tests.report.conftest import FLAKY_TRIAL
+from tests.helpers.report import FLAKY_TRIAL
 
 
 @pytest.fixture(autouse=True)
@@ -142,7 +142,7 @@ UNITTEST = ("`python3 -m unittest discover -s tests -t . -q` exited with 1, expe
 
 @pytest.fixture
 def unittest_run(tmp_path):
-    from tests.report.conftest import check, trial, write_run
+    from tests.helpers.report import check, trial, write_run
 
     t = trial("fix-the-bug.mock-models-anthropic-claude-sonnet-4-5-careful.yaml.r07",
               "fix-the-bug", "fail", model="mock/models/anthropic-claude-sonnet-4-5-careful.yaml",
@@ -219,7 +219,7 @@ def test_failed_keeps_each_notes_cause_and_cuts_its_middle(tmp_path, capsys):
     """Issue 27: at 160 columns `--failed` showed `agent error: mock/…yaml: … 00 at turn 0`,
     the "HTTP 500" cut away. The note keeps its start (the cause), then its end."""
     from proctor.report.show import TrialFilter
-    from tests.report.conftest import trial, write_run
+    from tests.helpers.report import trial, write_run
 
     error = ("agent error: mock/scripts/outage.yaml: the model endpoint answered HTTP 500: "
              '{"error": "internal", "detail": "' + "stack frame " * 40 + '"} at turn 0')

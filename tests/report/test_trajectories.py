@@ -9,7 +9,7 @@ import subprocess
 
 from proctor.report import turns
 from proctor.report.trajectory import DIGEST, decode
-from tests.conftest import PROCTOR
+from tests.helpers import PROCTOR
 
 WRONG = "wc -l < orders.csv > count.txt"  # what the broken mock script has every agent run
 

@@ -16,8 +16,8 @@ import pytest
 from proctor.report.view import make_server
 from proctor.report.view_runs import legacy_key
 from proctor.store import by_agent, index_run
-from tests.conftest import PROCTOR
-from tests.report.conftest import FLAKY_TRIAL, counted, write_run
+from tests.helpers import PROCTOR
+from tests.helpers.report import FLAKY_TRIAL, counted, write_run
 
 SPECS = ["/work/bench/git-suite.yaml"]
 SUITE = {"key": "a1b2c3d4e5f6", "version": "v1", "name": "bench/git-suite.yaml"}
@@ -154,7 +154,7 @@ def test_a_changed_suite_breaks_its_trend(tmp_path, served):
 
 
 def test_the_index_is_searched_and_filtered_and_tells_error_from_fail(tmp_path, served):
-    from tests.report.conftest import trial
+    from tests.helpers.report import trial
 
     m = "openai/gpt-4.1"
     ok = write_run(tmp_path, "all-pass", counted("t1", m, 2, 2, "p"))

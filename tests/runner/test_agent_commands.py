@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from tests.runner.conftest import results
+from tests.helpers.cli import results
 
 AGENT = """\
 import subprocess, sys

@@ -7,7 +7,7 @@ import json
 import os
 import stat
 
-from tests.runner.conftest import results, run_dir_of
+from tests.helpers.cli import results, run_dir_of
 
 SUITE = """\
 cli: mailer

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from proctor.janitor import leftover_pids
-from tests.runner.conftest import results
+from tests.helpers.cli import results
 
 SLOW_SUITE = "cli: sh\ntasks:\n" + "".join(
     f"  - id: t{i:02d}\n    intent: x\n    solution: ['sleep 0.4; echo {i} > f; sleep 30 &']\n"
@@ -133,7 +133,7 @@ def test_ctrl_c_leaves_no_zombie(spec, tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import PROCTOR
+    from tests.helpers import PROCTOR
 
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare(1) for a PID namespace of its own")

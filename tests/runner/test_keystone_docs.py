@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from tests.runner.conftest import results, run_dir_of
+from tests.helpers.cli import results, run_dir_of
 
 SCENARIO = """\
 version: 1

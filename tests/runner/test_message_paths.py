@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from proctor.record.paths import PathNames
-from tests.runner.conftest import results
+from tests.helpers.cli import results
 
 SCENARIO = """
 version: 1
@@ -66,7 +66,11 @@ def test_messages_are_the_same_in_the_box_and_out_of_it(cli, spec, tmp_path):
 
 
 def test_path_names():
-    class Box:
+    class Box:  # a sandbox's part PathNames reads (sandbox.base.Sandbox)
+        from proctor.sandbox.base import Capabilities
+
+        capabilities = Capabilities(host_files=True)
+        env: dict[str, str] = {}
         workdir = "/workspace"
         places = [("/workspace", Path("/tmp/proctor-r-x/t.r0/work")),
                   ("/home/agent", Path("/tmp/proctor-r-x/t.r0/home"))]

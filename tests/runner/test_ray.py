@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import ray  # noqa: F401 - in the dev extra: without Ray these tests fail, never skip
-from tests.runner.conftest import results
+from tests.helpers.cli import results
 
 SUITE = """
 cli: sh
@@ -272,7 +272,7 @@ def test_the_mock_scripts_of_agents_and_judges_travel(tmp_path):
     from proctor.executors.ray_files import pack
     from proctor.inputs import referenced
     from proctor.spec.load import load_specs
-    from tests.conftest import REPO
+    from tests.helpers import REPO
 
     shutil.copytree(REPO / "examples" / "mock-llm-demo", tmp_path / "demo")
     tasks = load_specs([str(tmp_path / "demo" / "scenario.yaml")]).tasks
@@ -348,7 +348,7 @@ def test_ctrl_c_on_a_terminal_stops_a_private_instance_run_cleanly(cli, spec, tm
     import signal
     import time
 
-    from tests.conftest import PROCTOR
+    from tests.helpers import PROCTOR
 
     spec("""
         cli: sh
@@ -400,7 +400,7 @@ def _marked(owner: int) -> list[int]:
 def test_what_a_killed_proctor_leaves_of_its_private_instance_goes_at_the_next_run(cli, spec, tmp_path):
     import time
 
-    from tests.conftest import PROCTOR
+    from tests.helpers import PROCTOR
 
     spec(SUITE.replace('"echo a > f"', '"sleep 60"'))
     p = subprocess.Popen([PROCTOR, "run", ".", "--agent", "oracle", "--executor", "ray", "-q",

@@ -7,7 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 
 from proctor.report.markdown import cell
-from tests.runner.conftest import results, run_dir_of
+from tests.helpers.cli import results, run_dir_of
 
 JUDGE = """import json
 print(json.dumps({"passed": %s, "score": 0.9, "reason": "clear and polite"}))

@@ -6,7 +6,7 @@ import json
 import shlex
 import sys
 
-from tests.runner.conftest import results, run_dir_of
+from tests.helpers.cli import results, run_dir_of
 
 SUITE = """
 cli: sh
@@ -103,7 +103,7 @@ def test_faults_each_give_a_clear_status_and_the_run_goes_on(cli, spec, tmp_path
       - id: hangs
         intent: x
         timeout: 1
-        solution: ["sleep 30"]
+        solution: ["sleep 3000"]  # had the timeout waited for it, the run would hang
         assert: [{exit_code: 0}]
       - id: flood
         intent: x
@@ -119,7 +119,7 @@ def test_faults_each_give_a_clear_status_and_the_run_goes_on(cli, spec, tmp_path
     assert "setup command failed" in by_task["setup-fails"]["error"]
     assert "exited 7" in by_task["setup-fails"]["error"]
     hangs = by_task["hangs"]
-    assert hangs["status"] == "fail" and hangs["duration_s"] < 10
+    assert hangs["status"] == "fail", hangs
     assert by_task["flood"]["status"] == "pass"
 
 
@@ -278,13 +278,12 @@ def test_resources_timeout_bounds_the_whole_trial(cli, spec, tmp_path):
       never:
         description: d
         check: {type: file_exists, path: nothing}
-    solution: ["sleep 20"]
+    solution: ["sleep 3000"]
     """)
     out = cli("run", "spec.yaml", "-q", "--output-dir", "run")
     assert out.returncode == 1
     t = results(tmp_path / "run")["trials"][0]
     assert t["status"] == "error" and "resources.timeout (1s)" in t["error"]
-    assert t["duration_s"] < 5
 
 
 def test_keep_leaves_the_sandbox_in_the_run_directory(cli, spec, tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from proctor.sandbox import hosts
-from tests.runner.conftest import results
+from tests.helpers.cli import results
 
 SCENARIO = r"""
 version: 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.runner.conftest import results
+from tests.helpers.cli import results
 
 
 def test_version_command_is_recorded_in_run_json_and_the_report(cli, spec, tmp_path):

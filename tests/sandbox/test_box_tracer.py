@@ -49,10 +49,12 @@ async def test_output_capture_is_what_the_pipes_got(box_sandbox, tmp_path):
 
 
 async def test_a_traced_command_returns_when_its_top_ends(box_sandbox, tmp_path):
-    res, t = await _traced(box_sandbox, "(sleep 1; echo late) > /dev/null & exit 4",
-                           tmp_path / "t", timeout=30)
-    assert res.exit_code == 4 and res.duration_s < 1, res
-    assert t.complete and not t.finished  # the sleep is still being traced
+    # The background waits for `go`, written only once the command has returned.
+    res, t = await _traced(box_sandbox, "(while [ ! -e go ]; do sleep 0.05; done; echo late)"
+                           " > /dev/null & exit 4", tmp_path / "t", timeout=30)
+    assert res.exit_code == 4, res
+    assert t.complete and not t.finished  # the loop is still being traced
+    await box_sandbox.write_file("go", b"")
     for _ in range(100):
         t = parse_trace(tmp_path / "t")
         if t.finished:

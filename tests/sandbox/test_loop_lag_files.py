@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from proctor.model import RunOptions
 from proctor.sandbox import BACKENDS
 from proctor.sandbox.base import Resources, SandboxSpec
 
@@ -68,7 +67,7 @@ async def test_file_work_never_blocks_the_event_loop(tmp_path):
     backend = BACKENDS.get("local")(tmp_path / "scratch", 1)
     isolation = "auto"
     try:
-        backend.preflight(RunOptions(isolation="auto"))
+        backend.preflight("auto")
     except Exception:
         isolation = "none"
     spec = SandboxSpec(trial_id="lag.r0", root=tmp_path / "sb", env={}, isolation=isolation,

@@ -5,18 +5,8 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 
 import pytest
-
-from tests.runner.conftest import Cli
-
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def cli(tmp_path) -> Cli:
-    return Cli(tmp_path)
 
 
 @pytest.fixture
@@ -42,12 +32,3 @@ def run_spec(tmp_path, cli):
         return json.loads(path.read_text())
     return run
 
-
-def trial(results: dict, prefix: str = "") -> dict:
-    [t] = [t for t in results["trials"] if t["id"].startswith(prefix)]
-    return t
-
-
-def run_texts(run_dir: Path) -> str:
-    """Everything proctor wrote for a run, as one text (to search for leaked values)."""
-    return "\n".join(p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.conftest import trial
+from tests.helpers.security import trial
 
 SEED = """\
 CREATE TABLE customers (id int PRIMARY KEY, email text);

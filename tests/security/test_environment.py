@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tests.security.conftest import run_texts, trial
+from tests.helpers.security import run_texts, trial
 
 HOST_SECRETS = {
     "OPENAI_API_KEY": "sk-host-openai-0001",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import proctor
-from tests.security.conftest import run_texts, trial
+from tests.helpers.security import run_texts, trial
 
 PACKAGE = Path(proctor.__file__).parent
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.conftest import run_texts, trial
+from tests.helpers.security import run_texts, trial
 
 GRADER = """
     version: 1

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.harbor.conftest import task
 from tests.harbor.test_verifier import image, run, toml  # noqa: F401 (the fixture)
+from tests.helpers.harbor import task
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +60,7 @@ def test_no_process_of_the_agent_outlives_it(image, tmp_path):  # noqa: F811
     by = {t["task_id"]: t for t in res["trials"]}
     assert by["cheat"]["status"] == "fail", by["cheat"]
     assert by["honest"]["status"] == "pass"
-    from tests.runner.conftest import run_dir_of
+    from tests.helpers.cli import run_dir_of
 
     note = run_dir_of(proc) / "trials" / by["cheat"]["id"] / "verifier" / "note.txt"
     assert note.read_text().split() == ["entrypoint-alive", "daemon-ran"]  # it did run

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.conftest import trial
+from tests.helpers.security import trial
 
 
 def test_a_memory_hog_is_stopped_by_the_default_limit(run_spec):

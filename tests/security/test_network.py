@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from tests.security.conftest import trial
+from tests.helpers.security import trial
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tests.security.conftest import trial
+from tests.helpers.security import trial
 
 
 def sleepers(tag: str) -> list[str]:

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from tests.security.conftest import trial
+from tests.helpers.security import trial
 
 
 @pytest.mark.parametrize("isolation", ["auto", "none"])

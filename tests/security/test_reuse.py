@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.security.conftest import trial
+from tests.helpers.security import trial
 
 BOX = "readlink /proc/self/ns/uts; stat -c '%i %w' $PROCTOR_WORKDIR"
 

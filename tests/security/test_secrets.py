@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.security.conftest import run_texts, trial
+from tests.helpers.security import run_texts, trial
 
 TOKEN = "tok/AB+CD=EF&gh-123456"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.security.conftest import trial
+from tests.helpers.security import trial
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import json
 import signal
 import time
 
-from tests.runner.conftest import results
+from tests.helpers.cli import results
 
 FAILING = """
 cli: sh

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.security.conftest import trial
+from tests.helpers.security import trial
 
 TIMEOUT, GRACE = 6, 6  # the tasks' timeout; the trial's setup, stop and judging
 

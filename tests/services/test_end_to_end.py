@@ -15,8 +15,9 @@ import pytest
 import yaml
 
 from proctor.janitor import leftover_pids
-from tests.conftest import PROCTOR, REPO
-from tests.services.conftest import pg_available
+from tests.helpers import PROCTOR, REPO
+from tests.helpers.cli import Cli
+from tests.helpers.services import pg_available
 
 pytestmark = [pytest.mark.postgres,
               pytest.mark.skipif(not pg_available(), reason="PostgreSQL is not installed")]
@@ -26,8 +27,7 @@ BROKEN = REPO / "tests" / "fixtures" / "reconciliation-broken"
 
 
 def proctor(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([PROCTOR, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+    return Cli(cwd)(*args, timeout=timeout)
 
 
 def results(run: Path) -> dict:

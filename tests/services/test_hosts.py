@@ -10,7 +10,7 @@ import pytest
 from proctor.model import ServiceDef
 from proctor.sandbox import hosts
 from proctor.services import ServiceContext, ServiceHandle, create
-from tests.services.conftest import sandbox_env
+from tests.helpers.services import sandbox_env
 
 needs_namespaces = pytest.mark.skipif(not hosts.supported(),
                                       reason="no mount namespace here (see docs/services.md)")

@@ -9,7 +9,7 @@ import pytest
 
 from proctor.model import ServiceDef
 from proctor.services import ServiceContext, ServiceHandle, create
-from tests.services.conftest import run_check
+from tests.helpers.services import run_check
 
 
 @pytest.fixture

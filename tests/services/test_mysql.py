@@ -15,7 +15,7 @@ import pytest
 from proctor.errors import ServiceError, SetupError
 from proctor.model import ServiceDef
 from proctor.services import create
-from tests.services.conftest import context, group_members, mysql_available, sandbox_env
+from tests.helpers.services import context, group_members, mysql_available, sandbox_env
 
 pytestmark = pytest.mark.mysql
 

@@ -9,7 +9,7 @@ import pytest
 
 from proctor.checks.sql import same
 from proctor.services import ServiceHandle
-from tests.services.conftest import run_check
+from tests.helpers.services import run_check
 
 
 @pytest.mark.parametrize(("got", "expected", "result"), [

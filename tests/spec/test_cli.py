@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.spec.conftest import run_proctor, write
+from tests.helpers.spec import run_proctor, write
 
 FIXTURES = "tests/fixtures/specs"
 

@@ -7,7 +7,7 @@ import pytest
 
 from proctor.config import load_config
 from proctor.errors import UsageError
-from tests.runner.conftest import Cli
+from tests.helpers.cli import Cli
 
 
 def write(tmp_path, text):

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from proctor.spec.load import load_specs
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 VALID = "tests/fixtures/specs/valid"
 

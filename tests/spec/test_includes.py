@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.spec.conftest import loads, problems, write
+from tests.helpers.spec import loads, problems, write
 
 TASK = "- id: {id}\n  intent: x\n  assert: [exit_code: 0]\n"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.spec.conftest import loads, problems, write
+from tests.helpers.spec import loads, problems, write
 
 # Lines 1-3; what a test adds starts on line 4.
 HEAD = """

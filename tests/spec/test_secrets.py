@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.spec.conftest import loads, problems, run_proctor, write
+from tests.helpers.spec import loads, problems, run_proctor, write
 
 INVARIANTS = "invariants: {ok: {description: d, check: {type: file_exists, path: x}}}\n"
 

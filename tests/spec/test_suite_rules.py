@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.spec.conftest import loads, problems, write
+from tests.helpers.spec import loads, problems, write
 
 HEAD = """
 cli: git

@@ -46,7 +46,7 @@ class Config(CheckConfig):
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     sb = ctx.sandbox
-    user = cfg.user if cfg.user is not None else getattr(sb, "image_user", None)
+    user = cfg.user if cfg.user is not None else sb.image_user
     # Nothing the agent left there counts: not a reward it wrote, not a test.sh it planted.
     prep = await _exec(sb, f"rm -rf {TESTS} {LOGS} && mkdir -p {TESTS} {LOGS} /logs/agent "
                        f"/logs/artifacts && chmod 777 {LOGS}", 60, {}, "0")
@@ -78,7 +78,7 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
 
 
 async def _exec(sb: Any, command: str, timeout: float, env: dict[str, str], user: str | None) -> Any:
-    if user is not None and getattr(sb, "image_user", None) is not None:
+    if user is not None and sb.capabilities.image_environment:
         return await sb.exec(command, timeout=timeout, env=env, user=user)
     return await sb.exec(command, timeout=timeout, env=env)
 

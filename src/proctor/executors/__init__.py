@@ -1,13 +1,85 @@
-"""Where trials run besides this process: `ray` (--executor ray)."""
+"""Where trials run: in this process (the runner's workers) or on Ray nodes (--executor ray).
+
+What every executor shares, so each writes none of it again:
+
+* `open_run` / `close_run`: the run's `RunContext` (the backend instance its trials share,
+  with its box pool; the services) made and ended one way;
+* `result_of_failure`: the one way an executor's exception becomes a trial's `error` result;
+* `InfrastructureError`: a trial that could not run because of where it ran (its Ray node or
+  worker lost), not anything it did: a typed exception, stored as an `error` whose text
+  starts with INFRA_ERROR (results.jsonl's form), which `--resume` runs again.
+"""
 
 from __future__ import annotations
 
-from proctor.model import TrialResult
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+
+if TYPE_CHECKING:
+    from proctor.trial import RunContext
 
 # A trial that errored because its machine was lost, not because of anything it did: its
 # `error` starts with this, and `--resume` runs it again (docs/running.md#ray).
 INFRA_ERROR = "infrastructure error: "
 
 
+class InfrastructureError(Exception):
+    """The trial could not run where it was sent; `failures` are the earlier attempts'
+    causes (the last three are named), `node` where it was last lost."""
+
+    def __init__(self, message: str, failures: Sequence[str] = (), node: str | None = None):
+        super().__init__(message)
+        self.message, self.failures, self.node = message, list(failures), node
+
+    def __str__(self) -> str:
+        return INFRA_ERROR + with_failures(self.message, self.failures)
+
+
+def with_failures(message: str, failures: Sequence[str]) -> str:
+    return message + (" — " + "; ".join(failures[-3:]) if failures else "")
+
+
 def infra_error(result: TrialResult) -> bool:
+    """Whether a stored result is an InfrastructureError's (read back from results.jsonl)."""
     return result.status == "error" and (result.error or "").startswith(INFRA_ERROR)
+
+
+def result_of_failure(trial: Trial, task: TaskDef, e: BaseException) -> TrialResult:
+    """The `error` result of a trial its executor could not run: an InfrastructureError as
+    it says (to be run again on resume); anything else is proctor's own failure."""
+    from proctor.trial import error_result
+
+    if isinstance(e, InfrastructureError):
+        result = error_result(trial, task, str(e))
+        result.node = e.node or result.node
+        return result
+    return error_result(trial, task, f"internal error: {e!r}")
+
+
+def open_run(options: RunOptions, *, run_id: str, trial_dir: Callable[[str], Path],
+             sandbox_root: Path, scratch: Path, concurrency: int,
+             services: dict[Any, Any] | None = None) -> RunContext:
+    """What a run's trials share on one machine: the backend instance (as many idle boxes
+    kept as trials run at once, `concurrency`; its state under `scratch`), the services.
+    `await close_run(it)` when they are done."""
+    from proctor.sandbox import backend_for_run
+    from proctor.trial import RunContext
+
+    return RunContext(options=options, trial_dir=trial_dir, run_id=run_id,
+                      sandbox_root=sandbox_root, services=services if services is not None else {},
+                      backend=backend_for_run(options.backend, scratch, concurrency))
+
+
+async def close_run(run: RunContext) -> None:
+    """The backend (its box pool) closed, then the services stopped."""
+    from proctor.sandbox import close_backend
+    from proctor.services.lifecycle import stop_services
+
+    try:
+        if run.backend is not None:
+            await close_backend(run.backend)
+    finally:
+        await stop_services(run.services)

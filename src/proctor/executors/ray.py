@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from proctor.executors import INFRA_ERROR
+from proctor.executors import InfrastructureError, with_failures
 from proctor.executors.ray_connect import settings
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+from proctor.trial import error_result
 
 # A node takes trials only once its actor answers: a node Ray has not yet noticed is dead
 # (its health checks take a while) gets no trials, so no retries are spent on it.
@@ -269,7 +270,7 @@ class RayExecutor:
         while True:
             placed = await self._place(cpus, memory)
             if isinstance(placed, str):
-                return failed(trial, task, INFRA_ERROR + placed, failures)
+                raise InfrastructureError(placed, failures)
             node, slot = placed
             actor, reuse = node.actor, False
             try:
@@ -281,20 +282,19 @@ class RayExecutor:
                 return result
             except self.ray.exceptions.RayTaskError as e:
                 # proctor itself failed on the node: running it elsewhere would fail the same.
-                cause = getattr(e, "cause", None) or e
-                return failed(trial, task, f"the trial crashed on Ray node {node.label}: "
-                                            f"{type(cause).__name__}: {_first_line(cause)}",
-                               failures)
+                cause = e.cause or e
+                return error_result(trial, task, with_failures(
+                    f"the trial crashed on Ray node {node.label}: "
+                    f"{type(cause).__name__}: {_first_line(cause)}", failures))
             except self.ray.exceptions.RayError as e:  # node died, worker crashed, object lost
                 failures.append(f"{node.node_id[:8]}: {_first_line(e)}")
                 if node.actor is actor:
                     self._lost(node)
                 if len(failures) > self.max_retries:
-                    lost = failed(trial, task, INFRA_ERROR + f"the trial's Ray node or worker "
-                                  f"was lost {len(failures)} time(s) ([ray] max_retries = "
-                                  f"{self.max_retries})", failures)
-                    lost.node = node.name  # the last node it was lost on
-                    return lost
+                    raise InfrastructureError(
+                        f"the trial's Ray node or worker was lost {len(failures)} time(s) "
+                        f"([ray] max_retries = {self.max_retries})", failures,
+                        node=node.name) from None  # the last node it was lost on
             finally:
                 await self._release(slot, reuse)
 
@@ -355,14 +355,3 @@ def _first_line(e: BaseException) -> str:
     causes = re.findall(r"^\s*([\w.]+(?:Error|Exception): .+)$", text, re.M)
     line = causes[-1].strip() if causes else (text.splitlines()[0] if text else type(e).__name__)
     return line[:300]
-
-
-def failed(trial: Trial, task: TaskDef, error: str, failures: list[str]) -> TrialResult:
-    if failures:
-        error += " — " + "; ".join(failures[-3:])
-    return TrialResult(id=trial.id, task_id=trial.task_id, model=trial.model,
-                       help_mode=trial.help_mode, replica=trial.replica, params=trial.params,
-                       status="error", composite_score=0.0, error=error, agent=trial.agent,
-                       category=task.category)
-
-

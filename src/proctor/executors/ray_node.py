@@ -109,24 +109,24 @@ class NodeRunner:
         from proctor.janitor import sweep_node
 
         with contextlib.suppress(Exception):
-            backend = self.context.backend if self.context is not None else None
-            asyncio.run_coroutine_threadsafe(_stop(self.services, backend),
+            asyncio.run_coroutine_threadsafe(_stop(self.services, self.context),
                                              self.loop).result(timeout=60)
         sweep_node(self.label)  # anything a trial's clean-up missed
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-async def _stop(services: dict, backend: Any) -> None:
-    from proctor.sandbox import close_backend
+async def _stop(services: dict, run: Any) -> None:
+    from proctor.executors import close_run
     from proctor.services.lifecycle import stop_services
 
     tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    if backend is not None:
-        await close_backend(backend)
-    await stop_services(services)
+    if run is not None:
+        await close_run(run)  # its services are the node's (`services`)
+    else:
+        await stop_services(services)
 
 
 class _Work:
@@ -137,27 +137,22 @@ class _Work:
         self.r = runner
 
     async def _run(self, trial: Trial) -> TrialResult:
-        from proctor.trial import RunContext, run_trial
+        from proctor.executors import open_run
+        from proctor.trial import error_result, run_trial
 
         task = self.r.tasks[trial.task_id]
         if self.r.context is None:  # one per node, as one per run on a single machine
-            from proctor.sandbox import backend_for_run
-
             # Boxes kept for the node's next trials: as many as it runs at once, at most.
-            slots = self.r.options.concurrency or os.cpu_count() or 1
-            self.r.context = RunContext(options=self.r.options, sandbox_root=self.r.home / "sandboxes",
-                                    trial_dir=self.r._out, services=self.r.services,
-                                    run_id=self.r.label,
-                                    backend=backend_for_run(self.r.options.backend,
-                                                            self.r.home / "boxes", slots))
+            self.r.context = open_run(self.r.options, run_id=self.r.label, trial_dir=self.r._out,
+                                  sandbox_root=self.r.home / "sandboxes",
+                                  scratch=self.r.home / "boxes", services=self.r.services,
+                                  concurrency=self.r.options.concurrency or os.cpu_count() or 1)
         run = self.r.context
         try:
             await self._services(task)
         except Exception as e:  # noqa: BLE001 - as on one machine: the trial errors, not the run
-            from proctor.executors.ray import failed
-
             self.r._out(trial.id).mkdir(parents=True, exist_ok=True)
-            return failed(trial, task, f"could not start the services on this node: {e}", [])
+            return error_result(trial, task, f"could not start the services on this node: {e}")
         try:
             return await run_trial(trial, task, run)
         finally:

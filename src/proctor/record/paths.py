@@ -41,10 +41,10 @@ class PathNames:
             named.append((base, "<sandbox>"))
         if sandbox is not None:  # its places wherever the backend keeps them (a box's own)
             workspaces.append(sandbox.workdir)
-            env = getattr(sandbox, "env", {})
+            env = sandbox.env
             by_inside = {env.get("HOME"): "$HOME", env.get("TMPDIR"): "$TMPDIR",
                          "/dev/shm": "/dev/shm"}
-            for inside, host in getattr(sandbox, "places", ()):
+            for inside, host in sandbox.places if sandbox.capabilities.host_files else ():
                 if inside == sandbox.workdir:
                     workspaces.append(str(host))
                 elif inside in by_inside:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from proctor.registry import Registry
 
 if TYPE_CHECKING:
-    from proctor.sandbox.base import Sandbox, SandboxSpec
+    from proctor.sandbox.base import Backend, Capabilities, Sandbox, SandboxSpec
 
-# A backend class has `async create(spec) -> Sandbox` and `preflight(options)`, which raises a
-# SetupError naming what is missing before any trial runs.
-BACKENDS: Registry[Any] = Registry("backend", {
+# Each entry is a class conforming to sandbox.base.Backend; what it can do is its
+# `capabilities`, read by the runner instead of its name.
+BACKENDS: Registry[type[Backend]] = Registry("backend", {
     "local": "proctor.sandbox.local:LocalBackend",
     "docker": "proctor.sandbox.docker:DockerBackend",
 })
@@ -23,15 +23,21 @@ async def create_sandbox(backend: str, spec: SandboxSpec) -> Sandbox:
     return sandbox
 
 
-def backend_for_run(backend: str, scratch: Path, concurrency: int) -> Any:
+def capabilities(backend: str) -> Capabilities:
+    """What the backend named `backend` can do at best (sandbox.base.Capabilities)."""
+    return BACKENDS.get(backend).capabilities
+
+
+def with_capability(name: str) -> list[str]:
+    """The backends that have capability `name`, as `--backend X` would name them."""
+    return [n for n, cls in BACKENDS.items() if getattr(cls.capabilities, name)]
+
+
+def backend_for_run(backend: str, scratch: Path, concurrency: int) -> Backend:
     """The backend instance a run's trials share (with state kept across trials, e.g. the
     local backend's box pool); `await close_backend(it)` when the run ends."""
-    cls = BACKENDS.get(backend)
-    for_run = getattr(cls, "for_run", None)
-    return for_run(scratch, concurrency) if for_run is not None else cls()
+    return BACKENDS.get(backend).for_run(scratch, concurrency)
 
 
-async def close_backend(backend: Any) -> None:
-    close = getattr(backend, "close", None)
-    if close is not None:
-        await close()
+async def close_backend(backend: Backend) -> None:
+    await backend.close()

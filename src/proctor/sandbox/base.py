@@ -1,8 +1,10 @@
 """The Sandbox contract: where a trial's commands run and its files live.
 
-A backend is one module with a class conforming to `Sandbox`, registered by name in
-`proctor.sandbox.BACKENDS`. Everything above this layer (the trial, every check, every agent,
-the custom-check runner) uses only these methods, so a new backend edits nothing else.
+A backend is one module with a `Backend` class (which makes a run's sandboxes) and a class
+conforming to `Sandbox`, registered by name in `proctor.sandbox.BACKENDS`. What a backend can
+do is data, its `Capabilities`, never its name: everything above this layer (the runner, the
+trial, every check, every agent, the custom-check runner) uses only these methods and reads
+only these capabilities, so a new backend edits nothing else (docs/internals.md shows one).
 `tests/sandbox/test_conformance.py` runs the same behaviour tests against every backend.
 
 Paths are as the commands inside see them: relative paths are inside `workdir`.
@@ -13,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from proctor.proc import ExecResult
 
-__all__ = ["Entry", "ExecResult", "Kind", "Resources", "Sandbox", "SandboxSpec", "Snapshot"]
+__all__ = ["Backend", "Capabilities", "Entry", "ExecResult", "Kind", "Resources", "Sandbox",
+           "SandboxSpec", "Snapshot"]
 
 Kind = Literal["file", "dir", "symlink", "other"]
 
@@ -69,6 +72,45 @@ class SandboxSpec:
     image_env: Any = None
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend supports, declared once on its `Backend` class (what it can at best)
+    and on each `Sandbox` (what this trial's has: a local trial run with `--isolation none`
+    is not isolated, has no grader box). Read instead of probing for methods or names."""
+
+    isolated: bool = False  # the boundary of docs/security.md holds
+    traced: bool = True  # `exec(trace=True)` records every process (sandbox/trace.py)
+    host_files: bool = False  # the writable places are host directories (`Sandbox.places`)
+    grader_box: bool = False  # checks run apart from the agent, with their own uid
+    serves_inside: bool = False  # `serve_inside` (the egress proxy inside the sandbox)
+    per_trial_disk: bool = False  # the disk limit is a file system of the trial's own
+    image_services: bool = False  # `image:` services (side containers) can run beside it
+    image_environment: bool = False  # a task's image may be its whole environment (Harbor)
+    installs_packages: bool = False  # acts on setup.packages / base / dockerfile (images)
+    needs_root: bool = False  # proctor must run as root to use it
+
+
+class Backend(Protocol):
+    """What `--backend NAME` names: one instance per run (or per Ray node), shared by its
+    trials. `preflight` raises a SetupError/UsageError (exit 2) naming what is missing
+    before any trial runs, and says whether trials will be isolated; `prepare` makes the
+    tasks ready (images built or pulled) before any trial runs."""
+
+    capabilities: ClassVar[Capabilities]
+
+    @classmethod
+    def for_run(cls, scratch: Path, concurrency: int) -> Backend: ...
+
+    def preflight(self, isolation: str = "auto") -> bool: ...
+
+    def prepare(self, tasks: Sequence[Any], *, quiet: bool = False,
+                config: dict[str, Any] | None = None) -> None: ...
+
+    async def create(self, spec: SandboxSpec) -> Sandbox: ...
+
+    async def close(self) -> None: ...
+
+
 class Sandbox(Protocol):
     """A workspace plus a way to run shell commands in it.
 
@@ -83,13 +125,19 @@ class Sandbox(Protocol):
     workdir: str  # the workspace, as commands inside see it
     env: dict[str, str]  # may be extended before the first exec
     isolated: bool  # whether the boundary of docs/security.md holds
+    capabilities: Capabilities  # this sandbox's (isolated is capabilities.isolated)
+    # (inside prefix, host directory) of each writable place when capabilities.host_files
+    places: list[tuple[str, Path]]
+    image_user: str | None  # the image's user, when the image is the environment
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
-                   trace: bool = False, capture: int | None = None) -> ExecResult:
+                   trace: bool = False, capture: int | None = None,
+                   user: str | None = None) -> ExecResult:
         """`command` with /bin/sh -c. `trace`: every process it starts recorded from outside
         (`execs`, `exec_parents`); `capture` (bytes per process): with the trace, what they
-        write to fd 1 and 2 (exectrace -w)."""
+        write to fd 1 and 2 (exectrace -w). `user`: one of the image's users, by name, when
+        the image is the environment (capabilities.image_environment); else ignored."""
 
     async def read_file(self, path: str, limit: int | None = None) -> bytes:
         """At most `limit` bytes (+1, so callers can tell it was cut). Raises
@@ -140,6 +188,11 @@ class Sandbox(Protocol):
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         """Make a TCP endpoint of proctor's (e.g. a model proxy) reachable from inside;
         returns the address to use from inside."""
+
+    async def serve_inside(self, host: str, port: int,
+                           handler: Callable[..., Any]) -> None:
+        """Serve `handler` at host:port inside the sandbox (capabilities.serves_inside: the
+        egress proxy); RuntimeError where it cannot."""
 
     async def kill_processes(self) -> int:
         """Kill every process still running in the sandbox (the agent's daemons); the

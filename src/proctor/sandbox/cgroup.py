@@ -238,3 +238,18 @@ def _size(n: int | None) -> str:
         if n >= scale:
             return f"{n / scale:g} {unit}"
     return f"{n} bytes"
+
+
+def limit_hit(dirs: dict[str, Path], resources: Resources) -> str | None:
+    """A limit a container's cgroup (`dirs` by controller, "" on cgroup v2) reports hit, in
+    the words of `TrialCgroup.fault`, or None."""
+    mem = dirs.get("memory")
+    if (mem is not None and _field(mem / "memory.oom_control", "oom_kill")) or (
+            "" in dirs and _field(dirs[""] / "memory.events", "oom_kill")):
+        return (f"out of memory: the trial's processes passed resources.memory "
+                f"({_size(resources.memory_bytes)})")
+    pids = dirs.get("pids") or dirs.get("")
+    if pids is not None and _field(pids / "pids.events", "max"):
+        return (f"process limit reached: more than {resources.pids} processes at once "
+                "(a fork bomb?)")
+    return None

@@ -9,7 +9,8 @@ the local backend.
 
 The writable places (workspace, HOME, /tmp, /dev/shm) are host directories under the trial's
 `root`, bind-mounted into the container, so files, snapshots and `export` are read on the
-host through the local backend's path view (symlinks resolved as the container sees them);
+host through the places' path view both backends share (placefiles.py; symlinks resolved as
+the container sees them);
 any other path is read with `docker exec`. Commands run as uid 65534, as on the local
 backend (proctor runs as root with this backend: it enters the containers' network
 namespaces). Every container carries the labels
@@ -26,6 +27,7 @@ import posixpath
 import shutil
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +35,13 @@ from proctor import proc
 from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, docker_ok, engine_problem, finish
 from proctor.errors import SetupError
 from proctor.sandbox import docker_grade, grader
-from proctor.sandbox.base import Entry, ExecResult, SandboxSpec
+from proctor.sandbox.base import Capabilities, Entry, ExecResult, SandboxSpec
+from proctor.sandbox.cgroup import limit_hit
 from proctor.sandbox.forward import Forwarder, Handler, listen_inside
-from proctor.sandbox.local import LocalSandbox
 from proctor.sandbox.namespaces import AGENT_UID
-from proctor.sandbox.trace import read_trace, tracer, tracer_argv
+from proctor.sandbox.placefiles import INSIDE_WORKDIR, SYSTEM_PATH, PlaceFiles, list_fd, read_fd
+from proctor.sandbox.pool import INSIDE_HOME, Shape
+from proctor.sandbox.trace import tracer, tracer_argv
 
 PRIVATE = "/.proctor"  # the trial's private host dir inside (traces); not a writable place
 EXEC_MARK = "PROCTOR_EXEC"  # in every command's environment: what a timeout kills
@@ -59,10 +63,24 @@ kill -9 $a $b 2>/dev/null
 exit $rc"""
 
 
+CONTAINER = Capabilities(isolated=True, traced=True, host_files=True, grader_box=True,
+                         serves_inside=True, image_services=True, image_environment=True,
+                         installs_packages=True, needs_root=True)
+
+
 class DockerBackend:
     """`--backend docker`: a container per trial; images are made ready by `prepare`."""
 
-    def preflight(self, options: Any) -> bool:
+    capabilities = CONTAINER
+
+    @classmethod
+    def for_run(cls, scratch: Path, concurrency: int) -> DockerBackend:
+        return cls()  # no state across trials: each has its own container
+
+    async def close(self) -> None:
+        """Nothing kept across trials."""
+
+    def preflight(self, isolation: str = "auto") -> bool:
         why = engine_problem()
         if why is not None:
             raise SetupError(f"--backend docker: {why}")
@@ -72,12 +90,12 @@ class DockerBackend:
                              "network namespace (or use --backend local, which needs no root)")
         return True
 
-    def prepare(self, tasks: Any, options: Any) -> None:
+    def prepare(self, tasks: Sequence[Any], *, quiet: bool = False,
+                config: dict[str, Any] | None = None) -> None:
         """Every image the tasks need is local (built or pulled) before any trial runs."""
         from proctor.sandbox import dockerimages
 
-        dockerimages.prepare(list(tasks), quiet=getattr(options, "quiet", False),
-                             config=getattr(options, "config", None))
+        dockerimages.prepare(list(tasks), quiet=quiet, config=config)
 
     async def create(self, spec: SandboxSpec) -> DockerSandbox:
         from proctor.sandbox import dockerimages
@@ -99,21 +117,29 @@ class DockerBackend:
         return sandbox
 
 
-class DockerSandbox(LocalSandbox):
+class DockerSandbox(PlaceFiles):
     """A trial's container. File access goes through the bind-mounted places on the host
-    (LocalSandbox's path view); commands and paths outside the places go through the engine."""
+    (placefiles.py's path view); commands and paths outside the places go through the engine."""
+
+    capabilities = replace(CONTAINER, image_environment=False)  # proctor's places in the image
 
     def __init__(self, spec: SandboxSpec, image: str):
-        super().__init__(spec.root, spec.env, workdir=spec.workdir, output_limit=spec.output_limit,
+        super().__init__(spec.root, trial_id=spec.trial_id, output_limit=spec.output_limit,
                          keep=spec.keep, resources=spec.resources, hosts=spec.hosts,
-                         isolated=True, trial_id=spec.trial_id, prepare=False,
-                         on_output=spec.on_output)
+                         isolated=True, on_output=spec.on_output)
+        self.workdir = spec.workdir or INSIDE_WORKDIR
+        self.places = sorted(((inside, spec.root / name) for name, inside in
+                              Shape(self.workdir).places().items()),
+                             key=lambda p: len(p[0]), reverse=True)
+        self.env = {"PATH": SYSTEM_PATH, **spec.env, "HOME": INSIDE_HOME, "TMPDIR": "/tmp",
+                    "PWD": self.workdir, "PROCTOR_WORKDIR": self.workdir}
         self.image = image
         self.run_id = spec.env.get(proc.RUN_ID_VAR, "")
         self.container: str | None = None
         self.pid = 0  # the container's init, as the host sees it (network namespace)
         self.keeper = 0  # the long-running process that keeps the container up (host pid)
         self.uid = self.gid = AGENT_UID
+        self.owner = (self.uid, self.gid)
         self._execs = 0
         self._cgroup: dict[str, Path] = {}
         self.host_graders: dict[tuple[str, ...], Any] = {}  # runs_in: host (docker_grade.py)
@@ -122,7 +148,7 @@ class DockerSandbox(LocalSandbox):
 
     # Not LocalSandbox's signature (no box pool): Docker stops subclassing Local (issue 28,
     # item 3), and this ignore with it.
-    async def start(self, spec: SandboxSpec) -> None:  # type: ignore[override]
+    async def start(self, spec: SandboxSpec) -> None:
         await asyncio.to_thread(self._make_dirs)
         await self._launch(self._run_argv(spec))
         await self._connect(spec)
@@ -262,9 +288,7 @@ class DockerSandbox(LocalSandbox):
         return await asyncio.to_thread(self._kill)
 
     def fault(self) -> str | None:
-        if self._faults:
-            return self._faults[0]
-        return _limit_hit(self._cgroup, self.resources)
+        return super().fault() or limit_hit(self._cgroup, self.resources)
 
     # -- commands ----------------------------------------------------------------------
 
@@ -277,6 +301,7 @@ class DockerSandbox(LocalSandbox):
                    cwd: str | None = None, stdin: bytes | None = None,
                    trace: bool = False, capture: int | None = None,
                    user: str | None = None) -> ExecResult:
+        """`user` means something only where the image is the environment (dockerenv.py)."""
         return await self.run_as(self.uid, command, timeout=timeout, env=env, cwd=cwd,
                                  stdin=stdin, trace=trace, capture=capture, user=user)
 
@@ -327,11 +352,7 @@ class DockerSandbox(LocalSandbox):
             await asyncio.to_thread(self._kill, mark.encode())
         await asyncio.to_thread(shutil.rmtree, io, True)
         if trace_file is not None:
-            res.trace = record = read_trace(trace_file, ("setpriv",))  # removed once finished
-            res.execs, res.exec_parents = record.execs, record.parents
-            if not record.complete and not res.timed_out:
-                res.error = "recording lost: the command trace ended before the command did"
-                self._faults.append(res.error)
+            self._take_trace(res, trace_file, ("setpriv",))  # removed once finished
         return res
 
     def _fifos(self, n: int) -> Path:
@@ -358,23 +379,6 @@ class DockerSandbox(LocalSandbox):
 
     # -- files: the places on the host, anything else through the engine ---------------
 
-    def _map(self, inside: str) -> Path | None:
-        for prefix, host in self.places:
-            if inside == prefix or inside.startswith(prefix.rstrip("/") + "/"):
-                return host / inside[len(prefix):].lstrip("/")
-        return None
-
-    def _holds_mounts(self, inside: str) -> bool:
-        prefix = inside.rstrip("/") + "/"
-        return any(p.startswith(prefix) for p, _ in self.places)
-
-    def _own(self, host: Path) -> None:
-        os.lchown(host, self.uid, self.gid)
-        if host.is_dir() and not host.is_symlink():
-            for dirpath, dirnames, filenames in os.walk(host):
-                for name in dirnames + filenames:
-                    os.lchown(os.path.join(dirpath, name), self.uid, self.gid)
-
     def _inside(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
 
@@ -386,9 +390,42 @@ class DockerSandbox(LocalSandbox):
                            path, timeout=60, binary=True)
         return res.exit_code, res.stdout_bytes or b""
 
+    def _as_agent_may(self, path: str, want: int = 0) -> bool:
+        """Whether `path`, in the places, is there for the agent's uid: every directory on
+        the way searchable by it, and the path itself allowing `want` (os.R_OK...). proctor
+        reads the places as root on the host: what the agent locked away (chmod 000) is
+        not seen for it, and cannot be told absent (docs/checks.md)."""
+        host = self.host_path(path)
+        assert host is not None
+        place = next(h for _, h in self.places if host == h or h in host.parents)
+        uid, gid = self.owner or (0, 0)
+        if uid == 0:
+            return True
+        steps = [d for d in host.parents if d == place or place in d.parents][::-1]
+        checks = [(d, os.X_OK) for d in steps] + ([(host, want)] if want else [])
+        for where, bit in checks:
+            st = os.stat(where)
+            shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0
+            if not (st.st_mode >> shift) & bit:
+                return False
+        return True
+
+    def _host_or_locked(self, path: str, want: int = 0) -> bool:
+        """Whether `path` is read on the host (in the places); PermissionError when the
+        agent's uid could not reach it there."""
+        if self.host_path(path) is None:
+            return False
+        try:
+            allowed = self._as_agent_may(path, want)
+        except FileNotFoundError:
+            return True  # absent: the host read says so
+        if not allowed:
+            raise PermissionError(errno.EACCES, "the agent cannot reach it", path)
+        return True
+
     async def read_file(self, path: str, limit: int | None = None) -> bytes:
-        if self.host_path(path) is not None:
-            return await super().read_file(path, limit)
+        if self._host_or_locked(path, os.R_OK):
+            return await read_fd(self._open_host(path), path, limit)
         head = f"head -c {limit + 1}" if limit is not None else "cat"
         code, out = await self._probe('[ -d "$1" ] && exit 21; [ -e "$1" ] || exit 2; '
                                       f'{head} -- "$1" || exit 13', self._inside(path))
@@ -399,8 +436,8 @@ class DockerSandbox(LocalSandbox):
             code, PermissionError)(code, os.strerror(code), path)
 
     async def stat(self, path: str) -> Entry | None:
-        if self.host_path(path) is not None:
-            return await super().stat(path)
+        if self._host_or_locked(path):
+            return self._stat_host(path)
         code, out = await self._probe('stat -L -c "%F %s" -- "$1"', self._inside(path))
         if code != 0:
             return None
@@ -410,8 +447,8 @@ class DockerSandbox(LocalSandbox):
         return Entry(kinds.get(kind, "other"), int(size or 0), "")  # type: ignore[arg-type]
 
     async def list_dir(self, path: str) -> list[str]:
-        if self.host_path(path) is not None:
-            return await super().list_dir(path)
+        if self._host_or_locked(path, os.R_OK):
+            return list_fd(self._open_host(path, directory=True))
         code, out = await self._probe('cd -- "$1" || exit 2; for f in * .*; do case "$f" in '
                                       '.|..) continue;; esac; [ -e "$f" ] || [ -L "$f" ] || '
                                       'continue; [ -d "$f" ] && echo "$f/" || echo "$f"; done',
@@ -478,21 +515,6 @@ def _cgroup_dirs(pid: int) -> dict[str, Path]:
                 base = Path("/sys/fs/cgroup") / c if c else Path("/sys/fs/cgroup")
                 out[c] = base / path.lstrip("/")
     return out
-
-
-def _limit_hit(dirs: dict[str, Path], resources: Any) -> str | None:
-    from proctor.sandbox.cgroup import _field, _size
-
-    mem = dirs.get("memory")
-    if (mem is not None and _field(mem / "memory.oom_control", "oom_kill")) or (
-            "" in dirs and _field(dirs[""] / "memory.events", "oom_kill")):
-        return (f"out of memory: the trial's processes passed resources.memory "
-                f"({_size(resources.memory_bytes)})")
-    pids = dirs.get("pids") or dirs.get("")
-    if pids is not None and _field(pids / "pids.events", "max"):
-        return (f"process limit reached: more than {resources.pids} processes at once "
-                "(a fork bomb?)")
-    return None
 
 
 def _setpriv(uid: int, gid: int, argv: list[str]) -> list[str]:

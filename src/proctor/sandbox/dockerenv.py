@@ -37,8 +37,8 @@ from proctor import proc
 from proctor.dockercli import RUN_LABEL, TRIAL_LABEL
 from proctor.sandbox import files
 from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
-from proctor.sandbox.docker import PRIVATE, TRACER, DockerSandbox, _started
-from proctor.sandbox.local import SNAPSHOT_TIMEOUT_S
+from proctor.sandbox.docker import CONTAINER, PRIVATE, TRACER, DockerSandbox, _started
+from proctor.sandbox.placefiles import SNAPSHOT_TIMEOUT_S
 from proctor.sandbox.trace import tracer
 
 SETTLE_S = 10.0  # how long the ENTRYPOINT may take to hand over to the keeper (exec "$@")
@@ -47,6 +47,8 @@ LOOPBACK = ("127.", "::1", "0.0.0.0")
 
 class ImageSandbox(DockerSandbox):
     """See the module docstring."""
+
+    capabilities = CONTAINER  # the image is the environment
 
     @classmethod
     async def make(cls, spec: SandboxSpec, image: str) -> ImageSandbox:
@@ -92,7 +94,7 @@ class ImageSandbox(DockerSandbox):
             argv += ["--add-host", f"{name}:{address}"]
         return [*argv, self.image, "sleep", "2147483647"]  # the image's own ENTRYPOINT runs
 
-    async def start(self, spec: SandboxSpec) -> None:  # type: ignore[override]  # as DockerSandbox.start
+    async def start(self, spec: SandboxSpec) -> None:
         await asyncio.to_thread(self._make_dirs)
         await self._launch(self._run_argv(spec))
         self.places = [("/", Path(f"/proc/{self.pid}/root"))]
@@ -100,6 +102,7 @@ class ImageSandbox(DockerSandbox):
         await asyncio.to_thread(self._settle)
         uid, gid, home = await asyncio.to_thread(self._user, self.agent_user)
         self.uid, self.gid = uid, gid
+        self.owner = (uid, gid)
         self.env["HOME"] = home
         await asyncio.to_thread(self._prepare_inside)
         self.spared = frozenset((p, _started(p)) for p in self._processes())

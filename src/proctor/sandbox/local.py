@@ -24,29 +24,38 @@ import posixpath
 import resource
 import shlex
 import shutil
-import stat
-import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from proctor import proc
 from proctor.errors import SetupError, UsageError
 from proctor.sandbox import cgroup as cgroups
-from proctor.sandbox import disk, files, grader, native
+from proctor.sandbox import grader, native
 from proctor.sandbox import hosts as hostsfile
-from proctor.sandbox.base import Entry, ExecResult, Kind, Resources, SandboxSpec, Snapshot
+from proctor.sandbox.base import Capabilities, Entry, ExecResult, Resources, SandboxSpec
 from proctor.sandbox.forward import Forwarder, Handler
-from proctor.sandbox.namespaces import Box, missing, visible_system_path
+from proctor.sandbox.namespaces import Box, missing
+from proctor.sandbox.placefiles import (
+    INSIDE_WORKDIR,
+    SNAPSHOT_TIMEOUT_S,
+    SYSTEM_PATH,
+    PlaceFiles,
+    kind_of,
+    list_fd,
+    read_fd,
+)
 from proctor.sandbox.pool import INSIDE_HOME, PLACES, BoxPool, Shape, Slot
 from proctor.sandbox.spawn import SpawnerLost
-from proctor.sandbox.trace import capture_limits, read_trace, tracer_argv
+from proctor.sandbox.trace import capture_limits, tracer_argv
 
-INSIDE_WORKDIR = "/workspace"
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-_READ_ON_LOOP = 1 << 18  # bytes read or written on the event loop; more go to a thread
-SNAPSHOT_TIMEOUT_S = 300.0  # reading every place, when the trial gives no deadline
-_SYMLINK_HOPS = 40
+__all__ = ["INSIDE_WORKDIR", "SNAPSHOT_TIMEOUT_S", "SYSTEM_PATH", "LocalBackend", "LocalSandbox"]
+
+# A trial in a box; without one (`--isolation none`) none of the boundary holds.
+BOXED = Capabilities(isolated=True, traced=True, host_files=True, grader_box=True,
+                     serves_inside=True, per_trial_disk=True)
+UNBOXED = Capabilities(traced=True, host_files=True)
 
 
 class LocalBackend:
@@ -54,6 +63,8 @@ class LocalBackend:
 
     One instance per run (`scratch`: where its boxes live; `pool_size`: how many idle boxes
     it keeps for the next trials, sandbox/pool.py); `close()` at the end of the run."""
+
+    capabilities = BOXED
 
     def __init__(self, scratch: Path | None = None, pool_size: int = 0):
         self.scratch, self.pool_size = scratch, pool_size
@@ -64,10 +75,10 @@ class LocalBackend:
         """As many idle boxes as trials run at once: a box per trial slot, reused."""
         return cls(scratch, concurrency)
 
-    def preflight(self, options: Any) -> bool:
-        """Whether trials will be isolated (`options.isolation`); a UsageError (exit 2) when
+    def preflight(self, isolation: str = "auto") -> bool:
+        """Whether trials will be isolated (`--isolation`); a UsageError (exit 2) when
         isolation was asked for (or left to auto) and cannot be built here."""
-        if options.isolation == "none":
+        if isolation == "none":
             return False
         why = missing()
         if why is not None:
@@ -75,8 +86,12 @@ class LocalBackend:
         native.binary("spawner")  # built once per machine; no compiler: exit 2
         return True
 
+    def prepare(self, tasks: Sequence[Any], *, quiet: bool = False,
+                config: dict[str, Any] | None = None) -> None:
+        """Nothing to make ready: the local backend uses this machine's tools."""
+
     async def create(self, spec: SandboxSpec) -> LocalSandbox:
-        isolated = spec.isolation != "none" and self.preflight(spec)
+        isolated = spec.isolation != "none" and self.preflight(spec.isolation)
         sandbox = LocalSandbox(spec.root, spec.env, workdir=spec.workdir, on_output=spec.on_output,
                                output_limit=spec.output_limit, keep=spec.keep,
                                resources=spec.resources, hosts=spec.hosts,
@@ -96,9 +111,11 @@ class LocalBackend:
             await self.pool.close()
 
 
-class LocalSandbox:
+class LocalSandbox(PlaceFiles):
     """A trial's sandbox on this machine. Constructed directly it is not isolated (tests,
     benchmarks, `--isolation none`); `LocalBackend.create` builds the isolated kind."""
+
+    host_system = True  # outside the places, the box shows this machine's system read-only
 
     def __init__(self, root: Path, env: dict[str, str], *, workdir: str | None = None,
                  output_limit: int = 1_000_000, keep: bool = False,
@@ -106,23 +123,16 @@ class LocalSandbox:
                  isolated: bool = False, readonly_paths: list[str] | None = None,
                  trial_id: str = "", prepare: bool = True,
                  on_output: Callable[[int, bytes], None] | None = None):
-        self.root = root
-        self.isolated = isolated
-        self.output_limit = output_limit
-        self.keep = keep
-        self.resources = resources or Resources()
-        self.readonly_paths = list(readonly_paths or [])
-        self.trial_id = trial_id or root.name
-        self.private = root / "private"
-        self.on_output = on_output
+        super().__init__(root, trial_id=trial_id, output_limit=output_limit, keep=keep,
+                         resources=resources, hosts=hosts, isolated=isolated,
+                         readonly_paths=readonly_paths or (), on_output=on_output)
+        # Until a box is started (`start`): no grader box, no serving inside, no own disk.
+        self.capabilities = replace(UNBOXED, isolated=isolated)
         self.slot: Slot | None = None  # isolated: the box this trial runs in
         self.pool: BoxPool | None = None
         self.box: Box | None = None
         self.cgroup: cgroups.TrialCgroup | None = None
-        self.forwarder: Forwarder | None = None
-        self.endpoints: list[tuple[str, int]] = []  # the trial's services (for grader boxes)
         self._groups: set[int] = set()
-        self._faults: list[str] = []
         self._traces: list[Path] = []  # trace files not finished (or not read) yet
         self._trace_n = 0
         self._made_workdir = False
@@ -144,7 +154,6 @@ class LocalSandbox:
         # (inside prefix, host dir), longest prefix first, for the path view and snapshots.
         self.places = sorted(((inside[n], host[n]) for n in PLACES),
                              key=lambda p: len(p[0]), reverse=True)
-        self.hosts = hosts or {}
         self.hosts_file: Path | None = None
         self.env = {"PATH": SYSTEM_PATH, **env, "HOME": home, "TMPDIR": tmp, "PWD": self.workdir,
                     "PROCTOR_WORKDIR": self.workdir}
@@ -177,6 +186,10 @@ class LocalSandbox:
         run_env = {"PROCTOR_RUN_ID": spec.env.get("PROCTOR_RUN_ID", "")}
         slot = await pool.acquire(shape, run_env, self.resources, self.hosts)
         self.slot, self.box, self.cgroup = slot, slot.box, slot.cgroup
+        self.capabilities = replace(BOXED, per_trial_disk=slot.disk_bytes is not None)
+        self.disk_enforced = slot.disk_bytes is not None
+        if os.geteuid() == 0:  # files proctor puts in the box belong to the agent's uid
+            self.owner = (slot.box.uid, slot.box.gid)
         if slot.disk_bytes is None and self.resources.disk_bytes:
             # No file system of its own (no root): no single file past the limit, and the
             # total is measured after the agent (snapshot).
@@ -232,15 +245,17 @@ class LocalSandbox:
         """A limit the trial hit, or a recording that was lost, in words."""
         if self.cgroup is not None and (why := self.cgroup.fault()):
             return why
-        return self._faults[0] if self._faults else None
+        return super().fault()
 
     # -- commands ----------------------------------------------------------------------
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
-                   trace: bool = False, capture: int | None = None) -> ExecResult:
+                   trace: bool = False, capture: int | None = None,
+                   user: str | None = None) -> ExecResult:
         """Run `command`; with `trace`, every process it starts is recorded (`execs`), and with
-        `capture` (bytes per process) also what they write to fd 1 and 2 (the tracer's)."""
+        `capture` (bytes per process) also what they write to fd 1 and 2 (the tracer's).
+        `user` means nothing here: a local trial has one user."""
         env = {**self.env, **env} if env else self.env
         trace = trace or capture is not None
         trace_file = self._trace_file() if trace else None
@@ -256,8 +271,8 @@ class LocalSandbox:
             res = await proc.run(argv, timeout=timeout, cwd=cwd or self.workdir, env=env,
                                  stdin=stdin, limit=self.output_limit, on_start=self._groups.add,
                                  feed=self.on_output)
-        if trace_file is not None and not res.error:
-            self._take_trace(res, trace_file)
+        if trace_file is not None and not res.error and self._take_trace(res, trace_file):
+            self._traces.remove(trace_file)  # finished: read_trace removed it
         return res
 
     def _trace_file(self) -> Path:
@@ -285,19 +300,6 @@ class LocalSandbox:
             self._faults.append(res.error)
         return res
 
-    def _take_trace(self, res: ExecResult, path: Path) -> None:
-        """The trace the tracer wrote at `path` into `res` (the file goes once the tracer has
-        finished it: what a command left running is still being traced); a trace without
-        the command's end is a lost recording (a fault), unless the command timed out."""
-        trace = read_trace(path)
-        if trace.finished:
-            self._traces.remove(path)
-        res.trace = trace
-        res.execs, res.exec_parents = trace.execs, trace.parents
-        if not trace.complete and not res.timed_out:
-            res.error = "recording lost: the command trace ended before the command did"
-            self._faults.append(res.error)
-
     def _limits_prefix(self) -> list[str]:
         """A wrapper that puts the command in the trial's cgroup (or, without cgroups, under
         an address-space limit) before it runs. A wrapper process rather than code between
@@ -309,52 +311,6 @@ class LocalSandbox:
         return []
 
     # -- files -------------------------------------------------------------------------
-
-    def host_path(self, path: str, *, follow: bool = True) -> Path | None:
-        """Where `path` (as commands see it) lives on the host, or None if not visible."""
-        full = posixpath.normpath(posixpath.join(self.workdir, path))
-        if not self.isolated:
-            return Path(full)
-        parts = [p for p in full.split("/") if p]
-        cur, i, hops = "/", 0, 0
-        while i < len(parts):
-            nxt = posixpath.join(cur, parts[i])
-            i += 1
-            host = self._map(nxt)
-            if host is None:
-                if i < len(parts) and self._holds_mounts(nxt):
-                    cur = nxt  # e.g. /home on the way to /home/agent: only the box has it
-                    continue
-                return None
-            if (follow or i < len(parts)) and host.is_symlink():
-                hops += 1
-                if hops > _SYMLINK_HOPS:
-                    raise OSError(errno.ELOOP, "too many levels of symbolic links", path)
-                target = os.readlink(host)
-                base = target if target.startswith("/") else posixpath.join(cur, target)
-                parts = [p for p in posixpath.normpath(base).split("/") if p] + parts[i:]
-                cur, i = "/", 0
-                continue
-            cur = nxt
-        return self._map(cur)
-
-    def _holds_mounts(self, inside: str) -> bool:
-        prefix = inside.rstrip("/") + "/"
-        return any(p.startswith(prefix) for p, _ in self.places) or any(
-            p.startswith(prefix) for p in self.readonly_paths)
-
-    def _map(self, inside: str) -> Path | None:
-        for prefix, host in self.places:
-            if inside == prefix or inside.startswith(prefix.rstrip("/") + "/"):
-                return host / inside[len(prefix):].lstrip("/")
-        return Path(inside) if visible_system_path(inside, self.readonly_paths) else None
-
-    def _writable(self, path: str) -> Path:
-        parent = self.host_path(posixpath.dirname(posixpath.join(self.workdir, path)) or "/")
-        host = None if parent is None else parent / posixpath.basename(path)
-        if host is None or not any(host == h or h in host.parents for _, h in self.places):
-            raise PermissionError(errno.EACCES, "not a writable place of the sandbox", path)
-        return host
 
     # Reads on the agent's behalf (checks, an external agent's own files): in a box, opened
     # by the box's spawner with the agent's rights, in the box's view, and the descriptor
@@ -369,136 +325,27 @@ class LocalSandbox:
             raise OSError(errno.EIO, f"the sandbox lost its process starter ({e})", path) from None
 
     async def read_file(self, path: str, limit: int | None = None) -> bytes:
-        if self.box is None:
-            host = self.host_path(path)
-            if host is None:
-                raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", path)
-            fd = os.open(host, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
-        else:
-            fd = await self._open(path)
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(errno.EISDIR, "is a directory", path)
-            if not stat.S_ISREG(st.st_mode):
-                raise OSError(errno.EINVAL, "not a regular file", path)
-            want = st.st_size + 1 if limit is None else limit + 1
-            if min(want, st.st_size) <= _READ_ON_LOOP:
-                return files.read_fd(fd, want)
-            return await asyncio.to_thread(files.read_fd, fd, want)
-        finally:
-            os.close(fd)
-
-    async def write_file(self, path: str, data: bytes) -> None:
-        """proctor's own writes (setup files, an agent's config) before the agent runs."""
-        if len(data) <= _READ_ON_LOOP:
-            self._write(path, data)
-        else:
-            await asyncio.to_thread(self._write, path, data)
-
-    def _write(self, path: str, data: bytes) -> None:
-        host = self._writable(path)
-        top = _first_missing(host)
-        host.parent.mkdir(parents=True, exist_ok=True)
-        host.write_bytes(data)
-        self._own(top)
+        fd = self._open_host(path) if self.box is None else await self._open(path)
+        return await read_fd(fd, path, limit)
 
     async def stat(self, path: str) -> Entry | None:
         if self.box is None:
-            try:
-                host = self.host_path(path)
-                st = host.stat() if host is not None else None
-            except OSError:
-                return None
-        else:
-            try:
-                fd = await self._open(path, path_only=True)
-            except OSError as e:
-                if e.errno in (errno.ENOENT, errno.ENOTDIR):
-                    return None
-                raise  # EACCES (a directory the agent locked), ELOOP, a lost box: not absent
-            try:
-                st = os.fstat(fd)
-            finally:
-                os.close(fd)
-        if st is None:
-            return None
-        return Entry(_kind(st.st_mode), st.st_size, "")
-
-    async def list_dir(self, path: str) -> list[str]:
-        if self.box is None:
-            host = self.host_path(path)
-            if host is None:
-                raise FileNotFoundError(errno.ENOENT, "no such directory in the sandbox", path)
-            fd = os.open(host, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        else:
-            fd = await self._open(path)
+            return self._stat_host(path)
         try:
-            # Each entry's kind from the directory itself: a symlink is never followed here.
-            with os.scandir(fd) as it:
-                return sorted(e.name + ("/" if e.is_dir(follow_symlinks=False) else "")
-                              for e in it)
+            fd = await self._open(path, path_only=True)
+        except OSError as e:
+            if e.errno in (errno.ENOENT, errno.ENOTDIR):
+                return None
+            raise  # EACCES (a directory the agent locked), ELOOP, a lost box: not absent
+        try:
+            st = os.fstat(fd)
         finally:
             os.close(fd)
+        return Entry(kind_of(st.st_mode), st.st_size, "")
 
-    async def copy_in(self, src: Path, dest: str = ".") -> None:
-        await asyncio.to_thread(self._copy_in, src, dest)
-
-    def _copy_in(self, src: Path, dest: str) -> None:
-        host = self._writable(dest) if dest not in (".", "") else self._map(self.workdir)
-        assert host is not None
-        top = _first_missing(host)
-        if src.is_dir():
-            shutil.copytree(src, host, symlinks=True, dirs_exist_ok=True)
-        else:
-            host.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, host)
-        self._own(top)
-
-    async def export(self) -> Path:
-        host = self._map(self.workdir)
-        assert host is not None
-        return host
-
-    async def snapshot(self, deadline: float | None = None) -> Snapshot:
-        """Every entry of every writable place, by content: workspace paths relative to it,
-        the others (HOME, /tmp, /dev/shm) as absolute paths as the agent sees them. Raises
-        FilesLimit (naming it) when they cannot all be read by `deadline` (monotonic)."""
-        places = [("" if inside == self.workdir else inside.rstrip("/") + "/", host)
-                  for inside, host in self.places]
-        deadline = deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S
-        budget = files.Budget(deadline, stop_at=(64, 1 << 18, time.monotonic() + 0.005))
-        try:  # a handful of small files: cheaper here than a thread hop
-            snap = files.snapshot(places, budget)
-        except files.TooBig:
-            budget = files.Budget(deadline)
-            snap = await asyncio.to_thread(files.snapshot, places, budget)
-        if not self._own_disk() and (why := disk.over(budget.allocated,
-                                                       self.resources.disk_bytes)):
-            raise files.FilesLimit(why)  # measured: no file system of its own enforced it
-        return snap
-
-    def _own_disk(self) -> bool:
-        """Whether the places are on a file system of the trial's disk limit (disk.py)."""
-        return self.slot is not None and self.slot.disk_bytes is not None
-
-    async def stream_files(self, paths: list[str], sink: Callable[[str, int, bytes], None],
-                           deadline: float | None = None) -> None:
-        """Every byte of each regular file (paths as in a snapshot), holes skipped, no size
-        cap, as sink(path, offset, chunk) calls from a worker thread; sink(path, -1, b"")
-        ends a file. Read from the places themselves, never through a symlink."""
-        budget = files.Budget(deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S)
-        where = [(self._in_place(p), p) for p in paths]
-        await asyncio.to_thread(files.stream, where, sink, budget)
-
-    def _in_place(self, path: str) -> tuple[Path, str] | None:
-        """(the place's host directory, the path inside it) of a snapshot path."""
-        if not path.startswith("/"):
-            path = posixpath.join(self.workdir, path)
-        for inside, host in self.places:
-            if path == inside or path.startswith(inside.rstrip("/") + "/"):
-                return host, path[len(inside):].lstrip("/")
-        return None
+    async def list_dir(self, path: str) -> list[str]:
+        fd = self._open_host(path, directory=True) if self.box is None else await self._open(path)
+        return list_fd(fd)
 
     # -- checks that execute something ---------------------------------------------------
 
@@ -549,32 +396,3 @@ class LocalSandbox:
         if self.slot is None:
             raise RuntimeError("serve_inside needs an isolated sandbox")
         await self.slot.serve(host, port, handler)
-
-    def _own(self, host: Path) -> None:
-        """As root, files proctor puts in the sandbox belong to the agent's uid."""
-        if self.box is None or os.geteuid() != 0:
-            return
-        uid, gid = self.box.uid, self.box.gid
-        os.lchown(host, uid, gid)
-        if host.is_dir() and not host.is_symlink():
-            for dirpath, dirnames, filenames in os.walk(host):
-                for name in dirnames + filenames:
-                    os.lchown(os.path.join(dirpath, name), uid, gid)
-
-
-def _first_missing(path: Path) -> Path:
-    """The outermost directory that creating `path` makes (or `path` itself)."""
-    top = path
-    while not top.parent.exists():
-        top = top.parent
-    return top
-
-
-def _kind(mode: int) -> Kind:
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    if stat.S_ISDIR(mode):
-        return "dir"
-    if stat.S_ISREG(mode):
-        return "file"
-    return "other"

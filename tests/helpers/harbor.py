@@ -1,4 +1,4 @@
-"""Helpers for Harbor task tests: write a task directory, find the shared corpora."""
+"""Helpers of the harbor tests (their fixtures are in tests/harbor/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers import REPO
 
 TOML = """\
 version = "1.0"
@@ -44,6 +44,19 @@ def task(root: Path, name: str = "t", *, toml: str = TOML, instruction: str = "D
     return d
 
 
+def corpus(name: str) -> Path:
+    """A corpus from `../shared/corpora/` beside the repository (the same in CI); locally
+    $PROCTOR_CORPORA may point elsewhere. Missing: a skip here, a failure under CI=1."""
+    base = Path(os.environ.get("PROCTOR_CORPORA") or REPO.parent / "shared" / "corpora")
+    path = base / name
+    if not path.is_dir():
+        why = f"corpus {name} not found at {path} (../shared/corpora/ beside the repository)"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return path
+
+
 REGISTRIES = ("pypi.org", "files.pythonhosted.org", "deb.debian.org", "security.debian.org",
               "registry.npmjs.org")
 
@@ -66,16 +79,3 @@ def public_addresses() -> list[str]:
             if not ip.is_global and not ip.is_loopback:
                 found.add(str(ip))
     return sorted(found)
-
-
-def corpus(name: str) -> Path:
-    """A corpus from `../shared/corpora/` beside the repository (the same in CI); locally
-    $PROCTOR_CORPORA may point elsewhere. Missing: a skip here, a failure under CI=1."""
-    base = Path(os.environ.get("PROCTOR_CORPORA") or REPO.parent / "shared" / "corpora")
-    path = base / name
-    if not path.is_dir():
-        why = f"corpus {name} not found at {path} (../shared/corpora/ beside the repository)"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    return path
