@@ -20,10 +20,25 @@ BY_DIRECTORY = {
     "agents": ("agents", "slow"),
     "security": ("slow",),  # hostile agents through the real `proctor run`
     "fuzz": ("slow",),
+    "bench": ("slow",),  # the benchmarks' smoke runs
 }
+# Files of end-to-end runs, several `proctor run`s per test: out of the edit-test loop.
 BY_FILE = {
     "runner/test_ray.py": ("ray",),
     "report/test_browser.py": ("browser",),
+    "report/test_export.py": ("slow",),
+    "runner/test_check.py": ("slow",),
+    "runner/test_keystone_docs.py": ("slow",),
+    "runner/test_clibench_today.py": ("slow",),
+    "runner/test_agent_commands.py": ("slow",),
+    "runner/test_reasons.py": ("slow",),
+    "llm/test_cli.py": ("slow",),
+    "services/test_end_to_end.py": ("slow",),
+    "services/test_postgres.py": ("slow",),  # real database servers started and crashed
+    "services/test_mysql.py": ("slow",),
+    "report/test_results_types.py": ("slow",),
+    "report/test_trajectories.py": ("slow",),
+    "report/test_view.py": ("slow",),
 }
 BY_FIXTURE = {"agent_run": ("agents", "slow")}  # report/conftest.py: a real agent's run
 NOT_FAST = {"slow", "docker", "ray", "agents", "browser"}
