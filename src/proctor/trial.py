@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
-import json
 import os
 import secrets as secrets_mod
 import shutil
@@ -22,6 +21,7 @@ from typing import Any
 from proctor import phases
 from proctor.agents import make_agent
 from proctor.agents.base import AgentEnv, AgentResult
+from proctor.audit import AgentOutput, agent_state, audit
 from proctor.checks import registry
 from proctor.checks.base import CheckContext
 from proctor.clipath import host_path, shown_paths, with_path
@@ -187,7 +187,7 @@ class _Trial:
         # Messages name the sandbox's places, never proctor's temp paths (record/paths.py).
         self.names = PathNames.for_trial(run.sandbox_root / trial.id)
         self.egress: list[dict[str, Any]] = []
-        self.output = _AgentOutput(self.secrets)
+        self.output = AgentOutput(self.secrets)
         self.agent = make_agent(trial.agent)
         self.values: dict[str, Any] = {}
         self.before: fsdiff.Snapshot = {}
@@ -267,9 +267,12 @@ class _Trial:
         assert sandbox is not None
         after = await _snapshot(sandbox, self.deadline)
         scanner = SecretScanner(self.secrets) if scans_secrets(self.task.forbidden) else None
-        seen = await _audit(sandbox, self.before, after, self.handles, self.egress,
-                            self.recorder, _agent_state(self.agent, sandbox),
-                            scanner if scanner else None, self.deadline)
+        try:
+            seen = await audit(sandbox, self.before, after, self.handles, self.egress,
+                               self.recorder, agent_state(self.agent, sandbox),
+                               scanner if scanner else None, self.deadline)
+        except FilesLimit as e:
+            raise TrialFault("limit", detail=str(e)) from None
         seen.secrets_seen |= self.output.found
         seen.texts += [outcome.output] + [c.stdout + c.stderr + c.command for c in commands]
         return seen
@@ -359,22 +362,6 @@ class _Trial:
         dest = self.recorder.trial_dir / "artifacts"
         for path in self.task.artifacts:
             await phases.copy_out(self.sandbox, path, dest / path.lstrip("/"), self.redactor)
-
-
-class _AgentOutput:
-    """Every byte the agent's commands print, scanned for secrets before any cut."""
-
-    def __init__(self, secrets: dict[str, str]):
-        self._scanner = SecretScanner(secrets)
-        self.active = False
-
-    def feed(self, fd: int, chunk: bytes) -> None:
-        if self.active and self._scanner:
-            self._scanner.feed_output(fd, chunk)
-
-    @property
-    def found(self) -> set[str]:
-        return self._scanner.found
 
 
 async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any,
@@ -540,82 +527,11 @@ async def _run_agent(agent: Any, task: TaskDef, env: AgentEnv, recorder: Recorde
     return outcome
 
 
-def _agent_state(agent: Any, sandbox: Sandbox) -> tuple[str, ...]:
-    """Where an external agent program keeps its own state (absolute, as the sandbox sees
-    it): its writes there are not the agent's doing in the task."""
-    paths = getattr(agent, "state_paths", ())
-    home = sandbox.env.get("HOME", "")
-    return tuple(p if p.startswith("/") else f"{home}/{p}" for p in paths if home or p[:1] == "/")
-
-
 async def _snapshot(sandbox: Sandbox, deadline: float | None) -> fsdiff.Snapshot:
     """Every entry of the trial's places; what cannot be read in full makes the trial
     `error`, naming the limit (never a verdict on a partial view)."""
     try:
         return await sandbox.snapshot(deadline)
-    except FilesLimit as e:
-        raise TrialFault("limit", detail=str(e)) from None
-
-
-async def _audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapshot,
-                 handles: dict[str, ServiceHandle], egress: list[dict[str, Any]],
-                 recorder: Recorder, agent_state: tuple[str, ...] = (),
-                 scanner: SecretScanner | None = None, deadline: float | None = None,
-                 ) -> Observed:
-    """Write what the agent changed to audit.jsonl, before any check reads it. Writes to
-    the agent program's own state (`agent_state` prefixes) go to the trace instead. With a
-    `scanner` (secrets_in_logs), everything the agent wrote is searched for secrets."""
-    writes = fsdiff.diff(before, after)
-    own = [w for w in writes if agent_state and w["path"].startswith(agent_state)]
-    for w in own:
-        recorder.trace({"type": "agent_state_write", **w})
-    seen = Observed(file_writes=[w for w in writes if w not in own])
-    for w in seen.file_writes:
-        recorder.audit("file_write", w)
-    if scanner is not None:
-        mine = {p: e for p, e in after.items() if before.get(p) != e
-                and not (agent_state and p.startswith(agent_state))}
-        await _scan_written(sandbox, mine, scanner, deadline)
-        seen.secrets_seen |= scanner.found
-    for call in egress:
-        if "from_service" not in call:  # a side container's own calls are not the agent's
-            seen.http_calls.append(call)
-            seen.texts.append(json.dumps(call, default=str))
-        recorder.audit("http_call", call)
-    for name, h in handles.items():
-        for req in await h.calls():
-            call = {"service": name, **req}
-            seen.http_calls.append(call)
-            seen.texts.append(json.dumps(req, default=str))  # headers, query, body
-            recorder.audit("http_call", call)
-        for w in await h.db_writes():
-            write = {"service": name, **w}
-            seen.db_writes.append(write)
-            recorder.audit("db_write", write)
-    recorder.flush()
-    return seen
-
-
-async def _scan_written(sandbox: Sandbox, written: fsdiff.Snapshot, scanner: SecretScanner,
-                        deadline: float | None) -> None:
-    """Every name, symlink target and byte (streamed, any size) of what the agent created or
-    changed, searched for secrets: a secret used as a directory name leaks too."""
-    for path, entry in written.items():
-        scanner.scan(f"name\0{path}", path)
-        if entry.kind == "symlink":
-            scanner.scan(f"link\0{path}", entry.digest.removeprefix("-> "))
-    ends: dict[str, int] = {}
-
-    def sink(path: str, offset: int, chunk: bytes) -> None:
-        if offset < 0 or ends.get(path, 0) != offset:  # the end, or a hole: no continuation
-            scanner.end_text(path)
-        if offset >= 0:
-            scanner.feed_text(path, chunk)
-            ends[path] = offset + len(chunk)
-
-    try:
-        await sandbox.stream_files([p for p, e in written.items() if e.kind == "file"], sink,
-                                   deadline)
     except FilesLimit as e:
         raise TrialFault("limit", detail=str(e)) from None
 
