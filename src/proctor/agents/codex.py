@@ -7,10 +7,15 @@ from typing import Any
 from proctor.agents.external import ExternalAgent, Wiring, shell_command
 
 # Besides the model, nothing to reach: no update check, no analytics, no plugin sync (a
-# `git ls-remote` of its plugin index and ChatGPT's catalogs at every start).
+# `git ls-remote` of its plugin index and ChatGPT's catalogs at every start). No login
+# shell for tool calls: Codex runs `bash -lc CMD` until its shell snapshot is ready (a race
+# at start-up), and a login shell's profile runs programs of its own (`id -u` in
+# /etc/profile) and resets PATH; `bash -c CMD` runs the command in the box's environment,
+# as every other agent does.
 CONFIG = """model = "{model}"
 model_provider = "proctor"
 check_for_update_on_startup = false
+allow_login_shell = false
 
 [analytics]
 enabled = false
