@@ -128,19 +128,24 @@ def docs_of(page: str) -> list[dict]:
     return [decode(b) for b in json.loads(page[start:page.index("</script>", start)]) if b]
 
 
-def report_command(run_dir: Path, fmt: str) -> str:
-    """`proctor report RUN --format FMT` as a user runs it: CPU (user + sys) and peak RSS."""
+def report_command(run_dir: Path, fmt: str, best_of: int = 1) -> str:
+    """`proctor report RUN --format FMT` as a user runs it: CPU (user + sys) and peak RSS,
+    the run with the least CPU of `best_of`."""
     sys.path.insert(0, str(Path(__file__).parent))
     from measure import run as measured
 
     proctor = Path(sys.executable).parent / "proctor"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    m = measured([str(proctor), "report", str(run_dir), "--format", fmt], cwd=run_dir,
-                 memory=True, interval=0.01)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if m.returncode:
-        raise SystemExit(m.stderr_tail)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    runs = []
+    for _ in range(best_of):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        m = measured([str(proctor), "report", str(run_dir), "--format", fmt], cwd=run_dir,
+                     memory=True, interval=0.01)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if m.returncode:
+            raise SystemExit(m.stderr_tail)
+        runs.append(((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+                     m))
+    cpu, m = min(runs, key=lambda r: r[0])
     return (f"cpu {cpu:.2f} s, wall {m.wall_s:.2f} s, peak RSS {m.root_peak_rss_mb:.0f} MB")
 
 
@@ -251,7 +256,8 @@ def main() -> None:
         for label, only in (("show", TrialFilter()), ("show --failed", TrialFilter(failed=True))):
             timed(label, lambda only=only: show_lines(str(run_dir), only))
         for fmt in ("html", "md", "junit"):
-            print(f"proctor report --format {fmt}: {report_command(run_dir, fmt)}")
+            print(f"proctor report --format {fmt}: "
+                  f"{report_command(run_dir, fmt, args.best_of)}")
         if args.browser:
             browse(run_dir / "report.html")
     finally:
