@@ -12,8 +12,7 @@ import uuid
 
 import pytest
 
-from tests.helpers import PROCTOR
-from tests.helpers.cli import results
+from tests.helpers.cli import Cli, results
 from tests.helpers.docker import containers, networks
 from tests.runner.test_interrupt import wait_for_lines
 from tests.security.test_processes import sleepers
@@ -73,10 +72,9 @@ def test_an_interrupted_run_removes_its_containers(web_image, spec, tmp_path, ho
     group, the engine clients it is waiting for included."""
     volumes = _volumes()
     spec(SUITE.format(image=web_image, tag=30, hold=0))
-    proc = subprocess.Popen([PROCTOR, "run", "spec.yaml", "--backend", "docker", "--concurrency",
-                             "3", "--output-dir", "run", "-q"], cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)  # a group of its own, as in a terminal
+    proc = Cli(tmp_path).popen("run", "spec.yaml", "--backend", "docker", "--concurrency", "3",
+                               "--output-dir", "run", "-q",
+                               start_new_session=True)  # a group of its own, as in a terminal
     wait_for_lines(tmp_path / "run" / "results.jsonl", 2, timeout=120)
     time.sleep(0.5)
     if how == "terminal Ctrl-C":

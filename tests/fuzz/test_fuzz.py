@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from proctor.spec.load import validate_paths
-from tests.helpers import PROCTOR, REPO
+from tests.helpers import REPO
+from tests.helpers.cli import Cli
 
 SEED = 20261124
 SOURCES = sorted([*REPO.glob("examples/*/*.yaml"), *REPO.glob("tests/fixtures/specs/valid/*.yaml")])
@@ -131,8 +132,7 @@ def test_validate_never_crashes_hangs_or_loses_the_position(tmp_path, chunk):
 
 
 def _cli(*args: str, cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess:
-    return subprocess.run([PROCTOR, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+    return Cli(cwd)(*args, timeout=timeout)
 
 
 def test_crash_prone_inputs_in_a_real_process(tmp_path):

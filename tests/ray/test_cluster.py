@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import PROCTOR, REPO
+from tests.helpers import REPO
 from tests.helpers.cli import Cli
 from tests.helpers.ray import ENV, Cluster, proctor_leftovers
 
@@ -204,10 +204,9 @@ def _node_running_trials(node, timeout: float = 60) -> None:
 def test_a_node_killed_mid_run_loses_no_trial_and_leaves_nothing(cluster, tmp_path):
     (tmp_path / "s.yaml").write_text(SLEEPS.format(n=8, s=2))
     doomed = cluster.add_node(cpus=2)
-    run = subprocess.Popen([PROCTOR, "run", "s.yaml", "--agent", "oracle", "-q", "--executor",
-                            "ray", "--ray-address", cluster.address, "--concurrency", "6",
-                            "--output-dir", "run"], cwd=tmp_path, env=ENV,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = Cli(tmp_path, env=ENV).popen("run", "s.yaml", "--agent", "oracle", "-q",
+                                       "--executor", "ray", "--ray-address", cluster.address,
+                                       "--concurrency", "6", "--output-dir", "run")
     try:
         _node_running_trials(doomed)
         doomed.kill()  # raylet, its workers and the actor running trials: SIGKILL
@@ -225,10 +224,9 @@ def test_resume_reruns_trials_lost_with_their_node(cluster, tmp_path):
     (tmp_path / "s.yaml").write_text(SLEEPS.format(n=6, s=2))
     (tmp_path / "proctor.toml").write_text("[ray]\nmax_retries = 0\n")
     doomed = cluster.add_node(cpus=4)
-    run = subprocess.Popen([PROCTOR, "run", "s.yaml", "--agent", "oracle", "-q", "--executor",
-                            "ray", "--ray-address", cluster.address, "--concurrency", "6",
-                            "--output-dir", "run"], cwd=tmp_path, env=ENV,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = Cli(tmp_path, env=ENV).popen("run", "s.yaml", "--agent", "oracle", "-q",
+                                       "--executor", "ray", "--ray-address", cluster.address,
+                                       "--concurrency", "6", "--output-dir", "run")
     try:
         _node_running_trials(doomed)
         doomed.kill()
@@ -279,10 +277,9 @@ def test_an_interrupt_or_a_killed_head_leaves_nothing_on_either_node(cluster, tm
     own); while the trials ran, each node had one PostgreSQL server for all its trials."""
     specs = _specs(cluster, f"interrupt-{sig.name}")
     _slow_db(specs)
-    run = subprocess.Popen([PROCTOR, "run", str(specs), "--agent", "oracle", "-q",
-                            "--executor", "ray", "--ray-address", cluster.address,
-                            "--concurrency", "4", "--output-dir", "run"], cwd=tmp_path, env=ENV,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = Cli(tmp_path, env=ENV).popen("run", str(specs), "--agent", "oracle", "-q",
+                                       "--executor", "ray", "--ray-address", cluster.address,
+                                       "--concurrency", "4", "--output-dir", "run")
     try:
         run_id = _wait_sandboxes(tmp_path / "run", "slow-db.", 4)  # 2 CPUs a node: 2 each
         pids, dirs = proctor_leftovers(run_id)
@@ -311,10 +308,9 @@ def _assert_nothing_left(run_id: str, timeout: float = 30) -> None:
 
 def test_a_node_that_joins_during_the_run_gets_trials(cluster, tmp_path):
     (tmp_path / "s.yaml").write_text(SLEEPS.format(n=24, s=3))  # ~18 s on the first 2 nodes
-    run = subprocess.Popen([PROCTOR, "run", "s.yaml", "--agent", "oracle", "-q", "--executor",
-                            "ray", "--ray-address", cluster.address, "--concurrency", "8",
-                            "--output-dir", "run"], cwd=tmp_path, env=ENV,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = Cli(tmp_path, env=ENV).popen("run", "s.yaml", "--agent", "oracle", "-q",
+                                       "--executor", "ray", "--ray-address", cluster.address,
+                                       "--concurrency", "8", "--output-dir", "run")
     try:
         _node_running_trials(cluster.hidden)
         late = cluster.add_node(cpus=2)

@@ -53,20 +53,16 @@ def real_run(tmp_path_factory) -> Path:
     """`proctor run` of a suite with two long-named mock models and two help modes (24
     trials: careful passes init-repo with --help injected only, sloppy never), with every
     report format."""
-    import os
-    import subprocess
-
-    from tests.helpers import PROCTOR
+    from tests.helpers.cli import Cli
 
     root = tmp_path_factory.mktemp("real-run")
     (root / "models").mkdir()
     (root / "cli-bench.yaml").write_text(REAL_SUITE)
     (root / "models" / "anthropic-claude-sonnet-4-5-careful.yaml").write_text(CAREFUL)
     (root / "models" / "anthropic-claude-sonnet-4-5-sloppy.yaml").write_text(SLOPPY)
-    env = {**os.environ, "PROCTOR_HOME": str(root / "home"), "COLUMNS": "80"}
-    done = subprocess.run([PROCTOR, "run", "cli-bench.yaml", "--output-dir", "run",
-                           "--format", "junit,md,html"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=300)
+    cli = Cli(root, env={"PROCTOR_HOME": str(root / "home"), "COLUMNS": "80"})
+    done = cli("run", "cli-bench.yaml", "--output-dir", "run", "--format", "junit,md,html",
+               timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr  # init-repo fails, as scripted
     (root / "stdout.txt").write_text(done.stdout)
     return root / "run"

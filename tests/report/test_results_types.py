@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 from pathlib import Path
 
 import jsonschema
@@ -23,11 +22,11 @@ from proctor.results import (
     TrialRecord,
     parse_results,
 )
-from tests.helpers import PROCTOR
+from tests.helpers.cli import Cli
 
 
 def _schema(kind: str) -> dict:
-    out = subprocess.run([PROCTOR, "schema", kind], capture_output=True, text=True, timeout=60)
+    out = Cli()("schema", kind, timeout=60)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -86,8 +85,7 @@ def test_a_malformed_results_file_is_a_usage_error_naming_the_key(mixed_run: Pat
     with pytest.raises(UsageError, match=r"results.json is not a proctor results.json file: "
                        r"trials\.2\.status: .*trials\.3\.task_id: Field required"):
         load_run(mixed_run)
-    out = subprocess.run([PROCTOR, "report", str(mixed_run), "--format", "md"],
-                         capture_output=True, text=True, timeout=60)
+    out = Cli()("report", str(mixed_run), "--format", "md", timeout=60)
     assert out.returncode == 2 and "trials.2.status" in out.stderr
     assert "Traceback" not in out.stderr
 

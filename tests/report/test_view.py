@@ -7,7 +7,6 @@ import json
 import re
 import signal
 import socket
-import subprocess
 import threading
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 from proctor.report.view import make_server
 from proctor.report.view_runs import legacy_key
 from proctor.store import by_agent, index_run
-from tests.helpers import PROCTOR
+from tests.helpers.cli import Cli
 from tests.helpers.report import FLAKY_TRIAL, counted, write_run
 
 SPECS = ["/work/bench/git-suite.yaml"]
@@ -207,8 +206,7 @@ def test_a_runs_dir_shows_its_runs_indexed_or_not(tmp_path, served):
 
 @pytest.mark.slow
 def test_the_command_binds_to_loopback_and_stops_on_ctrl_c(tmp_path):
-    proc = subprocess.Popen([PROCTOR, "view", "--port", "0"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    proc = Cli(tmp_path).popen("view", "--port", "0")
     try:
         line = proc.stdout.readline()
         m = re.match(r"proctor view: http://127\.0\.0\.1:(\d+)/", line)
@@ -224,8 +222,7 @@ def test_the_command_binds_to_loopback_and_stops_on_ctrl_c(tmp_path):
     with socket.socket() as busy:  # a port in use: one line, exit 2
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        taken = subprocess.run([PROCTOR, "view", "--port", str(busy.getsockname()[1])],
-                               capture_output=True, text=True, timeout=10, cwd=tmp_path)
+        taken = Cli(tmp_path)("view", "--port", str(busy.getsockname()[1]), timeout=10)
     assert taken.returncode == 2 and taken.stderr.count("\n") == 1
     assert taken.stderr.startswith("proctor: cannot listen on 127.0.0.1:")
 
@@ -268,7 +265,6 @@ def test_a_suite_is_its_resolved_files_and_check_runs_are_no_trend(tmp_path, ser
     """`proctor run .`, `proctor run cli-bench.yaml` and `proctor run suite/` from another
     directory are one suite; the same file name elsewhere is another; `proctor check`'s
     runs are not indexed at all."""
-    import os
 
     suite = tmp_path / "suite"
     suite.mkdir()
@@ -278,11 +274,10 @@ def test_a_suite_is_its_resolved_files_and_check_runs_are_no_trend(tmp_path, ser
     twin = tmp_path / "twin" / "suite"
     twin.mkdir(parents=True)
     (twin / "cli-bench.yaml").write_text(spec)
-    env = {**os.environ, "PROCTOR_HOME": os.environ["PROCTOR_HOME"]}
+    cli = Cli()
 
     def run(cwd: Path, *args: str) -> None:
-        done = subprocess.run([PROCTOR, *args], cwd=cwd, env=env, capture_output=True,
-                              text=True, timeout=120)
+        done = cli(*args, cwd=cwd)
         assert done.returncode == 0, done.stdout + done.stderr
 
     run(suite, "run", ".", "--agent", "oracle", "-q")

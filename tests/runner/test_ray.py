@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import ray  # noqa: F401 - in the dev extra: without Ray these tests fail, never skip
-from tests.helpers.cli import results
+from tests.helpers.cli import Cli, results
 
 SUITE = """
 cli: sh
@@ -348,7 +348,6 @@ def test_ctrl_c_on_a_terminal_stops_a_private_instance_run_cleanly(cli, spec, tm
     import signal
     import time
 
-    from tests.helpers import PROCTOR
 
     spec("""
         cli: sh
@@ -359,10 +358,9 @@ def test_ctrl_c_on_a_terminal_stops_a_private_instance_run_cleanly(cli, spec, tm
             solution: ["sleep 60"]
             assert: [{exit_code: 0}]
     """)
-    p = subprocess.Popen([PROCTOR, "run", ".", "--agent", "oracle", "--executor", "ray", "-q",
-                          "--output-dir", "run"], cwd=tmp_path, start_new_session=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "RAY_ADDRESS": ""})
+    p = Cli(tmp_path).popen("run", ".", "--agent", "oracle", "--executor", "ray", "-q",
+                            "--output-dir", "run", env={"RAY_ADDRESS": ""},
+                            start_new_session=True)
     try:
         deadline = time.monotonic() + 90
         while not list((tmp_path / "run" / "trials").glob("*")) and time.monotonic() < deadline:
@@ -400,13 +398,11 @@ def _marked(owner: int) -> list[int]:
 def test_what_a_killed_proctor_leaves_of_its_private_instance_goes_at_the_next_run(cli, spec, tmp_path):
     import time
 
-    from tests.helpers import PROCTOR
 
     spec(SUITE.replace('"echo a > f"', '"sleep 60"'))
-    p = subprocess.Popen([PROCTOR, "run", ".", "--agent", "oracle", "--executor", "ray", "-q",
-                          "--task", "writes", "--output-dir", "run"], cwd=tmp_path,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         env={**os.environ, "RAY_ADDRESS": ""})
+    p = Cli(tmp_path).popen("run", ".", "--agent", "oracle", "--executor", "ray", "-q",
+                            "--task", "writes", "--output-dir", "run", env={"RAY_ADDRESS": ""},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and not any(

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import tempfile
@@ -15,7 +14,7 @@ import pytest
 import yaml
 
 from proctor.janitor import leftover_pids
-from tests.helpers import PROCTOR, REPO
+from tests.helpers import REPO
 from tests.helpers.cli import Cli
 from tests.helpers.services import pg_available
 
@@ -152,9 +151,8 @@ def _leftover_dirs(run_id: str) -> list[Path]:
 def test_ctrl_c_leaves_no_server_and_no_directory(tmp_path):
     _slow_spec(tmp_path)
     (tmp_path / "proctor.toml").write_text('pass_env = ["NAP"]\n')
-    proc = subprocess.Popen([PROCTOR, "run", "spec.yaml", "--agent", "oracle", "--output-dir",
-                             "run", "-q"], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "NAP": "30"})
+    proc = Cli(tmp_path, env={"NAP": "30"}).popen("run", "spec.yaml", "--agent", "oracle",
+                                                  "--output-dir", "run", "-q")
     run_id = _wait_started(tmp_path, proc)
     assert _servers(run_id), "no PostgreSQL server found for the run"
     proc.send_signal(signal.SIGINT)
@@ -169,9 +167,8 @@ def test_a_killed_run_takes_its_server_along_and_resume_sweeps_its_files(tmp_pat
     _slow_spec(tmp_path)
     # The first run's agent naps (NAP, passed through by proctor.toml); the resumed one not.
     (tmp_path / "proctor.toml").write_text('pass_env = ["NAP"]\n')
-    proc = subprocess.Popen([PROCTOR, "run", "spec.yaml", "--agent", "oracle", "--output-dir",
-                             "run", "-q"], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "NAP": "30"})
+    proc = Cli(tmp_path, env={"NAP": "30"}).popen("run", "spec.yaml", "--agent", "oracle",
+                                                  "--output-dir", "run", "-q")
     run_id = _wait_started(tmp_path, proc)
     proc.kill()
     proc.communicate(timeout=30)
