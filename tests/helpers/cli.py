@@ -33,8 +33,9 @@ class Cli:
 
     def popen(self, *args: str, env: dict | None = None, cwd: Path | None = None,
               **kw) -> subprocess.Popen:
-        return subprocess.Popen([PROCTOR, *args], cwd=cwd or self.cwd, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=self.environ(env), **kw)
+        kw = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **kw}
+        return subprocess.Popen([PROCTOR, *args], cwd=cwd or self.cwd, text=True,
+                                env=self.environ(env), **kw)
 
 
 def results(run_dir: Path) -> dict:
