@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from proctor.proc import RUN_ID_VAR, kill_until_gone
+from proctor.proc import RUN_ID_VAR, environments, kill_until_gone
 from proctor.sandbox import cgroup, disk
 
 __all__ = ["RUN_ID_VAR", "leftover_pids", "sweep", "sweep_containers"]
@@ -20,17 +20,7 @@ __all__ = ["RUN_ID_VAR", "leftover_pids", "sweep", "sweep_containers"]
 def leftover_pids(run_id: str) -> list[int]:
     marker = f"{RUN_ID_VAR}={run_id}".encode()
     me = os.getpid()
-    pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                if marker in f.read().split(b"\0"):
-                    pids.append(int(entry.name))
-        except OSError:  # gone, or not ours to read
-            continue
-    return pids
+    return [pid for pid, env in environments() if pid != me and marker in env]
 
 
 def sweep_containers(run_id: str) -> int:

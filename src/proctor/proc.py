@@ -21,7 +21,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -30,6 +30,20 @@ from typing import IO, Any, cast
 RUN_ID_VAR = "PROCTOR_RUN_ID"
 # After the command exits, how long to wait for background children still holding its pipes.
 PIPE_GRACE_S = 0.2
+
+
+def environments() -> Iterator[tuple[int, list[bytes]]]:
+    """(pid, its NAME=VALUE entries) of every process whose environment this process may read:
+    how leftovers are found by the marker they carry (RUN_ID_VAR and the like)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:  # gone, or not ours to read
+            continue
+        yield int(entry.name), env
 
 
 @dataclass

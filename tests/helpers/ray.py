@@ -126,20 +126,11 @@ def _wait_nodes(c: Cluster, n: int, timeout: float = 60) -> None:
 def proctor_leftovers(run_id: str) -> tuple[list[int], list[str]]:
     """Processes carrying the run's marker (any of its node labels) and temp / database
     dirs named after it, on this machine (every node of the test cluster is here)."""
-    from proctor.proc import RUN_ID_VAR
+    from proctor.proc import RUN_ID_VAR, environments
 
     marker = f"{RUN_ID_VAR}={run_id}".encode()
-    pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        if any(v == marker or v.startswith(marker + b"-") for v in env):
-            pids.append(int(entry.name))
+    pids = [pid for pid, env in environments()
+            if any(v == marker or v.startswith(marker + b"-") for v in env)]
     dirs = [str(p) for parent in (Path(tempfile.gettempdir()), Path("/dev/shm"))
             for p in parent.glob(f"proctor-{run_id}-*")]
     return pids, dirs

@@ -384,14 +384,10 @@ def test_ctrl_c_on_a_terminal_stops_a_private_instance_run_cleanly(cli, spec, tm
 
 def _marked(owner: int) -> list[int]:
     from proctor.executors.ray_connect import PRIVATE_MARK
+    from proctor.proc import environments
 
     mark = f"{PRIVATE_MARK}={owner}".encode()
-    pids = []
-    for entry in os.scandir("/proc"):
-        with contextlib.suppress(OSError):
-            if entry.name.isdigit() and mark in Path(f"/proc/{entry.name}/environ").read_bytes().split(b"\0"):
-                pids.append(int(entry.name))
-    return pids
+    return [pid for pid, env in environments() if mark in env]
 
 
 @pytest.mark.slow

@@ -149,21 +149,16 @@ def _init(ray: Any, kw: dict[str, Any], address: str | None,
 def sweep_orphaned_instances() -> int:
     """Kill what is left of private instances whose proctor died (SIGKILL): Ray's own agents
     outlive their raylet. Their processes carry PRIVATE_MARK=<proctor pid>."""
+    from proctor.proc import environments
+
+    prefix = PRIVATE_MARK.encode() + b"="
     killed = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        owner = next((v.split(b"=", 1)[1] for v in env if v.startswith(PRIVATE_MARK.encode() + b"=")),
-                     None)
+    for pid, env in environments():
+        owner = next((v[len(prefix):] for v in env if v.startswith(prefix)), None)
         if owner is None or not owner.isdigit() or os.path.exists(f"/proc/{int(owner)}"):
             continue
         with contextlib.suppress(OSError):
-            os.kill(int(entry.name), signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
             killed += 1
     return killed
 
