@@ -26,6 +26,7 @@ from proctor.sandbox.spawn import (
     OP_KILLALL,
     OP_LISTEN,
     OP_NEWTRIAL,
+    OP_OPEN,
     OP_PING,
     OP_RUN,
     REPLY,
@@ -102,7 +103,7 @@ def corpus(fds: Fds) -> Iterator[Case]:
         yield Case(f"short {n}", req(OP_PING, next(ids))[:n])
     for n in (REQUEST.size + 1, 64, 4096, 65536):
         yield Case(f"oversized {n}", req(OP_PING, next(ids)) + b"\1" * (n - REQUEST.size))
-    for op in (0, 7, 255, 0xFFFFFFFF):
+    for op in (0, 8, 255, 0xFFFFFFFF):
         yield Case(f"unknown op {op}", req(op, next(ids)))
     # RUN: descriptor sets that do not fit
     for n in (0, 1, 3, 5, 6, 8):
@@ -154,6 +155,15 @@ def corpus(fds: Fds) -> Iterator[Case]:
     yield Case("listen without fd", req(OP_LISTEN, next(ids)))
     yield Case("listen with 2 fds", req(OP_LISTEN, next(ids)),
                [fds.memfd(b"127.0.0.1\x008080\0"), fds.devnull()])
+    # OPEN: how to open out of range, fields that do not belong, not exactly one path
+    for sig in (-1, 3, 2**31 - 1):
+        yield Case(f"open how {sig}", req(OP_OPEN, next(ids), sig=sig), [fds.memfd(b"/etc\0")])
+    yield Case("open with argc", req(OP_OPEN, next(ids), sig=2, argc=1), [fds.memfd(b"/etc\0")])
+    yield Case("open with a flag", req(OP_OPEN, next(ids), flags=1), [fds.memfd(b"/etc\0")])
+    yield Case("open without fd", req(OP_OPEN, next(ids), sig=2))
+    yield Case("open two paths", req(OP_OPEN, next(ids), sig=2), [fds.memfd(b"/etc\0/tmp\0")])
+    yield Case("open with 2 fds", req(OP_OPEN, next(ids)),
+               [fds.memfd(b"/etc\0"), fds.devnull()])
     # The ops without arguments, with arguments
     for op in (OP_NEWTRIAL, OP_PING, OP_KILLALL):
         yield Case(f"op {op} with an fd", req(op, next(ids)), [fds.devnull()])
@@ -171,7 +181,7 @@ def random_cases(fds: Fds, rng: random.Random, n: int) -> Iterator[Case]:
             size = rng.choice([rng.randrange(REQUEST.size), rng.randrange(REQUEST.size + 1, 512)])
             data = rng.randbytes(size)
         else:
-            op = rng.choice([OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL])
+            op = rng.choice([OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL, OP_OPEN])
             data = bytearray(req(op, rng.randrange(2**32), rng.randrange(-70, 70),
                                  rng.randrange(4), rng.randrange(4), 0, UNKNOWN_FLAG))
             for _ in range(rng.randrange(1, 6)):

@@ -77,3 +77,39 @@ async def test_a_timeout_kills_the_traced_tree(box_sandbox, tmp_path):
             break
         await asyncio.sleep(0.02)
     assert "sleep" not in ps.stdout, ps.stdout
+
+
+async def test_a_command_that_leaves_nothing_running_returns_with_its_whole_trace(
+        box_sandbox, tmp_path):
+    """The tracer tells the spawner how the command ended only after the trace's last line
+    when nothing else is traced: proctor reads each trace once."""
+    for i in range(20):
+        res, t = await _traced(box_sandbox, f"echo {i} | cat > f{i}", tmp_path / f"t{i}")
+        assert res.exit_code == 0 and t.complete and t.finished, (i, res)
+        assert [p.argv[0] for p in t.programs] == ["/bin/sh", "cat"], t.programs
+
+
+async def test_a_tracer_killed_before_the_command_ends_is_not_an_exit_status(
+        box_sandbox, tmp_path):
+    """Without the tracer's word on how the command ended (it was killed), the command's
+    end is the tracer's: killed, never a clean exit; the trace says it is incomplete."""
+    spawner = box_sandbox.box.spawner_pid
+    task = asyncio.create_task(_traced(box_sandbox, "sleep 30", tmp_path / "t", timeout=30))
+    for _ in range(200):
+        with open(f"/proc/{spawner}/task/{spawner}/children") as f:  # its init, its tracer
+            tracers = [int(pid) for pid in f.read().split() if _comm(pid) == "tracer"]
+        if tracers:
+            break
+        await asyncio.sleep(0.02)
+    assert len(tracers) == 1, tracers  # the spawner's child; the command is the tracer's
+    os.kill(tracers[0], 9)
+    res, t = await task
+    assert res.exit_code == -9 and not t.complete, res
+
+
+def _comm(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""

@@ -14,7 +14,7 @@ import pytest
 
 from proctor.errors import ProctorError
 from proctor.sandbox import BACKENDS, create_sandbox
-from proctor.sandbox.base import Resources, SandboxSpec
+from proctor.sandbox.base import Resources, SandboxSpec, UnreadableFile
 from tests.docker.engine import require_engine
 
 VARIANTS = [("local", "auto"), ("local", "none"),
@@ -100,6 +100,27 @@ async def test_files_written_read_listed_and_stat(sandbox):
     assert await sandbox.list_dir("dir") == ["a.txt", "sub/"]
     with pytest.raises(FileNotFoundError):
         await sandbox.read_file("nope")
+
+
+async def test_read_if_file_tells_what_a_path_is_and_reads_only_files(sandbox):
+    """`stat` and `read_file` in one step: a file's bytes (limit + 1), any other kind's
+    entry alone, never blocking on a FIFO; a file the agent cannot read is not read for it
+    (an isolated sandbox's agent is not root)."""
+    await sandbox.exec("mkdir d && printf 0123456789 > f && ln -s f l && mkfifo p && "
+                       "echo secret > locked && chmod 000 locked", timeout=10)
+    assert await sandbox.read_if_file("nope") is None
+    assert await sandbox.read_if_file("nope/deeper") is None
+    entry, data = await sandbox.read_if_file("f", 4)
+    assert (entry.kind, entry.size, data) == ("file", 10, b"01234")
+    entry, data = await sandbox.read_if_file(f"{sandbox.workdir}/l")
+    assert (entry.kind, data) == ("file", b"0123456789")
+    entry, data = await sandbox.read_if_file("d")
+    assert (entry.kind, data) == ("dir", None)
+    entry, data = await asyncio.wait_for(sandbox.read_if_file("p"), 10)
+    assert (entry.kind, data) == ("other", None)
+    if sandbox.isolated:
+        with pytest.raises(UnreadableFile):
+            await sandbox.read_if_file("locked")
 
 
 async def test_files_the_commands_write_are_seen(sandbox):

@@ -10,7 +10,7 @@ from typing import Any
 
 from proctor.checks.base import CheckContext, cut
 from proctor.model import CheckOutcome, CommandRecord
-from proctor.sandbox.base import Entry
+from proctor.sandbox.base import Entry, UnreadableFile
 from proctor.templating import render
 
 NO_COMMAND = "the agent ran no command"
@@ -122,17 +122,16 @@ async def load_file(ctx: CheckContext, spec_path: str) -> FileText | CheckOutcom
     a missing file fails with `file not found: P` (it never errors)."""
     path = ctx.resolve(render_text(ctx, spec_path))
     try:
-        entry = await ctx.sandbox.stat(path)
+        found = await ctx.sandbox.read_if_file(path, MAX_FILE_BYTES)
+    except UnreadableFile as e:
+        return CheckOutcome(passed=False, message=f"could not read {spec_path}: {e.strerror or e}")
     except OSError as e:
         return CheckOutcome(passed=False, message=unseen(spec_path, e))
-    if entry is None:
+    if found is None:
         return CheckOutcome(passed=False, message=await not_found(ctx, spec_path, path))
-    if entry.kind != "file":
+    entry, data = found
+    if data is None:
         return CheckOutcome(passed=False, message=f"{spec_path} is a {kind_of(entry)}, not a file")
-    try:
-        data = await ctx.sandbox.read_file(path, MAX_FILE_BYTES)
-    except OSError as e:
-        return CheckOutcome(passed=False, message=f"could not read {spec_path}: {e.strerror or e}")
     truncated = len(data) > MAX_FILE_BYTES
     return FileText(data[:MAX_FILE_BYTES].decode("utf-8", errors="replace"),
                     max(entry.size, len(data)), truncated, MAX_FILE_BYTES)

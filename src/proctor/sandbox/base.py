@@ -37,6 +37,10 @@ class Entry:
 Snapshot = dict[str, Entry]  # path (as the sandbox sees it) -> entry
 
 
+class UnreadableFile(OSError):
+    """A regular file that is there but cannot be read (with the agent's rights)."""
+
+
 @dataclass
 class Resources:
     memory_bytes: int | None = None  # address space / cgroup memory limit per trial
@@ -149,6 +153,12 @@ class Sandbox(Protocol):
         """What `path` is (following symlinks inside the sandbox), or None if absent; `digest`
         is empty here. Raises OSError when it cannot be told (a directory on the way the agent
         cannot search): that is not "absent"."""
+
+    async def read_if_file(self, path: str, limit: int | None = None) -> tuple[Entry, bytes | None] | None:
+        """`stat` and, for a regular file, `read_file` in one step (one request to a box):
+        None if absent, else what `path` is and, if a file, at most `limit` (+1) bytes of
+        it. Raises OSError when it cannot be told, like `stat`, and UnreadableFile when it
+        is a file that cannot be read."""
 
     async def list_dir(self, path: str) -> list[str]:
         """Names in a directory, sorted; directories end with `/`."""

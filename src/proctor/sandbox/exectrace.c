@@ -45,9 +45,10 @@
    The trace is complete when it holds the top process's X or K line, which is written only
    if every line before it was. Lines are flushed whenever the tracer waits, so a tracer
    killed while the command hangs loses nothing it saw. exectrace exits as the top process
-   did, as soon as it did (once its line is written); what the top left running (a server
-   started in the background) stays traced by a child of exectrace, its lines appended
-   until it ends. If the tracer dies, the kernel kills every traced process
+   did, as soon as it did (once its line is written, and when it left nothing running, once
+   the Z line is too: then the trace is whole when its end is known); what the top left
+   running (a server started in the background) stays traced by a child of exectrace, its
+   lines appended until it ends. If the tracer dies, the kernel kills every traced process
    (PTRACE_O_EXITKILL). A process that escapes tracing (clone with CLONE_UNTRACED)
    keeps the filter and cannot exec at all: its execve fails with ENOSYS. Syscalls through a
    foreign ABI (int 0x80 on x86_64) are refused (EPERM), and so are the keyring calls
@@ -562,30 +563,18 @@ static void resume(pid_t pid, enum __ptrace_request how, int sig) {
     }
 }
 
-/* The first process: it waits until the tracer (its child) reports how the top process
-   ended, and exits the same way. The tracer stays with whatever the top left running (a
-   server started in the background), recording until it ends. */
-static int wait_for_report(int fd, pid_t tracer) {
-    int st = 0;
-    ssize_t n;
-    do n = read(fd, &st, sizeof st);
-    while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof st) { /* the tracer failed, or died, before the top ended */
-        while (waitpid(tracer, &st, 0) < 0 && errno == EINTR) {}
-        if (WIFEXITED(st) && WEXITSTATUS(st)) return WEXITSTATUS(st);
-        return 2;
-    }
-    if (WIFSIGNALED(st)) {
-        signal(WTERMSIG(st), SIG_DFL);
-        kill(getpid(), WTERMSIG(st));
-        return 128 + WTERMSIG(st);
-    }
-    return WEXITSTATUS(st);
+/* Whether the tracer has no tracee left (nothing more can come). */
+static int nothing_left(void) {
+    siginfo_t si;
+    return waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WNOHANG | WNOWAIT | __WALL) < 0 &&
+           errno == ECHILD;
 }
 
 /* The tracer's side, once `top` is forked and waits on `go` for the filter and its exec:
    seize it, let it go, follow it and everything it starts until all are gone (the top's end
-   reported on `report` as a wait status), then the Z line. Returns the tracer's exit code. */
+   reported on `report` as a wait status), then the Z line. A top that left nothing running
+   is reported after the Z line, so the trace is whole when its end is known. Returns the
+   tracer's exit code. */
 static int trace(pid_t top, int go, int report) {
     long opts = PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
                 PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL |
@@ -605,6 +594,7 @@ static int trace(pid_t top, int go, int report) {
     for (int fd = 0; fd < 3 && null >= 0; fd++)
         if (dup2(null, fd) < 0) out_failed = 1;
     if (null > 2) close(null);
+    int top_status = -1;  /* how the top ended, once it has */
     for (;;) {
         int st;
         pid_t pid = waitpid(-1, &st, __WALL | WNOHANG);
@@ -626,9 +616,12 @@ static int trace(pid_t top, int go, int report) {
             }
             forget(pid);
             if (pid == top) { /* written down: the first process may now end as it did */
+                top_status = st;
+                if (nothing_left()) break;
                 if (fflush(out) != 0) out_failed = 1;
                 if (write(report, &st, sizeof st) != (ssize_t)sizeof st) out_failed = 1;
                 close(report);
+                report = -1;
             }
             continue;
         }
@@ -687,10 +680,35 @@ static int trace(pid_t top, int go, int report) {
     }
     now(t, sizeof t);
     line("Z %s\n", t);
-    return fclose(out) == 0 ? 0 : 1;
+    int failed = fclose(out) != 0;
+    if (report >= 0 && top_status >= 0 &&
+        write(report, &top_status, sizeof top_status) != (ssize_t)sizeof top_status)
+        failed = 1;
+    return failed;
 }
 
 #ifndef EXECTRACE_NO_MAIN  /* spawner.c includes this file for its tracing code */
+/* The first process: it waits until the tracer (its child) reports how the top process
+   ended, and exits the same way. The tracer stays with whatever the top left running (a
+   server started in the background), recording until it ends. */
+static int wait_for_report(int fd, pid_t tracer) {
+    int st = 0;
+    ssize_t n;
+    do n = read(fd, &st, sizeof st);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof st) { /* the tracer failed, or died, before the top ended */
+        while (waitpid(tracer, &st, 0) < 0 && errno == EINTR) {}
+        if (WIFEXITED(st) && WEXITSTATUS(st)) return WEXITSTATUS(st);
+        return 2;
+    }
+    if (WIFSIGNALED(st)) {
+        signal(WTERMSIG(st), SIG_DFL);
+        kill(getpid(), WTERMSIG(st));
+        return 128 + WTERMSIG(st);
+    }
+    return WEXITSTATUS(st);
+}
+
 /* "PER,TOTAL": two byte counts. */
 static int parse_limits(const char *s) {
     char *end;

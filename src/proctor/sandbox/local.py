@@ -34,7 +34,14 @@ from proctor.errors import SetupError, UsageError
 from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox import grader, native
 from proctor.sandbox import hosts as hostsfile
-from proctor.sandbox.base import Capabilities, Entry, ExecResult, Resources, SandboxSpec
+from proctor.sandbox.base import (
+    Capabilities,
+    Entry,
+    ExecResult,
+    Resources,
+    SandboxSpec,
+    UnreadableFile,
+)
 from proctor.sandbox.forward import Forwarder, Handler
 from proctor.sandbox.namespaces import Box, missing
 from proctor.sandbox.placefiles import (
@@ -42,12 +49,12 @@ from proctor.sandbox.placefiles import (
     SNAPSHOT_TIMEOUT_S,
     SYSTEM_PATH,
     PlaceFiles,
-    kind_of,
+    entry_of,
     list_fd,
     read_fd,
 )
 from proctor.sandbox.pool import INSIDE_HOME, PLACES, BoxPool, Shape, Slot
-from proctor.sandbox.spawn import SpawnerLost
+from proctor.sandbox.spawn import OPEN_FILE, OPEN_PATH, OPEN_READ, SpawnerLost
 from proctor.sandbox.trace import capture_limits, tracer_argv
 
 __all__ = ["INSIDE_WORKDIR", "SNAPSHOT_TIMEOUT_S", "SYSTEM_PATH", "LocalBackend", "LocalSandbox"]
@@ -316,35 +323,63 @@ class LocalSandbox(PlaceFiles):
     # by the box's spawner with the agent's rights, in the box's view, and the descriptor
     # passed back: a link to a file the agent cannot read is not read for it either.
 
-    async def _open(self, path: str, *, path_only: bool = False) -> int:
+    async def _open(self, path: str, how: int = OPEN_READ) -> tuple[int, int]:
         assert self.box is not None
         full = posixpath.normpath(posixpath.join(self.workdir, path))
         try:
-            return await self.box.spawner.open(full, path_only=path_only)
+            return await self.box.spawner.open(full, how)
         except SpawnerLost as e:
             raise OSError(errno.EIO, f"the sandbox lost its process starter ({e})", path) from None
 
+    async def _open_to_stat(self, path: str, how: int) -> tuple[int, int] | None:
+        """`_open`, None if `path` is absent."""
+        try:
+            return await self._open(path, how)
+        except OSError as e:
+            if e.errno in (errno.ENOENT, errno.ENOTDIR):
+                return None
+            raise  # EACCES (a directory the agent locked), ELOOP, a lost box: not absent
+
     async def read_file(self, path: str, limit: int | None = None) -> bytes:
-        fd = self._open_host(path) if self.box is None else await self._open(path)
+        fd = self._open_host(path) if self.box is None else (await self._open(path))[0]
         return await read_fd(fd, path, limit)
 
     async def stat(self, path: str) -> Entry | None:
         if self.box is None:
             return self._stat_host(path)
+        opened = await self._open_to_stat(path, OPEN_PATH)
+        if opened is None:
+            return None
         try:
-            fd = await self._open(path, path_only=True)
-        except OSError as e:
-            if e.errno in (errno.ENOENT, errno.ENOTDIR):
-                return None
-            raise  # EACCES (a directory the agent locked), ELOOP, a lost box: not absent
-        try:
-            st = os.fstat(fd)
+            return entry_of(os.fstat(opened[0]))
         finally:
+            os.close(opened[0])
+
+    async def read_if_file(self, path: str, limit: int | None = None) -> tuple[Entry, bytes | None] | None:
+        if self.box is None:
+            return await super().read_if_file(path, limit)
+        opened = await self._open_to_stat(path, OPEN_FILE)
+        if opened is None:
+            return None
+        fd, unread = opened
+        try:
+            entry = entry_of(os.fstat(fd))
+        except OSError:
             os.close(fd)
-        return Entry(kind_of(st.st_mode), st.st_size, "")
+            raise
+        if entry.kind != "file" or unread:
+            os.close(fd)
+            if unread:
+                raise UnreadableFile(unread, os.strerror(unread), path)
+            return entry, None
+        try:
+            return entry, await read_fd(fd, path, limit)  # closes it
+        except OSError as e:
+            raise UnreadableFile(e.errno, e.strerror, path) from None
 
     async def list_dir(self, path: str) -> list[str]:
-        fd = self._open_host(path, directory=True) if self.box is None else await self._open(path)
+        fd = (self._open_host(path, directory=True) if self.box is None
+              else (await self._open(path))[0])
         return list_fd(fd)
 
     # -- checks that execute something ---------------------------------------------------

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from proctor.proc import ExecResult
 from proctor.sandbox import disk, files
-from proctor.sandbox.base import Capabilities, Entry, Kind, Resources, Snapshot
+from proctor.sandbox.base import Capabilities, Entry, Kind, Resources, Snapshot, UnreadableFile
 from proctor.sandbox.forward import Forwarder
 from proctor.sandbox.namespaces import visible_system_path
 from proctor.sandbox.trace import read_trace
@@ -145,9 +145,19 @@ class PlaceFiles:
             st = host.stat() if host is not None else None
         except OSError:
             return None
-        return None if st is None else Entry(kind_of(st.st_mode), st.st_size, "")
+        return None if st is None else entry_of(st)
 
     # -- proctor's own writes --------------------------------------------------------------
+
+    async def read_if_file(self, path: str, limit: int | None = None) -> tuple[Entry, bytes | None] | None:
+        entry = await self.stat(path)  # type: ignore[attr-defined]  # each backend's own
+        if entry is None or entry.kind != "file":
+            return None if entry is None else (entry, None)
+        try:
+            data: bytes = await self.read_file(path, limit)  # type: ignore[attr-defined]
+        except OSError as e:
+            raise UnreadableFile(e.errno, e.strerror, path) from None
+        return entry, data
 
     async def write_file(self, path: str, data: bytes) -> None:
         """proctor's own writes (setup files, an agent's config) before the agent runs."""
@@ -279,6 +289,11 @@ def _first_missing(path: Path) -> Path:
     while not top.parent.exists():
         top = top.parent
     return top
+
+
+def entry_of(st: os.stat_result) -> Entry:
+    """What a stat says an entry is (no digest)."""
+    return Entry(kind_of(st.st_mode), st.st_size, "")
 
 
 def kind_of(mode: int) -> Kind:

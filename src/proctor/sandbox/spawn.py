@@ -29,6 +29,7 @@ from proctor.proc import ExecResult, Feed
 
 OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL, OP_OPEN = 1, 2, 3, 4, 5, 6, 7
 FLAG_TRACE, FLAG_CAPTURE = 1, 2
+OPEN_READ, OPEN_PATH, OPEN_FILE = 0, 1, 2  # OPEN: for reading, to stat, reading if a file
 REQUEST = struct.Struct("=IIiIIIIII")  # op, id, sig, argc, envc, as_mib, flags, cap_per, cap_total
 REPLY = struct.Struct("=IIii")  # kind, id, value, err
 _FD_SPACE = socket.CMSG_SPACE(array.array("i", [0]).itemsize)
@@ -196,23 +197,25 @@ class Spawner:
         self._runs_killed = runs
         return killed
 
-    async def open(self, path: str, *, path_only: bool = False) -> int:
+    async def open(self, path: str, how: int = OPEN_READ) -> tuple[int, int]:
         """`path` opened inside the box with the agent's file rights (its mounts, its
-        symlinks, its uid): a descriptor to read (or, `path_only`, to fstat). Raises the
+        symlinks, its uid): a descriptor to read (OPEN_READ), to fstat (OPEN_PATH), or to
+        read if it is a regular file, else to fstat (OPEN_FILE); and, for OPEN_FILE, the errno
+        of opening a regular file for reading (0: the descriptor reads it). Raises the
         OSError the agent would get (FileNotFoundError, PermissionError, ...)."""
         job = next(self._ids)
         fut = self._pending[job] = self.loop.create_future()
         request = _memfd(_strings([path]))
         try:
-            self._send(OP_OPEN, job, sig=1 if path_only else 0, fds=[request])
+            self._send(OP_OPEN, job, sig=how, fds=[request])
         except SpawnerLost:
             self._pending.pop(job, None)
             raise
         finally:
             os.close(request)
         try:
-            fd: int = await fut
-            return fd
+            opened: tuple[int, int] = await fut
+            return opened
         except OSError as e:
             raise OSError(e.errno, e.strerror, path) from None
 
@@ -333,8 +336,10 @@ class Spawner:
             return
         if kind == "E" or err:
             fut.set_exception(OSError(err, os.strerror(err)))
-        elif kind in ("L", "O"):  # a listening socket, an opened file
+        elif kind == "L":  # a listening socket
             fut.set_result(fd)
+        elif kind == "O":  # an opened file, and whether it could be opened to read
+            fut.set_result((fd, value))
         else:  # S (started), T (new trial), P (ping), A (all killed)
             fut.set_result(value)
 

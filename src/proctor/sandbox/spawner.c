@@ -15,9 +15,11 @@
               the keyring filter, then its cwd, then execs.
               FLAG_TRACE: a fifth fd receives the trace of exectrace.c (whose code this file
               includes): the command runs under a tracer forked here, outside the trial's
-              PID namespace; FLAG_CAPTURE with it: also what the processes write to fd 1
-              and 2, cap_per bytes per process and cap_total in all (exectrace -w).
-              Replies S (value: its pid), later X (value: wait status); E (err) if no fork.
+              PID namespace, which tells how the command ended over a pipe and goes on
+              recording what it left running; FLAG_CAPTURE with it: also what the processes
+              write to fd 1 and 2, cap_per bytes per process and cap_total in all (exectrace
+              -w). Replies S (value: its pid, the tracer's if traced), later X (value: the
+              command's wait status); E (err) if no fork.
      KILL     sends `sig` to the process group of command `id`. No reply.
      LISTEN   fds [memfd "host\0port\0"]: a listening TCP socket bound in the trial's network,
               sent back with reply L (E on failure): how proctor's forwarders get inside.
@@ -28,10 +30,12 @@
      PING     reply P: every request sent before has been handled.
      KILLALL  every process of the trial is killed: reply A (value: how many there were) once
               all are gone.
-     OPEN     fds [memfd "path\0"]; `sig` 0: open for reading, 1: O_PATH (to stat). The path
-              is opened inside the box (its mounts, its symlinks) with the agent's file
-              rights: as root with the agent's uid and gid as file system uid and gid (the
-              spawner keeps no supplementary groups), never blocking on a FIFO. The
+     OPEN     fds [memfd "path\0"]; `sig` 0: open for reading, 1: O_PATH (to stat), 2: for
+              reading if it is a regular file, else O_PATH (a stat and a read in one
+              request; value: the errno of opening the file for reading, 0 if it was).
+              The path is opened inside the box (its mounts, its symlinks) with the agent's
+              file rights: as root with the agent's uid and gid as file system uid and gid
+              (the spawner keeps no supplementary groups), never blocking on a FIFO. The
               descriptor comes back with reply O (E with errno: what the agent would get).
 
    Any other op, or a request whose fields or descriptors do not fit its op, is answered
@@ -46,8 +50,8 @@
 
    The spawner is not dumpable (no ptrace, no /proc/PID/fd, mem or environ for the agent)
    and, as root, runs as a uid the agent's commands never have. As the box's PID 1 it reaps
-   whatever is orphaned there (a tracer that outlived its first process). When proctor goes,
-   the socket reads EOF and the spawner exits, and with it the box.
+   whatever is orphaned there. When proctor goes, the socket reads EOF and the spawner
+   exits, and with it the box.
    Signals other than SIGKILL/SIGSTOP are blocked. A failure to set a limit, drop a privilege
    or make the spawner undumpable ends the command (126) or the box: never a silent half. */
 
@@ -103,7 +107,9 @@ enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWTRIAL = 4, OP_PING = 5, OP_
 struct req { uint32_t op, id; int32_t sig; uint32_t argc, envc, as_mib, flags, cap_per, cap_total; };
 struct rep { uint32_t kind, id; int32_t value, err; };
 
-struct job { uint32_t id; pid_t pid; };
+/* A command started; traced, `pid` is its tracer's and `report` the pipe it says on how the
+   command ended (-1 once read). X is sent once: from the report, else when `pid` is reaped. */
+struct job { uint32_t id; pid_t pid; int traced, report, reported; };
 static struct job *jobs;
 static size_t njobs, capjobs;
 
@@ -416,32 +422,18 @@ static void command_main(const struct req *r, int *fds, const char *cwd, char **
 
 /* The tracer of one traced command (exectrace's code), in the box's PID namespace: the
    command and everything it starts are in the trial's, where the tracer cannot be seen,
-   signalled or traced. As exectrace does, this process waits until the tracer (its child)
-   reports how the top process ended and exits the same way, while the tracer keeps
-   recording what the top left running, until it ends (trace format: exectrace.c). Both are
-   in a process group of their own: KILL kills them, and the kernel every traced process. */
+   signalled or traced. It writes how the top process ended on `report` (the spawner answers
+   X from it) and keeps recording what the top left running, until it ends (trace format:
+   exectrace.c). It leads a process group of its own: KILL kills it, and the kernel every
+   traced process with it. */
 static void traced_main(const struct req *r, int *fds, const char *cwd, char **args,
-                        char **env) {
-    int report[2];
+                        char **env, int report) {
     sigset_t none;
-    if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 ||
-        setpgid(0, 0) < 0 || pipe2(report, O_CLOEXEC) < 0) {
-        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
-        _exit(126);
-    }
-    pid_t tracer = fork();
-    if (tracer < 0) {
-        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
-        _exit(126);
-    }
-    if (tracer > 0) {
-        int keep = report[0];
-        if (close_except(0, &keep, 1) < 0) _exit(126);
-        _exit(wait_for_report(report[0], tracer));
-    }
     int go[2];
-    if (prctl(PR_SET_NAME, "tracer", 0, 0, 0) < 0 || setns(trial_pidns, CLONE_NEWPID) < 0 ||
-        pipe2(go, O_CLOEXEC) < 0 || !(out = fdopen(fds[4], "w"))) {
+    if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 ||
+        setpgid(0, 0) < 0 || prctl(PR_SET_NAME, "tracer", 0, 0, 0) < 0 ||
+        setns(trial_pidns, CLONE_NEWPID) < 0 || pipe2(go, O_CLOEXEC) < 0 ||
+        !(out = fdopen(fds[4], "w"))) {
         dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
         _exit(126);
     }
@@ -464,7 +456,7 @@ static void traced_main(const struct req *r, int *fds, const char *cwd, char **a
        the box's namespace. Then only the trace, the go and report pipes stay open (the
        output pipes close when the command's tree does), and only reading the tracees'
        memory of all privileges. */
-    int keep[] = {fileno(out), go[1], report[1]};
+    int keep[] = {fileno(out), go[1], report};
     struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct d[2];
     memset(d, 0, sizeof d);
@@ -474,7 +466,7 @@ static void traced_main(const struct req *r, int *fds, const char *cwd, char **a
         kill(top, SIGKILL);
         _exit(126);
     }
-    _exit(trace(top, go[1], report[1]));
+    _exit(trace(top, go[1], report));
 }
 
 /* A child in the box's PID namespace (not the trial's); -1 with errno on failure. */
@@ -510,13 +502,20 @@ static void run(const struct req *r, int *fds, int nfds) {
     memcpy(env, envp, r->envc * sizeof *env);
     memcpy(args, argv, r->argc * sizeof *args);
     if (!trial_init && (err = new_pid_space()) != 0) goto out;
+    int report[2] = {-1, -1};
+    if (traced && pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0) { err = errno; goto out; }
     pid_t pid = traced ? fork_in_box() : fork();
-    if (pid < 0) { err = errno; goto out; }
+    if (pid < 0) {
+        err = errno;
+        if (traced) { close(report[0]); close(report[1]); }
+        goto out;
+    }
     if (pid == 0) {
-        if (traced) traced_main(r, fds, cwd, args, env);
+        if (traced) traced_main(r, fds, cwd, args, env, report[1]);
         command_main(r, fds, cwd, args, env, keyring_filter);
     }
-    jobs[njobs++] = (struct job){r->id, pid};
+    if (traced) close(report[1]);
+    jobs[njobs++] = (struct job){r->id, pid, traced, report[0], 0};
     reply('S', r->id, pid, 0, -1);
 out:
     if (err) fail(r, err);
@@ -687,22 +686,32 @@ static int set_fs_ids(uid_t uid, gid_t gid) {
 
 static void open_as_agent(const struct req *r, int *fds, int nfds) {
     char *buf = NULL;
-    int fits = nfds == 1 && (r->sig == 0 || r->sig == 1) && !r->argc && !r->envc && !r->as_mib &&
+    int fits = nfds == 1 && r->sig >= 0 && r->sig <= 2 && !r->argc && !r->envc && !r->as_mib &&
                !r->flags && !r->cap_per && !r->cap_total;
     char **s = fits ? strings(fds[0], 1, &buf) : NULL;
     if (!s) { fail(r, EINVAL); return; }
-    int flags = r->sig == 1 ? O_PATH | O_CLOEXEC : O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
-    int fd = -1, err = 0;
+    const int readable = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
+    int fd = -1, err = 0, unread = 0;
     if (agent_uid >= 0 && set_fs_ids((uid_t)agent_uid, (gid_t)agent_gid) < 0) {
         err = EPERM;
     } else {
-        fd = open(s[0], flags);
+        fd = open(s[0], r->sig == 0 ? readable : O_PATH | O_CLOEXEC);
         if (fd < 0) err = errno;
+    }
+    struct stat st;
+    if (fd >= 0 && r->sig == 2 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        /* The same file again, for reading, with the same rights (through the box's /proc,
+           where this process is itself): no second walk of the path. */
+        char self[32];
+        snprintf(self, sizeof self, "self/fd/%d", fd);
+        int rd = openat(box_proc, self, readable);
+        if (rd < 0) unread = errno;
+        else { close(fd); fd = rd; }
     }
     /* Back to the spawner's own ids; if that fails, it cannot be trusted to go on. */
     if (agent_uid >= 0 && set_fs_ids(getuid(), getgid()) < 0) _exit(1);
     if (err) reply('E', r->id, 0, err, -1);
-    else reply('O', r->id, 0, 0, fd);
+    else reply('O', r->id, unread, 0, fd);
     if (fd >= 0) close(fd);
     free(s);
     free(buf);
@@ -714,6 +723,27 @@ static const handler handlers[] = {
     [OP_NEWTRIAL] = new_trial, [OP_PING] = ping, [OP_KILLALL] = kill_all,
     [OP_OPEN] = open_as_agent,
 };
+
+/* A traced job's report, if the tracer wrote it: X with the command's wait status. */
+static void take_report(struct job *j) {
+    int st;
+    ssize_t n;
+    do n = read(j->report, &st, sizeof st); while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN) return;  /* not yet */
+    close(j->report);
+    j->report = -1;
+    if (n == (ssize_t)sizeof st && !j->reported) {
+        j->reported = 1;
+        reply('X', j->id, st, 0, -1);
+    }
+}
+
+/* How a job whose command's end was never reported ended: a tracer killed (KILL) as it
+   was killed, one that failed with its exit code, else 2 (the command's end unknown). */
+static int unreported(int status) {
+    if (WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status))) return status;
+    return 2 << 8;
+}
 
 static void reap(void) {
     int status;
@@ -727,11 +757,13 @@ static void reap(void) {
             }
         }
         for (size_t i = 0; i < njobs; i++) {
-            if (jobs[i].pid == pid) {
-                reply('X', jobs[i].id, status, 0, -1);
-                jobs[i] = jobs[--njobs];
-                break;
-            }
+            struct job *j = &jobs[i];
+            if (j->pid != pid) continue;
+            if (j->report >= 0) take_report(j);  /* written before it exited */
+            if (j->report >= 0) close(j->report);  /* still nothing: it never will be */
+            if (!j->reported) reply('X', j->id, j->traced ? unreported(status) : status, 0, -1);
+            jobs[i] = jobs[--njobs];
+            break;
         }
     }
     if (!ndying) {  /* every killed trial is gone, its processes with it */
@@ -801,11 +833,28 @@ int main(int argc, char **argv) {
     if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0) die("the control socket");
     remember_network();  /* bubblewrap's: the first trial's */
     reply('R', 0, getpid(), 0, -1);
-    struct pollfd p[2] = {{ctl, POLLIN, 0}, {sfd, POLLIN, 0}};
+    struct pollfd *p = NULL;
+    size_t capp = 0;
     for (;;) {
-        if (poll(p, 2, -1) < 0) {
+        /* The control socket, the signals, and every tracer's report not read yet. */
+        if (capp < 2 + njobs) {
+            struct pollfd *more = realloc(p, (2 + njobs) * sizeof *p);
+            if (!more) die("poll");
+            p = more;
+            capp = 2 + njobs;
+        }
+        nfds_t n = 2;
+        p[0] = (struct pollfd){ctl, POLLIN, 0};
+        p[1] = (struct pollfd){sfd, POLLIN, 0};
+        for (size_t i = 0; i < njobs; i++)
+            if (jobs[i].report >= 0) p[n++] = (struct pollfd){jobs[i].report, POLLIN, 0};
+        if (poll(p, n, -1) < 0) {
             if (errno == EINTR) continue;
             die("poll");
+        }
+        for (nfds_t k = 2; k < n; k++) {  /* before reaping: a command ends before its tracer */
+            for (size_t i = 0; p[k].revents && i < njobs; i++)
+                if (jobs[i].report == p[k].fd) take_report(&jobs[i]);
         }
         if (p[1].revents & POLLIN) {
             struct signalfd_siginfo si;
