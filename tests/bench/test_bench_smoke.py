@@ -69,3 +69,18 @@ def test_reports_at_scale_runs(tmp_path: Path) -> None:
     assert labels == ["scoring", "json", "junit", "md", "html", "terminal table", "show",
                       "show --failed"], proc.stdout
     assert "show: " in proc.stdout and "(305 lines)" in proc.stdout
+
+
+def test_trial_requests_counts_what_a_trial_asks_of_its_box() -> None:
+    """bench/trial_requests.py (docs/benchmarks.md's one-trial-at-a-time rows) still runs,
+    and sees a trivial isolated trial's requests: one command, one file opened, one kill,
+    one new trial (not the first trial's: its box is new)."""
+    proc = subprocess.run([sys.executable, str(BENCH / "trial_requests.py"), "--trials", "10"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    per_trial = {" ".join(line.split()[:3]): float(line.split()[3])
+                 for line in proc.stdout.splitlines() if "per trial   median" in line}
+    assert per_trial["OPEN -> O"] == 1.0, proc.stdout
+    # and once per run, the box's first command and its kill
+    assert per_trial["RUN -> X"] == per_trial["KILLALL -> A"] == 1.1, proc.stdout
+    assert 0.85 <= per_trial["NEWTRIAL -> T"] <= 1.0, proc.stdout

@@ -1,0 +1,93 @@
+"""One trivial isolated trial at a time: what it asks of its box, and how long each answer
+takes.
+
+    .venv/bin/python bench/trial_requests.py [--trials 200] [--src OTHER_TREE/src]
+
+Runs `proctor run` of `bench/workloads.py`'s suite (one `echo` command and one
+`file_contains` per trial, `--agent oracle`) with `--concurrency 1`, in this process, with
+the box spawner's requests and replies timed where proctor sends and receives them
+(sandbox/spawn.py). Prints, per request kind, how many per trial and the median time to
+its answer (RUN: to its start S and to the command's exit X), and the time per trial from
+the first request to the last (and with start-up). One trial at a time, so every wait is on the trial's own path: the figure the
+isolated-throughput benchmark hides behind concurrency. With `--src`, another tree's
+proctor (e.g. an older commit's worktree) is measured the same way, for an A/B. Put
+TMPDIR on a tmpfs for steady figures (docs/benchmarks.md says why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from workloads import proctor_suite  # noqa: E402
+
+OPS = {1: "RUN", 2: "KILL", 3: "LISTEN", 4: "NEWTRIAL", 5: "PING", 6: "KILLALL", 7: "OPEN"}
+
+
+def timed(spawn):
+    """Wrap the Spawner's sending and delivery; the events, as (time, sent?, op or reply
+    kind, request id, spawner)."""
+    events: list[tuple[float, bool, object, int, int]] = []
+    send, deliver = spawn.Spawner._send, spawn.Spawner._deliver
+
+    def _send(self, op, job, **kw):
+        events.append((time.perf_counter(), True, op, job, id(self)))
+        return send(self, op, job, **kw)
+
+    def _deliver(self, kind, job, value, err, fd):
+        events.append((time.perf_counter(), False, kind, job, id(self)))
+        return deliver(self, kind, job, value, err, fd)
+
+    spawn.Spawner._send, spawn.Spawner._deliver = _send, _deliver
+    return events
+
+
+def report(events, trials: int, wall: float) -> None:
+    sent: dict[tuple[int, int], tuple[float, str]] = {}
+    waits: dict[str, list[float]] = collections.defaultdict(list)
+    for t, is_send, what, job, who in events:
+        if is_send:
+            sent[(who, job)] = (t, OPS.get(what, str(what)))
+        elif (who, job) in sent:
+            t0, op = sent[(who, job)]
+            waits[f"{op} -> {what}"].append((t - t0) * 1e3)
+    span = events[-1][0] - events[0][0] if events else 0.0
+    print(f"{trials} trials one at a time: {span / trials * 1e3:.2f} ms per trial from the "
+          f"first request to the last ({wall / trials * 1e3:.2f} ms with start-up and reports)")
+    for name, ms in sorted(waits.items()):
+        print(f"  {name:<16} {len(ms) / trials:5.2f} per trial   median {statistics.median(ms):6.3f} ms")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--trials", type=int, default=200)
+    p.add_argument("--src", type=Path, help="another tree's src/ to measure instead")
+    args = p.parse_args()
+    if args.src:
+        sys.path.insert(0, str(args.src.resolve()))
+    from proctor import cli
+    from proctor.sandbox import spawn
+
+    events = timed(spawn)
+    with tempfile.TemporaryDirectory(prefix="proctor-bench-") as tmp:
+        suite = proctor_suite(Path(tmp) / "suite", args.trials)
+        sys.argv = ["proctor", "run", str(suite), "--agent", "oracle", "--concurrency", "1",
+                    "--output-dir", f"{tmp}/out", "-q"]
+        started = time.perf_counter()
+        try:
+            cli.main()
+        except SystemExit as e:
+            if e.code:
+                raise
+        wall = time.perf_counter() - started
+    report(events, args.trials, wall)
+
+
+if __name__ == "__main__":
+    main()
