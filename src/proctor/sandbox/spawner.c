@@ -26,7 +26,8 @@
      NEWTRIAL the current trial's processes are killed; the commands started from now on get
               a new IPC namespace, and a new network namespace (only loopback, up) unless the
               current one counted nothing since it was made (nothing of a trial is in it).
-              Reply T (value: 1 if the network namespace is new).
+              Reply T (value: 1 if the network namespace is new); then the new trial's
+              PID namespace is made.
      PING     reply P: every request sent before has been handled.
      KILLALL  every process of the trial is killed: reply A (value: how many there were) once
               all are gone.
@@ -44,9 +45,9 @@
    A trial's commands live in a PID namespace of their own, under an init (PID 1 there) that
    reaps whatever they orphan, with a /proc of that namespace: pids start afresh, the box's
    spawner is not there to be seen or signalled, and killing the init kills every process of
-   the trial at once (KILLALL). It is made when the first command of a trial starts. IPC
-   and network namespaces are renewed per trial (NEWTRIAL): no counter of /proc/net, no
-   socket, no SysV IPC object or message queue outlives a trial.
+   the trial at once (KILLALL). It is made right after NEWTRIAL is answered (else by the
+   trial's first command). IPC and network namespaces are renewed per trial (NEWTRIAL): no
+   counter of /proc/net, no socket, no SysV IPC object or message queue outlives a trial.
 
    The spawner is not dumpable (no ptrace, no /proc/PID/fd, mem or environ for the agent)
    and, as root, runs as a uid the agent's commands never have. As the box's PID 1 it reaps
@@ -653,6 +654,9 @@ static void new_trial(const struct req *r, int *fds, int nfds) {
         else if (!(err = loopback_up())) remember_network();
     }
     reply('T', r->id, renewed, err, -1);
+    /* The new trial's PID namespace, made now, while proctor prepares the trial, rather than
+       at its first command; if it cannot be made, that command says why. */
+    if (!err) new_pid_space();
 }
 
 static void ping(const struct req *r, int *fds, int nfds) {

@@ -1,0 +1,79 @@
+"""A trial's PID namespace (sandbox/spawner.c): made as soon as the trial begins (NEWTRIAL
+answered), before its first command, and a new one for every trial; the last trial's
+processes never share it. Against a real box, through the spawner's own requests."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from proctor.sandbox.namespaces import Box, missing
+
+PATH = {"PATH": "/usr/bin:/bin"}
+
+
+@pytest.fixture
+async def box():
+    if missing() is not None:
+        pytest.skip(f"no namespace box here: {missing()}")
+    box = await Box.start([], workdir="/", hosts_file=None, env={})
+    try:
+        yield box
+    finally:
+        await box.close()
+
+
+def _inits(spawner: int) -> list[int]:
+    """The spawner's children named init: the trials' PID namespaces' first processes."""
+    with open(f"/proc/{spawner}/task/{spawner}/children") as f:
+        children = [int(pid) for pid in f.read().split()]
+    found = []
+    for pid in children:
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "init":
+                    found.append(pid)
+        except OSError:
+            continue  # gone meanwhile
+    return found
+
+
+async def _alive_inits(spawner: int, want: int) -> list[int]:
+    for _ in range(200):  # a killed init is reaped by the spawner soon after
+        inits = _inits(spawner)
+        if len(inits) == want:
+            return inits
+        await asyncio.sleep(0.01)
+    return _inits(spawner)
+
+
+async def test_a_trial_has_its_pid_namespace_before_its_first_command(box):
+    spawner = box.spawner
+    await spawner.new_trial()
+    first = await _alive_inits(box.spawner_pid, 1)
+    assert len(first) == 1, first  # made with the trial, before any command
+    ns = os.readlink(f"/proc/{first[0]}/ns/pid")
+    res = await spawner.run(["/bin/sh", "-c", "echo $$; ls /proc | grep -c '^[0-9]'; "
+                             "readlink /proc/self/ns/pid"], env=PATH, cwd="/", timeout=10)
+    pid, count, seen = res.stdout.split()
+    # The command is the namespace's second process; only the init, it and its ls (and grep)
+    assert (res.exit_code, pid) == (0, "2"), res
+    assert int(count) <= 4 and seen == ns, res.stdout
+    await spawner.run(["/bin/sh", "-c", "sleep 300 &"], env=PATH, cwd="/", timeout=10)
+
+    await spawner.new_trial()  # the next trial: the last one's init (and sleep) killed
+    second = await _alive_inits(box.spawner_pid, 1)
+    assert len(second) == 1 and second != first, (first, second)
+    assert os.readlink(f"/proc/{second[0]}/ns/pid") != ns
+    res = await spawner.run(["/bin/sh", "-c", "echo $$; ps -eo comm= | sort | tr '\\n' ' '"],
+                            env=PATH, cwd="/", timeout=10)
+    assert res.stdout.split()[0] == "2" and "sleep" not in res.stdout, res.stdout
+
+
+async def test_a_trial_that_ran_nothing_leaves_one_init(box):
+    """Trials that start nothing (the nop agent) do not pile up namespaces."""
+    for _ in range(5):
+        await box.spawner.new_trial()
+    assert len(await _alive_inits(box.spawner_pid, 1)) == 1
