@@ -40,10 +40,12 @@ def _inits(spawner: int) -> list[int]:
     return found
 
 
-async def _alive_inits(spawner: int, want: int) -> list[int]:
-    for _ in range(200):  # a killed init is reaped by the spawner soon after
+async def _one_init(spawner: int, besides: list[int] | None = None) -> list[int]:
+    """The one init there is once those in `besides` (killed) are reaped and a new one made
+    (it is made just after NEWTRIAL is answered)."""
+    for _ in range(300):
         inits = _inits(spawner)
-        if len(inits) == want:
+        if len(inits) == 1 and inits[0] not in (besides or []):
             return inits
         await asyncio.sleep(0.01)
     return _inits(spawner)
@@ -52,7 +54,7 @@ async def _alive_inits(spawner: int, want: int) -> list[int]:
 async def test_a_trial_has_its_pid_namespace_before_its_first_command(box):
     spawner = box.spawner
     await spawner.new_trial()
-    first = await _alive_inits(box.spawner_pid, 1)
+    first = await _one_init(box.spawner_pid)
     assert len(first) == 1, first  # made with the trial, before any command
     ns = os.readlink(f"/proc/{first[0]}/ns/pid")
     res = await spawner.run(["/bin/sh", "-c", "echo $$; ls /proc | grep -c '^[0-9]'; "
@@ -64,7 +66,7 @@ async def test_a_trial_has_its_pid_namespace_before_its_first_command(box):
     await spawner.run(["/bin/sh", "-c", "sleep 300 &"], env=PATH, cwd="/", timeout=10)
 
     await spawner.new_trial()  # the next trial: the last one's init (and sleep) killed
-    second = await _alive_inits(box.spawner_pid, 1)
+    second = await _one_init(box.spawner_pid, first)
     assert len(second) == 1 and second != first, (first, second)
     assert os.readlink(f"/proc/{second[0]}/ns/pid") != ns
     res = await spawner.run(["/bin/sh", "-c", "echo $$; ps -eo comm= | sort | tr '\\n' ' '"],
@@ -76,4 +78,4 @@ async def test_a_trial_that_ran_nothing_leaves_one_init(box):
     """Trials that start nothing (the nop agent) do not pile up namespaces."""
     for _ in range(5):
         await box.spawner.new_trial()
-    assert len(await _alive_inits(box.spawner_pid, 1)) == 1
+    assert len(await _one_init(box.spawner_pid)) == 1
