@@ -52,7 +52,6 @@ async def audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapsho
             write = {"service": name, **w}
             seen.db_writes.append(write)
             recorder.audit("db_write", write)
-    recorder.flush()
     return seen
 
 

@@ -174,12 +174,14 @@ class RunStore:
     def append(self, result: TrialResult) -> None:
         if self._jsonl is None:
             self._jsonl = self.jsonl_path.open("a", encoding="utf-8")
-        obj = json.loads(json.dumps(result.to_dict(), default=str))
+        obj = result.to_dict()
+        if not _plain_keys(obj):  # keys become strings first: sorted as a reader sorts them
+            obj = json.loads(json.dumps(obj, default=str))
         body = _canonical(obj)
         line = body[:-1] + f',"sig":"{self._signature(body)}"}}'
         if not _encodable(line):  # lone surrogates: written as \\udcXX escapes, lossless
             line = json.dumps({**obj, "sig": self._signature(body)}, sort_keys=True,
-                              separators=(",", ":"))
+                              separators=(",", ":"), default=str)
         self._jsonl.write(line + "\n")
         self._jsonl.flush()
 
@@ -199,7 +201,20 @@ class RunStore:
 
 
 def _canonical(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The text a line's signature is over: what a reader of the line gets back from it
+    (anything JSON lacks written as its str)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
+
+
+def _plain_keys(obj: Any) -> bool:
+    """Whether every mapping inside has only string keys (an int key would sort otherwise
+    than the string a reader of the line sees)."""
+    if isinstance(obj, dict):
+        return all(type(k) is str and _plain_keys(v) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return all(_plain_keys(v) for v in obj)
+    return True
 
 
 def _encodable(text: str) -> bool:

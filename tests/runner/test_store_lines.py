@@ -27,3 +27,31 @@ def test_a_trial_run_again_leaves_one_line_its_last(tmp_path, monkeypatch):
     assert [(t["id"], t["status"]) for t in lines] == [("a.r0", "pass"), ("b.r0", "fail")]
     # What is left is still signed: read again, both trials are there.
     assert set(RunStore(store.dir, store.run_id).finished()) == {"a.r0", "b.r0"}
+
+
+def test_a_line_is_signed_as_it_reads_back_whatever_its_keys_and_values(tmp_path, monkeypatch):
+    """The signature is over the text a reader gets back: parameters with int keys (sorted
+    as strings once written), tuples, and values JSON lacks (written as their str) all
+    verify on reading, so none of these trials is run again by --resume."""
+    monkeypatch.setenv("PROCTOR_HOME", str(tmp_path / "home"))
+    store = RunStore.create(str(tmp_path / "run"))
+    odd = {
+        "int keys": {"p": {10: "ten", 9: "nine"}},
+        "tuples": {"p": ("a", ("b", 1.5))},
+        "a path": {"p": tmp_path / "x"},
+        "plain": {"p": "v", "n": 3},
+    }
+    for i, params in enumerate(odd.values()):
+        r = _result(f"t{i}.r0", "pass")
+        r.params = params
+        store.append(r)
+    store.close()
+    reader = RunStore(store.dir, store.run_id)
+    done = reader.finished()
+    assert set(done) == {f"t{i}.r0" for i in range(len(odd))} and reader.rejected == 0
+    assert done["t0.r0"].params == {"p": {"10": "ten", "9": "nine"}}
+    assert done["t2.r0"].params == {"p": str(tmp_path / "x")}
+    # A line changed after it was written is still refused.
+    lines = store.jsonl_path.read_text().splitlines()
+    store.jsonl_path.write_text("\n".join([lines[0].replace('"pass"', '"fail"')] + lines[1:]) + "\n")
+    assert "t0.r0" not in RunStore(store.dir, store.run_id).finished()

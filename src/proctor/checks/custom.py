@@ -115,7 +115,6 @@ def _context(ctx: CheckContext) -> dict[str, Any]:
 
 
 def _prepare_logs(ctx: CheckContext) -> None:
-    ctx.recorder.flush()
     # A trial with no events yet has no files; give the script empty ones rather than ENOENT.
     for path in (ctx.recorder.trace_path, ctx.recorder.audit_path):
         with contextlib.suppress(OSError):

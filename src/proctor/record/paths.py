@@ -11,6 +11,7 @@ dir as `<sandbox>/…`.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -35,7 +36,7 @@ class PathNames:
         """The names for a trial whose sandbox lives under `root` (its places are
         root/work, root/home, ...); `sandbox` adds the workspace as commands see it."""
         workspaces, named = [], []
-        for base in {str(root), os.path.realpath(root)}:
+        for base in {str(root), _real(root)}:
             workspaces.append(f"{base}/work")
             named += [(f"{base}/{place}", name) for place, name in _HOST_PLACE_NAMES.items()]
             named.append((base, "<sandbox>"))
@@ -66,3 +67,16 @@ class PathNames:
         if m.group(2):  # a path below the place
             return f"{name}/" if name else ""
         return name or "."
+
+
+def _real(root: Path) -> str:
+    """`root` with its symlinks resolved; a trial's directory is made (if at all) inside the
+    run's, so only the run's is resolved, once (eight lstat calls a trial fewer)."""
+    if root.is_symlink():
+        return os.path.realpath(root)
+    return os.path.join(_real_dir(str(root.parent)), root.name)
+
+
+@functools.lru_cache(maxsize=64)
+def _real_dir(path: str) -> str:
+    return os.path.realpath(path)

@@ -363,17 +363,18 @@ class LocalSandbox(PlaceFiles):
             return None
         fd, unread = opened
         try:
-            entry = entry_of(os.fstat(fd))
+            st = os.fstat(fd)
         except OSError:
             os.close(fd)
             raise
+        entry = entry_of(st)
         if entry.kind != "file" or unread:
             os.close(fd)
             if unread:
                 raise UnreadableFile(unread, os.strerror(unread), path)
             return entry, None
         try:
-            return entry, await read_fd(fd, path, limit)  # closes it
+            return entry, await read_fd(fd, path, limit, st)  # closes it
         except OSError as e:
             raise UnreadableFile(e.errno, e.strerror, path) from None
 

@@ -256,19 +256,20 @@ class PlaceFiles:
         return trace.finished
 
 
-async def read_fd(fd: int, path: str, limit: int | None) -> bytes:
-    """At most `limit` + 1 bytes of the regular file open at `fd` (closed here); large reads
-    off the event loop."""
+async def read_fd(fd: int, path: str, limit: int | None,
+                  st: os.stat_result | None = None) -> bytes:
+    """At most `limit` + 1 bytes of the regular file open at `fd` (closed here; `st`: its
+    stat, if the caller has it); large reads off the event loop."""
     try:
-        st = os.fstat(fd)
+        st = st or os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "is a directory", path)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", path)
         want = st.st_size + 1 if limit is None else limit + 1
         if min(want, st.st_size) <= READ_ON_LOOP:
-            return files.read_fd(fd, want)
-        return await asyncio.to_thread(files.read_fd, fd, want)
+            return files.read_fd(fd, want, st.st_size)
+        return await asyncio.to_thread(files.read_fd, fd, want, st.st_size)
     finally:
         os.close(fd)
 

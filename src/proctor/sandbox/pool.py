@@ -27,7 +27,6 @@ import itertools
 import os
 import shutil
 import stat
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,7 +165,10 @@ class Slot:
         await self._listeners.end_connections()
         if keep is not None:
             await asyncio.to_thread(self._copy_places, keep)
-        clean = await _off_loop_if_big(self._wipe, [self.root / name for name in PLACES])
+        try:  # a handful of plain files: cheaper on the loop than a thread hop
+            clean = self._wipe(small=True)
+        except _Big:  # an agent may leave a hundred thousand files
+            clean = await asyncio.to_thread(self._wipe)
         return clean and self.box.alive() and not self.box.spawner.busy
 
     async def kill_processes(self) -> int:
@@ -196,11 +198,13 @@ class Slot:
             shutil.copytree(self.root / name, keep / name, symlinks=True, dirs_exist_ok=True,
                             copy_function=copy_sparse)
 
-    def _wipe(self) -> bool:
+    def _wipe(self, small: bool = False) -> bool:
+        """Empty the places; `small`: raise _Big, before removing anything more, on finding
+        a directory or more than a few dozen entries in one."""
         ok = True
         kept = self.shape.mount_points()
         for name in PLACES:
-            ok = _empty(self.root / name, kept.get(name, ())) and ok
+            ok = _empty(self.root / name, kept.get(name, ()), small=small) and ok
         # A mount point moved away (its place is the agent's to rename in) went with the
         # wipe, and the mount with it: such a box is not reused.
         return ok and all(_identity(path) == was for path, was in self.mounted.items())
@@ -268,20 +272,11 @@ class BoxPool:
         await slot.close()
 
 
-async def _off_loop_if_big(work: Callable[[], bool], places: list[Path]) -> bool:
-    """`work` on the loop when the places hold a few plain files (a thread hop costs more
-    than that), else in a thread: an agent may leave a hundred thousand files."""
-    small = True
-    for place in places:
-        try:
-            with os.scandir(place) as it:
-                entries = list(itertools.islice(it, 65))
-        except OSError:
-            entries = []
-        if len(entries) > 64 or any(e.is_dir(follow_symlinks=False) for e in entries):
-            small = False
-            break
-    return work() if small else await asyncio.to_thread(work)
+class _Big(Exception):
+    """A place holds more than a few plain files: emptied in a thread instead."""
+
+
+SMALL_ENTRIES = 64
 
 
 def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:
@@ -308,10 +303,12 @@ def _own(place: Path) -> None:
         os.chmod(place, 0o755)
 
 
-def _empty(place: Path, keep: tuple[str, ...] | list[str] = (), top: bool = True) -> bool:
+def _empty(place: Path, keep: tuple[str, ...] | list[str] = (), top: bool = True,
+           small: bool = False) -> bool:
     """Remove everything in `place` (whatever modes the agent left), keep the directory; and
     keep each `keep` path (relative: a read-only mount's point, a directory or a file) with
-    the directories on the way to it, emptied of everything else and left as they are."""
+    the directories on the way to it, emptied of everything else and left as they are.
+    `small`: raise _Big instead when it holds a directory or many entries."""
     ahead: dict[str, list[str]] = {}  # entry name -> what to keep under it ("" : itself)
     for rel in keep:
         head, _, rest = rel.partition("/")
@@ -321,7 +318,7 @@ def _empty(place: Path, keep: tuple[str, ...] | list[str] = (), top: bool = True
             if top:
                 _own(place)
             with os.scandir(place) as it:
-                entries = list(it)
+                entries = list(itertools.islice(it, SMALL_ENTRIES + 1) if small else it)
         except OSError:
             return False
         ok = True
@@ -332,19 +329,28 @@ def _empty(place: Path, keep: tuple[str, ...] | list[str] = (), top: bool = True
             elif "" in ahead[e.name]:
                 continue  # the mount point itself: never touched
             elif e.is_dir(follow_symlinks=False):  # a directory on the way: empty it around
-                ok = _empty(Path(e.path), ahead[e.name], top=False) and ok
+                ok = _empty(Path(e.path), ahead[e.name], top=False, small=small) and ok
             else:
                 others.append(e)
         if not others:
             return ok
+        if small and (len(entries) > SMALL_ENTRIES or
+                      any(e.is_dir(follow_symlinks=False) for e in others)):
+            raise _Big
+        removed = True
         for e in others:
-            with contextlib.suppress(OSError):
+            try:
                 if e.is_dir(follow_symlinks=False):
                     if attempt:  # an agent without root may have made directories unwritable
                         _unlock(Path(e.path))
+                    removed = False  # rmtree ignores what it could not remove: look again
                     shutil.rmtree(e.path, ignore_errors=True)
                 else:
                     os.unlink(e.path)
+            except OSError:
+                removed = False
+        if removed:  # plain files, each gone: nothing is left (nothing runs in the box now)
+            return ok
     try:
         with os.scandir(place) as it:
             return ok and all(e.name in ahead and not e.is_symlink() for e in it)

@@ -19,6 +19,7 @@ timeout leaves an incomplete trace too: everything up to the kill is in it).
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,12 +192,24 @@ def _strings(s: str) -> tuple[str, str]:
     return first, second
 
 
+def _read(path: Path) -> bytes:
+    """The whole file, in raw reads (read_bytes' buffered file costs five calls more)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        parts = []
+        while chunk := os.read(fd, 1 << 16):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
 def parse_trace(path: Path) -> Trace:
     """Read the tracer's lines (format: exectrace.c). The tracer writes a child's F line
     before anything the child does."""
     trace = Trace()
     try:
-        lines = path.read_bytes().decode("ascii", "replace").splitlines()
+        lines = _read(path).decode("ascii", "replace").splitlines()
     except FileNotFoundError:
         return trace
     programs = trace.programs
