@@ -300,24 +300,25 @@ class Spawner:
             self._stuck = None
 
     def _on_reply(self) -> None:
-        while True:
-            try:
-                data, anc, _, _ = self.sock.recvmsg(
-                    REPLY.size, _FD_SPACE, socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:
-                data, anc = b"", []
-                why = str(e)
-            else:
-                why = "it exited"
-            if len(data) != REPLY.size:
-                self._lose(f"the sandbox's process starter is gone ({why})")
-                return
-            kind, job, value, err = REPLY.unpack(data)
-            fd = next((array.array("i", d)[0] for level, typ, d in anc
-                       if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS), None)
-            self._deliver(chr(kind), job, value, err, fd)
+        # One reply a call: the loop calls again while more wait (its epoll is level-
+        # triggered), and no read is spent finding the socket empty.
+        try:
+            data, anc, _, _ = self.sock.recvmsg(
+                REPLY.size, _FD_SPACE, socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as e:
+            data, anc = b"", []
+            why = str(e)
+        else:
+            why = "it exited"
+        if len(data) != REPLY.size:
+            self._lose(f"the sandbox's process starter is gone ({why})")
+            return
+        kind, job, value, err = REPLY.unpack(data)
+        fd = next((array.array("i", d)[0] for level, typ, d in anc
+                   if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS), None)
+        self._deliver(chr(kind), job, value, err, fd)
 
     def _deliver(self, kind: str, job: int, value: int, err: int, fd: int | None) -> None:
         if kind == "R":
@@ -371,18 +372,18 @@ class _Reader:
         loop.add_reader(fd, self._drain)
 
     def _drain(self) -> None:
-        while True:
-            try:
-                data = os.read(self.fd, 65536)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                data = b""
-            if not data:
-                self.close()
-                self.cap.pipe_connection_lost(self.stream, None)
-                return
-            self.cap.pipe_data_received(self.stream, data)
+        # One read a call, as for the replies: the loop calls again while there is more.
+        try:
+            data = os.read(self.fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.close()
+            self.cap.pipe_connection_lost(self.stream, None)
+            return
+        self.cap.pipe_data_received(self.stream, data)
 
     def close(self) -> None:
         if self.open:
