@@ -174,8 +174,13 @@ class _Trial:
             self.redactor.add(name, task.env.get(name)
                               or run.options.config.get("env", {}).get(name))
         trial_dir = run.trial_dir(trial.id)
-        if trial_dir.exists():  # a trial re-run by --resume starts from a clean slate
+        try:
+            os.mkdir(trial_dir)
+        except FileExistsError:  # a trial re-run by --resume starts from a clean slate
             shutil.rmtree(trial_dir, ignore_errors=True)
+            trial_dir.mkdir(exist_ok=True)
+        except FileNotFoundError:  # the first trial: the run's directory is made here
+            trial_dir.mkdir(parents=True, exist_ok=True)
         self.recorder = Recorder(trial_dir, self.redactor)
         self.result = TrialResult(
             id=trial.id, task_id=trial.task_id, model=trial.model, help_mode=trial.help_mode,

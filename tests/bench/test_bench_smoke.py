@@ -84,3 +84,15 @@ def test_trial_requests_counts_what_a_trial_asks_of_its_box() -> None:
     # and once per run, the box's first command and its kill
     assert per_trial["RUN -> X"] == per_trial["KILLALL -> A"] == 1.1, proc.stdout
     assert 0.85 <= per_trial["NEWTRIAL -> T"] <= 1.0, proc.stdout
+
+
+def test_loop_time_splits_the_wall_time_of_the_loop() -> None:
+    """bench/loop_time.py (docs/benchmarks.md's on-CPU / run-delay rows) still runs and reads
+    the loop thread's scheduler statistics: time on a CPU, no more than the wall time."""
+    proc = subprocess.run([sys.executable, str(BENCH / "loop_time.py"), "--trials", "10"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    wall = float(proc.stdout.split("wall ")[1].split()[0])
+    on_cpu, waiting = (float(proc.stdout.split(k)[1].split()[0])
+                       for k in ("on a CPU ", "waiting for one "))
+    assert 0 < on_cpu <= wall and 0 <= waiting <= wall, proc.stdout

@@ -70,10 +70,9 @@ class PathNames:
 
 
 def _real(root: Path) -> str:
-    """`root` with its symlinks resolved; a trial's directory is made (if at all) inside the
-    run's, so only the run's is resolved, once (eight lstat calls a trial fewer)."""
-    if root.is_symlink():
-        return os.path.realpath(root)
+    """`root` with its symlinks resolved. A trial's directory is proctor's, made (if at all)
+    as a plain directory inside the run's: only the run's is resolved, once (eight lstat
+    calls a trial fewer)."""
     return os.path.join(_real_dir(str(root.parent)), root.name)
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from proctor.redact import Redactor
 
+_APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+
 
 class Recorder:
     """Each line is appended with one write as it comes (no buffer): on disk at once for a
@@ -21,24 +23,27 @@ class Recorder:
         self.trace_path = trial_dir / "trace.jsonl"
         self.audit_path = trial_dir / "audit.jsonl"
         self.redactor = redactor
-        self._fds: dict[Path, int] = {}
+        self._fds: dict[str, int] = {}  # "trace" / "audit" -> its file, once opened
 
     def trace(self, event: dict[str, Any]) -> None:
         """One trace line, e.g. {"type": "command", ...} or {"type": "model_call", ...}."""
         event.setdefault("time", time.time())
-        self._append(self.trace_path, event)
+        self._append("trace", event)
 
     def audit(self, type_: str, details: dict[str, Any]) -> None:
         """One audit line: {"type": "command"|"file_write"|"db_write"|"http_call", "time", "details"}."""
-        self._append(self.audit_path, {"type": type_, "time": time.time(), "details": details})
+        self._append("audit", {"type": type_, "time": time.time(), "details": details})
 
-    def _append(self, path: Path, event: dict[str, Any]) -> None:
-        fd = self._fds.get(path)
+    def _append(self, log: str, event: dict[str, Any]) -> None:
+        fd = self._fds.get(log)
         if fd is None:
-            if not self._fds:
+            path = self.trace_path if log == "trace" else self.audit_path
+            try:
+                fd = os.open(path, _APPEND, 0o666)
+            except FileNotFoundError:  # the trial's directory is made with its first line
                 self.trial_dir.mkdir(parents=True, exist_ok=True)
-            fd = self._fds[path] = os.open(
-                path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o666)
+                fd = os.open(path, _APPEND, 0o666)
+            self._fds[log] = fd
         line = (json.dumps(self.redactor.data(event), default=str) + "\n").encode()
         while line:  # a regular file takes it whole; a signal may cut a write short
             line = line[os.write(fd, line):]

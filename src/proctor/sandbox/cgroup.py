@@ -32,8 +32,10 @@ class TrialCgroup:
     resources: Resources
     _procs_files: list[str] = field(default_factory=list)
     _marks: tuple[int, int] = (0, 0)  # oom kills, pid-limit hits before the current trial
-    # The counters' files, kept open: read twice a trial, a pread costs a fifteenth of an open.
-    _counters: dict[Path, int] = field(default_factory=dict)
+    # The counters' files (OOM kills, forks refused), kept open once read: read twice a
+    # trial, a pread costs a fifteenth of an open.
+    _counter_files: list[tuple[Path, str] | None] = field(default_factory=list)
+    _counters: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def create(cls, name: str, resources: Resources) -> TrialCgroup | None:
@@ -98,23 +100,28 @@ class TrialCgroup:
 
     def _events(self) -> tuple[int, int]:
         """The kernel's counters (they only grow): OOM kills, forks refused at pids.max."""
-        if "" in self.dirs:
-            ooms = self._counter(self.dirs[""] / "memory.events", "oom_kill")
-        else:
-            ooms = self._counter(self.dirs["memory"] / "memory.oom_control", "oom_kill") \
-                if "memory" in self.dirs else 0
-        pids_dir = self.dirs.get("pids") or self.dirs.get("")
-        return ooms, self._counter(pids_dir / "pids.events", "max") if pids_dir else 0
+        if not self._counter_files:
+            memory = self.dirs.get("memory")
+            pids = self.dirs.get("pids") or self.dirs.get("")
+            self._counter_files = [
+                (self.dirs[""] / "memory.events", "oom_kill") if "" in self.dirs else
+                (memory / "memory.oom_control", "oom_kill") if memory else None,
+                (pids / "pids.events", "max") if pids else None]
+        ooms, pid_hits = (self._counter(i) for i in range(2))
+        return ooms, pid_hits
 
-    def _counter(self, path: Path, key: str) -> int:
-        fd = self._counters.get(path)
+    def _counter(self, i: int) -> int:
+        where = self._counter_files[i]
+        if where is None:
+            return 0
+        fd = self._counters.get(i)
         if fd is None:
             try:
-                fd = self._counters[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                fd = self._counters[i] = os.open(where[0], os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
                 return 0
         try:
-            return _value(os.pread(fd, 4096, 0).decode(), key)
+            return _value(os.pread(fd, 4096, 0).decode(), where[1])
         except OSError:
             return 0
 

@@ -63,6 +63,8 @@ __all__ = ["INSIDE_WORKDIR", "SNAPSHOT_TIMEOUT_S", "SYSTEM_PATH", "LocalBackend"
 BOXED = Capabilities(isolated=True, traced=True, host_files=True, grader_box=True,
                      serves_inside=True, per_trial_disk=True)
 UNBOXED = Capabilities(traced=True, host_files=True)
+BOXED_SHARED_DISK = replace(BOXED, per_trial_disk=False)  # no file system of its own
+UNBOXED_ISOLATED = replace(UNBOXED, isolated=True)  # until its box is started
 
 
 class LocalBackend:
@@ -134,7 +136,7 @@ class LocalSandbox(PlaceFiles):
                          resources=resources, hosts=hosts, isolated=isolated,
                          readonly_paths=readonly_paths or (), on_output=on_output)
         # Until a box is started (`start`): no grader box, no serving inside, no own disk.
-        self.capabilities = replace(UNBOXED, isolated=isolated)
+        self.capabilities = UNBOXED_ISOLATED if isolated else UNBOXED
         self.slot: Slot | None = None  # isolated: the box this trial runs in
         self.pool: BoxPool | None = None
         self.box: Box | None = None
@@ -143,12 +145,11 @@ class LocalSandbox(PlaceFiles):
         self._traces: list[Path] = []  # trace files not finished (or not read) yet
         self._trace_n = 0
         self._made_workdir = False
-        host = {name: root / name for name in PLACES}
-        if isolated:  # the host side is the box's (`start`)
+        if isolated:  # the host side, and so the places, are the box's (`start`)
             self.workdir = workdir or INSIDE_WORKDIR
             home, tmp = INSIDE_HOME, "/tmp"
-            inside = Shape(self.workdir).places()
         else:
+            host = {name: root / name for name in PLACES}
             if workdir:  # a fixed host directory: proctor makes it, so it may remove it
                 if os.path.lexists(workdir):
                     raise SetupError(f"workdir {workdir} already exists; proctor only uses (and "
@@ -157,10 +158,9 @@ class LocalSandbox(PlaceFiles):
                 self._made_workdir = True
             self.workdir = str(host["work"])
             home, tmp = str(host["home"]), str(host["tmp"])
-            inside = {name: str(host[name]) for name in PLACES}
-        # (inside prefix, host dir), longest prefix first, for the path view and snapshots.
-        self.places = sorted(((inside[n], host[n]) for n in PLACES),
-                             key=lambda p: len(p[0]), reverse=True)
+            # (inside prefix, host dir), longest prefix first, for the path view and snapshots.
+            self.places = sorted(((str(host[n]), host[n]) for n in PLACES),
+                                 key=lambda p: len(p[0]), reverse=True)
         self.hosts_file: Path | None = None
         self.env = {"PATH": SYSTEM_PATH, **env, "HOME": home, "TMPDIR": tmp, "PWD": self.workdir,
                     "PROCTOR_WORKDIR": self.workdir}
@@ -193,7 +193,7 @@ class LocalSandbox(PlaceFiles):
         run_env = {"PROCTOR_RUN_ID": spec.env.get("PROCTOR_RUN_ID", "")}
         slot = await pool.acquire(shape, run_env, self.resources, self.hosts)
         self.slot, self.box, self.cgroup = slot, slot.box, slot.cgroup
-        self.capabilities = replace(BOXED, per_trial_disk=slot.disk_bytes is not None)
+        self.capabilities = BOXED if slot.disk_bytes is not None else BOXED_SHARED_DISK
         self.disk_enforced = slot.disk_bytes is not None
         if os.geteuid() == 0:  # files proctor puts in the box belong to the agent's uid
             self.owner = (slot.box.uid, slot.box.gid)
@@ -203,9 +203,7 @@ class LocalSandbox(PlaceFiles):
             with contextlib.suppress(OSError):
                 resource.prlimit(slot.box.spawner_pid, resource.RLIMIT_FSIZE,
                                  (self.resources.disk_bytes, resource.RLIM_INFINITY))
-        self.private = slot.root / "private"
-        self.places = sorted(((inside, slot.root / name) for name, inside in
-                              shape.places().items()), key=lambda p: len(p[0]), reverse=True)
+        self.private, self.places = slot.private, slot.places
         self.forwarder = Forwarder()
         self.endpoints = list(spec.endpoints)
         for address in spec.endpoints:

@@ -92,6 +92,12 @@ class Slot:
         # was built (a renamed or replaced one means the mount is no longer where it was).
         self.mounted = {path: was for name, rels in shape.mount_points().items()
                         for rel in rels if (was := _identity(path := root / name / rel))}
+        # Fixed with the shape: worked out once, not for every trial.
+        self._kept = shape.mount_points()
+        self._place_dirs = [(name, root / name) for name in PLACES]
+        self.private = root / "private"
+        self.places = sorted(((inside, root / name) for name, inside in shape.places().items()),
+                             key=lambda p: len(p[0]), reverse=True)  # longest prefix first
         self.graders: dict[tuple[str, ...], Any] = {}  # grader boxes beside it (grader.py)
         self.disk_bytes: int | None = None  # the size of its file system (disk.py), if any
 
@@ -202,9 +208,8 @@ class Slot:
         """Empty the places; `small`: raise _Big, before removing anything more, on finding
         a directory or more than a few dozen entries in one."""
         ok = True
-        kept = self.shape.mount_points()
-        for name in PLACES:
-            ok = _empty(self.root / name, kept.get(name, ()), small=small) and ok
+        for name, place in self._place_dirs:
+            ok = _empty(place, self._kept.get(name, ()), small=small) and ok
         # A mount point moved away (its place is the agent's to rename in) went with the
         # wipe, and the mount with it: such a box is not reused.
         return ok and all(_identity(path) == was for path, was in self.mounted.items())
