@@ -71,6 +71,7 @@ class RunStore:
         self.jsonl_path = run_dir / "results.jsonl"
         self._jsonl: TextIO | None = None
         self._key: bytes | None = None
+        self._mac: tuple[bytes, Any] | None = None  # (key, an HMAC keyed with it) to copy
         self.rejected = 0  # lines of results.jsonl this run did not write (see finished())
 
     # Each results.jsonl line carries an HMAC (key per run, 0600, outside the run directory)
@@ -97,7 +98,11 @@ class RunStore:
         # surrogatepass: a file name that is not UTF-8 reaches results as lone surrogates
         # (Python's surrogateescape); signed like any other text, never an exception.
         text = f"{self.run_id}\n{body}".encode("utf-8", "surrogatepass")
-        return hmac.new(key, text, hashlib.sha256).hexdigest()
+        if self._mac is None or self._mac[0] != key:  # the key's own setup, once per run
+            self._mac = (key, hmac.new(key, digestmod=hashlib.sha256))
+        mac = self._mac[1].copy()
+        mac.update(text)
+        return mac.hexdigest()
 
     def _verified(self, line: str) -> dict[str, Any] | None:
         obj = json.loads(line)

@@ -94,7 +94,7 @@ class Slot:
                         for rel in rels if (was := _identity(path := root / name / rel))}
         # Fixed with the shape: worked out once, not for every trial.
         self._kept = shape.mount_points()
-        self._place_dirs = [(name, root / name) for name in PLACES]
+        self._place_dirs = [(name, str(root / name)) for name in PLACES]
         self.private = root / "private"
         self.places = sorted(((inside, root / name) for name, inside in shape.places().items()),
                              key=lambda p: len(p[0]), reverse=True)  # longest prefix first
@@ -298,7 +298,7 @@ def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:
     return cgroups.TrialCgroup.create(f"proctor-{os.getpid()}-{root.name}", resources)
 
 
-def _own(place: Path) -> None:
+def _own(place: str | Path) -> None:
     """A place as the agent finds it: an empty directory it owns, mode 0755 (changed only
     when it is not: an unchanged inode costs the file system's journal nothing)."""
     st = os.lstat(place)
@@ -308,7 +308,7 @@ def _own(place: Path) -> None:
         os.chmod(place, 0o755)
 
 
-def _empty(place: Path, keep: tuple[str, ...] | list[str] = (), top: bool = True,
+def _empty(place: str | Path, keep: tuple[str, ...] | list[str] = (), top: bool = True,
            small: bool = False) -> bool:
     """Remove everything in `place` (whatever modes the agent left), keep the directory; and
     keep each `keep` path (relative: a read-only mount's point, a directory or a file) with

@@ -33,6 +33,8 @@ OPEN_READ, OPEN_PATH, OPEN_FILE = 0, 1, 2  # OPEN: for reading, to stat, reading
 REQUEST = struct.Struct("=IIiIIIIII")  # op, id, sig, argc, envc, as_mib, flags, cap_per, cap_total
 REPLY = struct.Struct("=IIii")  # kind, id, value, err
 _FD_SPACE = socket.CMSG_SPACE(array.array("i", [0]).itemsize)
+# As a plain int: or-ing the socket module's flag enums on every reply costs more than the read.
+_RECV_FLAGS = int(socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
 SEND_WAIT_S = 10.0
 
 
@@ -193,7 +195,8 @@ class Spawner:
         runs = self._runs
         if runs == self._runs_killed:
             return 0
-        killed = await asyncio.wait_for(self._ask(OP_KILLALL), timeout)
+        async with asyncio.timeout(timeout):  # no task of its own, as wait_for makes
+            killed = await self._ask(OP_KILLALL)
         self._runs_killed = runs
         return killed
 
@@ -304,7 +307,7 @@ class Spawner:
         # triggered), and no read is spent finding the socket empty.
         try:
             data, anc, _, _ = self.sock.recvmsg(
-                REPLY.size, _FD_SPACE, socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
+                REPLY.size, _FD_SPACE, _RECV_FLAGS)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:
