@@ -113,3 +113,31 @@ def _comm(pid: str) -> str:
             return f.read().strip()
     except OSError:
         return ""
+
+
+def _open_fds() -> set[int]:
+    return {int(n) for n in os.listdir("/proc/self/fd")}
+
+
+async def test_a_box_trace_is_a_memfd_read_whole_and_released_once(box_sandbox, tmp_path):
+    """Through `exec`, a box's tracer writes to a memfd proctor made (no trace file in the
+    box's private directory): a finished trace is read and released at once; one whose
+    command left something running stays open, is read again to its end, and is released
+    when the sandbox closes, however many times it is released (an agent's settle, then
+    the sandbox)."""
+    from proctor.sandbox.trace import reread
+
+    before = _open_fds()
+    res = await box_sandbox.exec("sh -c /bin/true; ls /", timeout=10, trace=True)
+    assert res.trace.finished and res.trace.source is None
+    assert [p.argv[0] for p in res.trace.programs] == ["/bin/sh", "sh", "/bin/true", "ls"]
+    assert _open_fds() == before  # released with its reading
+    assert not list((box_sandbox.private).glob("trace-*"))
+    left = await box_sandbox.exec("(sleep 0.3; echo late) > /dev/null & exit 2",
+                                  timeout=10, trace=True)
+    assert left.exit_code == 2 and left.trace.complete and not left.trace.finished
+    assert len(_open_fds()) == len(before) + 1  # kept, to be read to its end
+    final = await reread(left.trace, wait=10)
+    assert final.finished and "sleep" in [p.argv[0] for p in final.programs]
+    await box_sandbox.close()  # releases it again: no error, nothing closed twice
+    assert _open_fds() <= before

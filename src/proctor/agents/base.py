@@ -136,7 +136,7 @@ class AgentEnv:
         self._remember(trace, recorded)
 
     def _remember(self, trace: Trace | None, records: list[tuple[CommandRecord, int]]) -> None:
-        if trace is not None and trace.path is not None and records:
+        if trace is not None and trace.source is not None and records:
             self._unfinished.append((trace, records))
 
     async def settle(self) -> None:

@@ -55,7 +55,7 @@ from proctor.sandbox.placefiles import (
 )
 from proctor.sandbox.pool import INSIDE_HOME, PLACES, BoxPool, Shape, Slot
 from proctor.sandbox.spawn import OPEN_FILE, OPEN_PATH, OPEN_READ, SpawnerLost
-from proctor.sandbox.trace import capture_limits, tracer_argv
+from proctor.sandbox.trace import TraceFd, TraceSource, capture_limits, release, tracer_argv
 
 __all__ = ["INSIDE_WORKDIR", "SNAPSHOT_TIMEOUT_S", "SYSTEM_PATH", "LocalBackend", "LocalSandbox"]
 
@@ -142,7 +142,7 @@ class LocalSandbox(PlaceFiles):
         self.box: Box | None = None
         self.cgroup: cgroups.TrialCgroup | None = None
         self._groups: set[int] = set()
-        self._traces: list[Path] = []  # trace files not finished (or not read) yet
+        self._traces: list[TraceSource] = []  # traces not finished (or not read) yet
         self._trace_n = 0
         self._made_workdir = False
         if isolated:  # the host side, and so the places, are the box's (`start`)
@@ -225,8 +225,8 @@ class LocalSandbox(PlaceFiles):
         await asyncio.to_thread(self._remove)
 
     def _forget_traces(self) -> None:
-        for path in self._traces:
-            path.unlink(missing_ok=True)
+        for source in self._traces:
+            release(source)
         self._traces.clear()
 
     def _remove(self) -> None:
@@ -269,6 +269,7 @@ class LocalSandbox(PlaceFiles):
         else:
             argv = ["/bin/sh", "-c", command]
             if trace_file is not None:
+                assert isinstance(trace_file, Path)
                 argv = tracer_argv(trace_file, capture=capture) + argv
             if self.hosts_file is not None:
                 argv = hostsfile.wrap(argv, self.hosts_file)  # outside the tracer: not the agent's
@@ -277,30 +278,32 @@ class LocalSandbox(PlaceFiles):
                                  stdin=stdin, limit=self.output_limit, on_start=self._groups.add,
                                  feed=self.on_output)
         if trace_file is not None and not res.error and self._take_trace(res, trace_file):
-            self._traces.remove(trace_file)  # finished: read_trace removed it
+            self._traces.remove(trace_file)  # finished: read_trace released it
         return res
 
-    def _trace_file(self) -> Path:
-        self._trace_n += 1
-        path = self.private / f"trace-{self.trial_id}-{self._trace_n}"
-        self._traces.append(path)
-        return path
+    def _trace_file(self) -> TraceSource:
+        """Where the next traced command's trace goes: for the box's tracer a memfd passed to
+        it (no file to make, name and remove per command), else a file in the private
+        directory (the tracer a plain command is wrapped in writes to a path)."""
+        source: TraceSource
+        if self.box is not None:
+            source = TraceFd()
+        else:
+            self._trace_n += 1
+            source = self.private / f"trace-{self.trial_id}-{self._trace_n}"
+        self._traces.append(source)
+        return source
 
     async def _exec_in_box(self, command: str, env: dict[str, str], cwd: str | None,
-                           timeout: float, stdin: bytes | None, trace_file: Path | None,
+                           timeout: float, stdin: bytes | None, trace: TraceSource | None,
                            capture: int | None) -> ExecResult:
-        assert self.box is not None
-        trace_fd = None if trace_file is None else os.open(
-            trace_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            res = await self.box.spawner.run(
-                ["/bin/sh", "-c", command], env=env, cwd=cwd or self.workdir, timeout=timeout,
-                stdin=stdin, limit=self.output_limit, feed=self.on_output, trace_fd=trace_fd,
-                capture=capture_limits(capture) if capture else None,
-                as_bytes=None if self.cgroup is not None else self.resources.memory_bytes)
-        finally:
-            if trace_fd is not None:
-                os.close(trace_fd)
+        assert self.box is not None and not isinstance(trace, Path)
+        trace_fd = None if trace is None else trace.fd
+        res = await self.box.spawner.run(
+            ["/bin/sh", "-c", command], env=env, cwd=cwd or self.workdir, timeout=timeout,
+            stdin=stdin, limit=self.output_limit, feed=self.on_output, trace_fd=trace_fd,
+            capture=capture_limits(capture) if capture else None,
+            as_bytes=None if self.cgroup is not None else self.resources.memory_bytes)
         if res.error:
             self._faults.append(res.error)
         return res

@@ -34,7 +34,7 @@ from proctor.sandbox import disk, files
 from proctor.sandbox.base import Capabilities, Entry, Kind, Resources, Snapshot, UnreadableFile
 from proctor.sandbox.forward import Forwarder
 from proctor.sandbox.namespaces import visible_system_path
-from proctor.sandbox.trace import read_trace
+from proctor.sandbox.trace import TraceSource, read_trace
 
 INSIDE_WORKDIR = "/workspace"  # the workspace as commands see it, unless the suite fixes one
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -243,11 +243,12 @@ class PlaceFiles:
 
     # -- traces ----------------------------------------------------------------------------
 
-    def _take_trace(self, res: ExecResult, path: Path, skip: tuple[str, ...] = ()) -> bool:
-        """The trace the tracer wrote at `path` into `res`; a trace without the command's
+    def _take_trace(self, res: ExecResult, source: TraceSource,
+                    skip: tuple[str, ...] = ()) -> bool:
+        """The trace the tracer wrote at `source` into `res`; a trace without the command's
         end is a lost recording (a fault), unless the command timed out. Whether the
-        tracer has finished the file (what a command left running is still traced)."""
-        trace = read_trace(path, skip)
+        tracer has finished it (what a command left running is still traced)."""
+        trace = read_trace(source, skip)
         res.trace = trace
         res.execs, res.exec_parents = trace.execs, trace.parents
         if not trace.complete and not res.timed_out:

@@ -96,7 +96,7 @@ class Trace:
     writes: list[Write] = field(default_factory=list)
     complete: bool = False  # the trace saw the top process end
     finished: bool = False  # ... and everything it left running (nothing more will come)
-    path: Path | None = None  # where it is, while not finished (read again by `reread`)
+    source: TraceSource | None = None  # where it is, while not finished (`reread`)
     wrappers: int = 0  # leading programs dropped (proctor's own)
 
     @property
@@ -192,9 +192,34 @@ def _strings(s: str) -> tuple[str, str]:
     return first, second
 
 
-def _read(path: Path) -> bytes:
-    """The whole file, in raw reads (read_bytes' buffered file costs five calls more)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+class TraceFd:
+    """A memfd a box's tracer writes a trace to: no file to make, name and remove per
+    command. Closed once (a trace may be released by its reader and by its sandbox)."""
+
+    def __init__(self) -> None:
+        self.fd = os.memfd_create("proctor-trace", os.MFD_CLOEXEC)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+
+TraceSource = Path | TraceFd  # where a tracer writes
+
+
+def _read(source: TraceSource) -> bytes:
+    """All of it, in raw reads (read_bytes' buffered file costs five calls more); a memfd
+    from its start, leaving its offset (the tracer's, shared) alone."""
+    if isinstance(source, TraceFd):
+        if source.fd < 0:
+            raise FileNotFoundError("the trace was released")
+        parts, at = [], 0
+        while chunk := os.pread(source.fd, 1 << 16, at):
+            parts.append(chunk)
+            at += len(chunk)
+        return b"".join(parts)
+    fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
     try:
         parts = []
         while chunk := os.read(fd, 1 << 16):
@@ -204,7 +229,15 @@ def _read(path: Path) -> bytes:
         os.close(fd)
 
 
-def parse_trace(path: Path) -> Trace:
+def release(source: TraceSource) -> None:
+    """Done with a trace: its file removed, or its memfd closed."""
+    if isinstance(source, TraceFd):
+        source.close()
+    else:
+        source.unlink(missing_ok=True)
+
+
+def parse_trace(path: TraceSource) -> Trace:
     """Read the tracer's lines (format: exectrace.c). The tracer writes a child's F line
     before anything the child does."""
     trace = Trace()
@@ -270,15 +303,15 @@ def parse_trace(path: Path) -> Trace:
     return trace
 
 
-def read_trace(path: Path, wrappers: tuple[str, ...] = ()) -> Trace:
-    """The trace at `path` (removed once finished), without the leading programs named in
-    `wrappers` (proctor's own way into a container: setpriv). A trace whose command
-    ended but left something running is not finished: `path` says where to read the rest."""
-    trace = parse_trace(path)
+def read_trace(source: TraceSource, wrappers: tuple[str, ...] = ()) -> Trace:
+    """The trace at `source` (released once finished), without the leading programs named
+    in `wrappers` (proctor's own way into a container: setpriv). A trace whose command ended
+    but left something running is not finished: its `source` says where to read the rest."""
+    trace = parse_trace(source)
     if trace.complete and not trace.finished:
-        trace.path = path  # its tracer is still with what the command left running
+        trace.source = source  # its tracer is still with what the command left running
     else:
-        path.unlink(missing_ok=True)  # finished, or its tracer was killed: nothing more comes
+        release(source)  # finished, or its tracer was killed: nothing more comes
     n = 0
     while n < len(trace.programs) and posixpath.basename(trace.programs[n].argv[0] if
                                                          trace.programs[n].argv else "") in wrappers:
@@ -294,14 +327,14 @@ async def reread(trace: Trace, wait: float = 2.0) -> Trace:
     import asyncio
     import time
 
-    if trace.path is None:
+    if trace.source is None:
         return trace
     deadline = time.monotonic() + wait
     while True:
-        again = parse_trace(trace.path)
+        again = parse_trace(trace.source)
         if again.finished or time.monotonic() >= deadline:
             break
         await asyncio.sleep(0.02)
-    trace.path.unlink(missing_ok=True)
+    release(trace.source)
     again.drop_leading(trace.wrappers)
     return again
