@@ -3,8 +3,10 @@
 proctor's own tracer (`exectrace.c`, built once with the C compiler, sandbox/native.py; its
 trace format is documented at the top of that file) runs outside the agent's reach: in a box,
 the box's spawner forks it beside the command, in the box's PID namespace, not the trial's
-(spawner.c shares exectrace.c's code); elsewhere it wraps the command. It writes to a file in
-the trial's private directory, never mounted where the agent is, and filters in the kernel: a seccomp filter stops a process only at execve/execveat (and, when
+(spawner.c shares exectrace.c's code), and writes to a memfd proctor made and passed it
+(`TraceFd`); elsewhere it wraps the command and writes to a file in the trial's private
+directory. Neither is ever where the agent can reach it. It filters in the kernel: a
+seccomp filter stops a process only at execve/execveat (and, when
 output is captured, at a write to fd 1 or 2); forks, execs and exits arrive as ptrace events,
 so a many-threaded agent runs at full speed (strace --seccomp-bpf stops every new thread at
 each of its system calls). Forks give the process tree: each program knows the program it
