@@ -29,7 +29,7 @@ from workloads import proctor_suite  # noqa: E402
 def schedstat() -> tuple[float, float]:
     """(seconds on a CPU, seconds runnable but waiting for one) of this (the loop's) thread."""
     tid = threading.get_native_id()
-    on_cpu, delay, _ = open(f"/proc/self/task/{tid}/schedstat").read().split()
+    on_cpu, delay, _ = Path(f"/proc/self/task/{tid}/schedstat").read_text().split()
     return int(on_cpu) / 1e9, int(delay) / 1e9
 
 
