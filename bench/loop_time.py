@@ -17,13 +17,11 @@ from __future__ import annotations
 import argparse
 import resource
 import sys
-import tempfile
 import threading
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workloads import proctor_suite  # noqa: E402
+from workloads import run_in_process  # noqa: E402
 
 
 def schedstat() -> tuple[float, float]:
@@ -41,21 +39,9 @@ def main() -> None:
     args = p.parse_args()
     if args.src:
         sys.path.insert(0, str(args.src.resolve()))
-    from proctor import cli
-
-    with tempfile.TemporaryDirectory(prefix="proctor-bench-") as tmp:
-        suite = proctor_suite(Path(tmp) / "suite", args.trials)
-        sys.argv = ["proctor", "run", str(suite), "--agent", "oracle", "--concurrency",
-                    str(args.concurrency), "--output-dir", f"{tmp}/out", "-q"]
-        cpu0, delay0 = schedstat()
-        started = time.perf_counter()
-        try:
-            cli.main()
-        except SystemExit as e:
-            if e.code:
-                raise
-        wall = time.perf_counter() - started
-        cpu, delay = (a - b for a, b in zip(schedstat(), (cpu0, delay0), strict=True))
+    cpu0, delay0 = schedstat()
+    wall = run_in_process(args.trials, args.concurrency)
+    cpu, delay = (a - b for a, b in zip(schedstat(), (cpu0, delay0), strict=True))
     own, boxes = (resource.getrusage(who) for who in
                   (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     print(f"{args.trials} trials, concurrency {args.concurrency}: wall {wall:.2f} s")

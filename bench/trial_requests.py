@@ -20,12 +20,11 @@ import argparse
 import collections
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from workloads import proctor_suite  # noqa: E402
+from workloads import run_in_process  # noqa: E402
 
 OPS = {1: "RUN", 2: "KILL", 3: "LISTEN", 4: "NEWTRIAL", 5: "PING", 6: "KILLALL", 7: "OPEN"}
 
@@ -71,21 +70,10 @@ def main() -> None:
     args = p.parse_args()
     if args.src:
         sys.path.insert(0, str(args.src.resolve()))
-    from proctor import cli
     from proctor.sandbox import spawn
 
     events = timed(spawn)
-    with tempfile.TemporaryDirectory(prefix="proctor-bench-") as tmp:
-        suite = proctor_suite(Path(tmp) / "suite", args.trials)
-        sys.argv = ["proctor", "run", str(suite), "--agent", "oracle", "--concurrency", "1",
-                    "--output-dir", f"{tmp}/out", "-q"]
-        started = time.perf_counter()
-        try:
-            cli.main()
-        except SystemExit as e:
-            if e.code:
-                raise
-        wall = time.perf_counter() - started
+    wall = run_in_process(args.trials, 1)
     report(events, args.trials, wall)
 
 

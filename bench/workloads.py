@@ -19,6 +19,9 @@ to disk (proctor's run directory; Inspect's .eval log).
 from __future__ import annotations
 
 import shutil
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -101,3 +104,22 @@ def checks_suite(root: Path, n_assertions: int) -> Path:
     (root / "cli-bench.yaml").write_text(
         f"cli: sh\ntasks:\n  - id: many\n    intent: Do a lot.\n    assert:\n{items}\n")
     return root
+
+
+def run_in_process(trials: int, concurrency: int) -> float:
+    """`proctor run` of a `trials`-task suite (`--agent oracle`, quiet) by calling its CLI in
+    this process, with `proctor` imported from sys.path as it stands (an A/B's other tree
+    first); the run's wall time."""
+    from proctor import cli
+
+    with tempfile.TemporaryDirectory(prefix="proctor-bench-") as tmp:
+        suite = proctor_suite(Path(tmp) / "suite", trials)
+        sys.argv = ["proctor", "run", str(suite), "--agent", "oracle", "--concurrency",
+                    str(concurrency), "--output-dir", f"{tmp}/out", "-q"]
+        started = time.perf_counter()
+        try:
+            cli.main()
+        except SystemExit as e:
+            if e.code:
+                raise
+        return time.perf_counter() - started

@@ -11,7 +11,6 @@ import contextlib
 import fnmatch
 import os
 import secrets as secrets_mod
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -173,15 +172,8 @@ class _Trial:
         for name in task.redact_env:
             self.redactor.add(name, task.env.get(name)
                               or run.options.config.get("env", {}).get(name))
-        trial_dir = run.trial_dir(trial.id)
-        try:
-            os.mkdir(trial_dir)
-        except FileExistsError:  # a trial re-run by --resume starts from a clean slate
-            shutil.rmtree(trial_dir, ignore_errors=True)
-            trial_dir.mkdir(exist_ok=True)
-        except FileNotFoundError:  # the first trial: the run's directory is made here
-            trial_dir.mkdir(parents=True, exist_ok=True)
-        self.recorder = Recorder(trial_dir, self.redactor)
+        # A trial re-run by --resume starts from a clean slate.
+        self.recorder = Recorder.fresh(run.trial_dir(trial.id), self.redactor)
         self.result = TrialResult(
             id=trial.id, task_id=trial.task_id, model=trial.model, help_mode=trial.help_mode,
             replica=trial.replica, params=trial.params, status="error", composite_score=0.0,

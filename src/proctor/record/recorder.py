@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,19 @@ class Recorder:
         self.audit_path = trial_dir / "audit.jsonl"
         self.redactor = redactor
         self._fds: dict[str, int] = {}  # "trace" / "audit" -> its file, once opened
+
+    @classmethod
+    def fresh(cls, trial_dir: Path, redactor: Redactor) -> Recorder:
+        """A recorder for a trial directory made now, empty: whatever an earlier attempt of
+        the trial left there (a run cut short, then resumed) is removed first."""
+        try:
+            os.mkdir(trial_dir)
+        except FileExistsError:
+            shutil.rmtree(trial_dir, ignore_errors=True)
+            trial_dir.mkdir(exist_ok=True)
+        except FileNotFoundError:  # the run's first trial: its directories too
+            trial_dir.mkdir(parents=True, exist_ok=True)
+        return cls(trial_dir, redactor)
 
     def trace(self, event: dict[str, Any]) -> None:
         """One trace line, e.g. {"type": "command", ...} or {"type": "model_call", ...}."""
