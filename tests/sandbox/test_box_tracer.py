@@ -141,3 +141,48 @@ async def test_a_box_trace_is_a_memfd_read_whole_and_released_once(box_sandbox, 
     assert final.finished and "sleep" in [p.argv[0] for p in final.programs]
     await box_sandbox.close()  # releases it again: no error, nothing closed twice
     assert _open_fds() <= before
+
+
+_PRIVILEGES = "grep -E '^(Uid|Gid|Groups|Cap[A-Za-z]+|NoNewPrivs|Seccomp):' /proc/self/status"
+
+
+@pytest.mark.parametrize("traced", [True, False])
+async def test_a_command_starts_with_no_privilege_whichever_way_it_starts(
+        box_sandbox, tmp_path, traced):
+    """A traced command's top is a clone sharing its tracer's memory until it execs, an
+    untraced one a fork of the spawner, and the spawner empties the bounding and ambient
+    sets once for every process of the box: either way the command gets no capability in
+    any set, no group, no-new-privs and a seccomp filter (as root: the agent's uid and gid
+    in all four slots)."""
+    if traced:
+        res, t = await _traced(box_sandbox, _PRIVILEGES, tmp_path / "t")
+        assert t.complete and [p.argv[0] for p in t.programs] == ["/bin/sh", "grep"]
+    else:
+        res = await box_sandbox.exec(_PRIVILEGES, timeout=10)
+    assert res.exit_code == 0, res
+    status = dict(line.split(":", 1) for line in res.stdout.splitlines())
+    status = {k: v.split() for k, v in status.items()}
+    for cap in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert status[cap] == ["0000000000000000"], (cap, status)
+    assert status["NoNewPrivs"] == ["1"] and status["Seccomp"] == ["2"], status
+    assert status.get("Groups", []) == [], status
+    if os.geteuid() == 0:  # a user namespace's root keeps its uid (no capabilities)
+        uid, gid = box_sandbox.box.uid, box_sandbox.box.gid
+        assert status["Uid"] == [str(uid)] * 4 and status["Gid"] == [str(gid)] * 4, status
+
+
+async def test_a_traced_command_that_cannot_exec_says_why(box_sandbox, tmp_path):
+    """The top's failed exec (after the tracer saw the attempt) ends it with 127 and the
+    reason on its stderr; the tracer and the spawner carry on."""
+    fd = os.open(tmp_path / "t", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        res = await box_sandbox.box.spawner.run(["/no/such/program"], env=box_sandbox.env,
+                                                cwd=box_sandbox.workdir, timeout=10,
+                                                trace_fd=fd)
+    finally:
+        os.close(fd)
+    assert res.exit_code == 127 and "/no/such/program" in res.stderr, res
+    t = parse_trace(tmp_path / "t")
+    assert t.complete and t.programs == [], t.programs
+    again, _ = await _traced(box_sandbox, "echo fine", tmp_path / "t2")
+    assert again.exit_code == 0 and again.stdout == "fine\n", again
