@@ -9,31 +9,20 @@ import os
 
 import pytest
 
-from proctor.sandbox import create_sandbox
-from proctor.sandbox.base import Resources, SandboxSpec
-from proctor.sandbox.namespaces import missing
 from proctor.sandbox.trace import capture_limits, parse_trace
+from tests.helpers.box import comm, new_sandbox, run_traced
 
 
 @pytest.fixture
 async def box_sandbox(tmp_path):
-    if missing() is not None:
-        pytest.skip(f"no namespace box here: {missing()}")
-    sb = await create_sandbox("local", SandboxSpec(
-        trial_id="tr.r0", root=tmp_path / "sb", env={}, isolation="auto",
-        resources=Resources(memory_bytes=1 << 30, pids=512)))
+    sb = await new_sandbox(tmp_path / "sb")
     yield sb
     await sb.close()
 
 
 async def _traced(sb, command: str, path, capture: int | None = None, timeout: float = 10):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        res = await sb.box.spawner.run(["/bin/sh", "-c", command], env=sb.env, cwd=sb.workdir,
-                                       timeout=timeout, trace_fd=fd,
-                                       capture=capture_limits(capture) if capture else None)
-    finally:
-        os.close(fd)
+    res = await run_traced(sb, ["/bin/sh", "-c", command], path, timeout=timeout,
+                           capture=capture_limits(capture) if capture else None)
     return res, parse_trace(path)
 
 
@@ -97,7 +86,7 @@ async def test_a_tracer_killed_before_the_command_ends_is_not_an_exit_status(
     task = asyncio.create_task(_traced(box_sandbox, "sleep 30", tmp_path / "t", timeout=30))
     for _ in range(200):
         with open(f"/proc/{spawner}/task/{spawner}/children") as f:  # its init, its tracer
-            tracers = [int(pid) for pid in f.read().split() if _comm(pid) == "tracer"]
+            tracers = [int(pid) for pid in f.read().split() if comm(pid) == "tracer"]
         if tracers:
             break
         await asyncio.sleep(0.02)
@@ -105,14 +94,6 @@ async def test_a_tracer_killed_before_the_command_ends_is_not_an_exit_status(
     os.kill(tracers[0], 9)
     res, t = await task
     assert res.exit_code == -9 and not t.complete, res
-
-
-def _comm(pid: str) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
 
 
 def _open_fds() -> set[int]:
@@ -174,13 +155,7 @@ async def test_a_command_starts_with_no_privilege_whichever_way_it_starts(
 async def test_a_traced_command_that_cannot_exec_says_why(box_sandbox, tmp_path):
     """The top's failed exec (after the tracer saw the attempt) ends it with 127 and the
     reason on its stderr; the tracer and the spawner carry on."""
-    fd = os.open(tmp_path / "t", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        res = await box_sandbox.box.spawner.run(["/no/such/program"], env=box_sandbox.env,
-                                                cwd=box_sandbox.workdir, timeout=10,
-                                                trace_fd=fd)
-    finally:
-        os.close(fd)
+    res = await run_traced(box_sandbox, ["/no/such/program"], tmp_path / "t")
     assert res.exit_code == 127 and "/no/such/program" in res.stderr, res
     t = parse_trace(tmp_path / "t")
     assert t.complete and t.programs == [], t.programs

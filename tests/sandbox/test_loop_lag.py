@@ -14,9 +14,7 @@ import socket
 
 import pytest
 
-from proctor.sandbox import create_sandbox
-from proctor.sandbox.base import Resources, SandboxSpec
-from proctor.sandbox.namespaces import missing
+from tests.helpers.box import new_sandbox
 from tests.looplag import LoopStalls
 
 STALL_MS = 50  # issue 28
@@ -25,13 +23,9 @@ REQUESTS = 60  # more than a stopped spawner's socket holds (made small): the re
 
 @pytest.fixture
 async def sandbox(tmp_path):
-    if missing() is not None:
-        pytest.skip(f"no namespace box here: {missing()}")
     if os.geteuid() != 0 or not LoopStalls.available():
         pytest.skip("stops the box's spawner (needs root) and reads schedstat")
-    sb = await create_sandbox("local", SandboxSpec(
-        trial_id="lag.r0", root=tmp_path / "sb", env={}, isolation="auto",
-        resources=Resources(memory_bytes=1 << 30, pids=4096)))
+    sb = await new_sandbox(tmp_path / "sb", "lag.r0", pids=4096)
     gc.freeze()  # the test session's objects: a full collection of them is not proctor's
     yield sb
     gc.unfreeze()
@@ -70,13 +64,9 @@ async def test_a_stopped_spawner_never_stalls_the_loop(sandbox):
 async def test_killing_a_trials_processes_never_stalls_the_loop(isolation, tmp_path):
     # A box's processes die with its trial's PID namespace (the spawner kills it); an
     # unisolated trial's are killed from its cgroup, off the loop.
-    if isolation == "auto" and missing() is not None:
-        pytest.skip(f"no namespace box here: {missing()}")
     if not LoopStalls.available():
         pytest.skip("reads schedstat")
-    sb = await create_sandbox("local", SandboxSpec(
-        trial_id="kill.r0", root=tmp_path / "sb", env={}, isolation=isolation,
-        resources=Resources(memory_bytes=1 << 30, pids=4096)))
+    sb = await new_sandbox(tmp_path / "sb", "kill.r0", isolation, pids=4096)
     try:
         if isolation == "none" and sb.cgroup is None:
             pytest.skip("no cgroup here for an unisolated trial")
