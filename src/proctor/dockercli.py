@@ -9,6 +9,7 @@ all use these, so an engine that hangs or is missing is handled in one place.
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 from typing import IO, Any
 
@@ -18,6 +19,9 @@ from proctor.proc import ExecResult
 ENGINE_TIMEOUT_S = 20.0  # a daemon that has not answered by then is as good as absent
 DOCKER_TIMEOUT_S = 120.0  # one engine call (create, remove); images are built beforehand
 RUN_LABEL, TRIAL_LABEL = "proctor.run", "proctor.trial"
+# The client's closing advice, never the reason: `Run 'docker run --help' for more
+# information`, `See 'docker run --help'.`; dropped so docker's own error line is what is said.
+_ADVICE = re.compile(r"^(Run|See) 'docker [^']*--help'")
 
 
 def engine_problem(docker: str = "docker") -> str | None:
@@ -57,11 +61,21 @@ def docker_sync(*args: str, timeout: float = DOCKER_TIMEOUT_S,
     return proc.run_sync(["docker", *args], timeout=timeout, stdin=stdin, cwd=cwd)
 
 
+def said(text: str) -> str:
+    """Docker's own error line in a failed call's output (`Range of CPUs is from 0.01 to
+    2.00, ...`), not the client's advice after it; '' when there is none."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _ADVICE.match(ln.strip())]
+    if not lines:
+        return ""
+    return re.sub(r"^docker: (Error response from daemon: )?", "", lines[-1])
+
+
 def ok(res: ExecResult, args: tuple[str, ...]) -> str:
-    """The stdout of a call that succeeded; OSError with the engine's last word if not."""
+    """The stdout of a call that succeeded; OSError with docker's own error line if not."""
     if res.exit_code != 0:
-        why = (res.stderr.strip() or res.stdout.strip() or "timed out").splitlines()[-1:]
-        raise OSError(f"docker {args[0]}: {' '.join(why)}")
+        why = said(res.stderr) or said(res.stdout) or (
+            "timed out" if res.timed_out else f"exited {res.exit_code}")
+        raise OSError(f"docker {args[0]}: {why}")
     return res.stdout.strip()
 
 

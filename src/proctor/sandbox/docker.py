@@ -25,6 +25,7 @@ import errno
 import os
 import posixpath
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -92,9 +93,13 @@ class DockerBackend:
 
     def prepare(self, tasks: Sequence[Any], *, quiet: bool = False,
                 config: dict[str, Any] | None = None) -> None:
-        """Every image the tasks need is local (built or pulled) before any trial runs."""
-        from proctor.sandbox import dockerimages
+        """Every image the tasks need is local (built or pulled) before any trial runs; each
+        task's CPU and memory limits within what the engine has (dockerhost.py)."""
+        from proctor.sandbox import dockerhost, dockerimages
 
+        for warning in dockerhost.clamp(list(tasks), dockerhost.capacity()):
+            if not quiet:
+                print(f"proctor: warning: {warning}", file=sys.stderr, flush=True)
         dockerimages.prepare(list(tasks), quiet=quiet, config=config)
 
     async def create(self, spec: SandboxSpec) -> DockerSandbox:
