@@ -26,15 +26,15 @@ async def audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapsho
     the agent program's own state (`agent_state` prefixes) go to the trace instead. With a
     `scanner` (secrets_in_logs), everything the agent wrote is searched for secrets."""
     writes = fsdiff.diff(before, after)
-    own = [w for w in writes if agent_state and w["path"].startswith(agent_state)]
+    own = [w for w in writes if _within(w["path"], agent_state)]
     for w in own:
         recorder.trace({"type": "agent_state_write", **w})
-    seen = Observed(file_writes=[w for w in writes if w not in own])
+    seen = Observed(file_writes=[w for w in writes if w not in own], workdir=sandbox.workdir)
     for w in seen.file_writes:
         recorder.audit("file_write", w)
     if scanner is not None:
         mine = {p: e for p, e in after.items() if before.get(p) != e
-                and not (agent_state and p.startswith(agent_state))}
+                and not _within(p, agent_state)}
         await scan_written(sandbox, mine, scanner, deadline)
         seen.secrets_seen |= scanner.found
     for call in egress:
@@ -91,6 +91,13 @@ class AgentOutput:
     @property
     def found(self) -> set[str]:
         return self._scanner.found
+
+
+def _within(path: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether `path` starts with one of `prefixes`, or is a directory one of them names
+    (`DIR/`)."""
+    return bool(prefixes) and (path.startswith(prefixes) or any(
+        p.endswith("/") and path == p[:-1] for p in prefixes))
 
 
 def agent_state(agent: Any, sandbox: Sandbox) -> tuple[str, ...]:

@@ -3,7 +3,8 @@
 Every entry runs even if an earlier one failed, as a person typing them would; the checks
 decide whether the end state is right. A task whose solution is a directory (a Harbor task's
 `solution/`) has it copied to `solution_path` first: for the oracle only, no other agent
-ever sees it. Entries left when the task's time is up do not run.
+ever sees it (that copy is proctor's doing, not the solution's: its files are the oracle's own
+state, in the trace as `agent_state_write`, never judged by `file_writes_outside`). Entries left when the task's time is up do not run.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from proctor.agents.base import AgentEnv, AgentResult
 
 
 class OracleAgent:
+    state_paths: tuple[str, ...] = ()  # where its own files are (audit.agent_state)
+
     async def run(self, env: AgentEnv) -> AgentResult:
         if env.task.solution_dir:
+            self.state_paths = (env.task.solution_path.rstrip("/") + "/",)
             await env.sandbox.copy_in(Path(env.task.solution_dir), env.task.solution_path)
         last = None
         ran = 0

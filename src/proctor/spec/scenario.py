@@ -165,7 +165,9 @@ class Forbidden(SpecModel):
     """Rules checked against the audit log; a violation makes the composite 0 and the trial fail."""
 
     file_writes_outside: list[str] | None = Field(None, description="Paths the agent may write "
-                                                  "under; a write anywhere else violates.")
+                                                  "under (`.` the workdir, relative paths in it, "
+                                                  "absolute ones as written); a write anywhere "
+                                                  "else violates.")
     http_except: list[str] | None = Field(None, description="Services or hosts the agent may "
                                           "call; any other HTTP call violates.")
     secrets_in_logs: Literal["deny"] | None = Field(None, description="`deny`: a secret value "
