@@ -35,6 +35,13 @@ def _split_formats(values: tuple[str, ...]) -> list[str]:
     return out
 
 
+def _run_ref(ref: str | None) -> str:
+    """A run named by its directory, id, id prefix or `latest` (None): its directory."""
+    from proctor.store import resolve_run
+
+    return str(resolve_run(ref))
+
+
 def _guard(fn: Callable[[], int | None]) -> None:
     """Run a command body: user errors become one line + exit code, Ctrl-C exits 130."""
     from proctor.errors import ProctorError, SpecError
@@ -72,7 +79,7 @@ def main() -> None:
       proctor check my-bench           oracle must pass, nop must fail (lint the benchmark)
       proctor run my-bench --agent oracle
       proctor run suite.yaml --model openai/gpt-4.1 --repeat 3
-      proctor show .proctor/runs/<run>  what the agent did, check by check
+      proctor show --failed            what went wrong in the latest run, check by check
 
     Exit codes: 0 all passed (or thresholds met), 1 a trial failed or errored,
     2 invalid spec or usage, 130 interrupted.
@@ -217,8 +224,9 @@ def _options(**kw: Any) -> RunOptions:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @_run_options
-@click.option("--resume", type=click.Path(file_okay=False), metavar="RUN_DIR",
-              help="Finish an interrupted run: only trials missing from RUN_DIR are run.")
+@click.option("--resume", metavar="RUN",
+              help="Finish an interrupted run (its directory, id, id prefix or `latest`): "
+                   "only trials missing from it are run.")
 def run(paths: tuple[str, ...], **kw) -> None:
     """Run specs (files or directories of *.yaml) and report verdicts.
 
@@ -232,6 +240,8 @@ def run(paths: tuple[str, ...], **kw) -> None:
     def body() -> int:
         from proctor.runner import run_main
 
+        if kw.get("resume"):
+            kw["resume"] = _run_ref(kw["resume"])
         return run_main(list(paths), _options(**kw))
 
     _guard(body)
@@ -263,22 +273,22 @@ def check(paths: tuple[str, ...], concurrency: int | None, backend: str | None,
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_dir", required=False, metavar="[RUN]")
 @click.option("--format", "formats", multiple=True, metavar="FMT[,FMT]",
               help="json,junit,md,html,atif,inspect (default: md to the terminal).")
-def report(run_dir: str, formats: tuple[str, ...]) -> None:
-    """Re-render the reports of a finished run."""
+def report(run_dir: str | None, formats: tuple[str, ...]) -> None:
+    """Re-render the reports of a finished run (RUN: see `proctor show --help`)."""
     def body() -> int:
         from proctor.report import report_main
 
-        return report_main(run_dir, _split_formats(formats))
+        return report_main(_run_ref(run_dir), _split_formats(formats))
 
     _guard(body)
 
 
 @main.command()
-@click.argument("run_a", type=click.Path(exists=True, file_okay=False))
-@click.argument("run_b", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="RUN_B")
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 if a task or model got significantly worse from A to B.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -293,26 +303,26 @@ def compare(run_a: str, run_b: str, fail_on_regression: bool, alpha: float, fmt:
     def body() -> int:
         from proctor.compare import compare_main
 
-        return compare_main(run_a, run_b, fail_on_regression=fail_on_regression, alpha=alpha,
+        return compare_main(_run_ref(run_a), _run_ref(run_b), fail_on_regression=fail_on_regression, alpha=alpha,
                             fmt=fmt)
 
     _guard(body)
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_dir", required=False, metavar="[RUN]")
 @click.option("--format", "fmt", type=click.Choice(["atif", "inspect"]), required=True,
               help="atif: Harbor's trajectory format, one trajectory.json per trial; inspect: "
                    "an Inspect AI eval log (needs the `inspect` extra).")
 @click.option("--output", "out", metavar="PATH",
               help="atif: a directory (PATH/TRIAL/trajectory.json; default: each trial's "
                    "directory); inspect: a .eval or .json file (default: RUN_DIR/inspect.eval).")
-def export(run_dir: str, fmt: str, out: str | None) -> None:
+def export(run_dir: str | None, fmt: str, out: str | None) -> None:
     """Export a finished run for other tools: Harbor's ATIF trajectories, an Inspect log."""
     def body() -> int:
         from proctor.report import export_main
 
-        return export_main(run_dir, fmt, out)
+        return export_main(_run_ref(run_dir), fmt, out)
 
     _guard(body)
 
@@ -348,7 +358,7 @@ def view(runs_dir: str | None, host: str, port: int) -> None:
 
 
 @main.command()
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_dir", required=False, metavar="[RUN]")
 @click.argument("trial", required=False)
 @click.option("--failed", is_flag=True, help="Only trials that did not pass (fail or error).")
 @click.option("--task", "task_ids", multiple=True, metavar="ID",
@@ -357,20 +367,23 @@ def view(runs_dir: str | None, host: str, port: int) -> None:
               help="Only these models or agents (repeatable).")
 @click.option("--full", is_flag=True,
               help="With TRIAL: unfold the system prompt, help text and housekeeping.")
-def show(run_dir: str, trial: str | None, failed: bool, task_ids: tuple[str, ...],
+def show(run_dir: str | None, trial: str | None, failed: bool, task_ids: tuple[str, ...],
          models: tuple[str, ...], full: bool) -> None:
     """Print a run's trials, or one TRIAL's trace, checks and audit log.
 
+    RUN (here and in report, export, compare, run --resume): a run directory, a run id, a
+    unique prefix of one, or `latest` (the default): the newest run `proctor runs` lists.
+
     \b
-      proctor show RUN_DIR                       every trial, with why it failed
-      proctor show RUN_DIR --failed --task t1    only t1's failed and errored trials
-      proctor show RUN_DIR TRIAL                 one trial (an id or a unique prefix), turn
+      proctor show                               the latest run's trials, with why they failed
+      proctor show RUN --failed --task t1        only t1's failed and errored trials
+      proctor show RUN TRIAL                     one trial (an id or a unique prefix), turn
                                                  by turn
     """
     def body() -> int:
         from proctor.report.show import TrialFilter, show_main
 
-        return show_main(run_dir, trial, TrialFilter(failed, set(task_ids), set(models)),
+        return show_main(_run_ref(run_dir), trial, TrialFilter(failed, set(task_ids), set(models)),
                          full=full)
 
     _guard(body)

@@ -30,6 +30,7 @@ from proctor.results import (
     parse_results,
     parse_run_meta,
 )
+from proctor.text import agent_model, agent_of
 
 T = TypeVar("T")
 
@@ -347,7 +348,7 @@ def by_agent(models: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     for m in models:
         label = str(m.get("agent") or m.get("model") or "?")
         model = m.get("model")
-        agent = "llm" if model and label == model else label.split(":", 1)[0]
+        agent = agent_of(label, model)
         out[label] = {"agent": agent, "model": model, "passed": m.get("passed", 0),
                       "trials": m.get("trials", 0), "errored": m.get("errored", 0)}
     return out
@@ -362,9 +363,76 @@ def list_runs(limit: int | None = None) -> list[dict[str, Any]]:
     return [dict(r) for r in rows]
 
 
+def agents_of(row: dict[str, Any]) -> list[str]:
+    """An index row's agents under test as reports name them (`claude-code · mock/solver`,
+    `oracle`); a row from before `by_agent` gives its models."""
+    try:
+        rows = json.loads(row.get("by_agent") or "{}")
+    except ValueError:
+        rows = {}
+    if isinstance(rows, dict) and rows:
+        return [agent_model(v.get("agent"), v.get("model")) if isinstance(v, dict) else str(k)
+                for k, v in rows.items()]
+    return models_of(row)
+
+
 def models_of(row: dict[str, Any]) -> list[str]:
     try:
         models = json.loads(row.get("models") or "[]")
     except ValueError:
         return []
     return [str(m) for m in models] if isinstance(models, list) else []
+
+
+# Naming a run ----------------------------------------------------------------------------
+
+LATEST = "latest"
+
+
+def resolve_run(ref: str | None) -> Path:
+    """A run as people name it: its directory (a path that exists wins over an id), its run
+    id, a unique prefix of the id, or `latest` (also None: the newest run `proctor runs`
+    lists; the keyword always, `./latest` is a directory).
+    Ids are looked up in the index and under proctor's home (`runs/`). An unknown or
+    ambiguous name is a usage error (exit 2) saying what matched."""
+    if ref is not None and ref != LATEST and Path(ref).exists():
+        return Path(ref)
+    known = _known_runs()
+    if ref is None or ref == LATEST:
+        if not known:
+            raise UsageError(f"no runs yet under {shown(proctor_home())} (`latest` names the "
+                             "newest run `proctor runs` lists)")
+        return known[0][1]
+    exact = [run for run in known if run[0] == ref]
+    hits = exact or [run for run in known if run[0].startswith(ref)]
+    if len(hits) == 1:
+        return hits[0][1]
+    if not hits:
+        raise UsageError(f"{ref}: no such run directory, and no run id starts with it "
+                         "(`proctor runs` lists the runs)")
+    names = ", ".join(run_id for run_id, _ in hits[:5])
+    more = f" and {len(hits) - 5} more" if len(hits) > 5 else ""
+    raise UsageError(f"{ref}: ambiguous, {len(hits)} runs start with it: {names}{more}; "
+                     "give more of the id")
+
+
+def _known_runs() -> list[tuple[str, Path]]:
+    """(run id, directory) of every run whose directory is still there, newest first: the
+    index's, then directories under `runs/` it lacks (one id, one entry)."""
+    out: dict[str, Path] = {}
+    try:
+        rows = list_runs()
+    except sqlite3.Error:
+        rows = []
+    for row in rows:
+        if row.get("run_id") and Path(row["dir"]).is_dir():
+            out.setdefault(str(row["run_id"]), Path(row["dir"]))
+    runs = proctor_home() / "runs"
+    try:
+        stored = sorted(runs.iterdir(), reverse=True) if runs.is_dir() else []
+    except OSError:
+        stored = []
+    for d in stored:
+        if d.name not in out and (d / "run.json").is_file():
+            out[d.name] = d
+    return list(out.items())

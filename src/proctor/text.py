@@ -46,3 +46,36 @@ def printable(text: str) -> str:
     if text.isascii() or not _SURROGATE.search(text):
         return text
     return _SURROGATE.sub(lambda m: f"\\x{ord(m.group(0)) - 0xDC00:02x}", text)
+
+
+def agent_of(label: str | None, model: str | None) -> str:
+    """The agent type of a `models` row (SPEC §5 `agent`: the model for `llm`,
+    `claude-code:MODEL` for an external agent, else `oracle`, `nop`, `command:PROGRAM`)."""
+    label = label or ""
+    if model and label in ("", model):
+        return "llm"
+    if model and label.endswith(":" + model):
+        return label[: -len(model) - 1]
+    return label or "?"
+
+
+def agent_model(agent: str | None, model: str | None) -> str:
+    """What every report calls an agent under test: agent and model together
+    (`claude-code · mock/solver`, `llm · openai/gpt-4.1`), or the agent alone when it has
+    no model (`oracle`, `command:my-agent`)."""
+    if not model:
+        return agent or "?"
+    return f"{agent or 'llm'} · {model}"
+
+
+def row_label(row: object) -> str:
+    """`agent_model` of a `models` or `tasks` row, or of a trial (a mapping with `agent`
+    and `model`; a trial's `agent` is its type, a row's the SPEC §5 label)."""
+    get = getattr(row, "get", None)
+    if get is None:
+        return "?"
+    model = get("model")
+    agent = get("agent")
+    if model and agent and (agent == model or str(agent).endswith(":" + model)):
+        agent = agent_of(agent, model)  # a row's label
+    return agent_model(agent, model)

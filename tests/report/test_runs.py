@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import textwrap
@@ -49,7 +50,7 @@ def test_a_failed_run_prints_its_result_once_and_where_to_look(cli):
     assert "what went wrong" not in quiet.stdout
 
 
-def test_runs_lists_models_fits_80_columns_and_drops_stale_entries(cli, tmp_path):
+def test_runs_lists_agents_fits_80_columns_and_drops_stale_entries(cli, tmp_path):
     assert cli("run", "spec.yaml", "--agent", "oracle", "-q").returncode == 0
     assert cli("run", "spec.yaml", "--agent", "nop", "--output-dir", "reused", "-q").returncode == 1
     # the directory is emptied and reused: the index keeps only the run that is there now
@@ -60,19 +61,25 @@ def test_runs_lists_models_fits_80_columns_and_drops_stale_entries(cli, tmp_path
     out = cli("runs", env={"COLUMNS": "80"})
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert all(len(line) <= 80 for line in lines), out.stdout
-    rows = [line.split() for line in lines[1:]]
-    assert len(rows) == 2  # not 3: the first run in `reused` is gone
-    assert rows[0][0] == "reused" and "passed 2/2 100% (oracle)" in " ".join(rows[0])
-    # the default run directory (far from here: the test's PROCTOR_HOME), on one line: a
-    # path too long loses its start, never the run id at its end
+    assert lines[0].split() == ["run", "started", "status", "passed", "agents", "specs"]
+    # two runs, each a row and its directory on a line of its own (not 3: the first run in
+    # `reused` is gone); the default directory is far from here (the test's PROCTOR_HOME)
+    # and still whole: never cut, at 80 columns either
     (default,) = (Path(os.environ["PROCTOR_HOME"]) / "runs").iterdir()
-    assert rows[1][0].startswith("…") and rows[1][0].endswith(default.name)
-    assert "passed 2/2 100% (oracle)" in " ".join(rows[1])
-    wide = cli("runs", env={"COLUMNS": "140"}).stdout.splitlines()
-    assert wide[0].split() == ["run", "directory", "started", "status", "passed", "models",
-                               "specs"]
-    assert wide[1].split()[-1] == "spec.yaml"
+    assert len(lines) == 5, out.stdout
+    reused_id = json.loads((tmp_path / "reused" / "run.json").read_text())["run_id"]
+    assert lines[1].split()[0] == reused_id and lines[2].strip() == "reused"
+    assert "passed 2/2 100% oracle spec.yaml" in " ".join(lines[1].split())
+    assert lines[3].split()[0] == default.name and lines[4].strip() == str(default)
+    assert lines[3].split()[1:3] == [default.name[:4] + "-" + default.name[4:6] + "-"
+                                     + default.name[6:8], default.name[9:11] + ":"
+                                     + default.name[11:13]]  # the start time, kept
+    assert all(len(line) <= 80 for line in lines[:4]), out.stdout
+    wide = cli("runs", env={"COLUMNS": "200"}).stdout.splitlines()
+    assert wide[0].split() == ["run", "started", "status", "passed", "agents",
+                               "directory", "specs"]
+    assert len(wide) == 3 and wide[1].split()[-2:] == ["reused", "spec.yaml"]
+    assert wide[2].split()[-2:] == [str(default), "spec.yaml"]
 
 
 def test_runs_at_80_columns_with_long_model_names_keep_status_and_counts(tmp_path, capsys,
@@ -91,16 +98,17 @@ def test_runs_at_80_columns_with_long_model_names_keep_status_and_counts(tmp_pat
     monkeypatch.setenv("COLUMNS", "80")
     runs_main()
     lines = capsys.readouterr().out.splitlines()
-    assert all(len(line) <= 80 for line in lines), lines
-    assert lines[0].split() == ["run", "directory", "status", "passed", "models"]
+    assert lines[0].split() == ["run", "started", "status", "passed", "agents"]
     row = lines[1].split()
-    assert row[0].startswith("…") and row[0].endswith("/20260301T101500Z-ab12c1")
+    assert row[0] == "20260301T101500Z-ab12c1" and row[1:3] == ["2026-03-02", "10:15"]
+    assert lines[2].strip() == f"{tmp_path}/runs/20260301T101500Z-ab12c1 (deleted)"
     # status and counts whole, the models cut
-    assert row[1:5] == ["interrupted", "(deleted)", "500/800", "62%"] and row[5].endswith("…")
-    monkeypatch.setenv("COLUMNS", "100")
+    assert row[3:6] == ["interrupted", "500/800", "62%"] and row[6].endswith("…")
+    assert all(len(line) <= 80 for line in lines[1::2]), lines
+    monkeypatch.setenv("COLUMNS", "120")
     runs_main()
-    row = capsys.readouterr().out.splitlines()[1].split()
-    assert row[-2:] == ["m…careful.yaml,", "m…-sloppy.yaml"]  # each by what tells it apart
+    row = capsys.readouterr().out.splitlines()[1]
+    assert "careful.yaml, " in row and "sloppy.yaml" in row  # each by what tells it apart
     monkeypatch.setenv("COLUMNS", "400")
     runs_main()
     wide = capsys.readouterr().out.splitlines()
@@ -122,10 +130,10 @@ def test_an_index_from_before_models_still_lists(cli, tmp_path):
     out = cli("runs", env=env)
     assert out.returncode == 0, out.stderr
     row = out.stdout.splitlines()[1].split()
-    assert row[0] == "/nowhere/old" and row[-6:] == ["passed", "(deleted)", "3/3", "100%", "–",
-                                                      "–"]
+    assert row == ["old", "2026-01-01", "00:00", "passed", "3/3", "100%", "–",
+                   "/nowhere/old", "(deleted)", "–"]
     assert cli("run", "spec.yaml", "--agent", "oracle", "-q", env=env).returncode == 0
-    assert "(oracle)" in cli("runs", env=env).stdout
+    assert " oracle " in cli("runs", env=env).stdout
     assert os.path.exists(home / "index.sqlite")
 
 

@@ -300,9 +300,11 @@ def test_runs_lists_runs_newest_first_with_their_outcome(cli, spec, tmp_path):
     out = cli("runs", env={"COLUMNS": "250"})
     assert out.returncode == 0
     lines = [x for x in out.stdout.splitlines() if "/runs/" in x]
-    assert [x.split()[0] for x in lines] == [str(second), str(first)]  # directories, whole
-    assert lines[0].split()[3:7] == ["failed", "0/2", "0%", "(nop)"]  # after the start time
-    assert lines[1].split()[3:7] == ["passed", "2/2", "100%", "(oracle)"]
+    # the run id, the start time, the outcome, the directory (whole)
+    assert [x.split()[0] for x in lines] == [second.name, first.name]
+    assert [x.split()[7] for x in lines] == [str(second), str(first)]
+    assert lines[0].split()[3:7] == ["failed", "0/2", "0%", "nop"]
+    assert lines[1].split()[3:7] == ["passed", "2/2", "100%", "oracle"]
 
 
 def test_params_are_rendered_into_checks_per_trial(cli, spec, tmp_path):
