@@ -115,7 +115,7 @@ def test_the_list_filters_by_outcome_task_and_model(mixed_run, capsys):
 
     show_main(mixed_run, None, TrialFilter(failed=True, tasks={"git-branch"}))
     out = capsys.readouterr().out
-    ids = [line.split()[0] for line in out.splitlines() if line.startswith("git-")]
+    ids = [line.split()[1] for line in out.splitlines() if line.startswith("FAIL")]
     assert ids == ["git-branch.anthropic-claude-sonnet-4-5.injected.r1",
                    "git-branch.anthropic-claude-sonnet-4-5.none.r1"]
     show_main(mixed_run, None, TrialFilter(models={"command"}))
@@ -208,27 +208,67 @@ def test_a_list_of_10000_trials_is_linear_and_fits_the_terminal(tmp_path, capsys
         assert "".join(ids[first:]) == long_id and len(ids) - first > 1  # folded
         assert "ERROR" in rows[first]
         assert max(cell_len(x) for x in out.splitlines()) <= columns
-        # t00001's error, both ends within the terminal, under its id (the long id leaves
-        # no room for a note column at either width)
-        below = " ".join(r.split(" │ ")[0].strip() for r in rows[2:4])
-        assert rows[1].startswith("t00001") and below.startswith("x") and " … " in below
+        # t00001's error, both ends within the terminal, on the whole width under its row
+        # (the long id leaves no room for a note column at either width)
+        lines = out.splitlines()
+        at = next(n for n, x in enumerate(lines) if x.startswith("t00001"))
+        below = " ".join(x.strip() for x in lines[at + 1:at + 3])
+        assert below.startswith("x") and " … " in below and lines[at + 1].startswith("  x")
         assert elapsed < 3, elapsed  # ~0.15 s of CPU here; a rich Table: 2-9 s
 
 
-def test_failed_keeps_each_notes_cause_and_cuts_its_middle(tmp_path, capsys):
+def test_failed_keeps_each_reasons_cause_on_lines_of_its_own(tmp_path, capsys, monkeypatch):
     """Issue 27: at 160 columns `--failed` showed `agent error: mock/…yaml: … 00 at turn 0`,
-    the "HTTP 500" cut away. The note keeps its start (the cause), then its end."""
+    the "HTTP 500" cut away. Issue 38: each reason has lines of its own, the whole width;
+    a reason too long even for them keeps its start (the cause), then its end."""
     from proctor.report.show import TrialFilter
     from tests.helpers.report import trial, write_run
 
     error = ("agent error: mock/scripts/outage.yaml: the model endpoint answered HTTP 500: "
-             '{"error": "internal", "detail": "' + "stack frame " * 40 + '"} at turn 0')
+             '{"error": "internal", "detail": "' + "stack frame " * 80 + '"} at turn 0')
     run = write_run(tmp_path, "r", [trial("t.r0", "t", "error", error=error),
                                     trial("u.r0", "u", "pass")])
     show_main(run, None, TrialFilter(failed=True))
-    out = capsys.readouterr().out
-    (line,) = [x for x in out.splitlines() if x.startswith("t.r0")]
-    note = line[line.index("agent error"):]
-    assert note.startswith("agent error: mock/scripts/outage.yaml: the model endpoint answered "
-                           "HTTP 500") and note.rstrip().endswith("at turn 0")
-    assert " … " in note and len(line.rstrip()) <= 160 and "u.r0" not in out
+    out = capsys.readouterr().out.splitlines()
+    at = next(n for n, x in enumerate(out) if x.startswith("ERROR  t.r0"))
+    why = " ".join(x.strip() for x in out[at + 1:] if x.startswith("  "))
+    assert why.startswith("agent error: mock/scripts/outage.yaml: the model endpoint answered "
+                          "HTTP 500") and why.endswith("at turn 0")
+    assert " … " in why and all(len(x) <= 160 for x in out) and "u.r0" not in "".join(out)
+
+
+def test_failed_at_80_columns_groups_identical_reasons_across_replicas(tmp_path, capsys,
+                                                                     monkeypatch):
+    """Issue 38: `show --failed` at 80 columns squeezed the reason into the trial column and
+    cut the cause (`failed: exit_code#0: the last comm` …); identical reasons repeated once
+    per replica. Now: one group per condition and reason, its count, its trials, and the
+    whole reason on full-width lines."""
+    from proctor.report.show import TrialFilter
+    from tests.helpers.report import check, trial, write_run
+
+    why = ("the last command exited with 2, expected 0: ls: cannot access 'build/output.bin': "
+           "No such file or directory")
+    other = "file not found: report.txt; the workspace holds: notes.md"
+    model = "mock/models/anthropic-claude-sonnet-4-5-sloppy.yaml"
+    trials = [trial(f"build.{i}", "build", "fail", model=model, replica=i,
+                    checks=[check("exit_code#0", "exit_code", False, why)]) for i in range(5)]
+    trials += [trial("build.5", "build", "fail", model=model, replica=5,
+                     checks=[check("exit_code#0", "file_exists", False, other)]),
+               trial("build.6", "build", "pass", model=model, replica=6)]
+    run = write_run(tmp_path, "r", trials)
+    monkeypatch.setenv("COLUMNS", "80")
+    show_main(run, None, TrialFilter(failed=True))
+    out = capsys.readouterr().out.splitlines()
+    assert all(len(x) <= 80 for x in out), out
+    assert out[0] == "run r: 6 trials did not pass"
+    assert out[1].startswith("FAIL ×5  build.0, build.1, build.2 and 2 more  (llm · ")
+    groups: list[tuple[str, list[str]]] = []
+    for line in out[1:]:
+        if line.startswith(("FAIL", "ERROR")):
+            groups.append((line, []))
+        elif line.startswith("  ") and groups:
+            groups[-1][1].append(line.strip())
+    assert len(groups) == 2  # not 6 lines of the same
+    assert " ".join(groups[0][1]) == f"exit_code#0: {why}"  # whole, cause first
+    assert groups[1][0].startswith("FAIL  build.5  (llm · ")
+    assert " ".join(groups[1][1]) == f"exit_code#0: {other}"

@@ -27,8 +27,11 @@ from proctor.results import (
 from proctor.scoring import summarize as score
 from proctor.stats import wilson
 from proctor.store import read_results, read_run_meta
+# What every report calls an agent under test (`claude-code · mock/solver`), re-exported.
+from proctor.text import agent_model as agent_model
 from proctor.text import cut as text_cut
 from proctor.text import printable
+from proctor.text import row_label as row_label
 
 # ANSI escape sequences and C0/C1 control characters (keeping \t and \n): agent output is
 # untrusted and must not move a terminal's cursor, retitle it, or break an XML file.

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from proctor.report import data
 from proctor.report.labels import note as note_text
 from proctor.report.terminal import STATUS_STYLE, status_text
+from proctor.store import shown
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -53,7 +54,10 @@ def show_main(run_dir: str | Path, trial: str | None, only: TrialFilter | None =
                 console.print(f"none of the run's {len(run.trials)} trials match")
                 return 0
             run.results = {**run.results, "trials": kept}
-        print_trial_list(run, console)
+        if only is not None and only.failed:
+            print_failures(run, console)
+        else:
+            print_trial_list(run, console)
     else:
         print_trial(run, data.find_trial(run.trials, trial), console, full)
     return 0
@@ -73,7 +77,8 @@ def print_trial_list(run: data.Run, console: Console) -> None:
     ids = [data.clean(t.get("id")) for t in run.trials]
     width = max((cell_len(i) for i in ids), default=5)
     # the other columns and the separators take 28 cells (31 with the note's)
-    beside = console.width - min(width, 60) - 31 >= 30
+    # A note narrower than 50 cells would lose its middle, the cause with it: below the row
+    beside = console.width - min(width, 60) - 31 >= 50
     id_width = max(5, min(width, 60 if beside else console.width - 28))
     note_width = console.width - id_width - 31
     heads = [("trial", id_width, False), ("status", 6, False), ("score", 5, True),
@@ -88,22 +93,61 @@ def print_trial_list(run: data.Run, console: Console) -> None:
         cells = [_cell(word, 6, False, paint, f"bold {STATUS_STYLE.get(status, '')}".strip()),
                  _cell(f"{float(t.get('composite_score') or 0.0):.2f}", 5, True),
                  _cell(data.seconds(t.get("duration_s")), 8, True)]
-        note = note_text(data.reason(t), note_width if beside else 2 * (id_width - 2))
+        note = note_text(data.reason(t), note_width if beside else 2 * (console.width - 2))
         if beside:
             cells.append(paint(set_cell_size(note, note_width) if cell_len(note) > note_width
                                else note, "dim"))
         parts = chop_cells(trial_id, id_width) or [""]
         lines.append(" │ ".join([set_cell_size(parts[0], id_width), *cells]).rstrip())
-        below = [set_cell_size(p, id_width) for p in parts[1:]]
-        if note and not beside:
-            below += [paint(set_cell_size("  " + p, id_width), "dim")
-                      for p in chop_cells(note, id_width - 2)]
-        lines += [f"{p} │ {blank}".rstrip() for p in below]
+        lines += [f"{set_cell_size(p, id_width)} │ {blank}".rstrip() for p in parts[1:]]
+        if note and not beside:  # the whole width under the row, not the id's column
+            lines += [paint("  " + p.rstrip(), "dim") for p in chop_cells(note, console.width - 2)]
     console.file.write("\n".join(lines) + "\n")
     if not run.trials:
         console.print("no trials recorded yet")
     else:
         console.print(Text(f"\nproctor show {run.dir} TRIAL  (an id or a unique prefix)",
+                           style="dim"))
+
+
+FAILED_IDS = 3  # trial ids named per group of `--failed`; the rest are counted
+
+
+def print_failures(run: data.Run, console: Console) -> None:
+    """`--failed`: trials that did not pass, those of one condition (task, agent, model,
+    help mode, params) with the same status and the identical reason grouped (replicas
+    failing alike read once, with a count). Each group: its status, its trial ids and who
+    ran them on one line, then its reason on lines of its own, the terminal's whole width,
+    nothing cut from its start (the cause)."""
+    from rich.text import Text
+
+    total = len(run.results.get("trials") or [])
+    state = "" if run.complete else " (unfinished: trials so far)"
+    console.print(Text(f"run {data.clean(run.results.get('run_id') or run.dir.name)}{state}: "
+                       f"{total} trial{'s' if total != 1 else ''} did not pass"))
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for t in run.trials:
+        key = (*data.condition(t), t.get("agent"), data.status_of(t), data.reason(t))
+        groups.setdefault(key, []).append(t)
+    for trials in groups.values():
+        first = trials[0]
+        status = data.status_of(first)
+        head = Text()
+        head.append(status.upper(), style=f"bold {STATUS_STYLE.get(status, '')}".strip())
+        if len(trials) > 1:
+            head.append(f" ×{len(trials)}", style="bold")
+        ids = [data.clean(t.get("id")) for t in trials]
+        head.append("  " + ", ".join(ids[:FAILED_IDS]))
+        if len(ids) > FAILED_IDS:
+            head.append(f" and {len(ids) - FAILED_IDS} more")
+        head.append(f"  ({data.clean(data.row_label(first))})", style="dim")
+        console.print(head, overflow="fold")
+        why = note_text(data.reason(first), MESSAGE_CHARS) or "(no reason recorded)"
+        for line in Text(why).wrap(console, max(20, console.width - 2), overflow="fold"):
+            line.rstrip()
+            console.print(Text("  ") + line, overflow="ignore", crop=False)
+    if run.trials:
+        console.print(Text(f"\nproctor show {shown(run.dir)} TRIAL  (an id or a unique prefix)",
                            style="dim"))
 
 
