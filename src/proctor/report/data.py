@@ -27,6 +27,7 @@ from proctor.results import (
 from proctor.scoring import summarize as score
 from proctor.stats import wilson
 from proctor.store import read_results, read_run_meta
+
 # What every report calls an agent under test (`claude-code · mock/solver`), re-exported.
 from proctor.text import agent_model as agent_model
 from proctor.text import cut as text_cut
