@@ -8,6 +8,7 @@ another process or machine.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -201,9 +202,22 @@ class Process:
     #              -1: the command's own shell
     exit_code: int | None  # how its process ended: the exit code, or -SIGNAL; None: it
     #                        exec'd another program, or had not ended
+    exe: str = ""  # the file it executed (symlinks resolved), whatever its argv[0] says
 
     def to_dict(self) -> dict[str, Any]:
-        return {"argv": self.argv, "parent": self.parent, "exit_code": self.exit_code}
+        d = {"argv": self.argv, "parent": self.parent, "exit_code": self.exit_code}
+        if self.exe:
+            d["exe"] = self.exe
+        return d
+
+    def texts(self) -> list[str]:
+        """Its argv joined with spaces, and again with argv[0] replaced by the base name of
+        the file it executed when that differs (SPEC §2: `exec -a`, `execv`, `fexecve`)."""
+        joined = " ".join(self.argv)
+        name = posixpath.basename(self.exe)
+        if not name or not self.argv or name == self.argv[0]:
+            return [joined]
+        return [joined, " ".join([name, *self.argv[1:]])]
 
 
 @dataclass
@@ -239,8 +253,8 @@ class CommandRecord:
 
     def texts(self) -> list[str]:
         """What `ran`, `not_ran` and `run_count` search: the command string, then each
-        process's argv joined with spaces."""
-        return [self.command, *(" ".join(p.argv) for p in self.processes)]
+        process's argv joined with spaces (also under the name of the file it executed)."""
+        return [self.command, *(t for p in self.processes for t in p.texts())]
 
 
 @dataclass

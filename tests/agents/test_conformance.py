@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 SUITE = Path(__file__).parent / "conformance"
 ALL = ("llm", *AGENTS)
-TASKS = ("compound", "pipes", "children", "failing-last", "streams", "script-hang")
+TASKS = ("compound", "pipes", "children", "failing-last", "streams", "renamed", "script-hang")
 HANG_TIMEOUT, GRACE = 60, 10  # the hang task's timeout (cli-bench.yaml); setup, start, stop
 EXAMPLES = ("external-agents", "fix-the-bug", "git-basics", "mock-llm-demo", "reconciliation")
 
@@ -97,10 +97,15 @@ def test_the_intended_verdicts(runs):
     assert failing == {"compound": [], "pipes": ["output_contains#3"], "children": [],
                        "failing-last": ["exit_code#1", "output_contains#3"],
                        "streams": ["output_contains#2"],
+                       "renamed": ["not_ran#0", "file_exists#2"],
                        "script-hang": ["not_ran#0", "file_exists#2"]}
     message = next(c["message"] for c in _trial(runs["claude-code"], "script-hang")["checks"]
                    if c["name"] == "not_ran#0")
     assert message.endswith("#1 sh cleanup.sh (its program: rm -rf junk)")
+    # run as `cleaner` (bash's exec -a), rm is found by the file it executed (SPEC §2)
+    message = next(c["message"] for c in _trial(runs["mini-swe-agent"], "renamed")["checks"]
+                   if c["name"] == "not_ran#0")
+    assert message.endswith("#1 bash tidy.sh (its program: rm -rf junk)"), message
 
 
 @pytest.mark.parametrize("agent", ALL)

@@ -29,6 +29,22 @@ def test_invalid_regex_falls_back_to_literal_substring():
     assert regex_error("foo\\(") is None
 
 
+def test_a_program_matches_by_the_file_it_executed_whatever_its_argv0():
+    """SPEC §2: argv with argv[0] replaced by the base name of the executed file."""
+    from proctor.checks._match import first_match
+    from proctor.model import Process
+
+    record = make_record("bash run.sh", processes=[])
+    record.processes = [Process(["cleaner", "-rf", "junk"], -1, 0, exe="/usr/bin/rm"),
+                        Process(["/usr/bin/ls", "x"], -1, 0, exe="/usr/bin/ls")]
+    assert first_match(compile_pattern("rm -rf"), record) == "rm -rf junk"
+    assert first_match(compile_pattern("^cleaner -rf"), record) == "cleaner -rf junk"
+    assert first_match(compile_pattern("^ls x$"), record) == "ls x"
+    assert record.processes[1].texts() == ["/usr/bin/ls x", "ls x"]
+    assert Process(["rm", "x"], -1, 0, exe="/usr/bin/rm").texts() == ["rm x"]
+    assert Process(["rm", "x"], -1, 0).texts() == ["rm x"]  # an older record: argv only
+
+
 # --- ran ---------------------------------------------------------------------------------
 
 async def test_ran_passes_when_some_command_matches(check, make_ctx):

@@ -4,6 +4,7 @@ descends from; threads run untouched; a process cannot exec out of sight."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -236,3 +237,32 @@ def test_what_a_command_leaves_running_is_traced_after_it_returned(tmp_path):
     final = asyncio.run(reread(first, wait=10))
     assert final.finished and ["rm", "-rf", "junk"] in final.execs and not out.exists()
     assert final.parents[final.execs.index(["rm", "-rf", "junk"])] == 0
+
+
+def test_each_program_is_named_by_the_file_it_executed(tmp_path):
+    """SPEC §2: argv[0] is the caller's choice; the P line names the file the kernel loaded
+    (symlinks resolved), also for a memfd copy of a system program (found by its content)
+    and a script (its interpreter). A memfd holding no system program keeps its own name."""
+    (tmp_path / "junk").mkdir()
+    memfd = ("import os, sys\nfd = os.memfd_create('cleaner')\n"
+             "os.write(fd, open(sys.argv[1], 'rb').read())\n"
+             "os.execve(fd, ['cleaner', '--version'], dict(os.environ))\n")
+    own = tmp_path / "own"
+    own.write_bytes(Path("/usr/bin/true").read_bytes() + b"\0not a system program")
+    own.chmod(0o755)
+    script = tmp_path / "script.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    script.chmod(0o755)
+    res, t = traced(tmp_path, ["bash", "-c", f"""
+        (exec -a cleaner ls {tmp_path}/junk)
+        {sys.executable} -c "$1" /usr/bin/true
+        {sys.executable} -c "$1" {own}
+        (exec -a cleaner {script})
+    """, "bash", memfd])
+    assert res.returncode == 0 and t.complete, res.stderr
+    by_args = [(p.argv[1:], p.exe) for p in t.programs if p.argv[0] == "cleaner"]
+    assert by_args[0] == ([f"{tmp_path}/junk"], os.path.realpath("/usr/bin/ls"))
+    assert by_args[1] == (["--version"], os.path.realpath("/usr/bin/true"))
+    assert by_args[2][1].startswith("/memfd:cleaner")  # no system program of that content
+    assert by_args[3] == ([], os.path.realpath("/bin/sh"))  # a script: its interpreter
+    assert t.programs[0].exe == os.path.realpath(shutil.which("bash") or "")

@@ -25,7 +25,14 @@
                                   thread rewriting the argv during the exec cannot hide what
                                   ran. (A script gets its interpreter and its own path in
                                   place of argv[0]: the arguments after argv[0] must match.)
-     O PID "FD1" "FD2"            with -w, right after E: where that program's fd 1 and fd 2
+     P PID "FILE"                 right after E: the file the program was loaded from, as
+                                  the kernel names it (/proc/PID/exe: symlinks resolved; a
+                                  script's interpreter), whatever argv[0] says. A program run
+                                  from a memfd or a deleted file (fexecve of a copy) is named
+                                  by the file of the same content in a system program
+                                  directory (SYSTEM_DIRS below) when there is one, else as
+                                  the kernel names it ("/memfd:NAME (deleted)")
+     O PID "FD1" "FD2"            with -w, right after E (and P): where that program's fd 1 and fd 2
                                   point (readlink of /proc/PID/fd/N: "pipe:[INODE]",
                                   "/dev/pts/0", a path; "" when closed)
      W PID FD N "TARGET" "DATA"   with -w: a write(2), writev, pwrite64, pwritev or pwritev2
@@ -60,6 +67,7 @@
    target file, and an fd 1 or 2 reopened after close keeps the identity of the old one. */
 
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +83,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -331,6 +340,66 @@ static void put_args(const struct args *a) {
     if (putc_unlocked(']', out) == EOF) out_failed = 1;
 }
 
+/* Where a copy of a system program is looked for (SPEC §2: a program matches by the name
+   of the file it executed, also when it runs from a memfd copy under another name). */
+static const char *const SYSTEM_DIRS[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
+                                          "/usr/bin", "/sbin", "/bin", NULL};
+
+/* Whether the files open at fd a and b hold the same `size` bytes. */
+static int same_bytes(int a, int b, off_t size) {
+    static char x[65536], y[65536];
+    for (off_t at = 0; at < size;) {
+        size_t want = size - at < (off_t)sizeof x ? (size_t)(size - at) : sizeof x;
+        ssize_t n = pread(a, x, want, at), m = pread(b, y, want, at);
+        if (n <= 0 || n != m || memcmp(x, y, (size_t)n) != 0) return 0;
+        at += n;
+    }
+    return 1;
+}
+
+/* The system program a memfd or deleted executable is a copy of: its path into `buf`, else
+   `buf` unchanged. Only equal sizes are read, so this costs a directory listing. */
+static void identify(const char *exe, char *buf, size_t size) {
+    int fd = open(exe, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0) return;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) { close(fd); return; }
+    for (int d = 0; SYSTEM_DIRS[d]; d++) {
+        DIR *dir = opendir(SYSTEM_DIRS[d]);
+        if (!dir) continue;
+        struct dirent *e;
+        int found = 0;
+        while (!found && (e = readdir(dir))) {
+            struct stat other;
+            if (fstatat(dirfd(dir), e->d_name, &other, 0) < 0 || !S_ISREG(other.st_mode) ||
+                other.st_size != st.st_size)
+                continue;
+            int cand = openat(dirfd(dir), e->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+            if (cand < 0) continue;
+            if (same_bytes(fd, cand, st.st_size)) {
+                snprintf(buf, size, "%s/%s", SYSTEM_DIRS[d], e->d_name);
+                found = 1;
+            }
+            close(cand);
+        }
+        closedir(dir);
+        if (found) break;
+    }
+    close(fd);
+}
+
+/* The file process pid executed (see P in the format). */
+static void executed_file(pid_t pid, char *buf, size_t size) {
+    char exe[64];
+    snprintf(exe, sizeof exe, "/proc/%d/exe", pid);
+    ssize_t n = readlink(exe, buf, size - 1);
+    buf[n > 0 ? n : 0] = 0;
+    static const char deleted[] = " (deleted)";
+    size_t d = sizeof deleted - 1;
+    if (!strncmp(buf, "/memfd:", 7) || (n > (ssize_t)d && !strcmp(buf + n - d, deleted)))
+        identify(exe, buf, size);
+}
+
 static void on_exec_attempt(pid_t pid, unsigned long which) {
     regs_t regs;
     struct iovec io = {&regs, sizeof regs};
@@ -357,6 +426,11 @@ static void on_exec_done(pid_t pid) {
         free(t->asked.s);
         memset(&t->asked, 0, sizeof t->asked);
     }
+    char file[PATH_MAX];
+    executed_file(pid, file, sizeof file);
+    line("P %d ", pid);
+    put_text(file);
+    line("\n");
     if (capture) {
         char fd1[PATH_MAX], fd2[PATH_MAX];
         fd_target(pid, 1, fd1, sizeof fd1);

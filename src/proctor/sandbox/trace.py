@@ -69,6 +69,7 @@ class Program:
     #              else the one its parent process was running when it forked; -1: the first
     started: float  # unix time
     fds: tuple[str, str] | None = None  # where fd 1 and fd 2 pointed (with output capture)
+    exe: str = ""  # the file it was loaded from (the tracer's P line), whatever argv[0] says
     status: int | None = None  # how its process ended, if this was its last program: the
     #                            exit code, or -SIGNAL; None: it exec'd again, or never ended
     ended: float | None = None
@@ -283,6 +284,10 @@ def parse_trace(path: TraceSource) -> Trace:
                                         origins=(fds.get(1), fds.get(2))))
                 running[pid] = own[pid] = i
                 copies[pid] = {**fds, 1: (i, 1), 2: (i, 2)}
+            elif kind == "P":
+                pid, name = rest.split(" ", 1)
+                if pid in own:
+                    programs[own[pid]].exe = _text(str(_decode(name)[0]))
             elif kind == "O":
                 pid, strings = rest.split(" ", 1)
                 if pid in own:
