@@ -107,6 +107,9 @@ class ProctorConfig(_Table):
     # Images no registry gives: name (or glob) -> another image, or a Debian recipe.
     images: dict[str, str | ImageRecipe] = {}
     substitutes: list[SubstituteRule] = []  # download URLs answered from a local file
+    # Package versions pinned for another distribution, installed at the stand-in's own
+    # version: every task (true) or those task ids / globs (sandbox/pins.py).
+    relax_pins: bool | list[str] = False
     # Addresses (or networks) the egress proxy counts as public: where this machine's resolver
     # sends the outside when that is a private or reserved range (a lab's gateway).
     public_addresses: list[str] = []

@@ -61,10 +61,15 @@ def docker_sync(*args: str, timeout: float = DOCKER_TIMEOUT_S,
     return proc.run_sync(["docker", *args], timeout=timeout, stdin=stdin, cwd=cwd)
 
 
+def is_advice(line: str) -> bool:
+    """`Run 'docker build --help' for more information`: the client's, never the reason."""
+    return bool(_ADVICE.match(line.strip()))
+
+
 def said(text: str) -> str:
     """Docker's own error line in a failed call's output (`Range of CPUs is from 0.01 to
     2.00, ...`), not the client's advice after it; '' when there is none."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _ADVICE.match(ln.strip())]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not is_advice(ln)]
     if not lines:
         return ""
     return re.sub(r"^docker: (Error response from daemon: )?", "", lines[-1])

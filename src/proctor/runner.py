@@ -56,6 +56,7 @@ class Planned:
     paths: list[str]
     meta: RunMeta
     ray_started: bool = False  # this process started a private Ray instance (and stops it)
+    t0: float = 0.0  # monotonic time the run began (its image builds are part of its time)
 
 
 def run_main(paths: list[str], options: RunOptions) -> int:
@@ -72,6 +73,7 @@ def run_main(paths: list[str], options: RunOptions) -> int:
 
 def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Planned:
     """Everything that can fail on bad input, before anything runs (exit 2)."""
+    t0, began = time.monotonic(), iso()  # image builds below count in the run's time
     meta: RunMeta = {}
     store: RunStore | None = None
     if options.resume:
@@ -131,7 +133,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
         if names := [str(a["display_name"]) for a in about if a.get("display_name")]:
             suite["name"] = ", ".join(dict.fromkeys(names))  # what people call it
         meta = {"schema_version": SCHEMA_VERSION,
-                "run_id": store.run_id, "started_at": iso(), "trial_ids": "padded",
+                "run_id": store.run_id, "started_at": began, "trial_ids": "padded",
                 "paths": [str(Path(p).resolve()) for p in paths],
                 "options": _stored_options(options),
                 "versions": {**_versions(), **agent_versions, **clis},
@@ -146,7 +148,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
                 "host": {"name": os.uname().nodename, "cpus": os.cpu_count(),
                          "platform": sys.platform}}
         store.write_meta(meta)
-    return Planned(store, by_id, trials, options, paths, meta, ray_started)
+    return Planned(store, by_id, trials, options, paths, meta, ray_started, t0)
 
 
 def run_planned(planned: Planned) -> RunResults:
@@ -162,7 +164,9 @@ def run_planned(planned: Planned) -> RunResults:
         index_run(store.run_id, store.dir, started_at=planned.meta["started_at"],
                   status="running", specs=planned.paths, suite=planned.meta.get("suite"),
                   models=list(dict.fromkeys(t.model or f"({t.agent})" for t in planned.trials)))
-    progress = _progress(len(planned.trials), len(planned.trials) - len(todo), options)
+    # A fresh run's elapsed time began before its image builds (prepare); a resumed one's now.
+    progress = _progress(len(planned.trials), len(planned.trials) - len(todo), options,
+                         since=planned.t0 if not done else None)
     interrupted = False
     try:
         asyncio.run(_execute(todo, planned, progress.advance))
@@ -440,8 +444,8 @@ def _versions() -> dict[str, str]:
     return {"proctor": __version__, "python": sys.version.split()[0]}
 
 
-def _progress(total: int, done: int, options: RunOptions) -> Progress:
-    return Progress(total, done, quiet=options.quiet)
+def _progress(total: int, done: int, options: RunOptions, since: float | None = None) -> Progress:
+    return Progress(total, done, quiet=options.quiet, since=since)
 
 
 def _print_outcome(planned: Planned, results: RunResults) -> None:

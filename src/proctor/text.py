@@ -79,3 +79,17 @@ def row_label(row: object) -> str:
     if model and agent and (agent == model or str(agent).endswith(":" + model)):
         agent = agent_of(agent, model)  # a row's label
     return agent_model(agent, model)
+
+
+# Terminal control sequences (colours, cursor moves, titles) in a tool's output: a report
+# or a terminal that shows the text must get the words, not the codes.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def plain(text: str) -> str:
+    """`text` without terminal escapes, and a line redrawn with `\r` (a progress bar) as
+    its last state."""
+    text = _ESCAPES.sub("", text)
+    if "\r" in text:
+        text = "\n".join(line.rstrip("\r").rsplit("\r", 1)[-1] for line in text.split("\n"))
+    return text

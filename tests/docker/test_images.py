@@ -1,5 +1,6 @@
 """Images with no registry: the base built here, `setup.packages` and Dockerfiles built once
-and reused, and every failure an exit-2 error before the first trial."""
+and reused, and an image that cannot be made an errored trial per task, with the reason and
+the end of the build log, whether one task runs or many."""
 
 from __future__ import annotations
 
@@ -84,24 +85,40 @@ def test_a_dockerfile_builds_the_image(base_image, tmp_path):
     assert dockerimages.from_dockerfile(str(tmp_path / "img" / "Dockerfile")) != tag
 
 
-def test_a_missing_image_stops_the_run_before_any_trial(engine, tmp_path):
-    spec = _write(tmp_path, "bad", "base: proctor-no-such-image:1")
-    out = Cli(tmp_path)("run", str(spec), "--backend", "docker", "--output-dir", "run")
-    assert out.returncode == 2
-    assert ("proctor: --backend docker: image 'proctor-no-such-image:1' is not local and could "
-            "not be pulled, and proctor.toml's [images] map has no entry for it "
-            "(docs/harbor.md#the-image-map); the engine says:") in out.stderr
-    assert "Traceback" not in out.stderr and not (tmp_path / "run").exists()
+def _errored(tmp_path: Path, *specs: Path, timeout: float = 300) -> tuple[str, list[dict]]:
+    """A run whose images cannot all be made: it runs, each such task's trials `error`."""
+    out = Cli(tmp_path)("run", *map(str, specs), "--backend", "docker", "--output-dir", "run",
+                        timeout=timeout)
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 1, out.stderr
+    return out.stderr, results(tmp_path / "run")["trials"]
+
+
+def test_a_missing_image_is_an_errored_trial(engine, tmp_path):
+    stderr, trials = _errored(tmp_path, _write(tmp_path, "bad", "base: proctor-no-such-image:1"))
+    [trial] = trials
+    assert trial["status"] == "error"
+    assert trial["error"].startswith(
+        "this task cannot run here: image 'proctor-no-such-image:1' is not local and could "
+        "not be pulled, and proctor.toml's [images] map has no entry for it "
+        "(docs/harbor.md#the-image-map); the engine says:"), trial["error"]
+    assert "proctor: warning: bad: its trials are errors: image 'proctor-no-such-image:1'" \
+        in stderr
 
 
 def test_a_failed_build_shows_the_end_of_its_log(base_image, tmp_path):
-    spec = _write(tmp_path, "badpk", "setup: {packages: [proctor-no-such-package]}")
-    out = Cli(tmp_path)("run", str(spec), "--backend", "docker", "--output-dir", "run",
-                        timeout=300)
-    assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert f"installing setup.packages into {base_image} failed; the build log ends:" in out.stderr
-    assert "Unable to locate package proctor-no-such-package" in out.stderr
-    assert not (tmp_path / "run").exists()
+    bad = _write(tmp_path, "badpk", "setup: {packages: [proctor-no-such-package]}")
+    good = _write(tmp_path, "good", "", "echo x > out.txt")
+    stderr, trials = _errored(tmp_path, bad, good)
+    by = {t["task_id"]: t for t in trials}
+    assert by["good"]["status"] == "pass"  # the others run
+    # Its first line (the run's summary, `proctor show`'s reason) says why; then the log.
+    assert by["badpk"]["error"].startswith(
+        f"this task cannot run here: installing setup.packages into {base_image} failed: "
+        "E: Unable to locate package proctor-no-such-package; the build log ends:\n"), \
+        by["badpk"]["error"]
+    assert by["badpk"]["reason"].endswith("Unable to locate package proctor-no-such-package; "
+                                          "the build log ends:")
 
 
 def _step_containers(word: str) -> list[str]:
@@ -113,11 +130,16 @@ def _step_containers(word: str) -> list[str]:
 
 def test_a_dockerfile_that_does_not_build(base_image, tmp_path):
     step = f"broken-step-{uuid.uuid4().hex[:8]}"  # this test's own, whoever else builds
-    (tmp_path / "Dockerfile").write_text(f"FROM {base_image}\nRUN echo {step} >&2; exit 3\n")
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {base_image}\nRUN printf '\\033[31m{step}\\033[0m\\n' >&2; exit 3\n")
     spec = _write(tmp_path, "dfbad", "environment: {dockerfile: Dockerfile}")
-    out = Cli(tmp_path)("run", str(spec), "--backend", "docker", "--output-dir", "run")
-    assert out.returncode == 2 and step in out.stderr
-    assert f"building {tmp_path / 'Dockerfile'} failed" in out.stderr
+    stderr, [trial] = _errored(tmp_path, spec)
+    assert trial["error"].startswith(f"this task cannot run here: building "
+                                     f"{tmp_path / 'Dockerfile'} failed: {step}; the build log "
+                                     "ends:\n"), trial["error"]
+    assert step in trial["error"] and "\x1b" not in trial["error"]  # no terminal escapes
+    assert "proctor: building the image of task 1 of 1: dfbad: proctor-task:" in stderr
+    assert "proctor: task 1 of 1: image failed in " in stderr
     assert _step_containers(step) == []  # the failed step's container is not left
 
 
@@ -155,17 +177,17 @@ def test_a_failed_base_build_says_why_and_leaves_no_tarball(monkeypatch, tmp_pat
     with pytest.raises(SetupError) as err:
         dockerimages.debootstrap(cache / "base.tar", dockerimages.RELEASE,
                                  dockerimages.BASE_PACKAGES, "")
-    assert "building a Debian bookworm image with mmdebstrap failed; the build log ends:" in str(err.value)
+    assert ("building a Debian bookworm image with mmdebstrap failed: E: mirror unreachable; "
+            "the build log ends:") in str(err.value)
     assert "E: mirror unreachable" in str(err.value)
     assert list(cache.iterdir()) == []
 
 
-def test_a_missing_service_image_stops_the_run_before_any_trial(engine, tmp_path):
+def test_a_missing_service_image_is_an_errored_trial(engine, tmp_path):
     spec = _write(tmp_path, "svc", "services: [{name: web, image: proctor-no-such-service:1}]")
-    out = Cli(tmp_path)("run", str(spec), "--backend", "docker", "--output-dir", "run")
-    assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "image 'proctor-no-such-service:1' is not local and could not be pulled" in out.stderr
-    assert not (tmp_path / "run").exists()
+    stderr, [trial] = _errored(tmp_path, spec)
+    assert "image 'proctor-no-such-service:1' is not local and could not be pulled" \
+        in trial["error"]
 
 
 def test_ports_are_for_image_services(tmp_path):

@@ -15,14 +15,33 @@ def test_proctor_toml_comes_before_the_built_in_map():
     config = {"images": {"ubuntu:24.04": "mirror.lab/ubuntu:24.04",
                          "acme/*": {"debian": "bookworm", "packages": ["jq"]}}}
     assert imagemap.lookup("ubuntu:24.04", config) == ("ubuntu:24.04", "mirror.lab/ubuntu:24.04")
-    assert imagemap.lookup("ubuntu:22.04", config) == ("ubuntu:22.04", {"debian": "bookworm"})
-    assert imagemap.lookup("ubuntu:noble", {}) == ("ubuntu:*", {"debian": "trixie"})
+    assert imagemap.lookup("ubuntu:22.04", config) == ("ubuntu:22.04*", {"debian": "bookworm"})
+    assert imagemap.lookup("ubuntu:noble", {}) == ("ubuntu:noble*", {"debian": "trixie"})
     assert imagemap.lookup("acme/tool:3", config)[1] == {"debian": "bookworm", "packages": ["jq"]}
     key, value = imagemap.lookup("python:3.12-slim", {})
-    assert key == "python:3*" and value["debian"] == "trixie" and "python3-pip" in value["packages"]
+    assert key == "python:*" and value["debian"] == "trixie" and "python3-pip" in value["packages"]
     assert imagemap.lookup("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624", {})[1] == {
         "debian": "trixie"}
     assert imagemap.lookup("quay.io/unknown/thing:1", {}) is None
+
+
+@pytest.mark.parametrize(("image", "suite"), [
+    # A tag naming a Debian release gets that release, whatever Python it names.
+    ("python:3.13-slim-bookworm", "bookworm"), ("python:3.10-slim-bookworm", "bookworm"),
+    ("python:3.12-bullseye", "bullseye"), ("python:3.11-slim-trixie", "trixie"),
+    ("python:3.9-slim-buster", "bullseye"),  # buster: archived, the nearest release there is
+    ("debian:bullseye-slim", "bullseye"), ("debian:13.0-slim", "trixie"), ("debian:12", "bookworm"),
+    ("debian:bookworm-20240101", "bookworm"), ("debian:sid", "trixie"),
+    # Ubuntu: the Debian release its snapshot of Debian testing became.
+    ("ubuntu:20.04", "bullseye"), ("ubuntu:focal-20240123", "bullseye"),
+    ("ubuntu:22.04", "bookworm"), ("ubuntu:jammy", "bookworm"), ("ubuntu:24.04", "trixie"),
+    ("ubuntu:noble-20240423", "trixie"), ("ubuntu:latest", "trixie"),
+    # A Python image naming no release: the Debian release whose Python is nearest.
+    ("python:3.9", "bullseye"), ("python:3.11-slim", "bookworm"), ("python:3.10", "bookworm"),
+    ("python:3.13-slim", "trixie"), ("python:3.12", "trixie"),
+])
+def test_the_release_a_tag_names_is_the_release_it_gets(image, suite):
+    assert imagemap.lookup(image, {})[1]["debian"] == suite
 
 
 def test_the_build_reads_a_copy_naming_the_resolved_images():

@@ -80,3 +80,30 @@ def test_quiet_prints_nothing():
     for i in range(5):
         p.advance(result(i))
     assert out.getvalue() == ""
+
+
+def test_elapsed_counts_from_the_run_start_its_builds_included():
+    import time
+
+    out = io.StringIO()
+    p = Progress(2, 0, stream=out, since=time.monotonic() - 125)  # 125 s of image builds
+    p.advance(result(0))
+    p.advance(result(1))
+    last = out.getvalue().splitlines()[-1]
+    assert " · 2:05 elapsed · eta 0:00" in last or " · 2:06 elapsed · eta 0:00" in last, last
+
+
+def test_image_builds_are_progress_lines_without_a_terminal():
+    from proctor.sandbox.dockerbuild import Status
+
+    out = io.StringIO()
+    s = Status(3, stream=out)
+    s.n = 2
+    s.begin("web: proctor-task:abc from web/environment/Dockerfile")
+    s.at("step 1/4 FROM x")  # a log gets the start, a line every 30 s, and the end
+    s.end(False, 75.4)
+    assert out.getvalue().splitlines() == [
+        "proctor: building the image of task 2 of 3: web: proctor-task:abc from "
+        "web/environment/Dockerfile",
+        "proctor: task 2 of 3: image failed in 1:15: web: proctor-task:abc from "
+        "web/environment/Dockerfile"]

@@ -20,13 +20,14 @@ MODEL_NAME_CHARS = 28  # per model in the counts: long names are cut in the midd
 
 class Progress:
     def __init__(self, total: int, done: int, *, quiet: bool = False,
-                 stream: IO[str] | None = None, width: int | None = None):
+                 stream: IO[str] | None = None, width: int | None = None,
+                 since: float | None = None):
         self.total, self.done, self.start_done = total, done, done
         self.counts: Counter[str] = Counter()
         self.by_model: dict[str, Counter[str]] = {}
         self.stream = stream or sys.stderr
-        self.t0 = time.monotonic()
-        self.last_line = self.t0
+        self.t0 = since or time.monotonic()  # `since`: when the run began (its builds count)
+        self.last_line = self.trials_t0 = time.monotonic()  # the ETA goes by trials only
         self.next_fraction = done + max(1, int(total * LINE_EVERY_FRACTION))
         self.bar: Any = None
         self.quiet = quiet
@@ -49,6 +50,8 @@ class Progress:
                         TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
                         console=console, transient=True)
         self.task = self.bar.add_task("trials", total=total, completed=done, counts="")
+        for t in self.bar.tasks:  # rich's clock is time.monotonic too
+            t.start_time = self.t0
         self.bar.start()
 
     def advance(self, result: TrialResult) -> None:
@@ -70,9 +73,10 @@ class Progress:
     def line(self, now: float | None = None) -> str:
         """`proctor: 120/1000 trials · 100 pass 15 fail 5 error · 0:42 elapsed · eta 5:08`,
         then the per-model counts when there are several models."""
-        elapsed = (now or time.monotonic()) - self.t0
+        now = now or time.monotonic()
+        elapsed = now - self.t0
         ran = self.done - self.start_done
-        eta = "–" if not ran else _clock(elapsed / ran * (self.total - self.done))
+        eta = "–" if not ran else _clock((now - self.trials_t0) / ran * (self.total - self.done))
         models = self.models_text()
         return (f"proctor: {self.done}/{self.total} trials · {self._counts(markup=False)} · "
                 f"{_clock(elapsed)} elapsed · eta {eta}" + (f" · {models}" if models else ""))

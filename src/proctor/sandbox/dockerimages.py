@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -31,6 +32,8 @@ from typing import Any
 from proctor import proc
 from proctor.dockercli import docker_sync
 from proctor.errors import SetupError
+from proctor.sandbox import dockerbuild
+from proctor.sandbox.dockerbuild import Status
 
 RELEASE = "bookworm"
 MIRROR = os.environ.get("PROCTOR_DEBIAN_MIRROR", "")  # empty: mmdebstrap's default (deb.debian.org)
@@ -110,9 +113,33 @@ def failed(what: str, log: str, source: str = "the build log ends") -> SetupErro
 
 
 def _fail(what: str, log: str, source: str = "the build log ends") -> SetupError:
-    lines = [ln for ln in log.splitlines() if ln.strip() and not any(n in ln for n in _NOISE)]
+    from proctor.dockercli import is_advice
+    from proctor.text import plain
+
+    lines = [ln for ln in plain(log).splitlines()
+             if ln.strip() and not any(n in ln for n in _NOISE) and not is_advice(ln)]
     body = "\n".join("  " + ln[:300] for ln in lines[-LOG_LINES:])
-    return SetupError(f"--backend docker: {what}" + (f"; {source}:\n{body}" if lines else ""))
+    key = _key_line(lines) if source == "the build log ends" else ""
+    return SetupError(f"--backend docker: {what}" + (f": {key}" if key else "")
+                      + (f"; {source}:\n{body}" if lines else ""))
+
+
+_BUILDER = re.compile(r"^\s*(Removing intermediate container|---> |The command '.*' returned a "
+                      r"non-zero code|Successfully |Sending build context|Step \d+/\d+ :)")
+
+
+_ERROR = re.compile(r"^\s*(E:|(error|fatal)\b)", re.IGNORECASE)
+
+
+def _key_line(lines: list[str]) -> str:
+    """The line of a failed build's log that says why, for the one-line reason: proctor's own
+    (a pinned version named, pins.py), else the last error (`E: …`, `error: …`), else the
+    last one that is not the builder's."""
+    mine = [ln.strip().removeprefix("proctor: ") for ln in lines if ln.startswith("proctor: ")]
+    errors = [ln.strip() for ln in lines if _ERROR.match(ln)]
+    theirs = [ln.strip() for ln in lines if not _BUILDER.match(ln)]
+    found = (mine or errors or theirs or [""])[-1]
+    return found[:300]
 
 
 def _note(text: str, quiet: bool) -> None:
@@ -233,10 +260,13 @@ def external(image: str, config: dict[str, Any] | None = None, quiet: bool = Tru
 
 
 def from_dockerfile(path: str, quiet: bool = True, *, config: dict[str, Any] | None = None,
-                    timeout: float = BUILD_TIMEOUT_S, notes: list[str] | None = None) -> str:
+                    timeout: float = BUILD_TIMEOUT_S, notes: list[str] | None = None,
+                    status: Status | None = None, what: str = "",
+                    env: dict[str, str] | None = None) -> str:
     """`docker build` of a task's Dockerfile, its directory as the context; an image it
     names that no registry gives is resolved first (`external`), in a copy of the
-    Dockerfile (the file itself is not changed)."""
+    Dockerfile (the file itself is not changed), with `env` set after each FROM. Its steps
+    go to `status` (`what`: the task, said when the build starts)."""
     from proctor.sandbox import imagemap
 
     dockerfile = Path(path)
@@ -244,7 +274,7 @@ def from_dockerfile(path: str, quiet: bool = True, *, config: dict[str, Any] | N
         raise SetupError(f"--backend docker: dockerfile {path} does not exist")
     context = dockerfile.parent
     text = imagemap.rewrite(dockerfile.read_text(errors="replace"),
-                            lambda image: external(image, config, quiet, notes))
+                            lambda image: external(image, config, quiet, notes), env)
     h = hashlib.sha256(text.encode())
     for f in sorted(p for p in context.rglob("*") if p.is_file()):
         h.update(str(f.relative_to(context)).encode() + b"\0")
@@ -257,25 +287,30 @@ def from_dockerfile(path: str, quiet: bool = True, *, config: dict[str, Any] | N
         if tag in _ready or _local(tag):
             _ready.add(tag)
             return tag
-        _note(f"building {tag} from {path}", quiet)
+        status = status or Status(1, quiet=quiet)
+        status.begin(f"{what + ': ' if what else ''}{tag} from {path}")
         # --force-rm: a failed step's container is removed too, not left for the user.
-        done = docker_sync("build", "-q", "--force-rm", "-t", tag, "-f", "-", str(context),
-                           stdin=text.encode(), timeout=timeout)
-        if done.timed_out:
-            raise SetupError(f"--backend docker: building {path} took more than {timeout:g} s "
-                             "(the task's build timeout)")
+        done = dockerbuild.build(["--force-rm", "-t", tag, "-f", "-", str(context)],
+                                 stdin=text.encode(), timeout=timeout, status=status)
+        status.end(done.exit_code == 0, done.seconds)
+        if done.exit_code is None:
+            raise _fail(f"building {path} took more than {timeout:g} s (the task's build "
+                        "timeout)", done.log)
         if done.exit_code != 0:
-            raise _fail(f"building {path} failed", done.stdout + done.stderr)
+            raise _fail(f"building {path} failed", done.log)
         _ready.add(tag)
         return tag
 
 
 def resolve(base: str | None, packages: list[str], dockerfile: str | None,
             quiet: bool = True, *, config: dict[str, Any] | None = None,
-            timeout: float = BUILD_TIMEOUT_S, notes: list[str] | None = None) -> str:
+            timeout: float = BUILD_TIMEOUT_S, notes: list[str] | None = None,
+            status: Status | None = None, what: str = "",
+            env: dict[str, str] | None = None) -> str:
     """The local image a task's trials run in, built or pulled now if need be."""
     if dockerfile:
-        return from_dockerfile(dockerfile, quiet, config=config, timeout=timeout, notes=notes)
+        return from_dockerfile(dockerfile, quiet, config=config, timeout=timeout, notes=notes,
+                               status=status, what=what, env=env)
     image = external(base, config, quiet, notes) if base else ensure_base(quiet)
     missing = sorted(set(packages) - (set(BASE_PACKAGES) if not base else set()))
     return with_packages(image, missing, quiet) if missing else image
@@ -284,40 +319,51 @@ def resolve(base: str | None, packages: list[str], dockerfile: str | None,
 def prepare(tasks: list[Any], quiet: bool = False, config: dict[str, Any] | None = None) -> None:
     """Resolve every task's image (and its image services' images) before any trial runs;
     the result is the task's `base_image` from here on (what `SandboxSpec.image` carries to
-    each trial). In a run of several tasks, one whose image cannot be made has its trials
-    `error` (`unavailable`) and the others run; when none can, the first reason is exit 2."""
+    each trial). A task whose image cannot be made has its trials `error` (`unavailable`,
+    the reason with the build log's end), whether it runs alone or in a dataset; the others
+    run."""
     notes: list[str] = []
-    failures: list[SetupError] = []
-    for task in tasks:
-        if getattr(task, "unavailable", None):  # its trials are errors: no image to make
-            continue
+    todo = [t for t in tasks if not getattr(t, "unavailable", None)]  # else: errors already
+    status = Status(len(todo), quiet=quiet)
+    for status.n, task in enumerate(todo, 1):
         try:
-            _prepare_task(task, quiet, config, notes)
+            _prepare_task(task, quiet, config, notes, status)
         except SetupError as e:
-            failures.append(e)
-        else:
-            continue
-        if len(tasks) == 1:
-            raise failures[0]
-        task.unavailable = str(failures[-1]).removeprefix("--backend docker: ")
-        _note(f"warning: {task.id}: {task.unavailable.splitlines()[0]}", quiet)
-    if failures and len(failures) == len(tasks):
-        raise failures[0]
+            task.unavailable = str(e).removeprefix("--backend docker: ")
+            _note(f"warning: {task.id}: its trials are errors: "
+                  f"{task.unavailable.splitlines()[0]}", quiet)
     for note in notes:
         _note(f"image map: {note}", quiet)
 
 
-def _prepare_task(task: Any, quiet: bool, config: dict[str, Any] | None, notes: list[str]) -> None:
+def _prepare_task(task: Any, quiet: bool, config: dict[str, Any] | None, notes: list[str],
+                  status: Status) -> None:
+    from proctor.sandbox import pins
+
     timeout = float(task.resources.get("build_timeout") or BUILD_TIMEOUT_S)
-    task.base_image = resolve(task.base_image, list(task.packages),
-                              getattr(task, "dockerfile", None), quiet, config=config,
-                              timeout=timeout, notes=notes)
+    env = {pins.VAR: "1"} if pins.relaxed(task.id, config) else None
+    if env:
+        task.env = {**task.env, **env}
+    dockerfile = getattr(task, "dockerfile", None)
+    if dockerfile and task.base_image:  # Harbor's docker_image beside its Dockerfile
+        if is_local(task.base_image):
+            _note(f"{task.id}: runs docker_image {task.base_image} (in the engine; "
+                  "environment/Dockerfile not built)", quiet)
+            dockerfile = None
+        else:
+            _note(f"{task.id}: docker_image {task.base_image} is not in the engine: runs the "
+                  "image of environment/Dockerfile (built unless already built)", quiet)
+    task.base_image = resolve(task.base_image if not dockerfile else None, list(task.packages),
+                              dockerfile, quiet, config=config, timeout=timeout, notes=notes,
+                              status=status, what=task.id, env=env)
     task.packages = []
     for svc in task.services:  # image services' images: built or pulled now, not mid-run
         if svc.kind != "container":
             continue
         if svc.config.get("build"):
             svc.config["image"] = from_dockerfile(str(svc.config["build"]), quiet, config=config,
-                                                  timeout=timeout, notes=notes)
+                                                  timeout=timeout, notes=notes, status=status,
+                                                  what=f"{task.id}, service {svc.name}",
+                                                  env=env)
         elif svc.config.get("image"):
             svc.config["image"] = external(str(svc.config["image"]), config, quiet, notes)

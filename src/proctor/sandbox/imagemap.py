@@ -35,29 +35,55 @@ from typing import Any
 
 from proctor.errors import SetupError
 
-RECIPE = 2  # bump when the way stand-ins are built changes
+RECIPE = 3  # bump when the way stand-ins are built changes
 _PY = ["python3", "python3-pip", "python3-venv", "python-is-python3"]
 _PY_ENV = {"PIP_BREAK_SYSTEM_PACKAGES": "1"}
-# Newest first: a glob's first match wins.
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "ubuntu:20.04": {"debian": "bullseye"}, "ubuntu:focal*": {"debian": "bullseye"},
-    "ubuntu:22.04": {"debian": "bookworm"}, "ubuntu:jammy*": {"debian": "bookworm"},
-    "ubuntu:*": {"debian": "trixie"},
-    "debian:*bullseye*": {"debian": "bullseye"}, "debian:11*": {"debian": "bullseye"},
-    "debian:*bookworm*": {"debian": "bookworm"}, "debian:12*": {"debian": "bookworm"},
-    "debian:*": {"debian": "trixie"},
-    "python:3.9*": {"debian": "bullseye", "packages": _PY, "env": _PY_ENV},
-    "python:3.11*": {"debian": "bookworm", "packages": _PY, "env": _PY_ENV},
-    "python:3*": {"debian": "trixie", "packages": _PY, "env": _PY_ENV},
-    "python:*": {"debian": "trixie", "packages": _PY, "env": _PY_ENV},
-    "ghcr.io/laude-institute/t-bench/ubuntu-24-04:*": {"debian": "trixie"},
-    "ghcr.io/laude-institute/t-bench/python-3-13:*": {"debian": "trixie", "packages": _PY,
-                                                       "env": _PY_ENV},
-    "ghcr.io/astral-sh/uv:*": {
+# The Debian releases Debian's mirror carries (buster has moved to archive.debian.org: a tag
+# naming it gets bullseye, the nearest one there).
+NAMED = {"buster": "bullseye", "bullseye": "bullseye", "bookworm": "bookworm",
+         "trixie": "trixie"}
+# Each Ubuntu release is a snapshot of Debian's testing branch; it stands in as the Debian
+# release that snapshot became: same generation of GCC, glibc, Python and libraries
+# (docs/harbor.md#the-image-map has the table and where the two differ).
+UBUNTU = {"bullseye": ["18.04", "bionic", "20.04", "focal"],
+          "bookworm": ["22.04", "jammy", "23.04", "lunar"],
+          "trixie": ["23.10", "mantic", "24.04", "noble", "24.10", "oracular", "25.04", "plucky",
+                     "25.10", "questing"]}
+# An official Python image without a release in its tag: the Debian release whose own
+# Python is nearest to the one the tag names (bullseye 3.9, bookworm 3.11, trixie 3.13).
+PYTHON = {"bullseye": ["3.9"], "bookworm": ["3.10", "3.11"]}
+
+
+def _defaults() -> dict[str, dict[str, Any]]:
+    """The built-in map. Order matters: a glob's first match wins, so a tag naming a Debian
+    release (`python:3.13-slim-bookworm`, `debian:bookworm-slim`) is looked at first."""
+    py = {"packages": _PY, "env": _PY_ENV}
+    out: dict[str, dict[str, Any]] = {}
+    for named, suite in NAMED.items():
+        out[f"python:*{named}*"] = {"debian": suite, **py}
+        out[f"debian:*{named}*"] = {"debian": suite}
+    for version, suite in (("10", "bullseye"), ("11", "bullseye"), ("12", "bookworm"),
+                           ("13", "trixie")):
+        out[f"debian:{version}*"] = {"debian": suite}
+    out["debian:*"] = {"debian": "trixie"}
+    for suite, tags in UBUNTU.items():
+        for tag in tags:
+            out[f"ubuntu:{tag}*"] = {"debian": suite}
+    out["ubuntu:*"] = {"debian": "trixie"}  # latest, rolling, devel: the newest there is
+    for suite, versions in PYTHON.items():
+        for version in versions:
+            out[f"python:{version}*"] = {"debian": suite, **py}
+    out["python:*"] = {"debian": "trixie", **py}
+    out["ghcr.io/laude-institute/t-bench/ubuntu-24-04:*"] = {"debian": "trixie"}
+    out["ghcr.io/laude-institute/t-bench/python-3-13:*"] = {"debian": "trixie", **py}
+    out["ghcr.io/astral-sh/uv:*"] = {
         "debian": "bookworm", "packages": ["python3-pip"],
         "run": ["pip install --break-system-packages --no-cache-dir uv && "
-                "cp /usr/local/bin/uv /usr/local/bin/uvx /"]},
-}
+                "cp /usr/local/bin/uv /usr/local/bin/uvx /"]}
+    return out
+
+
+DEFAULTS = _defaults()
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _FROM = re.compile(r"^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(.*)$", re.IGNORECASE)
 _COPY_FROM = re.compile(r"(--from=)(\S+)", re.IGNORECASE)
@@ -75,9 +101,9 @@ def lookup(image: str, config: dict[str, Any]) -> tuple[str, Any] | None:
     return None
 
 
-def rewrite(text: str, resolve: Callable[[str], str]) -> str:
+def rewrite(text: str, resolve: Callable[[str], str], env: dict[str, str] | None = None) -> str:
     """The Dockerfile with each external image (FROM, COPY --from) replaced by
-    `resolve(name)`; stage names and `scratch` stay."""
+    `resolve(name)`; stage names and `scratch` stay; `env` set (ENV) right after each FROM."""
     args: dict[str, str] = {}
     stages: set[str] = {"scratch"}
     out = []
@@ -92,6 +118,8 @@ def rewrite(text: str, resolve: Callable[[str], str]) -> str:
             if alias:
                 stages.add(alias.group(1).lower())
             line = f"{m.group(1)}{m.group(2)}{new}{rest}"
+            if env:  # a stage built FROM another has it already; again does no harm
+                line += "".join(f"\nENV {k}={json.dumps(v)}" for k, v in sorted(env.items()))
         elif re.match(r"^\s*(COPY|ADD)\b", line, re.IGNORECASE):
             def sub(c: re.Match[str]) -> str:
                 ref = _expand(c.group(2), args)
@@ -121,7 +149,7 @@ def _expand(word: str, args: dict[str, str]) -> str:
 def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
     """The image a recipe describes, built once per content (tag `proctor-image:<digest>`)."""
     from proctor.sandbox import dockerimages as di
-    from proctor.sandbox import trust
+    from proctor.sandbox import pins, trust
 
     suite = str(recipe.get("debian") or "")
     if not re.fullmatch(r"[a-z]+", suite):
@@ -133,7 +161,8 @@ def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
     mirror = str(recipe.get("mirror") or di.MIRROR)
     certs = trust.host_pems()
     digest = di.digest(RECIPE, suite, packages, env, run, mirror,
-                       {k: hashlib.sha256(v).hexdigest() for k, v in certs.items()})
+                       {k: hashlib.sha256(v).hexdigest() for k, v in certs.items()},
+                       pins.wrapper(suite))
     tag = f"proctor-image:{digest}"
     if di.is_ready(tag):
         return tag
@@ -154,18 +183,23 @@ def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
                                       timeout=di.BUILD_TIMEOUT_S)
             if done.returncode != 0:
                 raise di.failed(f"importing the Debian {suite} stand-in failed", done.stderr)
-        _finish(tag, base, certs, env, run)
+        _finish(tag, base, certs, env, run, suite)
         di.mark_ready(tag)
         return tag
 
 
 def _finish(tag: str, base: str, certs: dict[str, bytes], env: dict[str, str],
-            run: list[str]) -> None:
-    """The imported root file system + this machine's CAs + the recipe's env and commands."""
+            run: list[str], suite: str) -> None:
+    """The imported root file system + this machine's CAs + the recipe's env and commands
+    + apt wrapped to name versions pinned for another distribution (pins.py)."""
     from proctor.sandbox import dockerimages as di
+    from proctor.sandbox import pins
 
     with tempfile.TemporaryDirectory(prefix="proctor-image-") as ctx:
-        lines = [f"FROM {base}"]
+        wrapper = Path(ctx) / "proctor-apt"
+        wrapper.write_text(pins.wrapper(suite))
+        wrapper.chmod(0o755)  # COPY keeps it (the classic builder has no --chmod)
+        lines = [f"FROM {base}", *(f"COPY proctor-apt {path}" for path in pins.PATHS)]
         if certs:
             for name, pem in certs.items():
                 (Path(ctx) / name).write_bytes(pem)

@@ -159,7 +159,8 @@ def _task(loader: Loader, where: Toml, task_dir: str, cfg: TaskConfig) -> TaskDe
         description=(info.description if info else "") or "",
         category=str(meta["category"]) if isinstance(meta.get("category"), str) else None,
         difficulty=difficulty, env=env, redact_env=from_host,
-        base_image=e.docker_image if not dockerfile else None, dockerfile=dockerfile,
+        # Both: the docker backend runs docker_image when the engine has it, else builds.
+        base_image=e.docker_image, dockerfile=dockerfile,
         resources={"cpu": e.cpus, "memory_bytes": e.memory_mb * 1024 * 1024,
                    "storage_bytes": e.storage_mb * 1024 * 1024, "build_timeout": e.build_timeout_sec},
         network=network, timeout=timeout, solution=solution, solution_dir=solution_dir,

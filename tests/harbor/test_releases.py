@@ -1,0 +1,135 @@
+"""Harbor task images built for real through the image map: a tag naming a Debian release
+gets that release; a package version pinned for another distribution is named (and
+relaxed where proctor.toml says); `docker_image` is run when the engine has it, else the
+Dockerfile is built, and the run says which. (The map's table itself: test_images.py.)"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import pytest
+
+from tests.docker.engine import require_engine
+from tests.helpers.cli import Cli, results, run_dir_of
+from tests.helpers.harbor import task
+
+pytestmark = [pytest.mark.slow]
+
+TOML = """\
+version = "1.0"
+[verifier]
+timeout_sec = 120.0
+[agent]
+timeout_sec = 120.0
+[environment]
+build_timeout_sec = 900.0
+{extra}
+"""
+# Debian bookworm's own bc; an Ubuntu 24.04 version of it, which no Debian release has.
+UBUNTU_PIN = "bc=1.07.1-3ubuntu4"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine() -> None:
+    require_engine()
+
+
+def run(tmp_path, *tasks, agent="oracle"):
+    out = Cli(tmp_path)("run", *map(str, tasks), "--agent", agent, timeout=1800)
+    assert "Traceback" not in out.stderr, out.stderr
+    return out, results(run_dir_of(out))
+
+
+def test_a_bookworm_tag_builds_a_bookworm_image(tmp_path):
+    # python:3.13-slim-bookworm is 31 of Terminal-Bench 2.0's 89 images: bookworm's GCC 12
+    # warns where trixie's GCC 14 stops (an implicit declaration of gets).
+    t = task(tmp_path, "bookworm", toml=TOML.format(extra=""),
+             dockerfile="FROM python:3.13-slim-bookworm\nWORKDIR /app\n",
+             test="""\
+             v=$(cat /etc/debian_version); echo "$v" > /logs/verifier/debian_version
+             case "$v" in 12.*) python3 -c 'print(1)' > /logs/verifier/reward.txt ;;
+                          *) echo 0 > /logs/verifier/reward.txt ;; esac
+             """)
+    out, res = run(tmp_path, t)
+    assert out.returncode == 0, out.stderr
+    assert ("image map: python:3.13-slim-bookworm → proctor's Debian bookworm stand-in"
+            in out.stderr), out.stderr
+    trial = res["trials"][0]
+    version = (run_dir_of(out) / "trials" / trial["id"] / "verifier" / "debian_version")
+    assert version.read_text().startswith("12."), version.read_text()
+    assert trial["status"] == "pass"
+
+
+def _pinned(tmp_path, name: str):
+    return task(tmp_path, name, toml=TOML.format(extra=""),
+                dockerfile=("FROM python:3.13-slim-bookworm\n"
+                            "RUN apt-get update && apt-get install -y --no-install-recommends "
+                            f"{UBUNTU_PIN}\n"),
+                test='[ "$(echo 20+22 | bc)" = 42 ] && echo 1 > /logs/verifier/reward.txt\n')
+
+
+def test_an_ubuntu_pin_is_named_with_the_image_map(tmp_path):
+    t = _pinned(tmp_path, "pinned")
+    out, res = run(tmp_path, t)
+    trial = res["trials"][0]
+    assert trial["status"] == "error", trial
+    # The one-line reason names the pin and the image map; the log's end follows.
+    assert trial["reason"].startswith("this task cannot run here: building "), trial["reason"]
+    assert (f"/pinned/environment/Dockerfile failed: {UBUNTU_PIN}: a version pinned for another "
+            "distribution; this image is proctor's Debian bookworm stand-in (the image map, "
+            "docs/harbor.md#the-image-map), which has bc ") in trial["reason"]
+    assert trial["reason"].endswith("; relax_pins in proctor.toml installs that instead; the "
+                                    "build log ends:"), trial["reason"]
+    assert f"E: Version '{UBUNTU_PIN.split('=')[1]}' for 'bc' was not found" in trial["error"]
+    assert "\x1b" not in trial["error"]
+
+
+def test_proctor_toml_relaxes_pins(tmp_path):
+    (tmp_path / "proctor.toml").write_text('relax_pins = ["pin*"]\n')
+    t = _pinned(tmp_path, "pinned")
+    out, res = run(tmp_path, t)
+    assert out.returncode == 0, out.stderr
+    assert res["trials"][0]["status"] == "pass"
+
+
+def _image_with(marker: str) -> str:
+    from proctor.sandbox.dockerimages import ensure_base
+
+    tag = f"proctor-test-prebuilt:{marker}"
+    subprocess.run(["docker", "build", "-q", "-t", tag, "-"], text=True, check=True,
+                   capture_output=True,
+                   input=f"FROM {ensure_base()}\nRUN echo {marker} > /marker\n")
+    return tag
+
+
+def test_docker_image_runs_when_the_engine_has_it(tmp_path):
+    marker = f"prebuilt-{uuid.uuid4().hex[:8]}"
+    image = _image_with(marker)
+    try:
+        # A Dockerfile that cannot build: it is not built when the image is there.
+        t = task(tmp_path, "prebuilt", toml=TOML.format(extra=f'docker_image = "{image}"'),
+                 dockerfile="FROM proctor-no-such-image:1\n",
+                 test=f'grep -qx {marker} /marker && echo 1 > /logs/verifier/reward.txt\n')
+        out, res = run(tmp_path, t)
+        assert out.returncode == 0, out.stderr
+        assert (f"proctor: prebuilt: runs docker_image {image} (in the engine; "
+                "environment/Dockerfile not built)") in out.stderr
+        assert res["trials"][0]["status"] == "pass"
+    finally:
+        subprocess.run(["docker", "rmi", "-f", image], capture_output=True)
+
+
+def test_docker_image_not_in_the_engine_builds_the_dockerfile(tmp_path):
+    from proctor.sandbox.dockerimages import ensure_base
+
+    t = task(tmp_path, "fallback",
+             toml=TOML.format(extra='docker_image = "registry.example/nobody/prebuilt:1"'),
+             dockerfile=f"FROM {ensure_base()}\nRUN echo built > /marker\n",
+             test="grep -qx built /marker && echo 1 > /logs/verifier/reward.txt\n")
+    out, res = run(tmp_path, t)
+    assert out.returncode == 0, out.stderr
+    assert ("proctor: fallback: docker_image registry.example/nobody/prebuilt:1 is not in the "
+            "engine: runs the image of environment/Dockerfile (built unless already built)"
+            ) in out.stderr
+    assert res["trials"][0]["status"] == "pass"
