@@ -5,6 +5,10 @@
 
 Checks that pass under `nop` in a task that still fails are listed as notes: some are meant
 to (`not_ran: "rm -rf"`), but a task made only of such checks measures nothing.
+
+A task proctor could not run here (its image does not build, its verifier's downloads were
+refused, the machine lacks what it needs) is not a task bug: it is listed apart, with the
+cause (`could_not_run`), and never as "solution fails".
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = F
     try:
         results = {}
         for agent in ("oracle", "nop"):
-            options = RunOptions(agent=agent, concurrency=concurrency, quiet=True, repeat=1,
+            # The first pass says what it does (image builds, trials) on stderr; the second
+            # finds every image built.
+            options = RunOptions(agent=agent, concurrency=concurrency,
+                                 quiet=quiet or agent != "oracle", repeat=1,
                                  output_dir=f"{scratch}/{agent}", config=dict(config or {}),
                                  backend=backend or "local",
                                  backend_chosen=backend is not None, purpose="check")
@@ -37,21 +44,67 @@ def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = F
             for t in planned.trials:
                 first.setdefault(t.task_id, t)
             planned.trials = list(first.values())
+            planned.options.quiet = quiet
+            if not quiet:
+                print(f"proctor: check: {agent} on {len(planned.trials)} task(s) "
+                      f"({_DOES[agent]})", file=sys.stderr, flush=True)
             results[agent] = run_planned(planned)
         tasks = {t.id: t for t in planned.tasks.values()}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
     problems, notes = findings(results["oracle"], results["nop"], tasks)
-    for line in problems:
+    unrunnable = could_not_run(results["oracle"], tasks)
+    for line in problems + unrunnable:
         print(line, file=sys.stderr)
     if not quiet:
         for line in notes:
             print(line)
         n = len(tasks)
-        verdict = "ok" if not problems else f"{len(problems)} problem(s)"
-        print(f"{verdict}: {n} task(s) checked with oracle and nop")
-    return 1 if problems else 0
+        said = [f"{len(problems)} problem(s)"] if problems else []
+        said += [f"{len(unrunnable)} task(s) proctor could not run here"] if unrunnable else []
+        print(f"{', '.join(said) or 'ok'}: {n} task(s) checked with oracle and nop")
+    return 1 if problems or unrunnable else 0
+
+
+_DOES = {"oracle": "each task's solution must pass", "nop": "doing nothing must fail"}
+# Why proctor could not run a task here, by what its oracle trial says (never the task's
+# fault): its trial's error or reason starts with one of these.
+_CAUSES = (("this task cannot run here: image ", "build"),
+           ("this task cannot run here: building ", "build"),
+           ("this task cannot run here: installing ", "build"),
+           ("this task cannot run here: ", "this machine"),
+           ("the checks' network requests were refused", "network"),
+           ("could not prepare the workspace: ", "resources"),
+           ("out of memory", "resources"),
+           ("infrastructure error: ", "infrastructure"),
+           ("service ", "a service"))
+
+
+def cause(trial: dict[str, Any]) -> str | None:
+    """What kept proctor from running a task's oracle here (`build`, `network`, `resources`,
+    ...), or None when the task itself is to answer for its result."""
+    if trial["status"] == "pass":
+        return None
+    for said in (trial.get("reason") or "", trial.get("error") or ""):
+        kind = next((kind for start, kind in _CAUSES if said.startswith(start)), None)
+        if kind is not None:
+            return kind
+    return None
+
+
+def could_not_run(oracle: RunResults, tasks: dict[str, Any]) -> list[str]:
+    """`PATH: TASK: proctor could not run it here (build): REASON`, one per such task."""
+    out = []
+    for trial in oracle["trials"]:
+        kind = cause(dict(trial))
+        if kind is not None:
+            task = tasks[trial["task_id"]]
+            why = (trial.get("reason") or trial.get("error") or "").removeprefix(
+                "this task cannot run here: ")
+            out.append(f"{_shown(task.source)}: {trial['task_id']}: proctor could not run it "
+                       f"here ({kind}): {cut(why, 400)}")
+    return out
 
 
 def findings(oracle: RunResults, nop: RunResults, tasks: dict[str, Any]
@@ -61,6 +114,8 @@ def findings(oracle: RunResults, nop: RunResults, tasks: dict[str, Any]
     for trial in oracle["trials"]:
         task = tasks[trial["task_id"]]
         where = f"{_shown(task.source)}: {trial['task_id']}"
+        if cause(dict(trial)) is not None:  # not the task's: could_not_run says it
+            continue
         if not task.solution and not any(step.solution for step in task.steps):
             problems.append(f"{where}: no solution; add `solution:` (the commands that solve "
                             "the task) so the benchmark can be checked")

@@ -82,6 +82,22 @@ async def copy_out(sandbox: Sandbox, path: str, dest: Path, redactor: Redactor,
 _EGRESS_SHOWN = ("method", "host", "port", "allowed", "status", "why")
 
 
+def refused_line(events: list[dict[str, Any]], shown: int = 2) -> str:
+    """The checks' refused egress in a few words, for a trial's one-line reason: `the checks'
+    network requests were refused: pypi.org (egress to pypi.org is refused: 203.0.113.80 is a
+    private or reserved address …), deb.debian.org (+3 more)`."""
+    by_host: dict[str, str] = {}
+    for e in events:
+        if not e.get("allowed"):
+            by_host.setdefault(str(e.get("host")), str(e.get("why") or f"status {e.get('status')}"))
+    if not by_host:
+        return ""
+    first, *rest = by_host.items()
+    parts = [f"{first[0]} ({first[1]})", *(h for h, _ in rest[:shown - 1])]
+    more = f" (+{len(by_host) - shown} more)" if len(by_host) > shown else ""
+    return f"the checks' network requests were refused: {', '.join(parts)}{more}"
+
+
 def trace_check_egress(events: list[dict[str, Any]], recorder: Recorder) -> None:
     """The checks' own egress (a verifier's downloads; not the agent's, not audited): each
     refusal with why, and one line counting what went through, by host."""

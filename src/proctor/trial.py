@@ -184,6 +184,7 @@ class _Trial:
         # Messages name the sandbox's places, never proctor's temp paths (record/paths.py).
         self.names = PathNames.for_trial(run.sandbox_root / trial.id)
         self.egress: list[dict[str, Any]] = []
+        self.checks_refused: list[dict[str, Any]] = []  # egress refused while checks ran
         self.output = AgentOutput(self.secrets)
         self.agent = make_agent(trial.agent)
         self.values: dict[str, Any] = {}
@@ -286,6 +287,7 @@ class _Trial:
         first = len(self.egress)
         checks = [r for c in task.checks for r in await _check(c, ctx, self.values, self.redactor)]
         phases.trace_check_egress(self.egress[first:], self.recorder)
+        self.checks_refused += [e for e in self.egress[first:] if not e.get("allowed")]
         for c in checks:
             c.message, c.error = self.names(c.message) or "", self.names(c.error)
             self.recorder.trace({"type": "check", "name": c.name, "passed": c.passed,
@@ -303,6 +305,9 @@ class _Trial:
         r.status, r.composite_score, r.reason = score.status, score.composite, score.reason
         if score.status == "error":
             r.error = score.error
+        refused = phases.refused_line(self.checks_refused)
+        if refused and r.status != "pass":  # a verifier that could not download: say so first
+            r.reason = reason(f"{refused}; {r.reason or ''}")
 
     async def run_steps(self) -> None:
         """A multi-step task: each step's uploads, setup and healthcheck, then the agent on

@@ -79,8 +79,8 @@ def test_an_ubuntu_pin_is_named_with_the_image_map(tmp_path):
     assert (f"/pinned/environment/Dockerfile failed: {UBUNTU_PIN}: a version pinned for another "
             "distribution; this image is proctor's Debian bookworm stand-in (the image map, "
             "docs/harbor.md#the-image-map), which has bc ") in trial["reason"]
-    assert trial["reason"].endswith("; relax_pins in proctor.toml installs that instead; the "
-                                    "build log ends:"), trial["reason"]
+    assert trial["reason"].endswith("; relax_pins in proctor.toml installs that instead"), \
+        trial["reason"]
     assert f"E: Version '{UBUNTU_PIN.split('=')[1]}' for 'bc' was not found" in trial["error"]
     assert "\x1b" not in trial["error"]
 

@@ -113,6 +113,21 @@ def test_the_verifiers_egress_is_in_the_trace_with_why_it_was_refused(image, tmp
     assert [(e["host"], e["allowed"], e["status"]) for e in events] == [("10.1.2.3", False, 403)]
     assert "10.1.2.3 is a private or reserved address" in events[0]["why"]
     assert "public_addresses" in events[0]["why"] and "headers" not in events[0]
+    # The one-line reason (and so the run's summary) says it first, with why.
+    assert trial["reason"].startswith("the checks' network requests were refused: 10.1.2.3 "
+                                      "(egress to 10.1.2.3 is refused: 10.1.2.3 is a private "
+                                      "or reserved address"), trial["reason"]
+    assert "; failed: reward" in trial["reason"], trial["reason"]
+
+
+def test_a_passing_verifier_s_refused_egress_is_not_a_reason(image, tmp_path):
+    t = task(tmp_path, "netok", toml=toml(image), dockerfile=None, test="""\
+        python3 -c "import urllib.request; urllib.request.urlopen('http://10.1.2.3/x')" || true
+        echo 1 > /logs/verifier/reward.txt
+        """)
+    _, res = run(tmp_path, t, agent="nop")
+    (trial,) = res["trials"]
+    assert trial["status"] == "pass" and not trial.get("reason")
 
 
 def test_the_image_is_the_environment(image, tmp_path):

@@ -120,8 +120,9 @@ def _fail(what: str, log: str, source: str = "the build log ends") -> SetupError
              if ln.strip() and not any(n in ln for n in _NOISE) and not is_advice(ln)]
     body = "\n".join("  " + ln[:300] for ln in lines[-LOG_LINES:])
     key = _key_line(lines) if source == "the build log ends" else ""
-    return SetupError(f"--backend docker: {what}" + (f": {key}" if key else "")
-                      + (f"; {source}:\n{body}" if lines else ""))
+    if key:  # the first line (a trial's one-line reason) says why; the log's end follows
+        return SetupError(f"--backend docker: {what}: {key}\n{source}:\n{body}")
+    return SetupError(f"--backend docker: {what}" + (f"; {source}:\n{body}" if lines else ""))
 
 
 _BUILDER = re.compile(r"^\s*(Removing intermediate container|---> |The command '.*' returned a "
