@@ -43,7 +43,7 @@ def score_trial(checks: list[CheckResult], forbidden: list[ForbiddenResult],
                 pass_threshold: float | None, error: str | None = None,
                 timed_out_after: float | None = None) -> Score:
     """SPEC §3 Scoring, in order of precedence. `pass_threshold` None: the trial passes iff
-    every check passed. `timed_out_after` (seconds): the agent ran out of time, said first
+    every check with weight > 0 (and every gate) passed. `timed_out_after` (seconds): the agent ran out of time, said first
     in the reason of a trial that did not pass."""
     total = sum(c.weight for c in checks)
     composite = sum(c.weight * c.score for c in checks) / total if total > 0 else 0.0
@@ -80,9 +80,12 @@ def _verdict(checks: list[CheckResult], forbidden: list[ForbiddenResult],
             f"{f.rule}: {first_line(f.details)}" if f.details.strip() else f.rule for f in violated))
     failed = [c for c in checks if not c.passed]
     if pass_threshold is None:
-        # No threshold: every check must pass (a judge at 0.9 that passed counts as passed).
-        return Score("pass", composite) if not failed else Score(
-            "fail", composite, f"failed: {_named(failed)}")
+        # No threshold: every check with weight > 0 must pass (a judge at 0.9 that passed
+        # counts as passed); a weight-0 check is informational, shown but never the verdict
+        # (gates were decided above, whatever their weight).
+        counted = [c for c in failed if c.weight > 0]
+        return Score("pass", composite) if not counted else Score(
+            "fail", composite, f"failed: {_named(counted)}")
     if composite + _EPS >= pass_threshold:
         return Score("pass", composite)
     why = f"composite {composite:.2f} < pass_threshold {pass_threshold:g}"

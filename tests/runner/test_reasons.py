@@ -105,3 +105,36 @@ def test_an_older_results_json_without_reason_is_still_read(cli, spec, tmp_path)
     assert "quality" in cli("show", "run", "--failed").stdout
     out = cli("check", "old.yaml")
     assert "solution fails: quality" in out.stderr
+
+
+def test_a_failed_weight_0_invariant_is_shown_but_does_not_fail_the_scenario(cli, spec, tmp_path):
+    """SPEC §3: without `scoring.pass_threshold`, only invariants with weight > 0 (and
+    gates) decide; a weight-0 invariant that failed is in the checks, informational. Its
+    twin: the same invariant at weight 0.5 fails the trial."""
+    (tmp_path / "judge.py").write_text(JUDGE % "False")
+    for name, weight in (("informational", 0), ("weighted", 0.5)):
+        spec(f"""
+        version: 1
+        id: {name}
+        task: {{prompt: write the file}}
+        agent: {{type: oracle}}
+        solution: ["echo done > out.txt"]
+        invariants:
+          wrote_it:
+            description: the file is there
+            check: {{type: file_exists, path: out.txt}}
+          style:
+            description: informational only
+            weight: {weight}
+            check: {{type: custom, script: judge.py}}
+        """, name=f"{name}.yaml")
+    out = cli("run", "informational.yaml", "-q")
+    assert out.returncode == 0, out.stdout + out.stderr
+    [t] = results(run_dir_of(out))["trials"]
+    assert (t["status"], t["reason"], t["composite_score"]) == ("pass", None, 1.0)
+    assert [(c["name"], c["passed"], c["weight"]) for c in t["checks"]] == [
+        ("wrote_it", True, 1.0), ("style", False, 0.0)]
+    out = cli("run", "weighted.yaml", "-q")
+    assert out.returncode == 1
+    [t] = results(run_dir_of(out))["trials"]
+    assert t["status"] == "fail" and t["reason"].startswith("failed: style")

@@ -290,3 +290,15 @@ def test_model_pass_at_k_is_the_mean_over_its_rows_that_reach_k():
     assert row["pass_at_k"]["2"] == pytest.approx(1.0)
     assert row["pass_hat_k"]["2"] == pytest.approx(0.5)
     assert set(row["pass_at_k"]) == {"1", "2"}
+
+
+def test_a_weight_0_invariant_is_informational_without_a_pass_threshold():
+    """SPEC §3: without scoring.pass_threshold a trial passes iff every invariant with
+    weight > 0, and every gate, passed. A failed weight-0 invariant is shown, never the
+    verdict; a failed weight-0 gate still fires; a failed weighted one still fails."""
+    s = score_trial([check("works", True), check("style", False, weight=0.0)], [], None)
+    assert (s.status, s.reason, s.composite) == ("pass", None, 1.0)
+    s = score_trial([check("works", False), check("style", False, weight=0.0)], [], None)
+    assert (s.status, s.reason) == ("fail", "failed: works")
+    s = score_trial([check("works", True), check("must", False, weight=0.0, gate=True)], [], None)
+    assert (s.status, s.composite) == ("fail", 0.0) and s.reason == "gate failed: must"

@@ -67,7 +67,8 @@ def spec_status(cs, forbidden, pass_threshold) -> tuple[str, Fraction] | None:
         return "fail", Fraction(0)
     composite = spec_composite(cs)
     if pass_threshold is None:
-        return ("pass" if all(c.passed for c in cs) else "fail"), composite
+        # every invariant with weight > 0 (gates were decided above): weight 0 informs
+        return ("pass" if all(c.passed for c in cs if c.weight > 0) else "fail"), composite
     if abs(composite - Fraction(pass_threshold)) < BAND:
         return None
     return ("pass" if composite >= Fraction(pass_threshold) else "fail"), composite
