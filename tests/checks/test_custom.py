@@ -155,7 +155,7 @@ async def test_context_json_is_exactly_as_specified(check, make_ctx, spec_dir):
     assert out.error is None, out.error
     got = out.details["context"]
     assert set(got) == {"sandbox_id", "workspace_path", "services", "audit_log_path",
-                        "trace_path", "task", "scenario_params"}
+                        "trace_path", "task", "scenario_params", "trial"}
     assert got["sandbox_id"] == "task.r0"
     assert got["workspace_path"] == str(ctx.workdir)
     assert got["services"] == {"db": {"host": "127.0.0.1", "port": 5432, "kind": "postgres",
@@ -166,6 +166,7 @@ async def test_context_json_is_exactly_as_specified(check, make_ctx, spec_dir):
     assert got["trace_path"] == ctx.sandbox.grader_path("trace.jsonl")
     assert got["task"] == {"prompt": "Reconcile with claude-sonnet-4-5"}
     assert got["scenario_params"] == {"model": "claude-sonnet-4-5"}
+    assert got["trial"] == {"id": "task.r0", "replica": 0, "params": {"model": "claude-sonnet-4-5"}}
     # The recorder was flushed first: the script saw every event so far.
     assert '"/api/messages"' in out.details["audit"]
     assert '"command": "ls"' in out.details["trace"]

@@ -111,6 +111,9 @@ def _context(ctx: CheckContext) -> dict[str, Any]:
         "trace_path": file_path(ctx, "trace.jsonl"),
         "task": {"prompt": render(ctx.task.prompt, params=ctx.trial.params, secrets=ctx.secrets)},
         "scenario_params": dict(ctx.trial.params),
+        # Which trial this is: replicas of one task differ in `id` and `replica`.
+        "trial": {"id": ctx.trial.id, "replica": ctx.trial.replica,
+                  "params": dict(ctx.trial.params)},
     }
 
 
