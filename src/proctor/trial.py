@@ -22,7 +22,7 @@ from proctor.agents import make_agent
 from proctor.agents.base import AgentEnv, AgentResult
 from proctor.audit import AgentOutput, agent_state, audit
 from proctor.checks import registry
-from proctor.checks.base import CheckContext
+from proctor.checks.base import CheckContext, Spent, ToolCall
 from proctor.clipath import host_path, shown_paths, with_path
 from proctor.errors import ServiceError, SetupError
 from proctor.forbidden import Observed, scans_secrets
@@ -194,6 +194,8 @@ class _Trial:
         self.deadline = time.monotonic() + limit if limit else None
         self.proxy: EgressProxy | None = None
         self.acted = False
+        self.agent_s = 0.0  # the agent's wall time, over every step
+        self.tool_calls: list[ToolCall] = []  # the model's, over every step
 
     async def provision(self) -> None:
         task, run = self.task, self.run
@@ -233,7 +235,10 @@ class _Trial:
                        solution=[render(c, **self.values) for c in task.solution],
                        shared=self.run.shared)
         self.output.active = True
+        started = time.monotonic()
         outcome = await _run_agent(self.agent, task, env, self.recorder)
+        self.agent_s += time.monotonic() - started  # the agent's wall time (budget)
+        self.tool_calls += env.tool_calls
         # Nothing the agent started may keep changing the workspace while it is judged.
         await sandbox.kill_processes()
         await env.settle()  # what its commands left running, to the end
@@ -280,10 +285,11 @@ class _Trial:
         sandbox = self.sandbox
         assert sandbox is not None
         self._network("checks")
+        spent = Spent.of(self.result, self.agent_s)
         ctx = CheckContext(task=task, trial=self.trial, sandbox=sandbox, commands=commands,
                            agent_output=outcome.output, recorder=self.recorder,
                            options=self.run.options, services=self.handles,
-                           secrets=self.secrets)
+                           secrets=self.secrets, tool_calls=list(self.tool_calls), spent=spent)
         first = len(self.egress)
         checks = [r for c in task.checks for r in await _check(c, ctx, self.values, self.redactor)]
         phases.trace_check_egress(self.egress[first:], self.recorder)

@@ -23,7 +23,11 @@ pytestmark = pytest.mark.slow
 
 SUITE = Path(__file__).parent / "conformance"
 ALL = ("llm", *AGENTS)
-TASKS = ("compound", "pipes", "children", "failing-last", "streams", "renamed", "script-hang")
+TASKS = ("compound", "pipes", "children", "failing-last", "streams", "renamed", "script-hang",
+         "order")
+# Each agent's shell tool and its command argument, as its model calls it (`tool_used`).
+SHELL_TOOL = {"llm": ("run_command", "command"), "claude-code": ("Bash", "command"),
+              "codex": ("exec_command", "cmd"), "mini-swe-agent": ("bash", "command")}
 HANG_TIMEOUT, GRACE = 60, 10  # the hang task's timeout (cli-bench.yaml); setup, start, stop
 EXAMPLES = ("external-agents", "fix-the-bug", "git-basics", "mock-llm-demo", "reconciliation")
 
@@ -32,14 +36,28 @@ def _run(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.Complet
     return Cli(cwd, env={"NO_COLOR": "1"})(*args, timeout=timeout)
 
 
+def for_agent(suite: Path, agent: str, into: Path) -> Path:
+    """The agent's copy of a conformance suite (and its mock script): @TOOL@ and @ARG@ are its
+    shell tool's name and command argument."""
+    into.mkdir(parents=True, exist_ok=True)
+    tool, arg = SHELL_TOOL[agent]
+    (into / suite.name).write_text(suite.read_text().replace("@TOOL@", tool)
+                                   .replace("@ARG@", arg))
+    (into / "script.yaml").write_text((SUITE / "script.yaml").read_text())
+    return into / suite.name
+
+
 def _all_agents(tmp: Path, argv: list[str]) -> dict[str, Path]:
-    """`proctor run ARGV --agent A` for every agent at once; the run directory of each."""
+    """`proctor run ARGV --agent A` for every agent at once; the run directory of each. A
+    conformance suite in ARGV is given as the agent's own copy (`for_agent`)."""
     for agent in AGENTS:
         need_agent(agent)
 
     def one(agent: str) -> Path:
         out = tmp / agent
-        proc = _run([*argv, "--agent", agent, "-q", "--output-dir", str(out)], tmp)
+        args = [str(for_agent(Path(a), agent, tmp / f"{agent}-suite"))
+                if a.endswith(".yaml") and Path(a).parent in (SUITE, tmp) else a for a in argv]
+        proc = _run([*args, "--agent", agent, "-q", "--output-dir", str(out)], tmp)
         assert (out / "results.json").exists(), proc.stdout + proc.stderr
         assert "Traceback" not in proc.stderr, proc.stderr
         return out
@@ -98,7 +116,9 @@ def test_the_intended_verdicts(runs):
                        "failing-last": ["exit_code#1", "output_contains#3"],
                        "streams": ["output_contains#2"],
                        "renamed": ["not_ran#0", "file_exists#2"],
-                       "script-hang": ["not_ran#0", "file_exists#2"]}
+                       "script-hang": ["not_ran#0", "file_exists#2"],
+                       "order": ["ran_in_order#1", "ran_in_order#2", "tool_used#7",
+                                 "budget#9", "budget#10"]}
     message = next(c["message"] for c in _trial(runs["claude-code"], "script-hang")["checks"]
                    if c["name"] == "not_ran#0")
     assert message.endswith("#1 sh cleanup.sh (its program: rm -rf junk)")
@@ -150,3 +170,22 @@ def test_every_bundled_example_passes_under_every_agent(tmp_path):
                                                if not c["passed"]]
                   for t in trials if t["status"] != "pass"}
         assert not failed, (agent, failed)
+
+
+@pytest.mark.parametrize("agent", ALL)
+def test_trajectory_checks_read_the_same_record_under_every_agent(runs, agent):
+    """ran_in_order, tool_used and budget (the `order` task): the model's tool calls as the
+    agent got them or the proxy read them — three shell tool calls, named as the agent names
+    its shell tool — the same three agent commands, the same turns, a known cost of 0."""
+    t = _trial(runs[agent], "order")
+    tool, arg = SHELL_TOOL[agent]
+    messages = {c["name"]: c["message"] for c in t["checks"]}
+    assert messages["tool_used#3"] == (f"2 tool calls of the model match name '{tool}' and "
+                                       f"{arg} '^git ' (expected exactly 2)")
+    assert messages["budget#8"].startswith("within budget: turns 4 <= 4, commands 3 <= 3, "
+                                           "cost_usd $0 <= $0, duration_s ")
+    assert messages["budget#9"] == "over budget: commands 3 > 2"
+    assert messages["ran_in_order#1"].startswith(
+        "matched '^git commit\\b' by #3 git commit -qm first; but no agent command after #3 "
+        "matches '^git add\\b'; it matches #2, too early")
+    assert t["turns"] == 4 and t["cost_usd"] == 0.0

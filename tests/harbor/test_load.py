@@ -225,7 +225,7 @@ repeat: 3
     assert problems(d) == [
         f"{d}/proctor.yaml:2:5: assert[0]: unknown assertion 'rann'; did you mean 'ran'? "
         "(valid: exit_code, output_contains, output_equals, error_contains, file_exists, "
-        "file_contains, ran, not_ran, run_count, verify)",
+        "file_contains, ran, not_ran, run_count, verify, ran_in_order, tool_used, budget)",
         f"{d}/proctor.yaml:3:9: repeat: must be at least 1, got the number 0"]
 
 

@@ -121,35 +121,39 @@ async def test_a_call_in_flight_at_the_deadline_is_cut_not_waited_for():
 
 
 def test_tool_calls_are_read_from_every_api_streamed_or_not():
+    """Id, name and arguments of each tool call (`tool_used` counts them by name)."""
     import json
 
+    from proctor.providers.base import ToolCall
     from proctor.providers.proxy import tool_calls_from_body
 
     def sse(*events: dict) -> bytes:
         return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
 
-    want = [("c1", {"command": "ls -l"})]
+    want = [ToolCall("c1", "Bash", {"command": "ls -l"})]
     anthropic_json = {"content": [{"type": "text", "text": "hi"},
-                                  {"type": "tool_use", "id": "c1", "input": {"command": "ls -l"}}]}
+                                  {"type": "tool_use", "id": "c1", "name": "Bash",
+                                   "input": {"command": "ls -l"}}]}
     chat_json = {"choices": [{"message": {"tool_calls": [
-        {"id": "c1", "function": {"arguments": '{"command": "ls -l"}'}}]}}]}
-    responses_json = {"output": [{"type": "function_call", "call_id": "c1",
+        {"id": "c1", "function": {"name": "Bash", "arguments": '{"command": "ls -l"}'}}]}}]}
+    responses_json = {"output": [{"type": "function_call", "call_id": "c1", "name": "Bash",
                                   "arguments": '{"command": "ls -l"}'}]}
     for body in (anthropic_json, chat_json, responses_json):
         assert tool_calls_from_body(json.dumps(body).encode()) == want
     assert tool_calls_from_body(sse(
         {"type": "content_block_start", "index": 1,
-         "content_block": {"type": "tool_use", "id": "c1", "input": {}}},
+         "content_block": {"type": "tool_use", "id": "c1", "name": "Bash", "input": {}}},
         {"type": "content_block_delta", "index": 1,
          "delta": {"type": "input_json_delta", "partial_json": '{"command": '}},
         {"type": "content_block_delta", "index": 1,
          "delta": {"type": "input_json_delta", "partial_json": '"ls -l"}'}})) == want
     assert tool_calls_from_body(sse(
         {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {
-            "arguments": '{"command"'}}]}}]},
+            "name": "Bash", "arguments": '{"command"'}}]}}]},
         {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {
             "arguments": ': "ls -l"}'}}]}}]})) == want
     assert tool_calls_from_body(sse(
         {"type": "response.output_item.done", "item": {
-            "type": "function_call", "call_id": "c1", "arguments": '{"command": "ls -l"}'}})) == want
+            "type": "function_call", "call_id": "c1", "name": "Bash",
+            "arguments": '{"command": "ls -l"}'}})) == want
     assert tool_calls_from_body(b"not json") == []

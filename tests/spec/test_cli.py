@@ -21,7 +21,7 @@ def test_valid_fixtures_validate(repo):
     assert lines and all(": warning: task " in line for line in lines)
     assert any("paragon-fast is not configured" in line for line in lines)
     assert any("mock script 'scripted' not found" in line for line in lines)
-    assert proc.stdout == f"ok: 13 file(s), 23 task(s), {len(lines)} warning(s)\n"
+    assert proc.stdout == f"ok: 15 file(s), 25 task(s), {len(lines)} warning(s)\n"
 
 
 def test_suite_errors_all_at_once(repo):
@@ -32,7 +32,8 @@ def test_suite_errors_all_at_once(repo):
         f"{f}:8:16: tasks[0].max_turns: must be at most 20, got the number 25",
         f"{f}:11:9: tasks[0].assert[1]: unknown assertion 'file_contain'; did you mean "
         "'file_contains'? (valid: exit_code, output_contains, output_equals, error_contains, "
-        "file_exists, file_contains, ran, not_ran, run_count, verify)",
+        "file_exists, file_contains, ran, not_ran, run_count, verify, ran_in_order, tool_used, "
+        "budget)",
         f"{f}:12:5: tasks[1].intent: missing required field 'intent' (What the agent is asked to "
         "do, in plain words)",
         f"{f}:13:17: tasks[1].difficulty: 'impossible' is not allowed (valid: easy, medium, hard)",
@@ -151,4 +152,4 @@ def test_init_writes_examples_that_validate_and_refuses_to_overwrite(spec_dir):
 def test_a_file_named_twice_is_read_once(repo):
     f = f"{FIXTURES}/valid/hello-world.yaml"
     proc = run_proctor("validate", f, f, f"{FIXTURES}/valid", cwd=repo)
-    assert proc.returncode == 0 and proc.stdout.startswith("ok: 13 file(s), 23 task(s)")
+    assert proc.returncode == 0 and proc.stdout.startswith("ok: 15 file(s), 25 task(s)")

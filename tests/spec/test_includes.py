@@ -40,7 +40,7 @@ def test_errors_in_an_included_file_point_into_it(spec_dir):
     assert out == [
         "tasks/a.yaml:7:7: [1].assert[0]: unknown assertion 'exit_cod'; did you mean 'exit_code'? "
         "(valid: exit_code, output_contains, output_equals, error_contains, file_exists, "
-        "file_contains, ran, not_ran, run_count, verify)"]
+        "file_contains, ran, not_ran, run_count, verify, ran_in_order, tool_used, budget)"]
 
 
 def test_an_included_file_must_be_a_list(spec_dir):

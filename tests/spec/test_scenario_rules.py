@@ -53,7 +53,8 @@ def test_unknown_check_type_suggests(spec_dir):
     out = problems(scenario(spec_dir, "  a: {description: d, check: {type: file_exist, path: x}}\n"))
     assert out == ["c.yaml:4:37: invariants.a.check.type: unknown check type 'file_exist'; did "
                    "you mean 'file_exists'? (valid: file_exists, command_exit, file_absent, "
-                   "file_content, sql, http_mock_assertions, custom, llm_as_judge)"]
+                   "file_content, sql, http_mock_assertions, custom, llm_as_judge, ran_in_order, "
+                   "tool_used, budget)"]
 
 
 def test_suite_assertion_as_check_type_says_so(spec_dir):
@@ -362,3 +363,22 @@ def test_defaults(spec_dir):
 def test_numeric_ids_are_text(spec_dir):
     (task,) = loads(scenario(spec_dir, OK_INVARIANT, head="id: 42\n" + HEAD)).tasks
     assert task.id == "42"
+
+
+def test_trajectory_checks_as_invariants(spec_dir):
+    """ran_in_order, tool_used and budget are invariant types too, with the same fields; an
+    invalid regex warns as in a suite."""
+    body = ('  a: {description: d, check: {type: ran_in_order, patterns: ["x", "y("]}}\n'
+            '  b: {description: d, check: {type: tool_used, name: "B[", args: {cmd: "(("}}}\n'
+            '  c: {description: d, check: {type: budget, turns: 3}}\n')
+    result = loads(scenario(spec_dir, body))
+    assert [str(w).split(": invalid regex")[0] for w in result.warnings] == [
+        "c.yaml:4:67: warning: invariants.a.check.patterns[1]",
+        "c.yaml:5:54: warning: invariants.b.check.name",
+        "c.yaml:5:72: warning: invariants.b.check.args.cmd",
+    ]
+    assert [c.type for c in result.tasks[0].checks] == ["ran_in_order", "tool_used", "budget"]
+    body = "  c: {description: d, check: {type: budget}}\n"
+    assert problems(scenario(spec_dir, body)) == [
+        "c.yaml:4:30: invariants.c.check: give at least one maximum: turns, commands, tokens, "
+        "cost_usd, duration_s"]

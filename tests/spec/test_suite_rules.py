@@ -22,7 +22,8 @@ def test_unknown_assertion_suggests_and_lists_valid(spec_dir):
     assert out == [
         "s.yaml:7:9: tasks[0].assert[1]: unknown assertion 'file_contain'; did you mean "
         "'file_contains'? (valid: exit_code, output_contains, output_equals, error_contains, "
-        "file_exists, file_contains, ran, not_ran, run_count, verify)"
+        "file_exists, file_contains, ran, not_ran, run_count, verify, ran_in_order, tool_used, "
+        "budget)"
     ]
 
 
@@ -315,3 +316,46 @@ def test_unknown_keys_in_services_and_routes(spec_dir):
         "s.yaml:5:5: services[0].recrd: unknown key 'recrd'; did you mean 'record'? (valid: name, "
         "type, image, seed, routes, record, default_response, wait_for, env, ports)",
     ]
+
+
+def test_trajectory_assertions_and_their_rules(spec_dir):
+    """ran_in_order takes its list as the value; tool_used and budget a mapping; each rule
+    is one placed line."""
+    body = ("    assert:\n      - ran_in_order: []\n      - ran_in_order: git\n"
+            "      - tool_used: Bash\n      - tool_used: {name: Bash, min: 2, max: 1}\n"
+            "      - budget: {}\n      - budget: {duration_s: forever}\n")
+    assert problems(suite(spec_dir, body)) == [
+        "s.yaml:6:23: tasks[0].assert[0].ran_in_order: needs at least 1 entry, got 0",
+        "s.yaml:7:23: tasks[0].assert[1].ran_in_order: expected a list, got 'git'",
+        "s.yaml:8:20: tasks[0].assert[2].tool_used: tool_used takes a mapping with name, args, "
+        "min, max; got 'Bash'",
+        "s.yaml:9:20: tasks[0].assert[3].tool_used: min (2) is greater than max (1); swap them "
+        "or raise max",
+        "s.yaml:10:17: tasks[0].assert[4].budget: give at least one maximum: turns, commands, "
+        "tokens, cost_usd, duration_s",
+        "s.yaml:11:30: tasks[0].assert[5].budget.duration_s: 'forever' is not a duration: write "
+        "seconds (300) or a number with a unit: 30s, 5m, 1h, 1h30m",
+    ]
+    body = ("    assert:\n      - ran_in_order: [a, b]\n      - ran_in_order: {patterns: [c]}\n"
+            "      - tool_used: {name: Bash, args: {command: git}}\n"
+            "      - budget: {tokens: 100, duration_s: 2m}\n")
+    checks = loads(suite(spec_dir, body)).tasks[0].checks
+    assert [(c.name, c.config.model_dump(exclude_defaults=True)) for c in checks] == [
+        ("ran_in_order#0", {"patterns": ["a", "b"]}), ("ran_in_order#1", {"patterns": ["c"]}),
+        ("tool_used#2", {"name": "Bash", "args": {"command": "git"}}),
+        ("budget#3", {"tokens": 100, "duration_s": 120.0})]
+
+
+def test_invalid_regex_warns_for_the_trajectory_assertions(spec_dir):
+    """SPEC §2: an invalid regex matches literally, and validate warns at its own place."""
+    body = ("    assert:\n      - ran_in_order: [ok, 'bad(']\n"
+            "      - ran_in_order: {patterns: ['(x']}\n"
+            "      - tool_used: {name: 'Bash(', args: {command: 'git ['}}\n")
+    result = loads(suite(spec_dir, body))
+    assert [str(w).split(": invalid regex")[0] for w in result.warnings] == [
+        "s.yaml:6:28: warning: tasks[0].assert[0].ran_in_order[1]",
+        "s.yaml:7:35: warning: tasks[0].assert[1].ran_in_order.patterns[0]",
+        "s.yaml:8:27: warning: tasks[0].assert[2].tool_used.name",
+        "s.yaml:8:52: warning: tasks[0].assert[2].tool_used.args.command",
+    ]
+    assert len(result.tasks[0].checks) == 3

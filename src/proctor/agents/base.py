@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from proctor.model import CommandRecord, RunOptions, TaskDef, Trial
 from proctor.proc import ExecResult
+from proctor.providers.base import ToolCall
 from proctor.record.commands import Reading, from_trace, processes, read_program
 from proctor.sandbox.trace import Trace, reread
 
@@ -45,6 +46,9 @@ class AgentEnv:
     options: RunOptions
     solution: list[str] = field(default_factory=list)  # rendered; what the oracle runs
     commands: list[CommandRecord] = field(default_factory=list)
+    # The model's tool calls, in order, as the agent got them or its model proxy read them
+    # (what `tool_used` counts), whether or not the agent ran them.
+    tool_calls: list[ToolCall] = field(default_factory=list)
     shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (e.g. --help text)
     # What the agent has to show if the harness has to stop it (the turns, tokens and model
     # calls so far): see trial._run_agent.
@@ -113,10 +117,10 @@ class AgentEnv:
         return rec
 
     def record_program(self, res: ExecResult, reading: Reading,
-                       tool_calls: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+                       tool_calls: Sequence[ToolCall] = ()) -> None:
         """The tool calls of a traced agent program, as agent commands; what it set aside
         (its housekeeping, `ignore_commands`) in the trace only. Its own program is the
-        caller's to record. `tool_calls`: the model's (id, arguments), in order: each
+        caller's to record. `tool_calls`: the model's, in order: each
         command gets the id of the next one holding its command string (a call the agent
         refused to run matches nothing)."""
         trace = res.trace
@@ -128,8 +132,9 @@ class AgentEnv:
             rec = from_trace(trace, part.root, part.command, cwd=cwd, limit=limit,
                              timed_out=res.timed_out)
             for k in range(at, len(tool_calls) if part.aside is None else 0):
-                if part.command in [v for v in tool_calls[k][1].values() if isinstance(v, str)]:
-                    rec.tool_call_id, at = tool_calls[k][0], k + 1
+                if part.command in [v for v in tool_calls[k].arguments.values()
+                                    if isinstance(v, str)]:
+                    rec.tool_call_id, at = tool_calls[k].id, k + 1
                     break
             self.record(rec, ignored=part.aside)
             recorded.append((rec, part.root))

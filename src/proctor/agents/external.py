@@ -36,7 +36,7 @@ from proctor.agents.instructions import for_trial
 from proctor.errors import UsageError
 from proctor.model import EXTERNAL_AGENTS, CommandRecord, RunOptions, TaskDef, Trial
 from proctor.providers import cost_usd, model_for, price_of, resolve_model
-from proctor.providers.base import ProviderError
+from proctor.providers.base import ProviderError, ToolCall
 from proctor.providers.settings import provider_settings, split_model
 from proctor.record.commands import Reading
 
@@ -153,6 +153,7 @@ class ExternalAgent:
         async with upstream:
             proxy = ModelProxy(upstream.url, api_key=upstream.key, main_model=upstream.model,
                                on_call=env.recorder.trace, deadline=env.deadline)
+            proxy.tool_calls = env.tool_calls  # the model's calls, kept should it be stopped
             async with proxy:
                 host, port = await env.sandbox.expose("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))
                 w = Wiring(f"http://{host}:{port}", upstream.kind, upstream.model,
@@ -191,7 +192,7 @@ class ExternalAgent:
                        unwrap=self.unwrap)
 
     def _record(self, env: AgentEnv, argv: list[str], res: Any, answer: str,
-                calls: list[tuple[str, dict[str, Any]]]) -> None:
+                calls: list[ToolCall]) -> None:
         """Its tool calls as agent commands (matched to the model's tool calls for their
         ids), then the agent program itself, set aside as the launcher, with its exit code
         and its final answer; all it printed goes to the trace."""

@@ -152,6 +152,7 @@ class LLMAgent:
                     res.error, reason = str(e) or type(e).__name__, "error"
                 break
             res.turns += 1
+            env.tool_calls += resp.tool_calls  # what the model asked for (tool_used)
             res.tokens_in += resp.usage.input
             res.tokens_out += resp.usage.output
             calls = [c.to_dict() for c in resp.tool_calls]

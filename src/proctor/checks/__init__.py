@@ -10,12 +10,15 @@ from proctor.registry import Registry
 if TYPE_CHECKING:
     from proctor.checks.base import CheckType
 
-# Suite assertions, then scenario invariants. Adding a check type = adding a module + a name here.
+# Suite assertions, then scenario invariants, then checks that are both. Adding a check
+# type = adding a module + a name here.
 MODULES = (
     "exit_code", "output_contains", "output_equals", "error_contains", "file_exists",
     "file_contains", "ran", "not_ran", "run_count", "verify",
     "command_exit", "file_absent", "file_content", "sql", "http_mock_assertions", "custom",
     "llm_as_judge", "reward",
+    # both: assertions and invariants over the record (SPEC §2 "Beyond cli-bench")
+    "ran_in_order", "tool_used", "budget",
 )
 
 

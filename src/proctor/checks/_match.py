@@ -1,4 +1,5 @@
-"""Command patterns shared by `ran`, `not_ran` and `run_count` (and `validate`'s warning).
+"""Command patterns shared by `ran`, `not_ran`, `run_count`, `ran_in_order` and `tool_used`
+(and `validate`'s warning).
 
 A pattern is a regular expression searched (`re.search`) in each agent command's string
 and in the argv (joined with spaces) of each program it started (`CommandRecord.texts()`,
@@ -32,10 +33,18 @@ class CommandPattern:
             return self.source in text
         return self.regex.search(text) is not None
 
-    def describe(self) -> str:
-        """`'git commit.*-m'`, plus a note when the pattern is matched literally."""
+    def fullmatch(self, text: str) -> bool:
+        """The whole of `text` matches (a literal pattern: equals it)."""
+        if self.regex is None:
+            return self.source == text
+        return self.regex.fullmatch(text) is not None
+
+    def describe(self, *, whole: bool = False) -> str:
+        """`'git commit.*-m'`, plus a note when the pattern is matched literally (`whole`:
+        as `fullmatch` does, the whole text)."""
         if self.literal:
-            return f"'{self.source}' (not a valid regex: {self.error}; matched as a literal substring)"
+            how = "the whole text, literally" if whole else "a literal substring"
+            return f"'{self.source}' (not a valid regex: {self.error}; matched as {how})"
         return f"'{self.source}'"
 
 

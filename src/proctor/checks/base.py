@@ -5,17 +5,18 @@ async `evaluate(config, ctx) -> CheckOutcome`."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from proctor.model import CheckOutcome, CommandRecord, RunOptions, TaskDef, Trial
+from proctor.model import CheckOutcome, CommandRecord, RunOptions, TaskDef, Trial, TrialResult
+from proctor.providers.base import ToolCall
 from proctor.text import cut
 
-__all__ = ["CheckConfig", "CheckContext", "CheckType", "Evaluate", "cut"]
+__all__ = ["CheckConfig", "CheckContext", "CheckType", "Evaluate", "Spent", "ToolCall", "cut"]
 
 if TYPE_CHECKING:
     from proctor.record.recorder import Recorder
@@ -31,6 +32,25 @@ class CheckConfig(BaseModel):
 
 
 @dataclass
+class Spent:
+    """What the trial's agent used, as recorded (`budget` reads it); None: unknown (a
+    command agent's model calls are not seen by proctor)."""
+
+    turns: int = 0
+    tokens_in: int | None = 0
+    tokens_out: int | None = 0
+    cost_usd: float | None = None  # None: unknown (a model without a price)
+    duration_s: float = 0.0  # the agent's wall time, from its start to its end
+
+    @classmethod
+    def of(cls, result: TrialResult, agent_s: float) -> Spent:
+        """The trial's figures so far (every step's), with the agent's wall time."""
+        return cls(turns=result.turns, tokens_in=result.tokens.get("input"),
+                   tokens_out=result.tokens.get("output"), cost_usd=result.cost_usd,
+                   duration_s=round(agent_s, 4))
+
+
+@dataclass
 class CheckContext:
     """Everything a check may look at once the agent has finished."""
 
@@ -43,6 +63,10 @@ class CheckContext:
     options: RunOptions = field(default_factory=RunOptions)
     services: dict[str, ServiceHandle] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict)
+    # The model's tool calls, in order, for every model-driven agent: as the built-in agent
+    # got them, or as proctor's model proxy read them from the answers (SPEC §2 tool_used).
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    spent: Spent = field(default_factory=Spent)
 
     @property
     def workdir(self) -> Path:
@@ -70,3 +94,6 @@ class CheckType:
     assertion: bool = False  # allowed in a suite task's `assert` list
     invariant: bool = False  # allowed as a scenario invariant's `check.type`
     scalar_field: str | None = None  # `- TYPE: value` in an assert list fills this field
+    # The config's regexes that fall back to a literal match when invalid (SPEC §2), each
+    # with its place in the config, e.g. (("pattern",), "git commit["): `validate` warns.
+    regexes: Callable[[Any], Iterable[tuple[tuple[str | int, ...], str]]] | None = None

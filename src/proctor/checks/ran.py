@@ -37,5 +37,6 @@ CHECK = CheckType(
     config=Config,
     evaluate=evaluate,
     assertion=True,
+    regexes=lambda cfg: [(("pattern",), cfg.pattern)],
     scalar_field="pattern",
 )

@@ -48,4 +48,5 @@ CHECK = CheckType(
     config=Config,
     evaluate=evaluate,
     assertion=True,
+    regexes=lambda cfg: [(("pattern",), cfg.pattern)],
 )

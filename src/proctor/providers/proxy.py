@@ -19,6 +19,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from proctor.providers.base import ToolCall
+
 _HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "accept-encoding"}
 _MODEL_PATHS = ("/chat/completions", "/messages", "/responses")
 
@@ -66,25 +68,29 @@ def _args(raw: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _calls_in(obj: Any) -> list[tuple[str, dict[str, Any]]]:
+def _calls_in(obj: Any) -> list[ToolCall]:
     """Tool calls in one finished answer (or one Responses stream event), any API."""
     if not isinstance(obj, dict):
         return []
     obj = obj.get("response") if isinstance(obj.get("response"), dict) else obj
-    calls = [(str(b.get("id")), _args(b.get("input"))) for b in obj.get("content") or []
+    calls = [ToolCall(str(b.get("id")), str(b.get("name") or ""), _args(b.get("input")))
+             for b in obj.get("content") or []
              if isinstance(b, dict) and b.get("type") == "tool_use"]  # Anthropic
     for choice in obj.get("choices") or []:  # Chat Completions
         message = choice.get("message") if isinstance(choice, dict) else None
         for c in (message or {}).get("tool_calls") or []:
-            calls.append((str(c.get("id")), _args((c.get("function") or {}).get("arguments"))))
+            fn = c.get("function") or {}
+            calls.append(ToolCall(str(c.get("id")), str(fn.get("name") or ""),
+                                  _args(fn.get("arguments"))))
     items = obj.get("output") or ([obj["item"]] if isinstance(obj.get("item"), dict) else [])
-    calls += [(str(i.get("call_id")), _args(i.get("arguments"))) for i in items
+    calls += [ToolCall(str(i.get("call_id")), str(i.get("name") or ""), _args(i.get("arguments")))
+              for i in items
               if isinstance(i, dict) and i.get("type") == "function_call"]  # Responses
     return calls
 
 
-def tool_calls_from_body(body: bytes) -> list[tuple[str, dict[str, Any]]]:
-    """(id, arguments) of every tool call the model answered with: a JSON body, or a
+def tool_calls_from_body(body: bytes) -> list[ToolCall]:
+    """Every tool call the model answered with (id, name, arguments): a JSON body, or a
     stream (Anthropic's tool_use blocks and their input deltas, Chat Completions' tool
     call deltas, the Responses API's finished output items)."""
     text = body.decode("utf-8", "replace")
@@ -92,8 +98,8 @@ def tool_calls_from_body(body: bytes) -> list[tuple[str, dict[str, Any]]]:
         return _calls_in(json.loads(text))
     except ValueError:
         pass
-    calls: list[tuple[str, dict[str, Any]]] = []
-    blocks: dict[Any, list[str]] = {}  # stream index -> [id, json so far]
+    calls: list[ToolCall] = []
+    blocks: dict[Any, list[str]] = {}  # stream index -> [id, name, json so far]
     for line in text.splitlines():
         if not line.startswith("data:") or line[5:].strip() in ("", "[DONE]"):
             continue
@@ -107,16 +113,18 @@ def tool_calls_from_body(body: bytes) -> list[tuple[str, dict[str, Any]]]:
             calls += _calls_in(event)
         block, delta = event.get("content_block"), event.get("delta")
         if isinstance(block, dict) and block.get("type") == "tool_use":
-            blocks[event.get("index")] = [str(block.get("id")), ""]
+            blocks[event.get("index")] = [str(block.get("id")), str(block.get("name") or ""), ""]
         elif isinstance(delta, dict) and delta.get("type") == "input_json_delta" \
                 and event.get("index") in blocks:
-            blocks[event.get("index")][1] += str(delta.get("partial_json") or "")
+            blocks[event.get("index")][2] += str(delta.get("partial_json") or "")
         for choice in event.get("choices") or []:
             for c in ((choice or {}).get("delta") or {}).get("tool_calls") or []:
-                held = blocks.setdefault(("chat", c.get("index")), ["", ""])
+                held = blocks.setdefault(("chat", c.get("index")), ["", "", ""])
+                fn = c.get("function") or {}
                 held[0] = held[0] or str(c.get("id") or "")
-                held[1] += str((c.get("function") or {}).get("arguments") or "")
-    return calls + [(i, _args(j)) for i, j in blocks.values()]
+                held[1] = held[1] or str(fn.get("name") or "")
+                held[2] += str(fn.get("arguments") or "")
+    return calls + [ToolCall(i, n, _args(j)) for i, n, j in blocks.values()]
 
 
 class ModelProxy:
@@ -139,7 +147,9 @@ class ModelProxy:
         self.turns = self.tokens_in = self.tokens_out = 0
         self.usage_by_model: dict[str, list[int]] = {}  # model -> [input, output] tokens
         self.errors: list[str] = []
-        self.tool_calls: list[tuple[str, dict[str, Any]]] = []  # (id, arguments), in order
+        # The main model's tool calls, in order (an agent's `tool_calls` list may be given:
+        # kept there as they come, so a stopped agent's calls are not lost).
+        self.tool_calls: list[ToolCall] = []
         self.deadline = deadline
         self.stopping = False  # calls cut from here on are cut with the agent, not failures
         self.url = ""

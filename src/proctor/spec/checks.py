@@ -3,18 +3,15 @@ check registry's own Config models: one source of truth for every check's fields
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from typing import Any, get_origin
 
 from pydantic import ValidationError
 
 from proctor.checks import assertion_types, invariant_types
-from proctor.checks.base import CheckConfig
+from proctor.checks._match import regex_error
+from proctor.checks.base import CheckConfig, CheckType
 from proctor.spec.diagnostics import Issues, choices_hint, describe
 from proctor.spec.yamlpos import Doc, Path
-
-# SPEC §2: in these assertions an invalid regex falls back to a literal substring match.
-LITERAL_FALLBACK = ("ran", "not_ran", "run_count")
 
 
 def assertion(issues: Issues, doc: Doc, path: Path, entry: Any) -> tuple[str, CheckConfig] | None:
@@ -33,8 +30,9 @@ def assertion(issues: Issues, doc: Doc, path: Path, entry: Any) -> tuple[str, Ch
     scalar = not isinstance(value, dict)
     if not scalar:
         data = value
-    elif check.scalar_field and value is not None and not isinstance(value, list):
-        data = {check.scalar_field: value}
+    elif check.scalar_field and value is not None and (
+            not isinstance(value, list) or _takes_list(check.config, check.scalar_field)):
+        data = {check.scalar_field: value}  # `ran_in_order: [R1, R2]` fills a list field
     else:
         fields = ", ".join(check.config.model_fields)
         how = f"`{name}: VALUE`" if check.scalar_field else f"a mapping with {fields}"
@@ -45,10 +43,12 @@ def assertion(issues: Issues, doc: Doc, path: Path, entry: Any) -> tuple[str, Ch
     except ValidationError as e:
         issues.validation(doc, vpath, e, check.config, scalar=scalar)
         return None
-    pattern = getattr(config, "pattern", None)
-    if name in LITERAL_FALLBACK and isinstance(pattern, str):
-        _literal_warning(issues, doc, vpath if scalar else (*vpath, "pattern"), pattern)
+    _literal_warnings(issues, doc, vpath, check, config, scalar=scalar)
     return name, config
+
+
+def _takes_list(config: type[CheckConfig], name: str) -> bool:
+    return get_origin(config.model_fields[name].annotation) is list
 
 
 def _shape_problem(entry: Any, types: dict[str, Any]) -> str:
@@ -68,12 +68,17 @@ def _shape_problem(entry: Any, types: dict[str, Any]) -> str:
     return f"one assertion per list entry, found {', '.join(map(str, keys))}; start each with its own `- `"
 
 
-def _literal_warning(issues: Issues, doc: Doc, path: Path, pattern: str) -> None:
-    try:
-        re.compile(pattern)
-    except re.error as e:
-        issues.warn(doc, path, f"invalid regex {pattern!r} ({e}); it will be matched as a literal "
-                    "substring (escape it, e.g. with \\, to silence this)")
+def _literal_warnings(issues: Issues, doc: Doc, path: Path, check: CheckType,
+                      config: CheckConfig, *, scalar: bool = False) -> None:
+    """SPEC §2: an invalid regex falls back to a literal match, and `validate` warns, at the
+    pattern's own place (the check's value itself in `- ran: R`)."""
+    for where, pattern in check.regexes(config) if check.regexes else ():
+        if scalar and where and where[0] == check.scalar_field:
+            where = where[1:]
+        error = regex_error(pattern)
+        if error is not None:
+            issues.warn(doc, (*path, *where), f"invalid regex {pattern!r} ({error}); it will be "
+                        "matched as a literal substring (escape it, e.g. with \\, to silence this)")
 
 
 def invariant_check(issues: Issues, doc: Doc, path: Path, raw: Any) -> tuple[str, CheckConfig] | None:
@@ -97,4 +102,5 @@ def invariant_check(issues: Issues, doc: Doc, path: Path, raw: Any) -> tuple[str
     except ValidationError as e:
         issues.validation(doc, path, e, check.config)
         return None
+    _literal_warnings(issues, doc, path, check, config)
     return name, config
