@@ -3,9 +3,11 @@
 proctor knows nothing of the program's tool calls, so its agent commands are the programs
 it starts itself (SPEC §4): each with everything it started, its exit status and what it
 wrote to its stdout and stderr, from the tracer's record (record/commands.py); a shell
-started with a command string counts as that string. The program itself (what proctor's
-shell started, and what that execs into: a wrapper script should `exec` the agent) is the
-launcher, in the trace only; its output is the trial's `output`.
+started with a command string counts as that string. The program itself (the program
+holding the prompt that proctor's shell started, and what that execs into while it still
+holds it: a wrapper script should `exec` the agent) is the launcher, in the trace only; its
+output is the trial's `output`. A program the launcher execs in place that no longer holds
+the prompt (a wrapper's `exec neomutt -h`) is an agent command (SPEC §4).
 """
 
 from __future__ import annotations
@@ -74,9 +76,13 @@ class CommandAgent:
         if res.timed_out:
             env.out_of_time()
         # The program holding the prompt, started by proctor's `sh -c`, is the launcher; what a
-        # one-line shell template runs itself (`ls; make`) is the agent's.
+        # one-line shell template runs itself (`ls; make`) is the agent's, and so is what the
+        # launcher execs into once the prompt is gone (a wrapper's `exec neomutt -h`).
+        def holds(argv: list[str]) -> bool:
+            return prompt in " ".join(argv)
+
         env.record_program(res, Reading(
-            is_launcher=lambda argv, parent: parent == 0 and prompt in " ".join(argv),
+            is_launcher=lambda argv, parent: parent == 0 and holds(argv), holds=holds,
             set_aside=tuple(env.task.agent.ignore_commands)))
         env.record(CommandRecord(command=command, argv=["sh", "-c", command],
                                  cwd=str(env.sandbox.workdir), exit_code=res.exit_code,

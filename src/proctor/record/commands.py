@@ -111,13 +111,23 @@ class Reading:
       agent type declares, the spec's `ignore_commands`) is set aside with everything it
       started;
     * `unwrap(argv)`: the command string of a tool call's shell, for an agent that wraps it
-      (else `command_string`)."""
+      (else `command_string`);
+    * `holds(argv)`: for an agent whose launcher is the program holding its prompt (the
+      `command` agent, SPEC §4): a launcher that held it and execs in place into a program
+      that does not (a wrapper script's `exec neomutt -h`) hands over to an agent command.
+      None: whatever a launcher execs into is the launcher."""
 
     is_launcher: Callable[[list[str], int], bool]
     tool: re.Pattern[str] | None = None
     wrappers: tuple[re.Pattern[str], ...] = ()
     set_aside: tuple[str, ...] = ()
     unwrap: Callable[[list[str]], str | None] | None = None
+    holds: Callable[[list[str]], bool] | None = None
+
+    def still_launcher(self, before: list[str], after: list[str]) -> bool:
+        """Whether a launcher that exec'd from argv `before` into `after` is still the
+        launcher."""
+        return self.holds is None or not self.holds(before) or self.holds(after)
 
 
 @dataclass
@@ -142,8 +152,9 @@ def read_program(trace: Trace, reading: Reading) -> list[Part]:
         raw = shlex.join(p.argv)
         in_tool = parent_role == "machinery"
         replaced = p.parent >= 0 and trace.programs[p.parent].pid == p.pid  # by exec
-        if not in_tool and (parent_role == "launcher" and replaced or
-                            reading.is_launcher(p.argv, p.parent)):
+        kept = (parent_role == "launcher" and replaced
+                and reading.still_launcher(trace.programs[p.parent].argv, p.argv))
+        if not in_tool and (kept or reading.is_launcher(p.argv, p.parent)):
             role[i] = "launcher"
             continue
         if reading.tool is not None and not in_tool and reading.tool.search(raw) is None:
