@@ -37,13 +37,14 @@ def _run(args: list[str], cwd: Path, timeout: float = 900) -> subprocess.Complet
 
 
 def for_agent(suite: Path, agent: str, into: Path) -> Path:
-    """The agent's copy of a conformance suite (and its mock script): @TOOL@ and @ARG@ are its
-    shell tool's name and command argument."""
+    """The agent's copy of a conformance spec, with the mock script and the files beside it:
+    @TOOL@ and @ARG@ are its shell tool's name and command argument."""
     into.mkdir(parents=True, exist_ok=True)
     tool, arg = SHELL_TOOL[agent]
-    (into / suite.name).write_text(suite.read_text().replace("@TOOL@", tool)
-                                   .replace("@ARG@", arg))
-    (into / "script.yaml").write_text((SUITE / "script.yaml").read_text())
+    for f in [*SUITE.iterdir(), suite]:
+        if f.is_file():
+            (into / f.name).write_text(f.read_text().replace("@TOOL@", tool)
+                                       .replace("@ARG@", arg))
     return into / suite.name
 
 
@@ -189,3 +190,23 @@ def test_trajectory_checks_read_the_same_record_under_every_agent(runs, agent):
         "matched '^git commit\\b' by #3 git commit -qm first; but no agent command after #3 "
         "matches '^git add\\b'; it matches #2, too early")
     assert t["turns"] == 4 and t["cost_usd"] == 0.0
+
+
+def test_scenario_invariants_mean_the_same_under_every_agent(tmp_path):
+    """The scenario dialect through every agent: ran_in_order and tool_used invariants pass
+    alike; two weight-0 invariants fail everywhere and no trial fails for them (SPEC §3);
+    the custom check of each replica sees its own trial id and replica number."""
+    runs = _all_agents(tmp_path, ["run", str(SUITE / "scenario.yaml")])
+    for agent, run in runs.items():
+        trials = sorted(json.loads((run / "results.json").read_text())["trials"],
+                        key=lambda t: t["replica"])
+        assert [t["status"] for t in trials] == ["pass", "pass"], (agent, trials)
+        for t in trials:
+            checks = {c["name"]: c for c in t["checks"]}
+            failed = sorted(n for n, c in checks.items() if not c["passed"])
+            assert failed == ["editor", "frugal"], (agent, t["checks"])
+            assert checks["frugal"]["weight"] == checks["editor"]["weight"] == 0
+            assert t["composite_score"] == 1.0
+            assert json.loads(checks["who"]["message"]) == {
+                "id": t["id"], "replica": t["replica"], "params": {}}
+        assert [t["replica"] for t in trials] == [0, 1] and trials[0]["id"] != trials[1]["id"]
