@@ -210,3 +210,43 @@ def test_scenario_invariants_mean_the_same_under_every_agent(tmp_path):
             assert json.loads(checks["who"]["message"]) == {
                 "id": t["id"], "replica": t["replica"], "params": {}}
         assert [t["replica"] for t in trials] == [0, 1] and trials[0]["id"] != trials[1]["id"]
+
+
+OTHER_TOOL = """
+cli: git
+providers: [mock/script.yaml]
+tasks:
+  - id: other-tool
+    intent: "[other-tool] Take a note."
+    assert:
+      - tool_used: {name: Write, args: {content: "^a note$"}, min: 1, max: 1}
+      - tool_used: {name: "run_command|Bash|exec_command|bash", min: 0, max: 0}
+      - tool_used: {name: Read}             # fails everywhere
+"""
+OTHER_SCRIPT = """
+conversations:
+  - when: {prompt_contains: "[other-tool]"}
+    turns:
+      - tool: {name: Write, arguments: {file_path: /tmp/proctor-note.txt, content: a note}}
+      - say: done
+"""
+
+
+@pytest.mark.parametrize("agent", ["llm", "claude-code", "codex"])
+def test_a_tool_call_other_than_the_shell_is_counted_by_its_name(tmp_path, agent):
+    """The model calls `Write` (Claude Code's file tool; an unknown tool to `llm` and Codex,
+    which answer it with an error): the proxy, or the built-in agent, recorded the call by
+    its name and arguments, and tool_used counts it once, whatever the agent did with it.
+    (mini-swe-agent answers a call of a tool it lacks with a format error and asks again:
+    the scripted model repeats its turn, and each repetition is a call of its own.)"""
+    if agent != "llm":
+        need_agent(agent)
+    (tmp_path / "s.yaml").write_text(OTHER_TOOL)
+    (tmp_path / "script.yaml").write_text(OTHER_SCRIPT)
+    _run(["run", "s.yaml", "--agent", agent, "-q", "--output-dir", "out"], tmp_path)
+    [t] = json.loads((tmp_path / "out" / "results.json").read_text())["trials"]
+    assert [(c["name"], c["passed"]) for c in t["checks"]] == [
+        ("tool_used#0", True), ("tool_used#1", True), ("tool_used#2", False)], t
+    assert t["checks"][2]["message"].startswith(
+        "0 tool calls of the model match name 'Read', expected at least 1; the model made 1 "
+        'tool call: #1 Write {"content": "a note", "file_path": "/tmp/proctor-note.txt"}')
