@@ -183,6 +183,11 @@ def _run_options(f: Callable) -> Callable:
         click.option("--output-limit", type=click.IntRange(1_000), metavar="BYTES",
                      help="Bytes of stdout and of stderr kept per command (default 1000000); "
                           "the rest is counted and dropped."),
+        click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), metavar="USD",
+                     help="The run's budget: once its recorded cost reaches USD no new trial "
+                          "starts (started ones finish); the rest are listed as not run, exit "
+                          "1, and --resume with a larger budget runs them. Default: "
+                          "proctor.toml's max_cost."),
         click.option("--quiet", "-q", is_flag=True, help="No progress bar or table."),
         click.option("--config", "config_path", type=click.Path(dir_okay=False),
                      help="proctor.toml to read (default: ./proctor.toml if present)."),
@@ -218,7 +223,25 @@ def _options(**kw: Any) -> RunOptions:
         **({"output_limit": kw["output_limit"]} if kw.get("output_limit") else {}),
         quiet=bool(kw.get("quiet")),
         config=config,
+        max_cost=kw.get("max_cost") or config.get("max_cost"),
+        retry_errors=_error_kinds(kw.get("retry_errors"), kw.get("resume")),
     )
+
+
+def _error_kinds(value: str | None, resume: str | None) -> list[str]:
+    """--retry-errors KIND[,KIND]: known kinds, and only with --resume (exit 2 otherwise)."""
+    from proctor.errors import UsageError
+
+    if not value:
+        return []
+    kinds = [k.strip() for k in value.split(",") if k.strip()]
+    known = ("infra", "provider", "check")
+    if bad := [k for k in kinds if k not in known]:
+        raise UsageError(f"--retry-errors: unknown error kind {bad[0]!r} (known: "
+                         f"{', '.join(known)})")
+    if not resume:
+        raise UsageError("--retry-errors re-runs a stored run's errors: give --resume RUN_DIR")
+    return list(dict.fromkeys(kinds))
 
 
 @main.command()
@@ -227,6 +250,9 @@ def _options(**kw: Any) -> RunOptions:
 @click.option("--resume", metavar="RUN",
               help="Finish an interrupted run (its directory, id, id prefix or `latest`): "
                    "only trials missing from it are run.")
+@click.option("--retry-errors", metavar="KIND[,KIND]",
+              help="With --resume: also re-run the run's `error` trials of these kinds "
+                   "(infra, provider, check), each replacing its result.")
 def run(paths: tuple[str, ...], **kw) -> None:
     """Run specs (files or directories of *.yaml) and report verdicts.
 
@@ -240,6 +266,7 @@ def run(paths: tuple[str, ...], **kw) -> None:
     def body() -> int:
         from proctor.runner import run_main
 
+        _error_kinds(kw.get("retry_errors"), kw.get("resume"))  # before the run is looked up
         if kw.get("resume"):
             kw["resume"] = _run_ref(kw["resume"])
         return run_main(list(paths), _options(**kw))

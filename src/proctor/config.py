@@ -113,6 +113,8 @@ class ProctorConfig(_Table):
     # Addresses (or networks) the egress proxy counts as public: where this machine's resolver
     # sends the outside when that is a private or reserved range (a lab's gateway).
     public_addresses: list[str] = []
+    # A run's budget in USD (`--max-cost` overrides): no trial starts once recorded cost reaches it.
+    max_cost: float | None = Field(None, gt=0)
 
     @field_validator("public_addresses")
     @classmethod

@@ -99,6 +99,19 @@ class SecretDef:
 
 
 @dataclass
+class Limits:
+    """Limits that stop the agent (SPEC §2 "Limits"): at most `turns` model responses,
+    `tokens` (input + output, every model call) and `cost_usd`. None: no limit."""
+
+    turns: int | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+
+    def any(self) -> bool:
+        return self.turns is not None or self.tokens is not None or self.cost_usd is not None
+
+
+@dataclass
 class AgentDef:
     type: AgentType = "llm"
     model: str | None = None
@@ -110,6 +123,7 @@ class AgentDef:
     # The spec named an agent that runs only on a hosted service (Keystone's `paragon`,
     # `snapshot NAME`); `type` is the local agent standing in for it.
     hosted: str | None = None
+    limits: Limits = field(default_factory=Limits)
 
 
 @dataclass
@@ -328,6 +342,12 @@ class TrialResult:
     # written before proctor recorded it).
     reason: str | None = None
     timed_out: bool = False  # the agent ran out of its time (task timeout)
+    # What stopped the agent before it finished: "timeout", or a limit ("turns", "tokens",
+    # "cost_usd"); None: it stopped by itself (SPEC §5).
+    limit_hit: str | None = None
+    # Where an `error` trial failed (SPEC §5; proctor.errorkinds): "infra" | "provider" |
+    # "check"; None for a verdict.
+    error_kind: str | None = None
     turns: int = 0
     # None values: unknown (a command agent's model calls are not seen by proctor)
     tokens: dict[str, int | None] = field(default_factory=lambda: {"input": 0, "output": 0})
@@ -381,3 +401,8 @@ class RunOptions:
     config: dict[str, Any] = field(default_factory=dict)  # proctor.toml contents
     # "check": `proctor check`'s scratch runs (oracle, nop): not indexed, never a trend
     purpose: Literal["run", "check"] = "run"
+    # --max-cost (or proctor.toml's max_cost): no trial starts once the run's recorded cost
+    # reaches it (USD); None: no budget.
+    max_cost: float | None = None
+    # --retry-errors (with --resume): the stored `error` trials of these error kinds run again.
+    retry_errors: list[str] = field(default_factory=list)

@@ -37,6 +37,8 @@ class Summary(TypedDict):
     failed: int
     errored: int
     pass_rate: float  # a fraction
+    not_run: NotRequired[list[str]]  # planned trials never started (a budget, an interruption)
+    budget: NotRequired[dict[str, Any]]  # --max-cost: {max_cost_usd, cost_usd, unknown_cost_trials}
 
 
 # The rows: SPEC §5's keys are required; what proctor added since may be missing from files
@@ -164,6 +166,8 @@ class TrialRecord(TypedDict):
     forbidden: NotRequired[list[ForbiddenRecord]]
     reason: NotRequired[str | None]  # why it did not pass, in one line
     timed_out: NotRequired[bool]
+    limit_hit: NotRequired[Literal["timeout", "turns", "tokens", "cost_usd"] | None]
+    error_kind: NotRequired[Literal["infra", "provider", "check"] | None]
     turns: NotRequired[int]
     tokens: NotRequired[dict[str, int | None]]  # None: not known (a command agent's)
     cost_usd: NotRequired[float | None]

@@ -44,7 +44,7 @@ from proctor.store import RunStore, by_agent, index_run, iso, shown
 from proctor.trial import RunContext, error_result, host_env, run_trial
 
 # Options a resumed run may change; everything else comes from the interrupted run.
-_RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep", "ray_address")
+_RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep", "ray_address", "max_cost")
 
 
 @dataclass
@@ -87,6 +87,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
             if getattr(options, name) not in (None, False, ["json"]):
                 setattr(stored, name, getattr(options, name))
         stored.config, stored.resume = options.config, options.resume
+        stored.retry_errors = options.retry_errors
         options = stored
     if not paths:
         raise UsageError("no specs given: proctor run PATH... (files or directories of *.yaml)")
@@ -157,8 +158,11 @@ def run_planned(planned: Planned) -> RunResults:
     if store.rejected:
         print(f"proctor: {store.jsonl_path}: {store.rejected} line(s) not written by this run "
               "(forged or altered) were ignored; their trials run again", file=sys.stderr)
-    # An infrastructure error (a Ray node lost) says nothing about the trial: run it again.
-    todo = [t for t in planned.trials if t.id not in done or infra_error(done[t.id])]
+    # An infrastructure error (a Ray node lost) says nothing about the trial: run it again;
+    # so are, with --retry-errors, the errors of the kinds it names.
+    retry = set(options.retry_errors)
+    todo = [t for t in planned.trials if t.id not in done or infra_error(done[t.id])
+            or (done[t.id].status == "error" and done[t.id].error_kind in retry)]
     indexed = options.purpose != "check"  # `proctor check`'s scratch runs are no history
     if indexed:
         index_run(store.run_id, store.dir, started_at=planned.meta["started_at"],
@@ -168,14 +172,17 @@ def run_planned(planned: Planned) -> RunResults:
     progress = _progress(len(planned.trials), len(planned.trials) - len(todo), options,
                          since=planned.t0 if not done else None)
     interrupted = False
+    spend = RunBudget(options.max_cost, {k: r for k, r in done.items()
+                                         if k not in {t.id for t in todo}})
     try:
-        asyncio.run(_execute(todo, planned, progress.advance))
+        asyncio.run(_execute(todo, planned, progress.advance, spend))
     except (KeyboardInterrupt, asyncio.CancelledError):
         interrupted = True
     finally:
         progress.close()
         store.close()
-    results = build_results(planned, store.finished(), interrupted=interrupted)
+    results = build_results(planned, store.finished(), interrupted=interrupted,
+                            max_cost=options.max_cost)
     store.write_results(results)
     status = "interrupted" if interrupted else ("passed" if results["exit_code"] == 0 else "failed")
     if indexed:
@@ -192,8 +199,24 @@ def run_planned(planned: Planned) -> RunResults:
     return results
 
 
+class RunBudget:
+    """--max-cost: the run's recorded cost (its stored trials' and each trial's as it ends)
+    against its budget. Once reached, no trial starts; the ones running finish."""
+
+    def __init__(self, max_cost: float | None, kept: dict[str, TrialResult]):
+        self.max_cost = max_cost
+        self.costs = {k: r.cost_usd or 0.0 for k, r in kept.items()}
+
+    def record(self, result: TrialResult) -> None:
+        self.costs[result.id] = result.cost_usd or 0.0  # a re-run replaces its earlier cost
+
+    def reached(self) -> bool:
+        return self.max_cost is not None and sum(self.costs.values()) >= self.max_cost - 1e-12
+
+
 async def _execute(trials: list[Trial], planned: Planned,
-                   on_result: Callable[[TrialResult], None]) -> None:
+                   on_result: Callable[[TrialResult], None],
+                   spend: RunBudget | None = None) -> None:
 
     use_fast_child_watcher()
     loop = asyncio.get_running_loop()
@@ -232,11 +255,15 @@ async def _execute(trials: list[Trial], planned: Planned,
 
         async def worker() -> None:
             for trial in queue:
+                if spend is not None and spend.reached():
+                    continue  # never started: summary.not_run
                 task = planned.tasks[trial.task_id]
                 try:
                     result = await run_one(trial, task)
                 except Exception as e:  # one trial's failure stays in that trial
                     result = result_of_failure(trial, task, e)
+                if spend is not None:
+                    spend.record(result)
                 _store(store, result, trial, task, on_result)
                 if digest is not None:  # a digest that fails is made again by the report
                     with contextlib.suppress(Exception):
@@ -274,12 +301,19 @@ def _store(store: RunStore, result: TrialResult, trial: Trial, task: TaskDef,
 
 
 def build_results(planned: Planned, finished: dict[str, TrialResult],
-                  interrupted: bool = False) -> RunResults:
+                  interrupted: bool = False, max_cost: float | None = None) -> RunResults:
     trials = [finished[t.id] for t in planned.trials if t.id in finished]
     scored = summarize(trials, planned.tasks.values())
     missing = len(planned.trials) - len(trials)
     if missing and not interrupted:
         scored["exit_code"] = 1
+    # Planned trials without a result: a budget reached, or an interruption (SPEC §5).
+    scored["summary"]["not_run"] = [t.id for t in planned.trials if t.id not in finished]
+    if max_cost is not None:
+        known = [t.cost_usd for t in trials if t.cost_usd is not None]
+        scored["summary"]["budget"] = {"max_cost_usd": max_cost,
+                                       "cost_usd": round(sum(known), 6),
+                                       "unknown_cost_trials": len(trials) - len(known)}
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": planned.store.run_id,
@@ -466,5 +500,23 @@ def _print_outcome(planned: Planned, results: RunResults) -> None:
     print(f"run: {planned.store.dir}")
     for path in results.get("reports", []):
         print(f"report: {path}")
+    for line in outcome_notes(results, shown(planned.store.dir)):
+        print(line)
     if s["passed"] < s["trials"]:
         print(f"what went wrong: proctor show {shown(planned.store.dir)} --failed")
+
+
+def outcome_notes(results: RunResults, run_dir: str) -> list[str]:
+    """What to do next, one line each: the budget spent and how to run what it left out;
+    errors that were all the infrastructure's, and how to run them again."""
+    s, lines = results["summary"], []
+    budget, not_run = s.get("budget"), s.get("not_run") or []
+    if budget:
+        lines.append(f"budget: ${budget['cost_usd']:.4f} spent of ${budget['max_cost_usd']:g}"
+                     + (f"; {len(not_run)} trial(s) not run: proctor run --resume {run_dir} "
+                        "--max-cost USD (a larger budget) runs them" if not_run else ""))
+    kinds = [t.get("error_kind") for t in results["trials"] if t["status"] == "error"]
+    if kinds and all(k == "infra" for k in kinds):
+        lines.append(f"all {len(kinds)} error(s) were infrastructure failures, not the agent's: "
+                     f"proctor run --resume {run_dir} --retry-errors infra runs them again")
+    return lines

@@ -38,6 +38,7 @@ from proctor.model import (
     TrialResult,
 )
 from proctor.proc import RUN_ID_VAR
+from proctor.providers.budget import KINDS, Budget, describe
 from proctor.record import fsdiff
 from proctor.record.paths import PathNames
 from proctor.record.recorder import Recorder
@@ -53,18 +54,22 @@ from proctor.services.base import Service, ServiceHandle
 from proctor.templating import render, render_data
 from proctor.text import printable
 
-# Trial faults: (what happened, how it reads in results). None of them is the agent's
-# failure, so every one makes the trial `error`, never `fail`, and no checks run.
+# Trial faults: what happened -> (how it reads in results, its `error_kind`: SPEC §5). None
+# of them is the agent's failure, so every one makes the trial `error`, never `fail`, and no
+# checks run. The kind comes from where the trial failed, never from the message: `infra`
+# (sandbox, services, setup, proctor), `provider` (the model's API, after its retries:
+# the agent says so, AgentResult.error_kind), `check` (a check errored: `score`).
 FAULTS = {
-    "service": "service {name} unavailable: {detail}",
-    "wait_for": "service {name} never became ready: `{detail}`",
-    "workspace": "could not prepare the workspace: {detail}",
-    "setup": "setup command failed: {detail}",
-    "agent": "agent error: {detail}",
-    "limit": "{detail}",
-    "unavailable": "this task cannot run here: {detail}",
-    "healthcheck": "the environment never became healthy: `{detail}`",
+    "service": ("service {name} unavailable: {detail}", "infra"),
+    "wait_for": ("service {name} never became ready: `{detail}`", "infra"),
+    "workspace": ("could not prepare the workspace: {detail}", "infra"),
+    "setup": ("setup command failed: {detail}", "infra"),
+    "agent": ("agent error: {detail}", "provider"),
+    "limit": ("{detail}", "infra"),
+    "unavailable": ("this task cannot run here: {detail}", "infra"),
+    "healthcheck": ("the environment never became healthy: `{detail}`", "infra"),
 }
+ERROR_KINDS = ("infra", "provider", "check")
 WAIT_FOR_TIMEOUT_S = 60.0
 # How long past its timeout an agent that does not stop by itself runs until it is stopped.
 AGENT_GRACE_S = 5.0
@@ -79,8 +84,10 @@ HOST_ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "LC_*")
 
 
 class TrialFault(Exception):
-    def __init__(self, kind: str, **kw: str):
-        super().__init__(FAULTS[kind].format(**kw))
+    def __init__(self, kind: str, error_kind: str | None = None, **kw: str):
+        text, self.error_kind = FAULTS[kind]
+        self.error_kind = error_kind or self.error_kind
+        super().__init__(text.format(**kw))
 
 
 @dataclass
@@ -114,18 +121,19 @@ async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult
     try:
         return await asyncio.wait_for(_run_trial(trial, task, run), limit)
     except TimeoutError:
-        result = error_result(trial, task,
+        result = error_result(trial, task,  # the environment, checks included, too slow
                               f"the trial took longer than resources.timeout ({limit:g}s)")
         result.duration_s = round(time.monotonic() - t0, 4)
         return result
 
 
-def error_result(trial: Trial, task: TaskDef, error: str) -> TrialResult:
-    """A trial that ended `error` before (or instead of) a verdict, with the cause."""
+def error_result(trial: Trial, task: TaskDef, error: str, kind: str = "infra") -> TrialResult:
+    """A trial that ended `error` before (or instead of) a verdict, with the cause; `kind`:
+    its error_kind (by default proctor's or the machine's failure)."""
     return TrialResult(id=trial.id, task_id=trial.task_id, model=trial.model,
                        help_mode=trial.help_mode, replica=trial.replica, params=trial.params,
                        status="error", composite_score=0.0, error=printable(error),
-                       reason=reason(printable(error)),
+                       reason=reason(printable(error)), error_kind=kind,
                        agent=trial.agent, category=task.category)
 
 
@@ -142,11 +150,12 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
         await one.collect_artifacts()
     except TrialFault as e:
         one.result.status, one.result.error = "error", one.redactor.text(str(e))
+        one.result.error_kind = e.error_kind
     except Exception as e:  # a bug must cost one trial, not the run; the trace keeps it
         import traceback
 
         one.recorder.trace({"type": "internal_error", "traceback": traceback.format_exc()})
-        one.result.status = "error"
+        one.result.status, one.result.error_kind = "error", "infra"
         one.result.error = one.redactor.text(f"internal error: {e!r}")
     finally:
         await _release(one.handles, one.sandbox)
@@ -233,7 +242,7 @@ class _Trial:
         env = AgentEnv(task=task, trial=self.trial, prompt=render(task.prompt, **self.values),
                        sandbox=sandbox, recorder=self.recorder, options=self.run.options,
                        solution=[render(c, **self.values) for c in task.solution],
-                       shared=self.run.shared)
+                       shared=self.run.shared, budget=Budget(task.agent.limits))
         self.output.active = True
         started = time.monotonic()
         outcome = await _run_agent(self.agent, task, env, self.recorder)
@@ -252,11 +261,12 @@ class _Trial:
             "input": phases.add(r.tokens.get("input"), outcome.tokens_in),
             "output": phases.add(r.tokens.get("output"), outcome.tokens_out)}
         r.timed_out = r.timed_out or outcome.timed_out or env.timed_out
+        r.limit_hit = r.limit_hit or outcome.limit_hit or ("timeout" if r.timed_out else None)
         r.output = self.redactor.cut(outcome.output, OUTPUT_IN_RESULTS, keep="tail")
         if fault := sandbox.fault():
             raise TrialFault("limit", detail=fault)
         if outcome.error:
-            raise TrialFault("agent", detail=outcome.error)
+            raise TrialFault("agent", outcome.error_kind, detail=outcome.error)
         return outcome, env.commands
 
     async def judge(self, outcome: AgentResult, commands: list[CommandRecord]) -> None:
@@ -309,8 +319,10 @@ class _Trial:
         score = score_trial(r.checks, r.forbidden, task.pass_threshold,
                             timed_out_after=task.timeout if r.timed_out else None)
         r.status, r.composite_score, r.reason = score.status, score.composite, score.reason
-        if score.status == "error":
-            r.error = score.error
+        if r.reason and r.limit_hit in KINDS:  # said first, as a timeout is
+            r.reason = reason(f"{describe(task.agent.limits, r.limit_hit)}; {r.reason}")
+        if score.status == "error":  # the only error scoring gives: a check errored
+            r.error, r.error_kind = score.error, "check"
         refused = phases.refused_line(self.checks_refused)
         if refused and r.status != "pass":  # a verifier that could not download: say so first
             r.reason = reason(f"{refused}; {r.reason or ''}")

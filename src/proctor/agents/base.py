@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from proctor.model import CommandRecord, RunOptions, TaskDef, Trial
 from proctor.proc import ExecResult
 from proctor.providers.base import ToolCall
+from proctor.providers.budget import Budget
 from proctor.record.commands import Reading, from_trace, processes, read_program
 from proctor.sandbox.trace import Trace, reread
 
@@ -34,6 +35,10 @@ class AgentResult:
     cost_usd: float | None = None
     error: str | None = None  # the agent could not do its job (provider down) -> trial error
     timed_out: bool = False  # it ran out of its time (the task timeout)
+    limit_hit: str | None = None  # a limit stopped it: "turns" | "tokens" | "cost_usd"
+    # Where `error` came from (SPEC §5 error_kind): "provider" (the model's API failed after
+    # its retries) or "infra" (proctor could not run the agent: configuration, installation).
+    error_kind: str = "infra"
 
 
 @dataclass
@@ -57,6 +62,8 @@ class AgentEnv:
     # only what is left (`time_left`), so it ends with what it has so far.
     deadline: float | None = None
     timed_out: bool = False  # a command or model call was cut short by the deadline
+    # The task's limits and what the agent's model calls used so far (providers/budget.py).
+    budget: Budget = field(default_factory=Budget)
     # Traces of commands that left something running: read to the end by `settle`.
     _unfinished: list[tuple[Trace, list[tuple[CommandRecord, int]]]] = field(default_factory=list)
 

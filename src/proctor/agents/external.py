@@ -143,8 +143,10 @@ class ExternalAgent:
             exe = str(await asyncio.to_thread(self.install, task))
             return await self._run(env, exe, model, _Upstream(self, settings, name, task,
                                                               env.solution))
-        except (UsageError, ProviderError) as e:
-            return AgentResult(error=str(e))
+        except UsageError as e:  # its configuration or installation: not the model's API
+            return AgentResult(error=str(e), error_kind="infra")
+        except ProviderError as e:
+            return AgentResult(error=str(e), error_kind="provider")
 
     async def _run(self, env: AgentEnv, exe: str, model: str, upstream: _Upstream) -> AgentResult:
         from proctor.providers.proxy import ModelProxy
@@ -152,8 +154,14 @@ class ExternalAgent:
         config = env.options.config
         async with upstream:
             proxy = ModelProxy(upstream.url, api_key=upstream.key, main_model=upstream.model,
-                               on_call=env.recorder.trace, deadline=env.deadline)
+                               on_call=env.recorder.trace, deadline=env.deadline,
+                               budget=env.budget, cost_of=_pricer(model, upstream.model, config))
             proxy.tool_calls = env.tool_calls  # the model's calls, kept should it be stopped
+            stopping: list[asyncio.Task[int]] = []
+            # A limit reached: the agent program is stopped as at a timeout (everything it
+            # started is killed; its exec returns with what it had done).
+            env.budget.on_hit = lambda _: stopping.append(
+                asyncio.ensure_future(env.sandbox.kill_processes()))
             async with proxy:
                 host, port = await env.sandbox.expose("127.0.0.1", int(proxy.url.rsplit(":", 1)[1]))
                 w = Wiring(f"http://{host}:{port}", upstream.kind, upstream.model,
@@ -167,14 +175,17 @@ class ExternalAgent:
                         output=output, turns=proxy.turns,
                         tokens_in=proxy.tokens_in, tokens_out=proxy.tokens_out,
                         cost_usd=_cost(proxy.usage_by_model, model, upstream.model, config),
-                        error=_endpoint_failure(proxy, exit_code, timed_out),
-                        timed_out=timed_out)
+                        error=_endpoint_failure(proxy, exit_code,
+                                                timed_out or env.budget.hit is not None),
+                        timed_out=timed_out, limit_hit=env.budget.hit, error_kind="provider")
 
                 env.on_timeout = lambda: result("", None, True)
                 variables = {**{k: v for k, v in self.defaults.items()
                                 if k not in env.sandbox.env}, **self.environment(w)}
                 res = await env.sandbox.exec(shlex.join(argv), timeout=env.time_left(),
                                              capture=env.options.output_limit, env=variables)
+                for job in stopping:
+                    await job
         if res.timed_out:
             env.out_of_time()
         answer = await self.final_answer(env, w, res.stdout)
@@ -238,6 +249,18 @@ def _cost(usage: dict[str, list[int]], model: str, asked: str,
             return None
         total += cost
     return total
+
+
+def _pricer(model: str, asked: str, config: dict[str, Any]) -> Any:
+    """Cost of one call (model name as the agent asked for it, tokens in, out), priced as
+    `_cost` prices them: the trial's model for its own calls, the provider's other models
+    for side calls."""
+    provider = model.split("/", 1)[0]
+
+    def cost(name: str, tin: int, tout: int) -> float | None:
+        return cost_usd(price_of(model if name == asked else f"{provider}/{name}", config),
+                        tin, tout)
+    return cost
 
 
 def _endpoint_failure(proxy: Any, exit_code: int | None, timed_out: bool) -> str | None:

@@ -110,14 +110,15 @@ class LLMAgent:
             provider = get_provider(model, config, base_dir=env.task.base_dir,
                                     solution=env.solution or env.task.solution)
         except UsageError as e:
-            return AgentResult(error=str(e))
+            return AgentResult(error=str(e), error_kind="infra")
+        price = price_of(model, config)
         try:
             system = await self._system_prompt(env, settings)
-            result = await self._loop(env, provider, model, system, settings, ProviderError)
+            result = await self._loop(env, provider, model, system, settings, ProviderError,
+                                      price)
         finally:
             await provider.aclose()
-        result.cost_usd = cost_usd(price_of(model, config), result.tokens_in or 0,
-                                   result.tokens_out or 0)
+        result.cost_usd = cost_usd(price, result.tokens_in or 0, result.tokens_out or 0)
         return result
 
     async def _system_prompt(self, env: AgentEnv, settings: LLMSettings) -> str:
@@ -125,7 +126,8 @@ class LLMAgent:
         return "\n\n".join(p for p in (BASE_PROMPT, told) if p)
 
     async def _loop(self, env: AgentEnv, provider: Any, model: str, system: str,
-                    settings: LLMSettings, provider_error: type[Exception]) -> AgentResult:
+                    settings: LLMSettings, provider_error: type[Exception],
+                    price: tuple[float, float] | None = None) -> AgentResult:
         res = AgentResult()
         env.on_timeout = lambda: res  # stopped from outside: what it has so far
         messages: list[dict[str, Any]] = [{"role": "user", "content": env.prompt}]
@@ -150,6 +152,7 @@ class LLMAgent:
                     reason = "timeout"
                 else:
                     res.error, reason = str(e) or type(e).__name__, "error"
+                    res.error_kind = "provider"
                 break
             res.turns += 1
             env.tool_calls += resp.tool_calls  # what the model asked for (tool_used)
@@ -167,6 +170,14 @@ class LLMAgent:
                 "retries": resp.retries})
             traced = len(messages)
             res.output = resp.text
+            # The response that reaches a limit is the last: its tool calls are not run.
+            if hit := env.budget.charge(resp.usage.input, resp.usage.output,
+                                        cost_usd(price, resp.usage.input, resp.usage.output)):
+                res.limit_hit = reason = hit
+                env.recorder.trace({"type": "limit", "limit": hit,
+                                    "message": env.budget.describe(),
+                                    "tool_calls_not_run": len(calls)})
+                break
             if not calls:
                 break
             messages.append({"role": "assistant", "content": resp.text, "tool_calls": calls})

@@ -11,6 +11,7 @@ can make the trial `error`, not `fail`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ import aiohttp
 from aiohttp import web
 
 from proctor.providers.base import ToolCall
+from proctor.providers.budget import Budget
 
 _HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "accept-encoding"}
 _MODEL_PATHS = ("/chat/completions", "/messages", "/responses")
@@ -136,7 +138,9 @@ class ModelProxy:
 
     def __init__(self, upstream: str, api_key: str | None = None,
                  on_call: Callable[[dict[str, Any]], None] | None = None,
-                 main_model: str | None = None, deadline: float | None = None):
+                 main_model: str | None = None, deadline: float | None = None,
+                 budget: Budget | None = None,
+                 cost_of: Callable[[str, int, int], float | None] | None = None):
         self.upstream = upstream.rstrip("/")
         self.api_key = api_key
         # Calls for another model (Claude Code's titles on a small model) are `side` calls:
@@ -151,6 +155,10 @@ class ModelProxy:
         # kept there as they come, so a stopped agent's calls are not lost).
         self.tool_calls: list[ToolCall] = []
         self.deadline = deadline
+        # The trial's limits (providers/budget.py), and each call's cost (model, in, out).
+        self.budget = budget if budget is not None else Budget()
+        self.cost_of = cost_of or (lambda model, tin, tout: None)
+        self._inflight: set[asyncio.Future[Any]] = set()  # limited mode: upstream reads
         self.stopping = False  # calls cut from here on are cut with the agent, not failures
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -168,6 +176,9 @@ class ModelProxy:
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
         assert self._session is not None
+        if self.budget.limited and request.method == "POST" \
+                and request.path.endswith(_MODEL_PATHS):
+            return await self._forward_limited(request)
         body = await request.read()
         target = self.upstream + request.path_qs
         started = time.monotonic()
@@ -213,11 +224,87 @@ class ModelProxy:
         self._record(request, body, up.status, bytes(answer), started, error)
         return out
 
+    async def _forward_limited(self, request: web.Request) -> web.StreamResponse:
+        """A model call under limits: the whole answer is read before the agent gets any of
+        it, so the one that reaches a limit is never delivered (its tool calls are not run);
+        calls asked for after that are refused, and calls still in flight then are cut, so
+        an agent firing calls in parallel gets at most the one that reached the limit."""
+        assert self._session is not None
+        body = await request.read()
+        target = self.upstream + request.path_qs
+        started = time.monotonic()
+        if self.budget.hit is not None:
+            self._refused(request, body)
+            return self._limit_answer()
+        left = None if self.deadline is None else self.deadline - started
+        fetch = asyncio.ensure_future(self._fetch(request, body, target, left))
+        self._inflight.add(fetch)
+        try:
+            status, headers, answer = await fetch
+        except asyncio.CancelledError:
+            if not fetch.cancelled() or (asyncio.current_task() or fetch).cancelling():
+                raise  # the agent hung up, or the proxy is stopping: not ours to answer
+            self._record(request, body, None, b"", started, None, cut="limit")
+            return self._limit_answer()
+        except TimeoutError:
+            self._record(request, body, None, b"", started, None, cut="timeout")
+            return _timeout_answer()
+        except aiohttp.ClientError as e:
+            if self._past_deadline():
+                self._record(request, body, None, b"", started, None, cut="timeout")
+                return _timeout_answer()
+            self._record(request, body, None, b"", started, f"{target}: {e}")
+            return web.json_response({"error": {"type": "invalid_request_error", "message":
+                                                f"proctor model proxy: {target}: {e}"}}, status=400)
+        finally:
+            self._inflight.discard(fetch)
+        if self.budget.hit is not None:  # reached while this one was in flight
+            self._record(request, body, None, b"", started, None, cut="limit")
+            return self._limit_answer()
+        error = f"{target}: HTTP {status}: {answer[:300].decode('utf-8', 'replace')}" \
+            if status >= 400 else None
+        self._record(request, body, status, answer, started, error)
+        if self.budget.hit is not None:  # this answer reached it: the agent never sees it
+            for other in list(self._inflight):
+                other.cancel()
+            return self._limit_answer()
+        return web.Response(status=status, body=answer, headers=headers)
+
+    async def _fetch(self, request: web.Request, body: bytes, target: str,
+                     left: float | None) -> tuple[int, dict[str, str], bytes]:
+        assert self._session is not None
+        if left is not None and left <= 0:
+            raise TimeoutError
+        async with self._session.request(
+                request.method, target, data=body, headers=self._headers(request),
+                timeout=aiohttp.ClientTimeout(total=left, sock_connect=10)) as up:
+            answer = await up.read()
+            headers = {k: v for k, v in up.headers.items() if k.lower() not in _HOP_HEADERS
+                       and k.lower() != "content-encoding"}
+            return up.status, headers, answer
+
+    def _refused(self, request: web.Request, body: bytes) -> None:
+        """A call asked for after a limit was reached: in the trace, never forwarded."""
+        if self.on_call is not None:
+            try:
+                req: Any = json.loads(body)
+            except ValueError:
+                req = body[:1000].decode("utf-8", "replace")
+            self.on_call({"type": "model_call", "source": "proxy", "path": request.path,
+                          "status": None, "request": req,
+                          "error": f"refused: {self.budget.describe()}"})
+
+    def _limit_answer(self) -> web.Response:
+        # 400, not 429 or 5xx: an agent retries those; this one must stop.
+        return web.json_response({"error": {"type": "invalid_request_error", "message":
+                                            f"proctor model proxy: {self.budget.describe()}"}},
+                                 status=400)
+
     def _past_deadline(self) -> bool:
         return self.stopping or self.deadline is not None and time.monotonic() >= self.deadline
 
     def _record(self, request: web.Request, body: bytes, status: int | None, answer: bytes,
-                started: float, error: str | None, cut: bool = False) -> None:
+                started: float, error: str | None, cut: bool | str = False) -> None:
         if request.method != "POST" or not request.path.endswith(_MODEL_PATHS):
             return  # model lists, token counts: not model turns
         event: dict[str, Any] = {"type": "model_call", "source": "proxy", "path": request.path,
@@ -231,7 +318,9 @@ class ModelProxy:
         self.last_failed = error is not None
         if side:
             event["side"] = True
-        if cut:
+        if cut == "limit":
+            event["error"] = f"cut: {self.budget.describe()}"
+        elif cut:
             event["error"] = "cut at the task's timeout"
         elif error is not None:
             self.errors.append(error)
@@ -247,7 +336,12 @@ class ModelProxy:
             per_model[1] += tout
             event.update(turn=self.turns, usage={"input": tin, "output": tout},
                          response=answer[:200_000].decode("utf-8", "replace"))
-            if not side:
+            was = self.budget.hit
+            self.budget.charge(tin, tout, self.cost_of(str(model or self.main_model or ""),
+                                                       tin, tout), turn=not side)
+            if was is None and self.budget.hit is not None:
+                event["limit"] = self.budget.hit  # the last answer: the agent never gets it
+            if not side:  # asked for, even in the answer withheld at a limit (as for llm)
                 self.tool_calls += tool_calls_from_body(answer)
         if self.on_call is not None:
             self.on_call(event)
@@ -280,3 +374,9 @@ class ModelProxy:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+def _timeout_answer() -> web.Response:
+    return web.json_response({"error": {"type": "invalid_request_error",
+                                        "message": "proctor model proxy: the task's time is up"}},
+                             status=400)

@@ -420,16 +420,25 @@ def reason(trial: Mapping[str, Any]) -> str:
 _VARYING = re.compile(r"\b0x[0-9a-f]+\b|\b[0-9a-f]{12,}\b|\b\d{4,}(?:\.\d+)?\b|/tmp/\S+")
 
 
+def budget(results: RunResults) -> tuple[dict[str, Any] | None, int]:
+    """--max-cost's spend against budget ({max_cost_usd, cost_usd, ...}; None: no budget)
+    and how many planned trials were not run."""
+    summary: Mapping[str, Any] = results.get("summary") or {}
+    return summary.get("budget"), len(summary.get("not_run") or [])
+
+
 def error_groups(results: RunResults) -> list[dict[str, Any]]:
-    """Errored trials grouped by cause (the error with what varies between trials blurred),
-    the most frequent first: {cause, trials: [trial, ...], tasks, models}."""
+    """Errored trials grouped by error kind and cause (the error with what varies between
+    trials blurred), the most frequent first: {cause, kind, trials: [trial, ...], tasks,
+    models}."""
     groups: dict[str, dict[str, Any]] = {}
     for t in results.get("trials") or []:
         if status_of(t) != "error":
             continue
         text = " ".join(reason(t).split())
-        key = _VARYING.sub("…", text)
-        g = groups.setdefault(key, {"cause": text, "trials": [], "tasks": set(),
+        kind = t.get("error_kind")
+        key = f"{kind}:{_VARYING.sub('…', text)}"
+        g = groups.setdefault(key, {"cause": text, "kind": kind, "trials": [], "tasks": set(),
                                     "models": set()})
         g["trials"].append(t)
         g["tasks"].add(t.get("task_id"))

@@ -331,6 +331,9 @@ def trials_table(results: RunResults, traced: list[bool] | None = None,
 
 
 MAX_ERROR_GROUPS = 50  # error causes listed in the page; the rest are counted
+KIND_TITLES = {"infra": "the sandbox, a service, the executor or proctor failed",
+               "provider": "the model's API failed after its retries",
+               "check": "a check or verifier itself errored"}
 
 
 def errors(results: RunResults) -> str:
@@ -352,8 +355,10 @@ def errors(results: RunResults) -> str:
         where = (f"task {tasks[0]}" if len(tasks) == 1 else f"{len(tasks)} tasks") + " · " + (
             ", ".join(sorted(g["models"])) if len(g["models"]) <= 3 else
             f"{len(g['models'])} models")
+        kind = (f'<span class="kind" title="{e(KIND_TITLES.get(g["kind"], ""))}">'
+                f'{e(g["kind"])}</span> ' if g.get("kind") else "")
         out.append(
-            f'<li><b>{len(trials)} trial{"s" if len(trials) > 1 else ""}</b>: '
+            f'<li>{kind}<b>{len(trials)} trial{"s" if len(trials) > 1 else ""}</b>: '
             f'<span class="cause">{e(gist(g["cause"], 400))}</span> '
             f'<span class="muted">({e(where)}) e.g.</span> '
             f'<a href="#" data-show-trial="{e(tid)}"><code>{e(tid)}</code></a></li>')
@@ -435,6 +440,12 @@ def _cards(results: RunResults) -> str:
              ("failed", str(h["failed"]), "fail" if h["failed"] else ""),
              ("errored", str(h["errored"]), "error" if h["errored"] else ""),
              ("pass rate", data.pct(h["pass_rate"], 1), "")]
+    budget, not_run = data.budget(results)
+    if budget:  # --max-cost: spend against budget, and what it left out
+        cards.append(("spent of budget", f"${float(budget.get('cost_usd') or 0):.4f} / "
+                      f"${float(budget.get('max_cost_usd') or 0):g}", "fail" if not_run else ""))
+        if not_run:
+            cards.append(("not run", str(not_run), "fail"))
     out = "".join(f'<div class="card {cls}"><div class="k">{k}</div><div class="v">{v}</div>'
                   f"</div>" for k, v, cls in cards)
     out += (f'<div class="card"><div class="k">95% CI</div>'

@@ -66,6 +66,7 @@ max-height:24em;overflow:auto}ul.rules{margin:4px 0;padding-left:18px}
 background:var(--panel);border:1px solid var(--accent);border-radius:12px;padding:2px 4px 2px 10px}
 .chip[hidden]{display:none}.chip button{border:0;background:none;color:var(--fg);cursor:pointer;font:inherit}
 ul.triage li{margin:3px 0;overflow-wrap:anywhere}
+ul.errors .kind{display:inline-block;padding:0 6px;margin-right:4px;border-radius:3px;font-size:.85em;background:var(--error);color:#fff}
 .grid-table td.n{white-space:nowrap}svg.effect{width:160px;vertical-align:middle}
 svg.effect .ci{stroke:var(--muted);stroke-width:3}svg.effect circle{fill:var(--muted)}
 svg.effect.up .ci,svg.effect.up circle{stroke:var(--pass);fill:var(--pass)}

@@ -150,7 +150,9 @@ def _testcase(t: Mapping[str, Any]) -> str:
     status = data.status_of(t)
     if status == "error":
         err = t.get("error") or "the trial errored"
-        inner.append(_element("error", {"message": attr(gist(err, ATTR_LIMIT)), "type": "error"},
+        kind = t.get("error_kind")  # infra | provider | check (SPEC §5); older runs: none
+        inner.append(_element("error", {"message": attr(gist(err, ATTR_LIMIT)),
+                                        "type": attr(kind, 100) if kind else "error"},
                               _xml(data.cut(err, MESSAGE_LIMIT, keep="both")), "      "))
     elif status == "fail":
         message, kind, body = _failure(t)

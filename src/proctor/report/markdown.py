@@ -74,6 +74,12 @@ def render_markdown(results: RunResults, run: Mapping[str, Any] | None = None,
         cat = f" ({cell(a['category'], 60)})" if a["category"] else ""
         links = " · ".join(f"<{u}>" for u in a["links"])
         lines += ["", f"**{cell(a['name'], 80)}**{cat}" + (f" · {links}" if links else "")]
+    budget, not_run = data.budget(results)
+    if budget:
+        lines += ["", f"**Budget**: ${float(budget.get('cost_usd') or 0):.4f} spent of "
+                      f"${float(budget.get('max_cost_usd') or 0):g}"
+                      + (f" · {not_run} trial(s) not run (resume with a larger `--max-cost`)"
+                         if not_run else "")]
     if h["incomplete"]:
         lines += ["", "> ⚠️ **Incomplete run**: it was interrupted or trials are missing; "
                       "only finished trials are counted."]
@@ -187,7 +193,7 @@ def _failures(results: RunResults) -> list[str]:
 
 
 def _errors(results: RunResults) -> list[str]:
-    """Errored trials grouped by cause (as report.html's errors section), each with where it
+    """Errored trials grouped by error kind and cause (as report.html's errors section), each with where it
     happened, an example trial and its whole error in a collapsible block."""
     groups = data.error_groups(results)
     if not groups:
@@ -200,7 +206,8 @@ def _errors(results: RunResults) -> list[str]:
         where = (tasks[0] if len(tasks) == 1 else f"{len(tasks)} tasks") + " · " + ", ".join(
             sorted(g["models"])[:3]) + ("…" if len(g["models"]) > 3 else "")
         count = f"{len(g['trials'])} trial{'s' if len(g['trials']) > 1 else ''}"
-        out += [f"<details><summary><b>{count}</b>: {html_text(g['cause'])} ({html_text(where)}; "
+        kind = f"<code>{html_text(g['kind'], 20)}</code> " if g.get("kind") else ""
+        out += [f"<details><summary>{kind}<b>{count}</b>: {html_text(g['cause'])} ({html_text(where)}; "
                 f"e.g. <code>{html_text(first.get('id'), 100)}</code>)</summary>", "",
                 code_block(first.get("error") or g["cause"] or "(no message)"), "",
                 "</details>"]

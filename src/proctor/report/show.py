@@ -239,9 +239,12 @@ def _print_head(t: Mapping[str, Any], console: Console) -> None:
     facts += [f"replica {t.get('replica', 0)}", f"turns {t.get('turns', 0)}",
               f"tokens {data.count(tokens.get('input'))} in / {data.count(tokens.get('output'))} out",
               f"cost {data.usd(t.get('cost_usd'))}", f"duration {data.seconds(t.get('duration_s'))}"]
+    if t.get("limit_hit"):
+        facts.append(f"stopped by limit: {data.clean(t.get('limit_hit'))}")
     console.print(Text(" · ".join(facts), style="dim"))
     if t.get("error"):
-        console.print(Text("error: ", style="bold yellow") + Text(data.cut(t["error"], 2000)))
+        kind = f"error ({data.clean(t['error_kind'])}): " if t.get("error_kind") else "error: "
+        console.print(Text(kind, style="bold yellow") + Text(data.cut(t["error"], 2000)))
     elif why := data.reason(t):
         console.print(Text("why: ", style="bold red") + Text(data.cut(why, 600)))
 

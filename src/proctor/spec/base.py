@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_NAME_RULE = "letters, digits and _, not starting with a digit"
@@ -44,3 +44,25 @@ def valid_regexes(patterns: list[str]) -> list[str]:
         except re.error as e:
             raise ValueError(f"invalid regex {p!r}: {e}") from None
     return patterns
+
+
+class Limits(SpecModel):
+    """Limits that stop the agent (every model-driven agent: `llm`, `claude-code`, `codex`,
+    `mini-swe-agent`). The model response that reaches one is the last: its tool calls are
+    not run, the agent is stopped as at a timeout, what it did until then is checked, and
+    the trial records `limit_hit`."""
+
+    turns: int | None = Field(None, ge=1, description="Model responses the agent may get.")
+    tokens: int | None = Field(None, ge=1, description="Input + output tokens over every "
+                               "model call.")
+    cost_usd: float | None = Field(None, gt=0, description="USD over every model call (from "
+                                   "the price table; an unknown price never reaches it).")
+
+    def to_def(self, under: Limits | None = None) -> Any:
+        """The model's Limits: these keys over `under`'s (a suite's default), key by key; a
+        key set to null here lifts `under`'s."""
+        from proctor.model import Limits as LimitsDef
+
+        merged = {**(under.model_dump(exclude_unset=True) if under else {}),
+                  **self.model_dump(exclude_unset=True)}
+        return LimitsDef(**merged)

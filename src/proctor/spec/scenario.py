@@ -14,7 +14,7 @@ from proctor.checks.base import CheckConfig
 from proctor.checks.http_mock_assertions import FIELD as HTTP_FIELD
 from proctor.durations import Seconds
 from proctor.model import AgentDef, CheckDef, SecretDef, TaskDef
-from proctor.spec.base import EnvMap, SpecModel, valid_regexes
+from proctor.spec.base import EnvMap, Limits, SpecModel, valid_regexes
 from proctor.spec.checks import invariant_check
 from proctor.spec.diagnostics import Issues, suggest
 from proctor.spec.refs import check_refs
@@ -118,6 +118,8 @@ class Agent(SpecModel):
                                        "the trace keeps them, marked `ignored`).")
     max_turns: int = Field(5, ge=1, le=20, description="Tool rounds the `llm` agent may take.")
     timeout: Seconds = Field(300, gt=0, description="Seconds (or 30s, 5m, 1h) the agent may take.")
+    limits: Limits | None = Field(None, description="Limits that stop a model-driven agent "
+                                  "(turns, tokens, cost_usd).")
 
     @field_validator("ignore_commands")
     @classmethod
@@ -304,7 +306,8 @@ def load_scenario(loader: Loader, doc: Doc) -> TaskDef | None:
         agent=AgentDef(type=_local(sc.agent.type), hosted=_hosted(sc.agent),
                        model=sc.agent.model, command=sc.agent.command,
                        version=sc.agent.version, ignore_commands=list(sc.agent.ignore_commands),
-                       max_turns=sc.agent.max_turns, timeout=sc.agent.timeout),
+                       max_turns=sc.agent.max_turns, timeout=sc.agent.timeout,
+                       limits=(sc.agent.limits or Limits()).to_def()),
         checks=[CheckDef(name=key, type=checks[key][0], config=checks[key][1], weight=inv.weight,
                          gate=inv.gate, description=inv.description)
                 for key, inv in sc.invariants.items()],

@@ -11,7 +11,7 @@ from pydantic import Field, ValidationError, field_validator
 from proctor import model
 from proctor.durations import Seconds
 from proctor.model import AgentDef, CheckDef, TaskDef
-from proctor.spec.base import EnvMap, SpecModel, valid_regexes
+from proctor.spec.base import EnvMap, Limits, SpecModel, valid_regexes
 from proctor.spec.checks import assertion
 from proctor.spec.diagnostics import describe
 from proctor.spec.includes import TaskSource, expand
@@ -60,6 +60,8 @@ class SuiteTask(SpecModel):
     setup: list[str] = Field([], description="Shell commands run before the "
                              "agent, after the suite's `setup`.")
     max_turns: int = Field(5, ge=1, le=20, description="Tool rounds the agent may take.")
+    limits: Limits | None = Field(None, description="Limits that stop the agent, over the "
+                                  "suite's `limits` key by key.")
     difficulty: Literal["easy", "medium", "hard"] | None = Field(None, description="For reports.")
     category: str | None = Field(None, description="Group for reports and `--category`.")
     repeat: int | None = Field(None, ge=1, le=100, description="Trials per model and help mode "
@@ -107,6 +109,8 @@ class Suite(SpecModel):
                                 "file) instead of a fresh temp dir per trial.")
     repeat: int = Field(1, ge=1, le=100, description="Trials per task, model and help mode.")
     thresholds: Thresholds | None = Field(None, description="Pass-rate targets (percent).")
+    limits: Limits | None = Field(None, description="Limits that stop the agent, for every "
+                                  "task (a task's `limits` override them key by key).")
     env: EnvMap = Field({}, description="Environment variables for every task; "
                         "`{{workdir}}` expands.")
     setup: list[str] = Field([], description="Shell commands run before every task.")
@@ -209,7 +213,8 @@ def _task_def(suite: Suite, task: SuiteTask, checks: list[CheckDef], src: TaskSo
         id=task.id, dialect="suite", source=src.doc.abspath, base_dir=src.doc.base_dir,
         prompt=task.intent,
         agent=AgentDef(type="llm", max_turns=task.max_turns, timeout=task.timeout,
-                       ignore_commands=[*suite.ignore_commands, *task.ignore_commands]),
+                       ignore_commands=[*suite.ignore_commands, *task.ignore_commands],
+                       limits=(task.limits or Limits()).to_def(suite.limits)),
         checks=checks, category=task.category, difficulty=task.difficulty,
         cli=suite.cli, version_command=suite.version_command, help_modes=list(suite.help_modes),
         system_prompt=suite.system_prompt, models=list(suite.providers),
