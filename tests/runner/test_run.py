@@ -34,7 +34,8 @@ def test_oracle_passes_and_results_json_has_the_contract_shape(cli, spec, tmp_pa
     assert run_dir_of(out) == (tmp_path / "run").resolve()
     r = results(tmp_path / "run")
     assert set(r) >= {"run_id", "started_at", "finished_at", "summary", "trials", "tasks", "models"}
-    assert r["summary"] == {"trials": 2, "passed": 2, "failed": 0, "errored": 0, "pass_rate": 1.0}
+    assert r["summary"] == {"trials": 2, "passed": 2, "failed": 0, "errored": 0, "pass_rate": 1.0,
+                            "not_run": []}
     t = r["trials"][0]
     assert set(t) >= {"id", "task_id", "model", "help_mode", "replica", "params", "status",
                       "composite_score", "error", "checks", "forbidden", "turns", "tokens",
