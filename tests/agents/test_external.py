@@ -115,7 +115,7 @@ def test_a_broken_model_endpoint_is_an_error_not_a_failure(agent, tmp_path):
     proc = Cli(tmp_path)("run", str(spec_dir), "--agent", agent, "-q", timeout=600)
     assert proc.returncode == 1
     [t] = results(run_dir_of(proc))["trials"]
-    assert t["status"] == "error", t
+    assert (t["status"], t["error_kind"]) == ("error", "provider"), t
     assert "the model endpoint failed" in t["error"] and "HTTP 400" in t["error"]
     assert t["checks"] == []  # an error: the checks do not judge a trial that never ran
 

@@ -143,3 +143,17 @@ def test_the_json_schema_knows_limits(cli):
     schema = json.loads(cli("schema").stdout)
     text = json.dumps(schema)
     assert '"turns"' in text and '"cost_usd"' in text and "Limits" in text
+
+
+def test_validate_warns_that_limits_do_not_apply_to_a_command_agent(cli, spec):
+    spec("""
+    version: 1
+    id: c
+    task: {prompt: x}
+    agent: {type: command, command: "true", limits: {turns: 3}}
+    invariants:
+      ok: {description: ok, check: {type: file_absent, path: x}}
+    """)
+    out = cli("validate", "spec.yaml")
+    assert out.returncode == 0
+    assert "warning: agent.limits: limits stop model-driven agents" in out.stderr

@@ -9,7 +9,9 @@ still fails after the retries ends the trial as `error`, never `fail`.
 
 `turns` counts model responses, so it never exceeds `max_turns`. The task's timeout holds
 for the whole loop: a model call or a command gets only the time left, and when it is up
-the loop ends with everything so far (turns, tokens, the command cut short).
+the loop ends with everything so far (turns, tokens, the command cut short). The task's
+`limits` (turns, tokens, cost) are charged after each response: the one that reaches a limit
+is the last, its tool calls are not run (providers/budget.py).
 """
 
 from __future__ import annotations

@@ -433,6 +433,11 @@ def _warnings(issues: Issues, doc: Doc, data: dict[str, Any]) -> None:
     agent = data.get("agent")
     if isinstance(agent, dict) and agent.get("command") and agent.get("type", "llm") != "command":
         issues.warn(doc, ("agent", "command"), "agent.command is only used with `type: command`")
+    if isinstance(agent, dict) and agent.get("limits") and agent.get("type") in (
+            "command", "oracle", "nop"):
+        issues.warn(doc, ("agent", "limits"), f"limits stop model-driven agents (llm, "
+                    f"claude-code, codex, mini-swe-agent); proctor does not see a "
+                    f"{agent['type']} agent's model calls, so they do not apply to it")
     net = data.get("network")
     if isinstance(net, dict) and net.get("egress") == "allow" and net.get("allow"):
         issues.warn(doc, ("network", "allow"), "`allow` has no effect with `egress: allow`")
