@@ -86,13 +86,16 @@ def test_started_trials_finish_when_the_budget_is_reached(cli, tmp_path):
     assert r["summary"]["trials"] == 3 and len(r["summary"]["not_run"]) == 3
 
 
-def _kill_at_random(cli, tmp_path, rng: random.Random, budget: float) -> None:
+def _kill_at_random(cli, tmp_path, rng: random.Random, budget: float) -> int:
+    """A resumed leg SIGKILLed at a random point (1 if it was still running then)."""
     proc = cli.popen("run", "--resume", "run", "--max-cost", f"{budget:g}", "-q",
-                     start_new_session=True)
+                     "--concurrency", "4", start_new_session=True)
     time.sleep(rng.uniform(0.5, 3.0))
-    if proc.poll() is None:
+    killed = proc.poll() is None
+    if killed:
         os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate()
+    return int(killed)
 
 
 def test_a_budgeted_run_killed_at_random_points_ends_with_the_trials_of_an_unbudgeted_one(
@@ -112,7 +115,7 @@ def test_a_budgeted_run_killed_at_random_points_ends_with_the_trials_of_an_unbud
     first = cli.popen("run", "spec.yaml", "--output-dir", "run", "--max-cost", "3", "-q",
                       "--concurrency", "4", start_new_session=True)
     first.communicate(timeout=120)
-    budget, legs = 3.0, 0
+    budget, legs, kills, started = 3.0, 0, 0, time.monotonic()
     while True:
         r = results(tmp_path / "run") if (tmp_path / "run" / "results.json").exists() else None
         if r and not r["summary"]["not_run"] and r["summary"]["trials"] == n:
@@ -123,7 +126,7 @@ def test_a_budgeted_run_killed_at_random_points_ends_with_the_trials_of_an_unbud
             cli("run", "--resume", "run", "--max-cost", f"{budget:g}", "-q",
                 "--concurrency", "4", timeout=60 + 3 * n)
         else:
-            _kill_at_random(cli, tmp_path, rng, budget)
+            kills += _kill_at_random(cli, tmp_path, rng, budget)
         assert legs < 200
     final = cli("run", "--resume", "run", "--max-cost", "100000", "-q")
     assert final.returncode == 0
@@ -131,6 +134,9 @@ def test_a_budgeted_run_killed_at_random_points_ends_with_the_trials_of_an_unbud
     assert sorted(lines) == sorted(wanted)  # exactly those trials, none twice
     r = results(tmp_path / "run")
     assert {t["id"] for t in r["trials"]} == wanted and r["summary"]["passed"] == n
+    print(f"\nbudget measurement: {n} trials, {legs + 1} budgeted legs (the first included), "
+          f"{kills} killed mid-run, {time.monotonic() - started:.0f} s, results.jsonl "
+          f"{len(lines)} lines for {len(set(lines))} trials")
 
 
 # -- the rules at their boundaries, on generated inputs ---------------------------------
