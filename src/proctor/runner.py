@@ -107,6 +107,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     _backend_for(tasks, options)
     trials = plan(tasks, options, pad=not meta or meta.get("trial_ids") == "padded")
     _preflight(trials, by_id, options)
+    for note in _unpriced(trials, by_id, options) if warn and not options.quiet else ():
+        print(f"proctor: warning: {note}", file=sys.stderr)
     agent_versions = install_agents(trials, by_id, options)
     if any(t.agent != "nop" for t in trials):
         tracer()  # agent commands are traced: built once per machine, exit 2 if it cannot be
@@ -362,6 +364,24 @@ def _preflight(trials: list[Trial], tasks: dict[str, TaskDef], options: RunOptio
             c.type == "llm_as_judge" for t in tasks.values() for c in t.checks):
         return
     preflight_run(tasks, trials, options.config)
+
+
+def _unpriced(trials: list[Trial], tasks: dict[str, TaskDef], options: RunOptions) -> list[str]:
+    """With a budget (--max-cost) or cost limits, the models without a price: their cost is
+    unknown, which a budget counts as 0 and a cost limit never reaches; said once each."""
+    from proctor.providers import model_for, price_of, resolve_model
+
+    out: list[str] = []
+    for trial in trials:
+        task = tasks[trial.task_id]
+        if trial.agent not in MODEL_AGENT_TYPES or not (
+                options.max_cost is not None or task.agent.limits.cost_usd is not None):
+            continue
+        model = resolve_model(model_for(trial.model, task, options.config), options.config)
+        if price_of(model, options.config) is None and not any(model in o for o in out):
+            out.append(f"{model} has no price (proctor.toml [prices]): its trials' cost is "
+                       "unknown, counted as 0 by --max-cost and never reaching a cost limit")
+    return out
 
 
 def _containers_need_docker(tasks: Any, options: RunOptions) -> None:

@@ -1,8 +1,8 @@
 """Limits stop the real agents (Claude Code, Codex, mini-swe-agent) as they stop `llm`
 (SPEC §2 "Limits"): proctor's model proxy withholds the answer that reaches a limit (its
 tool calls never run), refuses every later call and stops the agent as at a timeout; what it
-did until then is judged and `limit_hit` says which limit. The same suite gives the same
-verdict for every agent (tests/runner/test_limits.py: `llm`)."""
+did until then is judged and `limit_hit` says which limit. The same scenario gives the same
+verdict, turns and tokens under every agent, `llm` included."""
 
 from __future__ import annotations
 
@@ -37,14 +37,18 @@ invariants:
 """
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", ("llm", *AGENTS))
 @pytest.mark.parametrize(("limits", "hit"), [("{tokens: 1000}", "tokens"),
-                                              ("{turns: 2}", "turns")])
+                                              ("{turns: 2}", "turns"),
+                                              ("{cost_usd: 0.001}", "cost_usd")])
 def test_the_response_that_reaches_a_limit_is_withheld_and_the_agent_stopped(
         agent, limits, hit, tmp_path):
-    need_agent(agent)
+    if agent != "llm":
+        need_agent(agent)
     (tmp_path / "spin.yaml").write_text(SPIN)
     (tmp_path / "spec.yaml").write_text(SCENARIO.format(agent=agent, limits=limits))
+    # $1 per million tokens: each response (500 tokens) costs $0.0005
+    (tmp_path / "proctor.toml").write_text('[prices."mock/*"]\ninput = 1\noutput = 1\n')
     proc = Cli(tmp_path)("run", "spec.yaml", "--output-dir", "run", "-q", timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     [t] = results(tmp_path / "run")["trials"]

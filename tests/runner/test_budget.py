@@ -177,3 +177,15 @@ def test_the_first_response_reaching_a_limit_is_the_last(usage, turns, tokens):
             assert budget.hit == expect and budget.turns == k and budget.tokens == total
             return
     assert budget.hit is None
+
+
+def test_a_budget_over_an_unpriced_model_says_its_cost_is_unknown(cli, tmp_path):
+    _setup(tmp_path, 1)
+    (tmp_path / "proctor.toml").write_text('[prices."mock/*"]\ninput = 1\noutput = 1\n'
+                                           '[providers.free]\nkind = "mock"\n')
+    (tmp_path / "spec.yaml").write_text(suite(1).replace("mock/one.yaml", "free/one.yaml"))
+    out = cli("run", "spec.yaml", "--output-dir", "run", "--max-cost", "1")
+    assert ("warning: free/one.yaml has no price (proctor.toml [prices]): its trials' cost is "
+            "unknown, counted as 0 by --max-cost") in out.stderr
+    r = results(tmp_path / "run")
+    assert r["summary"]["budget"]["unknown_cost_trials"] == 1 and r["summary"]["not_run"] == []
