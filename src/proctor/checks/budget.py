@@ -56,7 +56,7 @@ def within(value: float | int, limit: float | int, key: str) -> bool:
 
 def _shown(key: str, value: float | int) -> str:
     if key == "cost_usd":
-        return f"${value:.6f}".rstrip("0").rstrip(".") if value else "$0"
+        return f"${value:.6g}"  # $0.25, $0.00012, $1e-07: never a tiny cost shown as $0
     if key == "duration_s":
         return f"{value:g} s"
     return f"{value}"
