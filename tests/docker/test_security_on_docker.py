@@ -19,6 +19,7 @@ from tests.security.test_limits import *  # noqa: F403
 from tests.security.test_network import *  # noqa: F403
 from tests.security.test_processes import *  # noqa: F403
 from tests.security.test_program_names import *  # noqa: F403
+from tests.security.test_safe_git import *  # noqa: F403
 from tests.security.test_secrets import *  # noqa: F403
 
 pytestmark = pytest.mark.slow
