@@ -39,7 +39,7 @@ def test_names_come_from_the_registries():
     from proctor.spec.scenario import HOSTED, Agent
 
     choices = {p.name: p.type.choices for p in run_cmd.params if isinstance(p.type, Choice)}
-    assert list(choices["agent"]) == AGENTS.names()
+    assert list(choices["agents"]) == AGENTS.names()  # --agent, repeatable
     assert list(choices["backend"]) == BACKENDS.names()
     # and Keystone's hosted agents, each run by a local stand-in (docs/specs.md)
     assert (list(Agent.model_json_schema()["properties"]["type"]["enum"])

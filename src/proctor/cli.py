@@ -142,10 +142,12 @@ def init(directory: str, force: bool) -> None:
 
 def _run_options(f: Callable) -> Callable:
     opts = [
-        click.option("--agent", type=click.Choice(AGENTS.names()),
-                     help="Override every task's agent. oracle runs each task's solution; "
-                          "nop runs nothing; claude-code, codex and mini-swe-agent are "
-                          "installed on first use and take --model like llm."),
+        click.option("--agent", "agents", type=click.Choice(AGENTS.names()), multiple=True,
+                     help="Override every task's agent; repeatable: the run is agent × model "
+                          "× help mode × task (default: proctor.toml's `agents`). oracle runs "
+                          "each task's solution; nop runs nothing; claude-code, codex and "
+                          "mini-swe-agent are installed on first use and take --model like "
+                          "llm."),
         click.option("--agent-command", metavar="CMD",
                      help="The program the command agent runs, e.g. 'my-agent --task {{prompt}}' "
                           "(default: the scenario's agent.command)."),
@@ -203,8 +205,10 @@ def _options(**kw: Any) -> RunOptions:
 
     config = load_config(kw.get("config_path"), backends=BACKENDS.names(),
                          agents=AGENTS.names())
+    agents = list(dict.fromkeys(kw.get("agents") or config.get("agents") or ()))
     return RunOptions(
-        agent=kw.get("agent"),
+        agent=agents[0] if agents else None,
+        agents=agents,
         agent_command=kw.get("agent_command"),
         models=list(kw.get("models") or ()),
         tasks=list(kw.get("tasks") or ()),
@@ -315,7 +319,10 @@ def report(run_dir: str | None, formats: tuple[str, ...]) -> None:
 
 @main.command()
 @click.argument("run_a", metavar="RUN_A")
-@click.argument("run_b", metavar="RUN_B")
+@click.argument("run_b", metavar="[RUN_B]", required=False)
+@click.option("--by", type=click.Choice(["agent"]),
+              help="Compare the agents under test (agent · model) of one run: each against "
+                   "the first, with the same statistics as two runs.")
 @click.option("--fail-on-regression", is_flag=True,
               help="Exit 1 if a task or model got significantly worse from A to B.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -323,14 +330,17 @@ def report(run_dir: str | None, formats: tuple[str, ...]) -> None:
               help="Significance level (Holm-adjusted Fisher's exact test).")
 @click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]), default="text",
               show_default=True, help="md: a Markdown table for a PR comment; json: for tools.")
-def compare(run_a: str, run_b: str, fail_on_regression: bool, alpha: float, fmt: str) -> None:
-    """Per-task and per-model differences between two runs, with statistics.
+def compare(run_a: str, run_b: str | None, by: str | None, fail_on_regression: bool,
+            alpha: float, fmt: str) -> None:
+    """Per-task and per-agent (agent · model) differences between two runs, or with --by
+    agent between the agents of one run, with statistics.
 
     Exit 0 unless --fail-on-regression is given and a regression is significant."""
     def body() -> int:
         from proctor.compare import compare_main
 
-        return compare_main(_run_ref(run_a), _run_ref(run_b), fail_on_regression=fail_on_regression, alpha=alpha,
+        return compare_main(_run_ref(run_a), run_b and _run_ref(run_b), by=by,
+                            fail_on_regression=fail_on_regression, alpha=alpha,
                             fmt=fmt)
 
     _guard(body)
@@ -391,7 +401,8 @@ def view(runs_dir: str | None, host: str, port: int) -> None:
 @click.option("--task", "task_ids", multiple=True, metavar="ID",
               help="Only these tasks (repeatable).")
 @click.option("--model", "models", multiple=True, metavar="MODEL",
-              help="Only these models or agents (repeatable).")
+              help="Only these agents or models: a model, an agent (claude-code), or both "
+                   "as shown ('codex · mock/solver'); repeatable.")
 @click.option("--full", is_flag=True,
               help="With TRIAL: unfold the system prompt, help text and housekeeping.")
 def show(run_dir: str | None, trial: str | None, failed: bool, task_ids: tuple[str, ...],

@@ -1,6 +1,8 @@
 """`proctor compare RUN_A RUN_B`: did pass rates change between two runs, beyond chance?
+(`proctor compare RUN --by agent`: between the agents of one run, the same way.)
 
-Per task (task × model × help mode × params: identical conditions) and per model, pass/not-pass
+Per task (task × agent · model × help mode × params: identical conditions) and per agent
+under test (agent · model), pass/not-pass
 counts of A and B go into Fisher's exact
 test (two-sided). Each family of comparisons (tasks, models) is Holm-adjusted, and a row is
 flagged a regression or improvement when its adjusted p-value is below alpha. Errored trials
@@ -12,8 +14,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from proctor.errors import UsageError
 from proctor.report import data
 from proctor.results import RunResults
 from proctor.stats import fisher_exact, holm, newcombe_diff, wilson
@@ -106,19 +109,31 @@ def _test_family(rows: list[Comparison], alpha: float) -> None:
             r.flag = "regression" if r.diff < 0 else "improvement"
 
 
+def _model_only(t: Mapping[str, Any]) -> str:
+    return str(t.get("model") or "(no model)")
+
+
 def compare_runs(results_a: RunResults, results_b: RunResults,
-                 alpha: float = ALPHA) -> CompareResult:
-    """Match tasks and models of two results dicts and test every difference."""
+                 alpha: float = ALPHA, same_agent: bool = True) -> CompareResult:
+    """Match tasks and agents under test (agent · model) of two results dicts and test every
+    difference. `same_agent=False` (two agents of one run): match by model only, so each
+    task under each model is one agent's against the other's."""
     ta, tb = results_a.get("trials") or [], results_b.get("trials") or []
-    models_a = list(dict.fromkeys(t.get("model") for t in ta))
-    models_b = list(dict.fromkeys(t.get("model") for t in tb))
-    # One model each, and not the same one: "model X vs model Y on the same tasks".
-    cross = (len(models_a) == 1 and len(models_b) == 1 and models_a != models_b)
+    who_of: Callable[[Mapping[str, Any]], str] = data.who if same_agent else _model_only
+    who_a = list(dict.fromkeys(who_of(t) for t in ta))
+    who_b = list(dict.fromkeys(who_of(t) for t in tb))
+    # One agent under test each, and not the same one: "X vs Y on the same tasks".
+    cross = (len(who_a) == 1 and len(who_b) == 1 and who_a != who_b)
+    model_of = {who_of(t): t.get("model") for t in ta + tb}
+    # X vs Y where one side takes no prompt (oracle, nop: one trial per task, no help
+    # mode): its tasks meet the other's under any help mode.
+    modeless = cross and any(all(t.get("help_mode") is None for t in side) for side in (ta, tb))
 
     def task_key(t: Mapping[str, Any]) -> tuple[Any, ...]:
-        """Identical conditions: task, model (not in model-vs-model mode), help mode, params."""
-        task, model, mode, params = data.condition(t)
-        return (task, None if cross else model, mode, params)
+        """Identical conditions: task, agent · model (not in X-vs-Y mode), help mode,
+        params."""
+        task, _, mode, params = data.condition(t)
+        return (task, None if cross else who_of(t), None if modeless else mode, params)
 
     ca, cb = _counts(ta, task_key), _counts(tb, task_key)
     status_a = {task_key(e): e.get("status") for e in results_a.get("tasks") or []}
@@ -129,44 +144,63 @@ def compare_runs(results_a: RunResults, results_b: RunResults,
         if key not in cb:
             continue
         t = first[key]
-        model = key[1]
-        label = data.model_label(models_a[0], ta) if cross else data.model_label(model, ta)
-        tasks.append(Comparison(key[0], model, label, *ca[key], *cb[key],
+        who = who_a[0] if cross else key[1]
+        tasks.append(Comparison(key[0], model_of.get(who), who, *ca[key], *cb[key],
                                 status_a=status_a.get(key), status_b=status_b.get(key),
                                 help_mode=t.get("help_mode"), params=dict(t.get("params") or {})))
 
-    def label_of(key: tuple[Any, ...], trials: Sequence[Mapping[str, Any]]) -> str:
+    def label_of(key: tuple[Any, ...]) -> str:
         t = first[key]
         extra = [x for x in (t.get("help_mode"), data.params_text(t.get("params"))) if x]
         task = f"{key[0]} [{', '.join(extra)}]" if extra else str(key[0])
-        return f"{task} · {data.model_label(key[1], trials)}" if key[1] else task
+        return f"{task} · {key[1]}" if key[1] else task
 
-    only_a = [label_of(k, ta) for k in ca if k not in cb]
-    only_b = [label_of(k, tb) for k in cb if k not in ca]
+    only_a = [label_of(k) for k in ca if k not in cb]
+    only_b = [label_of(k) for k in cb if k not in ca]
 
-    # Model rows pool only the tasks both runs have: a task added to B must not move
-    # B's pass rate and pass for a change in the model.
+    # Agent rows pool only the tasks both runs have: a task added to B must not move
+    # B's pass rate and pass for a change in the agent.
     common = set(ca) & set(cb)
     ta_common = [t for t in ta if task_key(t) in common]
     tb_common = [t for t in tb if task_key(t) in common]
     models = []
     if cross and common:
         (pa, na), (pb, nb) = _counts(ta_common, lambda t: 0)[0], _counts(tb_common, lambda t: 0)[0]
-        label = f"{data.model_label(models_a[0], ta)} → {data.model_label(models_b[0], tb)}"
-        models.append(Comparison(None, models_a[0], label, pa, na, pb, nb))
+        models.append(Comparison(None, model_of.get(who_a[0]), f"{who_a[0]} → {who_b[0]}",
+                                 pa, na, pb, nb))
     elif not cross:
-        ma = _counts(ta_common, lambda t: t.get("model"))
-        mb = _counts(tb_common, lambda t: t.get("model"))
+        ma = _counts(ta_common, who_of)
+        mb = _counts(tb_common, who_of)
         for m in ma:
             if m in mb:
-                models.append(Comparison(None, m, data.model_label(m, ta), *ma[m], *mb[m]))
+                models.append(Comparison(None, model_of.get(m), m, *ma[m], *mb[m]))
     _test_family(tasks, alpha)
     _test_family(models, alpha)
     return CompareResult(
         run_a=str(results_a.get("run_id") or "A"), run_b=str(results_b.get("run_id") or "B"),
         tasks=tasks, models=models, only_a=only_a, only_b=only_b,
-        cross_model=(data.model_label(models_a[0], ta), data.model_label(models_b[0], tb))
-        if cross else None, alpha=alpha)
+        cross_model=(who_a[0], who_b[0]) if cross else None, alpha=alpha)
+
+
+def _agent_type(row: Mapping[str, Any]) -> str:
+    """A trial's or `tasks` row's agent type (`claude-code`, `llm`, `command`)."""
+    return data.who(row).split(" · ", 1)[0]
+
+
+def split_by_agent(results: RunResults) -> list[tuple[str, RunResults]]:
+    """One run's trials (and `tasks` rows) apart for each agent, in the run's order:
+    `compare RUN --by agent` compares them as it compares two runs, task by task under each
+    model."""
+    parts: dict[str, list[Any]] = {}
+    for t in results.get("trials") or []:
+        parts.setdefault(_agent_type(t), []).append(t)
+    rows: dict[str, list[Any]] = {}
+    for r in results.get("tasks") or []:
+        rows.setdefault(_agent_type(r), []).append(r)
+    run_id = results.get("run_id") or "run"
+    return [(who, cast(RunResults, {"run_id": f"{run_id} · {who}", "trials": trials,
+                                    "tasks": rows.get(who, [])}))
+            for who, trials in parts.items()]
 
 
 # ---- printing -------------------------------------------------------------------------------
@@ -231,7 +265,7 @@ def _columns(rows: list[Comparison], with_task: bool, with_model: bool,
         cols.append(Col("task", [data.clean(r.task_label) for r in rows], name=True,
                         keep_tail=True))
     if with_model:
-        cols.append(Col("model", [data.clean(r.label) for r in rows], name=True))
+        cols.append(Col("agent · model", [data.clean(r.label) for r in rows], name=True))
     cols += [
         Col("A", [rate(r.passed_a, r.n_a, with_task and r.status_a == "flaky") for r in rows],
             right=True),
@@ -269,13 +303,13 @@ def print_comparison(res: CompareResult, console: Console) -> None:
     # One model for every task row (or model A vs model B): say it once, not on every row.
     task_models = not res.cross_model and len(labels) > 1
     if res.cross_model:
-        console.print(Text(f"comparing model {data.clean(res.cross_model[0])} (A) with "
+        console.print(Text(f"comparing {data.clean(res.cross_model[0])} (A) with "
                            f"{data.clean(res.cross_model[1])} (B) on the same tasks",
                            style="dim"))
     elif len(labels) == 1:
-        console.print(Text(f"model {data.clean(labels.pop())}", style="dim"))
+        console.print(Text(f"agent · model: {data.clean(labels.pop())}", style="dim"))
     if res.models:
-        console.print(_table(res.models, "Models", with_task=False, width=console.width))
+        console.print(_table(res.models, "Agents", with_task=False, width=console.width))
         console.print()
     if res.tasks:
         console.print(_table(res.tasks, "Tasks", with_task=True, width=console.width,
@@ -306,22 +340,40 @@ def print_comparison(res: CompareResult, console: Console) -> None:
             "task-level changes. Not significant does not mean no difference.", style="dim"))
 
 
-def compare_main(run_a: str | Path, run_b: str | Path, fail_on_regression: bool = False,
-                 alpha: float = ALPHA, fmt: str = "text") -> int:
+def compare_main(run_a: str | Path, run_b: str | Path | None, fail_on_regression: bool = False,
+                 alpha: float = ALPHA, fmt: str = "text", by: str | None = None) -> int:
     """Print the comparison (text, md or json); exit 1 only with `fail_on_regression` and a
-    significant drop."""
+    significant drop. `by="agent"` (and no run B): within run A, each agent under test
+    against the first (the run's order), with the same statistics as two runs."""
     from rich.console import Console
 
     a = data.load_run(run_a)
-    b = data.load_run(run_b)
-    res = compare_runs(a.results, b.results, alpha=alpha)
-    if fmt == "json":
-        print(json.dumps(comparison_data(res), indent=2))
-    elif fmt == "md":
-        print(comparison_markdown(res))
+    if by is None:
+        if run_b is None:
+            raise UsageError("compare needs two runs (RUN_A RUN_B), or one run and --by agent")
+        results = [compare_runs(a.results, data.load_run(run_b).results, alpha=alpha)]
     else:
-        print_comparison(res, Console(highlight=False))
-    return 1 if fail_on_regression and res.regressions else 0
+        if run_b is not None:
+            raise UsageError("--by agent compares the agents of one run: give one run")
+        parts = split_by_agent(a.results)
+        if len(parts) < 2:
+            raise UsageError(f"{run_a}: one agent ({parts[0][0] if parts else '–'}); "
+                             "--by agent needs a run of two or more (--agent X --agent Y)")
+        (_, base), *others = parts
+        results = [compare_runs(base, other, alpha=alpha, same_agent=False)
+                   for _, other in others]
+    if fmt == "json":
+        out = [comparison_data(res) for res in results]
+        print(json.dumps(out[0] if by is None else {"by": by, "comparisons": out}, indent=2))
+    elif fmt == "md":
+        print("\n".join(comparison_markdown(res) for res in results))
+    else:
+        console = Console(highlight=False)
+        for i, res in enumerate(results):
+            if i:
+                console.print()
+            print_comparison(res, console)
+    return 1 if fail_on_regression and any(res.regressions for res in results) else 0
 
 
 def _row(c: Comparison) -> dict[str, Any]:
@@ -352,21 +404,22 @@ def comparison_markdown(res: CompareResult) -> str:
              f"(Holm-adjusted Fisher's exact test, α = {res.alpha:g})", ""]
     task_models = {c.label for c in res.tasks}
     if res.cross_model:
-        lines += [f"Model {code(res.cross_model[0])} (A) against {code(res.cross_model[1])} "
+        lines += [f"{code(res.cross_model[0])} (A) against {code(res.cross_model[1])} "
                   "(B) on the same tasks.", ""]
     elif len(task_models) == 1:
-        lines += [f"Model {code(next(iter(task_models)))}.", ""]
+        lines += [f"Agent · model {code(next(iter(task_models)))}.", ""]
     with_model = not res.cross_model and len(task_models) > 1
-    for title, rows in (("Models", res.models), ("Tasks", res.tasks)):
+    for title, rows in (("Agents", res.models), ("Tasks", res.tasks)):
         if not rows:
             continue
-        names = ["model"] if title == "Models" else ["task"] + (["model"] if with_model else [])
+        names = (["agent · model"] if title == "Agents" else
+                 ["task"] + (["agent · model"] if with_model else []))
         lines += [f"### {title}", "",
                   "| " + " | ".join(names) + " | A | B | difference (95% CI) | p (adj.) | |",
                   "|" + ":--|" * len(names) + "--:|--:|--:|--:|:--|"]
         for c in rows:
             lo, hi = c.diff_ci
-            label = ([cell(c.label, 200)] if title == "Models" else
+            label = ([cell(c.label, 200)] if title == "Agents" else
                      [cell(c.task_label, 200)] + ([cell(c.label, 200)] if with_model else []))
             lines.append(f"| {' | '.join(label)} | {c.passed_a}/{c.n_a} | {c.passed_b}/{c.n_b} | "
                          f"{data.points(c.diff)} pts ({data.points(lo)} to {data.points(hi)}) | "

@@ -101,6 +101,8 @@ class ProctorConfig(_Table):
     host_path: list[str] = []  # host directories shown read-only in sandboxes, first on PATH
     # The agent standing in for a hosted-only one (Keystone's paragon, snapshot) without --agent.
     stand_in_agent: str | None = None  # a name in the agent registry (the caller's)
+    # What `proctor run` runs without --agent: the run is agent × model × help mode × task.
+    agents: list[str] = []
     ray: RayConfig = RayConfig()
     # Every agent, check, healthcheck and build timeout times this (a slow machine).
     timeout_multiplier: float = Field(1.0, gt=0, le=100)
@@ -141,6 +143,19 @@ class ProctorConfig(_Table):
         if value is not None and known is not None and value not in known:
             raise PydanticCustomError("literal_error", "Input should be {expected}",
                                       {"expected": one_of(known)})
+        return value
+
+    @field_validator("agents")
+    @classmethod
+    def _known_agents(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        known = (info.context or {}).get("agents")
+        if known is None:
+            return value
+        for name in value:
+            if name not in known:
+                raise PydanticCustomError("literal_error", "{name} is not an agent: expected "
+                                          "{expected}", {"name": repr(name),
+                                                         "expected": one_of(known)})
         return value
 
 

@@ -379,7 +379,10 @@ class TrialResult:
 class RunOptions:
     """Everything `proctor run` was asked for, beyond the specs themselves."""
 
-    agent: AgentType | None = None  # overrides every task's agent
+    agent: AgentType | None = None  # overrides every task's agent (the first of `agents`)
+    # Every --agent given (repeatable): the run is agent × model × help mode × task. Empty:
+    # `agent`, else proctor.toml's `agents`, else each task's own (plan.run_agents).
+    agents: list[AgentType] = field(default_factory=list)
     agent_command: str | None = None  # --agent-command: the program for the command agent
     models: list[str] = field(default_factory=list)  # --model, overrides providers
     tasks: list[str] = field(default_factory=list)  # --task filters

@@ -41,6 +41,7 @@ from proctor.scoring import summarize
 from proctor.services.lifecycle import start_services
 from proctor.spec.load import load_specs
 from proctor.store import RunStore, by_agent, index_run, iso, shown
+from proctor.text import agent_model, row_label
 from proctor.trial import RunContext, error_result, host_env, run_trial
 
 # Options a resumed run may change; everything else comes from the interrupted run.
@@ -169,7 +170,8 @@ def run_planned(planned: Planned) -> RunResults:
     if indexed:
         index_run(store.run_id, store.dir, started_at=planned.meta["started_at"],
                   status="running", specs=planned.paths, suite=planned.meta.get("suite"),
-                  models=list(dict.fromkeys(t.model or f"({t.agent})" for t in planned.trials)))
+                  models=list(dict.fromkeys(agent_model(t.agent, t.model)
+                                            for t in planned.trials)))
     # A fresh run's elapsed time began before its image builds (prepare); a resumed one's now.
     progress = _progress(len(planned.trials), len(planned.trials) - len(todo), options,
                          since=planned.t0 if not done else None)
@@ -191,7 +193,7 @@ def run_planned(planned: Planned) -> RunResults:
         index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status=status,
                   specs=planned.paths, finished_at=results["finished_at"],
                   summary=results["summary"], suite=planned.meta.get("suite"),
-                  models=[m.get("model") or f"({m['agent']})" for m in results["models"]] or None,
+                  models=[row_label(m) for m in results["models"]] or None,
                   by_agent=by_agent(results["models"]) or None)
     extra = [f for f in options.formats if f != "json"]
     if extra:

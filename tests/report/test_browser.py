@@ -145,13 +145,13 @@ def test_a_real_runs_report_answers_its_questions(real_run, browser, shots):
     # does --help help? each model's table row: baseline, mode, Δ with its interval
     rows = browser.find_elements(By.CSS_SELECTOR, "#help-modes tbody tr")
     careful = [c.text for c in rows[0].find_elements(By.TAG_NAME, "td")]
-    assert careful[:7] == [REAL_CAREFUL, "injected", "6/6 (100%)", "none", "3/6 (50%)", "-50",
+    assert careful[:7] == [f"llm · {REAL_CAREFUL}", "injected", "6/6 (100%)", "none", "3/6 (50%)", "-50",
                            "-81 to 0"] and careful[8] == "0.182"
     browser.execute_script("arguments[0].scrollIntoView()", rows[0])
     browser.save_screenshot(str(shots / "2-help-modes.png"))
     # the heat-map cell of the careful model without --help: its three failed trials
     cell = next(c for c in browser.find_elements(By.CSS_SELECTOR, ".heat td.cell")
-                if c.get_attribute("data-label") == f"init-repo [none] · {REAL_CAREFUL}")
+                if c.get_attribute("data-label") == f"init-repo [none] · llm · {REAL_CAREFUL}")
     assert "0% 0/3" in cell.text
     cell.click()
     shown = _visible_ids(browser)
@@ -177,7 +177,7 @@ def test_a_heat_map_click_filters_the_trials(mixed_run, browser, shots):
     assert len(_visible_ids(browser)) == 44
     cell = next(c for c in browser.find_elements(By.CSS_SELECTOR, ".heat td.cell")
                 if c.get_attribute("data-label") ==
-                "git-branch [injected] · anthropic/claude-sonnet-4-5")
+                "git-branch [injected] · llm · anthropic/claude-sonnet-4-5")
     cell.click()
     shown = _visible_ids(browser)
     assert sorted(shown) == [f"git-branch.anthropic-claude-sonnet-4-5.injected.r{i}"

@@ -41,7 +41,7 @@ def test_task_and_model_rows(run_pair):
     assert -1 <= lo < hi < 0
     assert rows["t2"].p == pytest.approx(1.0) and rows["t2"].flag == ""  # 5/10 vs 6/10
     assert rows["t3"].p == 1.0 and rows["t3"].flag == ""
-    assert res.only_a == ["t5 · openai/gpt-4.1"] and res.only_b == ["t4 · openai/gpt-4.1"]
+    assert res.only_a == ["t5 · llm · openai/gpt-4.1"] and res.only_b == ["t4 · llm · openai/gpt-4.1"]
     (model,) = res.models
     # pooled over the tasks both runs have (t1-t3), not t4/t5
     assert (model.passed_a, model.n_a, model.passed_b, model.n_b) == (18, 23, 11, 23)
@@ -66,8 +66,8 @@ def test_printed_table_and_exit_codes(run_pair, capsys, monkeypatch):
     cells = [c.strip() for c in line.split("│")]
     assert cells == ["t1", "10/10 100%", "72–100%", "2/10 20% ~", "6–51%", "-80 pp",
                      "-94 to -38 pp", "<0.001", "0.002", "REGRESSION"]
-    assert "only in A (not compared): t5 · openai/gpt-4.1" in out
-    assert "only in B (not compared): t4 · openai/gpt-4.1" in out
+    assert "only in A (not compared): t5 · llm · openai/gpt-4.1" in out
+    assert "only in B (not compared): t4 · llm · openai/gpt-4.1" in out
     assert "1 significant regression, 0 improvements" in out
     # 3/3 vs 3/3 can never reach p < 0.05 (min p = 0.1): say so instead of implying "no change"
     assert "1 of 3 task comparisons could not reach significance" in out
@@ -93,10 +93,10 @@ def test_cross_model_comparison(tmp_path):
     b = write_run(tmp_path, "rb", counted("t1", "anthropic/claude-sonnet-4-5", 0, 8, "b")
                   + counted("t2", "anthropic/claude-sonnet-4-5", 1, 2, "b"))
     res = compare_runs(_results(a), _results(b))
-    assert res.cross_model == ("openai/gpt-4.1", "anthropic/claude-sonnet-4-5")
+    assert res.cross_model == ("llm · openai/gpt-4.1", "llm · anthropic/claude-sonnet-4-5")
     assert [r.task_id for r in res.tasks] == ["t1", "t2"]
     assert res.tasks[0].p == pytest.approx(2 / 12870)  # 8/8 vs 0/8: 2 / C(16, 8)
-    assert res.models[0].label == "openai/gpt-4.1 → anthropic/claude-sonnet-4-5"
+    assert res.models[0].label == "llm · openai/gpt-4.1 → llm · anthropic/claude-sonnet-4-5"
 
 
 def test_markdown_and_json_for_a_pull_request(run_pair, capsys):
@@ -109,10 +109,10 @@ def test_markdown_and_json_for_a_pull_request(run_pair, capsys):
     assert compare_main(a, b, fmt="md") == 0
     md = capsys.readouterr().out
     assert md.startswith("## proctor compare `run-a` → `run-b`")
-    assert "Model `openai/gpt-4.1`." in md  # one model: named once
+    assert "Agent · model `llm · openai/gpt-4.1`." in md  # one model: named once
     assert "| task | A | B | difference (95% CI) | p (adj.) | |" in md
     assert "| t1 | 10/10 | 2/10 | -80 pts (-94 to -38) | 0.002 | 🔻 regression |" in md
-    assert "**Only in A:** `t5 · openai/gpt-4.1`" in md
+    assert "**Only in A:** `t5 · llm · openai/gpt-4.1`" in md
 
 
 def _modes(task: str, model: str, counts: dict[str, tuple[int, int]], tag: str) -> list:
@@ -146,8 +146,8 @@ def test_help_modes_and_params_are_compared_apart(tmp_path, capsys, monkeypatch)
     assert "REGRESSION" in lines[0] and "improved" in lines[1]
     compare_main(a, b, fmt="md")
     md = capsys.readouterr().out
-    assert "| task | model | A | B |" in md
-    assert "| git-init \\[injected\\] | openai/gpt-4.1 | 10/10 | 0/10 |" in md
+    assert "| task | agent · model | A | B |" in md
+    assert "| git-init \\[injected\\] | llm · openai/gpt-4.1 | 10/10 | 0/10 |" in md
     compare_main(a, b, fmt="json")
     doc = json.loads(capsys.readouterr().out)
     assert {(r["task_id"], r["help_mode"]) for r in doc["tasks"]} == {
@@ -164,7 +164,7 @@ def test_eighty_columns_cross_model_names_whole_words(tmp_path, capsys, monkeypa
     lines = out.splitlines()
     assert all(len(line) <= 80 for line in lines), out
     # both models are named (not only A's), once, and no name is folded over two lines
-    assert f"comparing model {long_a} (A) with {long_b} (B)" in " ".join(out.split())
+    assert f"comparing llm · {long_a} (A) with llm · {long_b} (B)" in " ".join(out.split())
     task = next(x for x in lines if x.startswith("refund-order-with-ledger"))
     assert "REGRESSION" in task and "anthropic" not in task  # the header names the models
     assert not any(x.startswith(("-20250929", "0929", "ger ")) for x in lines)
@@ -173,5 +173,5 @@ def test_eighty_columns_cross_model_names_whole_words(tmp_path, capsys, monkeypa
     d = write_run(tmp_path, "rd", counted("t1", long_a, 2, 2, "d"))
     compare_main(c, d)
     out = capsys.readouterr().out
-    assert f"model {long_a}" in out
+    assert f"agent · model: llm · {long_a}" in " ".join(out.split())
     assert next(x for x in out.splitlines() if x.startswith("t1")).count("anthropic") == 0

@@ -60,7 +60,7 @@ def test_structure(mixed_run):
     assert len(page.find("svg")) == 3 + 2
     assert len(page.find("table", id="trials")) == 1
     # model names wrap after a `/` before they would break mid-word
-    assert "<td>anthropic/<wbr>claude-sonnet-4-5</td>" in html
+    assert "<td>llm · anthropic/<wbr>claude-sonnet-4-5</td>" in html
     bodies = [a for t, a in page.elements if t == "tbody" and "data-id" in a]
     assert len(bodies) == 44
     statuses = [a["data-status"] for a in bodies]
@@ -70,7 +70,7 @@ def test_structure(mixed_run):
                         "tokens", "cost", "duration"]
     assert len(page.find("input", id="q")) == 1
     assert {a["value"] for a in page.find("option")} >= {"", "pass", "fail", "error",
-                                                         "openai/gpt-4.1", "(command)"}
+                                                         "llm · openai/gpt-4.1", "command"}
     heat = [a for a in page.find("td") if a.get("class") == "cell"]
     assert len(heat) == 16  # one cell per tasks row: task × model × help mode × params
     text = " ".join(page.text)
@@ -235,7 +235,7 @@ def test_failing_checks_triage_and_heat_map_cells_filter(mixed_run):
     text = "".join(page.text)
     assert "Failing checks (15 in " in text
     for mode in ("injected", "none"):  # grouped per identical conditions
-        assert f"git-branch [{mode}] · anthropic/claude-sonnet-4-5 · output_contains#1 " \
+        assert f"git-branch [{mode}] · llm · anthropic/claude-sonnet-4-5 · output_contains#1 " \
                "(output_contains) failed in 1 of 3 trials: 'feature' not in stdout" in text
     items = [a for a in page.find("a") if "data-show-trial" in a]
     assert items and all(a["href"] == "#" for a in items)
@@ -264,7 +264,7 @@ def test_long_model_names_stay_distinct():
     page = Page()
     page.feed(render_html({"run_id": "r", "trials": trials, **scored}))
     heads = [a.get("title") for a in page.find("th") if a.get("class") == "model"]
-    assert heads == [a, b]  # whole names in the heat map header (wrapped by CSS)
+    assert heads == [f"llm · {a}", f"llm · {b}"]  # whole names in the heat map header (wrapped by CSS)
 
 
 def test_a_large_run_carries_details_compressed(mixed_run, monkeypatch):
@@ -328,7 +328,7 @@ def test_help_mode_effects_table(mixed_run):
     table = html[start:html.index("</table>", start)]
     rows = re.findall(r"<tr>(.*?)</tr>", table)[1:]
     cells = [re.sub(r"<svg.*?</svg>", "SVG", r) for r in rows]
-    assert cells[0] == ('<td>openai/gpt-4.1</td><td>injected</td><td class="n">6/9 (67%)</td>'
+    assert cells[0] == ('<td>llm · openai/gpt-4.1</td><td>injected</td><td class="n">6/9 (67%)</td>'
                         '<td>none</td><td class="n">6/9 (67%)</td><td class="n">0</td>'
                         '<td class="n">-38 to +38</td><td>SVG</td><td class="n">1.000</td>')
     assert len(rows) == 2 and 'class="effect "' in rows[0]  # an interval crossing 0: grey

@@ -48,7 +48,7 @@ def test_junitparser_reads_counts_and_results(mixed_run):
     assert set(cases) == {t["id"] for t in trials}
 
     suite, case = cases["jq-filter.openai-gpt-4.1.injected.r0"]
-    assert case.classname == "jq-filter/openai/gpt-4.1"
+    assert case.classname == "jq-filter/llm · openai/gpt-4.1"
     assert case.time == pytest.approx(4.0)
     (failure,) = case.result
     assert isinstance(failure, Failure)
@@ -119,12 +119,12 @@ def test_junit2html_reads_every_row_and_renders_it(mixed_run, tmp_path):
     assert len(cases) == 44
     assert sum(len(s.failed()) for s in report.suites) == 16 + 3  # failures and errors
     names = {s.name for s in report.suites}
-    assert "git-branch [anthropic/claude-sonnet-4-5, injected]" in names
-    assert "git-branch [anthropic/claude-sonnet-4-5, none]" in names  # help modes apart
-    assert "refund-order [db=mysql]" in names  # params apart
+    assert "git-branch [llm · anthropic/claude-sonnet-4-5, injected]" in names
+    assert "git-branch [llm · anthropic/claude-sonnet-4-5, none]" in names  # help modes apart
+    assert "refund-order [command, db=mysql]" in names  # params apart
     props = {p.name: p.value for p in next(s for s in report.suites
-                                           if s.name == "refund-order [db=mysql]").properties}
-    assert props["param.db"] == "mysql"
+                                           if s.name == "refund-order [command, db=mysql]").properties}
+    assert props["param.db"] == "mysql" and props["agent_model"] == "command"
     out = tmp_path / "junit.html"
     exe = Path(sys.executable).parent / "junit2html"
     done = subprocess.run([str(exe), str(path), str(out)], capture_output=True, text=True,

@@ -57,34 +57,34 @@ def test_headline_models_and_tasks(mixed_run):
     md = _md(mixed_run)
     assert md.startswith("## ❌ proctor run `20260302T101500Z-ab12cd`")
     assert "**25/44 trials passed** · 16 failed · 3 errored · pass rate **57%** (95% CI 42–70%)" in md
-    assert "**Threshold missed:** `anthropic/claude-sonnet-4-5`" in md
+    assert "**Threshold missed:** `llm · anthropic/claude-sonnet-4-5`" in md
     models, _help_modes, tasks = _render(md).tables
-    assert models[0] == ["model", "passed", "pass rate", "95% CI", "threshold", "avg turns",
+    assert models[0] == ["agent · model", "passed", "pass rate", "95% CI", "threshold", "avg turns",
                          "tokens in", "tokens out", "$ total", "$ / success", "pass@k / pass^k"]
     by_model = {r[0]: r for r in models[1:]}
-    assert by_model["openai/gpt-4.1"][1:5] == ["12/19", "63%", "41–81%", "60% ✅"]
-    assert by_model["anthropic/claude-sonnet-4-5"][4] == "70% ❌"
+    assert by_model["llm · openai/gpt-4.1"][1:5] == ["12/19", "63%", "41–81%", "60% ✅"]
+    assert by_model["llm · anthropic/claude-sonnet-4-5"][4] == "70% ❌"
     # cost per success: 19 trials × $0.0021 (no cost on the errored one: 18 × 0.0021) / 12
-    assert by_model["openai/gpt-4.1"][8] == f"${18 * 0.0021:.4f}"  # total, next to per success
-    assert by_model["openai/gpt-4.1"][9] == f"${18 * 0.0021 / 12:.4f}"
+    assert by_model["llm · openai/gpt-4.1"][8] == f"${18 * 0.0021:.4f}"  # total, next to per success
+    assert by_model["llm · openai/gpt-4.1"][9] == f"${18 * 0.0021 / 12:.4f}"
     # pass@3 / pass^3: the mean over its six 3-trial rows (jq-keys ran once: not in k=3):
     # git-init 1/1 twice, git-branch 1/1 twice, jq-filter 0/0 twice
-    assert by_model["openai/gpt-4.1"][10] == "k=3: 67% / 67%"
-    assert by_model["(command)"][1] == "3/6"
+    assert by_model["llm · openai/gpt-4.1"][10] == "k=3: 67% / 67%"
+    assert by_model["command"][1] == "3/6"
     assert all(len(r) == 11 for r in models)
     # the scenario aggregates replicas by majority, so a verdict column says what it decided
-    assert tasks[0] == ["task", "model", "status", "verdict", "passed", "pass rate",
+    assert tasks[0] == ["task", "agent · model", "status", "verdict", "passed", "pass rate",
                         "pass@k / pass^k", "avg duration"]
     rows = {(r[0], r[1]): r for r in tasks[1:]}  # one per task × model × help mode × params
-    assert rows[("git-branch [injected]", "anthropic/claude-sonnet-4-5")][2:4] == [
+    assert rows[("git-branch [injected]", "llm · anthropic/claude-sonnet-4-5")][2:4] == [
         "⚠️ flaky", "fail (all)"]
     # 2 of 3 passed: pass@3 = 1, pass^3 = 0; a single trial has no k beyond 1
-    assert rows[("git-branch [injected]", "anthropic/claude-sonnet-4-5")][6] == "k=3: 100% / 0%"
-    assert rows[("jq-keys [injected]", "openai/gpt-4.1")][6] == "–"
-    assert rows[("jq-keys [injected]", "openai/gpt-4.1")][2] == "💥 error"
-    assert rows[("refund-order [db=mysql]", "(command)")][2:6] == [
+    assert rows[("git-branch [injected]", "llm · anthropic/claude-sonnet-4-5")][6] == "k=3: 100% / 0%"
+    assert rows[("jq-keys [injected]", "llm · openai/gpt-4.1")][6] == "–"
+    assert rows[("jq-keys [injected]", "llm · openai/gpt-4.1")][2] == "💥 error"
+    assert rows[("refund-order [db=mysql]", "command")][2:6] == [
         "💥 error", "fail (majority)", "0/3", "0%"]
-    assert rows[("refund-order [db=postgres]", "(command)")][2:6] == [
+    assert rows[("refund-order [db=postgres]", "command")][2:6] == [
         "✅ pass", "pass (majority)", "3/3", "100%"]
     assert all(len(r) == 8 for r in tasks)
 
@@ -94,14 +94,14 @@ def test_failing_checks_grouped_and_errors_listed(mixed_run):
     assert "### Failing checks (15)" in md
     # grouped per identical conditions: each help mode apart
     for mode in ("injected", "none"):
-        assert (f"**git-branch \\[{mode}\\]** · anthropic/claude-sonnet-4-5 · "
+        assert (f"**git-branch \\[{mode}\\]** · llm · anthropic/claude-sonnet-4-5 · "
                 "`output_contains#1` (output\\_contains) failed in 1 of 3 trials") in md
     assert "`email_sent` (http\\_mock\\_assertions, gate)" not in md  # not a gate
     assert "### Forbidden rules violated (1)" in md
     assert "\\[REDACTED:STRIPE\\_KEY\\] printed to stdout" in md
     assert "### Errors (3)" in md  # grouped by cause: the provider's on both models
     assert ("<b>2 trials</b>: provider error after 5 attempts: 529 overloaded &lt;html&gt; "
-            "(jq-keys · anthropic/claude-sonnet-4-5, openai/gpt-4.1; e.g.") in md
+            "(jq-keys · llm · anthropic/claude-sonnet-4-5, llm · openai/gpt-4.1; e.g.") in md
     # long messages are cut
     assert "x" * 400 not in md and "x … x" in md
 
@@ -127,7 +127,7 @@ def test_incomplete_run_and_no_verdict_column(mixed_run):
     results["complete"], results["interrupted"] = False, True
     md = render_markdown(results)
     assert "> ⚠️ **Incomplete run**" in md
-    assert "| task | model | status | passed |" in md  # verdict == status: no column
+    assert "| task | agent · model | status | passed |" in md  # verdict == status: no column
 
 
 def test_empty_and_all_passing_runs():
@@ -138,14 +138,14 @@ def test_empty_and_all_passing_runs():
     md = render_markdown({"run_id": "r", "summary": {"trials": 1, "passed": 1, "failed": 0,
                                                       "errored": 0, "pass_rate": 1.0},
                           "trials": [t], "tasks": [], "models": []})
-    assert md.startswith("## ✅") and "Failing checks" not in md and "(oracle)" in md
+    assert md.startswith("## ✅") and "Failing checks" not in md and "| oracle |" in md
 
 
 def test_help_modes_table_answers_does_help_help(mixed_run):
     md = _md(mixed_run)
     assert "### Help modes (does `--help` help?)" in md
     tables = _render(md).tables
-    modes = next(t for t in tables if t[0][:2] == ["model", "baseline"])
+    modes = next(t for t in tables if t[0][:2] == ["agent · model", "baseline"])
     assert modes[0][3:6] == ["mode", "passed", "Δ mode − baseline (95% CI)"]
-    assert modes[1] == ["openai/gpt-4.1", "injected", "6/9", "none", "6/9",
+    assert modes[1] == ["llm · openai/gpt-4.1", "injected", "6/9", "none", "6/9",
                         "0 pts (-38 to +38)", "1.000"]

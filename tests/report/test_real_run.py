@@ -28,7 +28,7 @@ def test_the_terminal_at_80_columns(real_run):
     # the models table keeps the tokens (and would keep a cost) at 80 columns
     assert re.search(r"│ +\d+(\.\d)?k/\d+ │ +free", out)
     # does --help help? the careful model's answer, every figure on one line
-    at = lines.index(REAL_CAREFUL)
+    at = lines.index(f"llm · {REAL_CAREFUL}")
     assert lines[at + 3].split() == ["injected", "│", "6/6", "│", "none", "│", "3/6", "│",
                                      "-50", "pts", "│", "-81", "to", "0", "│", "0.182"]
     assert "what went wrong: proctor show run --failed" in out
@@ -44,11 +44,12 @@ def test_results_and_summary_answer_does_help_help(real_run):
     assert rows[("init-repo", REAL_CAREFUL, "injected")]["pass_at_k"]["3"] == 1.0
     assert rows[("init-repo", REAL_CAREFUL, "none")]["pass_hat_k"]["3"] == 0.0
     md = (real_run / "summary.md").read_text()
-    assert (f"| {REAL_CAREFUL} | injected | 6/6 | none | 3/6 | -50 pts (-81 to 0) | 0.182 |"
+    assert (f"| llm · {REAL_CAREFUL} | injected | 6/6 | none | 3/6 | -50 pts (-81 to 0) | 0.182 |"
             in md)
     # failing checks apart per help mode: the careful model fails only without --help
-    assert f"**init-repo \\[none\\]** · {REAL_CAREFUL} · `ran#0` (ran) failed in 3 of 3" in md
-    assert f"**init-repo \\[injected\\]** · {REAL_CAREFUL}" not in md
+    assert (f"**init-repo \\[none\\]** · llm · {REAL_CAREFUL} · `ran#0` (ran) failed in 3 of 3"
+            in md)
+    assert f"**init-repo \\[injected\\]** · llm · {REAL_CAREFUL}" not in md
     for path in real_run.rglob("*"):
         if path.is_file():
             assert "/proctor-" not in path.read_text(errors="replace"), path
@@ -62,9 +63,9 @@ def test_junit_read_by_junitparser_and_junit2html(real_run, tmp_path):
     xml = JUnitXml.fromfile(str(path))
     suites = {s.name: s for s in xml}
     assert len(suites) == 8  # task × model × help mode
-    none = suites[f"init-repo [{REAL_CAREFUL}, none]"]
+    none = suites[f"init-repo [llm · {REAL_CAREFUL}, none]"]
     assert (none.tests, none.failures) == (3, 3)
-    assert suites[f"init-repo [{REAL_CAREFUL}, injected]"].failures == 0
+    assert suites[f"init-repo [llm · {REAL_CAREFUL}, injected]"].failures == 0
     (failure,) = next(iter(none)).result
     assert isinstance(failure, Failure)
     assert failure.message == ("ran#0: no agent command matches 'git init' (ran 1 command: echo "

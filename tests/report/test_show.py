@@ -57,7 +57,7 @@ def test_untrusted_text_is_inert(mixed_run, capsys):
 
 def test_scenario_trial_forbidden_and_weights(mixed_run, capsys):
     out = _show(capsys, mixed_run, "refund-order.db=mysql.r1")
-    assert "params db=mysql" in out and "model (command)" in out
+    assert "params db=mysql" in out and "agent command" in out
     assert "VIOLATED secrets_in_logs  [REDACTED:STRIPE_KEY] printed to stdout" in out
     assert "ok       http_except" in out
     row = next(x for x in out.splitlines() if x.startswith("db_updated"))
@@ -165,11 +165,14 @@ def test_eighty_columns_keep_status_score_duration_and_put_the_note_below(unitte
     monkeypatch.setenv("COLUMNS", "80")
     lines = _show(capsys, unittest_run).splitlines()
     assert all(len(x) <= 80 for x in lines)
-    assert lines[1].split() == ["trial", "┃", "status", "┃", "score", "┃", "duration"]
-    cells = [c.strip() for c in lines[3].split("│")]
+    assert lines[1] == "agent: llm · mock/models/anthropic-claude-sonnet-4-5-careful.yaml"
+    assert lines[2].split() == ["trial", "┃", "status", "┃", "score", "┃", "duration"]
+    cells = [c.strip() for c in lines[4].split("│")]
     assert cells[1:] == ["FAIL", "0.00", "12.5s"]
-    below = " ".join(x.split("│")[0].strip() for x in lines[4:7])
-    assert "tests_pass: `python3 -m unittest" in below and "FAILED (failures=2)" in below
+    at = next(n for n, x in enumerate(lines) if x.startswith("  "))  # after the folded id
+    below = " ".join(x.strip() for x in lines[at:at + 3])  # the whole width, under the row
+    assert lines[at].startswith("  tests_pass: `python3 -m unittest") and "│" not in lines[at]
+    assert "FAILED (failures=2)" in below
 
 
 def test_a_trials_long_check_message_keeps_its_end(unittest_run, capsys, monkeypatch):

@@ -29,14 +29,14 @@ def test_wide_table_has_everything(mixed_run):
     row = next(line for line in lines if "git-branch [injected]" in line and "anthropic" in line)
     assert "FLAKY" in row and "2/3 67%" in row and "3.0" in row and "5.0s" in row
     assert "k=3: 100% / 0%" in row  # pass@3 / pass^3 of 2 passes in 3
-    row = next(line for line in lines if line.startswith("openai/gpt-4.1"))
+    row = next(line for line in lines if line.startswith("llm · openai/gpt-4.1"))
     # total cost next to cost per success, and the model's mean pass@3 / pass^3
     for cell in ("12/19 63%", "41–81%", "23.4k/2.7k", "$0.0378", "$0.0032", "60% met",
                  "k=3: 67% / 67%"):
         assert cell in row
-    row = next(line for line in lines if line.startswith("anthropic/claude-sonnet-4-5"))
+    row = next(line for line in lines if line.startswith("llm · anthropic/claude-sonnet-4-5"))
     assert "70% MISSED" in row
-    assert any("refund-order" in line and "(command)" in line for line in lines)
+    assert any("refund-order" in line and "command" in line for line in lines)
 
 
 def test_narrow_terminal_drops_columns_not_meaning(mixed_run):
@@ -50,16 +50,16 @@ def test_eighty_columns_keep_tokens_cost_and_every_help_mode_figure(mixed_run):
     text, _ = _print(_results(mixed_run), width=80, color_system=None)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 80
-    row = next(line for line in lines if line.startswith("openai/gpt-4.1"))
+    row = next(line for line in lines if line.startswith("llm · openai/gpt-4.1"))
     # tokens and the total cost stay below 100 columns; the model name gives way
     assert "23.4k/2.7k" in row and "$0.0378" in row and "60% met" in row
-    row = next(line for line in lines if line.startswith("anthropic/…"))
+    row = next(line for line in lines if line.startswith("…c/claude-sonnet-4-5"))
     assert "$0.0612" in row and "70% MISSED" in row
     # a task label keeps its help mode when cut; no name is folded onto a second line
     assert any(line.startswith("git-bra… [injected]") for line in lines)
     assert not any(line.startswith(" ") and "│" in line for line in lines)
     # the help-mode figures, all of them, under each model's whole name
-    at = lines.index("anthropic/claude-sonnet-4-5")
+    at = lines.index("llm · anthropic/claude-sonnet-4-5")
     assert lines[at + 1].split() == ["baseline", "┃", "passed", "┃", "mode", "┃", "passed",
                                      "┃", "Δ", "┃", "95%", "CI", "┃", "p"]
     assert lines[at + 3].split() == ["injected", "│", "5/9", "│", "none", "│", "5/9", "│",
@@ -69,7 +69,7 @@ def test_eighty_columns_keep_tokens_cost_and_every_help_mode_figure(mixed_run):
 def test_help_mode_effects_name_their_baseline(mixed_run):
     text, _ = _print(_results(mixed_run), width=140, color_system=None)
     row = next(line for line in text.splitlines()
-               if line.startswith("openai/gpt-4.1") and "injected" in line)
+               if line.startswith("llm · openai/gpt-4.1") and "injected" in line)
     assert row.split("│")[1:] == [" injected ", "    6/9 ", " none ", "    6/9 ", " 0 pts ",
                                   " -38 to +38 ", " 1.000"]
     assert "Δ: the mode's pass rate minus the baseline's" in text

@@ -67,3 +67,40 @@ def test_replica_ids_are_zero_padded_to_sort_in_order():
     # a run planned before padding keeps its ids, so --resume finds its finished trials
     assert [t.id for t in plan([task], RunOptions(), pad=False)][-1] == "t.r10"
     assert trial_id("t", None, None, {}, 7, width=3) == "t.r007"
+
+
+def test_agents_are_a_dimension_and_each_trial_id_names_its_agent():
+    """Issue 38: `--agent claude-code --agent codex` ran only codex. Every agent runs every
+    task (its models and help modes, as it alone would); with several agents each id names
+    its agent, and with one the ids stay as they were (a run of one resumes unchanged)."""
+    t = task(models=["mock/a", "mock/b"], help_modes=["injected", "none"])
+    trials = plan([t], RunOptions(agent="llm", agents=["llm", "claude-code", "oracle"]))
+    got = {(tr.agent, tr.model, tr.help_mode) for tr in trials}
+    assert got == {(a, m, h) for a in ("llm", "claude-code") for m in ("mock/a", "mock/b")
+                   for h in ("injected", "none")} | {("oracle", None, None)}
+    assert len(trials) == 9 and len({tr.id for tr in trials}) == 9
+    assert "t.claude-code.mock-a.injected.r0" in {tr.id for tr in trials}
+    assert "t.oracle.r0" in {tr.id for tr in trials}
+    one = plan([t], RunOptions(agent="claude-code", agents=["claude-code"]))
+    assert [tr.id for tr in one][0] == "t.mock-a.injected.r0"
+    assert plan([t], RunOptions(agent="oracle"))[0].id == "t.r0"  # a run.json before `agents`
+
+
+def test_agents_from_proctor_toml_and_a_wrong_name_is_exit_2(cli, tmp_path):
+    (tmp_path / "spec.yaml").write_text(
+        "cli: sh\ntasks:\n  - id: count\n    intent: print 3\n    solution: ['echo 3']\n"
+        "    assert:\n      - output_equals: '3'\n")
+    (tmp_path / "proctor.toml").write_text('agents = ["oracle", "nop"]\n')
+    out = cli("run", "spec.yaml", "-q", "--output-dir", "run")
+    assert out.returncode == 1 and out.stdout.startswith("1/2 passed, 1 failed")
+    import json
+
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["options"]["agents"] == ["oracle", "nop"]  # kept for --resume
+    over = cli("run", "spec.yaml", "-q", "--agent", "oracle")  # --agent wins over the file
+    assert over.returncode == 0 and over.stdout.startswith("1/1 passed")
+    (tmp_path / "proctor.toml").write_text('agents = ["oracle", "gpt"]\n')
+    bad = cli("run", "spec.yaml", "-q")
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.startswith("proctor: proctor.toml:1:1: agents: 'gpt' is not an agent: "
+                                 "expected 'llm', "), bad.stderr

@@ -30,8 +30,8 @@ from proctor.store import read_results, read_run_meta
 
 # What every report calls an agent under test (`claude-code · mock/solver`), re-exported.
 from proctor.text import agent_model as agent_model
+from proctor.text import agent_of, printable
 from proctor.text import cut as text_cut
-from proctor.text import printable
 from proctor.text import row_label as row_label
 
 # ANSI escape sequences and C0/C1 control characters (keeping \t and \n): agent output is
@@ -300,37 +300,57 @@ def verdict_text(row: Mapping[str, Any]) -> str:
 
 
 def model_rows(results: RunResults) -> list[dict[str, Any]]:
-    """The scorer's `models` rows, each with its display label."""
+    """The scorer's `models` rows (one per agent × model), each with its display label:
+    agent and model together (`claude-code · mock/solver`, `oracle`)."""
     rows = []
     for e in _scored(results)["models"]:
         row = dict(e)
-        row["label"] = e.get("model") or f"({e.get('agent') or 'no model'})"
+        row["label"] = row_label(e)
         rows.append(row)
     return rows
 
 
+def agent_names(results: RunResults) -> dict[str, str]:
+    """The scorer's agent labels (SPEC §5 `agent`: `mock/x`, `claude-code:mock/x`, `oracle`)
+    as reports show them (`llm · mock/x`, `claude-code · mock/x`, `oracle`)."""
+    return {str(e.get("agent")): row_label(e) for e in _scored(results)["models"]}
+
+
 def task_rows(results: RunResults) -> list[dict[str, Any]]:
-    """The scorer's `tasks` rows, each with display labels (which help mode / params)."""
+    """The scorer's `tasks` rows, each with display labels (agent · model; which help mode
+    and params)."""
     rows = []
     for e in _scored(results)["tasks"]:
         row = dict(e)
-        row["label"] = e.get("model") or f"({e.get('agent') or 'no model'})"
+        row["label"] = row_label(e)
         row["task_label"] = task_label(e)
         rows.append(row)
     return rows
 
 
+def who(row: Mapping[str, Any]) -> str:
+    """The agent under test of a `tasks` row or a trial as one key, the same for both: its
+    agent type and model (a trial names them apart; a row's `agent` label holds both, and
+    a command agent's program, which its trials do not name)."""
+    model, agent = row.get("model"), row.get("agent")
+    if agent and model and (agent == model or str(agent).endswith(":" + model)):
+        agent = agent_of(str(agent), model)
+    elif agent and not model:
+        agent = str(agent).split(":", 1)[0]
+    return agent_model(agent or ("llm" if model else "?"), model)
+
+
 def condition(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What makes trials identical conditions (a `tasks` row, or a trial): task, model,
-    help mode, params."""
+    """What makes trials identical conditions (a `tasks` row, or a trial): task, agent and
+    model, help mode, params."""
     params = tuple(sorted((k, repr(v)) for k, v in (row.get("params") or {}).items()))
-    return (row.get("task_id"), row.get("model"), row.get("help_mode"), params)
+    return (row.get("task_id"), who(row), row.get("help_mode"), params)
 
 
 def cell_key(row: Mapping[str, Any]) -> str:
-    """A heat-map cell's key, the same for a `tasks` row and each of its trials: task, model,
-    help mode, params (report.html filters trials by it)."""
-    return "␟".join(str(x) for x in (row.get("task_id"), row.get("model") or "",
+    """A heat-map cell's key, the same for a `tasks` row and each of its trials: task, agent
+    and model, help mode, params (report.html filters trials by it)."""
+    return "␟".join(str(x) for x in (row.get("task_id"), who(row),
                                           row.get("help_mode") or "", params_text(row.get("params"))))
 
 
@@ -355,7 +375,8 @@ def failure_groups(results: RunResults) -> list[dict[str, Any]]:
         key = (*condition(t), c.get("name"))
         if key not in groups:
             groups[key] = {"task_id": t.get("task_id"), "task_label": task_label(t),
-                           "model": t.get("model"), "trial": t, "check": c, "failed": 0,
+                           "model": t.get("model"), "label": row_label(t), "trial": t,
+                           "check": c, "failed": 0,
                            "trials": runs.get(key[:-1], 0), "ids": []}
         groups[key]["failed"] += 1
         groups[key]["ids"].append(t.get("id"))
@@ -442,7 +463,7 @@ def error_groups(results: RunResults) -> list[dict[str, Any]]:
                                     "models": set()})
         g["trials"].append(t)
         g["tasks"].add(t.get("task_id"))
-        g["models"].add(model_label(t.get("model"), [t]))
+        g["models"].add(row_label(t))
     return sorted(groups.values(), key=lambda g: -len(g["trials"]))
 
 

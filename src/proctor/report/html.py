@@ -43,11 +43,11 @@ def heat_map(results: RunResults) -> str:
     """Tasks down, models across; each cell coloured by pass rate, labelled with counts."""
     rows = data.task_rows(results)
     models: dict[Any, str] = {}
-    for row in rows:
-        models.setdefault(row.get("model"), row["label"])
+    for row in rows:  # one column per agent under test (agent · model)
+        models.setdefault(data.who(row), row["label"])
     tasks: dict[Any, dict[Any, dict[str, Any]]] = {}
     for row in rows:
-        tasks.setdefault(row["task_label"], {})[row.get("model")] = row
+        tasks.setdefault(row["task_label"], {})[data.who(row)] = row
     hidden = 0
     if len(tasks) > MAX_HEAT_TASKS:  # the tasks needing a look first; the table has them all
         order = sorted(tasks, key=lambda k: min(ATTENTION.get(str(c.get("status")), 3)
@@ -93,7 +93,7 @@ def heat_map(results: RunResults) -> str:
 
 
 def models_table(results: RunResults) -> str:
-    out = ['<div class="scroll"><table class="grid-table"><thead><tr><th>model</th>'
+    out = ['<div class="scroll"><table class="grid-table"><thead><tr><th>agent · model</th>'
            '<th class="n">passed</th><th class="n">pass rate</th><th class="n">95% CI</th>'
            '<th class="n">threshold</th><th class="n">avg turns</th><th class="n">tokens in</th>'
            '<th class="n">tokens out</th><th class="n">$ total</th><th class="n">$ / success</th>'
@@ -127,16 +127,17 @@ def help_modes(results: RunResults) -> str:
         return f"<section>{notes}</section>" if notes else ""
     out = ['<section><h2>Help modes <span class="muted">(does --help help?)</span></h2>'
            '<div class="scroll"><table class="grid-table" id="help-modes"><thead><tr>'
-           '<th>model</th><th>baseline</th><th class="n">passed</th><th>mode</th>'
+           '<th>agent · model</th><th>baseline</th><th class="n">passed</th><th>mode</th>'
            '<th class="n">passed</th><th class="n">Δ (points)</th><th class="n">95% CI of Δ</th>'
            '<th>−100 … 0 … +100</th><th class="n">p (Fisher)</th></tr></thead><tbody>']
+    names = data.agent_names(results)
     for x in effects:
         lo, hi = x["ci95"]
         ra = x["passed_a"] / x["trials_a"] if x["trials_a"] else 0.0
         rb = x["passed_b"] / x["trials_b"] if x["trials_b"] else 0.0
         p = x["p_value"]
         out.append(
-            f'<tr><td>{e(x["agent"])}</td><td>{e(x["mode_a"])}</td>'
+            f'<tr><td>{e(names.get(x["agent"], x["agent"]))}</td><td>{e(x["mode_a"])}</td>'
             f'<td class="n">{x["passed_a"]}/{x["trials_a"]} ({data.pct(ra)})</td>'
             f'<td>{e(x["mode_b"])}</td>'
             f'<td class="n">{x["passed_b"]}/{x["trials_b"]} ({data.pct(rb)})</td>'
@@ -209,13 +210,23 @@ class _Columns:
 
     help_mode: bool
     params: bool
+    # The run's one agent, named in the column's head (its cells give the model alone, as
+    # narrow as before); None with several agents: each cell says `agent · model`.
+    agent: str | None = None
 
     @classmethod
     def of(cls, trials: Sequence[Mapping[str, Any]]) -> _Columns:
-        return cls(any(t.get("help_mode") for t in trials), any(t.get("params") for t in trials))
+        agents = {t.get("agent") or "llm" for t in trials}
+        one = agents.pop() if len(agents) == 1 and all(t.get("model") for t in trials) else None
+        return cls(any(t.get("help_mode") for t in trials), any(t.get("params") for t in trials),
+                   one)
+
+    def label(self, t: Mapping[str, Any]) -> str:
+        return str(t.get("model")) if self.agent else data.row_label(t)
 
     def heads(self) -> list[tuple[str, str, str]]:
-        heads = [("id", "trial", "text"), ("task", "task", "text"), ("model", "model", "text")]
+        who = f"{self.agent} · model" if self.agent else "agent · model"
+        heads = [("id", "trial", "text"), ("task", "task", "text"), ("model", who, "text")]
         heads += [("help", "help mode", "text")] if self.help_mode else []
         heads += [("params", "params", "text")] if self.params else []
         return heads + [("status", "status", "text"), ("score", "score", "num"),
@@ -226,14 +237,12 @@ class _Columns:
 def _detail(t: Mapping[str, Any], model: str, params: str, traced: bool, why: str) -> str:
     tid = data.clean(t.get("id"))
     link = quote(tid, safe="")
-    detail = [f'<div class="meta">task <b>{e(t.get("task_id"))}</b> · model <b>{e(model)}</b>']
+    detail = [f'<div class="meta">task <b>{e(t.get("task_id"))}</b> · <b>{e(model)}</b>']
     if t.get("help_mode"):
         detail.append(f' · help mode <b>{e(t.get("help_mode"))}</b>')
     if params:
         detail.append(f" · params <code>{e(params)}</code>")
-    detail.append(f' · replica {int(t.get("replica") or 0)}')
-    if t.get("agent"):
-        detail.append(f' · agent {e(t.get("agent"))}')
+    detail.append(f' · replica {int(t.get("replica") or 0)}')  # (the agent: in `model`)
     detail.append(f' · <a href="trials/{link}/trace.jsonl">trace</a> · '
                   f'<a href="trials/{link}/audit.jsonl">audit</a></div>')
     if why:  # the trial's reason says whether it failed or errored ("failed: …", "agent error: …")
@@ -258,10 +267,10 @@ def _trial_body(t: Mapping[str, Any], cols: _Columns, index: int, traced: bool,
     the row is opened) instead of into the page. `labels`: each model's label, escaped and
     breakable, worked out once per run (ten thousand rows share a few models)."""
     status = data.status_of(t)
-    key = t.get("model") or (None, t.get("agent"))
+    key = (t.get("agent"), t.get("model"))
     if key not in labels:
-        label = data.model_label(t.get("model"), [t])
-        labels[key] = (label, breakable(label))
+        label = data.row_label(t)
+        labels[key] = (label, breakable(cols.label(t)))
     model, model_html = labels[key]
     tokens = t.get("tokens") or {}
     tin, tout = tokens.get("input"), tokens.get("output")
@@ -305,7 +314,7 @@ def trials_table(results: RunResults, traced: list[bool] | None = None,
     trials = results.get("trials") or []
     traced = traced or [False] * len(trials)
     cols = _Columns.of(trials)
-    models = sorted({data.model_label(t.get("model"), [t]) for t in trials})
+    models = sorted({data.row_label(t) for t in trials})  # the filter: data-model's values
     statuses = Counter(data.status_of(t) for t in trials)
     controls = (
         '<div class="controls"><input id="q" type="search" placeholder="filter trials…" '
@@ -313,7 +322,8 @@ def trials_table(results: RunResults, traced: list[bool] | None = None,
         '<option value="">all statuses</option>'
         + "".join(f'<option value="{s}">{s} ({statuses[s]})</option>'
                   for s in ("pass", "fail", "error") if statuses[s])
-        + '</select><select id="fmodel" aria-label="model"><option value="">all models</option>'
+        + '</select><select id="fmodel" aria-label="agent · model"><option value="">all agents'
+        ' · models</option>'
         + "".join(f'<option value="{e(m)}">{e(m)}</option>' for m in models)
         + '</select><span class="chip" id="fcell" hidden>heat-map cell <b></b>'
         '<button type="button" title="show all trials" aria-label="clear">✕</button></span>'
@@ -382,7 +392,7 @@ def triage(results: RunResults) -> str:
            '<ul class="triage">']
     for g in groups[:MAX_GROUPS]:
         t, c = g["trial"], g["check"]
-        model = f' · {e(data.model_label(g["model"], [t]))}' if g["model"] else ""
+        model = f' · {e(g["label"])}'
         gate = ", gate" if c.get("gate") else ""
         tid = data.clean(t.get("id"))
         out.append(

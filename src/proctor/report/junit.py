@@ -69,13 +69,15 @@ def _hostname(run: Mapping[str, Any] | None) -> str | None:
 
 
 def _variant(t: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (t.get("task_id"), t.get("model"), t.get("help_mode"),
+    return (t.get("task_id"), data.who(t), t.get("help_mode"),
             tuple(sorted((k, str(v)) for k, v in (t.get("params") or {}).items())))
 
 
-def _suite_name(t: Mapping[str, Any]) -> str:
-    extra = [x for x in (t.get("model"), t.get("help_mode"), data.params_text(t.get("params")))
-             if x]
+def _suite_name(t: Mapping[str, Any], several: bool = False) -> str:
+    """`task [agent · model, help mode, params]`; the agent alone (`oracle`) is named only
+    when the run has more than one agent under test."""
+    who = data.row_label(t) if t.get("model") or several else None
+    extra = [x for x in (who, t.get("help_mode"), data.params_text(t.get("params"))) if x]
     return f"{t.get('task_id')} [{', '.join(extra)}]" if extra else str(t.get("task_id"))
 
 
@@ -144,7 +146,8 @@ def _testcase(t: Mapping[str, Any]) -> str:
     a 10,000-trial junit.xml)."""
     model = t.get("model")
     attrs = {"name": attr(t.get("id")),
-             "classname": attr(f"{t.get('task_id')}/{model}" if model else t.get("task_id")),
+             "classname": attr(f"{t.get('task_id')}/{data.row_label(t)}" if model
+                               else t.get("task_id")),
              "time": f"{float(t.get('duration_s') or 0.0):.3f}"}
     inner: list[str] = []
     status = data.status_of(t)
@@ -172,7 +175,7 @@ def _properties(first: Mapping[str, Any], entry: dict[str, Any] | None,
     props = {"not_isolated": isolation or None,
              "task_id": first.get("task_id"), "model": first.get("model"),
              "help_mode": first.get("help_mode"), "agent": first.get("agent"),
-             "category": first.get("category")}
+             "agent_model": data.row_label(first), "category": first.get("category")}
     for k, v in sorted((first.get("params") or {}).items()):
         props[f"param.{k}"] = v
     if entry:
@@ -190,6 +193,7 @@ def render_junit(results: RunResults, run: Mapping[str, Any] | None = None,
         groups.setdefault(_variant(t), []).append(t)
     rows = data.rows_by_condition(results)
     hostname = _hostname(run)
+    several = len({data.who(t) for t in trials}) > 1
 
     suites: list[str] = []
     totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
@@ -198,7 +202,7 @@ def render_junit(results: RunResults, run: Mapping[str, Any] | None = None,
         failures = sum(data.status_of(t) == "fail" for t in group)
         errors = sum(data.status_of(t) == "error" for t in group)
         duration = sum(float(t.get("duration_s") or 0.0) for t in group)
-        suite_attrs = {"name": attr(_suite_name(first)), "tests": str(len(group)),
+        suite_attrs = {"name": attr(_suite_name(first, several)), "tests": str(len(group)),
                        "failures": str(failures), "errors": str(errors), "skipped": "0",
                        "time": f"{duration:.3f}", "id": str(i)}
         stamp = _timestamp(min((t.get("started_at") or "" for t in group), default="")

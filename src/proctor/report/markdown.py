@@ -105,7 +105,7 @@ def render_markdown(results: RunResults, run: Mapping[str, Any] | None = None,
         ] + ([data.pass_k_text(r)] if data.shows_pass_k(mrows) else []))
     pass_k = ["pass@k / pass^k"] if data.shows_pass_k(mrows) else []
     lines += _table(
-        ["model", "passed", "pass rate", "95% CI", "threshold", "avg turns", "tokens in",
+        ["agent · model", "passed", "pass rate", "95% CI", "threshold", "avg turns", "tokens in",
          "tokens out", "$ total", "$ / success"] + pass_k,
         rows, [":--"] + ["--:"] * (9 + len(pass_k)),
     )
@@ -124,7 +124,7 @@ def render_markdown(results: RunResults, run: Mapping[str, Any] | None = None,
         rows.append(row + [f"{r['passed']}/{r['trials']}", data.pct(r.get("pass_rate"))]
                     + ([data.pass_k_text(r)] if with_pass_k else [])
                     + [data.seconds(r.get("avg_duration_s"))])
-    header = ["task", "model", "status"] + (["verdict"] if verdicts else [])
+    header = ["task", "agent · model", "status"] + (["verdict"] if verdicts else [])
     numbers = (["passed", "pass rate"] + (["pass@k / pass^k"] if with_pass_k else [])
                + ["avg duration"])
     lines += _table(header + numbers, rows, [":--"] * len(header) + ["--:"] * len(numbers))
@@ -152,11 +152,12 @@ def _help_modes(results: RunResults) -> list[str]:
     effects = results.get("help_modes") or []
     if not effects:
         return []
-    rows = [[cell(e["agent"]), cell(e["mode_a"]), f"{e['passed_a']}/{e['trials_a']}",
+    names = data.agent_names(results)
+    rows = [[cell(names.get(e["agent"], e["agent"])), cell(e["mode_a"]), f"{e['passed_a']}/{e['trials_a']}",
              cell(e["mode_b"]), f"{e['passed_b']}/{e['trials_b']}", data.diff_text(e),
              "<0.001" if e["p_value"] < 0.001 else f"{e['p_value']:.3f}"] for e in effects]
     return ["", "### Help modes (does `--help` help?)", ""] + _table(
-        ["model", "baseline", "passed", "mode", "passed", "Δ mode − baseline (95% CI)",
+        ["agent · model", "baseline", "passed", "mode", "passed", "Δ mode − baseline (95% CI)",
          "p (Fisher)"], rows, [":--", ":--", "--:", ":--", "--:", "--:", "--:"]) + [
         "", "Δ in percentage points over the tasks both modes ran; an interval crossing 0 "
         "means this run cannot tell."]
@@ -173,8 +174,7 @@ def _failures(results: RunResults) -> list[str]:
     for g in groups[:MAX_FAILURES]:
         t, c, total = g["trial"], g["check"], g["trials"]
         where = f"**{cell(g['task_label'], 120)}**"
-        if g["model"]:
-            where += f" · {cell(data.model_label(g['model'], [t]), 60)}"
+        where += f" · {cell(g['label'], 80)}"
         gate = ", gate" if c.get("gate") else ""
         out.append(f"- {where} · {code(c.get('name'), 80)} ({cell(c.get('type'), 40)}{gate}) "
                    f"failed in {g['failed']} of {total} trial{'s' if total != 1 else ''}: "

@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from proctor.model import TrialResult
 from proctor.report.labels import short_labels
+from proctor.text import agent_model
 
 LINE_EVERY_S = 10.0  # without a terminal: at most this long between lines
 LINE_EVERY_FRACTION = 0.1  # ... and a line every tenth of the run
@@ -57,7 +58,10 @@ class Progress:
     def advance(self, result: TrialResult) -> None:
         self.done += 1
         self.counts[result.status] += 1
-        label = result.model or result.agent or "?"
+        # In the little room of a progress line the built-in loop's trials go by their
+        # model alone; any other agent is named with it (`codex · mock/x`, `oracle`).
+        label = (result.model if result.model and result.agent in (None, "llm")
+                 else agent_model(result.agent, result.model))
         self.by_model.setdefault(label, Counter())[result.status] += 1
         if self.bar is not None:
             self.bar.models = self.models_text()

@@ -36,7 +36,8 @@ class TrialFilter:
             return False
         if self.tasks and t.get("task_id") not in self.tasks:
             return False
-        return not self.models or (t.get("model") or t.get("agent")) in self.models
+        return not self.models or bool(
+            {t.get("model"), t.get("agent"), data.row_label(t)} & self.models)
 
 
 def show_main(run_dir: str | Path, trial: str | None, only: TrialFilter | None = None,
@@ -74,6 +75,7 @@ def print_trial_list(run: data.Run, console: Console) -> None:
 
     state = "" if run.complete else " (unfinished: trials so far)"
     console.print(Text(f"run {data.clean(run.results.get('run_id') or run.dir.name)}{state}"))
+    console.print(Text(_agents_line(run), style="dim"))
     ids = [data.clean(t.get("id")) for t in run.trials]
     width = max((cell_len(i) for i in ids), default=5)
     # the other columns and the separators take 28 cells (31 with the note's)
@@ -108,6 +110,12 @@ def print_trial_list(run: data.Run, console: Console) -> None:
     else:
         console.print(Text(f"\nproctor show {run.dir} TRIAL  (an id or a unique prefix)",
                            style="dim"))
+
+
+def _agents_line(run: data.Run) -> str:
+    """Who was under test: `agents: claude-code · mock/solver, codex · mock/solver`."""
+    names = list(dict.fromkeys(data.row_label(t) for t in run.trials))
+    return f"agent{'s' if len(names) != 1 else ''}: " + ", ".join(data.clean(n) for n in names)
 
 
 FAILED_IDS = 3  # trial ids named per group of `--failed`; the rest are counted
@@ -231,7 +239,7 @@ def _print_head(t: Mapping[str, Any], console: Console) -> None:
     console.print(head)
     tokens = t.get("tokens") or {}
     facts = [f"task {data.clean(t.get('task_id'))}",
-             f"model {data.model_label(t.get('model'), [t])}"]
+             f"agent {data.clean(data.row_label(t))}"]
     if t.get("help_mode"):
         facts.append(f"help mode {data.clean(t.get('help_mode'))}")
     if t.get("params"):

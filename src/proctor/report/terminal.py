@@ -65,7 +65,7 @@ def task_table(results: RunResults, width: int) -> Any:
     show_model = any(r.get("model") for r in rows) or len({r["label"] for r in rows}) > 1
     cols = [Col("task", [data.clean(r["task_label"]) for r in rows], name=True, keep_tail=True)]
     if show_model:
-        cols.append(Col("model", [data.clean(r["label"]) for r in rows], name=True))
+        cols.append(Col("agent · model", [data.clean(r["label"]) for r in rows], name=True))
     cols.append(Col("status", [status_text(r.get("status")) for r in rows]))
     if data.shows_verdicts(rows):
         cols.append(Col("verdict", [data.verdict_text(r) for r in rows]))
@@ -118,8 +118,9 @@ def help_mode_table(results: RunResults, width: int = 120) -> Any:
 
     title = Text("Help modes (does --help help?)", style="italic")
     note = Text(HELP_MODE_NOTE, style="dim")
-    models = [data.clean(e["agent"]) for e in effects]
-    cols = [Col("model", models, name=True), *figures(effects)]
+    names = data.agent_names(results)
+    models = [data.clean(names.get(e["agent"], e["agent"])) for e in effects]
+    cols = [Col("agent · model", models, name=True), *figures(effects)]
     longest = max(map(len, models))
     (room,) = name_widths(width, [col_width(c) for c in cols[1:]], [longest])
     if room >= min(longest, NAME_MIN):  # every figure and a readable name on one line
@@ -135,7 +136,7 @@ def model_table(results: RunResults, width: int) -> Any:
     from rich.text import Text
 
     rows = data.model_rows(results)
-    cols = [Col("model", [data.clean(r["label"]) for r in rows], name=True),
+    cols = [Col("agent · model", [data.clean(r["label"]) for r in rows], name=True),
             Col("pass rate", [f"{r['passed']}/{r['trials']} {data.pct(r.get('pass_rate'))}"
                               for r in rows], right=True),
             Col("95% CI", [data.ci_text(r.get("ci95")) for r in rows], right=True)]
