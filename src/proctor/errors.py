@@ -8,7 +8,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class SpecIssue:
     file: str
-    line: int  # 1-based
+    line: int  # 1-based; 0: the path itself (missing, empty): no position to give
     col: int  # 1-based
     path: str  # field path, e.g. "tasks[3].assert[1]"
     message: str
@@ -19,6 +19,8 @@ class SpecIssue:
         if self.severity == "warning":
             where = f"{self.path}: " if self.path else ""
             return f"{self.file}:{self.line}:{self.col}: warning: {where}{self.message}"
+        if self.line == 0:  # `nothere/: no such file or directory`, not `nothere/:1:1: <root>`
+            return f"{self.file}: {self.message}"
         return f"{self.file}:{self.line}:{self.col}: {self.path or '<root>'}: {self.message}"
 
 

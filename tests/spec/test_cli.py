@@ -88,7 +88,7 @@ def test_broken_files_never_traceback(spec_dir):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [
         "binary.yaml:2:118: <root>: not a UTF-8 text file",
-        "dir.yaml:1:1: <root>: no .yaml or .yml files and no Harbor task (task.toml) in this directory",
+        "dir.yaml: no .yaml or .yml files and no Harbor task (task.toml) in this directory",
         "empty.yaml:1:1: <root>: empty file; expected a spec (a suite has `cli:` and `tasks:`; a "
         "scenario has `version: 1`, `task:` and `invariants:`)",
         "list.yml:1:1: <root>: a YAML list is a task list, read through a suite's `tasks: - "
@@ -101,12 +101,13 @@ def test_broken_files_never_traceback(spec_dir):
         "syntax.yaml:3:3: <root>: YAML syntax error: while parsing a flow node did not find "
         "expected node content",
         "tabs.yaml:2:1: <root>: YAML syntax error: while scanning a plain scalar found a tab "
-        "character that violates indentation",
+        "character that violates indentation (hint: line 2 is indented with a tab; YAML "
+        "indents with spaces only)",
         "tag.yaml:1:6: <root>: unsupported YAML tag 'tag:yaml.org,2002:python/object:os.system'; "
         "remove it",
         "unknown.yaml:1:1: <root>: not a spec: a suite has `cli:` and `tasks:`; a scenario has "
         "`version: 1`, `task:` and `invariants:`",
-        "missing.yaml:1:1: <root>: no such file or directory",
+        "missing.yaml: no such file or directory",  # no position in a file that is not there
     ]
 
 
@@ -153,3 +154,30 @@ def test_a_file_named_twice_is_read_once(repo):
     f = f"{FIXTURES}/valid/hello-world.yaml"
     proc = run_proctor("validate", f, f, f"{FIXTURES}/valid", cwd=repo)
     assert proc.returncode == 0 and proc.stdout.startswith("ok: 15 file(s), 25 task(s)")
+
+
+def test_a_yaml_indentation_error_says_which_lines_disagree(spec_dir):
+    """Issue 38: invalid YAML got the parser's raw text and no hint. The usual cause, a line
+    indented otherwise than its list or mapping (or with a tab), is said in the file's own
+    terms; a missing path is named without a made-up position."""
+    (spec_dir / "key.yaml").write_text(
+        "cli: sh\ntasks:\n  - id: a\n    intent: x\n     assert: []\n")
+    (spec_dir / "item.yaml").write_text(
+        "cli: sh\ntasks:\n  - id: a\n    intent: x\n    assert:\n    - exit_code: 0\n"
+        "     - ran: x\n")
+    (spec_dir / "tab.yaml").write_text("cli: sh\ntasks:\n\t- id: a\n")
+    (spec_dir / "colon.yaml").write_text("cli: sh\nsystem_prompt: use: this\n")
+    proc = run_proctor("validate", "key.yaml", "item.yaml", "tab.yaml", "colon.yaml",
+                       "nothere/", cwd=spec_dir)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("key.yaml:5:") and lines[0].endswith(
+        "(hint: line 5 is indented 5 spaces, line 4 4: the keys of a mapping line up)")
+    assert lines[1].startswith("item.yaml:7:6: <root>: YAML syntax error: ") and lines[1].endswith(
+        "(hint: line 7 is indented 5 spaces, the mapping begun on line 3 4: the items of a "
+        "list, and the keys of a mapping, line up)")
+    assert lines[2].startswith("tab.yaml:3:1: ") and lines[2].endswith(
+        "(hint: line 3 is indented with a tab; YAML indents with spaces only)")
+    assert lines[3].startswith("colon.yaml:2:") and lines[3].endswith(
+        "(hint: a value holding `: ` needs quotes)")
+    assert lines[4] == "nothere/: no such file or directory"

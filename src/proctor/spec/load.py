@@ -218,7 +218,7 @@ class Loader:
                 harbor = task_dirs(p)
                 found = _yaml_files(p, skip=harbor)
                 if not found and not harbor:
-                    self.issues.at(p, 1, 1, "no .yaml or .yml files and no Harbor task "
+                    self.issues.at(p, 0, 0, "no .yaml or .yml files and no Harbor task "
                                    "(task.toml) in this directory")
                 for d in harbor:
                     out.setdefault(os.path.realpath(d), (d, HARBOR))
@@ -227,7 +227,7 @@ class Loader:
             elif os.path.exists(p):
                 out.setdefault(os.path.realpath(p), (p, True))
             else:
-                self.issues.at(p, 1, 1, "no such file or directory")
+                self.issues.at(p, 0, 0, "no such file or directory")
         return list(out.values())
 
     def _not_a_spec(self, doc: Doc, explicit: bool) -> None:

@@ -113,11 +113,43 @@ def _compose(text: str) -> Node | None:
         mark = e.problem_mark or e.context_mark
         what = " ".join(p for p in (e.context, e.problem) if p) or "invalid YAML"
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        raise YamlError(line, col, f"YAML syntax error: {what}") from None
+        raise YamlError(line, col, f"YAML syntax error: {what}{_indent_hint(text, e)}") from None
     except yaml.YAMLError as e:  # e.g. a reader error without a mark
         raise YamlError(1, 1, f"YAML syntax error: {e}") from None
     finally:
         loader.dispose()
+
+
+def _indent_hint(text: str, e: yaml.MarkedYAMLError) -> str:
+    """What a YAML syntax error most often is, said in terms of the file: a line indented
+    with a tab, or indented otherwise than the list or mapping it belongs to ("" when the
+    error is something else)."""
+    mark = e.problem_mark
+    lines = text.splitlines()
+    if mark is None or mark.line >= len(lines):
+        return ""
+    line = lines[mark.line]
+    lead = line[: len(line) - len(line.lstrip(" \t"))]
+    if "\t" in lead:
+        return (f" (hint: line {mark.line + 1} is indented with a tab; YAML indents with "
+                "spaces only)")
+    have = len(lead)
+    ctx, problem = e.context_mark, str(e.problem or "")
+    if ctx is not None and "block" in str(e.context or "") and ctx.line < mark.line:
+        kind = "list" if "collection" in str(e.context) or "sequence" in str(e.context) else "mapping"
+        if have != ctx.column:
+            return (f" (hint: line {mark.line + 1} is indented {have} spaces, the {kind} begun "
+                    f"on line {ctx.line + 1} {ctx.column}: the items of a list, and the keys of "
+                    "a mapping, line up)")
+    if "mapping values are not allowed" in problem:
+        before = [x for x in lines[: mark.line] if x.strip() and not x.lstrip().startswith("#")]
+        prev = before[-1] if before else ""
+        indent = len(prev) - len(prev.lstrip(" "))
+        if prev and have > indent and not prev.rstrip().endswith((":", "|", ">", "-")):
+            return (f" (hint: line {mark.line + 1} is indented {have} spaces, line "
+                    f"{lines.index(prev) + 1} {indent}: the keys of a mapping line up)")
+        return " (hint: a value holding `: ` needs quotes)"
+    return ""
 
 
 class _Converter:
