@@ -149,3 +149,19 @@ def test_help_modes_table_answers_does_help_help(mixed_run):
     assert modes[0][3:6] == ["mode", "passed", "Δ mode − baseline (95% CI)"]
     assert modes[1] == ["llm · openai/gpt-4.1", "injected", "6/9", "none", "6/9",
                         "0 pts (-38 to +38)", "1.000"]
+
+
+def test_an_interrupted_run_whose_finished_trials_passed_is_not_headed_as_passed():
+    """Issue 38: an interrupted run's summary.md was headed ✅ when the trials that finished
+    before Ctrl-C all passed."""
+    t = {"id": "a.r0", "task_id": "a", "model": None, "status": "pass", "composite_score": 1.0,
+         "checks": [], "agent": "oracle", "duration_s": 0.5}
+    summary = {"trials": 1, "passed": 1, "failed": 0, "errored": 0, "pass_rate": 1.0}
+    md = render_markdown({"run_id": "r", "summary": summary, "trials": [t], "tasks": [],
+                          "models": [], "complete": False, "interrupted": True})
+    assert md.startswith("## ⏸️ proctor run `r` (incomplete)\n") and "✅" not in md.split("\n")[0]
+    assert "> ⚠️ **Incomplete run**" in md
+    failed = {**t, "status": "fail"}
+    md = render_markdown({"run_id": "r", "trials": [failed], "tasks": [], "models": [],
+                          "complete": False, "interrupted": True})
+    assert md.startswith("## ❌ proctor run `r` (incomplete)\n")

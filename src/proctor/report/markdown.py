@@ -63,8 +63,11 @@ def render_markdown(results: RunResults, run: Mapping[str, Any] | None = None,
     h = data.headline(results)
     run_id = results.get("run_id") or (run or {}).get("run_id") or "run"
     verdict = "✅" if h["trials"] and h["passed"] == h["trials"] else "❌"
+    if h["incomplete"]:  # what finished may all have passed: the run did not
+        verdict = "⏸️" if h["passed"] == h["trials"] else "❌"
     lines = [
-        f"## {verdict} proctor run {code(run_id, 80)}",
+        f"## {verdict} proctor run {code(run_id, 80)}"
+        + (" (incomplete)" if h["incomplete"] else ""),
         "",
         f"**{h['passed']}/{h['trials']} trials passed** · {h['failed']} failed · "
         f"{h['errored']} errored · pass rate **{data.pct(h['pass_rate'])}** "
