@@ -95,9 +95,13 @@ def test_claude_code_housekeeping_is_in_the_trace_not_in_the_commands(tmp_path):
     shown = Cli(tmp_path)(*show, env={"COLUMNS": "200"}).stdout
     assert "commands set aside (housekeeping)" in shown and "$ id -u" not in shown
     lines = shown.splitlines()
-    n = next(i for i, line in enumerate(lines)
-             if line.startswith("  → Bash: tail -n +2 orders.csv | wc -l > count.txt"))
-    assert lines[n + 1].startswith("    $ tail -n +2 orders.csv | wc -l > count.txt")
+    # the call's line says the command once, and what came of it (no `$ X`, no `started:`
+    # naming its own programs again)
+    timeline = lines[:next(i for i, x in enumerate(lines) if x.startswith("checks ─"))]
+    (line,) = [x for x in timeline if "tail -n +2 orders.csv | wc -l > count.txt" in x]
+    assert line.startswith("  → Bash: tail -n +2 orders.csv | wc -l > count.txt") and \
+        "[exit 0, " in line
+    assert "started:" not in line
     assert "exit None" not in shown and "▸ all the agent printed" in shown
     full = Cli(tmp_path)(*show, "--full", env={"COLUMNS": "200"}).stdout
     assert "$ env  (set aside: housekeeping)" in full

@@ -36,8 +36,11 @@ def test_trial_trace_checks_and_audit(mixed_run, capsys):
     assert out.startswith(f"{FLAKY_TRIAL}  FAIL  score 0.00")
     assert "help mode injected" in out and "tokens 1.3k in / 150 out" in out
     assert "◆ openai/gpt-4.1 · 1.2k in / 40 out · 0.80s" in out
-    # the call, and under it the command it caused
-    assert "  → run_command: git switch -c feature\n    $ git switch -c feature   [exit 0, 0.02s]" in out
+    # the call, and on its line what the command it caused did: the command said once
+    # (issue 38: `→ run_command: X`, `$ X` and `started: X` said it three times)
+    assert "  → run_command: git switch -c feature   [exit 0, 0.02s]\n" in out
+    trace = out[out.index("trace ─"):out.index("checks ─")]
+    assert trace.count("git switch -c feature") == 1
     assert "\n$ git branch   [exit 1, 0.01s]" in out  # a command no call asked for: on its own
     assert "  line 5\n  … [32 more lines]\n  line 38" in out  # long output: head and tail
     assert "line 12" not in out
@@ -275,3 +278,24 @@ def test_failed_at_80_columns_groups_identical_reasons_across_replicas(tmp_path,
     assert " ".join(groups[0][1]) == f"exit_code#0: {why}"  # whole, cause first
     assert groups[1][0].startswith("FAIL  build.5  (llm · ")
     assert " ".join(groups[1][1]) == f"exit_code#0: {other}"
+
+
+@pytest.mark.slow
+def test_the_audit_folds_the_files_git_writes_for_itself(cli, tmp_path):
+    """Issue 38: the audit listed all of `git init`'s sample hooks, one line each. They are
+    one line now (so are git's objects); a hook the agent planted is listed as it is."""
+    (tmp_path / "spec.yaml").write_text(
+        "cli: git\ntasks:\n  - id: init\n    intent: make a repository\n    solution:\n"
+        "      - git init -q . && echo hi > a && git add a\n"
+        "      - printf '#!/bin/sh\\nexit 0\\n' > .git/hooks/pre-commit\n"
+        "    assert:\n      - file_exists: .git/HEAD\n")
+    assert cli("run", "spec.yaml", "--agent", "oracle", "-q", "--output-dir", "run"
+               ).returncode == 0
+    out = cli("show", "run", "init", env={"COLUMNS": "120"}).stdout
+    audit = out[out.index("audit ─"):].splitlines()
+    (samples,) = [x for x in audit if "sample" in x]  # git 2.39: 13 of them
+    assert samples.startswith("file     .git/hooks/*.sample  (") and samples.endswith(
+        " files git writes for itself, folded)") and int(samples.split("(")[1].split()[0]) > 5
+    assert any(x.startswith("file     .git/objects/…  (") for x in audit)
+    assert "file     .git/hooks/pre-commit  (" in out  # planted: never folded
+    assert "file     a  (3 bytes)" in out

@@ -6,6 +6,7 @@ output can neither inject rich markup nor terminal escape sequences."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,6 +194,22 @@ def _cell(text: str, width: int, right: bool, paint: Any = None, style: str = ""
     return paint(text, style) if paint and style else text
 
 
+_GIT_OWN = ((re.compile(r"(?:^|/)(\.git/hooks/)[^/]+\.sample$"), "*.sample"),
+            (re.compile(r"(?:^|/)(\.git/objects/).+"), "…"))
+
+
+def _git_own(ev: Mapping[str, Any]) -> str | None:
+    """The folded line a file write belongs to (`.git/hooks/*.sample`, `.git/objects/…`),
+    or None: listed as it is."""
+    if ev.get("type") != "file_write":
+        return None
+    path = str((ev.get("details") or {}).get("path") or "")
+    for pattern, tail in _GIT_OWN:
+        if m := pattern.search(path):
+            return data.one_line(path[: m.end(1)], 160) + tail
+    return None
+
+
 def _audit_line(ev: dict[str, Any]) -> Any:
     from rich.text import Text
 
@@ -314,11 +331,27 @@ def _print_audit(trial_dir: Path, console: Console) -> None:
     console.print(Rule("audit", align="left"))
     audit = data.read_jsonl(trial_dir / "audit.jsonl")
     shown_by_type: dict[str, int] = {}
+    # Files git writes for itself (`git init`'s 13 sample hooks, the object store) are one
+    # line each kind, where the first was written; a hook that is not a sample stays listed.
+    lines: list[Any] = []
+    folded: dict[str, int] = {}
     for ev in audit:
         kind = str(ev.get("type"))
+        group = _git_own(ev)
+        if group is not None:
+            if group not in folded:
+                lines.append(group)
+            folded[group] = folded.get(group, 0) + 1
+            continue
         shown_by_type[kind] = shown_by_type.get(kind, 0) + 1
         if shown_by_type[kind] <= AUDIT_PER_TYPE:
-            console.print(_audit_line(ev))
+            lines.append(_audit_line(ev))
+    for line in lines:
+        if isinstance(line, str):
+            n = folded[line]
+            line = Text(f"file     {line}  ({n} file{'s' if n != 1 else ''} git writes for "
+                        "itself, folded)")
+        console.print(line)
     for kind, n in shown_by_type.items():
         if n > AUDIT_PER_TYPE:  # `npm install` writes thousands of files
             console.print(Text(f"… {n - AUDIT_PER_TYPE} more {data.clean(kind)} events "

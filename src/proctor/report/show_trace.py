@@ -58,10 +58,13 @@ def _aside_line(t: Text, commands: list[turns.Command], pad: str, full: bool,
                      f"{data.clean(c.aside)})", style="dim")
 
 
-def _command(t: Text, c: turns.Command, pad: str) -> None:
+def _command(t: Text, c: turns.Command, pad: str, on_call_line: bool = False) -> None:
+    """A command under the call that caused it; `on_call_line`: the call's line already
+    says the command (`→ run_command: echo 3`), so only what came of it follows there."""
     aside = c.aside is not None
-    t.append(f"\n{pad}$ ", style="dim" if aside else "bold")
-    t.append(data.one_line(c.text, 160 if aside else 400), style="dim" if aside else "bold")
+    if not on_call_line:
+        t.append(f"\n{pad}$ ", style="dim" if aside else "bold")
+        t.append(data.one_line(c.text, 160 if aside else 400), style="dim" if aside else "bold")
     if aside:
         t.append(f"  (set aside: {data.clean(c.aside)})", style="dim")
         return
@@ -70,8 +73,11 @@ def _command(t: Text, c: turns.Command, pad: str) -> None:
         dur = f", {data.seconds(c.duration_s)}" if c.timed else ""
         t.append(f"   [{meta}{dur}]", style="green" if c.exit_code == 0 and not c.timed_out
                  else "red")
-    if c.processes:
-        t.append(f"   started: {data.one_line(' · '.join(c.processes), 200)}", style="dim")
+    # The programs it started, those the command line does not already say (a script's
+    # children, an alias's target): `echo 3` started `echo 3`, said once.
+    news = [p for p in c.processes if p.strip() and p.strip() not in c.text]
+    if news:
+        t.append(f"   started: {data.one_line(' · '.join(news), 200)}", style="dim")
     for stream, style in ((c.stdout, ""), (c.stderr, "yellow")):
         if stream:
             t.append("\n" + _indent(block(stream), pad + "  "), style=style)
@@ -116,8 +122,12 @@ def _turn(turn: turns.Turn, full: bool) -> Text:
     for call in turn.calls:
         t.append("\n  → ", style="cyan")
         t.append(data.one_line(call.line, 300), style="cyan")
+        shown = [c for c in call.commands if c.aside is None]
         for c in call.commands:
-            _command(t, c, "    ")
+            said = (len(shown) == 1 and c is shown[0] and call.command is not None
+                    and " ".join(c.text.split()) == " ".join(call.command.split())
+                    and len(call.line) <= 300)
+            _command(t, c, "    ", on_call_line=said)
         observed = any(c.aside is None and (c.exit_code is not None or c.stdout or c.stderr)
                        for c in call.commands)
         if call.result is not None and not observed:
