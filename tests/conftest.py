@@ -28,6 +28,7 @@ BY_FILE = {
     "report/test_browser.py": ("browser",),
     "report/test_export.py": ("slow",),
     "runner/test_check.py": ("slow",),
+    "runner/test_check_attacks.py": ("slow",),
     "runner/test_keystone_docs.py": ("slow",),
     "runner/test_clibench_today.py": ("slow",),
     "runner/test_agent_commands.py": ("slow",),

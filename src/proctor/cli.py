@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from proctor.agents import AGENTS
+from proctor.agents.attacks import ATTACKS
 from proctor.sandbox import BACKENDS
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ def main() -> None:
       proctor init my-bench            write a commented example suite and scenario
       proctor validate my-bench        check specs: FILE:LINE:COL: field: message
       proctor check my-bench           oracle must pass, nop must fail (lint the benchmark)
+      proctor check my-bench --attacks   ... and no built-in hostile agent may pass a task
       proctor run my-bench --agent oracle
       proctor run suite.yaml --model openai/gpt-4.1 --repeat 3
       proctor show --failed            what went wrong in the latest run, check by check
@@ -286,19 +288,55 @@ def run(paths: tuple[str, ...], **kw) -> None:
                    "tasks pick docker).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="proctor.toml to read (default: ./proctor.toml if present).")
+@click.option("--attacks", is_flag=True,
+              help="Also run proctor's hostile agents against every task: a task one of them "
+                   "passes can be won without doing it (exit 1, each named).")
+@click.option("--attack", "attack_names", multiple=True, type=click.Choice(list(ATTACKS)),
+              metavar="NAME", help="Run only this attack (repeatable; implies --attacks). "
+                                   f"One of: {', '.join(ATTACKS)}.")
+@click.option("--output-dir", type=click.Path(file_okay=False),
+              help="The attacks' run directory (default: .proctor/runs/<time>-<id>).")
 @click.option("--quiet", "-q", is_flag=True, help="Only print problems.")
 def check(paths: tuple[str, ...], concurrency: int | None, backend: str | None,
-          config_path: str | None, quiet: bool) -> None:
+          config_path: str | None, attacks: bool, attack_names: tuple[str, ...],
+          output_dir: str | None, quiet: bool) -> None:
     """Lint a benchmark: every task's solution must pass (oracle) and doing nothing must fail
     (nop). Names every task whose solution fails and every task whose checks pass vacuously
-    (on a Harbor dataset: a hackability report)."""
+    (on a Harbor dataset: a hackability report).
+
+    \b
+    With --attacks, every task then also faces proctor's built-in hostile agents: scripts
+    that know nothing of the task and try to pass it anyway — trojaned shell, python, curl,
+    uv or pytest; .pth, sitecustomize, conftest.py and pytest.ini hooks; reward files
+    planted or raced by a daemon; daemons rewriting the tests; reading the tests and the
+    solution; tests rewritten and hidden from git; unittest's assertions made no-ops. Each
+    runs as an agent trial with the task's own checks, and a table says, per task and
+    attack, `contained` (its trial failed or errored, and why) or `PASSED` (the task can be
+    won without doing it). The trials stay in a run directory: `proctor show RUN TRIAL`
+    shows what an attack did. docs/security.md describes each attack.
+
+    \b
+      proctor check my-bench --attacks
+      proctor check harbor-tasks/ --attacks --attack trojan-shell --attack conftest
+
+    Exit codes: 0 every solution passes, doing nothing fails and every attack is contained;
+    1 otherwise; 2 invalid spec or usage.
+    """
     def body() -> int:
         from proctor.config import load_config
         from proctor.lint import check_main
 
         config = load_config(config_path)
-        return check_main(list(paths), concurrency=concurrency, quiet=quiet, config=config,
-                          backend=backend or config.get("backend"))
+        chosen = backend or config.get("backend")
+        code = check_main(list(paths), concurrency=concurrency, quiet=quiet, config=config,
+                          backend=chosen)
+        if attacks or attack_names:
+            from proctor.check_attacks import attacks_main
+
+            code = max(code, attacks_main(list(paths), list(attack_names) or None,
+                                          concurrency=concurrency, quiet=quiet, config=config,
+                                          backend=chosen, output_dir=output_dir))
+        return code
 
     _guard(body)
 

@@ -14,6 +14,7 @@ AGENTS: Registry = Registry("agent", {
     "command": "proctor.agents.command:CommandAgent",
     "oracle": "proctor.agents.oracle:OracleAgent",
     "nop": "proctor.agents.nop:NopAgent",
+    "attack": "proctor.agents.attack:AttackAgent",
     "claude-code": "proctor.agents.claude_code:ClaudeCode",
     "codex": "proctor.agents.codex:Codex",
     "mini-swe-agent": "proctor.agents.mini_swe_agent:MiniSweAgent",
