@@ -358,3 +358,29 @@ def test_proctor_view_lists_filters_opens_and_charts(mixed_run, tmp_path, browse
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def test_a_failed_runs_report_opens_on_what_failed(real_run, browser, shots):
+    """Issue 38: report.html opened on cards and charts, the failing checks below the first
+    1400×1000 screen. Now the first screen has them: the task, the agent · model, the
+    check, the cause and the last command the agent ran; the charts come after."""
+    from selenium.webdriver.common.by import By
+
+    alone = shots / "report.html"
+    shutil.copy(real_run / "report.html", alone)
+    browser.get(alone.as_uri())
+    browser.save_screenshot(str(shots / "1-first-screen.png"))
+    height = browser.execute_script("return window.innerHeight")
+
+    def top(el) -> float:
+        return browser.execute_script("return arguments[0].getBoundingClientRect().bottom", el)
+
+    first = browser.find_element(By.CSS_SELECTOR, "#failing li")
+    assert first.text.startswith("init-repo [none] · llm · mock/models/")
+    assert "ran#0" in first.text and "no agent command matches 'git init'" in first.text
+    cause = first.find_element(By.CSS_SELECTOR, ".cause")
+    last = first.find_element(By.CSS_SELECTOR, "code.last")
+    assert last.text == "echo nothing" and "(exit 0)" in first.text
+    assert top(cause) <= height and top(last) <= height, "not on the first screen"
+    charts = browser.find_element(By.CSS_SELECTOR, "section.charts")
+    assert top(first) < top(charts)

@@ -381,27 +381,51 @@ def errors(results: RunResults) -> str:
 MAX_GROUPS = 100  # failing-check groups listed in the page; the rest are counted
 
 
-def triage(results: RunResults) -> str:
-    """Failing checks grouped by task, model and check, most frequent first; each names an
-    example trial that opens in the table below."""
+MAX_COMMANDS = 20  # failing-check groups that name their example's last command
+
+
+def _last_command(run_dir: Path | None, trial_id: str) -> Mapping[str, Any] | None:
+    """The example trial's last agent command (what `exit_code` and `output_*` judge, and
+    the agent's last word otherwise), from its trace; None without one."""
+    if run_dir is None:
+        return None
+    last = None
+    for ev in data.read_jsonl(Path(run_dir) / "trials" / trial_id / "trace.jsonl"):
+        if ev.get("type") == "command" and not ev.get("ignored"):
+            last = ev
+    return last
+
+
+def triage(results: RunResults, run_dir: Path | None = None) -> str:
+    """Failing checks grouped by task, agent · model and check, most frequent first; each
+    names an example trial that opens in the table below and, from its trace, the last
+    command the agent ran and how it ended."""
     groups = sorted(data.failure_groups(results), key=lambda g: -g["failed"])
     if not groups:
         return ""
-    out = [f'<section><h2>Failing checks <span class="muted">'
+    out = [f'<section id="failing"><h2>Failing checks <span class="muted">'
            f'({sum(g["failed"] for g in groups)} in {len(groups)} groups)</span></h2>'
            '<ul class="triage">']
-    for g in groups[:MAX_GROUPS]:
+    for i, g in enumerate(groups[:MAX_GROUPS]):
         t, c = g["trial"], g["check"]
         model = f' · {e(g["label"])}'
         gate = ", gate" if c.get("gate") else ""
         tid = data.clean(t.get("id"))
+        cmd = _last_command(run_dir, str(t.get("id"))) if i < MAX_COMMANDS else None
+        last = ""
+        if cmd is not None:
+            end = ("timed out" if cmd.get("timed_out") else f"exit {cmd.get('exit_code')}"
+                   if cmd.get("exit_code") is not None else "did not end")
+            last = (f'<br><span class="muted">last command:</span> <code class="last">'
+                    f'{e(data.one_line(cmd.get("command"), 200))}</code> '
+                    f'<span class="muted">({e(end)})</span>')
         out.append(
             f'<li><b>{e(g["task_label"])}</b>{model} · <code>{e(c.get("name"))}</code> '
             f'<span class="muted">({e(c.get("type"))}{gate})</span> failed in '
             f'<b>{g["failed"]} of {g["trials"]}</b> trials: '
-            f'{e(gist(c.get("message") or "failed", 400))}'
+            f'<span class="cause">{e(gist(c.get("message") or "failed", 400))}</span>'
             f' <span class="muted">e.g.</span> <a href="#" data-show-trial="{e(tid)}">'
-            f'<code>{e(tid)}</code></a></li>')
+            f'<code>{e(tid)}</code></a>{last}</li>')
     if len(groups) > MAX_GROUPS:
         out.append(f'<li class="muted">… and {len(groups) - MAX_GROUPS} more groups</li>')
     out.append("</ul></section>")
@@ -508,11 +532,14 @@ def render_html(results: RunResults, run: Mapping[str, Any] | None = None,
     durations = [float(t.get("duration_s") or 0.0) for t in trials]
     med, p90 = quantile(durations, 0.5), quantile(durations, 0.9)
     run_id = e(results.get("run_id") or run.get("run_id") or "")
+    # A run with failures opens on them (what failed, where, the command, why), above the
+    # charts; a run without has nothing there.
+    failures = errors(results) + triage(results, Path(run_dir) if run_dir else None)
     body = f"""
 <header><h1>proctor <span class="muted">run</span> {run_id}</h1>
 <p class="muted">{_meta(results, run)}</p></header>
 {_cards(results)}{banner}
-<section class="charts">
+{failures}<section class="charts">
 <figure class="wide"><figcaption>Pass rate by model <span class="muted">(bars: pass rate; whiskers: 95%
 Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figure>
 <figure><figcaption>Composite score <span class="muted">(trials per score bin)</span>
@@ -523,8 +550,6 @@ Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figur
 <section><h2>Tasks × models</h2>{heat_map(results)}</section>
 <section><h2>Models</h2>{models_table(results)}</section>
 {help_modes(results)}
-{errors(results)}
-{triage(results)}
 <section><h2>Trials</h2>{trials_table(results, [d is not None for d in traced], details)}</section>
 <footer class="muted">Written by proctor. Pass rates count every repeat and replica as one
 trial; intervals are 95% Wilson score intervals.</footer>"""
