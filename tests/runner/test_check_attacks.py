@@ -133,14 +133,15 @@ def test_an_unknown_attack_is_a_usage_error(cli, spec):
     assert "Traceback" not in out.stderr
 
 
-def test_without_a_trial_s_attack_the_attack_agent_says_where_it_belongs(cli, spec):
+def test_the_attack_agent_is_proctor_s_own_not_a_run_s_choice(cli, spec):
     spec(WEAK)
-    out = cli("run", "spec.yaml", "--agent", "attack", "-q", timeout=300)
-    assert out.returncode == 1
-    run = [line[5:] for line in out.stdout.splitlines() if line.startswith("run: ")][0]
-    (trial,) = json.loads((cli.cwd / run / "results.json").read_text())["trials"]
-    assert trial["status"] == "error"
-    assert "proctor check PATH --attacks" in trial["error"]
+    out = cli("run", "spec.yaml", "--agent", "attack")
+    assert out.returncode == 2
+    assert "'attack' is not one of" in out.stderr
+    spec(WEAK.replace("agent: {type: llm}", "agent: {type: attack}"))
+    out = cli("validate", "spec.yaml")
+    assert out.returncode == 2
+    assert "agent.type: 'attack' is not allowed" in out.stderr
 
 
 # What every bundled example's tasks face in CI. An example that an attack passes today is

@@ -14,12 +14,18 @@ AGENTS: Registry = Registry("agent", {
     "command": "proctor.agents.command:CommandAgent",
     "oracle": "proctor.agents.oracle:OracleAgent",
     "nop": "proctor.agents.nop:NopAgent",
-    "attack": "proctor.agents.attack:AttackAgent",
     "claude-code": "proctor.agents.claude_code:ClaudeCode",
     "codex": "proctor.agents.codex:Codex",
     "mini-swe-agent": "proctor.agents.mini_swe_agent:MiniSweAgent",
 })
 
 
+# Agents only proctor itself plans, never a spec's `agent.type` nor `--agent`: the hostile
+# agents of `proctor check --attacks` (each trial names its attack in its params).
+INTERNAL: Registry = Registry("agent", {
+    "attack": "proctor.agents.attack:AttackAgent",
+})
+
+
 def make_agent(agent_type: str) -> Agent:
-    return AGENTS.get(agent_type)()
+    return (INTERNAL if agent_type in INTERNAL else AGENTS).get(agent_type)()

@@ -3,7 +3,8 @@
 workdir with the trial's environment, as any agent's command runs, and the task's own checks
 decide. A pass means the task can be won without doing it.
 
-Which attack a trial runs is its `params["attack"]`, set by the check command's plan.
+Which attack a trial runs is its `params["attack"]`, set by the check command's plan; the
+agent is in `agents.INTERNAL`, not a choice of `--agent` or of a spec's `agent.type`.
 """
 
 from __future__ import annotations
