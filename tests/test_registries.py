@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from proctor.agents import AGENTS
+from proctor.agents import AGENTS, INTERNAL
 from proctor.checks import CHECKS
 from proctor.providers import PROVIDERS
 from proctor.report import FORMATS
 from proctor.sandbox import BACKENDS
 from proctor.services import SERVICES
 
-REGISTRIES = [AGENTS, CHECKS, PROVIDERS, FORMATS, BACKENDS, SERVICES]
+REGISTRIES = [AGENTS, INTERNAL, CHECKS, PROVIDERS, FORMATS, BACKENDS, SERVICES]
 
 
 @pytest.mark.parametrize("registry", REGISTRIES, ids=lambda r: r.kind)
@@ -51,3 +51,21 @@ def test_names_come_from_the_registries():
     with pytest.raises(ValueError, match="Input should be 'llm', 'command'"):
         ProctorConfig.model_validate({"stand_in_agent": "paragon"},
                                      context={"agents": AGENTS.names()})
+
+
+def test_the_attacks_are_their_scripts():
+    """`proctor check --attacks`' battery: one script per registered attack, each opening with
+    its name and why it wins, valid shell; the attack agent is proctor's own, no spec's."""
+    import subprocess
+
+    from proctor.agents.attacks import ATTACKS, HERE, header, script
+
+    assert {p.stem for p in HERE.glob("*.sh") if not p.name.startswith("_")} == set(ATTACKS)
+    assert not set(INTERNAL) & set(AGENTS)
+    for name in ATTACKS:
+        assert (HERE / f"{name}.sh").read_text().startswith(f"# attack: {name}\n")
+        assert len(header(name)) > 80, name  # what it does and why it would win
+        text = script(name)
+        assert text.startswith(f"# proctor attack {name}\n")
+        done = subprocess.run(["sh", "-n"], input=text, text=True, capture_output=True)
+        assert done.returncode == 0, (name, done.stderr)

@@ -3,7 +3,8 @@
 Each attack is a shell script in this directory, `NAME.sh`, a known way to get a pass without
 doing the task; none knows the task it runs against. The `attack` agent runs one, after the
 shared helpers of `_prelude.sh`, as its single agent command. Adding an attack is a script and
-a line here (tests/security/test_attack_battery.py checks the two agree).
+a line here (tests/test_registries.py checks the two agree; tests/docker/
+test_attacks_unprotected.py that each wins a harness that does not protect itself).
 """
 
 from __future__ import annotations
