@@ -68,7 +68,7 @@ def test_reports_at_scale_runs(tmp_path: Path) -> None:
     labels = [line.split(":")[0] for line in proc.stdout.splitlines()]
     assert labels == ["scoring", "json", "junit", "md", "html", "terminal table", "show",
                       "show --failed"], proc.stdout
-    assert "show: " in proc.stdout and "(305 lines)" in proc.stdout
+    assert "show: " in proc.stdout and "(306 lines)" in proc.stdout  # with `agents:`
 
 
 def test_trial_requests_counts_what_a_trial_asks_of_its_box() -> None:

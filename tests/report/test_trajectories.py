@@ -50,8 +50,9 @@ def test_show_reads_an_external_agents_trial_turn_by_turn(agent_run):
                          text=True, env={"COLUMNS": "120", "NO_COLOR": "1", "PATH": "/usr/bin"},
                          check=True).stdout
     lines = out.splitlines()
-    n = next(i for i, line in enumerate(lines) if line.startswith("  → ") and WRONG in line)
-    assert lines[n + 1].startswith(f"    $ {WRONG}")  # the call, then the command it caused
+    # the call, and on its line what the command it caused did: the command said once
+    (call,) = [line for line in lines if line.startswith("  → ") and WRONG in line]
+    assert "[exit 0" in call and not any(line.startswith(f"    $ {WRONG}") for line in lines)
     assert "why: failed: verify#0" in out
     trace = out[out.index("trace ─"):out.index("checks ─")].splitlines()
     # a codex trial printed 274 lines (48 of housekeeping, then a JSON blob): now a screen
