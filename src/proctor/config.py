@@ -79,6 +79,7 @@ class ImageRecipe(_Table):
     env: dict[str, str] = {}
     run: list[str] = []  # RUN lines on top
     mirror: str | None = None
+    python: str | None = None  # a CPython built from Debian's source into /usr/local (3.13)
 
 
 class SubstituteRule(_Table):

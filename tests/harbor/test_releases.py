@@ -42,22 +42,28 @@ def run(tmp_path, *tasks, agent="oracle"):
 
 
 def test_a_bookworm_tag_builds_a_bookworm_image(tmp_path):
-    # python:3.13-slim-bookworm is 31 of Terminal-Bench 2.0's 89 images: bookworm's GCC 12
-    # warns where trixie's GCC 14 stops (an implicit declaration of gets).
+    # python:3.13-slim-bookworm is 41 of Terminal-Bench 2.0's 89 images: bookworm's GCC 12
+    # warns where trixie's GCC 14 stops (an implicit declaration of gets), and 80 of its
+    # verifiers run `uvx -p 3.13`: bookworm, with CPython 3.13 in /usr/local.
     t = task(tmp_path, "bookworm", toml=TOML.format(extra=""),
-             dockerfile="FROM python:3.13-slim-bookworm\nWORKDIR /app\n",
+             dockerfile="FROM python:3.13-slim-bookworm\nWORKDIR /app\nRUN pip --version\n",
              test="""\
              v=$(cat /etc/debian_version); echo "$v" > /logs/verifier/debian_version
-             case "$v" in 12.*) python3 -c 'print(1)' > /logs/verifier/reward.txt ;;
+             python3 -c 'import sys, ssl, sqlite3; print(sys.version_info[:2] == (3, 13))' \
+               > /logs/verifier/python
+             command -v python3 >> /logs/verifier/python
+             case "$v" in 12.*) echo 1 > /logs/verifier/reward.txt ;;
                           *) echo 0 > /logs/verifier/reward.txt ;; esac
              """)
     out, res = run(tmp_path, t)
     assert out.returncode == 0, out.stderr
-    assert ("image map: python:3.13-slim-bookworm → proctor's Debian bookworm stand-in"
-            in out.stderr), out.stderr
+    assert ("image map: python:3.13-slim-bookworm → proctor's Debian bookworm stand-in + "
+            "CPython 3.13 built from Debian's source in /usr/local" in out.stderr), out.stderr
     trial = res["trials"][0]
-    version = (run_dir_of(out) / "trials" / trial["id"] / "verifier" / "debian_version")
-    assert version.read_text().startswith("12."), version.read_text()
+    kept = run_dir_of(out) / "trials" / trial["id"] / "verifier"
+    assert (kept / "debian_version").read_text().startswith("12."), \
+        (kept / "debian_version").read_text()
+    assert (kept / "python").read_text().split() == ["True", "/usr/local/bin/python3"]
     assert trial["status"] == "pass"
 
 
@@ -133,3 +139,22 @@ def test_docker_image_not_in_the_engine_builds_the_dockerfile(tmp_path):
             "engine: runs the image of environment/Dockerfile (built unless already built)"
             ) in out.stderr
     assert res["trials"][0]["status"] == "pass"
+
+
+def test_relaxed_pins_in_the_solution_too(tmp_path):
+    """`solve.sh` pinning an Ubuntu version (build-pov-ray's `wget=1.21.4-1ubuntu4.1`) in a
+    relaxed task: the trial's environment carries the setting to the stand-in's apt."""
+    from tests.helpers.harbor import public_addresses
+
+    (tmp_path / "proctor.toml").write_text(
+        f"relax_pins = true\npublic_addresses = {public_addresses()!r}\n")
+    # No Dockerfile (so no ENV of a relaxed build): the trial's environment carries it.
+    t = task(tmp_path, "solvepin",
+             toml=TOML.format(extra='docker_image = "python:3.13-slim-bookworm"\nworkdir = "/app"'),
+             dockerfile=None,
+             solve=f"apt-get update -qq && apt-get install -y -qq {UBUNTU_PIN} 2> /app/apt.err\n"
+                   "echo 20+22 | bc > /app/answer\n",
+             test='[ "$(cat /app/answer)" = 42 ] && grep -q "installing its own bc" /app/apt.err '
+                  '&& echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n')
+    out, res = run(tmp_path, t)
+    assert res["trials"][0]["status"] == "pass", res["trials"][0]

@@ -57,9 +57,14 @@ PYTHON = {"bullseye": ["3.9"], "bookworm": ["3.10", "3.11"]}
 def _defaults() -> dict[str, dict[str, Any]]:
     """The built-in map. Order matters: a glob's first match wins, so a tag naming a Debian
     release (`python:3.13-slim-bookworm`, `debian:bookworm-slim`) is looked at first."""
+    from proctor.sandbox import cpython
+
     py = {"packages": _PY, "env": _PY_ENV}
     out: dict[str, dict[str, Any]] = {}
     for named, suite in NAMED.items():
+        for version, home in cpython.SOURCE.items():  # that CPython, built on that release
+            if home != suite:
+                out[f"python:{version}*{named}*"] = {"debian": suite, "python": version}
         out[f"python:*{named}*"] = {"debian": suite, **py}
         out[f"debian:*{named}*"] = {"debian": suite}
     for version, suite in (("10", "bullseye"), ("11", "bullseye"), ("12", "bookworm"),
@@ -148,8 +153,8 @@ def _expand(word: str, args: dict[str, str]) -> str:
 
 def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
     """The image a recipe describes, built once per content (tag `proctor-image:<digest>`)."""
+    from proctor.sandbox import cpython, pins, trust
     from proctor.sandbox import dockerimages as di
-    from proctor.sandbox import pins, trust
 
     suite = str(recipe.get("debian") or "")
     if not re.fullmatch(r"[a-z]+", suite):
@@ -159,6 +164,12 @@ def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
     env = {str(k): str(v) for k, v in (recipe.get("env") or {}).items()}
     run = [str(r) for r in recipe.get("run") or []]
     mirror = str(recipe.get("mirror") or di.MIRROR)
+    python = str(recipe.get("python") or "")
+    if python:
+        if not cpython.known(python):
+            raise SetupError(f"--backend docker: image recipe {recipe!r}: python = {python!r}: "
+                             f"Debian has source for {', '.join(cpython.SOURCE)}")
+        run = [cpython.run_line(python), *run]
     certs = trust.host_pems()
     digest = di.digest(RECIPE, suite, packages, env, run, mirror,
                        {k: hashlib.sha256(v).hexdigest() for k, v in certs.items()},
@@ -183,6 +194,9 @@ def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
                                       timeout=di.BUILD_TIMEOUT_S)
             if done.returncode != 0:
                 raise di.failed(f"importing the Debian {suite} stand-in failed", done.stderr)
+        if python:
+            _note(f"building CPython {python} for the Debian {suite} stand-in, from Debian's "
+                  "source (once; several minutes)", quiet)
         _finish(tag, base, certs, env, run, suite)
         di.mark_ready(tag)
         return tag
@@ -228,6 +242,8 @@ def describe(image: str, value: Any) -> str:
     if isinstance(value, str):
         return f"{image} → {value}"
     extra = f" + {', '.join(value.get('packages') or [])}" if value.get("packages") else ""
+    if value.get("python"):
+        extra += f" + CPython {value['python']} built from Debian's source in /usr/local"
     return f"{image} → proctor's Debian {value.get('debian')} stand-in{extra}"
 
 
