@@ -159,10 +159,10 @@ def grade(image: str, task: Path, agent: str, verifier: str, careless: str = "")
         box.exec(["tee", "/tests/test.sh"], stdin=f"#!/bin/bash\n{VERIFIERS[verifier]} "
                                                  f"{on_result}\n", check=True)
         if careless == "tests-early":
-            box.exec(["sleep", "1"])
+            box.exec(["sleep", "3"])
         verified = box.exec(["bash", "/tests/test.sh"])
         if careless == "reads-later":
-            box.exec(["sleep", "1"])
+            box.exec(["sleep", "3"])
         reward = box.exec(["cat", "/logs/verifier/reward.txt"]).stdout.strip()
         print(f"agent: {agent_run.stdout[-2000:]}{agent_run.stderr[-2000:]}\n"
               f"verifier: {verified.stdout[-2000:]}{verified.stderr[-2000:]}", file=sys.stderr)
