@@ -241,8 +241,9 @@ def test_what_a_command_leaves_running_is_traced_after_it_returned(tmp_path):
 
 def test_each_program_is_named_by_the_file_it_executed(tmp_path):
     """SPEC §2: argv[0] is the caller's choice; the P line names the file the kernel loaded
-    (symlinks resolved), also for a memfd copy of a system program (found by its content)
-    and a script (its interpreter). A memfd holding no system program keeps its own name."""
+    (symlinks resolved; a script: its interpreter); a program outside the system program
+    directories — a memfd or on-disk copy of a system program — by the system program of the
+    same content. A memfd holding no system program keeps its own name."""
     (tmp_path / "junk").mkdir()
     memfd = ("import os, sys\nfd = os.memfd_create('cleaner')\n"
              "os.write(fd, open(sys.argv[1], 'rb').read())\n"
@@ -258,6 +259,8 @@ def test_each_program_is_named_by_the_file_it_executed(tmp_path):
         {sys.executable} -c "$1" /usr/bin/true
         {sys.executable} -c "$1" {own}
         (exec -a cleaner {script})
+        cp /usr/bin/ls {tmp_path}/cleaner && {tmp_path}/cleaner -d {tmp_path}
+        /usr/lib/git-core/git-version >/dev/null 2>&1 || true
     """, "bash", memfd])
     assert res.returncode == 0 and t.complete, res.stderr
     by_args = [(p.argv[1:], p.exe) for p in t.programs if p.argv[0] == "cleaner"]
@@ -265,4 +268,8 @@ def test_each_program_is_named_by_the_file_it_executed(tmp_path):
     assert by_args[1] == (["--version"], os.path.realpath("/usr/bin/true"))
     assert by_args[2][1].startswith("/memfd:cleaner")  # no system program of that content
     assert by_args[3] == ([], os.path.realpath("/bin/sh"))  # a script: its interpreter
+    copy = [p for p in t.programs if p.argv[0] == f"{tmp_path}/cleaner"]
+    assert [p.exe for p in copy] == [os.path.realpath("/usr/bin/ls")]  # a copy: by content
+    # one of git's hard links, outside the system directories: the shortest system name
+    assert [p.exe for p in t.programs if p.argv[0].endswith("git-version")] == ["/usr/bin/git"]
     assert t.programs[0].exe == os.path.realpath(shutil.which("bash") or "")

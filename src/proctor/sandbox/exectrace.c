@@ -27,11 +27,12 @@
                                   place of argv[0]: the arguments after argv[0] must match.)
      P PID "FILE"                 right after E: the file the program was loaded from, as
                                   the kernel names it (/proc/PID/exe: symlinks resolved; a
-                                  script's interpreter), whatever argv[0] says. A program run
-                                  from a memfd or a deleted file (fexecve of a copy) is named
-                                  by the file of the same content in a system program
-                                  directory (SYSTEM_DIRS below) when there is one, else as
-                                  the kernel names it ("/memfd:NAME (deleted)")
+                                  script's interpreter), whatever argv[0] says. A program
+                                  outside the system program directories (SYSTEM_DIRS below)
+                                  — a copy under another name, a memfd or deleted file run by
+                                  fexecve — is named by the file of the same content in one of
+                                  them when there is one, else as the kernel names it
+                                  ("/workspace/cleaner", "/memfd:NAME (deleted)")
      O PID "FD1" "FD2"            with -w, right after E (and P): where that program's fd 1 and fd 2
                                   point (readlink of /proc/PID/fd/N: "pipe:[INODE]",
                                   "/dev/pts/0", a path; "" when closed)
@@ -341,9 +342,47 @@ static void put_args(const struct args *a) {
 }
 
 /* Where a copy of a system program is looked for (SPEC §2: a program matches by the name
-   of the file it executed, also when it runs from a memfd copy under another name). */
+   of the file it executed, also when it runs as a copy under another name). */
 static const char *const SYSTEM_DIRS[] = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin",
                                           "/usr/bin", "/sbin", "/bin", NULL};
+
+/* The regular files of SYSTEM_DIRS by size, listed once per tracer, when first needed. */
+struct system_file {
+    off_t size;
+    dev_t dev;
+    ino_t ino;
+    char *path;
+    size_t name_len; /* of its base name */
+};
+static struct system_file *system_files;
+static size_t system_count;
+static int system_listed;
+
+static void list_system_files(void) {
+    size_t cap = 0;
+    system_listed = 1;
+    for (int d = 0; SYSTEM_DIRS[d]; d++) {
+        DIR *dir = opendir(SYSTEM_DIRS[d]);
+        if (!dir) continue;
+        struct dirent *e;
+        while ((e = readdir(dir))) {
+            struct stat st;
+            if (fstatat(dirfd(dir), e->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode)) continue;
+            if (system_count == cap) {
+                cap = cap ? cap * 2 : 1024;
+                system_files = realloc(system_files, cap * sizeof *system_files);
+                if (!system_files) abort();
+            }
+            size_t n = strlen(SYSTEM_DIRS[d]) + strlen(e->d_name) + 2;
+            char *path = malloc(n);
+            if (!path) abort();
+            snprintf(path, n, "%s/%s", SYSTEM_DIRS[d], e->d_name);
+            system_files[system_count++] = (struct system_file){
+                st.st_size, st.st_dev, st.st_ino, path, strlen(e->d_name)};
+        }
+        closedir(dir);
+    }
+}
 
 /* Whether the files open at fd a and b hold the same `size` bytes. */
 static int same_bytes(int a, int b, off_t size) {
@@ -357,35 +396,41 @@ static int same_bytes(int a, int b, off_t size) {
     return 1;
 }
 
-/* The system program a memfd or deleted executable is a copy of: its path into `buf`, else
-   `buf` unchanged. Only equal sizes are read, so this costs a directory listing. */
+/* The system program an executable outside SYSTEM_DIRS is a copy of (a memfd, a deleted
+   file, a copy under another name): its path into `buf`, else `buf` unchanged. Of several
+   with that content (git's hard links: git, git-upload-pack, ...), the shortest name. Only
+   files of the very same size are compared; a hard link of one is one without reading. */
 static void identify(const char *exe, char *buf, size_t size) {
     int fd = open(exe, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0) return;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) { close(fd); return; }
-    for (int d = 0; SYSTEM_DIRS[d]; d++) {
-        DIR *dir = opendir(SYSTEM_DIRS[d]);
-        if (!dir) continue;
-        struct dirent *e;
-        int found = 0;
-        while (!found && (e = readdir(dir))) {
-            struct stat other;
-            if (fstatat(dirfd(dir), e->d_name, &other, 0) < 0 || !S_ISREG(other.st_mode) ||
-                other.st_size != st.st_size)
-                continue;
-            int cand = openat(dirfd(dir), e->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0) { close(fd); return; }
+    if (!system_listed) list_system_files();
+    const struct system_file *best = NULL;
+    for (size_t i = 0; i < system_count; i++) {
+        const struct system_file *f = &system_files[i];
+        if (f->size != st.st_size || (best && f->name_len >= best->name_len)) continue;
+        int same = f->dev == st.st_dev && f->ino == st.st_ino;
+        if (!same) {
+            int cand = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
             if (cand < 0) continue;
-            if (same_bytes(fd, cand, st.st_size)) {
-                snprintf(buf, size, "%s/%s", SYSTEM_DIRS[d], e->d_name);
-                found = 1;
-            }
+            same = same_bytes(fd, cand, st.st_size);
             close(cand);
         }
-        closedir(dir);
-        if (found) break;
+        if (same) best = f;
     }
+    if (best) snprintf(buf, size, "%s", best->path);
     close(fd);
+}
+
+/* Whether `path` names a file directly in one of SYSTEM_DIRS. */
+static int in_system_dir(const char *path) {
+    const char *slash = strrchr(path, '/');
+    for (int d = 0; slash && SYSTEM_DIRS[d]; d++) {
+        size_t n = strlen(SYSTEM_DIRS[d]);
+        if ((size_t)(slash - path) == n && !strncmp(path, SYSTEM_DIRS[d], n)) return 1;
+    }
+    return 0;
 }
 
 /* The file process pid executed (see P in the format). */
@@ -394,10 +439,7 @@ static void executed_file(pid_t pid, char *buf, size_t size) {
     snprintf(exe, sizeof exe, "/proc/%d/exe", pid);
     ssize_t n = readlink(exe, buf, size - 1);
     buf[n > 0 ? n : 0] = 0;
-    static const char deleted[] = " (deleted)";
-    size_t d = sizeof deleted - 1;
-    if (!strncmp(buf, "/memfd:", 7) || (n > (ssize_t)d && !strcmp(buf + n - d, deleted)))
-        identify(exe, buf, size);
+    if (n > 0 && !in_system_dir(buf)) identify(exe, buf, size);
 }
 
 static void on_exec_attempt(pid_t pid, unsigned long which) {
