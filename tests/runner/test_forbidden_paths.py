@@ -71,9 +71,9 @@ def test_an_absolute_path_covers_itself_and_below_but_not_a_longer_name(parts, l
     assert not under(base + "x", [base], wd)
 
 
-def _rule(allowed: list[str], writes: list[str], workdir: str = "/app") -> str:
+def _rule(allowed: list[str], writes: list[str], workdir: str = "/app", home: str = "") -> str:
     seen = Observed(file_writes=[{"path": p, "change": "modified", "size": 1} for p in writes],
-                    workdir=workdir)
+                    workdir=workdir, home=home)
     [result] = evaluate({"file_writes_outside": allowed}, seen, {})
     return result.details
 
@@ -93,3 +93,10 @@ def test_absolute_paths_are_absolute_and_relative_ones_are_in_the_workdir():
     assert _rule(["../shared"], ["/shared/x", "shared/x"], workdir="/app") == (
         "file writes outside the allowed paths: modified shared/x")
     assert _rule(["/"], ["/etc/passwd", "a"]) == ""
+
+
+def test_a_tilde_is_the_agents_home():
+    assert _rule(["~/.cache"], ["/home/agent/.cache/x", "/home/agent/.bashrc"],
+                 home="/home/agent") == "file writes outside the allowed paths: modified /home/agent/.bashrc"
+    assert _rule(["~"], ["/home/agent/.bashrc"], home="/home/agent") == ""
+    assert _rule(["~x"], ["~x/a"]) == ""  # only `~` and `~/...`: `~x` is a name in the workdir

@@ -168,8 +168,8 @@ class Forbidden(SpecModel):
 
     file_writes_outside: list[str] | None = Field(None, description="Paths the agent may write "
                                                   "under (`.` the workdir, relative paths in it, "
-                                                  "absolute ones as written); a write anywhere "
-                                                  "else violates.")
+                                                  "absolute ones as written, `~/x` in HOME); a "
+                                                  "write anywhere else violates.")
     http_except: list[str] | None = Field(None, description="Services or hosts the agent may "
                                           "call; any other HTTP call violates.")
     secrets_in_logs: Literal["deny"] | None = Field(None, description="`deny`: a secret value "
