@@ -97,7 +97,7 @@ def _errored(tmp_path: Path, *specs: Path, timeout: float = 300) -> tuple[str, l
 def test_a_missing_image_is_an_errored_trial(engine, tmp_path):
     stderr, trials = _errored(tmp_path, _write(tmp_path, "bad", "base: proctor-no-such-image:1"))
     [trial] = trials
-    assert trial["status"] == "error"
+    assert trial["status"] == "error" and trial["error_kind"] == "infra"
     assert trial["error"].startswith(
         "this task cannot run here: image 'proctor-no-such-image:1' is not local and could "
         "not be pulled, and proctor.toml's [images] map has no entry for it "
@@ -112,6 +112,7 @@ def test_a_failed_build_shows_the_end_of_its_log(base_image, tmp_path):
     stderr, trials = _errored(tmp_path, bad, good)
     by = {t["task_id"]: t for t in trials}
     assert by["good"]["status"] == "pass"  # the others run
+    assert by["badpk"]["status"] == "error" and by["badpk"]["error_kind"] == "infra"
     # Its first line (the run's summary, `proctor show`'s reason) says why; then the log.
     assert by["badpk"]["error"].startswith(
         f"this task cannot run here: installing setup.packages into {base_image} failed: "
