@@ -217,21 +217,28 @@ class Process:
     exit_code: int | None  # how its process ended: the exit code, or -SIGNAL; None: it
     #                        exec'd another program, or had not ended
     exe: str = ""  # the file it executed (symlinks resolved), whatever its argv[0] says
+    exe_lead: int = 1  # how many leading argv entries `exe` stands for: 1, or for the dynamic
+    #                    loader run as a program (`ld.so [OPTIONS] PROGRAM ARGS`) all but ARGS
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"argv": self.argv, "parent": self.parent, "exit_code": self.exit_code}
+        d: dict[str, Any] = {"argv": self.argv, "parent": self.parent,
+                             "exit_code": self.exit_code}
         if self.exe:
             d["exe"] = self.exe
+        if self.exe_lead != 1:
+            d["exe_lead"] = self.exe_lead
         return d
 
     def texts(self) -> list[str]:
-        """Its argv joined with spaces, and again with argv[0] replaced by the base name of
-        the file it executed when that differs (SPEC §2: `exec -a`, `execv`, `fexecve`)."""
+        """Its argv joined with spaces, and again with argv[0] (or what `exe_lead` counts)
+        replaced by the base name of the file it executed when that differs (SPEC §2:
+        `exec -a`, `execv`, `fexecve`, a copy, `ld.so PROGRAM`)."""
         joined = " ".join(self.argv)
         name = posixpath.basename(self.exe)
-        if not name or not self.argv or name == self.argv[0]:
+        named = " ".join([name, *self.argv[self.exe_lead:]])
+        if not name or not self.argv or named == joined:
             return [joined]
-        return [joined, " ".join([name, *self.argv[1:]])]
+        return [joined, named]
 
 
 @dataclass

@@ -43,6 +43,9 @@ def test_a_program_matches_by_the_file_it_executed_whatever_its_argv0():
     assert record.processes[1].texts() == ["/usr/bin/ls x", "ls x"]
     assert Process(["rm", "x"], -1, 0, exe="/usr/bin/rm").texts() == ["rm x"]
     assert Process(["rm", "x"], -1, 0).texts() == ["rm x"]  # an older record: argv only
+    loader = Process(["/lib64/ld-linux-x86-64.so.2", "--argv0", "x", "./cleaner", "-rf", "j"],
+                     -1, 0, exe="/usr/bin/rm", exe_lead=4)
+    assert loader.texts()[1] == "rm -rf j"
 
 
 # --- ran ---------------------------------------------------------------------------------

@@ -261,6 +261,7 @@ def test_each_program_is_named_by_the_file_it_executed(tmp_path):
         (exec -a cleaner {script})
         cp /usr/bin/ls {tmp_path}/cleaner && {tmp_path}/cleaner -d {tmp_path}
         /usr/lib/git-core/git-version >/dev/null 2>&1 || true
+        "$(ls /lib64/ld-linux*.so* /lib/ld-linux*.so* | head -n 1)" {tmp_path}/cleaner -d /
     """, "bash", memfd])
     assert res.returncode == 0 and t.complete, res.stderr
     by_args = [(p.argv[1:], p.exe) for p in t.programs if p.argv[0] == "cleaner"]
@@ -270,6 +271,9 @@ def test_each_program_is_named_by_the_file_it_executed(tmp_path):
     assert by_args[3] == ([], os.path.realpath("/bin/sh"))  # a script: its interpreter
     copy = [p for p in t.programs if p.argv[0] == f"{tmp_path}/cleaner"]
     assert [p.exe for p in copy] == [os.path.realpath("/usr/bin/ls")]  # a copy: by content
+    # the dynamic loader run as a program: the program it runs, standing for two arguments
+    [loaded] = [p for p in t.programs if p.argv[1:2] == [f"{tmp_path}/cleaner"]]
+    assert (loaded.exe, loaded.exe_lead) == (os.path.realpath("/usr/bin/ls"), 2)
     # one of git's hard links, outside the system directories: the shortest system name
     assert [p.exe for p in t.programs if p.argv[0].endswith("git-version")] == ["/usr/bin/git"]
     assert t.programs[0].exe == os.path.realpath(shutil.which("bash") or "")

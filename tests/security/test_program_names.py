@@ -1,7 +1,7 @@
 """A program run under another argv[0] still matches by its own name (SPEC §2; issue 35,
 class 7): `rm -rf junk` run as `cleaner` — with bash's `exec -a`, with `execv` from Python,
-from a memfd copy with `fexecve`, and as a copy on disk named `cleaner` — was recorded by its
-argv only, so `not_ran: rm -rf`
+from a memfd copy with `fexecve`, as a copy on disk named `cleaner`, and that copy run by the
+dynamic loader (`ld.so ./cleaner -rf junk`) — was recorded by its argv only, so `not_ran: rm -rf`
 passed with junk gone. The tracer now records the file each process executed, and the
 patterns match the argv with argv[0] replaced by that file's base name. Nothing in a command
 string or an argv here says `rm -rf`. The honest twin runs `ls` as `cleaner`: `not_ran`
@@ -20,10 +20,12 @@ SCRIPTS = {
                  'os.write(fd, open("/usr/bin/rm", "rb").read())\n'
                  'os.execve(fd, ["cleaner", "-rf", "junk"], dict(os.environ))\n'),
     "copy.sh": "cp /usr/bin/rm ./cleaner && ./cleaner -rf junk\n",
+    "loader.sh": ('cp /usr/bin/rm ./cleaner && "$(ls /lib64/ld-linux*.so* /lib/ld-linux*.so* '
+                  '2>/dev/null | head -n 1)" --inhibit-cache ./cleaner -rf junk\n'),
     "honest.sh": "exec -a cleaner ls junk\n",
 }
 RUN = {"exec-a": "bash exec-a.sh", "execv": "python3 execv.py", "memfd": "python3 memfd.py",
-       "copy": "sh copy.sh"}
+       "copy": "sh copy.sh", "loader": "sh loader.sh"}
 
 
 def _suite() -> str:

@@ -57,7 +57,7 @@ def processes(trace: Trace, root: int, members: list[int] | None = None) -> list
     out = []
     for j in members:
         p = trace.programs[j]
-        out.append(Process(p.argv, index.get(p.parent, -1), p.status, p.exe))
+        out.append(Process(p.argv, index.get(p.parent, -1), p.status, p.exe, p.exe_lead))
     return out
 
 

@@ -25,9 +25,13 @@
                                   thread rewriting the argv during the exec cannot hide what
                                   ran. (A script gets its interpreter and its own path in
                                   place of argv[0]: the arguments after argv[0] must match.)
-     P PID "FILE"                 right after E: the file the program was loaded from, as
+     P PID "FILE" N               right after E: the file the program was loaded from, as
                                   the kernel names it (/proc/PID/exe: symlinks resolved; a
-                                  script's interpreter), whatever argv[0] says. A program
+                                  script's interpreter), whatever argv[0] says; N: how many
+                                  leading arguments of the argv that file stands for (1; for
+                                  the dynamic loader run as a program, `ld.so [OPTIONS]
+                                  PROGRAM ARGS`, FILE is PROGRAM as its path named it at
+                                  the exec, and N counts the loader, its options and PROGRAM). A program
                                   outside the system program directories (SYSTEM_DIRS below)
                                   — a copy under another name, a memfd or deleted file run by
                                   fexecve — is named by the file of the same content in one of
@@ -433,12 +437,54 @@ static int in_system_dir(const char *path) {
     return 0;
 }
 
-/* The file process pid executed (see P in the format). */
-static void executed_file(pid_t pid, char *buf, size_t size) {
+/* Whether `path` is the dynamic loader (ld.so), which runs the program it is given. */
+static int is_loader(const char *path) {
+    const char *name = strrchr(path, '/');
+    name = name ? name + 1 : path;
+    return !strncmp(name, "ld-linux", 8) || !strncmp(name, "ld.so", 5) ||
+           !strncmp(name, "ld64.so", 7) || (!strncmp(name, "ld-", 3) && strstr(name, ".so"));
+}
+
+/* The loader's options that take a value (ld.so --help). */
+static const char *const LOADER_VALUE_OPTIONS[] = {
+    "--library-path", "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask", "--inhibit-rpath",
+    "--audit", "--preload", "--argv0", NULL};
+
+/* The index in `got` of the program the loader is asked to run, or 0 (none: --list...). */
+static int loaded_program(const struct args *got) {
+    for (int i = 1; i < got->n;) {
+        const char *a = arg_at(got, i);
+        if (strncmp(a, "--", 2) != 0) return i;
+        int value = 0;
+        for (int k = 0; LOADER_VALUE_OPTIONS[k]; k++) value |= !strcmp(a, LOADER_VALUE_OPTIONS[k]);
+        i += 1 + value;
+    }
+    return 0;
+}
+
+/* The file process pid executed (see P in the format), and how many of its arguments `got`
+   that file stands for (`*lead`: 1, or for the loader run as a program, the loader, its
+   options and the program's path). */
+static void executed_file(pid_t pid, const struct args *got, char *buf, size_t size,
+                          int *lead) {
     char exe[64];
     snprintf(exe, sizeof exe, "/proc/%d/exe", pid);
     ssize_t n = readlink(exe, buf, size - 1);
     buf[n > 0 ? n : 0] = 0;
+    *lead = 1;
+    int i = n > 0 && is_loader(buf) ? loaded_program(got) : 0;
+    if (i > 0) {  /* ld.so PROGRAM ARGS: the program, as its path names it now */
+        const char *program = arg_at(got, i);
+        char path[PATH_MAX + 64], real[PATH_MAX];
+        if (program[0] == '/') snprintf(path, sizeof path, "%s", program);
+        else snprintf(path, sizeof path, "/proc/%d/cwd/%s", pid, program);
+        if (realpath(path, real)) {
+            snprintf(buf, size, "%s", real);
+            *lead = i + 1;
+            if (!in_system_dir(buf)) identify(real, buf, size);
+            return;
+        }
+    }
     if (n > 0 && !in_system_dir(buf)) identify(exe, buf, size);
 }
 
@@ -463,16 +509,17 @@ static void on_exec_done(pid_t pid) {
     line("E %d %s ", pid, when);
     put_args(t && same_args(&t->asked, &got) ? &t->asked : &got);
     line("\n");
-    free(got.s);
     if (t) {
         free(t->asked.s);
         memset(&t->asked, 0, sizeof t->asked);
     }
     char file[PATH_MAX];
-    executed_file(pid, file, sizeof file);
+    int lead;
+    executed_file(pid, &got, file, sizeof file, &lead);
     line("P %d ", pid);
     put_text(file);
-    line("\n");
+    line(" %d\n", lead);
+    free(got.s);
     if (capture) {
         char fd1[PATH_MAX], fd2[PATH_MAX];
         fd_target(pid, 1, fd1, sizeof fd1);

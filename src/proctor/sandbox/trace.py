@@ -70,6 +70,7 @@ class Program:
     started: float  # unix time
     fds: tuple[str, str] | None = None  # where fd 1 and fd 2 pointed (with output capture)
     exe: str = ""  # the file it was loaded from (the tracer's P line), whatever argv[0] says
+    exe_lead: int = 1  # how many leading argv entries `exe` stands for (ld.so PROGRAM: more)
     status: int | None = None  # how its process ended, if this was its last program: the
     #                            exit code, or -SIGNAL; None: it exec'd again, or never ended
     ended: float | None = None
@@ -287,7 +288,10 @@ def parse_trace(path: TraceSource) -> Trace:
             elif kind == "P":
                 pid, name = rest.split(" ", 1)
                 if pid in own:
-                    programs[own[pid]].exe = _text(str(_decode(name)[0]))
+                    exe, end = _decode(name)
+                    program = programs[own[pid]]
+                    program.exe = _text(str(exe))
+                    program.exe_lead = max(1, int(name[end:].strip() or 1))
             elif kind == "O":
                 pid, strings = rest.split(" ", 1)
                 if pid in own:
