@@ -10,8 +10,8 @@ error when the build fails), with terminal escapes removed.
 
 from __future__ import annotations
 
-import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,9 +76,9 @@ class Status:
             return
         with self._lock:
             if self.live:
-                width = os.get_terminal_size(self.stream.fileno()).columns \
-                    if hasattr(self.stream, "fileno") else 100
-                line = f"proctor: {text}"[:max(20, width - 1)]
+                # COLUMNS, else the terminal's width, else 100 (a pty that says 0)
+                width = shutil.get_terminal_size((100, 24)).columns
+                line = f"proctor: {text}"[:max(40, width - 1)]
                 print(f"\r\x1b[2K{line}", end="\n" if keep else "", file=self.stream, flush=True)
             else:
                 print(f"proctor: {text}", file=self.stream, flush=True)
