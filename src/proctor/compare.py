@@ -77,6 +77,7 @@ class CompareResult:
     only_b: list[str]
     cross_model: tuple[str, str] | None = None  # (model A, model B) when compared with each other
     alpha: float = ALPHA
+    unit: str = "agent · model"  # what a row label names ("model": two agents of one run)
 
     @property
     def regressions(self) -> list[Comparison]:
@@ -179,7 +180,8 @@ def compare_runs(results_a: RunResults, results_b: RunResults,
     return CompareResult(
         run_a=str(results_a.get("run_id") or "A"), run_b=str(results_b.get("run_id") or "B"),
         tasks=tasks, models=models, only_a=only_a, only_b=only_b,
-        cross_model=(who_a[0], who_b[0]) if cross else None, alpha=alpha)
+        cross_model=(who_a[0], who_b[0]) if cross else None, alpha=alpha,
+        unit="agent · model" if same_agent else "model")
 
 
 def _agent_type(row: Mapping[str, Any]) -> str:
@@ -215,7 +217,7 @@ def _rate(passed: int, n: int) -> str:
 
 
 def _table(rows: list[Comparison], title: str, with_task: bool, width: int,
-           with_model: bool = True) -> Any:
+           with_model: bool = True, unit: str = "agent · model") -> Any:
     """Names are never folded mid-word (`claude-son|net`): they are cut in the middle to
     fit (report.tables), and `--format md` / `json` have them whole. When a task and its
     model cannot both be read on one line, each model heads its own rows."""
@@ -224,7 +226,7 @@ def _table(rows: list[Comparison], title: str, with_task: bool, width: int,
 
     from proctor.report.tables import NAME_MIN, fitted_table, layout
 
-    cols = _columns(rows, with_task, with_model)
+    cols = _columns(rows, with_task, with_model, unit=unit)
     widths = {id(c): w for c, w in layout(cols, width)}
     squeezed = any(widths.get(id(c), 0) < min(max(len(x) for x in c.cells), NAME_MIN)
                    for c in cols if c.name)
@@ -244,7 +246,7 @@ def _table(rows: list[Comparison], title: str, with_task: bool, width: int,
 
 
 def _columns(rows: list[Comparison], with_task: bool, with_model: bool,
-             flags: bool | None = None) -> list[Any]:
+             flags: bool | None = None, unit: str = "agent · model") -> list[Any]:
     from rich.text import Text
 
     from proctor.report.tables import Col
@@ -265,7 +267,7 @@ def _columns(rows: list[Comparison], with_task: bool, with_model: bool,
         cols.append(Col("task", [data.clean(r.task_label) for r in rows], name=True,
                         keep_tail=True))
     if with_model:
-        cols.append(Col("agent · model", [data.clean(r.label) for r in rows], name=True))
+        cols.append(Col(unit, [data.clean(r.label) for r in rows], name=True))
     cols += [
         Col("A", [rate(r.passed_a, r.n_a, with_task and r.status_a == "flaky") for r in rows],
             right=True),
@@ -307,13 +309,14 @@ def print_comparison(res: CompareResult, console: Console) -> None:
                            f"{data.clean(res.cross_model[1])} (B) on the same tasks",
                            style="dim"))
     elif len(labels) == 1:
-        console.print(Text(f"agent · model: {data.clean(labels.pop())}", style="dim"))
+        console.print(Text(f"{res.unit}: {data.clean(labels.pop())}", style="dim"))
     if res.models:
-        console.print(_table(res.models, "Agents", with_task=False, width=console.width))
+        console.print(_table(res.models, "Agents" if res.unit != "model" else "Models",
+                             with_task=False, width=console.width, unit=res.unit))
         console.print()
     if res.tasks:
         console.print(_table(res.tasks, "Tasks", with_task=True, width=console.width,
-                             with_model=task_models))
+                             with_model=task_models, unit=res.unit))
         console.print()
     else:
         console.print("no task ran in both runs")
@@ -407,13 +410,13 @@ def comparison_markdown(res: CompareResult) -> str:
         lines += [f"{code(res.cross_model[0])} (A) against {code(res.cross_model[1])} "
                   "(B) on the same tasks.", ""]
     elif len(task_models) == 1:
-        lines += [f"Agent · model {code(next(iter(task_models)))}.", ""]
+        lines += [f"{res.unit.capitalize()} {code(next(iter(task_models)))}.", ""]
     with_model = not res.cross_model and len(task_models) > 1
     for title, rows in (("Agents", res.models), ("Tasks", res.tasks)):
         if not rows:
             continue
-        names = (["agent · model"] if title == "Agents" else
-                 ["task"] + (["agent · model"] if with_model else []))
+        names = ([res.unit] if title == "Agents" else
+                 ["task"] + ([res.unit] if with_model else []))
         lines += [f"### {title}", "",
                   "| " + " | ".join(names) + " | A | B | difference (95% CI) | p (adj.) | |",
                   "|" + ":--|" * len(names) + "--:|--:|--:|--:|:--|"]
