@@ -365,6 +365,8 @@ class TrialResult:
     started_at: str | None = None
     output: str = ""  # the agent's final message / stdout, cut
     node: str | None = None  # where it ran under --executor ray: "HOSTNAME/NODE_ID[:8]"
+    # What the agent changed that grading ran or would load (SPEC §4, §5): {"path", "change"}
+    tampering: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)

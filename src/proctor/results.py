@@ -177,6 +177,7 @@ class TrialRecord(TypedDict):
     started_at: NotRequired[str | None]
     output: NotRequired[str]  # the agent's final message or output, cut
     node: NotRequired[str | None]  # where it ran under --executor ray
+    tampering: NotRequired[list[dict[str, str]]]  # {"path", "change"}: SPEC §4
 
 
 @with_config(_OPEN)

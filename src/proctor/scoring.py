@@ -41,13 +41,18 @@ REASON_LIMIT = 500  # characters of a trial's reason
 
 def score_trial(checks: list[CheckResult], forbidden: list[ForbiddenResult],
                 pass_threshold: float | None, error: str | None = None,
-                timed_out_after: float | None = None) -> Score:
-    """SPEC §3 Scoring, in order of precedence. `pass_threshold` None: the trial passes iff
-    every check with weight > 0 (and every gate) passed. `timed_out_after` (seconds): the agent ran out of time, said first
+                timed_out_after: float | None = None,
+                tampering: list[dict[str, str]] | None = None) -> Score:
+    """SPEC §3 Scoring, in order of precedence. `tampering` (SPEC §4: grading would have run
+    what the agent changed) fails the trial whatever the checks say, even one that errored.
+    `pass_threshold` None: the trial passes iff every check with weight > 0 (and every gate)
+    passed. `timed_out_after` (seconds): the agent ran out of time, said first
     in the reason of a trial that did not pass."""
     total = sum(c.weight for c in checks)
     composite = sum(c.weight * c.score for c in checks) / total if total > 0 else 0.0
-    score = _verdict(checks, forbidden, pass_threshold, error, composite)
+    score = (_verdict(checks, forbidden, pass_threshold, error, composite) if not tampering
+             else Score("fail", 0.0, "tampering: " + "; ".join(
+                 f"{t['path']} ({t['change']})" for t in tampering)))
     if score.status == "error":
         score.error = score.reason
     if score.reason is not None:

@@ -248,8 +248,10 @@ class _Trial:
         outcome = await _run_agent(self.agent, task, env, self.recorder)
         self.agent_s += time.monotonic() - started  # the agent's wall time (budget)
         self.tool_calls += env.tool_calls
-        # Nothing the agent started may keep changing the workspace while it is judged.
-        await sandbox.kill_processes()
+        if task.image_env is not None:  # Harbor's: its servers serve the tests (SPEC §4),
+            await sandbox.keep_processes()  # powerless there (sandbox/dockerenv.py)
+        else:  # nothing the agent started may keep changing the workspace while it is judged
+            await sandbox.kill_processes()
         await env.settle()  # what its commands left running, to the end
         self.output.active = False
         r = self.result
@@ -302,6 +304,7 @@ class _Trial:
                            secrets=self.secrets, tool_calls=list(self.tool_calls), spent=spent)
         first = len(self.egress)
         checks = [r for c in task.checks for r in await _check(c, ctx, self.values, self.redactor)]
+        self.result.tampering += [t for t in ctx.tampering if t not in self.result.tampering]
         phases.trace_check_egress(self.egress[first:], self.recorder)
         self.checks_refused += [e for e in self.egress[first:] if not e.get("allowed")]
         for c in checks:
@@ -317,7 +320,8 @@ class _Trial:
         for f in r.forbidden:
             f.details = self.names(f.details) or ""
         score = score_trial(r.checks, r.forbidden, task.pass_threshold,
-                            timed_out_after=task.timeout if r.timed_out else None)
+                            timed_out_after=task.timeout if r.timed_out else None,
+                            tampering=r.tampering)
         r.status, r.composite_score, r.reason = score.status, score.composite, score.reason
         if r.reason and r.limit_hit in KINDS:  # said first, as a timeout is
             r.reason = reason(f"{describe(task.agent.limits, r.limit_hit)}; {r.reason}")

@@ -67,6 +67,12 @@ class CheckContext:
     # got them, or as proctor's model proxy read them from the answers (SPEC §2 tool_used).
     tool_calls: list[ToolCall] = field(default_factory=list)
     spent: Spent = field(default_factory=Spent)
+    # Files grading ran or would load that the agent changed (SPEC §4): {"path", "change"};
+    # any makes the trial fail (checks/_tamper.py).
+    tampering: list[dict[str, str]] = field(default_factory=list)
+
+    def tampered(self, found: list[dict[str, str]]) -> None:
+        self.tampering += [f for f in found if f not in self.tampering]
 
     @property
     def workdir(self) -> Path:

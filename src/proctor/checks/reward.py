@@ -1,28 +1,28 @@
-"""`reward` — a test directory's script runs in the sandbox and writes a reward (Harbor's
-verifier contract; docs/harbor.md#the-verifier).
+"""`reward` — a test directory's script runs in the task's container and writes a reward
+(Harbor's verifier contract; docs/harbor.md#the-verifier).
 
-After the agent (every process it started is gone by the time checks run): whatever the
-agent left at the test and log paths is removed, the `tests` directories are copied to
-`/tests` (later ones over earlier ones), and `bash /tests/test.sh` runs with the check's
-timeout and environment. Then `/logs/verifier/reward.txt` (one number) or `reward.json`
-(`{"name": number}`, each key a result of its own) is the score, clamped to [0, 1]; a result
-passes at 1. Each `ctrf*.json` test report adds one result per test, shown but not scored.
-No reward file, or a script that runs out of time, is the check erroring (the trial is
-`error`), as in Harbor.
+After the agent (what it left running keeps running, as under Harbor): the `tests`
+directories are copied to `/tests` (later ones over earlier ones) and `bash /tests/test.sh`
+runs with the check's timeout and environment, in the verifier's own mount namespace, where
+`/tests`, `/logs/verifier` and its HOME are its alone (sandbox/verifier.py). Then
+`/logs/verifier/reward.txt` (one number) or `reward.json` (`{"name": number}`, each key a
+result of its own) is the score, clamped to [0, 1]; a result passes at 1. Each `ctrf*.json`
+test report adds one result per test, shown but not scored. No reward file, or a script that
+runs out of time, is the check erroring (the trial is `error`), as in Harbor. A program the
+verifier ran, or a start-up hook it would load, that the agent changed makes the trial fail
+with `tampering` (checks/_tamper.py).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import posixpath
-import shlex
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
 from proctor.checks._common import block
+from proctor.checks._tamper import tampering
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.durations import Seconds
 from proctor.model import CheckOutcome, CheckPart
@@ -45,29 +45,30 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
+    from proctor.sandbox.dockerenv import ImageSandbox
+
     sb = ctx.sandbox
-    user = cfg.user if cfg.user is not None else sb.image_user
-    # Nothing the agent left there counts: not a reward it wrote, not a test.sh it planted.
-    prep = await _exec(sb, f"rm -rf {TESTS} {LOGS} && mkdir -p {TESTS} {LOGS} /logs/agent "
-                       f"/logs/artifacts && chmod 777 {LOGS}", 60, {}, "0")
-    if prep.exit_code != 0:
-        return _error(f"could not prepare {TESTS} and {LOGS}: {cut(prep.stderr or prep.stdout)}")
-    for d in cfg.tests:
-        if Path(d).is_dir():
-            await sb.copy_in(Path(d), TESTS)
-    res = await _exec(sb, f"bash {shlex.quote(posixpath.join(TESTS, cfg.script))}",
-                      cfg.timeout, cfg.env, user)
+    if not isinstance(sb, ImageSandbox):
+        return _error("the reward check runs in a task's own image (the docker backend)")
+    # What the agent changed, before the verifier runs anything (checks/_tamper.py).
+    changes = await sb.changes()
+    run = await sb.verify([Path(d) for d in cfg.tests], cfg.script, env=cfg.env,
+                          user=cfg.user, timeout=cfg.timeout)
+    res, files = run.result, run.files
     ctx.recorder.trace({"type": "verifier", "script": cfg.script, "exit_code": res.exit_code,
                         "timed_out": res.timed_out, "stdout": res.stdout, "stderr": res.stderr})
-    await _keep_logs(ctx)
+    _keep_logs(ctx, files)
+    ctx.tampered(await tampering(sb, changes, res))
+    if res.error and not res.timed_out:
+        return _error(f"the verifier (tests/{cfg.script}) could not run: {res.error}")
     if res.timed_out:
         return _error(f"the verifier (tests/{cfg.script}) did not finish within "
                       f"{cfg.timeout:g}s\n" + block("output", res.stdout + res.stderr, from_end=True))
-    reward, where = await _reward(sb)
+    reward, where = _reward(files)
     if isinstance(reward, str):
         return _error(f"{reward} (tests/{cfg.script} exited {res.exit_code})\n"
                       + block("output", res.stdout + res.stderr, from_end=True))
-    parts = _parts(reward, where, res.exit_code) + await _tests(sb)
+    parts = _parts(reward, where, res.exit_code) + _tests(files)
     scored = [p for p in parts if p.share > 0]
     passed = all(p.passed for p in scored)
     score = sum(p.score * p.share for p in scored)
@@ -77,20 +78,13 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
                         details={"reward": reward, "exit_code": res.exit_code})
 
 
-async def _exec(sb: Any, command: str, timeout: float, env: dict[str, str], user: str | None) -> Any:
-    if user is not None and sb.capabilities.image_environment:
-        return await sb.exec(command, timeout=timeout, env=env, user=user)
-    return await sb.exec(command, timeout=timeout, env=env)
-
-
-async def _reward(sb: Any) -> tuple[float | dict[str, float] | str, str]:
+def _reward(files: dict[str, bytes]) -> tuple[float | dict[str, float] | str, str]:
     """The reward, and the file it came from; a string says why there is none."""
     for name in ("reward.txt", "reward.json"):
         path = f"{LOGS}/{name}"
-        try:
-            data = (await sb.read_file(path, 100_000)).decode(errors="replace").strip()
-        except (FileNotFoundError, IsADirectoryError, PermissionError):
+        if name not in files:
             continue
+        data = files[name][:100_000].decode(errors="replace").strip()
         if name == "reward.txt":
             try:
                 value = float(data.split()[0]) if data else math.nan
@@ -120,18 +114,14 @@ def _parts(reward: float | dict[str, float], where: str, exit_code: int | None) 
             for k, v in reward.items()]
 
 
-async def _tests(sb: Any) -> list[CheckPart]:
+def _tests(files: dict[str, bytes]) -> list[CheckPart]:
     """One result per test of each CTRF report the verifier wrote (shown, not scored)."""
-    try:
-        names = [n for n in await sb.list_dir(LOGS) if n.startswith("ctrf") and n.endswith(".json")]
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
-        return []
     out: list[CheckPart] = []
-    for name in sorted(names):
+    for name in sorted(n for n in files if n.startswith("ctrf") and n.endswith(".json")):
         try:
-            report = json.loads(await sb.read_file(f"{LOGS}/{name}", 20_000_000))
+            report = json.loads(files[name])
             tests = report["results"]["tests"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             continue
         prefix = "" if name == "ctrf.json" else name[len("ctrf"):-len(".json")].strip("_-.") + ":"
         for t in tests[:MAX_TESTS] if isinstance(tests, list) else []:
@@ -145,20 +135,10 @@ async def _tests(sb: Any) -> list[CheckPart]:
     return out
 
 
-async def _keep_logs(ctx: CheckContext) -> None:
+def _keep_logs(ctx: CheckContext, files: dict[str, bytes]) -> None:
     """The verifier's files (its output, reward, test reports) in the trial directory."""
-    sb, dest = ctx.sandbox, ctx.recorder.trial_dir / "verifier"
-    try:
-        names = await sb.list_dir(LOGS)
-    except OSError:
-        return
-    for name in names[:100]:
-        if name.endswith("/"):
-            continue
-        try:
-            data = await sb.read_file(f"{LOGS}/{name}", KEEP_BYTES)
-        except OSError:
-            continue
+    dest = ctx.recorder.trial_dir / "verifier"
+    for name, data in files.items():
         dest.mkdir(parents=True, exist_ok=True)
         (dest / name).write_bytes(ctx.recorder.redactor.text(
             data[:KEEP_BYTES].decode(errors="replace")).encode())

@@ -208,6 +208,11 @@ class Sandbox(Protocol):
         """Kill every process still running in the sandbox (the agent's daemons); the
         sandbox stays usable. Returns how many were killed."""
 
+    async def keep_processes(self) -> int:
+        """What runs now (a Harbor task's agent's servers) keeps running through grading,
+        spared by later `kill_processes`, unable to reach grading (SPEC §4). RuntimeError
+        where the backend cannot keep that promise. Returns how many were kept."""
+
     def fault(self) -> str | None:
         """Why the trial cannot be judged, if something beyond the agent's commands went
         wrong: a resource limit hit (out of memory, too many processes) or a recording

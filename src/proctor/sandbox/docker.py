@@ -49,19 +49,14 @@ EXEC_MARK = "PROCTOR_EXEC"  # in every command's environment: what a timeout kil
 # The tracer inside the container (trace.py's, built static, mounted read-only): it runs as
 # root there, around the command that drops to the agent's uid.
 TRACER = "/.proctor-exectrace"
-# Runs as root inside around every command ("$@", which drops to the agent's uid): its output
-# goes through two FIFOs and is relayed until the command exits, then for at most 0.2 s (as
-# proc.PIPE_GRACE_S). Without it `docker exec` would wait for every background process that
-# still holds the output, so a daemon could outlive the command and write after the agent.
-_RELAY = r"""d=$1; shift
-cat "$d/o" & a=$!
-cat "$d/e" >&2 & b=$!
-"$@" >"$d/o" 2>"$d/e"; rc=$?
-alive() { { read -r _ _ s _ < "/proc/$1/stat"; } 2>/dev/null && [ "$s" != Z ]; }
-n=0
-while [ $n -lt 20 ] && { alive $a || alive $b; }; do sleep 0.01; n=$((n+1)); done
-kill -9 $a $b 2>/dev/null
-exit $rc"""
+# proctor's launcher (launch.c, static, mounted read-only): docker exec starts it as root
+# around every command, so nothing the agent could change in the container (its /bin/sh, its
+# setpriv, a library) runs before proctor's own code. It relays the command's output until
+# the command exits (then for at most 0.2 s: a daemon the command left cannot hold docker
+# exec open), and, as the traced command's first program, drops to the command's
+# privileges: no CAP_SYS_PTRACE for any agent process, so none can trace the container's
+# keeper, a tracer or a verifier, all of which hold it.
+LAUNCH = "/.proctor-launch"
 
 
 CONTAINER = Capabilities(isolated=True, traced=True, host_files=True, grader_box=True,
@@ -163,14 +158,16 @@ class DockerSandbox(PlaceFiles):
         r = self.resources
         argv = ["run", "-d", "--init", "--network", "none",
                 "--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={self.trial_id}",
-                "--user", f"{self.uid}:{self.gid}", "--workdir", self.workdir,
+                # The keeper as root (with CAP_SYS_PTRACE): out of reach of the agent's uid,
+                # which could otherwise trace it and outlive the kill through it.
+                "--user", "0:0", "--workdir", self.workdir,
                 # Only the places are writable, as in the local box: every write the agent
                 # can make is in the snapshot (no /var/tmp or /run/lock on the side).
                 "--read-only",
                 # For the tracer (root inside): reading the args of a process that has just
-                # changed uid. The agent's uid never holds a capability.
+                # changed uid. No agent process holds it (launch drop).
                 "--cap-add", "SYS_PTRACE",
-                "-v", f"{self.private}:{PRIVATE}", "-v", f"{tracer()}:{TRACER}:ro",
+                *_proctor_programs(self.private),
                 "-v", f"{self.root / 'grader'}:{grader.TOOLS}"]  # checks' tools and scratch
         for inside, host in sorted(self.places, key=lambda p: p[0].count("/")):
             argv += ["-v", f"{host}:{inside}"]
@@ -292,6 +289,14 @@ class DockerSandbox(PlaceFiles):
             return 0
         return await asyncio.to_thread(self._kill)
 
+    async def keep_processes(self) -> int:
+        """What runs now keeps running; `kill_processes` spares it from now on. None of it
+        holds CAP_SYS_PTRACE (launch drop), so none of it can reach the keeper, a tracer or
+        grading, which hold it."""
+        running = await asyncio.to_thread(self._processes)
+        self.spared = self.spared | {(p, _started(p)) for p in running}
+        return len(running)
+
     def fault(self) -> str | None:
         return super().fault() or limit_hit(self._cgroup, self.resources)
 
@@ -300,7 +305,7 @@ class DockerSandbox(PlaceFiles):
     def _as_agent(self, command: str, user: str | None) -> list[str]:
         """The command as the agent's uid (`user` means something only for an image that is
         the task's environment: dockerenv.py)."""
-        return _setpriv(self.uid, self.gid, ["/bin/sh", "-c", command])
+        return _drop(self.uid, self.gid, ["/bin/sh", "-c", command])
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
@@ -338,15 +343,14 @@ class DockerSandbox(PlaceFiles):
         for name in full:
             argv += ["-e", name]
         argv.append(self.container)
-        # The relay and the tracer run as root inside; the command as `uid`.
+        # The launcher and the tracer run as root inside; the command as `uid`.
         inner = (self._as_agent(command, user) if uid == self.uid
-                 else _setpriv(uid, uid, ["/bin/sh", "-c", command]))
+                 else _drop(uid, uid, ["/bin/sh", "-c", command]))
         trace_file = None
         if trace:
             trace_file = self.private / f"trace-{self._execs}"
             inner = [*tracer_argv(Path(PRIVATE, trace_file.name), TRACER, capture), *inner]
-        io = await asyncio.to_thread(self._fifos, self._execs)
-        inner = ["/bin/sh", "-c", _RELAY, "relay", f"{PRIVATE}/{io.name}", *inner]
+        inner = [LAUNCH, "run", "--", *inner]
         client_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **full}
         for name in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "HOME"):
             if name in os.environ and name not in (env or {}):
@@ -355,18 +359,9 @@ class DockerSandbox(PlaceFiles):
                            limit=self.output_limit, feed=self.on_output)
         if res.timed_out:  # the client died; what it started in the container did not
             await asyncio.to_thread(self._kill, mark.encode())
-        await asyncio.to_thread(shutil.rmtree, io, True)
         if trace_file is not None:
-            self._take_trace(res, trace_file, ("setpriv",))  # removed once finished
+            self._take_trace(res, trace_file, (posixpath.basename(LAUNCH),))  # removed once finished
         return res
-
-    def _fifos(self, n: int) -> Path:
-        """A root-only directory (under the private one) with the relay's two FIFOs."""
-        io = self.private / f"io-{n}"
-        io.mkdir(mode=0o700)
-        os.mkfifo(io / "o", 0o600)
-        os.mkfifo(io / "e", 0o600)
-        return io
 
     async def expose(self, host: str, port: int) -> tuple[str, int]:
         """Bind host:port inside the container's network namespace, piped to the host's."""
@@ -522,11 +517,23 @@ def _cgroup_dirs(pid: int) -> dict[str, Path]:
     return out
 
 
-def _setpriv(uid: int, gid: int, argv: list[str]) -> list[str]:
-    """`argv` as uid:gid, which can gain nothing back (no new privileges, an empty bounding
-    set: setuid programs stay unprivileged), as in the local box."""
-    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs",
-            "--bounding-set=-all", "--inh-caps=-all", *argv]
+def _proctor_programs(private: Path) -> list[str]:
+    """`docker run` mounts of proctor's own programs (read-only) and private directory."""
+    from proctor.sandbox import native
+
+    return ["-v", f"{private}:{PRIVATE}", "-v", f"{tracer()}:{TRACER}:ro",
+            "-v", f"{native.binary('launch')}:{LAUNCH}:ro"]
+
+
+def _drop(uid: int, gid: int, argv: list[str], *, caps: bool = False) -> list[str]:
+    """`argv` as uid:gid through proctor's launcher: no supplementary groups, no new
+    privileges, and (unless `caps`, for an image's own non-root user) an empty bounding set,
+    so setuid programs stay unprivileged, as in the local box. Root keeps Docker's default
+    capabilities, as under Harbor, but never CAP_SYS_PTRACE."""
+    if uid == 0:
+        return [LAUNCH, "drop", "--", *argv]
+    return [LAUNCH, "drop", "--uid", str(uid), "--gid", str(gid),
+            *([] if caps else ["--no-caps"]), "--", *argv]
 
 
 def _started(pid: int) -> str:

@@ -14,8 +14,13 @@ starts whatever the task needs (a daemon, /etc/hosts entries). So here:
   inside the container's view (LocalSandbox's path view over one place, `/`);
 * a snapshot is `docker diff` (what changed from the image, whatever the storage driver), each
   changed file known by size, mtime, ctime and inode (ctime cannot be set back);
-* what the ENTRYPOINT started before the agent is spared by `kill_processes` (the task's
-  servers keep serving the verifier); everything the agent and setup started is killed;
+* what the ENTRYPOINT started before the agent, and what the agent left running when it was
+  done (`keep_processes`: a server its task asked for), keep serving the verifier, as under
+  Harbor; none of it holds CAP_SYS_PTRACE, so none of it can reach the keeper, the tracers or
+  the verifier (docker.py's launcher), and the verifier's tests, trace and reward live in a
+  mount namespace of its own (verifier.py); everything a check started is killed after it;
+* what the agent wrote anywhere is seen: the container's own layer, and the files Docker
+  mounts over it (/etc/hosts, /etc/resolv.conf, /etc/hostname) and /dev/shm;
 * names the image's own /etc/hosts points at loopback are reached directly, not through the
   egress proxy (NO_PROXY), as they would be in Harbor;
 * the CA certificates of proctor's installer substitutes and this machine's own extra CAs
@@ -31,18 +36,36 @@ import posixpath
 import stat as stat_mod
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor import proc
 from proctor.dockercli import RUN_LABEL, TRIAL_LABEL
 from proctor.sandbox import files
 from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
-from proctor.sandbox.docker import CONTAINER, PRIVATE, TRACER, DockerSandbox, _started
+from proctor.sandbox.docker import (
+    CONTAINER,
+    LAUNCH,
+    PRIVATE,
+    TRACER,
+    DockerSandbox,
+    _drop,
+    _proctor_programs,
+    _started,
+)
 from proctor.sandbox.placefiles import SNAPSHOT_TIMEOUT_S
-from proctor.sandbox.trace import tracer
+
+if TYPE_CHECKING:
+    from proctor.sandbox.verifier import Verification
 
 SETTLE_S = 10.0  # how long the ENTRYPOINT may take to hand over to the keeper (exec "$@")
 LOOPBACK = ("127.", "::1", "0.0.0.0")
+VERIFIER_DIR = "/.proctor-verifier"  # the verifier's own: trace, HOME (verifier.py)
+# Empty and read-only in the container's namespace (mount points no agent process can rename
+# or write); the verifier mounts its own over them in a namespace of its own.
+PRIVATE_MOUNTS = ("/tests", "/logs/verifier", VERIFIER_DIR)
+MOUNTED = ("/etc/hosts", "/etc/resolv.conf", "/etc/hostname")  # Docker's, over the layer
+SHM = "/dev/shm"
+PROCTOR_PATHS = (PRIVATE, TRACER, LAUNCH, *PRIVATE_MOUNTS)
 
 
 class ImageSandbox(DockerSandbox):
@@ -69,6 +92,7 @@ class ImageSandbox(DockerSandbox):
         self.env.pop("TMPDIR", None)
         self.places = []  # the container's root, once it runs
         self.upper: Path | None = None  # its own layer on the host (overlay2), for snapshots
+        self.lowers: list[Path] = []  # the image's layers under it (overlay2)
         self._users: dict[str, tuple[int, int, str]] = {}
 
     def _make_dirs(self) -> None:
@@ -79,8 +103,9 @@ class ImageSandbox(DockerSandbox):
         r = self.resources
         argv = ["run", "-d", "--init", "--network", "none",
                 "--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={self.trial_id}",
-                "--cap-add", "SYS_PTRACE",
-                "-v", f"{self.private}:{PRIVATE}", "-v", f"{tracer()}:{TRACER}:ro"]
+                "--cap-add", "SYS_PTRACE", *_proctor_programs(self.private)]
+        for path in PRIVATE_MOUNTS:
+            argv += ["--tmpfs", f"{path}:ro,mode=0755,size=4k"]
         for path in spec.readonly_paths:
             if os.path.exists(path):
                 argv += ["-v", f"{path}:{path}:ro"]
@@ -98,7 +123,7 @@ class ImageSandbox(DockerSandbox):
         await asyncio.to_thread(self._make_dirs)
         await self._launch(self._run_argv(spec))
         self.places = [("/", Path(f"/proc/{self.pid}/root"))]
-        self.upper = await _upper_dir(self.container)
+        self.upper, self.lowers = await _layers(self.container)
         await asyncio.to_thread(self._settle)
         uid, gid, home = await asyncio.to_thread(self._user, self.agent_user)
         self.uid, self.gid = uid, gid
@@ -176,10 +201,16 @@ class ImageSandbox(DockerSandbox):
 
     def _as_agent(self, command: str, user: str | None) -> list[str]:
         uid, gid, _ = self._user(user) if user is not None else (self.uid, self.gid, "")
-        if uid == 0:  # root needs no setpriv (nor may the image have it)
-            return ["/bin/sh", "-c", command]
-        return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-                "--no-new-privs", "/bin/sh", "-c", command]
+        return _drop(uid, gid, ["/bin/sh", "-c", command], caps=True)
+
+    async def verify(self, tests: list[Path], script: str, *, env: dict[str, str],
+                     user: str | None, timeout: float) -> Verification:
+        """Harbor's verifier, apart from everything the agent left (verifier.py)."""
+        from proctor.sandbox import verifier
+
+        uid, gid, _ = await asyncio.to_thread(self._user, user or self.image_user or "0")
+        return await verifier.run(self, tests, script, env=env, uid=uid, gid=gid,
+                                  timeout=timeout)
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None, trace: bool = False,
@@ -191,12 +222,27 @@ class ImageSandbox(DockerSandbox):
                                   trace=trace, capture=capture, user=user)
 
     async def snapshot(self, deadline: float | None = None) -> Snapshot:
-        """What changed from the image, each changed entry by size, mtime, ctime and inode:
-        the container's own layer walked on the host (overlay2: a whiteout is a deletion),
-        else `docker diff` (any storage driver, slower). Raises FilesLimit (naming it) past
-        the entry limit or `deadline` (monotonic): never a partial view."""
-        assert self.container is not None
+        """What changed from the image, each changed entry by size, mtime, ctime and inode,
+        and the files Docker mounts over the image and /dev/shm, which no layer holds.
+        Raises FilesLimit (naming it) past the entry limit or `deadline` (monotonic): never a
+        partial view."""
         budget = files.Budget(deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S)
+        listing = await self._listing(budget)
+        return await asyncio.to_thread(self._entries, listing, budget)
+
+    async def changes(self, deadline: float | None = None) -> dict[str, str]:
+        """Every path the container changed from its image, absolute: "added", "changed"
+        (it was in the image) or "deleted" (tampering.py reads it)."""
+        budget = files.Budget(deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S)
+        kinds = {"A": "added", "C": "changed", "D": "deleted"}
+        return {path: kinds[kind] for kind, path in await self._listing(budget)
+                if not _proctors(path)}
+
+    async def _listing(self, budget: files.Budget) -> list[tuple[str, str]]:
+        """(A|C|D, path) of every changed path: the container's own layer walked on the host
+        (overlay2: a whiteout is a deletion, a path in a lower layer a change), else `docker
+        diff` (any storage driver, slower)."""
+        assert self.container is not None
         if self.upper is not None:
             return await asyncio.to_thread(self._walk_upper, self.upper, budget)
         left = max(1.0, budget.deadline - time.monotonic())
@@ -205,10 +251,10 @@ class ImageSandbox(DockerSandbox):
             budget.check_time()
         if res.exit_code != 0:
             raise OSError(f"docker diff: {res.stderr.strip()[-300:]}")
-        return await asyncio.to_thread(self._entries, res.stdout, budget)
+        return [(line[0], line[2:]) for line in res.stdout.splitlines() if line[1:2] == " "]
 
-    def _walk_upper(self, upper: Path, budget: files.Budget) -> Snapshot:
-        lines: list[str] = []
+    def _walk_upper(self, upper: Path, budget: files.Budget) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
         stack = [upper]
         while stack:
             try:
@@ -223,40 +269,79 @@ class ImageSandbox(DockerSandbox):
                 except OSError:
                     continue
                 if stat_mod.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # an overlay whiteout
-                    lines.append(f"D {path}")
+                    out.append(("D", path))
                     continue
-                lines.append(f"C {path}")
+                was = any(os.path.lexists(f"{lower}{path}") for lower in self.lowers)
+                out.append(("C" if was else "A", path))
                 if e.is_dir(follow_symlinks=False):
                     stack.append(Path(e.path))
-        return self._entries("\n".join(lines), files.Budget(budget.deadline))
+        return out
 
-    def _entries(self, listing: str, budget: files.Budget) -> Snapshot:
+    def _entries(self, listing: list[tuple[str, str]], budget: files.Budget) -> Snapshot:
         out: Snapshot = {}
-        for line in listing.splitlines():
+        for kind, path in listing:
             budget.tick()
-            kind, _, path = line.partition(" ")
-            if not path or path.startswith(("/.proctor", "/proc/", "/sys/", "/dev/")):
+            if not path or _proctors(path) or path.startswith(("/proc/", "/sys/", "/dev/")):
                 continue
             rel = _shown(path, self.workdir)
             if kind == "D":
                 out[rel] = Entry("other", 0, "deleted")
                 continue
-            host = self._map(path)
-            try:
-                st = os.lstat(host) if host is not None else None
-            except OSError:
-                st = None
-            if st is None:
-                continue
-            if stat_mod.S_ISDIR(st.st_mode):
-                out[rel] = Entry("dir", 0, "")
-            elif stat_mod.S_ISLNK(st.st_mode):
-                out[rel] = Entry("symlink", st.st_size, "-> " + os.readlink(str(host)))
-            elif stat_mod.S_ISREG(st.st_mode):
-                out[rel] = Entry("file", st.st_size, f"{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
-            else:
-                out[rel] = Entry("other", 0, "")
+            if (entry := self._entry(path)) is not None:
+                out[rel] = entry
+        for path in [*MOUNTED, *self._shm(budget)]:  # no layer holds these
+            if (entry := self._entry(path)) is not None:
+                out[_shown(path, self.workdir)] = entry
         return out
+
+    def _entry(self, path: str) -> Entry | None:
+        host = self._map(path)
+        try:
+            st = os.lstat(host) if host is not None else None
+        except OSError:
+            st = None
+        if st is None:
+            return None
+        if stat_mod.S_ISDIR(st.st_mode):
+            return Entry("dir", 0, "")
+        if stat_mod.S_ISLNK(st.st_mode):
+            return Entry("symlink", st.st_size, "-> " + os.readlink(str(host)))
+        if stat_mod.S_ISREG(st.st_mode):
+            return Entry("file", st.st_size, f"{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}")
+        return Entry("other", 0, "")
+
+    def _shm(self, budget: files.Budget) -> list[str]:
+        """Every path under /dev/shm (a tmpfs of the container's), read without following
+        links."""
+        out: list[str] = []
+        stack = [SHM]
+        while stack:
+            top = stack.pop()
+            host = self._map(top)
+            try:
+                entries = list(os.scandir(host)) if host is not None else []
+            except OSError:
+                continue
+            for e in entries:
+                budget.tick()
+                out.append(f"{top}/{e.name}")
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(f"{top}/{e.name}")
+        return out
+
+    def real_path(self, path: str, *, executable: bool = False) -> str | None:
+        """`path` with every link resolved as the container sees it, if it is a file there
+        (`executable`: with an execute bit)."""
+        try:
+            host = self.host_path(path)
+            st = os.stat(host) if host is not None else None
+        except OSError:
+            return None
+        if host is None or st is None or not stat_mod.S_ISREG(st.st_mode) or (
+                executable and not st.st_mode & 0o111):
+            return None
+        root = str(self.places[0][1])
+        return "/" + str(host)[len(root):].lstrip("/")
 
     async def export(self) -> Path:
         host = self._map(self.workdir)
@@ -272,14 +357,22 @@ def _shown(path: str, workdir: str) -> str:
     return posixpath.normpath(path)
 
 
-async def _upper_dir(container: str | None) -> Path | None:
-    """The container's writable layer on the host, when the storage driver is overlay2."""
-    res = await proc.run(["docker", "inspect", "-f",
-                          '{{.GraphDriver.Name}} {{index .GraphDriver.Data "UpperDir"}}',
+async def _layers(container: str | None) -> tuple[Path | None, list[Path]]:
+    """The container's writable layer on the host and the image's layers under it, when the
+    storage driver is overlay2."""
+    res = await proc.run(["docker", "inspect", "-f", '{{.GraphDriver.Name}} '
+                          '{{index .GraphDriver.Data "UpperDir"}} {{index .GraphDriver.Data "LowerDir"}}',
                           container or ""], timeout=60)
-    driver, _, upper = res.stdout.strip().partition(" ")
-    path = Path(upper) if res.exit_code == 0 and driver == "overlay2" and upper else None
-    return path if path is not None and path.is_dir() else None
+    driver, _, rest = res.stdout.strip().partition(" ")
+    upper, _, lower = rest.partition(" ")
+    if res.exit_code != 0 or driver != "overlay2" or not upper or not Path(upper).is_dir():
+        return None, []
+    return Path(upper), [Path(p) for p in lower.split(":") if p]
+
+
+def _proctors(path: str) -> bool:
+    """proctor's own mount points in the container (none of them the agent's to write)."""
+    return any(path == p or path.startswith(p + "/") for p in PROCTOR_PATHS)
 
 
 async def _image_config(image: str) -> dict[str, Any]:

@@ -238,6 +238,10 @@ class LocalSandbox(PlaceFiles):
             if self._made_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
+    async def keep_processes(self) -> int:
+        raise RuntimeError("the local backend stops what the agent left running; a task "
+                           "whose servers must serve its tests runs on --backend docker")
+
     async def kill_processes(self) -> int:
         """Everything the agent left running (daemons, setsid, double forks) is killed."""
         if self.slot is not None:

@@ -1,7 +1,8 @@
-"""proctor's two small C programs, built once per machine with the C compiler.
+"""proctor's small C programs, built once per machine with the C compiler.
 
-`exectrace.c` (the process tracer, sandbox/trace.py) and `spawner.c` (the process starter
-inside each box, sandbox/spawn.py, which includes exectrace.c for its tracing code) are
+`exectrace.c` (the process tracer, sandbox/trace.py), `spawner.c` (the process starter
+inside each box, sandbox/spawn.py, which includes exectrace.c for its tracing code) and
+`launch.c` (the first program of every command in a docker trial's container, docker.py) are
 compiled on first use into the cache directory, named by a digest of their sources and of the
 compiler flags, under a lock, atomically: a new proctor version (or a change of flags) builds
 its own, two runs never build at once, and a half-written binary is never used. Static when
@@ -25,6 +26,7 @@ from proctor.sandbox.dockerimages import cache_dir
 PROGRAMS = {  # name -> (what it is, who needs it, its sources: the first is compiled)
     "exectrace": ("proctor's tracer", "recording processes", ("exectrace.c",)),
     "spawner": ("proctor's process starter", "isolated sandboxes", ("spawner.c", "exectrace.c")),
+    "launch": ("proctor's launcher in containers", "the docker backend", ("launch.c",)),
 }
 CFLAGS = ("-O2", "-Wall", "-Wextra", "-Werror", "-D_FORTIFY_SOURCE=2",
           "-fstack-protector-strong")
@@ -33,7 +35,7 @@ COMPILE_TIMEOUT_S = 120.0
 
 @functools.cache
 def binary(name: str) -> Path:
-    """The compiled program `name` (`exectrace` or `spawner`), built if it is not yet."""
+    """The compiled program `name` (a key of PROGRAMS), built if it is not yet."""
     sources = [Path(__file__).with_name(s) for s in PROGRAMS[name][2]]
     digest = hashlib.sha256(" ".join(CFLAGS).encode())
     for source in sources:

@@ -1,0 +1,333 @@
+/* launch: proctor's first program inside a docker trial's container (docs/security.md,
+   "The docker backend"). Static, mounted read-only: nothing the agent can change in the
+   container runs before it, so a root agent that replaced /bin/sh, setpriv or a library
+   changes nothing of how proctor starts a command or a verifier.
+
+   launch run [--verify DIR --cwd DIR] -- PROGRAM [ARG...]
+
+     docker exec starts it as root. PROGRAM runs with its stdout and stderr on pipes, copied
+     to launch's own until PROGRAM exits and then for at most 0.2 s more: what PROGRAM left
+     running holds the pipes, not docker exec's (which would wait for it). Exits as PROGRAM
+     did (128 + the signal when one killed it).
+
+     --verify DIR (a Harbor verifier; proctor starts it from the host with nsenter into the
+     container's namespaces and cgroups, holding every capability): first a mount namespace of
+     its own, in which fresh tmpfs are mounted on DIR, /tests and /logs/verifier (each an
+     empty read-only tmpfs in the container's own namespace, so no process of the agent's can
+     rename them away or see into these). The verifier's tests, trace and reward live there
+     and nowhere else. proctor, on the host, finds this process by its environment, writes
+     the tests through /proc/PID/fd/{4,5} (DIR, /tests), then creates DIR/go; launch runs
+     PROGRAM (with a bounding set of Docker's default capabilities plus CAP_SYS_PTRACE, which
+     no agent process holds, and a seccomp filter refusing what Docker's default profile
+     refuses an unprivileged container), writes PROGRAM's status to DIR/exit, and waits for
+     DIR/done (proctor has read /logs/verifier through fd 6) before it exits.
+
+   launch drop [--uid UID --gid GID] [--no-caps] [--keep-ptrace] -- PROGRAM [ARG...]
+
+     Run by the tracer as the traced command's first program, then execs PROGRAM with less:
+     a bounding set of Docker's default capabilities (CAP_SYS_PTRACE too with --keep-ptrace:
+     the verifier's; never for the agent, so none of its processes can trace proctor's keeper,
+     tracer or verifier); with --uid, that uid and gid, no supplementary groups and no new
+     privileges; with --no-caps, no capability at all. */
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "launch supports x86_64 and aarch64"
+#endif
+
+#define GRACE_MS 200          /* output still relayed after PROGRAM exits */
+#define HANDOFF_MS 120000     /* how long --verify waits for proctor's go and done */
+#define FD_DIR 4              /* --verify: DIR, /tests and /logs/verifier, opened O_PATH */
+#define FD_TESTS 5
+#define FD_LOGS 6
+
+/* Docker's default capability set (moby's oci/caps/defaults.go). */
+static const int DOCKER_DEFAULT[] = {
+    CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FSETID, CAP_FOWNER, CAP_MKNOD, CAP_NET_RAW, CAP_SETGID,
+    CAP_SETUID, CAP_SETFCAP, CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_KILL,
+    CAP_AUDIT_WRITE};
+
+static void die(const char *what) {
+    fprintf(stderr, "proctor launch: %s: %s\n", what, strerror(errno));
+    exit(125);
+}
+
+static unsigned long long kept_mask(int ptrace, int none) {
+    unsigned long long mask = 0;
+    if (none) return 0;
+    for (size_t i = 0; i < sizeof DOCKER_DEFAULT / sizeof *DOCKER_DEFAULT; i++)
+        mask |= 1ULL << DOCKER_DEFAULT[i];
+    if (ptrace) mask |= 1ULL << CAP_SYS_PTRACE;
+    return mask;
+}
+
+/* The bounding set, ambient set and this process's own sets cut down to `mask`. */
+static void restrict_caps(unsigned long long mask) {
+    for (int cap = 0; cap <= 63; cap++) {
+        if (mask & (1ULL << cap)) continue;
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+            if (errno == EINVAL) break; /* past the kernel's last capability */
+            die("dropping a capability from the bounding set");
+        }
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        die("clearing the ambient capabilities");
+    struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &head, data) < 0) die("capget");
+    for (int i = 0; i < 2; i++) {
+        unsigned int m = (unsigned int)(mask >> (32 * i));
+        data[i].effective &= m;
+        data[i].permitted &= m;
+        data[i].inheritable &= m;
+    }
+    if (syscall(SYS_capset, &head, data) < 0) die("capset");
+}
+
+/* What Docker's default seccomp profile refuses a container without CAP_SYS_ADMIN, for a
+   verifier started with --privileged (which runs without that profile): new namespaces,
+   mounts, keyrings, BPF, perf, userfaultfd, io_uring, modules, kexec; clone3 is ENOSYS (its
+   flags cannot be read), so the C library falls back to clone, whose flags are checked. */
+static void install_filter(void) {
+    static const int refused[] = {
+        __NR_unshare, __NR_setns, __NR_mount, __NR_umount2, __NR_pivot_root,
+        __NR_open_tree, __NR_move_mount, __NR_fsopen, __NR_fsconfig, __NR_fsmount, __NR_fspick,
+#ifdef __NR_mount_setattr
+        __NR_mount_setattr,
+#endif
+        __NR_keyctl, __NR_add_key, __NR_request_key, __NR_bpf, __NR_perf_event_open,
+        __NR_userfaultfd, __NR_kexec_load, __NR_kexec_file_load, __NR_init_module,
+        __NR_finit_module, __NR_delete_module, __NR_open_by_handle_at, __NR_swapon,
+        __NR_swapoff, __NR_reboot, __NR_syslog, __NR_acct, __NR_quotactl,
+        __NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register};
+    enum { N = sizeof refused / sizeof *refused };
+    const unsigned int ns_flags = CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |
+                                  CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP;
+    struct sock_filter f[N + 16];
+    size_t n = 0;
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+#if defined(__x86_64__)
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+#endif
+    for (size_t i = 0; i < N; i++) /* jump to the refusal below the list */
+        f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)refused[i],
+                                              (unsigned char)(N - i + 3), 0);
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 2, 0);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    /* the refusal; clone with a namespace flag (the low half of its first argument) joins it */
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args));
+    f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, ns_flags, 0, 1);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM);
+    f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog prog = {(unsigned short)n, f};
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) die("seccomp");
+}
+
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A directory at `path` that is no link and no mount of anybody's but ours: made if absent,
+   opened without following links, and a fresh tmpfs mounted on it (through its fd, so a
+   link swapped in meanwhile is never followed). Returns an O_PATH fd of the tmpfs's root. */
+static int private_tmpfs(const char *path, const char *mode) {
+    int at = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (at < 0) die("open /");
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", path);
+    for (char *part = strtok(copy, "/"); part; part = strtok(NULL, "/")) {
+        if (mkdirat(at, part, 0755) < 0 && errno != EEXIST) die(path);
+        int next = openat(at, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) die(path);
+        close(at);
+        at = next;
+    }
+    char target[64], options[64];
+    snprintf(target, sizeof target, "/proc/self/fd/%d", at);
+    snprintf(options, sizeof options, "mode=%s,size=1g", mode);
+    if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, options) < 0) die(path);
+    close(at);
+    int root = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (root < 0) die(path);
+    return root;
+}
+
+static void at_fd(int fd, int want) {
+    if (fd != want) {
+        if (dup3(fd, want, O_CLOEXEC) < 0) die("dup3");
+        close(fd);
+    }
+}
+
+/* Waits until `name` exists in the directory at FD_DIR (proctor made it), or gives up. */
+static int await_file(const char *name) {
+    struct stat st;
+    for (long long end = now_ms() + HANDOFF_MS; now_ms() < end;) {
+        if (fstatat(FD_DIR, name, &st, AT_SYMLINK_NOFOLLOW) == 0) return 0;
+        usleep(5000);
+    }
+    return -1;
+}
+
+static void verify_namespace(const char *dir) {
+    if (unshare(CLONE_NEWNS) < 0) die("unshare(CLONE_NEWNS) (needs CAP_SYS_ADMIN)");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("making / private");
+    at_fd(private_tmpfs(dir, "0711"), FD_DIR);
+    at_fd(private_tmpfs("/tests", "0755"), FD_TESTS);
+    at_fd(private_tmpfs("/logs/verifier", "0777"), FD_LOGS);
+    /* proctor finds this process by its environment (PROCTOR_EXEC), then writes the tests */
+    if (await_file("go") < 0) {
+        fprintf(stderr, "proctor launch: proctor never handed over the tests\n");
+        exit(125);
+    }
+}
+
+static void copy_out(int from, int to, int *open_) {
+    char buf[65536];
+    ssize_t n = read(from, buf, sizeof buf);
+    if (n <= 0) {
+        if (n < 0 && errno == EINTR) return;
+        *open_ = 0;
+        return;
+    }
+    for (ssize_t off = 0; off < n;) {
+        ssize_t w = write(to, buf + off, (size_t)(n - off));
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return; /* nobody reads ours any more: drop it */
+        }
+        off += w;
+    }
+}
+
+static int run(int argc, char **argv) {
+    const char *verify = NULL, *cwd = NULL;
+    int i = 0;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--verify") == 0 && i + 1 < argc) verify = argv[++i];
+        else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc) cwd = argv[++i];
+    }
+    if (i >= argc - 1) {
+        fprintf(stderr, "usage: launch run [--verify DIR --cwd DIR] -- PROGRAM [ARG...]\n");
+        return 125;
+    }
+    char **program = argv + i + 1;
+    if (verify) verify_namespace(verify);
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) die("pipe");
+    pid_t child = fork();
+    if (child < 0) die("fork");
+    if (child == 0) {
+        if (verify) { /* the filter first: installing it without no_new_privs takes CAP_SYS_ADMIN */
+            install_filter();
+            restrict_caps(kept_mask(1, 0));
+        }
+        if (dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0) _exit(125);
+        if (cwd && chdir(cwd) < 0) {
+            fprintf(stderr, "proctor launch: %s: %s\n", cwd, strerror(errno));
+            _exit(125);
+        }
+        execvp(program[0], program);
+        fprintf(stderr, "proctor launch: %s: %s\n", program[0], strerror(errno));
+        _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    signal(SIGPIPE, SIG_IGN); /* a reader gone: its output is dropped (the child keeps SIG_DFL) */
+    struct pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    int open_[2] = {1, 1}, status = 0, exited = 0;
+    long long end = 0;
+    while (open_[0] || open_[1]) {
+        if (!exited && waitpid(child, &status, WNOHANG) == child) {
+            exited = 1;
+            end = now_ms() + GRACE_MS;
+        }
+        int wait_ms = exited ? (int)(end - now_ms()) : 20;
+        if (exited && wait_ms <= 0) break;
+        for (int k = 0; k < 2; k++) fds[k].fd = open_[k] ? (k ? err[0] : out[0]) : -1;
+        if (poll(fds, 2, wait_ms) < 0 && errno != EINTR) die("poll");
+        for (int k = 0; k < 2; k++)
+            if (open_[k] && (fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                copy_out(k ? err[0] : out[0], k ? 2 : 1, &open_[k]);
+    }
+    if (!exited && waitpid(child, &status, 0) < 0) die("waitpid");
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (verify) {
+        int fd = openat(FD_DIR, "exit", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            dprintf(fd, "%d\n", code);
+            close(fd);
+        }
+        close(1); /* docker exec may end its stdout: only the status file matters now */
+        close(2);
+        await_file("done");
+    }
+    return code;
+}
+
+static int drop(int argc, char **argv) {
+    long uid = -1, gid = -1;
+    int none = 0, ptrace = 0, i = 0;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--uid") == 0 && i + 1 < argc) uid = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--gid") == 0 && i + 1 < argc) gid = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--no-caps") == 0) none = 1;
+        else if (strcmp(argv[i], "--keep-ptrace") == 0) ptrace = 1;
+    }
+    if (i >= argc - 1) {
+        fprintf(stderr, "usage: launch drop [--uid N --gid N] [--no-caps] [--keep-ptrace] -- PROGRAM\n");
+        return 125;
+    }
+    restrict_caps(kept_mask(ptrace, none));
+    if (uid >= 0) {
+        if (gid < 0) gid = uid;
+        if (syscall(SYS_setgroups, 0, NULL) < 0) die("setgroups");
+        if (setresgid((gid_t)gid, (gid_t)gid, (gid_t)gid) < 0) die("setresgid");
+        if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) < 0) die("setresuid");
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
+    }
+    execvp(argv[i + 1], argv + i + 1);
+    fprintf(stderr, "proctor launch: %s: %s\n", argv[i + 1], strerror(errno));
+    return 127;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "run") == 0) return run(argc - 2, argv + 2);
+    if (argc > 1 && strcmp(argv[1], "drop") == 0) return drop(argc - 2, argv + 2);
+    fprintf(stderr, "usage: launch run|drop ... -- PROGRAM [ARG...]\n");
+    return 125;
+}
