@@ -526,13 +526,14 @@ def _proctor_programs(private: Path) -> list[str]:
 
 
 def _drop(uid: int, gid: int, argv: list[str], *, caps: bool = False) -> list[str]:
-    """`argv` as uid:gid through proctor's launcher: no supplementary groups, no new
-    privileges, and (unless `caps`, for an image's own non-root user) an empty bounding set,
-    so setuid programs stay unprivileged, as in the local box. Root keeps Docker's default
-    capabilities, as under Harbor, but never CAP_SYS_PTRACE."""
+    """`argv` as the agent's uid:gid through proctor's launcher: no supplementary groups, no
+    new privileges, and (unless `caps`, for an image's own non-root user) an empty bounding
+    set, so setuid programs stay unprivileged, as in the local box. Root keeps Docker's
+    default capabilities, as under Harbor, but neither CAP_SYS_PTRACE nor CAP_MKNOD: every
+    process of proctor's and of a verifier holds one of them (launch.c)."""
     if uid == 0:
-        return [LAUNCH, "drop", "--", *argv]
-    return [LAUNCH, "drop", "--uid", str(uid), "--gid", str(gid),
+        return [LAUNCH, "drop", "--agent", "--", *argv]
+    return [LAUNCH, "drop", "--agent", "--uid", str(uid), "--gid", str(gid),
             *([] if caps else ["--no-caps"]), "--", *argv]
 
 

@@ -33,6 +33,7 @@ import asyncio
 import json
 import os
 import posixpath
+import shutil
 import stat as stat_mod
 import time
 from pathlib import Path
@@ -59,13 +60,15 @@ if TYPE_CHECKING:
 
 SETTLE_S = 10.0  # how long the ENTRYPOINT may take to hand over to the keeper (exec "$@")
 LOOPBACK = ("127.", "::1", "0.0.0.0")
-VERIFIER_DIR = "/.proctor-verifier"  # the verifier's own: trace, HOME (verifier.py)
+# The verifier's own (tests, logs, HOME, trace: verifier.py), a host directory covered by an
+# empty read-only tmpfs in the container's namespace.
+VERIFIER_DIR = "/.proctor-verifier"
 # Empty and read-only in the container's namespace (mount points no agent process can rename
-# or write); the verifier mounts its own over them in a namespace of its own.
-PRIVATE_MOUNTS = ("/tests", "/logs/verifier", VERIFIER_DIR)
+# or write); the verifier binds its own over them in a namespace of its own.
+PRIVATE_MOUNTS = ("/tests", "/logs/verifier")
 MOUNTED = ("/etc/hosts", "/etc/resolv.conf", "/etc/hostname")  # Docker's, over the layer
 SHM = "/dev/shm"
-PROCTOR_PATHS = (PRIVATE, TRACER, LAUNCH, *PRIVATE_MOUNTS)
+PROCTOR_PATHS = (PRIVATE, TRACER, LAUNCH, VERIFIER_DIR, *PRIVATE_MOUNTS)
 
 
 class ImageSandbox(DockerSandbox):
@@ -93,17 +96,20 @@ class ImageSandbox(DockerSandbox):
         self.places = []  # the container's root, once it runs
         self.upper: Path | None = None  # its own layer on the host (overlay2), for snapshots
         self.lowers: list[Path] = []  # the image's layers under it (overlay2)
+        self.homes: list[str] = []  # the users' homes, pinned (`_cover`): a verifier's HOME
         self._users: dict[str, tuple[int, int, str]] = {}
 
     def _make_dirs(self) -> None:
-        self.private.mkdir(parents=True, exist_ok=True)
-        self.private.chmod(0o700)
+        for d in (self.private, self.root / "verifier"):
+            d.mkdir(parents=True, exist_ok=True)
+            d.chmod(0o700)
 
     def _run_argv(self, spec: SandboxSpec) -> list[str]:
         r = self.resources
         argv = ["run", "-d", "--init", "--network", "none",
                 "--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={self.trial_id}",
-                "--cap-add", "SYS_PTRACE", *_proctor_programs(self.private)]
+                "--cap-add", "SYS_PTRACE", *_proctor_programs(self.private),
+                "-v", f"{self.root / 'verifier'}:{VERIFIER_DIR}"]
         for path in PRIVATE_MOUNTS:
             argv += ["--tmpfs", f"{path}:ro,mode=0755,size=4k"]
         for path in spec.readonly_paths:
@@ -123,6 +129,7 @@ class ImageSandbox(DockerSandbox):
         await asyncio.to_thread(self._make_dirs)
         await self._launch(self._run_argv(spec))
         self.places = [("/", Path(f"/proc/{self.pid}/root"))]
+        await self._cover(VERIFIER_DIR)
         self.upper, self.lowers = await _layers(self.container)
         await asyncio.to_thread(self._settle)
         uid, gid, home = await asyncio.to_thread(self._user, self.agent_user)
@@ -132,6 +139,39 @@ class ImageSandbox(DockerSandbox):
         await asyncio.to_thread(self._prepare_inside)
         self.spared = frozenset((p, _started(p)) for p in self._processes())
         await self._connect(spec)
+
+    async def _cover(self, path: str) -> None:
+        """An empty read-only tmpfs over `path` in the container's namespace, and the homes
+        of the image's users pinned (mount points: no process of the agent's can rename one
+        away from under the verifier's), before anything but the ENTRYPOINT runs there
+        (launch.c's `cover`)."""
+        self.homes = await asyncio.to_thread(self._homes)
+        res = await proc.run([shutil.which("nsenter") or "nsenter", f"--target={self.pid}",
+                              "--mount", "--pid", "--root", "--wd", "--", LAUNCH,
+                              "cover", path, *self.homes], timeout=60)
+        if res.exit_code != 0:
+            raise OSError(f"could not cover {path} in the container: "
+                          f"{(res.stderr or res.stdout).strip()[-300:]}")
+
+    def _homes(self) -> list[str]:
+        """The home directories of the image's users (root's and every login user's) that
+        hold neither the working directory nor another place of proctor's."""
+        try:
+            passwd = (self._map("/etc/passwd") or Path("/nonexistent")).read_text(errors="replace")
+        except OSError:
+            return []
+        out = []
+        for line in passwd.splitlines():
+            f = line.split(":")
+            if len(f) < 7 or not f[2].isdigit() or not (f[2] == "0" or 1000 <= int(f[2]) < 65534):
+                continue
+            home = posixpath.normpath(f[5] or "/")
+            if home == "/" or (self.workdir + "/").startswith(home.rstrip("/") + "/"):
+                continue
+            host = self._map(home)
+            if host is not None and host.is_dir() and not host.is_symlink() and home not in out:
+                out.append(home)
+        return out
 
     def _settle(self) -> None:
         """Wait (a little) until the ENTRYPOINT has handed over to the keeper (`exec "$@"`),
@@ -208,9 +248,9 @@ class ImageSandbox(DockerSandbox):
         """Harbor's verifier, apart from everything the agent left (verifier.py)."""
         from proctor.sandbox import verifier
 
-        uid, gid, _ = await asyncio.to_thread(self._user, user or self.image_user or "0")
+        uid, gid, home = await asyncio.to_thread(self._user, user or self.image_user or "0")
         return await verifier.run(self, tests, script, env=env, uid=uid, gid=gid,
-                                  timeout=timeout)
+                                  home=home if home in self.homes else None, timeout=timeout)
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None, trace: bool = False,

@@ -3,7 +3,7 @@
    container runs before it, so a root agent that replaced /bin/sh, setpriv or a library
    changes nothing of how proctor starts a command or a verifier.
 
-   launch run [--verify DIR --cwd DIR] -- PROGRAM [ARG...]
+   launch run [--verify DIR] [--cwd DIR] -- PROGRAM [ARG...]
 
      docker exec starts it as root. PROGRAM runs with its stdout and stderr on pipes, copied
      to launch's own until PROGRAM exits and then for at most 0.2 s more: what PROGRAM left
@@ -11,28 +11,39 @@
      did (128 + the signal when one killed it).
 
      --verify DIR (a Harbor verifier; proctor starts it from the host with nsenter into the
-     container's namespaces and cgroups, holding every capability): first a mount namespace of
-     its own, in which fresh tmpfs are mounted on DIR, /tests and /logs/verifier (each an
-     empty read-only tmpfs in the container's own namespace, so no process of the agent's can
-     rename them away or see into these). The verifier's tests, trace and reward live there
-     and nowhere else. proctor, on the host, finds this process by its environment, writes
-     the tests through /proc/PID/fd/{4,5} (DIR, /tests), then creates DIR/go; launch runs
-     PROGRAM (with a bounding set of Docker's default capabilities plus CAP_SYS_PTRACE, which
-     no agent process holds, and a seccomp filter refusing what Docker's default profile
-     refuses an unprivileged container), writes PROGRAM's status to DIR/exit, and waits for
-     DIR/done (proctor has read /logs/verifier through fd 6) before it exits.
+     container's namespaces and cgroups, holding every capability): first a mount namespace
+     of its own, in which the cover over DIR's parent (`launch cover`) is lifted, DIR/tests
+     and DIR/logs (host directories, proctor's) are bound on /tests and /logs/verifier (in
+     the container's own namespace both are empty read-only mount points, which no process
+     can rename away), DIR/home on --home PATH (the
+     verifier's user's home, where tools that ask the user database look) or else on
+     PARENT/home, and the parent covered again. DIR/trace is
+     opened first and an argument "@TRACE@" becomes /proc/PID/fd/N of launch's descriptor of
+     it: the tracer (CAP_SYS_PTRACE) can open it, the verifier's own processes cannot. PROGRAM
+     then runs with a bounding set of Docker's default capabilities plus CAP_SYS_PTRACE (the
+     tracer's; `launch drop` takes it from the command) and a seccomp filter refusing what
+     Docker's default profile refuses a container without CAP_SYS_ADMIN.
 
-   launch drop [--uid UID --gid GID] [--no-caps] [--keep-ptrace] -- PROGRAM [ARG...]
+   launch cover DIR [PATH...]
+
+     Mounts an empty read-only tmpfs over DIR (run once by nsenter from the host when the
+     container starts): in the container's own namespace, nothing of the verifier's is seen.
+     Each PATH (the image's users' homes) is bound on itself: a mount point no process of the
+     agent's can rename away, which --home covers with the verifier's own.
+
+   launch drop [--agent] [--uid UID --gid GID] [--no-caps] -- PROGRAM [ARG...]
 
      Run by the tracer as the traced command's first program, then execs PROGRAM with less:
-     a bounding set of Docker's default capabilities (CAP_SYS_PTRACE too with --keep-ptrace:
-     the verifier's; never for the agent, so none of its processes can trace proctor's keeper,
-     tracer or verifier); with --uid, that uid and gid, no supplementary groups and no new
-     privileges; with --no-caps, no capability at all. */
+     a bounding set of Docker's default capabilities and never CAP_SYS_PTRACE; with --agent
+     also without CAP_MKNOD, so that a verifier's processes (root, Docker's defaults) hold a
+     capability no process of the agent's does and none of those can trace them; with --uid,
+     that uid and gid, no supplementary groups and no new privileges; with --no-caps, no
+     capability at all. */
 
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
@@ -61,10 +72,6 @@
 #endif
 
 #define GRACE_MS 200          /* output still relayed after PROGRAM exits */
-#define HANDOFF_MS 120000     /* how long --verify waits for proctor's go and done */
-#define FD_DIR 4              /* --verify: DIR, /tests and /logs/verifier, opened O_PATH */
-#define FD_TESTS 5
-#define FD_LOGS 6
 
 /* Docker's default capability set (moby's oci/caps/defaults.go). */
 static const int DOCKER_DEFAULT[] = {
@@ -77,12 +84,13 @@ static void die(const char *what) {
     exit(125);
 }
 
-static unsigned long long kept_mask(int ptrace, int none) {
+static unsigned long long kept_mask(int ptrace, int agent, int none) {
     unsigned long long mask = 0;
     if (none) return 0;
     for (size_t i = 0; i < sizeof DOCKER_DEFAULT / sizeof *DOCKER_DEFAULT; i++)
         mask |= 1ULL << DOCKER_DEFAULT[i];
     if (ptrace) mask |= 1ULL << CAP_SYS_PTRACE;
+    if (agent) mask &= ~(1ULL << CAP_MKNOD);
     return mask;
 }
 
@@ -161,59 +169,101 @@ static long long now_ms(void) {
     return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* A directory at `path` that is no link and no mount of anybody's but ours: made if absent,
-   opened without following links, and a fresh tmpfs mounted on it (through its fd, so a
-   link swapped in meanwhile is never followed). Returns an O_PATH fd of the tmpfs's root. */
-static int private_tmpfs(const char *path, const char *mode) {
+/* An O_PATH fd of `path`, walked from / without following any link. */
+static int walk(const char *path) {
     int at = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (at < 0) die("open /");
-    char copy[256];
+    char copy[PATH_MAX];
     snprintf(copy, sizeof copy, "%s", path);
     for (char *part = strtok(copy, "/"); part; part = strtok(NULL, "/")) {
-        if (mkdirat(at, part, 0755) < 0 && errno != EEXIST) die(path);
-        int next = openat(at, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int next = openat(at, part, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (next < 0) die(path);
         close(at);
         at = next;
     }
-    char target[64], options[64];
-    snprintf(target, sizeof target, "/proc/self/fd/%d", at);
-    snprintf(options, sizeof options, "mode=%s,size=1g", mode);
-    if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, options) < 0) die(path);
+    return at;
+}
+
+static void fd_path(char *buf, size_t size, int fd) { snprintf(buf, size, "/proc/self/fd/%d", fd); }
+
+/* `from` bound on `to` (both walked without links), with no devices and no setuid. */
+static void bind(const char *from, const char *to) {
+    int src = walk(from), dst = walk(to);
+    char a[64], b[64];
+    fd_path(a, sizeof a, src);
+    fd_path(b, sizeof b, dst);
+    if (mount(a, b, NULL, MS_BIND, NULL) < 0) die(to);
+    if (mount(NULL, to, NULL, MS_BIND | MS_REMOUNT | MS_NODEV | MS_NOSUID, NULL) < 0) die(to);
+    close(src);
+    close(dst);
+}
+
+static void cover(const char *dir, int readonly) {
+    int at = walk(dir);
+    char target[64];
+    fd_path(target, sizeof target, at);
+    if (mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | (readonly ? MS_RDONLY : 0),
+              "mode=0755,size=64k") < 0)
+        die(dir);
     close(at);
-    int root = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (root < 0) die(path);
-    return root;
 }
 
-static void at_fd(int fd, int want) {
-    if (fd != want) {
-        if (dup3(fd, want, O_CLOEXEC) < 0) die("dup3");
-        close(fd);
-    }
-}
-
-/* Waits until `name` exists in the directory at FD_DIR (proctor made it), or gives up. */
-static int await_file(const char *name) {
+/* `path` bound on itself, if it is a directory (not a link): a mount point, which no
+   process without CAP_SYS_ADMIN can rename or remove, whatever else it may write there. */
+static void pin(const char *path) {
     struct stat st;
-    for (long long end = now_ms() + HANDOFF_MS; now_ms() < end;) {
-        if (fstatat(FD_DIR, name, &st, AT_SYMLINK_NOFOLLOW) == 0) return 0;
-        usleep(5000);
-    }
-    return -1;
+    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode)) return;
+    int at = walk(path);
+    char target[64];
+    fd_path(target, sizeof target, at);
+    if (mount(target, target, NULL, MS_BIND, NULL) < 0) die(path);
+    close(at);
 }
 
-static void verify_namespace(const char *dir) {
-    if (unshare(CLONE_NEWNS) < 0) die("unshare(CLONE_NEWNS) (needs CAP_SYS_ADMIN)");
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("making / private");
-    at_fd(private_tmpfs(dir, "0711"), FD_DIR);
-    at_fd(private_tmpfs("/tests", "0755"), FD_TESTS);
-    at_fd(private_tmpfs("/logs/verifier", "0777"), FD_LOGS);
-    /* proctor finds this process by its environment (PROCTOR_EXEC), then writes the tests */
-    if (await_file("go") < 0) {
-        fprintf(stderr, "proctor launch: proctor never handed over the tests\n");
+/* The verifier's namespace (see --verify above); returns the fd of DIR/trace. */
+static int verify_namespace(const char *dir, const char *home_at) {
+    char parent[256], path[512], home[512];
+    if (strlen(dir) >= sizeof parent) {
+        fprintf(stderr, "proctor launch: --verify DIR too long\n");
         exit(125);
     }
+    snprintf(parent, sizeof parent, "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (!slash || slash == parent) {
+        fprintf(stderr, "proctor launch: --verify needs DIR below a covered directory\n");
+        exit(125);
+    }
+    *slash = 0;
+    if (unshare(CLONE_NEWNS) < 0) die("unshare(CLONE_NEWNS) (needs CAP_SYS_ADMIN)");
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) die("making / private");
+    if (umount2(parent, MNT_DETACH) < 0) die("lifting the cover");
+    snprintf(path, sizeof path, "%s/trace", dir);
+    int in = walk(dir);
+    int trace = openat(in, "trace", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (trace < 0) die(path);
+    close(in);
+    snprintf(path, sizeof path, "%s/tests", dir);
+    bind(path, "/tests");
+    snprintf(path, sizeof path, "%s/logs", dir);
+    bind(path, "/logs/verifier");
+    snprintf(path, sizeof path, "%s/home", dir);
+    if (home_at) { /* the user's own home (pinned: launch cover --pin), where every tool looks */
+        bind(path, home_at);
+        cover(parent, 1);
+        return trace;
+    }
+    int src = walk(path);
+    cover(parent, 0);
+    snprintf(home, sizeof home, "%s/home", parent);
+    if (mkdir(home, 0755) < 0) die(home);
+    char a[64];
+    fd_path(a, sizeof a, src);
+    if (mount(a, home, NULL, MS_BIND, NULL) < 0) die(home);
+    if (mount(NULL, home, NULL, MS_BIND | MS_REMOUNT | MS_NODEV | MS_NOSUID, NULL) < 0) die(home);
+    close(src);
+    if (mount(NULL, parent, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+        die(parent);
+    return trace;
 }
 
 static void copy_out(int from, int to, int *open_) {
@@ -235,18 +285,25 @@ static void copy_out(int from, int to, int *open_) {
 }
 
 static int run(int argc, char **argv) {
-    const char *verify = NULL, *cwd = NULL;
+    const char *verify = NULL, *cwd = NULL, *home = NULL;
     int i = 0;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "--verify") == 0 && i + 1 < argc) verify = argv[++i];
         else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc) cwd = argv[++i];
+        else if (strcmp(argv[i], "--home") == 0 && i + 1 < argc) home = argv[++i];
     }
     if (i >= argc - 1) {
         fprintf(stderr, "usage: launch run [--verify DIR --cwd DIR] -- PROGRAM [ARG...]\n");
         return 125;
     }
     char **program = argv + i + 1;
-    if (verify) verify_namespace(verify);
+    char trace_path[64] = "";
+    if (verify) {
+        snprintf(trace_path, sizeof trace_path, "/proc/%d/fd/%d", (int)getpid(),
+                 verify_namespace(verify, home));
+        for (char **p = program; *p; p++)
+            if (strcmp(*p, "@TRACE@") == 0) *p = trace_path;
+    }
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) die("pipe");
     pid_t child = fork();
@@ -254,7 +311,7 @@ static int run(int argc, char **argv) {
     if (child == 0) {
         if (verify) { /* the filter first: installing it without no_new_privs takes CAP_SYS_ADMIN */
             install_filter();
-            restrict_caps(kept_mask(1, 0));
+            restrict_caps(kept_mask(1, 0, 0));
         }
         if (dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0) _exit(125);
         if (cwd && chdir(cwd) < 0) {
@@ -286,33 +343,23 @@ static int run(int argc, char **argv) {
     }
     if (!exited && waitpid(child, &status, 0) < 0) die("waitpid");
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (verify) {
-        int fd = openat(FD_DIR, "exit", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            dprintf(fd, "%d\n", code);
-            close(fd);
-        }
-        close(1); /* docker exec may end its stdout: only the status file matters now */
-        close(2);
-        await_file("done");
-    }
     return code;
 }
 
 static int drop(int argc, char **argv) {
     long uid = -1, gid = -1;
-    int none = 0, ptrace = 0, i = 0;
+    int none = 0, agent = 0, i = 0;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "--uid") == 0 && i + 1 < argc) uid = strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--gid") == 0 && i + 1 < argc) gid = strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--no-caps") == 0) none = 1;
-        else if (strcmp(argv[i], "--keep-ptrace") == 0) ptrace = 1;
+        else if (strcmp(argv[i], "--agent") == 0) agent = 1;
     }
     if (i >= argc - 1) {
-        fprintf(stderr, "usage: launch drop [--uid N --gid N] [--no-caps] [--keep-ptrace] -- PROGRAM\n");
+        fprintf(stderr, "usage: launch drop [--agent] [--uid N --gid N] [--no-caps] -- PROGRAM\n");
         return 125;
     }
-    restrict_caps(kept_mask(ptrace, none));
+    restrict_caps(kept_mask(0, agent, none));
     if (uid >= 0) {
         if (gid < 0) gid = uid;
         if (syscall(SYS_setgroups, 0, NULL) < 0) die("setgroups");
@@ -328,6 +375,11 @@ static int drop(int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "run") == 0) return run(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "drop") == 0) return drop(argc - 2, argv + 2);
-    fprintf(stderr, "usage: launch run|drop ... -- PROGRAM [ARG...]\n");
+    if (argc >= 3 && strcmp(argv[1], "cover") == 0) {
+        cover(argv[2], 1);
+        for (int i = 3; i < argc; i++) pin(argv[i]);
+        return 0;
+    }
+    fprintf(stderr, "usage: launch run|drop|cover ...\n");
     return 125;
 }

@@ -4,13 +4,12 @@ The verifier runs in the trial's container: it sees the files the agent made whe
 them and reaches the servers the agent left running, as under Harbor. But it runs in a mount
 namespace of its own (`launch run --verify`, started from the host by nsenter into the
 container's namespaces, in its cgroups: `docker exec` cannot hold the capability a new mount
-namespace takes without handing it to the container), in which `/tests`, `/logs/verifier` and its HOME are fresh tmpfs that no process of the agent's
-can see or write (in the container's own namespace those paths are empty read-only mount
-points, which cannot be renamed away); its trace is there too. Its processes hold
-CAP_SYS_PTRACE, which no process of the agent's does, so none of those can trace them or
-open their /proc entries. proctor, on the host, writes the tests and reads the reward
-through the launcher's descriptors of those tmpfs (/proc/PID/fd/N), never by a path in the
-container, which an agent's process could have swapped for a link.
+namespace takes without handing it to the container). There, `/tests`, `/logs/verifier` and
+its HOME are host directories of proctor's (bound from `/.proctor-verifier`, which the
+container's own namespace sees only as an empty read-only cover), and no process of the
+agent's can see or write them: none holds CAP_SYS_PTRACE or CAP_MKNOD, which the verifier's
+tracer and processes do, so none can open their /proc entries. Its trace goes to a file its
+own processes cannot open either (the launcher's descriptor, reached by the tracer alone).
 
 The programs the verifier runs are still the container's: what the agent changed among
 them is found by checks/_tamper.py from the trace.
@@ -18,30 +17,26 @@ them is found by checks/_tamper.py from the trace.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import shutil
-import time
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from proctor import proc
 from proctor.proc import ExecResult
-from proctor.sandbox.docker import EXEC_MARK, LAUNCH, TRACER, _has
+from proctor.sandbox.docker import EXEC_MARK, LAUNCH, TRACER
 from proctor.sandbox.trace import tracer_argv
 
 if TYPE_CHECKING:
     from proctor.sandbox.dockerenv import ImageSandbox
 
-FD_DIR, FD_TESTS, FD_LOGS = 4, 5, 6  # launch.c's descriptors of its tmpfs
+MAX_FILES = 100  # of /logs/verifier, read back
+MAX_FILE_BYTES = 20_000_000
 # On the host: into each of the container's cgroups (its limits hold for the verifier), then
 # nsenter into its namespaces, which runs proctor's launcher there.
 _JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
-HANDOFF_S = 30.0  # for the launcher to make its namespace, and to let go once read
-MAX_FILES = 100  # of /logs/verifier, read back
-MAX_FILE_BYTES = 20_000_000
 
 
 @dataclass
@@ -54,70 +49,51 @@ class Verification:
 
 
 async def run(sb: ImageSandbox, tests: list[Path], script: str, *, env: dict[str, str],
-              uid: int, gid: int, timeout: float) -> Verification:
+              uid: int, gid: int, home: str | None, timeout: float) -> Verification:
     """`bash /tests/SCRIPT` as uid:gid, with `tests` (later ones over earlier ones) at
-    /tests, in the verifier's own namespace (module docstring)."""
+    /tests, in the verifier's own namespace (module docstring), with an empty HOME of its
+    own: over the user's `home` (a pinned directory), else beside its tests."""
+    import asyncio
+
     from proctor.sandbox.dockerenv import VERIFIER_DIR
 
     assert sb.container is not None
     sb._execs += 1
     n = sb._execs
-    mark = f"{EXEC_MARK}={n}".encode()
-    full = {**sb.env, "HOME": f"{VERIFIER_DIR}/home", **env, EXEC_MARK: str(n)}
-    drop = [LAUNCH, "drop", "--keep-ptrace",
-            *(["--uid", str(uid), "--gid", str(gid)] if uid != 0 else []), "--"]
-    inner = [LAUNCH, "run", "--verify", VERIFIER_DIR, "--cwd", sb.workdir, "--",
-             *tracer_argv(Path(VERIFIER_DIR, "trace"), TRACER), *drop,
-             "bash", f"/tests/{script}"]
-    nsenter = shutil.which("nsenter") or "nsenter"
-    enter = ["/bin/sh", "-c", _JOIN, "join", *_cgroup_procs(sb.pid), "--", nsenter,
-             f"--target={sb.pid}", "--mount", "--uts", "--ipc", "--net", "--pid", "--cgroup",
-             "--", *inner]
-    job = asyncio.ensure_future(proc.run(enter, timeout=timeout + 2 * HANDOFF_S, env=full,
-                                         limit=sb.output_limit))
-    pid, files, timed_out, own_ns = 0, {}, False, ""
-    trace_copy = sb.private / f"verifier-trace-{n}"
+    here = sb.root / "verifier" / str(n)  # VERIFIER_DIR/N inside
+    await asyncio.to_thread(_prepare, here, tests, uid, gid)
+    full = {**sb.env, **env, "HOME": home or f"{VERIFIER_DIR}/home", EXEC_MARK: str(n)}
+    drop = [LAUNCH, "drop", *(["--uid", str(uid), "--gid", str(gid)] if uid != 0 else []), "--"]
+    inner = [LAUNCH, "run", "--verify", f"{VERIFIER_DIR}/{n}", "--cwd", sb.workdir,
+             *(["--home", home] if home else []), "--",
+             *tracer_argv(Path("@TRACE@"), TRACER), *drop, "bash", f"/tests/{script}"]
+    enter = ["/bin/sh", "-c", _JOIN, "join", *_cgroup_procs(sb.pid), "--",
+             shutil.which("nsenter") or "nsenter", f"--target={sb.pid}", "--mount", "--root", "--wd", "--uts",
+             "--ipc", "--net", "--pid", "--cgroup", "--", *inner]
     try:
-        pid, own_ns = await _launcher(sb, mark, job)
-        await asyncio.to_thread(_hand_over, pid, tests, uid, gid)
-        timed_out = not await _until_exit(pid, job, timeout)
-        if timed_out:  # everything of the verifier's but the launcher, which then reports
-            await asyncio.to_thread(_kill_namespace, sb, own_ns, keep=pid)
-            await _until_exit(pid, job, HANDOFF_S)
-        files = await asyncio.to_thread(_read_logs, pid)
-        await asyncio.to_thread(_copy, f"/proc/{pid}/fd/{FD_DIR}/trace", trace_copy)
-    finally:
-        if pid:
-            await asyncio.to_thread(_let_go, pid)
-        res = await job
-        if own_ns:
-            await asyncio.to_thread(_kill_namespace, sb, own_ns)
-    res.timed_out = res.timed_out or timed_out
-    if trace_copy.exists():
-        sb._take_trace(res, trace_copy, (os.path.basename(LAUNCH),))
+        res = await proc.run(enter, timeout=timeout, env=full, limit=sb.output_limit)
+    finally:  # what the verifier left running: every process outside the container's own
+        await asyncio.to_thread(_kill_verifier_processes, sb)  # mount namespace
+    files = await asyncio.to_thread(_read_logs, here / "logs")
+    trace = here / "trace"
+    if trace.is_file():
+        sb._take_trace(res, trace, (os.path.basename(LAUNCH),))
     elif not res.error:
         res.error = f"the verifier did not start: {(res.stderr or res.stdout).strip()[-500:]}"
+    if not sb.keep:
+        await asyncio.to_thread(shutil.rmtree, here, True)
     return Verification(res, files)
 
 
-async def _launcher(sb: ImageSandbox, mark: bytes, job: asyncio.Future[ExecResult]
-                    ) -> tuple[int, str]:
-    """The launcher's host pid and mount namespace, once it has made its tmpfs."""
-    init_ns = os.readlink(f"/proc/{sb.pid}/ns/mnt")
-    deadline = time.monotonic() + HANDOFF_S
-    while time.monotonic() < deadline and not job.done():
-        for pid in await asyncio.to_thread(sb._processes):
-            try:
-                ns = os.readlink(f"/proc/{pid}/ns/mnt")
-                ready = ns != init_ns and os.path.exists(f"/proc/{pid}/fd/{FD_LOGS}")
-            except OSError:
-                continue
-            if ready and _has(pid, mark):
-                return pid, ns
-        await asyncio.sleep(0.01)
-    res = await job if job.done() else None
-    why = (res.stderr or res.stdout).strip()[-500:] if res else "it did not answer in time"
-    raise OSError(f"the verifier's namespace could not be made: {why}")
+def _prepare(here: Path, tests: list[Path], uid: int, gid: int) -> None:
+    """The verifier's tests, logs and HOME, on the host."""
+    for name, mode in (("tests", 0o755), ("logs", 0o777), ("home", 0o700)):
+        (here / name).mkdir(parents=True)
+        os.chmod(here / name, mode)
+    for d in tests:
+        if d.is_dir():
+            shutil.copytree(d, here / "tests", symlinks=True, dirs_exist_ok=True)
+    os.chown(here / "home", uid, gid)
 
 
 def _cgroup_procs(pid: int) -> list[str]:
@@ -138,70 +114,39 @@ def _cgroup_procs(pid: int) -> list[str]:
     return out
 
 
-def _hand_over(pid: int, tests: list[Path], uid: int, gid: int) -> None:
-    """The tests into the launcher's /tests, a HOME for the verifier's user, then go."""
-    fds = f"/proc/{pid}/fd"
-    for d in tests:
-        if d.is_dir():
-            shutil.copytree(d, f"{fds}/{FD_TESTS}", symlinks=True, dirs_exist_ok=True)
-    home = f"{fds}/{FD_DIR}/home"
-    os.mkdir(home, 0o700)
-    os.chown(home, uid, gid)
-    with open(f"{fds}/{FD_DIR}/go", "x"):
-        pass
-
-
-async def _until_exit(pid: int, job: asyncio.Future[ExecResult], timeout: float) -> bool:
-    """Whether the verifier's command ended (the launcher wrote its status) in time."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if os.path.exists(f"/proc/{pid}/fd/{FD_DIR}/exit"):
-            return True
-        if job.done():
-            return False
-        await asyncio.sleep(0.02)
-    return False
-
-
-def _read_logs(pid: int) -> dict[str, bytes]:
-    """/logs/verifier's regular files, through the launcher's descriptor of its tmpfs."""
-    top = f"/proc/{pid}/fd/{FD_LOGS}"
+def _read_logs(logs: Path) -> dict[str, bytes]:
+    """/logs/verifier's regular files (no link, no device or FIFO the verifier made)."""
     out: dict[str, bytes] = {}
     try:
-        names = sorted(os.listdir(top))[:MAX_FILES]
+        names = sorted(os.listdir(logs))[:MAX_FILES]
     except OSError:
         return out
     for name in names:
         try:
-            fd = os.open(f"{top}/{name}", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            if not stat.S_ISREG(os.lstat(logs / name).st_mode):
+                continue
+            fd = os.open(logs / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             continue
-        try:
-            if os.path.isfile(f"/proc/self/fd/{fd}"):
-                with os.fdopen(os.dup(fd), "rb") as f:
-                    out[name] = f.read(MAX_FILE_BYTES)
-        finally:
-            os.close(fd)
+        with os.fdopen(fd, "rb") as f:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                out[name] = f.read(MAX_FILE_BYTES)
     return out
 
 
-def _copy(src: str, dest: Path) -> None:
-    with contextlib.suppress(OSError):  # no trace: the verifier did not start
-        shutil.copyfile(src, dest)
+def _kill_verifier_processes(sb: ImageSandbox) -> int:
+    """Kill every process of the container in a mount namespace other than its own (the
+    verifier's: the agent's and the image's processes are all in the container's)."""
+    try:
+        own = os.readlink(f"/proc/{sb.pid}/ns/mnt")
+    except OSError:
+        return 0
 
-
-def _let_go(pid: int) -> None:
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/fd/{FD_DIR}/done", "x"):
-        pass  # (gone already: nothing to let go)
-
-
-def _kill_namespace(sb: ImageSandbox, ns: str, keep: int = 0) -> int:
-    """Kill every process of the verifier's namespace (but `keep`)."""
     def members() -> list[int]:
         out = []
         for pid in sb._processes():
             try:
-                if pid != keep and os.readlink(f"/proc/{pid}/ns/mnt") == ns:
+                if os.readlink(f"/proc/{pid}/ns/mnt") != own:
                     out.append(pid)
             except OSError:
                 continue

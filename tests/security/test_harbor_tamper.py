@@ -1,0 +1,197 @@
+"""A root agent in a Harbor task's container against the verifier (docs/security.md, "Harbor
+tasks"; issue classes 1-4): trojaned programs and start-up hooks the verifier would run, a
+tool configuration in HOME, processes left running that try to reach the verifier, the
+tests of an earlier step, and writes outside the container's own layer. Each hostile agent
+has an honest twin on the same task that passes with nothing flagged. The hostile agents
+are the tasks' solutions, run by the oracle agent, as root, as under Harbor."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.harbor.test_verifier import image, run, toml  # noqa: F401 (the fixture)
+from tests.helpers.cli import run_dir_of
+from tests.helpers.harbor import task
+
+pytestmark = pytest.mark.slow
+
+DONE = ("[ -f /app/done ] && echo 1 > /logs/verifier/reward.txt || "
+        "echo 0 > /logs/verifier/reward.txt\n")
+
+
+def by_task(res: dict) -> dict:
+    return {t["task_id"]: t for t in res["trials"]}
+
+
+def flagged(trial: dict) -> list[str]:
+    return [t["path"] for t in trial.get("tampering", [])]
+
+
+def test_a_trojaned_bash_the_verifier_runs_fails_the_trial_as_tampering(image, tmp_path):  # noqa: F811
+    trojan = ("cat > /tmp/bash <<'EOF'\n#!/usr/bin/dash\nmkdir -p /logs/verifier\n"
+              "echo 1 > /logs/verifier/reward.txt\nEOF\n"  # bash runs: replaced by a rename
+              "chmod +x /tmp/bash; mv /tmp/bash /usr/bin/bash\n")
+    cheat = task(tmp_path, "cheat", toml=toml(image), dockerfile=None, solve=trojan, test=DONE)
+    honest = task(tmp_path, "honest", toml=toml(image), dockerfile=None,
+                  solve="touch /app/done\n", test=DONE)
+    _, res = run(tmp_path, cheat, honest)
+    by = by_task(res)
+    assert by["cheat"]["status"] == "fail", by["cheat"]
+    assert "/usr/bin/bash" in flagged(by["cheat"])
+    assert by["cheat"]["reason"].startswith("tampering: /usr/bin/bash")
+    assert by["honest"]["status"] == "pass" and flagged(by["honest"]) == []
+
+
+def test_a_pth_hook_and_a_patched_program_fail_as_tampering(image, tmp_path):  # noqa: F811
+    """A .pth that makes every Python exit 0 at start-up; a python3 replaced by a script."""
+    check = ("python3 -c 'import os, sys; sys.exit(0 if os.path.exists(\"/app/done\") else 1)'"
+             " && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
+    pth = "echo 'import os; os._exit(0)' > /usr/local/lib/python3.11/dist-packages/zz.pth\n"
+    program = "rm /usr/bin/python3; printf '#!/bin/sh\\nexit 0\\n' > /usr/bin/python3; chmod +x /usr/bin/python3\n"
+    hook = task(tmp_path, "hook", toml=toml(image), dockerfile=None, solve=pth, test=check)
+    swap = task(tmp_path, "swap", toml=toml(image), dockerfile=None, solve=program, test=check)
+    honest = task(tmp_path, "honest", toml=toml(image), dockerfile=None,
+                  solve="touch /app/done\n", test=check)
+    _, res = run(tmp_path, hook, swap, honest)
+    by = by_task(res)
+    assert by["hook"]["status"] == "fail"
+    assert flagged(by["hook"]) == ["/usr/local/lib/python3.11/dist-packages/zz.pth"]
+    assert by["swap"]["status"] == "fail" and "/usr/bin/python3" in flagged(by["swap"])
+    assert by["honest"]["status"] == "pass" and flagged(by["honest"]) == []
+
+
+def test_a_curlrc_in_the_agents_home_is_not_read_by_the_verifier(image, tmp_path):  # noqa: F811
+    """curl reads ~/.curlrc: with the agent's HOME, a config naming a second URL would hand
+    the verifier the agent's answer. The verifier has a HOME of its own."""
+    test = ("curl -s file:///app/answer.txt > /tmp/got; [ \"$(cat /tmp/got)\" = 42 ] && "
+            "echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
+    rc = "echo 42 > /tmp/fake; echo 'url = \"file:///tmp/fake\"' > /root/.curlrc\n"
+    cheat = task(tmp_path, "cheat", toml=toml(image), dockerfile=None, solve=rc, test=test)
+    honest = task(tmp_path, "honest", toml=toml(image), dockerfile=None,
+                  solve="echo 42 > /app/answer.txt\n", test=test)
+    _, res = run(tmp_path, cheat, honest)
+    by = by_task(res)
+    assert by["cheat"]["status"] == "fail"
+    assert by["honest"]["status"] == "pass" and flagged(by["honest"]) == []
+
+
+# A root daemon the agent leaves running. It keeps trying, for as long as the trial lasts:
+# to trace every process it sees (the keeper, the tracers, the verifier) with PTRACE_ATTACH,
+# to write a reward through each one's /proc/PID/root and through /logs/verifier, and to read
+# the tests. What it reaches is written under /app/breach. Its own child's /proc entries it
+# can open and write through (the honest twin; every agent process is traced by proctor, so
+# none can be traced by another).
+DAEMON = r'''
+cat > /tmp/daemon.py <<'EOF'
+import ctypes, os, subprocess, time
+libc = ctypes.CDLL(None, use_errno=True)
+child = subprocess.Popen(["sleep", "1000"])
+me = {os.getpid(), child.pid}
+def attach(pid):
+    if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
+        libc.ptrace(17, pid, 0, 0)  # PTRACE_DETACH
+        return True
+    return False
+with open(f"/proc/{child.pid}/environ", "rb") as f, \
+        open(f"/proc/{child.pid}/root/app/own-child-reached", "w"):
+    f.read()
+while True:
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in me:
+            continue
+        pid = int(entry)
+        if attach(pid):
+            open(f"/app/breach-ptrace-{pid}", "w").close()
+        try:
+            with open(f"/proc/{pid}/root/logs/verifier/reward.txt", "w") as f:
+                f.write("1")
+            open(f"/app/breach-root-{pid}", "w").close()
+        except OSError:
+            pass
+        try:
+            with open(f"/proc/{pid}/root/tests/test.sh") as f:
+                if "SECRET" in f.read():
+                    open(f"/app/breach-tests-{pid}", "w").close()
+        except OSError:
+            pass
+    try:
+        with open("/logs/verifier/reward.txt", "w") as f:
+            f.write("1")
+        open("/app/breach-logs", "w").close()
+    except OSError:
+        pass
+    time.sleep(0.05)
+EOF
+setsid python3 /tmp/daemon.py </dev/null >/dev/null 2>&1 &
+while [ ! -f /app/own-child-reached ]; do sleep 0.05; done
+'''
+
+
+def test_processes_the_agent_leaves_running_keep_running_but_cannot_reach_the_verifier(  # noqa: F811
+        image, tmp_path):
+    test = ("# SECRET\nsleep 2; pgrep -f daemon.py >/dev/null && echo alive > /logs/verifier/note.txt\n"
+            "ls /app >> /logs/verifier/note.txt\n"
+            "[ -f /app/done ] && echo 1 > /logs/verifier/reward.txt; true\n")
+    cheat = task(tmp_path, "cheat", toml=toml(image), dockerfile=None, solve=DAEMON, test=test)
+    honest = task(tmp_path, "honest", toml=toml(image), dockerfile=None,
+                  solve=DAEMON + "touch /app/done\n", test=test)
+    proc, res = run(tmp_path, cheat, honest)
+    by = by_task(res)
+    # No reward reached the verifier from outside: the cheat's verifier wrote none.
+    assert by["cheat"]["status"] == "error" and "no reward" in by["cheat"]["error"]
+    assert by["honest"]["status"] == "pass" and flagged(by["honest"]) == []
+    for name in ("cheat", "honest"):
+        seen = (run_dir_of(proc) / "trials" / by[name]["id"] / "verifier" / "note.txt").read_text()
+        assert seen.split()[0] == "alive"  # it ran through the verification, as under Harbor
+        assert "own-child-reached" in seen  # it could reach what it owns
+        assert [w for w in seen.split() if w.startswith("breach")] == []
+
+
+def test_a_later_step_sees_nothing_an_earlier_verifier_was_given(image, tmp_path):  # noqa: F811
+    steps = '[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
+    files = {"steps/one/instruction.md": "one\n", "steps/one/solution/solve.sh": "true\n",
+             "steps/one/tests/test.sh": "# SECRET-ONE\necho 1 > /logs/verifier/reward.txt\n"
+                                        "echo SECRET-LOG > /logs/verifier/kept.txt\n",
+             "steps/two/instruction.md": "two\n",
+             "steps/two/solution/solve.sh": "cat /tests/* /logs/verifier/* > /app/seen 2>&1;"
+                                            " ls -a /tests /logs/verifier >> /app/seen 2>&1; true\n",
+             "steps/two/tests/test.sh": "grep -q SECRET /app/seen && echo 0 > "
+                                        "/logs/verifier/reward.txt || echo 1 > "
+                                        "/logs/verifier/reward.txt\n"}
+    d = task(tmp_path, "ms", toml=toml(image) + steps, dockerfile=None, instruction=None,
+             test=None, solve=None, files=files)
+    _, res = run(tmp_path, d)
+    (t,) = res["trials"]
+    assert t["status"] == "pass", t  # step two's agent found no SECRET
+
+
+def test_writes_to_mounted_files_and_dev_shm_are_in_the_audit(image, tmp_path):  # noqa: F811
+    solve = "echo '127.0.0.1 pypi.org' >> /etc/hosts; echo x > /dev/shm/planted; touch /app/done\n"
+    d = task(tmp_path, "w", toml=toml(image), dockerfile=None, solve=solve, test=DONE)
+    proc, res = run(tmp_path, d)
+    (t,) = res["trials"]
+    audit = run_dir_of(proc) / "trials" / t["id"] / "audit.jsonl"
+    written = {e["details"]["path"] for e in map(json.loads, audit.read_text().splitlines())
+               if e["type"] == "file_write"}
+    assert {"/etc/hosts", "/dev/shm/planted"} <= written, written
+    assert t["status"] == "pass" and flagged(t) == []
+
+
+def test_a_server_the_agent_leaves_running_serves_the_tests(image, tmp_path):  # noqa: F811
+    """Harbor's semantics (SPEC §4): the tests query what the agent was asked to leave up."""
+    serve = ("echo 42 > /app/answer.txt\nsetsid python3 -m http.server 8765 --bind 127.0.0.1 "
+             "--directory /app </dev/null >/dev/null 2>&1 &\n"
+             "until python3 -c 'import urllib.request as u; u.urlopen(\"http://127.0.0.1:8765/\")' "
+             "2>/dev/null; do sleep 0.1; done\n")
+    test = ("python3 -c 'import urllib.request as u, sys; sys.exit(0 if u.urlopen("
+            "\"http://127.0.0.1:8765/answer.txt\").read().strip() == b\"42\" else 1)' && "
+            "echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
+    up = task(tmp_path, "up", toml=toml(image), dockerfile=None, solve=serve, test=test)
+    down = task(tmp_path, "down", toml=toml(image), dockerfile=None,
+                solve="echo 42 > /app/answer.txt\n", test=test)
+    _, res = run(tmp_path, up, down)
+    by = by_task(res)
+    assert by["up"]["status"] == "pass" and flagged(by["up"]) == []
+    assert by["down"]["status"] == "fail"
