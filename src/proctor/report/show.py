@@ -322,6 +322,12 @@ def _print_checks(t: Mapping[str, Any], console: Console) -> None:
             if f.get("details"):
                 line.append(f"  {data.one_line(f.get('details'), 300)}", style="dim")
             console.print(line)
+    tampered = t.get("tampering") or []
+    if tampered:  # grading would have run what the agent changed (SPEC §4)
+        console.print(Rule("tampering", align="left"))
+        for item in tampered:
+            console.print(Text("  ") + Text(data.clean(item.get("path")), style="bold red")
+                          + Text(f"  {data.one_line(item.get('change'), 300)}", style="dim"))
 
 
 def _print_audit(trial_dir: Path, console: Console) -> None:

@@ -94,8 +94,9 @@ static unsigned long long kept_mask(int ptrace, int agent, int none) {
     return mask;
 }
 
-/* The bounding set, ambient set and this process's own sets cut down to `mask`. */
-static void restrict_caps(unsigned long long mask) {
+/* The bounding and ambient sets cut down to `mask` (this takes CAP_SETPCAP: before any uid
+   change or restrict_caps). */
+static void restrict_bounding(unsigned long long mask) {
     for (int cap = 0; cap <= 63; cap++) {
         if (mask & (1ULL << cap)) continue;
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
@@ -105,6 +106,10 @@ static void restrict_caps(unsigned long long mask) {
     }
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
         die("clearing the ambient capabilities");
+}
+
+/* This process's own sets cut down to `mask`. */
+static void restrict_caps(unsigned long long mask) {
     struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2];
     if (syscall(SYS_capget, &head, data) < 0) die("capget");
@@ -311,6 +316,7 @@ static int run(int argc, char **argv) {
     if (child == 0) {
         if (verify) { /* the filter first: installing it without no_new_privs takes CAP_SYS_ADMIN */
             install_filter();
+            restrict_bounding(kept_mask(1, 0, 0));
             restrict_caps(kept_mask(1, 0, 0));
         }
         if (dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0) _exit(125);
@@ -359,7 +365,8 @@ static int drop(int argc, char **argv) {
         fprintf(stderr, "usage: launch drop [--agent] [--uid N --gid N] [--no-caps] -- PROGRAM\n");
         return 125;
     }
-    restrict_caps(kept_mask(0, agent, none));
+    unsigned long long mask = kept_mask(0, agent, none);
+    restrict_bounding(mask);
     if (uid >= 0) {
         if (gid < 0) gid = uid;
         if (syscall(SYS_setgroups, 0, NULL) < 0) die("setgroups");
@@ -367,6 +374,7 @@ static int drop(int argc, char **argv) {
         if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) < 0) die("setresuid");
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
     }
+    restrict_caps(mask); /* (a uid other than 0 has none left but the inheritable set) */
     execvp(argv[i + 1], argv + i + 1);
     fprintf(stderr, "proctor launch: %s: %s\n", argv[i + 1], strerror(errno));
     return 127;
