@@ -130,3 +130,28 @@ def test_checks_run_in_the_container_as_the_grader(run_spec, tmp_path):
         """)
     t = trial(r)
     assert t["status"] == "pass", [c for c in t["checks"] if not c["passed"]]
+
+
+def test_the_containers_keeper_is_out_of_the_agents_reach(run_spec):
+    """The process that holds a container up is spared by every kill: an agent that could
+    trace it could outlive the trial through it. It runs as root (the agent's uid cannot open
+    its /proc entries, let alone trace it); the twin: the agent's own background process."""
+    from tests.helpers.security import trial
+
+    probe = ("sleep 300 & mine=$!; for p in /proc/[0-9]*; do "
+             "[ \\\"$(cat $p/cmdline 2>/dev/null | tr '\\\\0' ' ')\\\" = 'sleep 2147483647 ' ] "
+             "&& keeper=${p#/proc/}; done; echo keeper=$keeper > seen.txt; "
+             "cat /proc/$keeper/environ >/dev/null 2>&1 && echo keeper-environ >> seen.txt; "
+             "ls /proc/$keeper/root/ >/dev/null 2>&1 && echo keeper-root >> seen.txt; "
+             "cat /proc/$mine/environ >/dev/null 2>&1 && echo own-environ >> seen.txt; true")
+    r = run_spec(f"""
+        cli: sh
+        tasks:
+          - id: keeper
+            intent: reach the keeper
+            solution: ["{probe}"]
+            assert:
+              - file_contains: {{path: seen.txt, text: own-environ}}
+              - verify: {{run: "grep -q 'keeper=[0-9]' seen.txt && ! grep -q 'keeper-' seen.txt"}}
+        """)
+    assert trial(r)["status"] == "pass", trial(r)
