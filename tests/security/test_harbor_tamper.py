@@ -129,8 +129,8 @@ while [ ! -f /app/own-child-reached ]; do sleep 0.05; done
 '''
 
 
-def test_processes_the_agent_leaves_running_keep_running_but_cannot_reach_the_verifier(  # noqa: F811
-        image, tmp_path):
+def test_processes_the_agent_leaves_running_keep_running_but_cannot_reach_the_verifier(
+        image, tmp_path):  # noqa: F811
     test = ("# SECRET\nsleep 2; pgrep -f daemon.py >/dev/null && echo alive > /logs/verifier/note.txt\n"
             "ls /app >> /logs/verifier/note.txt\n"
             "[ -f /app/done ] && echo 1 > /logs/verifier/reward.txt; true\n")

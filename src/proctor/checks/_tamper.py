@@ -134,12 +134,16 @@ async def tampering(sb: ImageSandbox, changes: dict[str, str], res: Any) -> list
 
 
 def _ran(sb: ImageSandbox, res: Any, changes: dict[str, str]) -> Ran:
-    """What the verifier's processes executed: argv[0] (a name looked up on the verifier's
-    PATH), and argv[1] when it is an executable file (a script's own path after its
-    interpreter's), as real paths in the container."""
+    """What the verifier's processes executed, as real paths in the container: the file
+    each exec loaded (the tracer's record of it), argv[0] (a name looked up on the
+    verifier's PATH), and argv[1] when it is an executable file (a script's own path after
+    its interpreter's)."""
     path_dirs = [d for d in sb.env.get("PATH", "").split(":") if d.startswith("/")]
     ran = Ran(image_libraries=lambda d: _image_libraries(sb, d, changes))
-    for argv in res.execs or []:
+    programs = res.trace.programs if res.trace is not None else []
+    for exe, argv in [(p.exe, p.argv) for p in programs] or [("", a) for a in res.execs or []]:
+        if exe and (real := sb.real_path(exe)) is not None:
+            ran.files.update((real, exe))
         for i, arg in enumerate(argv[:2]):
             for candidate in ([arg] if "/" in arg else [posixpath.join(d, arg) for d in path_dirs]):
                 real = sb.real_path(candidate, executable=i > 0)
