@@ -8,16 +8,25 @@ import pytest
 
 from proctor.checks._tamper import Ran, why_flagged
 
+HOOK = b"import os; var = 'SETUPTOOLS_USE_DISTUTILS'\n"  # setuptools' own, as pip installs it
+RECORD = ["distutils-precedence.pth,sha256=" + __import__("base64").urlsafe_b64encode(
+    __import__("hashlib").sha256(HOOK).digest()).rstrip(b"=").decode() + ",151"]
 RAN = Ran(files={"/usr/bin/bash", "/usr/bin/curl"}, system_python=True,
-          image_libraries=lambda d: ["libc.so.6"] if d == "/evil" else [])
+          image_libraries=lambda d: ["libc.so.6"] if d == "/evil" else [],
+          records=lambda d: RECORD if d == "/usr/local/lib/python3.11/dist-packages" else [])
 VENV_ONLY = Ran(files={"/usr/bin/bash"}, system_python=False)
 CONTENT = {
     "/usr/local/lib/python3.11/dist-packages/zz.pth": b"import os; os._exit(0)\n",
     "/usr/local/lib/python3.11/dist-packages/plain.pth": b"/opt/extra\n",
+    "/usr/local/lib/python3.11/dist-packages/distutils-precedence.pth": HOOK,
+    "/usr/lib/python3/dist-packages/distutils-precedence.pth": HOOK,  # no package lists it
     "/etc/apt/apt.conf.d/99hook": b'APT::Update::Pre-Invoke {"/tmp/x";};\n',
     "/etc/apt/apt.conf.d/99proxy": b'Acquire::Retries "3";\n',
     "/etc/ld.so.conf.d/evil.conf": b"/evil\n",
     "/etc/ld.so.conf.d/fakeroot.conf": b"/usr/lib/x86_64-linux-gnu/libfakeroot\n",
+    "/root/.gitconfig": b"[user]\n\tname = A\n\temail = a@b\n",
+    "/home/u/.gitconfig": b"[core]\n\tfsmonitor = /tmp/x\n",
+    "/root/.config/git/config": b"[alias]\n\tst = !sh /tmp/x\n",
 }
 
 
@@ -32,6 +41,7 @@ def why(path: str, change: str, ran: Ran = RAN, workdir: str = "/app") -> str | 
     ("/etc/ld.so.preload", "added"),
     ("/usr/local/lib/python3.11/dist-packages/zz.pth", "added"),
     ("/usr/lib/python3/dist-packages/sitecustomize.py", "added"),
+    ("/usr/lib/python3/dist-packages/distutils-precedence.pth", "added"),
     ("/usr/lib/python3.11/unittest/case.py", "changed"),  # the standard library
     ("/usr/local/lib/python3.11/dist-packages/_pytest/assertion/rewrite.py", "changed"),
     ("/conftest.py", "added"),                          # above /tests
@@ -39,6 +49,10 @@ def why(path: str, change: str, ran: Ran = RAN, workdir: str = "/app") -> str | 
     ("/etc/apt/apt.conf.d/99hook", "added"),
     ("/etc/ld.so.conf.d/evil.conf", "added"),           # a libc of its own first
     ("/etc/ld.so.conf", "changed"),
+    ("/root/.curlrc", "added"),                         # read by the verifier's curl
+    ("/root/.config/pip/pip.conf", "added"),
+    ("/home/u/.gitconfig", "added"),                    # a program for git to run
+    ("/root/.config/git/config", "changed"),
 ])
 def test_a_hostile_change_is_flagged(path, change):
     assert why(path, change) is not None
@@ -53,10 +67,13 @@ def test_a_hostile_change_is_flagged(path, change):
     ("/app/run.sh", "changed", Ran(files={"/app/run.sh"})),
     ("/usr/local/lib/python3.11/dist-packages/plain.pth", "added", RAN),  # a path, no code
     ("/usr/local/lib/python3.11/dist-packages/zz.pth", "added", VENV_ONLY),  # not loaded
+    ("/usr/local/lib/python3.11/dist-packages/distutils-precedence.pth", "added", RAN),  # pip's
     ("/etc/apt/apt.conf.d/99proxy", "added", RAN),
     ("/etc/ld.so.conf.d/fakeroot.conf", "added", RAN),
     ("/usr/bin/bash", "deleted", RAN),
     ("/etc/nginx/nginx.conf", "changed", RAN),        # a service the task configures
+    ("/root/.gitconfig", "added", RAN),               # git config --global user.name
+    ("/root/.bashrc", "changed", RAN),                # no verifier's shell reads it
 ])
 def test_an_honest_change_is_not_flagged(path, change, ran):
     assert why(path, change, ran) is None

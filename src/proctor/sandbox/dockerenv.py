@@ -96,7 +96,6 @@ class ImageSandbox(DockerSandbox):
         self.places = []  # the container's root, once it runs
         self.upper: Path | None = None  # its own layer on the host (overlay2), for snapshots
         self.lowers: list[Path] = []  # the image's layers under it (overlay2)
-        self.homes: list[str] = []  # the users' homes, pinned (`_cover`): a verifier's HOME
         self._users: dict[str, tuple[int, int, str]] = {}
 
     def _make_dirs(self) -> None:
@@ -141,37 +140,14 @@ class ImageSandbox(DockerSandbox):
         await self._connect(spec)
 
     async def _cover(self, path: str) -> None:
-        """An empty read-only tmpfs over `path` in the container's namespace, and the homes
-        of the image's users pinned (mount points: no process of the agent's can rename one
-        away from under the verifier's), before anything but the ENTRYPOINT runs there
-        (launch.c's `cover`)."""
-        self.homes = await asyncio.to_thread(self._homes)
+        """An empty read-only tmpfs over `path` in the container's namespace, before anything
+        but the ENTRYPOINT runs there (launch.c's `cover`)."""
         res = await proc.run([shutil.which("nsenter") or "nsenter", f"--target={self.pid}",
                               "--mount", "--pid", "--root", "--wd", "--", LAUNCH,
-                              "cover", path, *self.homes], timeout=60)
+                              "cover", path], timeout=60)
         if res.exit_code != 0:
             raise OSError(f"could not cover {path} in the container: "
                           f"{(res.stderr or res.stdout).strip()[-300:]}")
-
-    def _homes(self) -> list[str]:
-        """The home directories of the image's users (root's and every login user's) that
-        hold neither the working directory nor another place of proctor's."""
-        try:
-            passwd = (self._map("/etc/passwd") or Path("/nonexistent")).read_text(errors="replace")
-        except OSError:
-            return []
-        out = []
-        for line in passwd.splitlines():
-            f = line.split(":")
-            if len(f) < 7 or not f[2].isdigit() or not (f[2] == "0" or 1000 <= int(f[2]) < 65534):
-                continue
-            home = posixpath.normpath(f[5] or "/")
-            if home == "/" or (self.workdir + "/").startswith(home.rstrip("/") + "/"):
-                continue
-            host = self._map(home)
-            if host is not None and host.is_dir() and not host.is_symlink() and home not in out:
-                out.append(home)
-        return out
 
     def _settle(self) -> None:
         """Wait (a little) until the ENTRYPOINT has handed over to the keeper (`exec "$@"`),
@@ -249,8 +225,8 @@ class ImageSandbox(DockerSandbox):
         from proctor.sandbox import verifier
 
         uid, gid, home = await asyncio.to_thread(self._user, user or self.image_user or "0")
-        return await verifier.run(self, tests, script, env=env, uid=uid, gid=gid,
-                                  home=home if home in self.homes else None, timeout=timeout)
+        return await verifier.run(self, tests, script, env=env, uid=uid, gid=gid, home=home,
+                                  timeout=timeout)
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None, trace: bool = False,

@@ -15,21 +15,16 @@
      of its own, in which the cover over DIR's parent (`launch cover`) is lifted, DIR/tests
      and DIR/logs (host directories, proctor's) are bound on /tests and /logs/verifier (in
      the container's own namespace both are empty read-only mount points, which no process
-     can rename away), DIR/home on --home PATH (the
-     verifier's user's home, where tools that ask the user database look) or else on
-     PARENT/home, and the parent covered again. DIR/trace is
-     opened first and an argument "@TRACE@" becomes /proc/PID/fd/N of launch's descriptor of
-     it: the tracer (CAP_SYS_PTRACE) can open it, the verifier's own processes cannot. PROGRAM
+     can rename away), and the parent covered again. DIR/trace is opened first and an
+     argument "@TRACE@" becomes /proc/PID/fd/N of launch's descriptor of it: the tracer (CAP_SYS_PTRACE) can open it, the verifier's own processes cannot. PROGRAM
      then runs with a bounding set of Docker's default capabilities plus CAP_SYS_PTRACE (the
      tracer's; `launch drop` takes it from the command) and a seccomp filter refusing what
      Docker's default profile refuses a container without CAP_SYS_ADMIN.
 
-   launch cover DIR [PATH...]
+   launch cover DIR
 
      Mounts an empty read-only tmpfs over DIR (run once by nsenter from the host when the
      container starts): in the container's own namespace, nothing of the verifier's is seen.
-     Each PATH (the image's users' homes) is bound on itself: a mount point no process of the
-     agent's can rename away, which --home covers with the verifier's own.
 
    launch drop [--agent] [--uid UID --gid GID] [--no-caps] -- PROGRAM [ARG...]
 
@@ -213,21 +208,9 @@ static void cover(const char *dir, int readonly) {
     close(at);
 }
 
-/* `path` bound on itself, if it is a directory (not a link): a mount point, which no
-   process without CAP_SYS_ADMIN can rename or remove, whatever else it may write there. */
-static void pin(const char *path) {
-    struct stat st;
-    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode)) return;
-    int at = walk(path);
-    char target[64];
-    fd_path(target, sizeof target, at);
-    if (mount(target, target, NULL, MS_BIND, NULL) < 0) die(path);
-    close(at);
-}
-
 /* The verifier's namespace (see --verify above); returns the fd of DIR/trace. */
-static int verify_namespace(const char *dir, const char *home_at) {
-    char parent[256], path[512], home[512];
+static int verify_namespace(const char *dir) {
+    char parent[256], path[512];
     if (strlen(dir) >= sizeof parent) {
         fprintf(stderr, "proctor launch: --verify DIR too long\n");
         exit(125);
@@ -251,23 +234,7 @@ static int verify_namespace(const char *dir, const char *home_at) {
     bind(path, "/tests");
     snprintf(path, sizeof path, "%s/logs", dir);
     bind(path, "/logs/verifier");
-    snprintf(path, sizeof path, "%s/home", dir);
-    if (home_at) { /* the user's own home (pinned: launch cover --pin), where every tool looks */
-        bind(path, home_at);
-        cover(parent, 1);
-        return trace;
-    }
-    int src = walk(path);
-    cover(parent, 0);
-    snprintf(home, sizeof home, "%s/home", parent);
-    if (mkdir(home, 0755) < 0) die(home);
-    char a[64];
-    fd_path(a, sizeof a, src);
-    if (mount(a, home, NULL, MS_BIND, NULL) < 0) die(home);
-    if (mount(NULL, home, NULL, MS_BIND | MS_REMOUNT | MS_NODEV | MS_NOSUID, NULL) < 0) die(home);
-    close(src);
-    if (mount(NULL, parent, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0755") < 0)
-        die(parent);
+    cover(parent, 1);
     return trace;
 }
 
@@ -290,12 +257,11 @@ static void copy_out(int from, int to, int *open_) {
 }
 
 static int run(int argc, char **argv) {
-    const char *verify = NULL, *cwd = NULL, *home = NULL;
+    const char *verify = NULL, *cwd = NULL;
     int i = 0;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "--verify") == 0 && i + 1 < argc) verify = argv[++i];
         else if (strcmp(argv[i], "--cwd") == 0 && i + 1 < argc) cwd = argv[++i];
-        else if (strcmp(argv[i], "--home") == 0 && i + 1 < argc) home = argv[++i];
     }
     if (i >= argc - 1) {
         fprintf(stderr, "usage: launch run [--verify DIR --cwd DIR] -- PROGRAM [ARG...]\n");
@@ -305,7 +271,7 @@ static int run(int argc, char **argv) {
     char trace_path[64] = "";
     if (verify) {
         snprintf(trace_path, sizeof trace_path, "/proc/%d/fd/%d", (int)getpid(),
-                 verify_namespace(verify, home));
+                 verify_namespace(verify));
         for (char **p = program; *p; p++)
             if (strcmp(*p, "@TRACE@") == 0) *p = trace_path;
     }
@@ -383,9 +349,8 @@ static int drop(int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "run") == 0) return run(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "drop") == 0) return drop(argc - 2, argv + 2);
-    if (argc >= 3 && strcmp(argv[1], "cover") == 0) {
+    if (argc == 3 && strcmp(argv[1], "cover") == 0) {
         cover(argv[2], 1);
-        for (int i = 3; i < argc; i++) pin(argv[i]);
         return 0;
     }
     fprintf(stderr, "usage: launch run|drop|cover ...\n");

@@ -4,15 +4,17 @@ The verifier runs in the trial's container: it sees the files the agent made whe
 them and reaches the servers the agent left running, as under Harbor. But it runs in a mount
 namespace of its own (`launch run --verify`, started from the host by nsenter into the
 container's namespaces, in its cgroups: `docker exec` cannot hold the capability a new mount
-namespace takes without handing it to the container). There, `/tests`, `/logs/verifier` and
-its HOME are host directories of proctor's (bound from `/.proctor-verifier`, which the
-container's own namespace sees only as an empty read-only cover), and no process of the
-agent's can see or write them: none holds CAP_SYS_PTRACE or CAP_MKNOD, which the verifier's
+namespace takes without handing it to the container). There, `/tests` and `/logs/verifier`
+are host directories of proctor's (bound from `/.proctor-verifier`, which the container's own
+namespace sees only as an empty read-only cover), and no process of the agent's can see or
+write them: none holds CAP_SYS_PTRACE or CAP_MKNOD, which the verifier's
 tracer and processes do, so none can open their /proc entries. Its trace goes to a file its
 own processes cannot open either (the launcher's descriptor, reached by the tracer alone).
 
-The programs the verifier runs are still the container's: what the agent changed among
-them is found by checks/_tamper.py from the trace.
+The programs the verifier runs, and its HOME, are the container's, as under Harbor (a test
+that writes ~/.bashrc and starts an interactive shell through the agent's terminal server
+must find it there): what the agent changed among them that the verifier ran or would read
+is found by checks/_tamper.py, from the trace.
 """
 
 from __future__ import annotations
@@ -49,10 +51,10 @@ class Verification:
 
 
 async def run(sb: ImageSandbox, tests: list[Path], script: str, *, env: dict[str, str],
-              uid: int, gid: int, home: str | None, timeout: float) -> Verification:
-    """`bash /tests/SCRIPT` as uid:gid, with `tests` (later ones over earlier ones) at
-    /tests, in the verifier's own namespace (module docstring), with an empty HOME of its
-    own: over the user's `home` (a pinned directory), else beside its tests."""
+              uid: int, gid: int, home: str, timeout: float) -> Verification:
+    """`bash /tests/SCRIPT` as uid:gid (whose HOME is `home`, as under Harbor), with `tests`
+    (later ones over earlier ones) at /tests, in the verifier's own namespace (module
+    docstring)."""
     import asyncio
 
     from proctor.sandbox.dockerenv import VERIFIER_DIR
@@ -61,11 +63,10 @@ async def run(sb: ImageSandbox, tests: list[Path], script: str, *, env: dict[str
     sb._execs += 1
     n = sb._execs
     here = sb.root / "verifier" / str(n)  # VERIFIER_DIR/N inside
-    await asyncio.to_thread(_prepare, here, tests, uid, gid)
-    full = {**sb.env, **env, "HOME": home or f"{VERIFIER_DIR}/home", EXEC_MARK: str(n)}
+    await asyncio.to_thread(_prepare, here, tests)
+    full = {**sb.env, "HOME": home, **env, EXEC_MARK: str(n)}
     drop = [LAUNCH, "drop", *(["--uid", str(uid), "--gid", str(gid)] if uid != 0 else []), "--"]
-    inner = [LAUNCH, "run", "--verify", f"{VERIFIER_DIR}/{n}", "--cwd", sb.workdir,
-             *(["--home", home] if home else []), "--",
+    inner = [LAUNCH, "run", "--verify", f"{VERIFIER_DIR}/{n}", "--cwd", sb.workdir, "--",
              *tracer_argv(Path("@TRACE@"), TRACER), *drop, "bash", f"/tests/{script}"]
     enter = ["/bin/sh", "-c", _JOIN, "join", *_cgroup_procs(sb.pid), "--",
              shutil.which("nsenter") or "nsenter", f"--target={sb.pid}", "--mount", "--root", "--wd", "--uts",
@@ -85,15 +86,14 @@ async def run(sb: ImageSandbox, tests: list[Path], script: str, *, env: dict[str
     return Verification(res, files)
 
 
-def _prepare(here: Path, tests: list[Path], uid: int, gid: int) -> None:
-    """The verifier's tests, logs and HOME, on the host."""
-    for name, mode in (("tests", 0o755), ("logs", 0o777), ("home", 0o700)):
+def _prepare(here: Path, tests: list[Path]) -> None:
+    """The verifier's tests and logs, on the host."""
+    for name, mode in (("tests", 0o755), ("logs", 0o777)):
         (here / name).mkdir(parents=True)
         os.chmod(here / name, mode)
     for d in tests:
         if d.is_dir():
             shutil.copytree(d, here / "tests", symlinks=True, dirs_exist_ok=True)
-    os.chown(here / "home", uid, gid)
 
 
 def _cgroup_procs(pid: int) -> list[str]:
