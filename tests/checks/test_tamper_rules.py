@@ -11,7 +11,10 @@ from proctor.checks._tamper import Ran, why_flagged
 HOOK = b"import os; var = 'SETUPTOOLS_USE_DISTUTILS'\n"  # setuptools' own, as pip installs it
 RECORD = ["distutils-precedence.pth,sha256=" + __import__("base64").urlsafe_b64encode(
     __import__("hashlib").sha256(HOOK).digest()).rstrip(b"=").decode() + ",151"]
-RAN = Ran(files={"/usr/bin/bash", "/usr/bin/curl"}, system_python=True,
+ON_PATH = {"/usr/bin/curl", "/usr/local/bin/curl", "/usr/local/bin/mytool"}
+RAN = Ran(files={"/usr/bin/bash", "/usr/bin/curl", "/usr/local/bin/curl", "/usr/local/bin/mytool"},
+          system_python=True, path_dirs=["/usr/local/bin", "/usr/bin", "/bin"],
+          exists=ON_PATH.__contains__,
           image_libraries=lambda d: ["libc.so.6"] if d == "/evil" else [],
           records=lambda d: RECORD if d == "/usr/local/lib/python3.11/dist-packages" else [])
 VENV_ONLY = Ran(files={"/usr/bin/bash"}, system_python=False)
@@ -37,6 +40,7 @@ def why(path: str, change: str, ran: Ran = RAN, workdir: str = "/app") -> str | 
 @pytest.mark.parametrize("path, change", [
     ("/usr/bin/bash", "changed"),                      # a trojaned program it ran
     ("/usr/bin/curl", "changed"),
+    ("/usr/local/bin/curl", "added"),                  # first on PATH, over /usr/bin/curl
     ("/usr/lib/x86_64-linux-gnu/libc.so.6", "changed"),  # a library everything loads
     ("/etc/ld.so.preload", "added"),
     ("/usr/local/lib/python3.11/dist-packages/zz.pth", "added"),

@@ -90,6 +90,8 @@ def why_flagged(path: str, change: str, ran: Ran, read: Any, workdir: str = "/")
         return "an apt hook that runs a program"
     if config and path.startswith("/etc/ld.so.conf") and ran.shadowed(read(path)):
         return "a loader path to libraries that replace the image's"
+    if change == "added" and path in ran.files and ran.shadows(path):
+        return "a program the verifier ran in place of another of that name on its PATH"
     if change != "changed":
         return None  # new files are the agent's work
     if path in ran.files:
@@ -120,6 +122,17 @@ class Ran:
     system_python: bool = False
     image_libraries: Any = None  # (dir) -> names of shared libraries there that the image has
     records: Any = None  # (dir) -> the RECORD files' lines of the packages installed there
+    path_dirs: list[str] = field(default_factory=list)  # the verifier's PATH
+    exists: Any = None  # (path) -> whether an executable file is there now
+
+    def shadows(self, path: str) -> bool:
+        """Whether `path` came first on the verifier's PATH over another program of its
+        name (a `curl` in /usr/local/bin over the one apt installs in /usr/bin)."""
+        directory, name = posixpath.split(path)
+        if directory not in self.path_dirs or self.exists is None:
+            return False
+        later = self.path_dirs[self.path_dirs.index(directory) + 1:]
+        return any(self.exists(posixpath.join(d, name)) for d in later)
 
     def installed(self, path: str, data: bytes | None) -> bool:
         """Whether a package installed beside it lists `path` with this content (pip put it
@@ -170,7 +183,8 @@ def _ran(sb: ImageSandbox, res: Any, changes: dict[str, str]) -> Ran:
     its interpreter's)."""
     path_dirs = [d for d in sb.env.get("PATH", "").split(":") if d.startswith("/")]
     ran = Ran(image_libraries=lambda d: _image_libraries(sb, d, changes),
-              records=lambda d: _records(sb, d))
+              records=lambda d: _records(sb, d), path_dirs=path_dirs,
+              exists=lambda p: sb.real_path(p, executable=True) is not None)
     programs = res.trace.programs if res.trace is not None else []
     for exe, argv in [(p.exe, p.argv) for p in programs] or [("", a) for a in res.execs or []]:
         if exe and (real := sb.real_path(exe)) is not None:
