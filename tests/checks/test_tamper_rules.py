@@ -11,10 +11,13 @@ from proctor.checks._tamper import Ran, why_flagged
 HOOK = b"import os; var = 'SETUPTOOLS_USE_DISTUTILS'\n"  # setuptools' own, as pip installs it
 RECORD = ["distutils-precedence.pth,sha256=" + __import__("base64").urlsafe_b64encode(
     __import__("hashlib").sha256(HOOK).digest()).rstrip(b"=").decode() + ",151"]
-ON_PATH = {"/usr/bin/curl", "/usr/local/bin/curl", "/usr/local/bin/mytool"}
-RAN = Ran(files={"/usr/bin/bash", "/usr/bin/curl", "/usr/local/bin/curl", "/usr/local/bin/mytool"},
+# What is on the PATH now, by real path; /bin is a link to /usr/bin.
+ON_PATH = {p: p for p in ("/usr/bin/curl", "/usr/local/bin/curl", "/usr/local/bin/mytool",
+                          "/usr/bin/git")} | {"/bin/curl": "/usr/bin/curl", "/bin/git": "/usr/bin/git"}
+RAN = Ran(files={"/usr/bin/bash", "/usr/bin/curl", "/usr/local/bin/curl", "/usr/local/bin/mytool",
+                 "/usr/bin/git"},
           system_python=True, path_dirs=["/usr/local/bin", "/usr/bin", "/bin"],
-          exists=ON_PATH.__contains__,
+          real=ON_PATH.get,
           image_libraries=lambda d: ["libc.so.6"] if d == "/evil" else [],
           records=lambda d: RECORD if d == "/usr/local/lib/python3.11/dist-packages" else [])
 VENV_ONLY = Ran(files={"/usr/bin/bash"}, system_python=False)
@@ -65,6 +68,7 @@ def test_a_hostile_change_is_flagged(path, change):
 @pytest.mark.parametrize("path, change, ran", [
     ("/etc/profile.d/70-systemd-shell-extra.sh", "added", RAN),  # apt-get install of a package
     ("/usr/local/bin/mytool", "added", RAN),          # what the task asked for
+    ("/usr/bin/git", "added", RAN),                   # apt installed it; /bin/git is itself
     ("/usr/lib/x86_64-linux-gnu/libnew.so.1", "added", RAN),
     ("/usr/bin/vim", "changed", RAN),                 # changed, never run
     ("/app/solution.py", "changed", RAN),             # the working directory is the task's

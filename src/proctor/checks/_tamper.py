@@ -123,16 +123,19 @@ class Ran:
     image_libraries: Any = None  # (dir) -> names of shared libraries there that the image has
     records: Any = None  # (dir) -> the RECORD files' lines of the packages installed there
     path_dirs: list[str] = field(default_factory=list)  # the verifier's PATH
-    exists: Any = None  # (path) -> whether an executable file is there now
+    real: Any = None  # (path) -> the real path of the executable file there now, or None
 
     def shadows(self, path: str) -> bool:
         """Whether `path` came first on the verifier's PATH over another program of its
-        name (a `curl` in /usr/local/bin over the one apt installs in /usr/bin)."""
+        name (a `curl` in /usr/local/bin over the one apt installs in /usr/bin): another
+        file, not the same one through a linked directory (/bin -> /usr/bin)."""
         directory, name = posixpath.split(path)
-        if directory not in self.path_dirs or self.exists is None:
+        if directory not in self.path_dirs or self.real is None:
             return False
+        mine = self.real(path)
         later = self.path_dirs[self.path_dirs.index(directory) + 1:]
-        return any(self.exists(posixpath.join(d, name)) for d in later)
+        return any(other not in (None, mine) for other in
+                   (self.real(posixpath.join(d, name)) for d in later))
 
     def installed(self, path: str, data: bytes | None) -> bool:
         """Whether a package installed beside it lists `path` with this content (pip put it
@@ -184,7 +187,7 @@ def _ran(sb: ImageSandbox, res: Any, changes: dict[str, str]) -> Ran:
     path_dirs = [d for d in sb.env.get("PATH", "").split(":") if d.startswith("/")]
     ran = Ran(image_libraries=lambda d: _image_libraries(sb, d, changes),
               records=lambda d: _records(sb, d), path_dirs=path_dirs,
-              exists=lambda p: sb.real_path(p, executable=True) is not None)
+              real=lambda p: sb.real_path(p, executable=True))
     programs = res.trace.programs if res.trace is not None else []
     for exe, argv in [(p.exe, p.argv) for p in programs] or [("", a) for a in res.execs or []]:
         if exe and (real := sb.real_path(exe)) is not None:
