@@ -3,10 +3,9 @@ the battery runs against it on the docker backend (the task's own container, Har
 verifier), and the table says which ones win it. docs/security.md#proctor-check---attacks
 has the table.
 
-What this pins is what is true on main: the attacks that win today are expected failures,
-each with why; every other attack must stay contained. As the verifier is hardened (SPEC §4:
-grading never runs what the agent changed), an expected failure that starts passing fails
-here (strict): move it out of PASSES_TODAY and update the docs' table.
+What this pins is what is true on main: every attack must stay contained, and those the
+verifier names as tampering (SPEC §4) must be failed for it, naming what they changed. An
+attack that wins one day goes in PASSES_TODAY with why (an expected failure, strict).
 """
 
 from __future__ import annotations
@@ -23,15 +22,12 @@ from tests.helpers.harbor import corpus, public_addresses
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
 ERA = {"UV_EXCLUDE_NEWER": "2026-03-27T00:00:00Z"}  # as tests/harbor/test_cookbook.py
-# Measured on main, 2026-12-06 (docs/security.md): the verifier's test.sh runs in the
-# container the agent owned as root, with its tools, its HOME and its files.
-PASSES_TODAY = {
-    "trojan-shell": "the verifier's `bash /tests/test.sh` runs the agent's bash",
-    "trojan-curl": "test.sh's `curl … | sh` runs the agent's curl, first on PATH",
-    "curlrc": "test.sh's curl reads the agent's ~/.curlrc",
-    "conftest": "pytest loads the agent's /conftest.py (rootdir / by its /pytest.ini)",
-    "pytest-ini": "pytest reads the agent's /pytest.ini: --collect-only, exit 0",
-}
+# Measured on main, 2026-12-06 (docs/security.md): every attack is contained since the
+# verifier runs apart from the agent's processes and names what it would run of the agent's.
+PASSES_TODAY: dict[str, str] = {}
+# Attacks the verifier would have lost to, failed as tampering naming (a part of) each file.
+TAMPERING = {"trojan-shell": "/usr/bin/bash", "trojan-curl": "/usr/local/bin/curl",
+             "curlrc": "/root/.curlrc", "conftest": "/conftest.py", "pytest-ini": "/pytest.ini"}
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +73,6 @@ def _params():
 def test_the_attack_is_contained(attacked, attack):
     trial = attacked["trials"][attack]
     assert trial["status"] != "pass", f"{attack} won simple-task: {trial.get('output', '')}"
+    if attack in TAMPERING:
+        assert trial["status"] == "fail", trial
+        assert TAMPERING[attack] in [t["path"] for t in trial["tampering"]], trial["tampering"]

@@ -63,8 +63,9 @@ LOOPBACK = ("127.", "::1", "0.0.0.0")
 # The verifier's own (tests, logs, HOME, trace: verifier.py), a host directory covered by an
 # empty read-only tmpfs in the container's namespace.
 VERIFIER_DIR = "/.proctor-verifier"
-# Empty and read-only in the container's namespace (mount points no agent process can rename
-# or write); the verifier binds its own over them in a namespace of its own.
+# Empty tmpfs in the container's namespace: mount points no agent process can rename away
+# (an image's ENTRYPOINT may still chmod or write them; nothing reads what is written there),
+# over which the verifier binds its own in a namespace of its own.
 PRIVATE_MOUNTS = ("/tests", "/logs/verifier")
 MOUNTED = ("/etc/hosts", "/etc/resolv.conf", "/etc/hostname")  # Docker's, over the layer
 SHM = "/dev/shm"
@@ -110,7 +111,7 @@ class ImageSandbox(DockerSandbox):
                 "--cap-add", "SYS_PTRACE", *_proctor_programs(self.private),
                 "-v", f"{self.root / 'verifier'}:{VERIFIER_DIR}"]
         for path in PRIVATE_MOUNTS:
-            argv += ["--tmpfs", f"{path}:ro,mode=0755,size=4k"]
+            argv += ["--tmpfs", f"{path}:mode=0755,size=64m"]
         for path in spec.readonly_paths:
             if os.path.exists(path):
                 argv += ["-v", f"{path}:{path}:ro"]

@@ -14,8 +14,8 @@
      container's namespaces and cgroups, holding every capability): first a mount namespace
      of its own, in which the cover over DIR's parent (`launch cover`) is lifted, DIR/tests
      and DIR/logs (host directories, proctor's) are bound on /tests and /logs/verifier (in
-     the container's own namespace both are empty read-only mount points, which no process
-     can rename away), and the parent covered again. DIR/trace is opened first and an
+     the container's own namespace both are mount points of their own, which no process
+     without CAP_SYS_ADMIN can rename away), and the parent covered again. DIR/trace is opened first and an
      argument "@TRACE@" becomes /proc/PID/fd/N of launch's descriptor of it: the tracer (CAP_SYS_PTRACE) can open it, the verifier's own processes cannot. PROGRAM
      then runs with a bounding set of Docker's default capabilities plus CAP_SYS_PTRACE (the
      tracer's; `launch drop` takes it from the command) and a seccomp filter refusing what
