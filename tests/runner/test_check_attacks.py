@@ -150,9 +150,8 @@ EXAMPLE_TASKS = {"count-orders", "fix-the-bug", "init-repo", "first-commit", "fe
                  "tag-release", "ignore-logs", "count-commits", "rename-file",
                  "revert-bad-commit", "unknown-revision", "pretty-print", "extract-names",
                  "count-and-save", "release-notes", "reconciliation"}
-WON_TODAY = {"fix-the-bug": "framework-noop: one line appended to shop/cart.py makes "
-                            "unittest's assertEqual a no-op (examples/fix-the-bug is being "
-                            "gated against it)"}
+# Every bundled example holds against the battery (fix-the-bug since its fix_holds gate).
+WON_TODAY: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
