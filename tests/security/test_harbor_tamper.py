@@ -80,16 +80,18 @@ def test_a_curlrc_in_the_verifiers_home_is_tampering(image, tmp_path):  # noqa: 
 
 # A root daemon the agent leaves running. It keeps trying, for as long as the trial lasts:
 # to trace every process it sees (the keeper, the tracers, the verifier) with PTRACE_ATTACH,
-# to write a reward through each one's /proc/PID/root and through /logs/verifier, and to read
-# the tests. What it reaches is written under /app/breach. Its own child's /proc entries it
-# can open and write through (the honest twin; every agent process is traced by proctor, so
-# none can be traced by another).
+# to write a reward through the /proc/PID/root of every process in another mount namespace
+# (the verifier's) and to read the tests there. What it reaches is written under
+# /app/breach. Its own child's /proc entries it can open and write through (the honest twin;
+# every agent process is traced by proctor, so none can be traced by another). Writing the
+# container's own /logs/verifier is no breach: no verifier reads it.
 DAEMON = r'''
 cat > /tmp/daemon.py <<'EOF'
 import ctypes, os, subprocess, time
 libc = ctypes.CDLL(None, use_errno=True)
 child = subprocess.Popen(["sleep", "1000"])
 me = {os.getpid(), child.pid}
+mine = os.readlink("/proc/self/ns/mnt")
 def attach(pid):
     if libc.ptrace(16, pid, 0, 0) == 0:  # PTRACE_ATTACH
         libc.ptrace(17, pid, 0, 0)  # PTRACE_DETACH
@@ -106,9 +108,10 @@ while True:
         if attach(pid):
             open(f"/app/breach-ptrace-{pid}", "w").close()
         try:
-            with open(f"/proc/{pid}/root/logs/verifier/reward.txt", "w") as f:
-                f.write("1")
-            open(f"/app/breach-root-{pid}", "w").close()
+            if os.readlink(f"/proc/{pid}/ns/mnt") != mine:
+                with open(f"/proc/{pid}/root/logs/verifier/reward.txt", "w") as f:
+                    f.write("1")
+                open(f"/app/breach-root-{pid}", "w").close()
         except OSError:
             pass
         try:
@@ -120,7 +123,6 @@ while True:
     try:
         with open("/logs/verifier/reward.txt", "w") as f:
             f.write("1")
-        open("/app/breach-logs", "w").close()
     except OSError:
         pass
     time.sleep(0.05)
