@@ -70,7 +70,7 @@ def why_flagged(path: str, change: str, ran: Ran, read: Any, workdir: str = "/")
     name = posixpath.basename(path)
     if path == PRELOAD:
         return "the loader preloads it into every program"
-    if name in HOOK_NAMES:
+    if name in HOOK_NAMES and not ran.installed(path, read(path)):
         return "a start-up hook Python runs"
     if path in PYTEST_ROOT:
         return "a pytest configuration above /tests"
@@ -122,6 +122,7 @@ class Ran:
     system_python: bool = False
     image_libraries: Any = None  # (dir) -> names of shared libraries there that the image has
     records: Any = None  # (dir) -> the RECORD files' lines of the packages installed there
+    debian: Any = None  # (path, content) -> whether an installed Debian package has it so
     path_dirs: list[str] = field(default_factory=list)  # the verifier's PATH
     real: Any = None  # (path) -> the real path of the executable file there now, or None
 
@@ -138,15 +139,18 @@ class Ran:
                    (self.real(posixpath.join(d, name)) for d in later))
 
     def installed(self, path: str, data: bytes | None) -> bool:
-        """Whether a package installed beside it lists `path` with this content (pip put it
-        there: setuptools' distutils-precedence.pth, an editable install's finder)."""
-        if data is None or self.records is None:
+        """Whether a package put `path` there as it is: a Python package installed beside it
+        lists it with this content (setuptools' distutils-precedence.pth, an editable
+        install's finder), or a Debian package does (python3.11's own sitecustomize.py)."""
+        if data is None:
             return False
         directory, name = posixpath.split(path)
         digest = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(
             b"=").decode()
-        return any(line.startswith(name + ",") and digest in line
-                   for line in self.records(directory))
+        if self.records is not None and any(line.startswith(name + ",") and digest in line
+                                            for line in self.records(directory)):
+            return True
+        return self.debian is not None and self.debian(path, data)
 
     def shadowed(self, conf: bytes | None) -> bool:
         if conf is None or self.image_libraries is None:
@@ -186,7 +190,7 @@ def _ran(sb: ImageSandbox, res: Any, changes: dict[str, str]) -> Ran:
     its interpreter's)."""
     path_dirs = [d for d in sb.env.get("PATH", "").split(":") if d.startswith("/")]
     ran = Ran(image_libraries=lambda d: _image_libraries(sb, d, changes),
-              records=lambda d: _records(sb, d), path_dirs=path_dirs,
+              records=lambda d: _records(sb, d), debian=_Dpkg(sb), path_dirs=path_dirs,
               real=lambda p: sb.real_path(p, executable=True))
     programs = res.trace.programs if res.trace is not None else []
     for exe, argv in [(p.exe, p.argv) for p in programs] or [("", a) for a in res.execs or []]:
@@ -202,6 +206,44 @@ def _ran(sb: ImageSandbox, res: Any, changes: dict[str, str]) -> Ran:
                     ran.system_python = True
                 break
     return ran
+
+
+class _Dpkg:
+    """Whether a Debian package installed a file as it is: listed by a package (its
+    `info/*.list`), with that content where the package has a checksum of it (`md5sums`;
+    a configuration file has none there). Read once, when first asked."""
+
+    def __init__(self, sb: ImageSandbox):
+        self.sb = sb
+        self.listed: set[str] | None = None
+        self.md5: dict[str, str] = {}
+
+    def __call__(self, path: str, data: bytes) -> bool:
+        if self.listed is None:
+            self._read()
+        assert self.listed is not None
+        want = self.md5.get(path)
+        return path in self.listed and (want is None or hashlib.md5(data).hexdigest() == want)
+
+    def _read(self) -> None:
+        self.listed = set()
+        info = self.sb.host_path("/var/lib/dpkg/info")
+        try:
+            names = os.listdir(info) if info is not None else []
+        except OSError:
+            return
+        for name in names:
+            try:
+                with open(f"{info}/{name}", "rb") as f:
+                    text = f.read(20_000_000).decode(errors="replace")
+            except OSError:
+                continue
+            if name.endswith(".list"):
+                self.listed.update(text.splitlines())
+            elif name.endswith(".md5sums"):
+                for line in text.splitlines():
+                    digest, _, rel = line.partition("  ")
+                    self.md5["/" + rel] = digest
 
 
 def _records(sb: ImageSandbox, directory: str) -> list[str]:
