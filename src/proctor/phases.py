@@ -1,5 +1,6 @@
 """Pieces of a trial's phases that need nothing of the trial itself: a healthcheck's
-polling, a multi-step task's early stop, copying artifacts out, adding up usage, the checks' egress in the trace."""
+polling, a multi-step task's early stop, copying artifacts out, adding up usage, the checks' egress in the trace,
+one check run into its results."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from proctor.model import CheckResult, HealthcheckDef, StepDef
+from proctor.checks import registry
+from proctor.checks.base import CheckContext
+from proctor.model import CheckDef, CheckResult, HealthcheckDef, StepDef
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
 from proctor.sandbox.base import Sandbox
+from proctor.templating import render_data
 
 ARTIFACT_BYTES = 10_000_000  # of each artifact file copied out
 
@@ -109,3 +113,32 @@ def trace_check_egress(events: list[dict[str, Any]], recorder: Recorder) -> None
             recorder.trace({"type": "check_egress", **{k: e[k] for k in _EGRESS_SHOWN if k in e}})
     if through:
         recorder.trace({"type": "check_egress", "allowed": True, "hosts": through})
+
+
+async def run_check(check: CheckDef, ctx: CheckContext, values: dict,
+                 redactor: Redactor) -> list[CheckResult]:
+    """The check's result; or, when it found its results only as it ran (CheckPart: a
+    reward file's keys, a test report's tests), one per part, `NAME.PART`, sharing its weight."""
+    ctype = registry()[check.type]
+    config = check.config
+    if check.templated:
+        config = type(config).model_validate(render_data(config.model_dump(), **values))
+    parts = None
+    try:
+        out = await ctype.evaluate(config, ctx)
+        error = out.error
+        passed, score, message = out.passed and not error, out.final_score(), out.message
+        parts = out.parts if not error else None
+    except Exception as e:  # a crashing check is that check erroring, not the agent failing
+        error, passed, score, message = f"{type(e).__name__}: {e}", False, 0.0, ""
+    if error:
+        score, passed = 0.0, False
+    if parts:
+        return [CheckResult(name=f"{check.name}.{p.name}" if p.name else check.name,
+                            type=check.type, passed=p.passed, score=min(1.0, max(0.0, p.score)),
+                            weight=check.weight * p.share, gate=check.gate and p.share > 0,
+                            message=redactor.text(p.message)) for p in parts]
+    return [CheckResult(name=check.name, type=check.type, passed=passed, score=score,
+                        weight=check.weight, gate=check.gate,
+                        message=redactor.text(message or (error or "")),
+                        error=redactor.text(error) if error else None)]

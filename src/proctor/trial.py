@@ -21,14 +21,12 @@ from proctor import phases
 from proctor.agents import make_agent
 from proctor.agents.base import AgentEnv, AgentResult
 from proctor.audit import AgentOutput, agent_state, audit
-from proctor.checks import registry
 from proctor.checks.base import CheckContext, Spent, ToolCall
 from proctor.clipath import host_path, shown_paths, with_path
 from proctor.errors import ServiceError, SetupError
 from proctor.forbidden import Observed, scans_secrets
 from proctor.forbidden import evaluate as evaluate_forbidden
 from proctor.model import (
-    CheckDef,
     CheckResult,
     CommandRecord,
     HealthcheckDef,
@@ -51,7 +49,7 @@ from proctor.sandbox.files import FilesLimit
 from proctor.sandbox.hosts import aliases
 from proctor.scoring import reason, score_trial
 from proctor.services.base import Service, ServiceHandle
-from proctor.templating import render, render_data
+from proctor.templating import render
 from proctor.text import printable
 
 # Trial faults: what happened -> (how it reads in results, its `error_kind`: SPEC §5). None
@@ -303,7 +301,7 @@ class _Trial:
                            options=self.run.options, services=self.handles,
                            secrets=self.secrets, tool_calls=list(self.tool_calls), spent=spent)
         first = len(self.egress)
-        checks = [r for c in task.checks for r in await _check(c, ctx, self.values, self.redactor)]
+        checks = [r for c in task.checks for r in await phases.run_check(c, ctx, self.values, self.redactor)]
         self.result.tampering += [t for t in ctx.tampering if t not in self.result.tampering]
         phases.trace_check_egress(self.egress[first:], self.recorder)
         self.checks_refused += [e for e in self.egress[first:] if not e.get("allowed")]
@@ -558,35 +556,6 @@ async def _snapshot(sandbox: Sandbox, deadline: float | None) -> fsdiff.Snapshot
         return await sandbox.snapshot(deadline)
     except FilesLimit as e:
         raise TrialFault("limit", detail=str(e)) from None
-
-
-async def _check(check: CheckDef, ctx: CheckContext, values: dict,
-                 redactor: Redactor) -> list[CheckResult]:
-    """The check's result; or, when it found its results only as it ran (CheckPart: a
-    reward file's keys, a test report's tests), one per part, `NAME.PART`, sharing its weight."""
-    ctype = registry()[check.type]
-    config = check.config
-    if check.templated:
-        config = type(config).model_validate(render_data(config.model_dump(), **values))
-    parts = None
-    try:
-        out = await ctype.evaluate(config, ctx)
-        error = out.error
-        passed, score, message = out.passed and not error, out.final_score(), out.message
-        parts = out.parts if not error else None
-    except Exception as e:  # a crashing check is that check erroring, not the agent failing
-        error, passed, score, message = f"{type(e).__name__}: {e}", False, 0.0, ""
-    if error:
-        score, passed = 0.0, False
-    if parts:
-        return [CheckResult(name=f"{check.name}.{p.name}" if p.name else check.name,
-                            type=check.type, passed=p.passed, score=min(1.0, max(0.0, p.score)),
-                            weight=check.weight * p.share, gate=check.gate and p.share > 0,
-                            message=redactor.text(p.message)) for p in parts]
-    return [CheckResult(name=check.name, type=check.type, passed=passed, score=score,
-                        weight=check.weight, gate=check.gate,
-                        message=redactor.text(message or (error or "")),
-                        error=redactor.text(error) if error else None)]
 
 
 def _printable(r: TrialResult) -> TrialResult:
