@@ -501,8 +501,9 @@ def _closed_ancestors(paths: list[str]) -> list[str]:
     return out
 
 
-def _cgroup_dirs(pid: int) -> dict[str, Path]:
-    """The container's cgroup directories by controller ("" on cgroup v2), for fault()."""
+def _cgroup_dirs(pid: int, every: bool = False) -> dict[str, Path]:
+    """The container's cgroup directories by controller ("" on cgroup v2): the memory and
+    pids ones, for fault(), or `every` one (a process joins them all: verifier.py)."""
     out: dict[str, Path] = {}
     try:
         lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
@@ -511,7 +512,7 @@ def _cgroup_dirs(pid: int) -> dict[str, Path]:
     for line in lines:
         _, controllers, path = line.split(":", 2)
         for c in controllers.split(",") if controllers else [""]:
-            if c in ("memory", "pids", ""):
+            if c in ("memory", "pids", "") or (every and not c.startswith("name=")):
                 base = Path("/sys/fs/cgroup") / c if c else Path("/sys/fs/cgroup")
                 out[c] = base / path.lstrip("/")
     return out

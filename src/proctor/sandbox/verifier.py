@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from proctor import proc
 from proctor.proc import ExecResult
-from proctor.sandbox.docker import EXEC_MARK, LAUNCH, TRACER
+from proctor.sandbox.docker import EXEC_MARK, LAUNCH, TRACER, _cgroup_dirs
 from proctor.sandbox.trace import tracer_argv
 
 if TYPE_CHECKING:
@@ -98,20 +98,8 @@ def _prepare(here: Path, tests: list[Path]) -> None:
 
 def _cgroup_procs(pid: int) -> list[str]:
     """The cgroup.procs files of every cgroup process `pid` is in (v1 and v2)."""
-    out: list[str] = []
-    try:
-        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        for c in controllers.split(",") if controllers else [""]:
-            if c.startswith("name="):
-                continue
-            procs = Path("/sys/fs/cgroup", c, path.lstrip("/"), "cgroup.procs")
-            if procs.is_file() and str(procs) not in out:
-                out.append(str(procs))
-    return out
+    files = {d / "cgroup.procs" for d in _cgroup_dirs(pid, every=True).values()}
+    return sorted(str(f) for f in files if f.is_file())
 
 
 def _read_logs(logs: Path) -> dict[str, bytes]:
