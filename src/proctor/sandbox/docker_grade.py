@@ -58,8 +58,11 @@ async def grade(sb: DockerSandbox, argv: Sequence[str], *, timeout: float,
         path = f"{grader.TOOLS}/bin:" + (env or {}).get("PATH", sb.env.get("PATH", ""))
         extra = {**(env or {}), "HOME": f"{grader.TOOLS}/home", "TMPDIR": f"{grader.TOOLS}/tmp",
                  "PATH": path}
+        # Traced where the image is the task's environment: what it ran of the container's
+        # is checked for tampering (checks/_run.py).
         return await sb.run_as(grader.GRADER_UID, shlex.join(argv), timeout=timeout,
-                               env=extra, cwd=cwd, stdin=stdin)
+                               env=extra, cwd=cwd, stdin=stdin,
+                               trace=sb.capabilities.image_environment)
     finally:
         await sb.kill_processes()
         await asyncio.to_thread(lambda: [grader.empty(tools / n) for n in (*_SCRATCH, "files")])
