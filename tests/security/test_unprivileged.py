@@ -62,7 +62,9 @@ def as_user():
         (work / "spec.yaml").write_text(textwrap.dedent(text))
         argv = ["setpriv", f"--reuid={USER}", f"--regid={USER}", "--init-groups", "--",
                 str(venv / "bin" / "python"), "-c", "from proctor.cli import main; main()",
-                "run", "spec.yaml", "--agent", "oracle", "--output-dir", str(out), "-q", *args]
+                "run", "spec.yaml", "--output-dir", str(out), "-q", *args]
+        if "--agent" not in args:  # --agent is repeatable: each one is an agent of the run
+            argv += ["--agent", "oracle"]
         env = {"HOME": str(home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True,
                               timeout=300)
