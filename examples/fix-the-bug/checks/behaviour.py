@@ -38,7 +38,7 @@ except (subprocess.TimeoutExpired, ValueError) as e:
     got, why = None, f"total() gave no answers: {e}"
 want = [round(sum(p) * (100 - d) / 100, 2) for p, d in cases]
 wrong = [] if got is None else [
-    (p, d, g, w) for (p, d), g, w in zip(cases, got, want)
+    (p, d, g, w) for (p, d), g, w in zip(cases, got, want, strict=False)
     if not isinstance(g, (int, float)) or abs(g - w) > 0.005]
 if got is not None and len(got) != len(want):
     why = f"total() gave {len(got)} answers for {len(want)} cases"
