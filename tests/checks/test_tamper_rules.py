@@ -18,11 +18,10 @@ DEBIAN = {"/etc/python3.11/sitecustomize.py": b"# Debian's own\n"}
 RAN = Ran(files={"/usr/bin/bash", "/usr/bin/curl", "/usr/local/bin/curl", "/usr/local/bin/mytool",
                  "/usr/bin/git"},
           debian=lambda path, data: DEBIAN.get(path) == data,
-          system_python=True, path_dirs=["/usr/local/bin", "/usr/bin", "/bin"],
+          path_dirs=["/usr/local/bin", "/usr/bin", "/bin"],
           real=ON_PATH.get,
           image_libraries=lambda d: ["libc.so.6"] if d == "/evil" else [],
           records=lambda d: RECORD if d == "/usr/local/lib/python3.11/dist-packages" else [])
-VENV_ONLY = Ran(files={"/usr/bin/bash"}, system_python=False)
 CONTENT = {
     "/usr/local/lib/python3.11/dist-packages/zz.pth": b"import os; os._exit(0)\n",
     "/usr/local/lib/python3.11/dist-packages/plain.pth": b"/opt/extra\n",
@@ -51,6 +50,7 @@ def why(path: str, change: str, ran: Ran = RAN, workdir: str = "/app") -> str | 
     ("/usr/lib/x86_64-linux-gnu/libc.so.6", "changed"),  # a library everything loads
     ("/etc/ld.so.preload", "added"),
     ("/usr/local/lib/python3.11/dist-packages/zz.pth", "added"),
+    ("/usr/local/lib/python3.11/dist-packages/zz.pth", "changed"),
     ("/usr/lib/python3/dist-packages/sitecustomize.py", "added"),
     ("/usr/lib/python3.11/sitecustomize.py", "added"),   # no package has it so
     ("/usr/lib/python3/dist-packages/distutils-precedence.pth", "added"),
@@ -79,7 +79,6 @@ def test_a_hostile_change_is_flagged(path, change):
     ("/app/solution.py", "changed", RAN),             # the working directory is the task's
     ("/app/run.sh", "changed", Ran(files={"/app/run.sh"})),
     ("/usr/local/lib/python3.11/dist-packages/plain.pth", "added", RAN),  # a path, no code
-    ("/usr/local/lib/python3.11/dist-packages/zz.pth", "added", VENV_ONLY),  # not loaded
     ("/usr/local/lib/python3.11/dist-packages/distutils-precedence.pth", "added", RAN),  # pip's
     ("/etc/apt/apt.conf.d/99proxy", "added", RAN),
     ("/etc/ld.so.conf.d/fakeroot.conf", "added", RAN),

@@ -53,8 +53,6 @@ PYTEST_ROOT = ("/conftest.py", "/pytest.ini", "/pyproject.toml", "/tox.ini", "/s
 SITE = re.compile(r"/(site|dist)-packages/")
 STDLIB = re.compile(r"^/usr(/local)?/lib/python3[^/]*/")
 TEST_FRAMEWORKS = re.compile(r"/(site|dist)-packages/(_pytest|pytest|pluggy|py|iniconfig)(/|\.py$)")
-SYSTEM_BIN = ("/usr/bin/", "/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/")
-PYTHON = re.compile(r"python3?(\.[0-9]+)?$")
 MAX_READ = 100_000
 
 
@@ -78,9 +76,9 @@ def why_flagged(path: str, change: str, ran: Ran, read: Any, workdir: str = "/")
         return "a tool configuration in the verifier's home"
     if GITCONFIG.search(path) and GIT_RUNS.search(read(path) or b"x="):
         return "a git configuration that runs a program"
-    if (name.endswith(".pth") and SITE.search(path) and ran.system_python
-            and _runs_code(data := read(path)) and not ran.installed(path, data)):
-        return "a .pth file that runs code when the verifier's Python starts"
+    if (name.endswith(".pth") and SITE.search(path) and _runs_code(data := read(path))
+            and not ran.installed(path, data)):
+        return "a .pth file that runs code when Python starts, which no package installed"
     config = any(_under(path, c) for c in CONFIG)
     if config and change == "changed":
         return "a loader or tool configuration file"
@@ -114,12 +112,11 @@ def _runs_code(data: bytes | None) -> bool:
 
 @dataclass
 class Ran:
-    """What the verifier executed: real paths in the container; whether a Python outside a
-    virtual environment (which reads the system's site directories) was among them; and how
-    to tell whether a loader path holds a library of the image's name."""
+    """What the verifier executed (real paths in the container), and how to tell whether a
+    loader path holds a library of the image's name, a package installed a file as it is,
+    and what else of a name is on the verifier's PATH."""
 
     files: set[str] = field(default_factory=set)
-    system_python: bool = False
     image_libraries: Any = None  # (dir) -> names of shared libraries there that the image has
     records: Any = None  # (dir) -> the RECORD files' lines of the packages installed there
     debian: Any = None  # (path, content) -> whether an installed Debian package has it so
@@ -202,8 +199,6 @@ def _ran(sb: ImageSandbox, res: Any, changes: dict[str, str]) -> Ran:
                 if real is None:
                     continue
                 ran.files.update((real, candidate))
-                if i == 0 and PYTHON.search(real) and candidate.startswith(SYSTEM_BIN):
-                    ran.system_python = True
                 break
     return ran
 
