@@ -26,6 +26,13 @@ def no_command() -> CheckOutcome:
     return CheckOutcome(passed=False, message=NO_COMMAND)
 
 
+def expected_count(low: int, high: int | None) -> str:
+    """How many a counting check wants, in words (run_count, tool_used)."""
+    if high is None:
+        return f"at least {low}"
+    return f"exactly {low}" if low == high else f"{low} to {high}"
+
+
 def tail(text: str, limit: int = 2000) -> str:
     """The last `limit` characters (errors and logs say what matters at the end)."""
     return cut(text, limit, keep="tail")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from proctor.checks._common import numbered, ran_summary
+from proctor.checks._common import expected_count, numbered, ran_summary
 from proctor.checks._match import compile_pattern, matching
 from proctor.checks.base import CheckConfig, CheckContext, CheckType
 from proctor.model import CheckOutcome
@@ -26,12 +26,7 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     pattern = compile_pattern(cfg.pattern)
     hits = matching(pattern, ctx.commands)
     count = len(hits)
-    if cfg.max is None:
-        expected = f"at least {cfg.min}"
-    elif cfg.min == cfg.max:
-        expected = f"exactly {cfg.min}"
-    else:
-        expected = f"{cfg.min} to {cfg.max}"
+    expected = expected_count(cfg.min, cfg.max)
     counted = (f"{count} agent command{'s' if count != 1 else ''} "
                f"match{'es' if count == 1 else ''} {pattern.describe()}")
     details = {"count": count, "min": cfg.min, "max": cfg.max}

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from proctor.checks._common import expected_count
 from proctor.checks._match import CommandPattern, compile_pattern
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, ToolCall, cut
 from proctor.model import CheckOutcome
@@ -61,12 +62,7 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     args = {k: compile_pattern(v) for k, v in cfg.args.items()}
     hits = [(n, c) for n, c in enumerate(ctx.tool_calls, 1) if matches(c, name, args)]
     count = len(hits)
-    if cfg.max is None:
-        expected = f"at least {cfg.min}"
-    elif cfg.min == cfg.max:
-        expected = f"exactly {cfg.min}"
-    else:
-        expected = f"{cfg.min} to {cfg.max}"
+    expected = expected_count(cfg.min, cfg.max)
     counted = (f"{count} tool call{'s' if count != 1 else ''} of the model match"
                f"{'es' if count == 1 else ''} {_wanted(cfg, name, args)}")
     details = {"count": count, "min": cfg.min, "max": cfg.max, "calls": len(ctx.tool_calls)}
