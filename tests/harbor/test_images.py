@@ -85,3 +85,22 @@ def test_an_image_nobody_gives_is_one_error_naming_the_map(tmp_path):
 def test_a_recipe_needs_a_debian_release():
     with pytest.raises(SetupError, match="needs `debian = \"SUITE\"`"):
         imagemap.stand_in({"packages": ["jq"]})
+
+
+def test_the_image_map_line_says_why_a_stand_in_and_where_a_mirror_goes():
+    """Issue 38: `ubuntu:24.04 → proctor's Debian trixie stand-in` said neither why nor that
+    results may differ from the upstream image, nor how to use one's own."""
+    line = imagemap.describe("ubuntu:24.04", {"debian": "trixie"})
+    assert line.startswith("ubuntu:24.04 → proctor's Debian trixie stand-in, built here from "
+                           "Debian packages because ubuntu:24.04 cannot be pulled here")
+    assert "results may differ from the upstream image's" in line
+    # where to map a mirror or one's own image: the proctor.toml key, ready to copy
+    assert ('map it in proctor.toml: [images] "ubuntu:24.04" = "REGISTRY/IMAGE:TAG" '
+            "(docs/harbor.md#the-image-map)") in line
+    py = imagemap.describe("python:3.13-slim-bookworm", imagemap.lookup(
+        "python:3.13-slim-bookworm", {})[1])
+    assert py.startswith("python:3.13-slim-bookworm → proctor's Debian bookworm stand-in + "
+                         "CPython 3.13 built from Debian's source in /usr/local, built here")
+    # A mirror from proctor.toml is no stand-in: named as the user's own mapping.
+    assert imagemap.describe("ubuntu:24.04", "mirror.lab/ubuntu:24.04") == (
+        "ubuntu:24.04 → mirror.lab/ubuntu:24.04 (proctor.toml's [images])")

@@ -519,7 +519,9 @@ def render_html(results: RunResults, run: Mapping[str, Any] | None = None,
     model_rows = data.model_rows(results)
     missed = [r for r in model_rows if r.get("met") is False]
     banner = ""
-    if data.headline(results)["incomplete"]:
+    incomplete = data.headline(results)["incomplete"]
+    title_state = " (incomplete)" if incomplete else ""  # the tab and the heading say it too
+    if incomplete:
         banner += ('<div class="banner">Incomplete run: it was interrupted or trials are '
                    "missing; only finished trials are counted.</div>")
     if note := data.not_isolated(results):
@@ -536,7 +538,7 @@ def render_html(results: RunResults, run: Mapping[str, Any] | None = None,
     # charts; a run without has nothing there.
     failures = errors(results) + triage(results, Path(run_dir) if run_dir else None)
     body = f"""
-<header><h1>proctor <span class="muted">run</span> {run_id}</h1>
+<header><h1>proctor <span class="muted">run</span> {run_id}{title_state}</h1>
 <p class="muted">{_meta(results, run)}</p></header>
 {_cards(results)}{banner}
 {failures}<section class="charts">
@@ -558,7 +560,8 @@ trial; intervals are 95% Wilson score intervals.</footer>"""
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>proctor run {run_id}</title><style>{CSS}{trajectory_assets.CSS}</style>"
+        f"<title>proctor run {run_id}{title_state}</title>"
+        f"<style>{CSS}{trajectory_assets.CSS}</style>"
         "<noscript><style>tr.detail{display:table-row!important}.toggle{display:none}</style>"
         f"</noscript></head><body>{body}"
     )

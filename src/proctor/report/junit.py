@@ -171,8 +171,8 @@ def _testcase(t: Mapping[str, Any]) -> str:
 
 
 def _properties(first: Mapping[str, Any], entry: dict[str, Any] | None,
-                isolation: str = "") -> dict[str, str]:
-    props = {"not_isolated": isolation or None,
+                isolation: str = "", incomplete: str = "") -> dict[str, str]:
+    props = {"run_incomplete": incomplete or None, "not_isolated": isolation or None,
              "task_id": first.get("task_id"), "model": first.get("model"),
              "help_mode": first.get("help_mode"), "agent": first.get("agent"),
              "agent_model": data.row_label(first), "category": first.get("category")}
@@ -194,6 +194,12 @@ def render_junit(results: RunResults, run: Mapping[str, Any] | None = None,
     rows = data.rows_by_condition(results)
     hostname = _hostname(run)
     several = len({data.who(t) for t in trials}) > 1
+    # An interrupted run's finished trials may all pass: CI must not read it as a green run.
+    incomplete = ""
+    if data.headline(results)["incomplete"]:
+        why = "interrupted" if results.get("interrupted") else "trials are missing"
+        incomplete = (f"{why}: only the trials that finished are here; finish it with "
+                      "proctor run --resume")
 
     suites: list[str] = []
     totals = {"tests": 0, "failures": 0, "errors": 0, "time": 0.0}
@@ -213,7 +219,8 @@ def render_junit(results: RunResults, run: Mapping[str, Any] | None = None,
             suite_attrs["hostname"] = hostname
         parts = [_element("testsuite", suite_attrs, None, "  ")[:-3] + ">"]
         # The task verdict (flaky etc.) comes from the `tasks` entry that covers these trials.
-        props = _properties(first, rows.get(data.condition(first)), data.not_isolated(results))
+        props = _properties(first, rows.get(data.condition(first)), data.not_isolated(results),
+                            incomplete)
         if props:
             parts.append("    <properties>")
             parts += [_element("property", {"name": k, "value": v}, None, "      ")
@@ -226,7 +233,8 @@ def render_junit(results: RunResults, run: Mapping[str, Any] | None = None,
         totals["failures"] += failures
         totals["errors"] += errors
         totals["time"] += duration
-    root = {"name": attr(f"proctor {results.get('run_id', '')}".strip()),
+    root = {"name": attr(f"proctor {results.get('run_id', '')}".strip()
+                         + (f" (incomplete: {incomplete.split(':')[0]})" if incomplete else "")),
             "tests": str(totals["tests"]), "failures": str(totals["failures"]),
             "errors": str(totals["errors"]), "time": f"{totals['time']:.3f}"}
     head = _element("testsuites", root, None, "")

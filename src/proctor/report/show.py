@@ -74,7 +74,7 @@ def print_trial_list(run: data.Run, console: Console) -> None:
     from rich.cells import cell_len, chop_cells, set_cell_size
     from rich.text import Text
 
-    state = "" if run.complete else " (unfinished: trials so far)"
+    state = _state(run)
     console.print(Text(f"run {data.clean(run.results.get('run_id') or run.dir.name)}{state}"))
     console.print(Text(_agents_line(run), style="dim"))
     ids = [data.clean(t.get("id")) for t in run.trials]
@@ -113,6 +113,17 @@ def print_trial_list(run: data.Run, console: Console) -> None:
                            style="dim"))
 
 
+def _state(run: data.Run) -> str:
+    """What the run's header adds when its trials are not all there: still being written
+    (results.jsonl only), or interrupted (issue 38: it read as a finished run)."""
+    if not run.complete:
+        return " (unfinished: trials so far)"
+    if data.headline(run.results)["incomplete"]:
+        why = "interrupted" if run.results.get("interrupted") else "trials are missing"
+        return f" (incomplete: {why}; finish it with proctor run --resume {run.dir})"
+    return ""
+
+
 def _agents_line(run: data.Run) -> str:
     """Who was under test: `agents: claude-code · mock/solver, codex · mock/solver`."""
     names = list(dict.fromkeys(data.row_label(t) for t in run.trials))
@@ -131,7 +142,7 @@ def print_failures(run: data.Run, console: Console) -> None:
     from rich.text import Text
 
     total = len(run.results.get("trials") or [])
-    state = "" if run.complete else " (unfinished: trials so far)"
+    state = _state(run)
     console.print(Text(f"run {data.clean(run.results.get('run_id') or run.dir.name)}{state}: "
                        f"{total} trial{'s' if total != 1 else ''} did not pass"))
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}

@@ -238,13 +238,20 @@ def _note(text: str, quiet: bool) -> None:
 
 
 def describe(image: str, value: Any) -> str:
-    """How a mapped image is shown: `ubuntu:24.04 → Debian trixie stand-in`."""
+    """How a mapped image is shown, once per image: what stands in for it, and for a
+    stand-in why (the image cannot be pulled here), that results may differ, and where a
+    mirror or one's own image goes (`ubuntu:24.04 → proctor's Debian trixie stand-in, built
+    here ...`)."""
     if isinstance(value, str):
-        return f"{image} → {value}"
+        return f"{image} → {value} (proctor.toml's [images])"
     extra = f" + {', '.join(value.get('packages') or [])}" if value.get("packages") else ""
     if value.get("python"):
         extra += f" + CPython {value['python']} built from Debian's source in /usr/local"
-    return f"{image} → proctor's Debian {value.get('debian')} stand-in{extra}"
+    return (f"{image} → proctor's Debian {value.get('debian')} stand-in{extra}, built here "
+            f"from Debian packages because {image} cannot be pulled here; results may differ "
+            f"from the upstream image's. To run a mirror or your own image instead, map it in "
+            f"proctor.toml: [images] \"{image}\" = \"REGISTRY/IMAGE:TAG\" "
+            "(docs/harbor.md#the-image-map)")
 
 
 def config_dir(config: dict[str, Any]) -> str:
