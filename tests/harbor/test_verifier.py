@@ -189,3 +189,23 @@ def test_the_overlay_keeps_proctors_checks_on(image, tmp_path):
     (rule,) = t["forbidden"]
     # workspace paths are relative to it, as everywhere in proctor
     assert rule["details"] == "file writes outside the allowed paths: deleted seed.txt"
+
+
+def test_an_anti_debugger_check_passes_as_under_harbor_and_its_program_is_traced(image, tmp_path):
+    """A task's binary that refuses to run under a debugger (`ptrace(PTRACE_TRACEME) == -1`,
+    Terminal-Bench's vulnerable-secret) runs under the oracle as under Harbor, where nothing
+    traces it; proctor's trace still records it and what it runs after the check."""
+    probe = ("python3 -c 'import ctypes, os; libc = ctypes.CDLL(None); "
+             "r = libc.ptrace(0, 0, 0, 0); open(\"/app/traceme\", \"w\").write(str(r)); "
+             "os.execv(\"/bin/echo\", [\"echo\", \"after-the-check\"])'\n")
+    root = task(tmp_path, "antidebug", toml=toml(image), dockerfile=None, solve=probe,
+                test="[ \"$(cat /app/traceme)\" = 0 ] && echo 1 > /logs/verifier/reward.txt || "
+                     "echo 0 > /logs/verifier/reward.txt\n")
+    proc, res = run(tmp_path, root)
+    [trial] = res["trials"]
+    assert trial["status"] == "pass", trial["reason"]
+    trace = run_dir_of(proc) / "trials" / trial["id"] / "trace.jsonl"
+    ran = [p["argv"] for e in map(json.loads, trace.read_text().splitlines())
+           if e["type"] == "command" for p in e.get("processes", [])]
+    assert ["echo", "after-the-check"] in ran, ran
+    assert any(a[0] == "python3" and "libc.ptrace(0, 0, 0, 0)" in a[-1] for a in ran), ran

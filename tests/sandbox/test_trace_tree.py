@@ -88,6 +88,27 @@ def test_a_thread_that_execs_is_recorded_under_its_program(tmp_path):
     assert t.execs[t.parents[i]][0] == sys.executable
 
 
+def test_ptrace_traceme_succeeds_as_outside_a_tracer_and_the_process_stays_traced(tmp_path):
+    # An anti-debugger check (`ptrace(PTRACE_TRACEME) == -1` means "a debugger is attached",
+    # Terminal-Bench's vulnerable-secret) passes as it does where nothing traces the process;
+    # the process is still proctor's: its exec after the call is recorded. Only TRACEME is
+    # answered: the same request number with high bits set reaches the kernel and fails.
+    script = textwrap.dedent("""
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.ptrace.argtypes = [ctypes.c_long] * 4
+        libc.ptrace.restype = ctypes.c_long
+        traceme = libc.ptrace(0, 0, 0, 0)
+        wide = libc.ptrace(1 << 32, 0, 0, 0)
+        tracer = [l for l in open("/proc/self/status") if l.startswith("TracerPid:")][0]
+        print(traceme, wide, int(tracer.split()[1]) != 0, flush=True)
+        os.execv("/bin/echo", ["echo", "after-traceme"])
+    """)
+    res, t = traced(tmp_path, [sys.executable, "-c", script])
+    assert res.stdout.split("\n")[:2] == ["0 -1 True", "after-traceme"], res
+    assert t.complete and ["echo", "after-traceme"] in t.execs
+
+
 @pytest.mark.slow  # a relative timing: out of the unit tier
 def test_threads_run_at_full_speed(tmp_path):
     # 16 threads making ~100k system calls between them: strace --seccomp-bpf stopped each

@@ -65,6 +65,9 @@
    keeps the filter and cannot exec at all: its execve fails with ENOSYS. Syscalls through a
    foreign ABI (int 0x80 on x86_64) are refused (EPERM), and so are the keyring calls
    (add_key, request_key, keyctl): keyrings belong to a uid, not a sandbox.
+   ptrace(PTRACE_TRACEME) returns 0 and does nothing, as where nothing traces the process (an
+   anti-debugger check passes); the process stays traced here (/proc/PID/status's TracerPid
+   still names the tracer, and a debugger such as gdb or strace still cannot attach).
 
    With -w, sendfile, splice, tee and copy_file_range to fd 1 or 2 fail with ENOSYS (their
    bytes never pass through the process's memory, so they could not be kept; programs fall
@@ -601,7 +604,7 @@ static void on_call_exit(pid_t pid) {
 /* A seccomp program with forward jumps to labels, resolved once it is complete. */
 enum { L_PLAIN, L_VECTOR, L_DUP2, L_DUP2_NEW, L_DUP, L_FCNTL, L_TRACE_DUP, L_REFUSE0,
        L_REFUSE1, L_REFUSE2, L_ALLOW, N_LABELS };
-static struct sock_filter prog[96];
+static struct sock_filter prog[112];
 static int prog_n, label_at[N_LABELS], jump_from[48], jump_to[48], jumps;
 
 static void op(struct sock_filter f) { prog[prog_n++] = f; }
@@ -638,6 +641,18 @@ static int install_filter(void) {
     op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_request_key, 1, 0));
     op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_keyctl, 0, 1));
     ret(SECCOMP_RET_ERRNO | EPERM);
+    /* ptrace(PTRACE_TRACEME) succeeds without doing anything, as it does where nothing
+       traces the process: the program stays traced by this tracer (a second tracer is
+       impossible anyway, so the real call could only fail with EPERM), but an anti-debugger
+       check (`if (ptrace(PTRACE_TRACEME, 0, 0, 0) == -1) exit(1);`, Terminal-Bench's
+       vulnerable-secret) sees the world it would see outside proctor. */
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ptrace, 0, 6));
+    load(ARG_LOW(0));
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PTRACE_TRACEME, 0, 3));
+    load(ARG_LOW(0) + 4);
+    op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1));
+    ret(SECCOMP_RET_ERRNO | 0); /* errno 0: the call returns 0 */
+    load(offsetof(struct seccomp_data, nr));
     op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execve, 0, 1));
     ret(SECCOMP_RET_TRACE | DATA_EXECVE);
     op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1));
