@@ -95,7 +95,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "==> installing proctor into .venv"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[dev,inspect]'
+.venv/bin/python -m pip install -q -e '.[dev,inspect,otel]'
 
 # The unprivileged path (tests/security/test_unprivileged.py): as root, a user of its own and
 # a Python it can run (Debian's; this one may live under /root) with proctor's dependencies.

@@ -18,7 +18,7 @@ from proctor.sandbox import BACKENDS
 if TYPE_CHECKING:
     from proctor.model import RunOptions
 
-FORMATS = ("json", "junit", "md", "html", "atif", "inspect")  # proctor.report.NAMES
+FORMATS = ("json", "junit", "md", "html", "atif", "inspect", "otel")  # proctor.report.NAMES
 
 
 def _split_formats(values: tuple[str, ...]) -> list[str]:
@@ -166,8 +166,8 @@ def _run_options(f: Callable) -> Callable:
         click.option("--output-dir", type=click.Path(file_okay=False),
                      help="Write the run here (this directory becomes the run directory)."),
         click.option("--format", "formats", multiple=True, metavar="FMT[,FMT]",
-                     help="Reports to write: json,junit,md,html, and the exports atif,inspect (json is "
-                          "always written)."),
+                     help="Reports to write: json,junit,md,html, and the exports atif,inspect,otel "
+                          "(json is always written)."),
         click.option("--backend", type=click.Choice(BACKENDS.names()),
                      help="Where trials run: this machine (local) or a container per trial "
                           "(docker). Default: proctor.toml's `backend`, else local."),
@@ -386,14 +386,24 @@ def compare(run_a: str, run_b: str | None, by: str | None, fail_on_regression: b
 
 @main.command()
 @click.argument("run_dir", required=False, metavar="[RUN]")
-@click.option("--format", "fmt", type=click.Choice(["atif", "inspect"]), required=True,
+@click.option("--format", "fmt", type=click.Choice(["atif", "inspect", "otel"]), required=True,
               help="atif: Harbor's trajectory format, one trajectory.json per trial; inspect: "
-                   "an Inspect AI eval log (needs the `inspect` extra).")
+                   "an Inspect AI eval log (needs the `inspect` extra); otel: OpenTelemetry "
+                   "traces as OTLP/JSON (run → trial → model turn → tool call → command → "
+                   "process spans, GenAI semantic conventions).")
 @click.option("--output", "out", metavar="PATH",
               help="atif: a directory (PATH/TRIAL/trajectory.json; default: each trial's "
-                   "directory); inspect: a .eval or .json file (default: RUN_DIR/inspect.eval).")
+                   "directory); inspect: a .eval or .json file (default: RUN_DIR/inspect.eval); "
+                   "otel: a file (default: RUN_DIR/otel.json).")
 def export(run_dir: str | None, fmt: str, out: str | None) -> None:
-    """Export a finished run for other tools: Harbor's ATIF trajectories, an Inspect log."""
+    """Export a finished run for other tools: Harbor's ATIF trajectories, an Inspect log,
+    OpenTelemetry traces.
+
+    \b
+      proctor export --format atif                  trials/*/trajectory.json of the latest run
+      proctor export RUN --format inspect           RUN/inspect.eval, for `inspect view`
+      proctor export RUN --format otel              RUN/otel.json (OTLP/JSON), for a collector
+    """
     def body() -> int:
         from proctor.report import export_main
 

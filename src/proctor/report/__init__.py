@@ -37,9 +37,10 @@ FORMATS: Registry = Registry("report format", {
     "html": "proctor.report.html:render_html",
     "atif": "proctor.report.atif:write_atif",
     "inspect": "proctor.report.inspect_log:write_inspect",
+    "otel": "proctor.report.otel:write_otel",
 })
 FILES = {"json": "results.json", "junit": "junit.xml", "md": "summary.md", "html": "report.html"}
-EXPORTS = {"atif": "trials/TRIAL/trajectory.json", "inspect": "inspect.eval"}
+EXPORTS = {"atif": "trials/TRIAL/trajectory.json", "inspect": "inspect.eval", "otel": "otel.json"}
 NAMES = (*FILES, *EXPORTS)
 
 

@@ -45,6 +45,8 @@ class Command:
     call_id: str | None = None
     processes: list[str] = field(default_factory=list)  # what it started, one line each
     timed: bool = True  # has a start time of its own (see `_timed`)
+    # the `processes` records as written (argv, parent, exit_code): the OTel export's spans
+    process_records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @classmethod
     def from_event(cls, ev: dict[str, Any]) -> Command:
@@ -56,7 +58,8 @@ class Command:
             truncated=bool(ev.get("truncated")), source=str(ev.get("source") or "agent"),
             aside=None if ev.get("ignored") is None else str(ev["ignored"]),
             call_id=ev.get("tool_call_id"),
-            processes=[_process_line(p) for p in ev.get("processes") or []])
+            processes=[_process_line(p) for p in ev.get("processes") or []],
+            process_records=[p for p in ev.get("processes") or [] if isinstance(p, dict)])
 
 
     def as_text(self) -> str:
