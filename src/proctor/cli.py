@@ -192,6 +192,12 @@ def _run_options(f: Callable) -> Callable:
                           "starts (started ones finish); the rest are listed as not run, exit "
                           "1, and --resume with a larger budget runs them. Default: "
                           "proctor.toml's max_cost."),
+        click.option("--otlp-endpoint", metavar="URL",
+                     help="Send each trial's OpenTelemetry spans to this OTLP/HTTP receiver as "
+                          "it finishes (POST URL/v1/traces), e.g. http://localhost:4318 (a "
+                          "Collector, Jaeger) or http://localhost:6006 (Phoenix). A receiver "
+                          "that fails is a warning, never a failed run. Default: "
+                          "proctor.toml's otlp_endpoint. See docs/reports.md."),
         click.option("--quiet", "-q", is_flag=True, help="No progress bar or table."),
         click.option("--config", "config_path", type=click.Path(dir_okay=False),
                      help="proctor.toml to read (default: ./proctor.toml if present)."),
@@ -231,7 +237,18 @@ def _options(**kw: Any) -> RunOptions:
         config=config,
         max_cost=kw.get("max_cost") or config.get("max_cost"),
         retry_errors=_error_kinds(kw.get("retry_errors"), kw.get("resume")),
+        otlp_endpoint=_otlp_endpoint(kw.get("otlp_endpoint") or config.get("otlp_endpoint")),
     )
+
+
+def _otlp_endpoint(url: str | None) -> str | None:
+    """--otlp-endpoint: an http(s) URL with a host (exit 2 otherwise)."""
+    from proctor.config import otlp_endpoint_problem
+    from proctor.errors import UsageError
+
+    if url is not None and (problem := otlp_endpoint_problem(url)):
+        raise UsageError(f"--otlp-endpoint: {problem}")
+    return url
 
 
 def _error_kinds(value: str | None, resume: str | None) -> list[str]:
@@ -394,8 +411,11 @@ def compare(run_a: str, run_b: str | None, by: str | None, fail_on_regression: b
 @click.option("--output", "out", metavar="PATH",
               help="atif: a directory (PATH/TRIAL/trajectory.json; default: each trial's "
                    "directory); inspect: a .eval or .json file (default: RUN_DIR/inspect.eval); "
-                   "otel: a file (default: RUN_DIR/otel.json).")
-def export(run_dir: str | None, fmt: str, out: str | None) -> None:
+                   "otel: a file (default: RUN_DIR/otel.json; with --otlp-endpoint, none).")
+@click.option("--otlp-endpoint", metavar="URL",
+              help="otel: send the spans to this OTLP/HTTP receiver (POST URL/v1/traces) "
+                   "instead of writing a file, e.g. http://localhost:4318.")
+def export(run_dir: str | None, fmt: str, out: str | None, otlp_endpoint: str | None) -> None:
     """Export a finished run for other tools: Harbor's ATIF trajectories, an Inspect log,
     OpenTelemetry traces.
 
@@ -403,11 +423,16 @@ def export(run_dir: str | None, fmt: str, out: str | None) -> None:
       proctor export --format atif                  trials/*/trajectory.json of the latest run
       proctor export RUN --format inspect           RUN/inspect.eval, for `inspect view`
       proctor export RUN --format otel              RUN/otel.json (OTLP/JSON), for a collector
+      proctor export RUN --format otel --otlp-endpoint http://localhost:4318
+                                                    the spans, sent to a collector
     """
     def body() -> int:
+        from proctor.errors import UsageError
         from proctor.report import export_main
 
-        return export_main(_run_ref(run_dir), fmt, out)
+        if otlp_endpoint is not None and fmt != "otel":
+            raise UsageError("--otlp-endpoint sends OpenTelemetry spans: give --format otel")
+        return export_main(_run_ref(run_dir), fmt, out, _otlp_endpoint(otlp_endpoint))
 
     _guard(body)
 

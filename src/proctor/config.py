@@ -118,6 +118,16 @@ class ProctorConfig(_Table):
     public_addresses: list[str] = []
     # A run's budget in USD (`--max-cost` overrides): no trial starts once recorded cost reaches it.
     max_cost: float | None = Field(None, gt=0)
+    # An OTLP/HTTP receiver each trial's spans are sent to as it finishes (`--otlp-endpoint`
+    # overrides): http(s)://HOST[:PORT][/PATH]; spans go to PATH/v1/traces (report/otlp.py).
+    otlp_endpoint: str | None = None
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value is not None and (problem := otlp_endpoint_problem(value)):
+            raise PydanticCustomError("value_error", "{problem}", {"problem": problem})
+        return value
 
     @field_validator("public_addresses")
     @classmethod
@@ -158,6 +168,23 @@ class ProctorConfig(_Table):
                                           "{expected}", {"name": repr(name),
                                                          "expected": one_of(known)})
         return value
+
+
+def otlp_endpoint_problem(url: str) -> str | None:
+    """Why `url` cannot be an OTLP/HTTP endpoint (None: it can)."""
+    from urllib.parse import urlsplit
+
+    example = "e.g. http://localhost:4318 (a Collector, Jaeger) or http://localhost:6006 (Phoenix)"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as e:
+        return f"{url!r} is not a URL ({e}): {example}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{url!r} is not an http(s) URL with a host: {example}"
+    if parts.query or parts.fragment:
+        return f"{url!r}: an OTLP endpoint has no query or fragment: {example}"
+    return None
 
 
 def load_config(path: str | None = None, *, backends: list[str] | None = None,

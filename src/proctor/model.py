@@ -418,3 +418,6 @@ class RunOptions:
     max_cost: float | None = None
     # --retry-errors (with --resume): the stored `error` trials of these error kinds run again.
     retry_errors: list[str] = field(default_factory=list)
+    # --otlp-endpoint (or proctor.toml's otlp_endpoint): an OTLP/HTTP receiver each finished
+    # trial's spans are sent to (report/otlp.py); None: none. Never stored in run.json.
+    otlp_endpoint: str | None = None

@@ -45,7 +45,8 @@ from proctor.text import agent_model, row_label
 from proctor.trial import RunContext, error_result, host_env, run_trial
 
 # Options a resumed run may change; everything else comes from the interrupted run.
-_RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep", "ray_address", "max_cost")
+_RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep", "ray_address", "max_cost",
+                     "otlp_endpoint")
 
 
 @dataclass
@@ -178,8 +179,12 @@ def run_planned(planned: Planned) -> RunResults:
     interrupted = False
     spend = RunBudget(options.max_cost, {k: r for k, r in done.items()
                                          if k not in {t.id for t in todo}})
+    # --otlp-endpoint: each finished trial's spans, sent by a thread of their own
+    sender = _otlp_sender(planned) if options.otlp_endpoint and indexed else None
+    on_result = progress.advance if sender is None else _each(progress.advance,
+                                                                 sender.trial_done)
     try:
-        asyncio.run(_execute(todo, planned, progress.advance, spend))
+        asyncio.run(_execute(todo, planned, on_result, spend))
     except (KeyboardInterrupt, asyncio.CancelledError):
         interrupted = True
     finally:
@@ -188,6 +193,8 @@ def run_planned(planned: Planned) -> RunResults:
     results = build_results(planned, store.finished(), interrupted=interrupted,
                             max_cost=options.max_cost)
     store.write_results(results)
+    if sender is not None:
+        sender.finish(results)
     status = "interrupted" if interrupted else ("passed" if results["exit_code"] == 0 else "failed")
     if indexed:
         index_run(store.run_id, store.dir, started_at=planned.meta["started_at"], status=status,
@@ -201,6 +208,20 @@ def run_planned(planned: Planned) -> RunResults:
     if interrupted:
         raise KeyboardInterrupt
     return results
+
+
+def _otlp_sender(planned: Planned) -> Any:
+    from proctor.report.otlp import RunSender
+
+    assert planned.options.otlp_endpoint
+    return RunSender(planned.options.otlp_endpoint, planned.store.dir, planned.meta)
+
+
+def _each(*calls: Callable[[TrialResult], None]) -> Callable[[TrialResult], None]:
+    def call(result: TrialResult) -> None:
+        for c in calls:
+            c(result)
+    return call
 
 
 class RunBudget:
@@ -412,6 +433,7 @@ def _stored_options(options: RunOptions) -> dict[str, Any]:
     d = asdict(options)
     d.pop("config", None)  # proctor.toml may hold credentials; it is re-read on resume
     d.pop("resume", None)
+    d.pop("otlp_endpoint", None)  # a URL may carry a token; given again (or by proctor.toml)
     return d
 
 

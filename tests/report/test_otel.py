@@ -181,3 +181,202 @@ def test_span_ids_are_derived_from_the_run_and_trial_and_never_zero():
     assert otel.span_id("r1", "t1") != otel.span_id("r1", "t2") != otel.span_id("r2", "t2")
     assert len(otel.trace_id("r1")) == 32 and len(otel.span_id("r1", "t")) == 16
     assert otel._nonzero("0" * 16) == "0" * 15 + "1"
+
+
+class Receiver:
+    """A real OTLP/HTTP receiver on loopback: each POST decoded with the proto package as a
+    collector does (protobuf, or OTLP/JSON by its content type)."""
+
+    def __init__(self, status: int = 200):
+        import http.server
+        import threading
+
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+            ExportTraceServiceResponse,
+        )
+
+        self.requests: list[tuple[str, str, dict, object]] = []  # path, type, headers, message
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                kind = self.headers["Content-Type"]
+                message = (ExportTraceServiceRequest.FromString(body)
+                           if kind == "application/x-protobuf" else parse(json.loads(body)))
+                outer.requests.append((self.path, kind, {k.lower(): v for k, v in self.headers.items()}, message))
+                answer = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def spans(self) -> list:
+        return [s for *_, m in self.requests for s in spans_of(m)]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def tree(spans) -> set:
+    return {(s.span_id, s.parent_span_id, s.name) for s in spans}
+
+
+def test_a_run_sends_each_trials_spans_as_it_finishes(tmp_path, receiver, cli):
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    done = cli("run", "suite.yaml", "--output-dir", "run", "--concurrency", "1", "-q",
+               "--otlp-endpoint", receiver.url, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr  # find-carol fails, as written
+    assert "warning" not in done.stderr
+    assert {(path, kind) for path, kind, *_ in receiver.requests} == {
+        ("/v1/traces", "application/x-protobuf")}
+    # one trial at a time: its spans went as it finished, the run's last
+    assert len(receiver.requests) >= 2
+    first = spans_of(receiver.requests[0][3])
+    assert first[0].name.startswith("trial ")
+    assert spans_of(receiver.requests[-1][3])[-1].name.startswith("proctor run")
+    # the same spans a later export gives
+    exported = cli("export", "run", "--format", "otel")
+    assert exported.returncode == 0, exported.stderr
+    assert tree(receiver.spans()) == tree(spans_of(parse(json.loads(
+        (tmp_path / "run" / "otel.json").read_text()))))
+    assert "otlp_endpoint" not in json.loads((tmp_path / "run" / "run.json").read_text())[
+        "options"]
+
+
+def test_export_sends_a_finished_run(otel_run, tmp_path, receiver, cli):
+    before = (otel_run / "otel.json").stat().st_mtime_ns
+    done = cli("export", str(otel_run), "--format", "otel", "--otlp-endpoint",
+               receiver.url + "/otlp/", env={"OTEL_EXPORTER_OTLP_HEADERS":
+                                              "x-api-key=secret%20one,x-team=evals"})
+    assert done.returncode == 0, done.stderr
+    sent = spans_of(parse(json.loads((otel_run / "otel.json").read_text())))
+    assert done.stdout.strip().startswith(
+        f"sent {len(sent)} spans (2 trials) to {receiver.url}/otlp/v1/traces in ")
+    (path, kind, headers, _), = receiver.requests
+    assert path == "/otlp/v1/traces" and kind == "application/x-protobuf"
+    assert (headers["x-api-key"], headers["x-team"]) == ("secret one", "evals")
+    assert tree(receiver.spans()) == tree(sent)
+    assert (otel_run / "otel.json").stat().st_mtime_ns == before  # sent, not written
+
+
+def test_without_the_proto_package_spans_go_as_otlp_json(receiver, monkeypatch):
+    import builtins
+
+    from proctor.report import otel, otlp
+
+    real = builtins.__import__
+
+    def no_proto(name, globals=None, *args, **kw):  # for proctor's sender, not the receiver
+        if (name.startswith(("opentelemetry", "google.protobuf"))
+                and (globals or {}).get("__name__") == "proctor.report.otlp"):
+            raise ImportError(name)
+        return real(name, globals, *args, **kw)
+
+    trial = {"id": "t.r0", "task_id": "t", "status": "fail", "reason": "failed: x",
+             "started_at": "2026-12-06T09:00:00Z", "duration_s": 1.5}
+    spans = otel.trial_spans("run-1", trial, [{"type": "command", "command": "ls", "argv": [],
+                                               "exit_code": 2, "started_at": 1796547600.2,
+                                               "duration_s": 0.1, "source": "agent"}])
+    monkeypatch.setattr(builtins, "__import__", no_proto)
+    otlp.post(otlp.traces_url(receiver.url + "/v1/traces"), otel.request(spans, {}))
+    monkeypatch.undo()
+    (path, kind, _, message), = receiver.requests
+    assert (path, kind) == ("/v1/traces", "application/json")
+    got = spans_of(message)
+    assert [s.name for s in got] == ["trial t", "command ls"]
+    assert got[0].status.code == 2 and got[0].status.message == "failed: x"
+    assert attrs(got[1])["process.exit.code"] == 2
+
+
+def test_a_dead_endpoint_is_a_warning_and_the_run_goes_on(tmp_path, cli):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    done = cli("run", "suite.yaml", "--task", "count-users", "--output-dir", "run", "-q",
+               "--otlp-endpoint", f"http://127.0.0.1:{port}", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"warning: OpenTelemetry: could not reach http://127.0.0.1:{port}/v1/traces" in \
+        done.stderr
+    assert "proctor export" in done.stderr and "--otlp-endpoint" in done.stderr
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["summary"]["passed"] == 1
+    # the export says so and fails (exit 1), in one line
+    bad = cli("export", "run", "--format", "otel", "--otlp-endpoint", f"http://127.0.0.1:{port}")
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1, bad.stderr
+    assert "could not reach" in bad.stderr
+
+
+def test_a_receiver_that_refuses_is_a_warning(tmp_path, cli):
+    r = Receiver(status=500)
+    try:
+        (tmp_path / "suite.yaml").write_text(SUITE)
+        done = cli("run", "suite.yaml", "--task", "count-users", "--output-dir", "run", "-q",
+                   "--otlp-endpoint", r.url, timeout=300)
+    finally:
+        r.close()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "answered 500" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("run", "suite.yaml", "--otlp-endpoint", "localhost:4318"),
+    ("run", "suite.yaml", "--otlp-endpoint", "http://"),
+    ("run", "suite.yaml", "--otlp-endpoint", "http://localhost:port"),
+    ("export", "run", "--format", "otel", "--otlp-endpoint", "ftp://collector"),
+    ("export", "run", "--format", "atif", "--otlp-endpoint", "http://localhost:4318"),
+])
+def test_a_bad_endpoint_is_a_usage_error(tmp_path, cli, args):
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    (tmp_path / "run").mkdir()
+    done = cli(*args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "--otlp-endpoint" in done.stderr
+    assert not (tmp_path / "home" / "runs").exists() and list((tmp_path / "run").iterdir()) == []
+
+
+def test_proctor_toml_names_the_endpoint(tmp_path, cli, receiver):
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    (tmp_path / "proctor.toml").write_text('otlp_endpoint = "collector:4318"\n')
+    bad = cli("run", "suite.yaml")
+    assert bad.returncode == 2 and "proctor.toml:1:1: otlp_endpoint:" in bad.stderr
+    (tmp_path / "proctor.toml").write_text(f'otlp_endpoint = "{receiver.url}"\n')
+    done = cli("run", "suite.yaml", "--task", "count-users", "--output-dir", "run", "-q",
+               timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {s.name for s in receiver.spans()} >= {"trial count-users", "execute_tool run_command"}
+
+
+def test_proctor_help_never_imports_the_otel_modules():
+    import subprocess
+    import sys
+
+    code = ("import sys, runpy; sys.argv = ['proctor', '--help']\n"
+            "try: runpy.run_module('proctor.cli', run_name='__main__')\n"
+            "except SystemExit: pass\n"
+            "bad = [m for m in sys.modules if m.startswith(('opentelemetry', 'google.protobuf',"
+            " 'proctor.report.otel', 'proctor.report.otlp', 'urllib.request'))]\n"
+            "assert not bad, bad")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

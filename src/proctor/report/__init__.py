@@ -126,10 +126,18 @@ def report_main(run_dir: str | Path, formats: list[str]) -> int:
     return 0
 
 
-def export_main(run_dir: str | Path, fmt: str, out: str | None = None) -> int:
-    """`proctor export RUN_DIR --format atif|inspect [--output PATH]`."""
+def export_main(run_dir: str | Path, fmt: str, out: str | None = None,
+                otlp_endpoint: str | None = None) -> int:
+    """`proctor export RUN_DIR --format atif|inspect|otel [--output PATH]
+    [--otlp-endpoint URL]` (otel: sent, and written only where --output says)."""
     from proctor.report.data import load_run
 
     run = load_run(run_dir)
+    if otlp_endpoint is not None:
+        from proctor.report.otlp import export_to
+
+        export_to(run.dir, run.results, run.config, otlp_endpoint)
+        if out is None:
+            return 0
     _print_written(write_reports(run.dir, run.results, [fmt], Path(out) if out else None))
     return 0

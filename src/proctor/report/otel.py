@@ -392,18 +392,24 @@ def read_trace(run_dir: Path, trial_id: str) -> list[dict[str, Any]]:
     return data.read_jsonl(Path(run_dir) / "trials" / trial_id / "trace.jsonl")
 
 
-def run_request(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None
-                ) -> dict[str, Any]:
-    """The whole run: the run's span, then each trial's."""
+def span_groups(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None
+                ) -> list[list[Span]]:
+    """The run's span, then each trial's spans (a group each)."""
     run = run or {}
     run_id = _run_id(results, run)
-    spans: list[Span] = []
+    groups: list[list[Span]] = []
     windows = []
     for t in results.get("trials") or []:
         trace = read_trace(run_dir, str(t.get("id")))
         windows.append(_window(t, trace))
-        spans += trial_spans(run_id, t, trace)
-    return request([run_span(results, run, windows), *spans], run)
+        groups.append(trial_spans(run_id, t, trace))
+    return [[run_span(results, run, windows)], *groups]
+
+
+def run_request(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None
+                ) -> dict[str, Any]:
+    """The whole run: the run's span, then each trial's."""
+    return request([s for g in span_groups(run_dir, results, run) for s in g], run or {})
 
 
 def write_otel(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None,
