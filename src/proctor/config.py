@@ -23,7 +23,7 @@ from proctor.registry import one_of
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built at first use
 
 
 class ProviderConfig(_Table):

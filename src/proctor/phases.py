@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from proctor.checks import registry
+from proctor.checks import CHECKS
 from proctor.checks.base import CheckContext
 from proctor.model import CheckDef, CheckResult, HealthcheckDef, StepDef
 from proctor.record.recorder import Recorder
@@ -119,7 +119,7 @@ async def run_check(check: CheckDef, ctx: CheckContext, values: dict,
                  redactor: Redactor) -> list[CheckResult]:
     """The check's result; or, when it found its results only as it ran (CheckPart: a
     reward file's keys, a test report's tests), one per part, `NAME.PART`, sharing its weight."""
-    ctype = registry()[check.type]
+    ctype = CHECKS.get(check.type)
     config = check.config
     if check.templated:
         config = type(config).model_validate(render_data(config.model_dump(), **values))

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from typing import Any, Literal, NotRequired
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypeVar
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
 
 # Written into run.json and results.json. Raised when a key changes meaning or goes away;
 # new keys do not raise it (readers keep keys they do not know). A file without it was
@@ -27,10 +29,18 @@ from typing_extensions import TypedDict  # pydantic reads typing's only from Pyt
 SCHEMA_VERSION = 1
 
 TaskStatus = Literal["pass", "fail", "flaky", "error"]
-_OPEN = ConfigDict(extra="allow")  # keys added by a newer proctor are kept, never refused
+_T = TypeVar("_T")
 
 
-@with_config(_OPEN)
+def _open(cls: _T) -> _T:
+    """pydantic's `with_config(ConfigDict(extra="allow"))`: keys added by a newer proctor are
+    kept, never refused. Set by hand so that importing this module does not import pydantic
+    (start-up time: `proctor runs`, `show` and `--help` need none of it)."""
+    cls.__pydantic_config__ = {"extra": "allow"}  # type: ignore[attr-defined]
+    return cls
+
+
+@_open
 class Summary(TypedDict):
     trials: int
     passed: int
@@ -44,7 +54,7 @@ class Summary(TypedDict):
 # The rows: SPEC §5's keys are required; what proctor added since may be missing from files
 # written before it was.
 
-@with_config(_OPEN)
+@_open
 class Usage(TypedDict, total=False):
     """What a group of trials cost, the same figures in every report."""
 
@@ -55,7 +65,7 @@ class Usage(TypedDict, total=False):
     cost_per_success: float | None  # None without a known cost or without a success
 
 
-@with_config(_OPEN)
+@_open
 class TaskRow(Usage):
     """One per task × agent/model × help mode × params: identical conditions."""
 
@@ -77,7 +87,7 @@ class TaskRow(Usage):
     pass_hat_k: NotRequired[dict[str, float]]  # "k" -> pass^k: all k samples pass
 
 
-@with_config(_OPEN)
+@_open
 class ModelRow(Usage):
     """One per agent under test (the model for `llm`, else `oracle`, `command:<program>`, …)."""
 
@@ -94,7 +104,7 @@ class ModelRow(Usage):
     pass_hat_k: NotRequired[dict[str, float]]
 
 
-@with_config(_OPEN)
+@_open
 class HelpModeEffect(TypedDict):
     """Does injecting `--help` help? One per agent and pair of help modes it ran under."""
 
@@ -120,14 +130,14 @@ class Scored(TypedDict):
     exit_code: int
 
 
-@with_config(_OPEN)
+@_open
 class Isolation(TypedDict):
     isolated: bool
     note: str
     backend: NotRequired[str]  # run.json's copy names the backend
 
 
-@with_config(_OPEN)
+@_open
 class CheckRecord(TypedDict):
     """One check of a trial (`proctor.model.CheckResult`)."""
 
@@ -141,14 +151,14 @@ class CheckRecord(TypedDict):
     error: NotRequired[str | None]  # the check itself could not run
 
 
-@with_config(_OPEN)
+@_open
 class ForbiddenRecord(TypedDict):
     rule: str
     violated: bool
     details: str
 
 
-@with_config(_OPEN)
+@_open
 class TrialRecord(TypedDict):
     """One trial (`proctor.model.TrialResult.to_dict()`). Keys past SPEC §5's minimum may be
     missing from files written before proctor recorded them."""
@@ -180,7 +190,7 @@ class TrialRecord(TypedDict):
     tampering: NotRequired[list[dict[str, str]]]  # {"path", "change"}: SPEC §4
 
 
-@with_config(_OPEN)
+@_open
 class RunResults(TypedDict):
     """results.json. `trials` is the only key every reader needs: a run still going is read
     from results.jsonl into this shape, its rows scored on the fly."""
@@ -202,7 +212,7 @@ class RunResults(TypedDict):
     reports: NotRequired[list[str]]  # in the run's memory only: the report files it wrote
 
 
-@with_config(_OPEN)
+@_open
 class SuiteIdentity(TypedDict, total=False):
     """What `proctor view` calls one suite (proctor.inputs.suite_identity; every key is
     written, older runs lack some)."""
@@ -213,7 +223,7 @@ class SuiteIdentity(TypedDict, total=False):
     name: str  # for people
 
 
-@with_config(_OPEN)
+@_open
 class RunMeta(TypedDict, total=False):
     """run.json: written when a run starts (every key below; older runs lack some), read by
     --resume, reports and `proctor view`."""
@@ -240,6 +250,8 @@ class InvalidRunFile(ValueError):
 
 @cache
 def _adapter(kind: Literal["results", "run"]) -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter
+
     return TypeAdapter(RunResults if kind == "results" else RunMeta)
 
 
@@ -270,6 +282,8 @@ def load_results(data: object) -> RunResults:
 
 
 def _parse(kind: Literal["results", "run"], text: str | bytes) -> Any:
+    from pydantic import ValidationError
+
     try:  # parsed and checked in one pass: no slower than json.loads alone
         return _adapter(kind).validate_json(text)
     except ValidationError as e:
@@ -281,6 +295,8 @@ def _parse(kind: Literal["results", "run"], text: str | bytes) -> Any:
 
 
 def _validate(kind: Literal["results", "run"], data: object) -> Any:
+    from pydantic import ValidationError
+
     try:
         return _adapter(kind).validate_python(data)
     except ValidationError as e:

@@ -31,6 +31,12 @@ def registry() -> dict[str, CheckType]:
     return {check.name: check for _, check in CHECKS.items()}
 
 
+def check_type(name: object) -> CheckType | None:
+    """One check type by name, importing its module only (start-up time: a spec's checks,
+    not all of them); None for a name no check has."""
+    return CHECKS.get(name) if isinstance(name, str) and name in CHECKS else None
+
+
 def assertion_types() -> dict[str, CheckType]:
     return {n: c for n, c in registry().items() if c.assertion}
 

@@ -28,7 +28,8 @@ class CheckConfig(BaseModel):
     """Base of every check's config: unknown keys are errors."""
 
     # `output_equals: 100` means the text "100", as a YAML user expects.
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True,
+                              defer_build=True)  # built at first use: start-up time
 
 
 @dataclass

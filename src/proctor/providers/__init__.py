@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from proctor.errors import UsageError
 from proctor.model import EXTERNAL_AGENTS
 from proctor.providers.base import ModelResponse, Provider, ProviderError, ToolCall, Usage
-from proctor.providers.mock import BUILTIN, resolve_script_path
 from proctor.providers.prices import cost_usd, price_of
 from proctor.providers.retry import RetryingProvider, RetryPolicy
 from proctor.providers.settings import (
@@ -91,6 +90,9 @@ def preflight(models: Iterable[str | None], config: dict[str, Any],
             problems.append(str(e))
             continue
         if s.kind == "mock":
+            # Imported here: the mock's script models are pydantic (start-up time).
+            from proctor.providers.mock import BUILTIN, resolve_script_path
+
             if (dirs is not None and name not in BUILTIN
                     and not any(resolve_script_path(name, d) for d in [*dirs, None])):
                 problems.append(f"{resolved}: mock script {name!r} not found (next to the spec, "

@@ -27,7 +27,7 @@ RUN_COMMAND = "run_command"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built at first use
 
 
 class UsageSpec(_Strict):

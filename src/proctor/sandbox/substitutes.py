@@ -32,8 +32,6 @@ import re
 import ssl
 import subprocess
 import threading
-import urllib.request
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -262,6 +260,8 @@ def uv_binary(version: str, name: str) -> bytes | None:
             wheel = _wheel("uv", version)
             if wheel is None:
                 return None
+            import zipfile
+
             d.mkdir(parents=True, exist_ok=True)
             with zipfile.ZipFile(io.BytesIO(wheel)) as z:
                 for member in z.namelist():
@@ -274,6 +274,8 @@ def uv_binary(version: str, name: str) -> bytes | None:
 
 def _simple(project: str) -> dict[str, Any]:
     """PyPI's simple index of a project, as JSON (PEP 691): files, hashes, versions."""
+    import urllib.request  # here, not at import: a trial that fetches nothing pays nothing
+
     req = urllib.request.Request(f"{PYPI}/simple/{project}/",
                                  headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     with urllib.request.urlopen(req, timeout=60) as r:
@@ -282,6 +284,8 @@ def _simple(project: str) -> dict[str, Any]:
 
 
 def _latest(project: str) -> str:
+    import urllib.request
+
     try:
         with urllib.request.urlopen(f"{PYPI}/pypi/{project}/json", timeout=60) as r:
             return str(json.load(r)["info"]["version"])
@@ -294,6 +298,8 @@ def _latest(project: str) -> str:
 
 def _wheel(project: str, version: str) -> bytes | None:
     """The static Linux wheel of this machine's architecture, checked against PyPI's digest."""
+    import urllib.request
+
     arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
                                                         platform.machine().lower())
     for f in _simple(project)["files"]:

@@ -13,7 +13,9 @@ ENV_NAME_RULE = "letters, digits and _, not starting with a digit"
 
 class SpecModel(BaseModel):
     # Numbers where text is expected are taken as text (`output_equals: 100`), as YAML users expect.
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+    # defer_build: a model's validator is built at its first use, not at import (start-up
+    # time: a run builds the few models its specs use, not the whole dialect's ~70).
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, defer_build=True)
 
 
 def _env_value(v: Any) -> Any:

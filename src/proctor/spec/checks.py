@@ -7,7 +7,7 @@ from typing import Any, get_origin
 
 from pydantic import ValidationError
 
-from proctor.checks import assertion_types, invariant_types
+from proctor.checks import assertion_types, check_type, invariant_types
 from proctor.checks._match import regex_error
 from proctor.checks.base import CheckConfig, CheckType
 from proctor.spec.diagnostics import Issues, choices_hint, describe
@@ -16,13 +16,13 @@ from proctor.spec.yamlpos import Doc, Path
 
 def assertion(issues: Issues, doc: Doc, path: Path, entry: Any) -> tuple[str, CheckConfig] | None:
     """`- TYPE: value` or `- TYPE: {fields}` -> (type, config), or None after reporting why not."""
-    types = assertion_types()
     if not isinstance(entry, dict) or len(entry) != 1:
-        issues.error(doc, path, _shape_problem(entry, types))
+        issues.error(doc, path, _shape_problem(entry, assertion_types()))
         return None
     name, value = next(iter(entry.items()))
-    check = types.get(name)
-    if check is None:
+    check = check_type(name)  # only its module: every check's is imported for an error alone
+    if check is None or not check.assertion:
+        types = assertion_types()
         other = " (that is a scenario invariant check)" if name in invariant_types() else ""
         issues.error(doc, path, f"unknown assertion {name!r}{other}{choices_hint(str(name), list(types))}")
         return None
@@ -83,16 +83,16 @@ def _literal_warnings(issues: Issues, doc: Doc, path: Path, check: CheckType,
 
 def invariant_check(issues: Issues, doc: Doc, path: Path, raw: Any) -> tuple[str, CheckConfig] | None:
     """`check: {type: NAME, ...}` -> (type, config), or None after reporting why not."""
-    types = invariant_types()
     if not isinstance(raw, dict):
         issues.error(doc, path, f"check must be a mapping with `type` and its fields; got {describe(raw)}")
         return None
     name = raw.get("type")
     if name is None:
-        issues.error(doc, path, f"missing `type`{choices_hint('', list(types))}")
+        issues.error(doc, path, f"missing `type`{choices_hint('', list(invariant_types()))}")
         return None
-    check = types.get(name) if isinstance(name, str) else None
-    if check is None:
+    check = check_type(name)
+    if check is None or not check.invariant:
+        types = invariant_types()
         other = " (that is a suite assertion)" if name in assertion_types() else ""
         issues.error(doc, (*path, "type"),
                      f"unknown check type {describe(name)}{other}{choices_hint(str(name), list(types))}")

@@ -33,33 +33,17 @@ from proctor.spec.checks import assertion
 from proctor.spec.compose import interpolate, load_compose
 from proctor.spec.diagnostics import Issues, describe, explain
 from proctor.spec.harbor_config import Healthcheck, TaskConfig, unknown_keys
+from proctor.spec.harbor_dirs import TASK_FILE
 from proctor.spec.scenario import Forbidden
 
 if TYPE_CHECKING:
     from proctor.spec.load import Loader
 
-TASK_FILE = "task.toml"
 OVERLAY = "proctor.yaml"
 AGENT_TIMEOUT_S = 600.0  # Harbor leaves [agent] timeout_sec to the agent; proctor needs one
 MAX_TURNS = 20  # the llm agent's limit: Harbor tasks are long
 COMPOSE = ("docker-compose.yaml",)  # Harbor's name; a .yml there is task data (a task about compose)
 _UNSET = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def is_task_dir(path: str) -> bool:
-    return os.path.isfile(os.path.join(path, TASK_FILE))
-
-
-def task_dirs(top: str) -> list[str]:
-    """Every task directory under `top` (not looking inside one), in a stable order."""
-    found = []
-    for d, dirs, _ in os.walk(top):
-        if is_task_dir(d):
-            found.append(os.path.normpath(d))
-            dirs[:] = []
-            continue
-        dirs[:] = sorted(x for x in dirs if not x.startswith("."))
-    return found
 
 
 def load_harbor(loader: Loader, task_dir: str) -> TaskDef | None:

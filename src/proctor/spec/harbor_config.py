@@ -19,7 +19,8 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg])\s*$", re.IGNORECASE)
 
 
 class TomlModel(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True,
+                              defer_build=True)  # built at first use
 
 
 class Author(TomlModel):

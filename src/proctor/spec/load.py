@@ -110,15 +110,14 @@ class Loader:
                 gc.enable()
 
     def _load(self, paths: list[str]) -> LoadResult:
-        from proctor.spec.harbor import load_harbor
-        from proctor.spec.scenario import load_scenario
-        from proctor.spec.suite import load_suite
-
         tasks: list[TaskDef] = []
         lists: list[tuple[Doc, bool]] = []
         specs = 0
         for path, explicit in self._discover(paths):
+            # Each dialect's models are imported when a spec of it is met (start-up time).
             if explicit == HARBOR:
+                from proctor.spec.harbor import load_harbor
+
                 task = load_harbor(self, path)
                 tasks.extend([task] if task else [])
                 specs += 1
@@ -129,8 +128,12 @@ class Loader:
             data = doc.data
             dialect = _dialect(data) if isinstance(data, dict) else None
             if dialect == "suite":
+                from proctor.spec.suite import load_suite
+
                 tasks.extend(load_suite(self, doc))
             elif dialect == "scenario":
+                from proctor.spec.scenario import load_scenario
+
                 task = load_scenario(self, doc)
                 tasks.extend([task] if task else [])
             elif isinstance(data, list):
@@ -207,7 +210,7 @@ class Loader:
         """(file, named explicitly?) in a stable order, each file once; directories are searched
         recursively. A Harbor task directory (with task.toml) is (directory, HARBOR); the YAML
         files inside one (its compose file) are the task's, not specs."""
-        from proctor.spec.harbor import TASK_FILE, task_dirs
+        from proctor.spec.harbor_dirs import TASK_FILE, task_dirs
 
         out: dict[str, tuple[str, Any]] = {}
         for p in paths:

@@ -1,0 +1,167 @@
+"""Start-up cost (issue 37): what `proctor --help`, `run` of one trivial local trial,
+`validate`, `runs` and `show` import, each in a fresh interpreter.
+
+Two checks, neither a wall-clock one. The hard one is the module list: a command must not
+import what it does not use (pydantic for `--help` and `runs`, the Harbor and scenario
+dialects for a suite, the mock model's script models, urllib's HTTP client, the HTML report,
+Ray, Inspect AI ...), and at most so many modules in all. The second is a budget of CPU time
+(not wall time: a loaded machine's waits for a CPU do not count) for importing exactly the
+modules a trivial `proctor run` imported, best of three fresh interpreters, with ample
+headroom over the figure on a quiet machine (docs/benchmarks.md): it catches a heavy
+library pulled onto the path, not a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Runs the CLI in this interpreter, then lists every module it imported (import order).
+CHILD = """
+import json, sys
+argv, out = json.loads(sys.argv[1]), sys.argv[2]
+sys.argv = ["proctor", *argv]
+from proctor.cli import main
+code = 0
+try:
+    main()
+except SystemExit as e:
+    code = e.code
+with open(out, "w") as f:
+    json.dump({"code": code, "modules": list(sys.modules)}, f)
+"""
+
+# Imports a module list in a fresh interpreter: the CPU milliseconds it took.
+IMPORTER = """
+import importlib, json, sys, time
+mods = json.load(open(sys.argv[1]))["modules"]
+started = time.process_time()
+for m in mods:
+    try:
+        importlib.import_module(m)
+    except Exception:
+        pass  # an alias or a module made at run time: what matters is imported already
+print(round((time.process_time() - started) * 1000, 1))
+"""
+
+# Nothing a trivial run or a listing needs; each is a library or a part of proctor that
+# costs milliseconds to import and belongs to another kind of run.
+NEVER = ("ray", "inspect_ai", "jinja2", "httpx", "openai", "anthropic", "numpy",
+         "proctor.executors.ray", "proctor.report.html", "proctor.report.view",
+         "proctor.report.inspect_log", "proctor.report.atif", "proctor.sandbox.docker",
+         "proctor.agents.llm", "proctor.agents.claude_code", "proctor.agents.codex",
+         "proctor.agents.mini_swe_agent", "proctor.services.postgres",
+         "proctor.services.mysql", "proctor.providers.openai", "proctor.providers.anthropic",
+         # a suite's: not the other dialects, not the mock model, no HTTP client
+         "proctor.spec.harbor", "proctor.spec.harbor_config", "proctor.spec.scenario",
+         "proctor.spec.compose", "tomllib", "proctor.providers.mock",
+         "proctor.providers.script", "urllib.request", "http.client", "proctor.check_attacks",
+         "proctor.lint", "proctor.compare")
+# rich draws the progress bar and the tables, which `-q` leaves out.
+RUN_NEVER = (*NEVER, "rich")
+VALIDATE_NEVER = (*RUN_NEVER, "proctor.runner", "proctor.trial", "proctor.sandbox.native",
+                  "sqlite3")
+# `show` reads results.json (checked with pydantic); it and `runs` print with rich.
+SHOW_NEVER = (*NEVER, "yaml", "proctor.spec.load", "proctor.runner", "proctor.trial")
+RUNS_NEVER = (*SHOW_NEVER, "pydantic", "pydantic_core")
+HELP_NEVER = (*RUNS_NEVER, "rich", "asyncio", "sqlite3", "proctor.checks.base",
+              "proctor.store", "proctor.report", "proctor.results", "proctor.model")
+
+MAX_MODULES = 560  # a trivial run imports ~430 (CPython's own included)
+RUN_IMPORT_CPU_MS = 450  # ~120-150 ms on the 2-core machine when quiet; see the module doc
+
+SUITE = """cli: sh
+tasks:
+  - id: t1
+    intent: Write the file.
+    solution: ["echo hello > out.txt"]
+    assert: [{file_contains: {path: out.txt, text: hello}}]
+"""
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    # Bytecode cached as after an install (this machine may set PYTHONDONTWRITEBYTECODE):
+    # compiling the sources is not start-up cost.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")
+    return env
+
+
+def imported(tmp_path: Path, *argv: str) -> tuple[int, list[str]]:
+    """`proctor ARGV` in a fresh interpreter: its exit code and the modules it imported."""
+    out = tmp_path / f"modules-{len(list(tmp_path.glob('modules-*')))}.json"
+    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(list(argv)), str(out)],
+                          cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True,
+                          timeout=120)
+    assert out.exists(), proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    return data["code"], data["modules"]
+
+
+def _offending(modules: list[str], never: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == n or m.startswith(n + ".") for n in never)]
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    return tmp_path / "suite.yaml"
+
+
+def test_help_imports_no_pydantic_yaml_event_loop_or_command_module(tmp_path):
+    code, modules = imported(tmp_path, "--help")
+    assert code == 0
+    assert not _offending(modules, HELP_NEVER)
+    assert len(modules) < MAX_MODULES
+
+
+def test_a_trivial_run_imports_only_what_it_uses(tmp_path, suite):
+    code, modules = imported(tmp_path, "run", str(suite), "--agent", "oracle", "-q",
+                             "--output-dir", str(tmp_path / "run"))
+    assert code == 0
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["summary"]["passed"] == 1
+    assert not _offending(modules, RUN_NEVER)
+    # Of the check modules, only the one the suite uses (and what checks share).
+    checks = {m for m in modules if m.startswith("proctor.checks.") and
+              not m.split(".")[2].startswith("_")}
+    assert checks <= {"proctor.checks.base", "proctor.checks.file_contains"}, checks
+    assert len(modules) < MAX_MODULES, len(modules)
+
+
+def test_validate_imports_only_the_suite_dialect(tmp_path, suite):
+    code, modules = imported(tmp_path, "validate", str(suite))
+    assert code == 0
+    assert not _offending(modules, VALIDATE_NEVER)
+
+
+@pytest.mark.parametrize("argv", [("runs",), ("show",)])
+def test_listings_import_no_yaml_and_runs_no_pydantic(tmp_path, suite, argv):
+    first, _ = imported(tmp_path, "run", str(suite), "--agent", "oracle", "-q")
+    assert first == 0
+    code, modules = imported(tmp_path, *argv)
+    assert code == 0
+    assert not _offending(modules, RUNS_NEVER if argv == ("runs",) else SHOW_NEVER)
+
+
+def test_importing_a_trivial_runs_modules_stays_within_its_cpu_budget(tmp_path, suite):
+    code, _ = imported(tmp_path, "run", str(suite), "--agent", "oracle", "-q",
+                       "--output-dir", str(tmp_path / "run"))
+    assert code == 0
+    listing = next(tmp_path.glob("modules-*.json"))
+    costs = []
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, "-c", IMPORTER, str(listing)], cwd=tmp_path,
+                              env=_env(tmp_path), capture_output=True, text=True, timeout=120,
+                              check=True)
+        costs.append(float(proc.stdout))
+        if costs[-1] <= RUN_IMPORT_CPU_MS:
+            break
+    assert min(costs) <= RUN_IMPORT_CPU_MS, (
+        f"importing a trivial run's modules took {costs} ms of CPU; see "
+        "`python -X importtime -c 'import proctor.cli'` and docs/benchmarks.md")
