@@ -128,6 +128,10 @@ def test_the_export_reads_back_as_an_otlp_request_with_the_runs_span_tree(otel_r
             assert (ta["gen_ai.operation.name"], ta["gen_ai.provider.name"],
                     ta["gen_ai.request.model"]) == ("chat", "mock", "solver")
             assert span.start_time_unix_nano <= turn.start_time_unix_nano
+            # and OpenInference's names, for Phoenix
+            assert (ta["openinference.span.kind"], ta["llm.model_name"],
+                    ta["llm.token_count.prompt"]) == ("LLM", "solver",
+                                                      ta["gen_ai.usage.input_tokens"])
         assert sum(attrs(x)["gen_ai.usage.input_tokens"] for x in turns) == t["tokens"]["input"]
         assert sum(attrs(x)["gen_ai.usage.output_tokens"] for x in turns) == \
             t["tokens"]["output"]
@@ -140,7 +144,8 @@ def test_the_export_reads_back_as_an_otlp_request_with_the_runs_span_tree(otel_r
     first = min(children(ok, "chat "), key=lambda s: s.start_time_unix_nano)
     (call,) = children(first, "execute_tool ")
     ca = attrs(call)
-    assert ca["gen_ai.tool.name"] == "run_command"
+    assert ca["gen_ai.tool.name"] == ca["tool.name"] == "run_command"
+    assert ca["openinference.span.kind"] == "TOOL"
     assert json.loads(ca["gen_ai.tool.call.arguments"]) == {
         "command": "cat users.json | jq length > count.txt"}
     assert ca["gen_ai.tool.call.result"].startswith("exit code: 0")
@@ -158,6 +163,24 @@ def test_the_export_reads_back_as_an_otlp_request_with_the_runs_span_tree(otel_r
     # the failing command: its exit code, status ERROR
     (bad_command,) = [s for s in spans if s.name.startswith("command jq -r")]
     assert attrs(bad_command)["process.exit.code"] == 1 and bad_command.status.code == 2
+
+
+def test_an_oracle_runs_commands_are_the_trials_own_spans(tmp_path, cli):
+    """No model turn: each solution command is a child of its trial, its processes below."""
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    done = cli("run", "suite.yaml", "--agent", "oracle", "--task", "count-users",
+               "--output-dir", "run", "--format", "otel", "-q", timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    spans = spans_of(parse(json.loads((tmp_path / "run" / "otel.json").read_text())))
+    (trial,) = [s for s in spans if s.name.startswith("trial ")]
+    assert attrs(trial)["proctor.agent"] == "oracle"
+    assert not [s for s in spans if s.name.startswith("chat ")]
+    commands = [s for s in spans if s.parent_span_id == trial.span_id]
+    assert [attrs(c)["process.command_line"] for c in commands] == [
+        "cat users.json | jq length > count.txt", "cat count.txt"]
+    assert sorted(s.name for s in spans if s.parent_span_id == commands[0].span_id) == [
+        "process cat", "process jq"]
+    assert commands[0].end_time_unix_nano <= commands[1].start_time_unix_nano
 
 
 def test_exporting_again_gives_the_same_ids(otel_run, tmp_path, cli):

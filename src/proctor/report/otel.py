@@ -203,7 +203,7 @@ class _Trial:
             "proctor.limit_hit": t.get("limit_hit"), "proctor.turns": t.get("turns"),
             "proctor.cost_usd": t.get("cost_usd"), "proctor.duration_s": t.get("duration_s"),
             "proctor.node": t.get("node"),
-            "gen_ai.agent.name": t.get("agent") or "llm",
+            "gen_ai.agent.name": t.get("agent") or "llm", "openinference.span.kind": "AGENT",
             "gen_ai.usage.input_tokens": tokens.get("input"),
             "gen_ai.usage.output_tokens": tokens.get("output")}
         self.spans.add((self.tid,), self.parent, f"trial {t.get('task_id')}", self.start,
@@ -283,6 +283,10 @@ class _Trial:
                 [{"role": "assistant", "parts": output, "finish_reason": finish}],
                 ensure_ascii=False, default=str) if output else None,
             "error.type": "model_call" if turn.error else None,
+            # OpenInference's names of the same (Arize Phoenix shows LLM spans by them)
+            "openinference.span.kind": "LLM", "llm.model_name": model,
+            "llm.provider": self.provider, "llm.token_count.prompt": turn.tokens_in,
+            "llm.token_count.completion": turn.tokens_out,
             "proctor.turn": turn.number, "proctor.latency_s": turn.latency_s,
             "proctor.attempt": turn.attempt, "proctor.side": turn.side,
             "proctor.error": turn.error}
@@ -304,7 +308,8 @@ class _Trial:
                   "gen_ai.tool.type": "function", "gen_ai.tool.call.id": call.id,
                   "gen_ai.tool.call.arguments": json.dumps(call.args, ensure_ascii=False,
                                                            default=str),
-                  "gen_ai.tool.call.result": returned}
+                  "gen_ai.tool.call.result": returned,
+                  "openinference.span.kind": "TOOL", "tool.name": call.name}
         csid = self.spans.add((self.tid, f"turn{k}", f"call{n}"), parent,
                               f"execute_tool {call.name}", start, end, values)
         for c in call.commands:
@@ -354,7 +359,8 @@ def run_span(results: RunResults, run: Mapping[str, Any],
     suite: Mapping[str, Any] = s if isinstance(s := run.get("suite"), dict) else {}
     name = suite.get("name") or ", ".join(Path(str(p)).name for p in run.get("paths") or [])
     exit_code = results.get("exit_code")
-    values = {"proctor.run_id": run_id, "proctor.suite": name or None,
+    values = {"openinference.span.kind": "CHAIN",
+              "proctor.run_id": run_id, "proctor.suite": name or None,
               "proctor.trials": h["trials"], "proctor.passed": h["passed"],
               "proctor.failed": h["failed"], "proctor.errored": h["errored"],
               "proctor.pass_rate": h["pass_rate"], "proctor.complete": not h["incomplete"],
