@@ -165,3 +165,26 @@ def test_proctor_help_never_imports_inspect_ai():
 @pytest.fixture
 def cli(cli):
     return functools.partial(cli, timeout=300)
+
+
+def test_an_external_agents_otel_spans_come_from_proctors_record(agent_run):
+    """The proxy's model calls as chat spans, the traced commands under their tool calls."""
+    pytest.importorskip("opentelemetry.proto")
+    from proctor.report.otel import run_request
+    from tests.report.test_otel import attrs, parse, spans_of
+
+    name, run_dir = agent_run
+    results = json.loads((run_dir / "results.json").read_text())
+    (trial,) = results["trials"]
+    spans = spans_of(parse(run_request(run_dir, results)))
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len([c for c in chats if "proctor.side" not in attrs(c)]) == trial["turns"]
+    assert sum(attrs(c).get("gen_ai.usage.input_tokens", 0) for c in chats) == \
+        trial["tokens"]["input"]
+    by_id = {s.span_id: s for s in spans}
+    (command,) = [s for s in spans if attrs(s).get("process.command_line")
+                  == "wc -l < orders.csv > count.txt"]
+    assert by_id[command.parent_span_id].name.startswith("execute_tool ")
+    assert by_id[by_id[command.parent_span_id].parent_span_id].name.startswith("chat ")
+    (t,) = [s for s in spans if s.name.startswith("trial ")]
+    assert attrs(t)["proctor.agent"] == name and t.status.code == 2  # verify fails
