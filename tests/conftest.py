@@ -41,7 +41,8 @@ BY_FILE = {
     "report/test_trajectories.py": ("slow",),
     "report/test_view.py": ("slow",),
 }
-BY_FIXTURE = {"agent_run": ("agents", "slow")}  # report/conftest.py: a real agent's run
+BY_FIXTURE = {"agent_run": ("agents", "slow"),  # report/conftest.py: real agents' runs
+              "two_agents_run": ("agents", "slow")}
 NOT_FAST = {"slow", "docker", "ray", "agents", "browser"}
 
 

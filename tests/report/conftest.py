@@ -80,6 +80,20 @@ def oracle_run(tmp_path_factory) -> Path:
     return _proctor_run(tmp_path_factory.mktemp("oracle"), "examples", "--agent", "oracle")
 
 
+@pytest.fixture(scope="session")
+def two_agents_run(tmp_path_factory) -> Path:
+    """Claude Code and Codex in one run (`--agent claude-code --agent codex`) on
+    examples/external-agents, both driven by the broken mock script: one task, a failing
+    trial of each agent."""
+    from tests.helpers.agents import need_agent
+
+    for name in ("claude-code", "codex"):
+        need_agent(name)
+    return _proctor_run(tmp_path_factory.mktemp("two-agents"), "examples/external-agents",
+                        "--agent", "claude-code", "--agent", "codex", "--model",
+                        "mock/scripts/wrong-count.yaml")
+
+
 @pytest.fixture(scope="session", params=EXTERNAL)
 def agent_run(request, tmp_path_factory) -> tuple[str, Path]:
     """A real external agent on examples/external-agents, driven by the broken mock script

@@ -15,6 +15,7 @@ import re
 import shutil
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -384,3 +385,187 @@ def test_a_failed_runs_report_opens_on_what_failed(real_run, browser, shots):
     assert top(cause) <= height and top(last) <= height, "not on the first screen"
     charts = browser.find_element(By.CSS_SELECTOR, "section.charts")
     assert top(first) < top(charts)
+
+
+@pytest.fixture
+def view():
+    """`proctor view` on a loopback port: start(RUNS_DIR or None) -> its base URL."""
+    from proctor.report.view import make_server
+
+    servers = []
+
+    def start(runs_dir: Path | None = None) -> str:
+        server = make_server(runs_dir, "127.0.0.1", 0)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{server.server_address[1]}"
+    yield start
+    for server, thread in servers:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def _bottom(driver, el) -> float:
+    return driver.execute_script("return arguments[0].getBoundingClientRect().bottom", el)
+
+
+def test_view_opens_a_trial_by_its_link_and_walks_next_and_previous(mixed_run, view, browser,
+                                                                     shots):
+    """Issue 38: `proctor view` had no page per trial, no deep link, no next / previous.
+    A trial's link opens it alone, its trajectory drawn; next and previous (links and the
+    arrow keys) walk the run's failing trials first; the bar leads back to all runs."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    base = view(mixed_run.parent)
+    run_id = mixed_run.name
+    browser.get(f"{base}/runs/{run_id}/trials/{FLAKY_TRIAL}/")  # the deep link, typed
+    assert FLAKY_TRIAL in browser.find_element(By.TAG_NAME, "h1").text
+    steps = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, ".traj .step"))
+    assert "→ run_command: git switch -c feature" in steps[0].text
+    why = browser.find_element(By.CSS_SELECTOR, "p.why")
+    assert "'feature' not in stdout" in why.text and _bottom(browser, why) <= 1000
+    assert browser.execute_script("return document.querySelectorAll('.traj script').length") == 0
+    browser.save_screenshot(str(shots / "1-trial-page.png"))
+    pos = browser.find_element(By.CSS_SELECTOR, "nav.pager .pos").text
+    assert pos.startswith("trial 8 of 44 · failing first")
+    nxt = browser.find_element(By.CSS_SELECTOR, "nav.pager a[rel=next]")
+    target = nxt.get_attribute("href")
+    nxt.click()
+    wait_for(lambda: browser.current_url == target)
+    assert "trial 9 of 44" in browser.find_element(By.CSS_SELECTOR, "nav.pager .pos").text
+    assert "fail" in browser.find_element(By.CSS_SELECTOR, "h1 .badge").text
+    browser.save_screenshot(str(shots / "2-next.png"))
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)  # previous, by key
+    wait_for(lambda: browser.current_url.endswith(f"/trials/{FLAKY_TRIAL}/"))
+    # the last failing trial's next is the first errored one
+    browser.get(f"{base}/runs/{run_id}/trials/refund-order.db=mysql.r1/")
+    browser.find_element(By.CSS_SELECTOR, "nav.pager a[rel=next]").click()
+    wait_for(lambda: "trial 17 of 44" in browser.find_element(By.CSS_SELECTOR,
+                                                               "nav.pager .pos").text)
+    assert browser.find_element(By.CSS_SELECTOR, "h1 .badge").text == "error"
+    browser.save_screenshot(str(shots / "3-first-errored.png"))
+    # back to the run, and from the run to all runs
+    browser.find_element(By.LINK_TEXT, run_id).click()
+    wait_for(lambda: browser.find_elements(By.ID, "trials"))
+    bar = browser.find_element(By.CSS_SELECTOR, "nav.view-bar")
+    assert _bottom(browser, bar) <= 100 and bar.text.startswith("all runs")
+    link = _body(browser, FLAKY_TRIAL)
+    _open_trajectory(browser, FLAKY_TRIAL)
+    page_link = link.find_element(By.LINK_TEXT, "its own page")
+    assert page_link.is_displayed()
+    page_link.click()
+    wait_for(lambda: browser.current_url.endswith(f"/trials/{FLAKY_TRIAL}/"))
+    browser.find_element(By.LINK_TEXT, "all runs").click()
+    wait_for(lambda: browser.find_elements(By.ID, "runs"))
+    assert browser.find_element(By.LINK_TEXT, run_id).is_displayed()
+    browser.save_screenshot(str(shots / "4-all-runs.png"))
+
+
+def test_view_sets_a_claude_code_and_a_codex_trial_side_by_side(two_agents_run, view, browser,
+                                                               shots):
+    """One run of Claude Code and Codex on one task (both fail it): the view opens the run
+    on the failing checks — the task, the agent, the failing command and its cause on the
+    first 1400×1000 screen, above the charts — and a trial's page sets the other agent's
+    trial beside it: both verdicts, their checks and both trajectories in two columns."""
+    from selenium.webdriver.common.by import By
+
+    base = view(two_agents_run.parent)
+    run_id = json.loads((two_agents_run / "results.json").read_text())["run_id"]
+    browser.get(f"{base}/")
+    browser.find_element(By.LINK_TEXT, run_id).click()
+    items = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#failing li"))
+    browser.save_screenshot(str(shots / "1-run-first-screen.png"))
+    height = browser.execute_script("return window.innerHeight")
+    assert height <= 1000
+    agents = set()
+    for li in items:
+        assert li.text.startswith("count-orders")
+        agents |= {a for a in ("claude-code", "codex") if f"· {a} · " in li.text}
+        assert "verify#0" in li.text and "but '4'" in li.find_element(By.CSS_SELECTOR,
+                                                                      ".cause").text
+        last = li.find_element(By.CSS_SELECTOR, "code.last")
+        assert "wc -l" in last.text
+        assert _bottom(browser, li.find_element(By.CSS_SELECTOR, ".cause")) <= height
+        assert _bottom(browser, last) <= height, "the failing command is below the fold"
+    assert agents == {"claude-code", "codex"}
+    charts = browser.find_element(By.CSS_SELECTOR, "section.charts")
+    assert _bottom(browser, items[-1]) < _bottom(browser, charts)
+    # the Claude Code trial's page, and beside it the Codex trial
+    claude = next(t for t in os.listdir(two_agents_run / "trials") if ".claude-code." in t)
+    browser.get(f"{base}/runs/{run_id}/trials/{claude}/")
+    beside = browser.find_element(By.ID, "beside")
+    link = next(a for a in beside.find_elements(By.TAG_NAME, "a") if a.text.startswith("codex"))
+    link.click()
+    cols = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, ".pair > .col"))
+    assert len(cols) == 2
+    assert cols[0].find_element(By.TAG_NAME, "h2").text.startswith("A: claude-code · mock/")
+    assert cols[1].find_element(By.TAG_NAME, "h2").text.startswith("B: codex · mock/")
+    for col in cols:
+        assert col.find_element(By.CSS_SELECTOR, "h2 .badge").text == "fail"
+        assert "but '4'" in col.find_element(By.CSS_SELECTOR, "table.checks").text
+        wait_for(lambda col=col: col.find_elements(By.CSS_SELECTOR, ".traj .step"))
+        assert any("wc -l" in c.text for c in col.find_elements(By.CSS_SELECTOR, ".traj .cmd"))
+    boxes = [browser.execute_script("return arguments[0].getBoundingClientRect()", c)
+             for c in cols]
+    assert boxes[0]["right"] <= boxes[1]["left"] and boxes[0]["top"] == boxes[1]["top"]
+    verdicts = browser.find_element(By.CSS_SELECTOR, "table.verdicts").text
+    assert "verify#0" in verdicts and verdicts.count("fail") >= 2
+    browser.save_screenshot(str(shots / "2-side-by-side.png"))
+    browser.execute_script("arguments[0].scrollIntoView()",
+                           cols[0].find_element(By.CSS_SELECTOR, ".traj"))
+    browser.save_screenshot(str(shots / "3-trajectories.png"))
+
+
+def test_view_trend_dates_do_not_overlap(tmp_path, view, browser, shots):
+    """Issue 38: the trend's dates overlapped when runs came close together. In the browser,
+    no two date labels of the suite's chart or the index's chart intersect."""
+    from selenium.webdriver.common.by import By
+
+    from proctor.store import by_agent, index_run
+    from tests.helpers.report import counted, write_run
+
+    suite = {"key": "0a1b2c3d4e5f", "version": "v1", "name": "x/suite.yaml"}
+    for i, minute in enumerate((0, 1, 2, 3, 30, 31, 90, 91, 92, 2000, 2001, 2002, 2003)):
+        run = write_run(tmp_path / "runs", f"run-{i:02}",
+                        counted("t1", "openai/gpt-4.1", i % 4, 3, f"a{i}")
+                        + counted("t1", "anthropic/claude-sonnet-4-5", (i * 3) % 4, 3, f"b{i}"))
+        res = json.loads((run / "results.json").read_text())
+        when = datetime(2026, 3, 1, 10, tzinfo=UTC) + timedelta(minutes=minute)
+        index_run(res["run_id"], run, started_at=when.isoformat(),
+                  status="failed", specs=["/x/suite.yaml"], summary=res["summary"],
+                  suite=suite, by_agent=by_agent(res["models"]))
+    base = view()
+    for name, path in (("1-suite", f"/suites/{suite['key']}"), ("2-index", "/")):
+        browser.get(base + path)
+        dates = browser.find_elements(By.CSS_SELECTOR, "svg.trend text.date")
+        assert len(dates) >= 3
+        boxes = [browser.execute_script("var b=arguments[0].getBoundingClientRect();"
+                                        "return [b.left,b.right]", d) for d in dates]
+        assert all(a[1] < b[0] for a, b in zip(boxes, boxes[1:], strict=False)), boxes
+        assert len(browser.find_elements(By.CSS_SELECTOR, "svg.trend circle")) == 26
+        browser.save_screenshot(str(shots / f"{name}.png"))
+
+
+def test_a_reports_trial_opens_by_its_link(mixed_run, browser, shots):
+    """report.html on its own (a CI artefact, no server): report.html#trial=ID opens that
+    trial, scrolled to; opening a trial puts its link in the address bar."""
+    from selenium.webdriver.common.by import By
+
+    url = _report(mixed_run).as_uri()
+    browser.get(f"{url}#trial={FLAKY_TRIAL}")
+    tb = _body(browser, FLAKY_TRIAL)
+    wait_for(lambda: tb.find_elements(By.CSS_SELECTOR, ".traj .step"))
+    assert "open" in tb.get_attribute("class")
+    top = browser.execute_script("return arguments[0].getBoundingClientRect().top", tb)
+    assert 0 <= top < 100  # scrolled to it
+    browser.save_screenshot(str(shots / "1-opened-by-link.png"))
+    other = _body(browser, "refund-order.db=mysql.r1")
+    other.find_element(By.CSS_SELECTOR, "tr.trial").click()
+    assert browser.current_url == f"{url}#trial=refund-order.db%3Dmysql.r1"
+    browser.get("about:blank")  # the copied link, opened afresh
+    browser.get(f"{url}#trial=refund-order.db%3Dmysql.r1")
+    wait_for(lambda: "open" in _body(browser, "refund-order.db=mysql.r1").get_attribute("class"))
+    assert "open" not in _body(browser, FLAKY_TRIAL).get_attribute("class")

@@ -292,3 +292,152 @@ def test_a_suite_is_its_resolved_files_and_check_runs_are_no_trend(tmp_path, ser
     assert keys.count(keys[-1]) == 3  # the first three (listed last): one suite
     _, _, page = site.get(f"/suites/{keys[-1]}")
     assert "3 runs" in page and "oracle" in page and "(suite changed)" not in page
+
+
+def _links(page: str, rel: str) -> list[str]:
+    return re.findall(rf'<a rel="{rel}" href="([^"]+)"', page)
+
+
+def test_each_trial_has_a_page_and_next_walks_failing_first(mixed_run, served):
+    """Issue 38: trials only expanded inline on one long page. Each has a page of its own
+    (a deep link), and next / previous walk the run: failed, then errored, then passed."""
+    run_id = _index(mixed_run, "2026-03-02T10:15:00+00:00")
+    site = served()
+    results = json.loads((mixed_run / "results.json").read_text())
+    status_of = {t["id"]: t["status"] for t in results["trials"]}
+    status, headers, page = site.get(f"/runs/{run_id}/trials/{FLAKY_TRIAL}/")
+    assert status == 200 and "script-src 'unsafe-inline'" in headers["Content-Security-Policy"]
+    assert f"<code>{FLAKY_TRIAL}</code>" in page and "git-branch [injected]" in page
+    assert "<b>Why:</b> output_contains#1: &#x27;feature&#x27; not in stdout" in page
+    assert 'id="trajectories"' in page and "Traj.draw" in page  # drawn by the report's code
+    assert f'href="/runs/{run_id}/trials/{FLAKY_TRIAL}/trace.jsonl"' in page
+    assert '<a href="/">all runs</a>' in page and f'href="/runs/{run_id}/"' in page
+    assert "<script>alert" not in page  # hostile output is text
+    # from the first trial, next walks every trial once: failed, errored, passed
+    first = f"/runs/{run_id}/trials/jq-filter.openai-gpt-4.1.injected.r0/"
+    _, _, page = site.get(first)
+    assert _links(page, "prev") == [] and "trial 1 of 44" in page
+    walked, at = [], first
+    while True:
+        walked.append(at.split("/")[-2])
+        _, _, page = site.get(at)
+        nxt = _links(page, "next")
+        if not nxt:
+            break
+        assert _links(site.get(nxt[0])[2], "prev") == [at]  # and back
+        at = nxt[0]
+    assert sorted(walked) == sorted(status_of) and "trial 44 of 44" in page
+    ranks = [{"fail": 0, "error": 1, "pass": 2}[status_of[t]] for t in walked]
+    assert ranks == sorted(ranks) and ranks.count(0) == 16 and ranks.count(1) == 3
+    # an unknown trial, a missing slash
+    assert site.get(f"/runs/{run_id}/trials/nope/")[0] == 404
+    status, headers, _ = site.get(f"/runs/{run_id}/trials/{FLAKY_TRIAL}")
+    assert status == 301 and headers["Location"].endswith(f"/trials/{FLAKY_TRIAL}/")
+
+
+def test_the_report_in_the_view_leads_to_all_runs_and_each_trials_page(mixed_run, served):
+    run_id = _index(mixed_run, "2026-03-02T10:15:00+00:00")
+    status, _, page = served().get(f"/runs/{run_id}/")
+    assert status == 200
+    bar = page[page.index('<nav class="view-bar">'):page.index("</nav>")]
+    assert '<a href="/">all runs</a>' in bar and f'href="/suites/{SUITE["key"]}"' in bar
+    assert f'href="/runs/{run_id}/trials/jq-filter.openai-gpt-4.1.injected.r0/"' in bar
+    assert page.index("view-bar") < page.index("<header>")  # on top
+    assert f'href="trials/{FLAKY_TRIAL}/">its own page' in page
+    assert ".viewonly{display:inline}" in page
+    # report.html itself stays a file of its own: no bar, the page links hidden
+    from proctor.report import write_reports
+
+    (path,) = write_reports(mixed_run, json.loads((mixed_run / "results.json").read_text()),
+                            ["html"])
+    alone = path.read_text()
+    assert "view-bar" not in alone and ".viewonly{display:none}" in alone
+
+
+def test_two_trials_of_a_task_side_by_side(tmp_path, served):
+    """Two agents in one run, and the same agent in an earlier run: a trial's page offers
+    both; the pair page has each one's verdict, checks and trajectory in a column."""
+    from tests.helpers.report import check, trial
+
+    def attempt(tid: str, agent: str, ok: bool) -> dict:
+        return trial(tid, "count", "pass" if ok else "fail", model="mock/m", agent=agent,
+                     checks=[check("verify#0", "verify", ok, "" if ok else "expected '3', got '4'"),
+                             check("ran#1", "ran", True)])
+
+    before = write_run(tmp_path, "before", [attempt("count.codex.r0", "codex", True)])
+    now = write_run(tmp_path, "now", [attempt("count.claude-code.r0", "claude-code", False),
+                                      attempt("count.codex.r0", "codex", True)])
+    _index(before, "2026-03-01T10:00:00+00:00")
+    _index(now, "2026-03-02T10:00:00+00:00")
+    site = served()
+    _, _, page = site.get("/runs/now/trials/count.claude-code.r0/")
+    beside = page[page.index('id="beside"'):]
+    pair = "/runs/now/trials/count.claude-code.r0/vs/now/count.codex.r0"
+    earlier = "/runs/now/trials/count.claude-code.r0/vs/before/count.codex.r0"
+    assert f'href="{pair}">codex · mock/m · replica 0</a>' in beside
+    assert f'href="{earlier}"' in beside and "In run <code>before</code>" in beside
+    # the earlier run offers nothing later than itself (and has no other trial)
+    assert 'id="beside"' not in site.get("/runs/before/trials/count.codex.r0/")[2]
+    status, headers, page = site.get(pair)
+    assert status == 200 and "script-src 'unsafe-inline'" in headers["Content-Security-Policy"]
+    a = page[page.index('id="side-a"'):page.index('id="side-b"')]
+    b = page[page.index('id="side-b"'):]
+    assert "A: claude-code · mock/m" in a and '<span class="badge fail">' in a
+    assert "B: codex · mock/m" in b and '<span class="badge pass">' in b
+    assert "expected &#x27;3&#x27;, got &#x27;4&#x27;" in a and "got" not in b.split("Checks")[1]
+    verdicts = page[page.index('class="verdicts'):page.index("</table>")]
+    row = verdicts[verdicts.index("verify#0"):verdicts.index("ran#1")]
+    assert row.index("badge fail") < row.index("badge pass")  # A failed it, B passed
+    assert 'href="/runs/now/trials/count.codex.r0/vs/now/count.claude-code.r0">swap' in page
+    assert site.get("/runs/now/trials/count.claude-code.r0/vs/now/nope")[0] == 404
+
+
+def test_trend_dates_never_overlap(tmp_path, served):
+    """Issue 38: the trend's dates printed over each other when runs came close together."""
+    from proctor.report.view_trend import LABEL_W
+
+    times = ["2026-03-01T10:00", "2026-03-01T10:01", "2026-03-01T10:02", "2026-03-01T10:30",
+             "2026-03-02T09:00", "2026-03-02T09:01", "2026-03-05T10:00", "2026-03-05T10:01",
+             "2026-03-05T10:02", "2026-03-05T10:03", "2026-03-05T10:04", "2026-03-09T08:00"]
+    for i, when in enumerate(times):
+        run = write_run(tmp_path, f"run-{i:02}", counted("t1", "openai/gpt-4.1", i % 4, 3, f"a{i}"))
+        _index(run, when + ":00+00:00")
+    _, _, page = served().get(f"/suites/{SUITE['key']}")
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    dates = re.findall(r'<text x="([\d.]+)" [^>]*class="axis date">([^<]+)<', svg)
+    xs = [float(x) for x, _ in dates]
+    assert len(dates) >= 4 and all(b - a >= LABEL_W for a, b in zip(xs, xs[1:], strict=False))
+    assert dates[-1][1] == "03-09 08:00"  # the newest run always has its date
+    points = [float(x) for x in re.findall(r'<circle cx="([\d.]+)"', svg)]
+    gaps = [b - a for a, b in zip(points, points[1:], strict=False)]
+    assert len(points) == 12 and min(gaps) > 30  # a burst of runs is not one smudge
+
+
+def test_the_index_charts_pass_rate_per_suite_agent_and_model(tmp_path, served):
+    m = "mock/m"
+    other = {**SUITE, "key": "0123456789ab", "name": "other/suite.yaml"}
+    for day in range(3):
+        run = write_run(tmp_path, f"run-{day}", counted("t1", m, day + 1, 3, f"a{day}"))
+        _index(run, f"2026-03-0{day + 1}T10:00:00+00:00", agents={
+            f"claude-code:{m}": {"agent": "claude-code", "model": m, "passed": day + 1,
+                                 "trials": 3, "errored": 0},
+            f"codex:{m}": {"agent": "codex", "model": m, "passed": 3 - day, "trials": 3,
+                           "errored": 0}})
+        run = write_run(tmp_path, f"other-{day}", counted("t2", m, 1, 2, f"o{day}"))
+        _index(run, f"2026-03-0{day + 1}T11:00:00+00:00", suite=other)
+    site = served()
+    _, _, page = site.get("/")
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert svg.count("<polyline") == 3 and svg.count("<circle") == 9
+    legend = re.findall(r"<span><i [^>]*></i>([^<]+)</span>", page)
+    assert sorted(legend) == ["bench/git-suite.yaml · claude-code · mock/m",
+                              "bench/git-suite.yaml · codex · mock/m",
+                              "other/suite.yaml · llm · mock/m"]
+    assert "bench/git-suite.yaml · codex · mock/m: 1/3 (33%) · run run-2" in svg
+    # the chart follows the filters
+    _, _, page = site.get("/?agent=codex")
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert svg.count("<polyline") == 2  # the runs shown: their lines (claude-code ran there too)
+    _, _, page = site.get("/?suite=0123456789ab")
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert svg.count("<polyline") == 1 and "other/suite.yaml · llm · mock/m" in svg

@@ -234,7 +234,11 @@ class _Columns:
                         ("cost", "cost", "num"), ("duration", "duration", "num")]
 
 
-def _detail(t: Mapping[str, Any], model: str, params: str, traced: bool, why: str) -> str:
+def trial_detail(t: Mapping[str, Any], model: str, params: str, traced: bool, why: str,
+                 base: str = "", page: bool = True) -> str:
+    """A trial's meta line, why, checks, forbidden rules, output and trajectory box. `base`:
+    where its run's report is (its trace links are relative to it); `page`: link the
+    trial's own page (shown only when `proctor view` serves the report: `viewonly`)."""
     tid = data.clean(t.get("id"))
     link = quote(tid, safe="")
     detail = [f'<div class="meta">task <b>{e(t.get("task_id"))}</b> · <b>{e(model)}</b>']
@@ -243,8 +247,12 @@ def _detail(t: Mapping[str, Any], model: str, params: str, traced: bool, why: st
     if params:
         detail.append(f" · params <code>{e(params)}</code>")
     detail.append(f' · replica {int(t.get("replica") or 0)}')  # (the agent: in `model`)
-    detail.append(f' · <a href="trials/{link}/trace.jsonl">trace</a> · '
-                  f'<a href="trials/{link}/audit.jsonl">audit</a></div>')
+    detail.append(f' · <a href="{base}trials/{link}/trace.jsonl">trace</a> · '
+                  f'<a href="{base}trials/{link}/audit.jsonl">audit</a>')
+    if page:
+        detail.append(f'<span class="viewonly"> · <a href="{base}trials/{link}/">its own page'
+                      "</a></span>")
+    detail.append("</div>")
     if why:  # the trial's reason says whether it failed or errored ("failed: …", "agent error: …")
         detail.append(f'<p class="why"><b>Why:</b> {e(why, MESSAGE_LIMIT)}</p>')
     if t.get("error") and t.get("error") != why:
@@ -284,7 +292,7 @@ def _trial_body(t: Mapping[str, Any], cols: _Columns, index: int, traced: bool,
     known = (tin or 0) + (tout or 0) if tin is not None or tout is not None else ""
     columns = len(cols.heads())
     why = data.reason(t)
-    detail = _detail(t, model, params, traced, why)
+    detail = trial_detail(t, model, params, traced, why)
     if details is not None:
         details.append(detail)
     return (
@@ -487,7 +495,7 @@ def _cards(results: RunResults) -> str:
     return f'<div class="cards">{out}</div>'
 
 
-def _island(name: str, items: list[str | None], chunk: int | None = None) -> str:
+def island(name: str, items: list[str | None], chunk: int | None = None) -> str:
     """A JSON array of base64 strings (or nulls) in a data element: base64 and JSON
     punctuation only, so nothing in it can close the element."""
     if not any(items):
@@ -566,9 +574,9 @@ trial; intervals are 95% Wilson score intervals.</footer>"""
         f"</noscript></head><body>{body}"
     )
     after = f"<script>{trajectory_assets.JS}{JS}</script></body></html>\n"
-    carried = _island("details", _details_blocks(details), DETAILS_CHUNK) if details else ""
+    carried = island("details", _details_blocks(details), DETAILS_CHUNK) if details else ""
     # The trajectories get what is left of the page's target size (see trajectory.py).
     budget = max(trajectory.BUDGET_MIN, trajectory.PAGE_TARGET - len(before.encode())
                  - len(after) - len(carried))
     docs = trajectory.embedded(trials, traced, budget)
-    return before + carried + _island("trajectories", docs) + after
+    return before + carried + island("trajectories", docs) + after

@@ -60,7 +60,7 @@ table.checks{margin:4px 0;background:var(--bg)}table.checks tr.bad td{background
 color-mix(in srgb,var(--fail) 8%,transparent)}pre.msg{max-height:14em;overflow:auto}
 pre.out,pre.err{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:8px;
 max-height:24em;overflow:auto}ul.rules{margin:4px 0;padding-left:18px}
-.meta{margin:4px 0 2px}p.why{margin:6px 0}footer{margin:32px 0 8px;font-size:12px}
+.meta{margin:4px 0 2px}.viewonly{display:none}p.why{margin:6px 0}footer{margin:32px 0 8px;font-size:12px}
 .heat td.cell{cursor:pointer}.heat td.cell.picked{outline:3px solid var(--accent);outline-offset:-3px}
 .heat small.k{opacity:.7;font-size:10px}.chip{display:inline-flex;gap:6px;align-items:center;
 background:var(--panel);border:1px solid var(--accent);border-radius:12px;padding:2px 4px 2px 10px}
@@ -120,8 +120,16 @@ if(th&&(ev.key==='Enter'||ev.key===' ')){ev.preventDefault();sort(th);}});
 function open(tb,on){tb.classList.toggle('open',on);
 tb.querySelector('.toggle').setAttribute('aria-expanded',on);if(on)trajectory(tb);}
 table.addEventListener('click',function(ev){var row=ev.target.closest('tr.trial');
-if(!row||ev.target.closest('a'))return;var tb=row.parentNode;
-open(tb,!tb.classList.contains('open'));});
+if(!row||ev.target.closest('a'))return;var tb=row.parentNode,on=!tb.classList.contains('open');
+open(tb,on);var h='#trial='+encodeURIComponent(tb.dataset.id);
+try{if(on)history.replaceState(null,'',h);else if(location.hash===h)
+history.replaceState(null,'',location.pathname+location.search);}catch(e){}});
+/* A deep link: report.html#trial=ID opens that trial (the address bar keeps the open one). */
+function fromHash(){var m=/^#trial=(.+)$/.exec(location.hash);if(!m)return;
+var id=decodeURIComponent(m[1]),tb=Array.prototype.find.call(table.tBodies,function(b){
+return b.dataset.id===id;});if(!tb)return;setCell('');fs.value='';fm.value='';q.value='';
+filter();open(tb,true);tb.scrollIntoView({block:'start'});}
+window.addEventListener('hashchange',fromHash);
 var docs=null,details=null,chunk=50,unpacked={};
 function island(id){var el=document.getElementById(id);return el?JSON.parse(el.textContent):[];}
 function doc(i){if(docs===null)docs=island('trajectories');
@@ -148,5 +156,6 @@ if(lazy){if(!html){say('No details recorded.');return null;}td.innerHTML=html;
 box=td.querySelector('.traj');}return box?doc(i):null;}).then(function(d){
 if(!box)return;if(d&&d.items)Traj.draw(box,d,tb.dataset.id);
 else box.textContent='No trace recorded.';},function(err){say('Could not unpack the details: '+err);});}
+fromHash();
 })();
 """

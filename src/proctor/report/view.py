@@ -2,10 +2,15 @@
 
 * `/` lists the runs (from the SQLite index behind `proctor runs`; with RUNS_DIR, the runs
   under that directory, indexed or not — e.g. CI artifacts unpacked there), searched and
-  filtered by suite, agent, model, outcome (errored apart from failed) and date;
+  filtered by suite, agent, model, outcome (errored apart from failed) and date, under a
+  chart of their pass rate over time per suite × agent × model;
 * `/runs/RUN_ID/` is the run's report.html (rendered on the fly when the run has none, or when
-  it is newer than its report; a run still going shows its finished trials), and
+  it is newer than its report; a run still going shows its finished trials) under a bar
+  leading back to all runs, its suite and its trials one by one, and
   `/runs/RUN_ID/trials/TRIAL/trace.jsonl|audit.jsonl` the files its links point to;
+* `/runs/RUN_ID/trials/TRIAL/` is one trial on its own page, with previous / next (failing
+  first), and `/runs/RUN_ID/trials/TRIAL/vs/RUN_ID2/TRIAL2` two trials side by side
+  (view_trials.py);
 * `/suites/KEY` is a suite (its spec files, resolved: view_runs.py) over time: each agent's
   pass rate on its model, one line each, broken where the suite changed; each run linked
   to `/compare/A/B`: `proctor compare` against the run before it. `proctor check`'s
@@ -24,14 +29,18 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from proctor.errors import UsageError
 from proctor.report import data
-from proctor.report.view_pages import compare_page, error_page, index_page, suite_page
+from proctor.report.view_pages import compare_page, e, error_page, index_page, q, suite_page
 from proctor.report.view_runs import RunRow, from_disk, from_index
 from proctor.store import list_runs, shown
+
+if TYPE_CHECKING:
+    from proctor.report.view_trials import Picked
+    from proctor.results import TrialRecord
 
 DEFAULT_PORT = 8765
 PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -47,6 +56,7 @@ class Site:
     def __init__(self, runs_dir: Path | None):
         self.runs_dir = runs_dir.resolve() if runs_dir else None
         self._cache: dict[str, tuple[float, bytes]] = {}
+        self._loaded: dict[str, tuple[float, data.Run]] = {}
         self._lock = threading.Lock()
 
     def runs(self) -> list[RunRow]:
@@ -65,26 +75,90 @@ class Site:
     def run(self, run_id: str) -> RunRow | None:
         return next((r for r in self.runs() if r.run_id == run_id), None)
 
-    def report(self, row: RunRow) -> bytes:
-        """The run's report.html: the file when it is up to date, else rendered (and kept
-        in memory until the run changes)."""
-        run_dir = Path(row.dir)
-        page, results = run_dir / "report.html", run_dir / "results.json"
+    @staticmethod
+    def _changed(run_dir: Path) -> float:
+        results = run_dir / "results.json"
         source = results if results.is_file() else run_dir / "results.jsonl"
-        changed = source.stat().st_mtime if source.exists() else 0.0
-        if page.is_file() and page.stat().st_mtime >= changed:
-            return page.read_bytes()
+        return source.stat().st_mtime if source.exists() else 0.0
+
+    def loaded(self, row: RunRow) -> data.Run:
+        """The run's results (kept in memory until the run changes)."""
+        changed = self._changed(Path(row.dir))
         with self._lock:
-            hit = self._cache.get(row.run_id)
+            hit = self._loaded.get(row.run_id)
             if hit and hit[0] == changed:
                 return hit[1]
-        from proctor.report.html import render_html
-
-        run = data.load_run(run_dir, allow_partial=True)
-        body = render_html(run.results, run.config, run_dir).encode()
+        run = data.load_run(row.dir, allow_partial=True)
         with self._lock:
-            self._cache[row.run_id] = (changed, body)
-        return body
+            self._loaded[row.run_id] = (changed, run)
+        return run
+
+    def report(self, row: RunRow) -> bytes:
+        """The run's report.html: the file when it is up to date, else rendered (and kept
+        in memory until the run changes); with the view's bar on top."""
+        run_dir = Path(row.dir)
+        page = run_dir / "report.html"
+        changed = self._changed(run_dir)
+        if page.is_file() and page.stat().st_mtime >= changed:
+            return self._with_bar(row, page.read_bytes())
+        with self._lock:
+            hit = self._cache.get(row.run_id)
+        if not (hit and hit[0] == changed):
+            from proctor.report.html import render_html
+
+            run = self.loaded(row)
+            hit = (changed, render_html(run.results, run.config, run_dir).encode())
+            with self._lock:
+                self._cache[row.run_id] = hit
+        return self._with_bar(row, hit[1])
+
+    def _with_bar(self, row: RunRow, report: bytes) -> bytes:
+        """report.html as the view shows it: a bar back to all runs (and on to the suite and
+        the trials one by one) above it, and its links to each trial's page shown."""
+        from proctor.report.view_trials import first_trial, trial_href
+
+        first = first_trial(self.loaded(row).trials)
+        walk = (f' · <a href="{trial_href(row.run_id, first.get("id"))}">its trials one by one'
+                "</a> (failing first)" if first is not None else "")
+        suite = (f' · suite <a href="/suites/{q(row.suite_key)}">{e(row.suite_name)}</a>'
+                 if row.suite_key else "")
+        bar = (f'<nav class="view-bar"><a href="/">all runs</a>{suite}{walk}</nav>').encode()
+        style = (b"<style>.viewonly{display:inline}nav.view-bar{margin:0 0 10px}</style>")
+        # The first <body> and </head> are the page's own: agent output in it is escaped.
+        return report.replace(b"</head>", style + b"</head>", 1).replace(
+            b"<body>", b"<body>" + bar, 1)
+
+    def picked(self, run_id: str, trial_id: str) -> Picked | None:
+        """The trial `trial_id` of run `run_id`, or None."""
+        from proctor.report.view_trials import Picked
+
+        row = self.run(run_id)
+        if row is None or row.gone:
+            return None
+        run = self.loaded(row)
+        trial = next((t for t in run.trials if t.get("id") == trial_id), None)
+        return None if trial is None else Picked(row, run, trial)
+
+    def trial(self, run_id: str, trial_id: str) -> bytes | None:
+        from proctor.report.view_trials import MAX_OTHER_RUNS, trial_page
+
+        p = self.picked(run_id, trial_id)
+        if p is None:
+            return None
+        earlier: list[tuple[RunRow, list[TrialRecord]]] = []
+        for r in self.runs():  # newest first: the suite's runs before this one
+            if len(earlier) == MAX_OTHER_RUNS:
+                break
+            if (r.suite_key == p.row.suite_key and r.run_id != run_id and not r.gone
+                    and r.started_at <= p.row.started_at and r.trials is not None):
+                earlier.append((r, self.loaded(r).trials))
+        return trial_page(p, earlier)
+
+    def pair(self, a: tuple[str, str], b: tuple[str, str]) -> bytes | None:
+        from proctor.report.view_trials import pair_page
+
+        pa, pb = self.picked(*a), self.picked(*b)
+        return None if pa is None or pb is None else pair_page(pa, pb)
 
     def index(self, query: dict[str, str]) -> bytes:
         where = shown(self.runs_dir) if self.runs_dir else "the run index"
@@ -107,6 +181,7 @@ class Site:
 # ---- the server -----------------------------------------------------------------------------
 
 _RUN_PATH = re.compile(r"^/runs/([^/]+)/(?:trials/([^/]+)/([^/]+))?$")
+_TRIAL_PATH = re.compile(r"^/runs/([^/]+)/trials/([^/]+)/(?:vs/([^/]+)/([^/]+))?$")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -175,7 +250,18 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self._send(HTTPStatus.OK, page)
             return
-        if path.startswith("/runs/") and path.count("/") == 2:
+        if (t := _TRIAL_PATH.match(path)) is not None:
+            if t.group(3) is None:
+                page = self.site.trial(t.group(1), t.group(2))
+            else:
+                page = self.site.pair((t.group(1), t.group(2)), (t.group(3), t.group(4)))
+            if page is None:
+                self._error(HTTPStatus.NOT_FOUND, f"no such trial: {path}")
+            else:
+                self._send(HTTPStatus.OK, page, csp=REPORT_CSP)
+            return
+        if path.startswith("/runs/") and (path.count("/") == 2 or (
+                path.count("/") == 4 and path.split("/")[3] == "trials")):
             self.send_response(HTTPStatus.MOVED_PERMANENTLY)  # relative links need the slash
             self.send_header("Location", path + "/")
             self.send_header("Content-Length", "0")

@@ -1,21 +1,20 @@
 """The pages of `proctor view` (view.py serves them): the runs, searchable and filtered by
-suite, agent, model, outcome and date; a suite's pass rate per agent over time; two runs
-compared. Plain HTML from the server, no script: filters are a GET form, so a filtered list
+suite, agent, model, outcome and date, under their pass rate over time (view_trend.py); a
+suite's pass rate per agent over time; two runs compared. Plain HTML from the server, no script: filters are a GET form, so a filtered list
 is a link too."""
 
 from __future__ import annotations
 
 import html
-from datetime import date, datetime
+from datetime import date
 from typing import Any
 from urllib.parse import quote
 
 from proctor.report import data
 from proctor.report.view_runs import Line, RunRow
+from proctor.report.view_trend import COLORS, Series, stamp, trend_svg
 from proctor.store import shown
 
-COLORS = ("#4f6bed", "#dc2626", "#16a34a", "#d97706", "#9333ea", "#0891b2", "#db2777",
-          "#65a30d", "#7c3aed", "#ea580c")
 OUTCOMES = ("passed", "failed", "errored", "running", "interrupted", "unfinished")
 
 CSS = """
@@ -40,7 +39,8 @@ background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:var(--muted)}
 form.filters input,form.filters select{font:inherit;padding:4px 6px;border:1px solid var(--line);
 border-radius:6px;background:var(--bg);color:var(--fg)}form.filters input[type=search]{width:16em}
-td.lines div{white-space:nowrap}
+td.lines div{white-space:nowrap}svg.trend{max-width:1000px;display:block}
+details.chart{margin:0 0 12px}details.chart summary{cursor:pointer;font-weight:600;margin:0 0 6px}
 """
 
 
@@ -134,13 +134,38 @@ def _lines_cell(r: RunRow) -> str:
                    "</div>" for line in r.lines) or "–"
 
 
+MAX_LINES = len(COLORS)  # lines on the index's chart (those run last); filters pick others
+
+
+def index_chart(rows: list[RunRow]) -> str:
+    """The runs shown, as pass rate over time: one line per suite × agent × model."""
+    lines: dict[tuple[str, str], Series] = {}
+    for r in sorted(rows, key=stamp):
+        for line in r.lines:
+            if r.when is not None and line.trials:
+                key = (r.suite_key, line.label)
+                lines.setdefault(key, Series(f"{r.suite_name} · {line.title}")).points.append(
+                    (r, line))
+    if not lines:
+        return ""
+    series = sorted(lines.values(), key=lambda s: -stamp(s.points[-1][0]))[:MAX_LINES]
+    runs = list({id(r): r for s in series for r, _ in s.points}.values())
+    more = len(lines) - len(series)
+    note = (f' <span class="muted">(the {len(series)} lines run last; {more} more: pick a '
+            "suite, agent or model above)</span>" if more else "")
+    return (f'<details class="chart" open><summary>Pass rate over time <span class="muted">per '
+            f"suite × agent × model</span>{note}</summary>"
+            + trend_svg(runs, series, aria="pass rate per suite, agent and model over time",
+                        changes=False, plot_h=150) + "</details>")
+
+
 def index_page(rows: list[RunRow], where: str, f: dict[str, str]) -> bytes:
     if not rows:
         return page("proctor runs", f"<h1>proctor runs</h1><p class=muted>No runs in "
                                     f"{e(where)} yet.</p>")
     shown_rows = [r for r in rows if keeps(r, f)]
     out = [f"<h1>proctor runs <span class=muted>({len(shown_rows)} of {len(rows)}, {e(where)})"
-           f"</span></h1>{_filters(rows, f)}"
+           f"</span></h1>{_filters(rows, f)}{index_chart(shown_rows)}"
            '<table id="runs"><thead><tr><th>run</th><th>started</th><th>outcome</th>'
            '<th>trials</th><th>agent · model</th><th>suite</th><th>directory</th>'
            "</tr></thead><tbody>"]
@@ -166,68 +191,6 @@ def index_page(rows: list[RunRow], where: str, f: dict[str, str]) -> bytes:
 # ---- a suite over time ----------------------------------------------------------------------
 
 
-def trend_svg(runs: list[RunRow], labels: dict[str, str]) -> str:
-    """Pass rate per agent over time: one line per agent and model, a point per run (a link
-    to its report, the figures in its tooltip); where the suite changed (its files or the
-    task selection), the lines break and a dashed rule says so."""
-    points = sorted(((w, r) for r in runs if (w := r.when) is not None), key=lambda p: p[0])
-    left, right, top, plot_w, plot_h = 46, 20, 16, 740, 240
-    width, height = left + plot_w + right, top + plot_h + 40
-    t0 = points[0][0].timestamp() if points else 0.0
-    span = (points[-1][0].timestamp() - t0) if points else 0.0
-
-    def x(when: datetime) -> float:
-        return left + (plot_w / 2 if span <= 0 else plot_w * (when.timestamp() - t0) / span)
-
-    def y(rate: float) -> float:
-        return top + plot_h * (1 - rate)
-
-    out = [f'<svg viewBox="0 0 {width} {height}" role="img" '
-           'aria-label="pass rate per agent over time">']
-    for p in (0, 25, 50, 75, 100):
-        out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(p / 100):.1f}" '
-                   f'y2="{y(p / 100):.1f}" class="grid"/><text x="{left - 6}" '
-                   f'y="{y(p / 100) + 4:.1f}" text-anchor="end" class="axis">{p}%</text>')
-    for i, (when, _) in enumerate(points):
-        if i in (0, len(points) - 1) or len(points) <= 6:
-            anchor = ("middle" if span <= 0 or 0 < i < len(points) - 1 else
-                      "start" if i == 0 else "end")
-            out.append(f'<text x="{x(when):.1f}" y="{top + plot_h + 18}" '
-                       f'text-anchor="{anchor}" class="axis">'
-                       f'{e(when.strftime("%m-%d %H:%M"))}</text>')
-    for (when, r), (_, before) in zip(points[1:], points, strict=False):
-        if r.suite_version != before.suite_version:
-            out.append(f'<line x1="{x(when) - 3:.1f}" x2="{x(when) - 3:.1f}" y1="{top}" '
-                       f'y2="{top + plot_h}" class="change"><title>the suite changed here'
-                       "</title></line>")
-    for n, label in enumerate(labels):
-        color = COLORS[n % len(COLORS)]
-        series = [(w, r, line) for w, r in points for line in r.lines if line.label == label]
-        segment: list[str] = []
-        version = None
-        ended: list[tuple[Any, RunRow | None, Any]] = [*series, (None, None, None)]
-        for w, run, line in ended:
-            if run is None or run.suite_version != version:
-                if len(segment) > 1:
-                    out.append(f'<polyline points="{" ".join(segment)}" fill="none" '
-                               f'stroke="{color}" stroke-width="2"/>')
-                segment = []
-                version = run.suite_version if run is not None else None
-            if run is not None and w is not None and line is not None:
-                segment.append(f"{x(w):.1f},{y(line.rate):.1f}")
-        for w, r, line in series:
-            errored = f", {line.errored} errored" if line.errored else ""
-            out.append(f'<a href="/runs/{q(r.run_id)}/"><circle cx="{x(w):.1f}" '
-                       f'cy="{y(line.rate):.1f}" r="4" fill="{color}"><title>{e(labels[label])}: '
-                       f"{line.passed}/{line.trials} ({data.pct(line.rate)}){errored} · run "
-                       f'{e(r.run_id)} · {e(w.isoformat(timespec="minutes"))}</title>'
-                       "</circle></a>")
-    out.append("</svg>")
-    legend = "".join(f'<span><i style="background:{COLORS[n % len(COLORS)]}"></i>{e(t)}</span>'
-                     for n, t in enumerate(labels.values()))
-    return "".join(out) + f'<p class="legend">{legend}</p>'
-
-
 def suite_page(runs: list[RunRow]) -> bytes:
     """A suite's runs, newest first: each agent's pass rate (a line per agent and model),
     each run against the one before it."""
@@ -250,10 +213,13 @@ def suite_page(runs: list[RunRow]) -> bytes:
               if older is not None else "")
         rows.append(f'<tr><td><code><a href="/runs/{q(r.run_id)}/">{e(r.run_id)}</a></code></td>'
                     f'<td class="{e(r.outcome)}">{e(r.outcome)}</td>{cells}<td>{vs}</td></tr>')
+    series = [Series(title, [(r, line) for r in runs for line in r.lines if line.label == k])
+              for k, title in labels.items()]
+    chart = trend_svg(runs, series, aria="pass rate per agent over time")
     files = ", ".join(shown(s) for s in runs[0].specs) or "(no specs)"
     body = (f'<p><a href="/">all runs</a></p><h1>{e(runs[0].suite_name)} <span class="muted">'
             f"pass rate per agent over time ({len(runs)} runs)</span></h1>"
-            f'<p class="muted">{e(files)}</p>{trend_svg(runs, labels)}'
+            f'<p class="muted">{e(files)}</p>{chart}'
             f"<table><thead><tr><th>run</th><th>outcome</th>{head}<th></th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>"
             '<p class="muted">A line follows one agent on one model; it breaks where the '
