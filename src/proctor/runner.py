@@ -21,19 +21,17 @@ from pathlib import Path
 from typing import Any, cast
 
 from proctor import __version__
-from proctor.agents.external import install_agents
 from proctor.clipath import check_clis
 from proctor.errors import UsageError
 from proctor.executors import close_run, infra_error, open_run, result_of_failure
 from proctor.inputs import check_unchanged, fingerprint, referenced, suite_identity
 from proctor.janitor import sweep
-from proctor.model import RunOptions, StepDef, TaskDef, Trial, TrialResult
+from proctor.model import EXTERNAL_AGENTS, RunOptions, StepDef, TaskDef, Trial, TrialResult
 from proctor.plan import plan, select, unprompted_notes
 from proctor.proc import use_fast_child_watcher
 from proctor.providers import MODEL_AGENT_TYPES, preflight_run
-from proctor.report import trajectory, write_reports
+from proctor.report import write_reports
 from proctor.report.progress import Progress
-from proctor.report.terminal import print_summary
 from proctor.results import SCHEMA_VERSION, RunMeta, RunResults, TrialRecord
 from proctor.sandbox import BACKENDS, capabilities, with_capability
 from proctor.sandbox.trace import tracer
@@ -111,7 +109,11 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     _preflight(trials, by_id, options)
     for note in _unpriced(trials, by_id, options) if warn and not options.quiet else ():
         print(f"proctor: warning: {note}", file=sys.stderr)
-    agent_versions = install_agents(trials, by_id, options)
+    agent_versions: dict[str, str] = {}
+    if any(t.agent in EXTERNAL_AGENTS for t in trials):  # imported only then: start-up time
+        from proctor.agents.external import install_agents
+
+        agent_versions = install_agents(trials, by_id, options)
     if any(t.agent != "nop" for t in trials):
         tracer()  # agent commands are traced: built once per machine, exit 2 if it cannot be
     isolated = _preflight_backend(options)
@@ -276,7 +278,11 @@ async def _execute(trials: list[Trial], planned: Planned,
         queue = iter(trials)
         # report.html's share of each trajectory, prepared as each trial ends (reports then
         # only copy it; report/trajectory.py); a run without html leaves it to its first.
-        digest = trajectory.digest if "html" in options.formats else None
+        digest = None
+        if "html" in options.formats:
+            from proctor.report import trajectory
+
+            digest = trajectory.digest
 
         async def worker() -> None:
             for trial in queue:
@@ -531,6 +537,8 @@ def _print_outcome(planned: Planned, results: RunResults) -> None:
     if not planned.options.quiet:
         try:
             from rich.console import Console
+
+            from proctor.report.terminal import print_summary
 
             # Logs (CI) have no width: 120 columns keeps turns, tokens and cost in the
             # tables, unless COLUMNS says how wide the reader's window is.
