@@ -403,3 +403,29 @@ def test_proctor_help_never_imports_the_otel_modules():
             "assert not bad, bad")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_senders_thread_never_dies_on_a_surprise(tmp_path, monkeypatch, capfd):
+    """Whatever fails while sending is one warning; the run's thread carries on."""
+    import time
+
+    from proctor.report import otlp
+
+    calls = []
+
+    def broken(url, request, timeout=otlp.TIMEOUT_S):
+        calls.append(url)
+        raise RuntimeError("surprise")
+
+    monkeypatch.setattr(otlp, "post", broken)
+    sender = otlp.RunSender("http://127.0.0.1:9", tmp_path, {"run_id": "r1"})
+    for n in range(5):
+        sender.trial_done({"id": f"t.r{n}", "task_id": "t", "status": "pass"})
+        while not sender.queue.empty():  # taken: the next one is a request of its own
+            time.sleep(0.005)
+    sender.finish({"run_id": "r1", "trials": []}, wait_s=5)
+    assert not sender.thread.is_alive()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and err.count("RuntimeError('surprise')") == 2
+    assert f"of {sender.sent + sender.unsent} trials' spans were not sent" in err
+    assert len(calls) == otlp.GIVE_UP_AFTER  # then it stops trying

@@ -269,7 +269,7 @@ class _Trial:
         values = {
             "gen_ai.operation.name": "chat", "gen_ai.provider.name": self.provider,
             "gen_ai.system": self.provider, "gen_ai.request.model": model,
-            "gen_ai.response.model": model, "gen_ai.conversation.id": self.tid,
+            "gen_ai.conversation.id": self.tid,
             "gen_ai.usage.input_tokens": turn.tokens_in,
             "gen_ai.usage.output_tokens": turn.tokens_out,
             "gen_ai.response.finish_reasons": None if turn.error else [finish],

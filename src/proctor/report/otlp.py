@@ -203,12 +203,12 @@ class RunSender:
             return
         try:
             post(self.url, request)
-        except SendError as e:
+        except Exception as e:  # never a traceback from this thread, never a failed run
             self.failures += 1
             self.unsent += trials
             if self.error is None:
-                self.error = str(e)
-                self._warn(str(e))
+                self.error = str(e) if isinstance(e, SendError) else f"could not send: {e!r}"
+                self._warn(self.error)
             return
         self.failures = 0
         self.sent += trials
