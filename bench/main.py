@@ -13,8 +13,12 @@
 
 Workloads: throughput (1,000 trials), cold (1 trial), memory (10,000 trials, peak RSS of the
 process tree), checks (10,000 commands x 50 assertions, proctor only), help (`proctor --help`),
+reports (bench/reports_at_scale.py: `proctor report` of 10,000 trials with trajectories, CPU),
 db (bench/db_ready.py: per-trial PostgreSQL ready time), extras (bench/agent_loop.py,
 bench/validate_specs.py and bench/isolation.py). docs/benchmarks.md explains each method.
+
+The first thing printed is a Markdown table (workload, proctor, peer, ratio, goal, command,
+machine): docs/benchmarks.md opens with it, pasted as printed.
 """
 
 from __future__ import annotations
@@ -36,19 +40,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
 import workloads as wl  # noqa: E402
 
-ALL = ("throughput", "cold", "memory", "checks", "help", "db", "extras")
+ALL = ("throughput", "cold", "memory", "checks", "help", "reports", "db", "extras")
 PY = str(wl.REPO / ".venv" / "bin" / "python")
 
-# (workload, what, target) — ratio targets are proctor/peer; the rest absolute (issues 3 and 6)
+# (workload, what, target) — ratio targets are proctor/peer; the rest absolute (issues 3, 6
+# and 37)
 TARGETS = {
-    "throughput": [("ratio", 1 / 4, "at least 4x faster than Inspect AI"),
+    "throughput": [("ratio", 1 / 10, "at least 10x faster than Inspect AI"),
                    ("proctor", 4.0, "1,000 trials under 4 s")],
-    "cold": [("ratio", 1 / 5, "at least 5x faster than Inspect AI"),
-             ("proctor", 0.6, "one trial, cold, under 0.6 s")],
+    "cold": [("ratio", 1 / 10, "at least 10x faster than Inspect AI"),
+             ("proctor", 0.2, "one trial, whole process, under 0.2 s")],
     "memory": [("ratio", 1 / 2, "peak RSS at most half of Inspect AI's"),
                ("proctor", 300.0, "10,000 trials under 300 MB")],
     "checks": [("proctor", 0.5, "50 checks over 10,000 commands under 0.5 s")],
-    "help": [("proctor", 0.3, "proctor --help under 0.3 s")],
+    "help": [("proctor", 0.2, "proctor --help under 0.2 s")],
+    "reports": [("proctor", 1.0, "proctor report of 10,000 trials under 1 s of CPU")],
 }
 
 
@@ -74,6 +80,8 @@ def ensure_peer() -> str:
     version = peer_version()
     if version:
         return version
+    # Only ever into bench's own virtualenv (never ./setup.sh's .venv, which may hold it too).
+    wl.PEER_VENV, wl.INSPECT = wl.OWN_PEER_VENV, wl.OWN_PEER_VENV / "bin" / "inspect"
     log(f"installing inspect-ai into {wl.PEER_VENV} (once)")
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(wl.PEER_VENV)], check=True)
     subprocess.run([str(wl.PEER_VENV / "bin" / "pip"), "install", "-q", "inspect-ai"], check=True)
@@ -200,6 +208,23 @@ def script(name: str, *argv: str) -> dict:
     return {"command": f".venv/bin/python bench/{name} {' '.join(argv)}".strip(), "output": lines}
 
 
+def reports(tasks: int) -> dict:
+    """`proctor report --format html|md|junit` of a 10,000-trial run with every trajectory:
+    the CPU of the whole command (bench/reports_at_scale.py; the worst format is the row)."""
+    r = script("reports_at_scale.py", "--tasks", str(tasks), "--best-of", "3")
+    formats = {}
+    for line in r.get("output", []):
+        m = re.match(r"proctor report --format (\w+): cpu ([\d.]+) s, wall ([\d.]+) s, "
+                     r"peak RSS (\d+) MB", line)
+        if m:
+            formats[m[1]] = {"cpu_s": float(m[2]), "wall_s": float(m[3]), "peak_mb": int(m[4])}
+    if formats:
+        worst = max(formats, key=lambda f: formats[f]["cpu_s"])
+        r["trials"] = tasks
+        r["proctor"] = {"median_s": formats[worst]["cpu_s"], "worst": worst, "formats": formats}
+    return r
+
+
 def db_ready() -> dict:
     r = script("db_ready.py", "--kind", "postgres")
     for line in r.get("output", []):
@@ -238,33 +263,52 @@ def judge(results: dict) -> list[dict]:
     return verdicts
 
 
-def table(results: dict) -> str:
-    rows = [("workload", "proctor", "Inspect AI", "proctor/peer", "peer/proctor")]
-    labels = {"throughput": "throughput, {trials:,} trials (wall)",
-              "cold": "cold start, {trials} trial (wall)",
-              "memory": "memory, {trials:,} trials (peak RSS of tree)",
-              "checks": "checks, 10,000 commands x 50 assertions",
-              "help": "proctor --help (wall)"}
-    for name, label in labels.items():
+# workload -> (row label, proctor's command, the peer's command); {trials} from the results
+ROWS = {
+    "cold": ("cold start, {trials} trivial trial, whole process (wall)",
+             "`proctor run SUITE --agent oracle -q`", "`inspect eval inspect_task.py@write_file "
+             "--model mockllm/model`"),
+    "throughput": ("throughput, {trials:,} trials: trivial, isolated, concurrency 4 (wall)",
+                   "`proctor run SUITE --agent oracle --concurrency 4 -q`",
+                   "`inspect eval … --max-samples 4 --max-subprocesses 4`"),
+    "memory": ("memory, {trials:,} trivial trials, peak RSS of the process tree",
+               "as throughput", "as throughput"),
+    "checks": ("50 assertions over 10,000 commands (CPU)", "`bench/checks_at_scale.py`", ""),
+    "help": ("`proctor --help` (wall)", "`proctor --help`", ""),
+    "reports": ("`proctor report --format` html, md or junit, {trials:,} trials with every "
+                "trajectory (CPU, the slowest of the three)", "`bench/reports_at_scale.py`", ""),
+}
+
+
+def machine_cell(info: dict, load: float | None) -> str:
+    cpu = re.sub(r"\s*(\d+-Core Processor|CPU @.*|Processor)$", "", info.get("cpu", ""))
+    shown = f", load {load:.1f}" if load is not None else ""
+    return f"{info.get('cores')} cores {cpu}, {info.get('memory_gb'):.0f} GB{shown}"
+
+
+def table(results: dict, info: dict) -> str:
+    """The Markdown table docs/benchmarks.md opens with: one row per workload measured."""
+    lines = ["| workload | proctor | Inspect AI | ratio | goal | command | machine |",
+             "|---|---:|---:|---:|---|---|---|"]
+    verdicts = {(v["workload"], v["target"]): v for v in judge(results)}
+    for name, (label, ours, theirs) in ROWS.items():
         r = results.get(name)
-        if not r:
+        if not r or "proctor" not in r:
             continue
-        unit, key = (" MB", "median_mb") if name == "memory" else (" s", "median_s")
-        fmt = "{:.0f}" if name == "memory" else "{:.3f}"
+        memory = name == "memory"
+        key, fmt, unit = ("median_mb", "{:.0f}", " MB") if memory else ("median_s", "{:.3f}", " s")
         peer = r.get("inspect", {}).get(key)
         ratio = r.get("ratio")
-        rows.append((label.format(trials=r.get("trials", 0)), fmt.format(r["proctor"][key]) + unit,
-                     "-" if peer is None else fmt.format(peer) + unit,
-                     "-" if ratio is None else f"{ratio:.2f}",
-                     "-" if ratio is None else f"{1 / ratio:.1f}x"))
-    if "db" in results and "proctor" in results["db"]:
-        d = results["db"]["proctor"]
-        rows.append(("PostgreSQL per-trial ready (median)", f"{d['ready_median_ms']:.0f} ms",
-                     "-", "-", "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = [" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-             for r in rows]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
+        # The ratio a reader wants: how many times faster (or smaller) proctor is.
+        shown_ratio = "–" if not ratio else f"**{1 / ratio:.1f}×**"
+        goals = [f"{'met' if v['met'] else 'MISSED'}: {target}"
+                 for (w, target), v in verdicts.items() if w == name]
+        command = ours + (f" vs {theirs}" if peer is not None and theirs else "")
+        lines.append(f"| {label.format(trials=r.get('trials', 0))} "
+                     f"| {fmt.format(r['proctor'][key])}{unit} "
+                     f"| {'–' if peer is None else fmt.format(peer) + unit} | {shown_ratio} "
+                     f"| {'; '.join(goals) or '–'} | {command} "
+                     f"| {machine_cell(info, r.get('load'))} |")
     return "\n".join(lines)
 
 
@@ -275,6 +319,7 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=4, help="same for both tools")
     ap.add_argument("--trials", type=int, default=1000, help="throughput workload size")
     ap.add_argument("--memory-trials", type=int, default=10_000, help="memory workload size")
+    ap.add_argument("--report-trials", type=int, default=10_000, help="reports workload size")
     ap.add_argument("--workloads", default=",".join(ALL), help=f"comma-separated, of {', '.join(ALL)}")
     ap.add_argument("--proctor-only", action="store_true", help="no Inspect AI (no install)")
     ap.add_argument("--isolation", default="auto", choices=["auto", "none"],
@@ -307,6 +352,7 @@ def main() -> int:
             once(tool, 1, args, work, verify=True)
     for name in chosen:
         log(f"{name} ...")
+        load = os.getloadavg()[0]  # the machine's load as the workload starts: the table says it
         if name == "throughput":
             results[name] = alternate(name, args.trials, args.runs, args, work)
         elif name == "cold":
@@ -318,18 +364,26 @@ def main() -> int:
             results[name] = checks_at_scale()
         elif name == "help":
             results[name] = help_times(args.runs)
+        elif name == "reports":
+            results[name] = reports(args.report_trials)
         elif name == "db":
             results[name] = db_ready()
         elif name == "extras":
             results["agent_loop"] = script("agent_loop.py")
             results["validate_specs"] = script("validate_specs.py")
             results["isolation"] = script("isolation.py")
+        if name in results:
+            results[name]["load"] = round(load, 2)
     shutil.rmtree(work, ignore_errors=True)
 
-    text = table(results)
+    info = machine()
+    text = table(results, info)
     verdicts = judge(results)
     print(text)
-    print()
+    print(f"\n(bench/run {' '.join(sys.argv[1:])}; "
+          f"{datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M')} UTC; proctor "
+          f"{proctor_version}{', Inspect AI ' + versions['inspect_ai'] if 'inspect_ai' in versions else ''}"
+          f"; {info['cpu']}, Python {info['python']})\n")
     for v in verdicts:
         print(f"{'met   ' if v['met'] else 'MISSED'} {v['workload']}: {v['target']} "
               f"({v['value']} vs {v['limit']})")
@@ -341,7 +395,7 @@ def main() -> int:
     report = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": " ".join(["bench/run", *sys.argv[1:]]),
-        "machine": machine(),
+        "machine": info,
         "versions": versions,
         "settings": {"concurrency": args.concurrency, "runs": args.runs,
                      "isolation": args.isolation,

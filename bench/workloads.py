@@ -27,7 +27,11 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 PROCTOR = REPO / ".venv" / "bin" / "proctor"
-PEER_VENV = BENCH / ".venv-peer"
+OWN_PEER_VENV = BENCH / ".venv-peer"  # bench/run installs Inspect AI here once
+# ./setup.sh's .venv holds Inspect AI too (proctor's `inspect` extra): the peer when bench/run
+# has not installed its own.
+PEER_VENV = (REPO / ".venv" if not (OWN_PEER_VENV / "bin" / "inspect").exists()
+             and (REPO / ".venv" / "bin" / "inspect").exists() else OWN_PEER_VENV)
 INSPECT = PEER_VENV / "bin" / "inspect"
 
 
