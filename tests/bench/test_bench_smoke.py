@@ -96,3 +96,14 @@ def test_loop_time_splits_the_wall_time_of_the_loop() -> None:
     on_cpu, waiting = (float(proc.stdout.split(k)[1].split()[0])
                        for k in ("on a CPU ", "waiting for one "))
     assert 0 < on_cpu <= wall and 0 <= waiting <= wall, proc.stdout
+
+
+def test_view_at_scale_runs() -> None:
+    """bench/view_at_scale.py (docs/benchmarks.md's `proctor view` figures) still runs: every
+    page it times answers 200, on 300 tasks."""
+    proc = subprocess.run([sys.executable, str(BENCH / "view_at_scale.py"), "--tasks", "300",
+                           "--traced", "6"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    labels = [line.split(":")[0] for line in proc.stdout.splitlines()]
+    assert labels == ["scoring", "index", "report, first (read, render)", "report, again",
+                      "trial page", "trial page, traced", "side by side, traced", "next x20"]

@@ -91,6 +91,9 @@ def test_serves_nothing_else(mixed_run, served):
     for path in (f"/runs/{run_id}/run.json", f"/runs/{run_id}/trials/{FLAKY_TRIAL}/../../run.json",
                  f"/runs/{run_id}/trials/..%2F..%2Frun.json/trace.jsonl",
                  f"/runs/{run_id}/trials/{FLAKY_TRIAL}/results.json", "/runs/nope/",
+                 f"/runs/{run_id}/trials/../", f"/runs/{run_id}/trials/%2e%2e/",
+                 f"/runs/{run_id}/trials/{FLAKY_TRIAL}/vs/nope/{FLAKY_TRIAL}",
+                 f"/runs/nope/trials/{FLAKY_TRIAL}/",
                  "/etc/passwd", "/suites/0000"):
         status, _, _ = site.get(path)
         assert status == 404, path
@@ -441,3 +444,22 @@ def test_the_index_charts_pass_rate_per_suite_agent_and_model(tmp_path, served):
     _, _, page = site.get("/?suite=0123456789ab")
     svg = page[page.index("<svg"):page.index("</svg>")]
     assert svg.count("<polyline") == 1 and "other/suite.yaml · llm · mock/m" in svg
+
+
+def test_a_runs_dir_is_read_again_when_a_run_changes(tmp_path, served):
+    """The server keeps what it read of each run (a large results.json takes a second to
+    read, and every page asks for the runs) until the run's files change."""
+    import os
+
+    runs = tmp_path / "artifacts"
+    run = write_run(runs, "ci-run", counted("t1", "openai/gpt-4.1", 1, 2, "c"))
+    site = served(runs)
+    assert ">1/2</span>" in site.get("/")[2]
+    assert site.get("/runs/ci-run/trials/t1.c.r1/")[0] == 200
+    again = write_run(tmp_path / "new", "ci-run", counted("t1", "openai/gpt-4.1", 3, 3, "d"))
+    os.replace(again / "results.json", run / "results.json")
+    st = (run / "results.json").stat()
+    os.utime(run / "results.json", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert ">3/3</span>" in site.get("/")[2]
+    assert site.get("/runs/ci-run/trials/t1.c.r1/")[0] == 404  # gone with the old results
+    assert site.get("/runs/ci-run/trials/t1.d.r2/")[0] == 200

@@ -47,6 +47,7 @@ PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
               "img-src data:")
 LOGS = ("trace.jsonl", "audit.jsonl")
+LOADED = 8  # runs whose results the server keeps in memory (trial pages walk them)
 FILTERS = ("q", "suite", "agent", "model", "status", "since", "until")
 
 
@@ -56,7 +57,8 @@ class Site:
     def __init__(self, runs_dir: Path | None):
         self.runs_dir = runs_dir.resolve() if runs_dir else None
         self._cache: dict[str, tuple[float, bytes]] = {}
-        self._loaded: dict[str, tuple[float, data.Run]] = {}
+        self._loaded: dict[str, tuple[float, data.Run]] = {}  # the last LOADED runs read
+        self._disk: dict[Path, tuple[tuple[int, ...], RunRow | None]] = {}
         self._lock = threading.Lock()
 
     def runs(self) -> list[RunRow]:
@@ -67,13 +69,28 @@ class Site:
         known = {Path(r.dir) for r in rows}
         candidates = [self.runs_dir, *sorted(p for p in self.runs_dir.iterdir() if p.is_dir())]
         for d in candidates:
-            if d not in known and (d / "run.json").is_file() and (row := from_disk(d)):
+            if d not in known and (d / "run.json").is_file() and (row := self._from_disk(d)):
                 rows.append(row)
         rows.sort(key=lambda r: r.started_at, reverse=True)
         return rows
 
-    def run(self, run_id: str) -> RunRow | None:
-        return next((r for r in self.runs() if r.run_id == run_id), None)
+    def _from_disk(self, run_dir: Path) -> RunRow | None:
+        """from_disk, kept until the run's files change (reading a large results.json
+        takes a second; every page asks for the runs)."""
+        stamp = tuple(p.stat().st_mtime_ns if p.exists() else 0
+                      for p in (run_dir / "run.json", run_dir / "results.json"))
+        with self._lock:
+            hit = self._disk.get(run_dir)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        row = from_disk(run_dir)
+        with self._lock:
+            self._disk[run_dir] = (stamp, row)
+        return row
+
+    def run(self, run_id: str, rows: list[RunRow] | None = None) -> RunRow | None:
+        return next((r for r in (self.runs() if rows is None else rows)
+                     if r.run_id == run_id), None)
 
     @staticmethod
     def _changed(run_dir: Path) -> float:
@@ -90,7 +107,10 @@ class Site:
                 return hit[1]
         run = data.load_run(row.dir, allow_partial=True)
         with self._lock:
+            self._loaded.pop(row.run_id, None)
             self._loaded[row.run_id] = (changed, run)
+            while len(self._loaded) > LOADED:  # the oldest read goes first
+                self._loaded.pop(next(iter(self._loaded)))
         return run
 
     def report(self, row: RunRow) -> bytes:
@@ -128,11 +148,12 @@ class Site:
         return report.replace(b"</head>", style + b"</head>", 1).replace(
             b"<body>", b"<body>" + bar, 1)
 
-    def picked(self, run_id: str, trial_id: str) -> Picked | None:
+    def picked(self, run_id: str, trial_id: str, rows: list[RunRow] | None = None
+               ) -> Picked | None:
         """The trial `trial_id` of run `run_id`, or None."""
         from proctor.report.view_trials import Picked
 
-        row = self.run(run_id)
+        row = self.run(run_id, rows)
         if row is None or row.gone:
             return None
         run = self.loaded(row)
@@ -142,11 +163,12 @@ class Site:
     def trial(self, run_id: str, trial_id: str) -> bytes | None:
         from proctor.report.view_trials import MAX_OTHER_RUNS, trial_page
 
-        p = self.picked(run_id, trial_id)
+        rows = self.runs()
+        p = self.picked(run_id, trial_id, rows)
         if p is None:
             return None
         earlier: list[tuple[RunRow, list[TrialRecord]]] = []
-        for r in self.runs():  # newest first: the suite's runs before this one
+        for r in rows:  # newest first: the suite's runs before this one
             if len(earlier) == MAX_OTHER_RUNS:
                 break
             if (r.suite_key == p.row.suite_key and r.run_id != run_id and not r.gone
@@ -157,7 +179,8 @@ class Site:
     def pair(self, a: tuple[str, str], b: tuple[str, str]) -> bytes | None:
         from proctor.report.view_trials import pair_page
 
-        pa, pb = self.picked(*a), self.picked(*b)
+        rows = self.runs()
+        pa, pb = self.picked(*a, rows), self.picked(*b, rows)
         return None if pa is None or pb is None else pair_page(pa, pb)
 
     def index(self, query: dict[str, str]) -> bytes:
