@@ -14,14 +14,18 @@ only producer of the aggregate rows; reports never recompute a figure that is he
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypeVar
 
-from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
+from typing_extensions import TypedDict, is_typeddict  # pydantic reads typing's only from 3.12
 
 if TYPE_CHECKING:
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import TypeAdapter
+    from pydantic_core import SchemaValidator, ValidationError
 
 # Written into run.json and results.json. Raised when a key changes meaning or goes away;
 # new keys do not raise it (readers keep keys they do not know). A file without it was
@@ -255,6 +259,60 @@ def _adapter(kind: Literal["results", "run"]) -> TypeAdapter[Any]:
     return TypeAdapter(RunResults if kind == "results" else RunMeta)
 
 
+@cache
+def _validator(kind: Literal["results", "run"]) -> SchemaValidator:
+    """The type's validator. pydantic makes its core schema (~50 ms, and pydantic's own
+    import ~50 ms more); the schema is then kept as JSON in the cache directory, keyed by
+    this file's text and pydantic-core's version, so a later `report`, `show` or `compare`
+    builds the validator from it with pydantic-core alone (under a millisecond). The file
+    names classes of this module only: nothing in it is executed."""
+    import pydantic_core
+
+    key = hashlib.sha256(Path(__file__).read_bytes()
+                         + pydantic_core.__version__.encode()).hexdigest()[:16]
+    path = _cache_dir() / f"results-schema-{kind}-{key}.json"
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"), object_hook=_classes)
+        return pydantic_core.SchemaValidator(schema)
+    except (OSError, ValueError, KeyError, TypeError, pydantic_core.SchemaError):
+        pass  # none yet (or unreadable): made below
+    schema = _adapter(kind).core_schema
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(schema, default=_class_name), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache: the next reader makes it again
+    return pydantic_core.SchemaValidator(schema)
+
+
+def _cache_dir() -> Path:
+    # sandbox.dockerimages.cache_dir's place (this module sits below the sandbox layer)
+    given = os.environ.get("PROCTOR_CACHE")
+    if given:
+        return Path(given)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "proctor"
+
+
+def _class_name(value: object) -> str:
+    name = str(getattr(value, "__name__", ""))
+    if is_typeddict(value) and globals().get(name) is value:
+        return name
+    raise TypeError(f"not a type of proctor.results: {value!r}")
+
+
+def _classes(obj: dict[str, Any]) -> dict[str, Any]:
+    """A schema node read back: its `cls` (a TypedDict named by _class_name) this module's."""
+    cls = obj.get("cls")
+    if isinstance(cls, str):
+        found = globals()[cls]
+        if not is_typeddict(found):
+            raise TypeError(f"{cls} is not one of proctor.results' types")
+        obj["cls"] = found
+    return obj
+
+
 def json_schema(kind: Literal["results", "run"]) -> dict[str, Any]:
     """The JSON Schema of results.json or run.json."""
     title = "proctor results.json" if kind == "results" else "proctor run.json"
@@ -282,10 +340,10 @@ def load_results(data: object) -> RunResults:
 
 
 def _parse(kind: Literal["results", "run"], text: str | bytes) -> Any:
-    from pydantic import ValidationError
+    from pydantic_core import ValidationError
 
     try:  # parsed and checked in one pass: no slower than json.loads alone
-        return _adapter(kind).validate_json(text)
+        return _validator(kind).validate_json(text)
     except ValidationError as e:
         if e.errors(include_url=False)[0]["type"] != "json_invalid":
             raise InvalidRunFile(_problems(e)) from None
@@ -295,10 +353,10 @@ def _parse(kind: Literal["results", "run"], text: str | bytes) -> Any:
 
 
 def _validate(kind: Literal["results", "run"], data: object) -> Any:
-    from pydantic import ValidationError
+    from pydantic_core import ValidationError
 
     try:
-        return _adapter(kind).validate_python(data)
+        return _validator(kind).validate_python(data)
     except ValidationError as e:
         raise InvalidRunFile(_problems(e)) from None
 
