@@ -223,7 +223,8 @@ def render_junit(results: RunResults, run: Mapping[str, Any] | None = None,
                             incomplete)
         if props:
             parts.append("    <properties>")
-            parts += [_element("property", {"name": k, "value": v}, None, "      ")
+            # _element's text, written inline: eight per task, 80,000 in a large run
+            parts += [f'      <property name="{_a(k)}" value="{_a(v)}" />'
                       for k, v in props.items()]
             parts.append("    </properties>")
         parts += [_testcase(t) for t in group]
