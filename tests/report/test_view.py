@@ -251,6 +251,11 @@ def test_each_run_of_a_suite_compares_with_the_one_before(tmp_path, served):
     assert status == 200 and "2 significant regression(s)" in page  # t1 and the model
     row = next(r for r in page.split("<tr>") if r.startswith("<td>t1 · "))
     assert "10/10" in row and "1/10" in row and "REGRESSION" in row
+    # each task row sets a trial of A beside one of B: B's first failing one
+    pair = re.search(r'<a href="([^"]+)">side by side</a>', row)[1]
+    assert pair == "/runs/old/trials/t1.a.r0/vs/new/t1.b.r1"
+    status, _, side = site.get(pair)
+    assert status == 200 and "A: llm · openai/gpt-4.1" in side and 'id="side-b"' in side
     assert site.get("/compare/old/nope")[0] == 404
 
 

@@ -197,8 +197,13 @@ class Site:
         rows = [self.run(run_a), self.run(run_b)]
         if any(r is None or not (Path(r.dir) / "results.json").is_file() for r in rows):
             return None
-        a, b = (data.load_run(r.dir) for r in rows if r is not None)
-        return compare_page(run_a, run_b, compare_runs(a.results, b.results))
+        from proctor.report.view_trials import compared_pairs
+
+        row_a, row_b = (r for r in rows if r is not None)
+        a, b = self.loaded(row_a), self.loaded(row_b)
+        res = compare_runs(a.results, b.results)
+        pairs = compared_pairs(res, row_a, row_b, a.trials, b.trials)
+        return compare_page(run_a, run_b, res, pairs)
 
 
 # ---- the server -----------------------------------------------------------------------------

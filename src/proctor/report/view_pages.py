@@ -227,8 +227,10 @@ def suite_page(runs: list[RunRow]) -> bytes:
     return page(f"proctor: {runs[0].suite_name}", body)
 
 
-def compare_page(run_a: str, run_b: str, res: Any) -> bytes:
-    """`proctor compare A B` as a page: did pass rates change beyond chance?"""
+def compare_page(run_a: str, run_b: str, res: Any, pairs: dict[int, str] | None = None
+                 ) -> bytes:
+    """`proctor compare A B` as a page: did pass rates change beyond chance? `pairs`: a
+    task row's link to a trial of A beside one of B."""
     mark = {"regression": '<b class="failed">REGRESSION</b>',
             "improvement": '<b class="passed">improved</b>'}
     out = [f'<p><a href="/">all runs</a></p><h1>compare <a href="/runs/{q(run_a)}/">{e(run_a)}'
@@ -242,13 +244,16 @@ def compare_page(run_a: str, run_b: str, res: Any) -> bytes:
         out.append(f"<h2>{title}</h2><table><thead><tr><th></th><th class=n>A</th>"
                    "<th class=n>B</th><th class=n>difference (95% CI)</th>"
                    "<th class=n>p (Holm)</th><th></th></tr></thead><tbody>")
-        for c in comparisons:
+        for i, c in enumerate(comparisons):
             lo, hi = c.diff_ci
             label = f"{c.task_label} · {c.label}" if c.task_id else c.label
+            pair = (pairs or {}).get(i) if comparisons is res.tasks else None
+            beside = f' <a href="{pair}">side by side</a>' if pair else ""
             out.append(f"<tr><td>{e(label)}</td><td class=n>{c.passed_a}/{c.n_a}</td>"
                        f"<td class=n>{c.passed_b}/{c.n_b}</td><td class=n>{data.points(c.diff)} "
                        f"pts ({data.points(lo)} to {data.points(hi)})</td>"
-                       f"<td class=n>{c.p_adj:.3f}</td><td>{mark.get(c.flag, '')}</td></tr>")
+                       f"<td class=n>{c.p_adj:.3f}</td><td>{mark.get(c.flag, '')}{beside}</td>"
+                       "</tr>")
         out.append("</tbody></table>")
     for label, names in (("Only in A", res.only_a), ("Only in B", res.only_b)):
         if names:

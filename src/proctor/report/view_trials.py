@@ -242,6 +242,29 @@ def _column(p: Picked, side: str, doc: int) -> str:
             f"<code>{e(p.id)}</code></a></div>{_facts(t)}{_detail(p, doc)}</div>")
 
 
+def compared_pairs(res: Any, row_a: RunRow, row_b: RunRow, trials_a: Sequence[TrialRecord],
+                   trials_b: Sequence[TrialRecord]) -> dict[int, str]:
+    """For `/compare/A/B`'s task rows: each row's first trial in A beside its first in B
+    (failing first), as a link; {index in res.tasks: href}."""
+    who_a, who_b = res.cross_model or (None, None)
+
+    def first(trials: Sequence[TrialRecord], c: Any, who: str | None) -> TrialRecord | None:
+        for t in ordered(trials):
+            if (t.get("task_id") == c.task_id and data.who(t) == (who or c.label)
+                    and (who is not None or t.get("help_mode") == c.help_mode)
+                    and dict(t.get("params") or {}) == c.params):
+                return t
+        return None
+
+    out = {}
+    for i, c in enumerate(res.tasks):
+        ta, tb = first(trials_a, c, who_a), first(trials_b, c, who_b)
+        if ta is not None and tb is not None:
+            out[i] = (f"{trial_href(row_a.run_id, ta.get('id'))}vs/{seg(row_b.run_id)}/"
+                      f"{seg(tb.get('id'))}")
+    return out
+
+
 def pair_page(a: Picked, b: Picked) -> bytes:
     """Two trials side by side: each one's verdict, checks and trajectory in a column."""
     ta, tb = a.trial.get("task_id"), b.trial.get("task_id")
