@@ -547,6 +547,11 @@ def test_view_trend_dates_do_not_overlap(tmp_path, view, browser, shots):
         assert all(a[1] < b[0] for a, b in zip(boxes, boxes[1:], strict=False)), boxes
         assert len(browser.find_elements(By.CSS_SELECTOR, "svg.trend circle")) == 26
         browser.save_screenshot(str(shots / f"{name}.png"))
+    # a run's id is never broken across lines (it is pasted into commands)
+    lines = browser.execute_script(
+        "return Array.prototype.map.call(document.querySelectorAll('#runs td:first-child a'),"
+        "function(a){return a.getClientRects().length;})")
+    assert lines and set(lines) == {1}
 
 
 def test_a_reports_trial_opens_by_its_link(mixed_run, browser, shots):

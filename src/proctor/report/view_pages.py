@@ -39,7 +39,7 @@ background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:
 form.filters label{display:flex;flex-direction:column;font-size:12px;color:var(--muted)}
 form.filters input,form.filters select{font:inherit;padding:4px 6px;border:1px solid var(--line);
 border-radius:6px;background:var(--bg);color:var(--fg)}form.filters input[type=search]{width:16em}
-td.lines div{white-space:nowrap}svg.trend{max-width:1000px;display:block}
+td.lines div,#runs td:first-child code{white-space:nowrap}svg.trend{max-width:1000px;display:block}
 details.chart{margin:0 0 12px}details.chart summary{cursor:pointer;font-weight:600;margin:0 0 6px}
 """
 
