@@ -236,6 +236,8 @@ def test_a_run_still_going_shows_its_finished_trials(mixed_run, served):
     status, _, page = served().get(f"/runs/{run_id}/")
     assert status == 200 and page.count('<tbody data-id="') == 44
     assert "Incomplete run" in page  # said, not left to guess
+    status, _, page = served().get(f"/runs/{run_id}/trials/{FLAKY_TRIAL}/")
+    assert status == 200 and "trial 8 of 44" in page  # its finished trials, one by one
 
 
 def test_each_run_of_a_suite_compares_with_the_one_before(tmp_path, served):
