@@ -14,9 +14,11 @@ cause (`could_not_run`), and never as "solution fails".
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from proctor.model import RunOptions, Trial
@@ -28,6 +30,7 @@ from proctor.text import cut
 def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = False,
                config: dict[str, Any] | None = None, backend: str | None = None) -> int:
     scratch = tempfile.mkdtemp(prefix="proctor-check-")
+    pins: dict[str, str] = {}
     try:
         results = {}
         for agent in ("oracle", "nop"):
@@ -49,12 +52,14 @@ def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = F
                 print(f"proctor: check: {agent} on {len(planned.trials)} task(s) "
                       f"({_DOES[agent]})", file=sys.stderr, flush=True)
             results[agent] = run_planned(planned)
+            if agent == "oracle":  # read before the scratch run goes
+                pins = pins_named(results[agent], planned.store.trials_dir)
         tasks = {t.id: t for t in planned.tasks.values()}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
-    problems, notes = findings(results["oracle"], results["nop"], tasks)
-    unrunnable = could_not_run(results["oracle"], tasks)
+    problems, notes = findings(results["oracle"], results["nop"], tasks, pins)
+    unrunnable = could_not_run(results["oracle"], tasks, pins)
     for line in problems + unrunnable:
         print(line, file=sys.stderr)
     if not quiet:
@@ -81,11 +86,51 @@ _CAUSES = (("this task cannot run here: image ", "build"),
            ("service ", "a service"))
 
 
-def cause(trial: dict[str, Any]) -> str | None:
-    """What kept proctor from running a task's oracle here (`build`, `network`, `resources`,
-    ...), or None when the task itself is to answer for its result."""
+# What a stand-in's apt says of a version pinned for another distribution (sandbox/pins.py):
+# the pin, the image map, and how proctor.toml relaxes it.
+_PINNED = re.compile(r"(\S+=\S+: a version pinned for another distribution; [^\n]*)")
+PIN = "a pin"
+
+
+def pins_named(oracle: RunResults, trials_dir: Path) -> dict[str, str]:
+    """{trial id: what the stand-in's apt said of the first pin it could not satisfy} for the
+    oracle trials that did not pass: a solution that installs `wget=1.21.4-1ubuntu4.1` on a
+    Debian stand-in fails because of the image map, not because of the task."""
+    from proctor.report.data import read_jsonl
+
+    out: dict[str, str] = {}
+    for trial in oracle["trials"]:
+        if trial["status"] == "pass":
+            continue
+        for ev in read_jsonl(trials_dir / trial["id"] / "trace.jsonl"):
+            if ev.get("type") != "command":
+                continue
+            said = f"{ev.get('stderr') or ''}\n{ev.get('stdout') or ''}"
+            found = next((m.group(1) for line in said.splitlines() if line.startswith("proctor: ")
+                          and (m := _PINNED.match(line.removeprefix("proctor: ")))), None)
+            if found:
+                out[trial["id"]] = found
+                break
+    return out
+
+
+def pinned(trial: dict[str, Any], pin: str | None = None) -> str | None:
+    """The pin that kept a task's oracle from passing: said while its solution ran (`pin`),
+    or in its image's failed build (the reason)."""
     if trial["status"] == "pass":
         return None
+    found = _PINNED.search(trial.get("reason") or "")
+    return pin or (found.group(1) if found else None)
+
+
+def cause(trial: dict[str, Any], pin: str | None = None) -> str | None:
+    """What kept proctor from running a task's oracle here (`build`, `network`, `resources`,
+    `a pin` ...), or None when the task itself is to answer for its result. `pin`: what the
+    stand-in's apt said of a pinned version while the solution ran (pins_named)."""
+    if trial["status"] == "pass":
+        return None
+    if pinned(trial, pin):
+        return PIN
     for said in (trial.get("reason") or "", trial.get("error") or ""):
         kind = next((kind for start, kind in _CAUSES if said.startswith(start)), None)
         if kind is not None:
@@ -93,28 +138,36 @@ def cause(trial: dict[str, Any]) -> str | None:
     return None
 
 
-def could_not_run(oracle: RunResults, tasks: dict[str, Any]) -> list[str]:
-    """`PATH: TASK: proctor could not run it here (build): REASON`, one per such task."""
+def could_not_run(oracle: RunResults, tasks: dict[str, Any],
+                  pins: dict[str, str] | None = None) -> list[str]:
+    """`PATH: TASK: proctor could not run it here (build): REASON`, one per such task; a
+    pin's reason is what the stand-in's apt said (the pin, the image map, relax_pins)."""
     out = []
     for trial in oracle["trials"]:
-        kind = cause(dict(trial))
+        pin = (pins or {}).get(trial["id"])
+        kind = cause(dict(trial), pin)
         if kind is not None:
             task = tasks[trial["task_id"]]
             why = (trial.get("reason") or trial.get("error") or "").removeprefix(
                 "this task cannot run here: ")
+            if kind == PIN:
+                where = "its solution" if pin else "its image's build"
+                why = (f"{pinned(dict(trial), pin)} (in {where}; docs/harbor.md"
+                       "#pinned-package-versions)")
             out.append(f"{_shown(task.source)}: {trial['task_id']}: proctor could not run it "
                        f"here ({kind}): {cut(why, 400)}")
     return out
 
 
-def findings(oracle: RunResults, nop: RunResults, tasks: dict[str, Any]
-             ) -> tuple[list[str], list[str]]:
+def findings(oracle: RunResults, nop: RunResults, tasks: dict[str, Any],
+             pins: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
     problems: list[str] = []
     notes: list[str] = []
     for trial in oracle["trials"]:
         task = tasks[trial["task_id"]]
         where = f"{_shown(task.source)}: {trial['task_id']}"
-        if cause(dict(trial)) is not None:  # not the task's: could_not_run says it
+        # not the task's: could_not_run says it
+        if cause(dict(trial), (pins or {}).get(trial["id"])) is not None:
             continue
         if not task.solution and not any(step.solution for step in task.steps):
             problems.append(f"{where}: no solution; add `solution:` (the commands that solve "

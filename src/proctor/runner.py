@@ -31,7 +31,7 @@ from proctor.plan import plan, select, unprompted_notes
 from proctor.proc import use_fast_child_watcher
 from proctor.providers import MODEL_AGENT_TYPES, preflight_run
 from proctor.report import write_reports
-from proctor.report.progress import Progress
+from proctor.report.progress import Kind, Progress
 from proctor.results import SCHEMA_VERSION, RunMeta, RunResults, TrialRecord
 from proctor.sandbox import BACKENDS, capabilities, with_capability
 from proctor.sandbox.trace import tracer
@@ -529,7 +529,12 @@ def _versions() -> dict[str, str]:
 
 
 def _progress(total: int, done: int, options: RunOptions, since: float | None = None) -> Progress:
-    return Progress(total, done, quiet=options.quiet, since=since)
+    kind = None
+    if options.purpose == "check":  # `proctor check`: its tasks, or its attacks, one by one
+        kind = (Kind("check: attacks", "attack trials", True,
+                     {"pass": "won", "fail": "contained", "error": "contained"})
+                if options.agent == "attack" else Kind(f"check: {options.agent}", "tasks", True))
+    return Progress(total, done, quiet=options.quiet, since=since, kind=kind)
 
 
 def _print_outcome(planned: Planned, results: RunResults) -> None:

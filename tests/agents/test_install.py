@@ -5,6 +5,7 @@ cache ./setup.sh fills)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -178,6 +179,16 @@ def test_proctor_run_installs_the_pinned_version_on_first_use(npm, tmp_path, mon
     assert first.returncode == 0, first.stdout + first.stderr
     cache = (home / "agents" / "claude-code-9.9.9").resolve()
     assert f"proctor: installing claude-code 9.9.9 into {cache}" in first.stderr
+    # Issue 38: a first install (≈18 s for the real ones) showed no progress. Without a
+    # terminal: a line per step and one at the end, elapsed, no escape codes.
+    lines = first.stderr.splitlines()
+    what = "installing @anthropic-ai/claude-code@9.9.9"
+    step = lines.index(f"proctor: {what} (1 step)") + 1
+    assert re.fullmatch(rf"proctor: {what}: 1/1 npm install @anthropic-ai/claude-code@9\.9\.9 · "
+                        r"0:\d\d", lines[step]), lines
+    assert re.fullmatch(r"proctor: installed @anthropic-ai/claude-code@9\.9\.9 in 0:\d\d",
+                        lines[step + 1]), lines
+    assert "\x1b" not in first.stderr
     assert (cache / MARKER).is_file()
     run = run_dir_of(first)
     [t] = results(run)["trials"]

@@ -61,3 +61,35 @@ def test_check_separates_what_proctor_could_not_run_from_task_bugs(tmp_path):
     assert out.stdout.strip().endswith(
         "1 problem(s), 2 task(s) proctor could not run here: 4 task(s) checked with oracle "
         "and nop"), out.stdout
+
+
+def test_a_pin_the_stand_in_cannot_satisfy_is_a_pin_not_a_task_bug(tmp_path):
+    """Issue 36: a solution that only fails because it installs a version pinned for Ubuntu
+    (`apt-get install wget=1.21.4-1ubuntu4.1`) on proctor's Debian stand-in was reported as
+    "solution fails". It is a pin: named, with the image map and how to relax it."""
+    require_engine()
+    from tests.helpers.harbor import public_addresses
+
+    (tmp_path / "proctor.toml").write_text(f"public_addresses = {public_addresses()!r}\n")
+    # debian:bookworm-slim is never pulled here: proctor's Debian bookworm stand-in runs it
+    image = TOML.format(image='docker_image = "debian:bookworm-slim"')
+    data = tmp_path / "dataset"
+    task(data, "pinned", toml=image, dockerfile=None, test=REWARD,
+         solve="apt-get update -qq\napt-get install -y -qq bc=1.07.1-3ubuntu4\n"
+               "[ \"$(echo 20+22 | bc)\" = 42 ] && touch /tmp/done\n")
+    task(data, "bug", toml=image, dockerfile=None, solve="touch /tmp/elsewhere\n", test=REWARD)
+    out = Cli(tmp_path)("check", str(data), timeout=1800)
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 1, out.stderr
+    err = out.stderr
+    assert ("dataset/pinned/task.toml: pinned: proctor could not run it here (a pin): "
+            "bc=1.07.1-3ubuntu4: a version pinned for another distribution; this image is "
+            "proctor's Debian bookworm stand-in (the image map, docs/harbor.md#the-image-map), "
+            "which has bc ") in err, err
+    assert ("; relax_pins in proctor.toml installs that instead (in its solution; "
+            "docs/harbor.md#pinned-package-versions)") in err, err
+    assert "pinned: solution fails" not in err
+    assert "dataset/bug/task.toml: bug: solution fails: " in err  # a real bug stays one
+    assert out.stdout.strip().endswith(
+        "1 problem(s), 1 task(s) proctor could not run here: 2 task(s) checked with oracle "
+        "and nop"), out.stdout

@@ -104,3 +104,33 @@ def test_the_image_map_line_says_why_a_stand_in_and_where_a_mirror_goes():
     # A mirror from proctor.toml is no stand-in: named as the user's own mapping.
     assert imagemap.describe("ubuntu:24.04", "mirror.lab/ubuntu:24.04") == (
         "ubuntu:24.04 → mirror.lab/ubuntu:24.04 (proctor.toml's [images])")
+
+
+def test_a_stand_in_build_is_progress(capfd):
+    """Issue 38: a stand-in took a minute (several with a CPython) behind one line. Each step
+    is progress with its time; without a terminal, plain lines on stderr. (A recipe on the
+    Debian bookworm root file system the other docker tests build: only its last step runs.)"""
+    import re
+    import subprocess
+    import uuid
+
+    require_engine()
+    from proctor.sandbox import dockerimages as di
+    from proctor.sandbox import imagemap as im
+
+    base = im.stand_in({"debian": "bookworm"}, quiet=True)  # the root file system, once
+    capfd.readouterr()
+    tag = im.stand_in({"debian": "bookworm", "env": {"PROCTOR_TEST": uuid.uuid4().hex}},
+                      quiet=False)
+    try:
+        assert tag != base
+        err = capfd.readouterr().err.splitlines()
+        what = "proctor: finishing proctor's Debian bookworm stand-in image"
+        assert err[0] == f"{what} (1 step)", err
+        assert re.fullmatch(rf"{what}: 1/1 this machine's CAs, apt's pin wrapper, the recipe · "
+                            r"0:\d\d", err[1]), err
+        assert re.fullmatch(rf"proctor: built proctor's Debian bookworm stand-in {tag} in "
+                            r"\d+:\d\d", err[2]), err
+        assert di.is_ready(tag)
+    finally:
+        subprocess.run(["docker", "rmi", "-f", tag], capture_output=True)

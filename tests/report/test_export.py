@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -127,6 +128,18 @@ def test_export_writes_where_it_is_told_in_either_inspect_format(examples_run, t
               str(tmp_path / "log.json"))
     assert out.returncode == 0, out.stderr
     assert len(read_eval_log(str(tmp_path / "log.json")).samples) == 19
+    # Issue 38: an export over many trials (3 s) said nothing. Without a terminal: plain
+    # lines on stderr as the trials go, the end with its time; stdout only the path.
+    assert out.stdout == f"{tmp_path / 'log.json'}\n"
+    lines = out.stderr.splitlines()
+    what = f"proctor: exporting {examples_run.name} as an Inspect log"
+    assert lines[0] == f"{what} (19 trials)", lines
+    steps = [x for x in lines if x.startswith(f"{what}: ")]
+    assert re.fullmatch(rf"{re.escape(what)}: 19/19 trials · 0:\d\d", steps[-1]), lines
+    assert 2 <= len(steps) <= 19
+    assert re.fullmatch(r"proctor: exported 19 trial\(s\) as an Inspect log in 0:\d\d",
+                        lines[-1]), lines
+    assert "\x1b" not in out.stderr
     bad = cli("export", str(examples_run), "--format", "inspect", "--output",
               str(tmp_path / "log.txt"))
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and ".eval or a .json" in bad.stderr

@@ -107,3 +107,51 @@ def test_image_builds_are_progress_lines_without_a_terminal():
         "web/environment/Dockerfile",
         "proctor: task 2 of 3: image failed in 1:15: web: proctor-task:abc from "
         "web/environment/Dockerfile"]
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_an_activity_without_a_terminal_is_plain_lines():
+    """activity.Activity (agent installs, exports): a line when it starts, per step (few
+    steps: named; many: every tenth), one when it ends; nothing when quiet."""
+    from proctor.activity import Activity
+
+    out = io.StringIO()
+    with Activity("installing x==1", 2, stream=out) as a:
+        a.at("python -m venv")
+        a.advance()
+        a.at("pip install x==1")
+        a.advance()
+        a.close("installed x==1")
+    assert out.getvalue().splitlines() == [
+        "proctor: installing x==1 (2 steps)", "proctor: installing x==1: 1/2 python -m venv · 0:00",
+        "proctor: installing x==1: 2/2 pip install x==1 · 0:00", "proctor: installed x==1 in 0:00"]
+    out = io.StringIO()
+    with Activity("exporting r", 100, unit="trials", stream=out) as a:
+        for _ in range(100):
+            a.advance()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "proctor: exporting r (100 trials)" and len(lines) == 11
+    assert lines[-1] == "proctor: exporting r: 100/100 trials · 0:00"
+    out = io.StringIO()
+    with Activity("quiet", 3, stream=out, quiet=True) as a:
+        a.at("step")
+        a.advance()
+        a.close("done")
+    assert out.getvalue() == ""
+
+
+def test_an_activity_on_a_terminal_is_a_live_line():
+    from proctor.activity import Activity
+
+    out = _Tty()
+    with Activity("installing [bold]x", 2, stream=out) as a:
+        a.at("npm install x@1")
+        a.advance()
+        a.close("installed x")
+    text = out.getvalue()
+    assert "\x1b[" in text and "installing [bold]x" in text  # drawn by rich, names not markup
+    assert text.rstrip().endswith("proctor: installed x in 0:00")

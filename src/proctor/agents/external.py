@@ -31,7 +31,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from proctor.agents.base import AgentEnv, AgentResult
-from proctor.agents.install import install_npm, install_pip, installed, pinned_dir
+from proctor.agents.install import (
+    install_npm,
+    install_pip,
+    installed,
+    pinned_dir,
+    progress_shown,
+)
 from proctor.agents.instructions import for_trial
 from proctor.errors import UsageError
 from proctor.model import EXTERNAL_AGENTS, CommandRecord, RunOptions, TaskDef, Trial
@@ -334,7 +340,8 @@ def install_agents(trials: list[Trial], tasks: dict[str, TaskDef],
         if not installed(pinned_dir(agent.name, version)) and not options.quiet:
             print(f"proctor: installing {agent.name} {version} into {pinned_dir(agent.name, version)} "
                   "(first use; cached after)", file=sys.stderr)
-        agent.install(task)
+        with progress_shown(not options.quiet):  # each step of a first install, elapsed
+            agent.install(task)
         versions[agent.name] = version
     return versions
 

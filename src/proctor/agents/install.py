@@ -14,6 +14,9 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from proctor import proc
@@ -46,8 +49,25 @@ def installed(dest: Path) -> bool:
     return (dest / MARKER).is_file()
 
 
+# Whether an install shows its progress (a run that is not --quiet says so, install_agents);
+# elsewhere (a trial installing what the run did not) it is silent.
+_SHOWN: ContextVar[bool] = ContextVar("proctor_install_shown", default=False)
+
+
+@contextmanager
+def progress_shown(shown: bool = True) -> Iterator[None]:
+    token = _SHOWN.set(shown)
+    try:
+        yield
+    finally:
+        _SHOWN.reset(token)
+
+
 def _install(dest: Path, steps: list[list[str]], what: str) -> None:
-    """Run `steps` ({dir} is `dest`) under a lock; mark `dest` installed when all succeed."""
+    """Run `steps` ({dir} is `dest`) under a lock; mark `dest` installed when all succeed.
+    A first install takes tens of seconds (npm, pip): each step is progress (activity.py)."""
+    from proctor.activity import Activity
+
     dest.parent.mkdir(parents=True, exist_ok=True)
     with open(dest.parent / f".{dest.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -55,17 +75,33 @@ def _install(dest: Path, steps: list[list[str]], what: str) -> None:
             return  # another process finished it while we waited
         shutil.rmtree(dest, ignore_errors=True)  # what an interrupted install left
         try:
-            for step in steps:
-                argv = [a.replace("{dir}", str(dest)) for a in step]
-                done = proc.run_sync(argv, timeout=INSTALL_STEP_TIMEOUT_S, limit=1 << 24)
-                if done.exit_code != 0:
-                    why = _reason(done.stderr.strip() or done.stdout.strip())
-                    raise UsageError(f"installing {what} failed: {' '.join(argv[:3])} …: "
-                                     f"{why or f'exit {done.exit_code}'}")
+            with Activity(f"installing {what}", len(steps), quiet=not _SHOWN.get()) as shown:
+                for step in steps:
+                    argv = [a.replace("{dir}", str(dest)) for a in step]
+                    shown.at(_step_name(argv, dest))
+                    done = proc.run_sync(argv, timeout=INSTALL_STEP_TIMEOUT_S, limit=1 << 24)
+                    shown.advance()
+                    if done.exit_code != 0:
+                        why = _reason(done.stderr.strip() or done.stdout.strip())
+                        raise UsageError(f"installing {what} failed: {' '.join(argv[:3])} …: "
+                                         f"{why or f'exit {done.exit_code}'}")
+                shown.close(f"installed {what}")
             (dest / MARKER).write_text(what + "\n")
         except BaseException:
             shutil.rmtree(dest, ignore_errors=True)
             raise
+
+
+def _step_name(argv: list[str], dest: Path) -> str:
+    """`npm install @openai/codex@0.1.0`, `pip install mini-swe-agent==1.0`: the command's
+    words without the cache's paths (long, and the same for every step)."""
+    if "-c" in argv:
+        return "proctor's exit hook (docs/agents.md)"
+    words = [a for a in argv if str(dest) not in a and a != sys.executable
+             and not a.startswith("-")]
+    if words[:1] == ["venv"]:
+        return "python -m venv"
+    return " ".join(words)[:80] or argv[0]
 
 
 _NPM_NOISE = re.compile(r"^npm error( (code|syscall|errno) \S+| A complete log of this run.*)?$")

@@ -42,6 +42,7 @@ FORMATS: Registry = Registry("report format", {
 FILES = {"json": "results.json", "junit": "junit.xml", "md": "summary.md", "html": "report.html"}
 EXPORTS = {"atif": "trials/TRIAL/trajectory.json", "inspect": "inspect.eval", "otel": "otel.json"}
 NAMES = (*FILES, *EXPORTS)
+_STEPPED = ("atif", "inspect")  # exports that count their trials as progress (`progress=`)
 
 
 def render_json(results: RunResults, run: Mapping[str, Any] | None = None,
@@ -83,15 +84,17 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
 
 
 def write_reports(run_dir: Path, results: RunResults, formats: list[str],
-                  out: Path | None = None) -> list[Path]:
+                  out: Path | None = None, progress: Any = None) -> list[Path]:
     """Write each asked format into `run_dir` (json rewrites results.json; an export writes
-    its files, under `out` when given); return the paths, in the order asked."""
+    its files, under `out` when given, each trial a step of `progress`, an
+    activity.Activity); return the paths, in the order asked."""
     run_dir = Path(run_dir)
     run = _run_config(run_dir)
     paths: list[Path] = []
     for fmt in dict.fromkeys(formats):
         if fmt in EXPORTS:
-            paths += FORMATS.get(fmt)(run_dir, results, run, out)
+            kw = {"progress": progress} if fmt in _STEPPED else {}
+            paths += FORMATS.get(fmt)(run_dir, results, run, out, **kw)
             continue
         if fmt not in FILES:
             raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(NAMES)})")
@@ -129,7 +132,9 @@ def report_main(run_dir: str | Path, formats: list[str]) -> int:
 def export_main(run_dir: str | Path, fmt: str, out: str | None = None,
                 otlp_endpoint: str | None = None) -> int:
     """`proctor export RUN_DIR --format atif|inspect|otel [--output PATH]
-    [--otlp-endpoint URL]` (otel: sent, and written only where --output says)."""
+    [--otlp-endpoint URL]` (otel: sent, and written only where --output says): the paths on
+    stdout, the progress over the trials on stderr."""
+    from proctor.activity import Activity
     from proctor.report.data import load_run
 
     run = load_run(run_dir)
@@ -139,5 +144,18 @@ def export_main(run_dir: str | Path, fmt: str, out: str | None = None,
         export_to(run.dir, run.results, run.config, otlp_endpoint)
         if out is None:
             return 0
-    _print_written(write_reports(run.dir, run.results, [fmt], Path(out) if out else None))
+    if fmt == "inspect" and out:  # a bad path is said before any progress
+        from proctor.report.inspect_log import check_path
+
+        check_path(Path(out))
+    trials = len(run.results.get("trials") or [])
+    as_ = _AS.get(fmt, fmt)
+    with Activity(f"exporting {run.dir.name} as {as_}", trials if fmt in _STEPPED else None,
+                  unit="trials") as progress:
+        paths = write_reports(run.dir, run.results, [fmt], Path(out) if out else None, progress)
+        progress.close(f"exported {trials} trial(s) as {as_}")
+    _print_written(paths)
     return 0
+
+
+_AS = {"atif": "ATIF trajectories", "inspect": "an Inspect log", "otel": "OTLP/JSON"}

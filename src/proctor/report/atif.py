@@ -200,11 +200,14 @@ def _tools(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def write_atif(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None,
-               out: Path | None = None) -> list[Path]:
-    """Every trial's trajectory.json: in its trial directory, or under `out/TRIAL_ID/`."""
+               out: Path | None = None, progress: Any = None) -> list[Path]:
+    """Every trial's trajectory.json: in its trial directory, or under `out/TRIAL_ID/`; each
+    trial a step of `progress` (activity.Activity)."""
     written: list[Path] = []
     for t in results.get("trials") or []:
         tid = str(t.get("id"))
+        if progress is not None:
+            progress.advance()
         if "/" in tid or tid in (".", "..", ""):
             continue
         source = Path(run_dir) / "trials" / tid

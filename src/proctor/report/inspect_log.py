@@ -120,14 +120,19 @@ def _sample(t: Mapping[str, Any], trace: list[dict[str, Any]]) -> Any:
                   "cost_usd": t.get("cost_usd"), "turns": t.get("turns")})
 
 
-def eval_log(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None) -> Any:
-    """The run as an `inspect_ai.log.EvalLog`."""
+def eval_log(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None,
+             progress: Any = None) -> Any:
+    """The run as an `inspect_ai.log.EvalLog`; each trial a step of `progress`."""
     log = _inspect()
     run = run or {}
     trials = results.get("trials") or []
-    samples = [_sample(t, data.read_jsonl(Path(run_dir) / "trials" / str(t.get("id"))
-                                          / "trace.jsonl") if "/" not in str(t.get("id"))
-                       else []) for t in trials]
+    samples = []
+    for t in trials:
+        samples.append(_sample(t, data.read_jsonl(Path(run_dir) / "trials" / str(t.get("id"))
+                                                  / "trace.jsonl")
+                               if "/" not in str(t.get("id")) else []))
+        if progress is not None:
+            progress.advance()
     models = sorted({m for t in trials if (m := t.get("model"))})
     specs = p if isinstance(p := run.get("paths"), list) else []
     name = ", ".join(Path(str(s)).name for s in specs) or "proctor"
@@ -155,13 +160,17 @@ def eval_log(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None =
         samples=samples)
 
 
+def check_path(path: Path) -> None:
+    if path.suffix not in (".eval", ".json"):
+        raise UsageError(f"{path}: an Inspect log is a .eval or a .json file")
+
+
 def write_inspect(run_dir: Path, results: RunResults, run: Mapping[str, Any] | None = None,
-                  out: Path | None = None) -> list[Path]:
+                  out: Path | None = None, progress: Any = None) -> list[Path]:
     """The run's eval log: RUN_DIR/inspect.eval, or `out` (`.json` for the JSON format)."""
     log = _inspect()
     path = Path(out) if out else Path(run_dir) / FILE
-    if path.suffix not in (".eval", ".json"):
-        raise UsageError(f"{path}: an Inspect log is a .eval or a .json file")
+    check_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    log.write_eval_log(eval_log(run_dir, results, run), str(path))
+    log.write_eval_log(eval_log(run_dir, results, run, progress), str(path))
     return [path]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 from proctor.model import TrialResult
@@ -19,10 +20,30 @@ MODELS_SHOWN = 6
 MODEL_NAME_CHARS = 28  # per model in the counts: long names are cut in the middle
 
 
+@dataclass
+class Kind:
+    """What is counted: a run's trials; `proctor check`'s tasks (`check: oracle`), a line for
+    each without a terminal (a check has few, and each says which task and how it went);
+    its attacks' trials, whose pass is an attack that won (`won`; the table says PASSED) and
+    the rest `contained`."""
+
+    title: str = "running"
+    unit: str = "trials"
+    each: bool = False  # without a terminal: a line for every trial, naming it
+    words: dict[str, str] = field(default_factory=dict)  # status -> what it is called
+
+
+WORDS = {"pass": "pass", "fail": "fail", "error": "error"}
+STYLES = {"pass": "green", "fail": "red", "error": "yellow", "won": "red",
+          "contained": "green"}
+
+
 class Progress:
     def __init__(self, total: int, done: int, *, quiet: bool = False,
                  stream: IO[str] | None = None, width: int | None = None,
-                 since: float | None = None):
+                 since: float | None = None, kind: Kind | None = None):
+        self.kind = kind or Kind()
+        self.words = {**WORDS, **self.kind.words}
         self.total, self.done, self.start_done = total, done, done
         self.counts: Counter[str] = Counter()
         self.by_model: dict[str, Counter[str]] = {}
@@ -35,6 +56,7 @@ class Progress:
         if quiet or not self.stream.isatty():
             return
         from rich.console import Console
+        from rich.markup import escape
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -46,7 +68,8 @@ class Progress:
         console = Console(file=self.stream, width=width, force_terminal=True)
         # The bar's line holds what fits in 80 columns (done/total, pass/fail/error, elapsed,
         # ETA); the per-model counts get a line of their own, cut to the terminal's width.
-        self.bar = _make_bar(TextColumn("[bold]running"), BarColumn(bar_width=24),
+        self.bar = _make_bar(TextColumn(f"[bold]{escape(self.kind.title)}"),
+                             BarColumn(bar_width=24),
                         MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
                         TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
                         console=console, transient=True)
@@ -68,11 +91,14 @@ class Progress:
             self.bar.update(self.task, advance=1, counts=self._counts(markup=True))
         elif not self.quiet:
             now = time.monotonic()
-            if (now - self.last_line >= LINE_EVERY_S or self.done >= self.next_fraction
-                    or self.done == self.total):
+            if (self.kind.each or now - self.last_line >= LINE_EVERY_S
+                    or self.done >= self.next_fraction or self.done == self.total):
                 self.last_line = now
                 self.next_fraction = self.done + max(1, int(self.total * LINE_EVERY_FRACTION))
-                print(self.line(now), file=self.stream, flush=True)
+                line = self.line(now)
+                if self.kind.each:  # which one, and how it went
+                    line += f" · {_which(result)}: {self.words.get(result.status, result.status)}"
+                print(line, file=self.stream, flush=True)
 
     def line(self, now: float | None = None) -> str:
         """`proctor: 120/1000 trials · 100 pass 15 fail 5 error · 0:42 elapsed · eta 5:08`,
@@ -82,7 +108,9 @@ class Progress:
         ran = self.done - self.start_done
         eta = "–" if not ran else _clock((now - self.trials_t0) / ran * (self.total - self.done))
         models = self.models_text()
-        return (f"proctor: {self.done}/{self.total} trials · {self._counts(markup=False)} · "
+        title = "" if self.kind.title == "running" else f"{self.kind.title} "
+        return (f"proctor: {title}{self.done}/{self.total} {self.kind.unit} · "
+                f"{self._counts(markup=False)} · "
                 f"{_clock(elapsed)} elapsed · eta {eta}" + (f" · {models}" if models else ""))
 
     def models_text(self) -> str:
@@ -98,15 +126,25 @@ class Progress:
         return ", ".join(parts) + more
 
     def _counts(self, *, markup: bool) -> str:
-        c = self.counts
+        """`3 pass 1 fail 0 error`; for attacks `0 won 4 contained`."""
+        by_word: Counter[str] = Counter()
+        for status, word in self.words.items():
+            by_word[word] += self.counts[status]
         if markup:
-            return (f"[green]{c['pass']} pass[/] [red]{c['fail']} fail[/] "
-                    f"[yellow]{c['error']} error[/]")
-        return f"{c['pass']} pass {c['fail']} fail {c['error']} error"
+            return " ".join(f"[{STYLES.get(w, '')}]{n} {w}[/]" for w, n in by_word.items())
+        return " ".join(f"{n} {w}" for w, n in by_word.items())
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def _which(result: TrialResult) -> str:
+    """The trial's task, and its attack when it is one (`fix-the-bug × trojan-shell`)."""
+    from proctor.agents.attacks import PARAM
+
+    attack = (result.params or {}).get(PARAM) if result.agent == "attack" else None
+    return f"{result.task_id} × {attack}" if attack else result.task_id
 
 
 def _make_bar(*columns: Any, **kw: Any) -> Any:

@@ -180,24 +180,35 @@ def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
     with di.lock():
         if di.is_ready(tag):
             return tag
+        from proctor.activity import Activity
+
         rootfs = di.cache_dir() / f"{di.digest(suite, packages, mirror)}-{suite}-rootfs.tar"
-        if not rootfs.exists():
-            _note(f"building proctor's Debian {suite} stand-in image ({' '.join(packages)}; "
-                  "once)", quiet)
-            di.debootstrap(rootfs, suite, packages, mirror)
         base = f"proctor-image:{di.digest(suite, packages, mirror)}-rootfs"
-        if not di.is_local(base):
-            with open(rootfs, "rb") as f:
-                done = subprocess.run(["docker", "import", "--change", f"ENV PATH={SYSTEM_PATH}",
-                                       "--change", "ENV LANG=C.UTF-8", "--change", 'CMD ["bash"]',
-                                       "-", base], stdin=f, capture_output=True, text=True,
-                                      timeout=di.BUILD_TIMEOUT_S)
-            if done.returncode != 0:
-                raise di.failed(f"importing the Debian {suite} stand-in failed", done.stderr)
-        if python:
-            _note(f"building CPython {python} for the Debian {suite} stand-in, from Debian's "
-                  "source (once; several minutes)", quiet)
-        _finish(tag, base, certs, env, run, suite)
+        steps = (not rootfs.exists()) + (not di.is_local(base)) + 1
+        # A stand-in takes a minute (several with a CPython): each step is progress, elapsed.
+        what = (f"building proctor's Debian {suite} stand-in image ({' '.join(packages)}; once)"
+                if steps > 1 else f"finishing proctor's Debian {suite} stand-in image")
+        with Activity(what, steps, quiet=quiet) as shown:
+            if not rootfs.exists():
+                shown.at(f"mmdebstrap {suite} from {mirror}")
+                di.debootstrap(rootfs, suite, packages, mirror)
+                shown.advance()
+            if not di.is_local(base):
+                shown.at("docker import")
+                with open(rootfs, "rb") as f:
+                    done = subprocess.run(["docker", "import", "--change",
+                                           f"ENV PATH={SYSTEM_PATH}", "--change",
+                                           "ENV LANG=C.UTF-8", "--change", 'CMD ["bash"]',
+                                           "-", base], stdin=f, capture_output=True, text=True,
+                                          timeout=di.BUILD_TIMEOUT_S)
+                if done.returncode != 0:
+                    raise di.failed(f"importing the Debian {suite} stand-in failed", done.stderr)
+                shown.advance()
+            shown.at(f"building CPython {python} from Debian's source (once; several minutes)"
+                     if python else "this machine's CAs, apt's pin wrapper, the recipe")
+            _finish(tag, base, certs, env, run, suite)
+            shown.advance()
+            shown.close(f"built proctor's Debian {suite} stand-in {tag}")
         di.mark_ready(tag)
         return tag
 
