@@ -7,7 +7,6 @@ that was given.
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 import typing
@@ -30,6 +29,8 @@ def fmt_path(path: Path) -> str:
 
 def suggest(word: str, choices: Iterable[str]) -> str:
     """"; did you mean 'x'?" when a choice is close, else ""."""
+    import difflib  # only for a mistake: a valid spec never needs it
+
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
