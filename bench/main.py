@@ -273,7 +273,7 @@ ROWS = {
                    "`inspect eval … --max-samples 4 --max-subprocesses 4`"),
     "memory": ("memory, {trials:,} trivial trials, peak RSS of the process tree",
                "as throughput", "as throughput"),
-    "checks": ("50 assertions over 10,000 commands (CPU)", "`bench/checks_at_scale.py`", ""),
+    "checks": ("50 assertions over 10,000 commands (wall, in-process)", "`bench/checks_at_scale.py`", ""),
     "help": ("`proctor --help` (wall)", "`proctor --help`", ""),
     "reports": ("`proctor report --format` html, md or junit, {trials:,} trials with every "
                 "trajectory (CPU, the slowest of the three)", "`bench/reports_at_scale.py`", ""),
