@@ -146,8 +146,6 @@ class DockerSandbox(PlaceFiles):
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    # Not LocalSandbox's signature (no box pool): Docker stops subclassing Local (issue 28,
-    # item 3), and this ignore with it.
     async def start(self, spec: SandboxSpec) -> None:
         await asyncio.to_thread(self._make_dirs)
         await self._launch(self._run_argv(spec))
