@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from proctor.agents.base import Agent
 from proctor.forbidden import Observed
 from proctor.record import fsdiff
 from proctor.record.recorder import Recorder
@@ -101,9 +102,9 @@ def _within(path: str, prefixes: tuple[str, ...]) -> bool:
         p.endswith("/") and path == p[:-1] for p in prefixes))
 
 
-def agent_state(agent: Any, sandbox: Sandbox) -> tuple[str, ...]:
+def agent_state(agent: Agent, sandbox: Sandbox) -> tuple[str, ...]:
     """Where an external agent program keeps its own state (absolute, as the sandbox sees
     it): its writes there are not the agent's doing in the task."""
-    paths = getattr(agent, "state_paths", ())
+    paths = agent.state_paths
     home = sandbox.env.get("HOME", "")
     return tuple(p if p.startswith("/") else f"{home}/{p}" for p in paths if home or p[:1] == "/")

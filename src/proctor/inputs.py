@@ -16,6 +16,7 @@ from pathlib import Path
 from proctor.errors import UsageError
 from proctor.model import StepDef, TaskDef
 from proctor.results import SuiteIdentity
+from proctor.services.seed import seed_files
 
 MAX_TREE_FILES = 10_000  # a scaffold bigger than this is fingerprinted by its first files
 
@@ -28,14 +29,10 @@ def referenced(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> set[Path
         base = Path(task.base_dir)
         if task.scaffold:
             out.add(Path(task.scaffold))
-        for check in task.checks:
-            script = getattr(check.config, "script", None)
-            if isinstance(script, str) and "{{" not in script:
-                out.add(base / os.path.expanduser(script))
         for svc in task.services:
-            seed = svc.config.get("seed_file") or svc.config.get("seed")
-            if isinstance(seed, str) and "\n" not in seed and ";" not in seed:
-                out.add(base / seed)
+            seeds = list(seed_files(svc.config).values())
+            if seeds:  # `seed_file`, else `seed`: the one the service reads
+                out.add(base / seeds[0])
             if isinstance(svc.config.get("build"), str):  # a side container's build context
                 out.add(Path(svc.config["build"]).parent)
         # A task directory's parts (a Harbor task's): its image's context, its solution, its
@@ -45,8 +42,8 @@ def referenced(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> set[Path
         parts: list[TaskDef | StepDef] = [task, *task.steps]
         for step in parts:
             out.update(Path(d) for d in [step.solution_dir, *(u for u, _ in step.uploads)] if d)
-            for check in step.checks:
-                out.update(Path(t) for t in getattr(check.config, "tests", None) or [])
+            for check in step.checks:  # a custom check's script, a reward check's tests
+                out.update(base / os.path.expanduser(f) for f in check.config.files())
         out.update(path for _, path in mock_scripts(task, extra_models))
     return {p for p in out if p.exists()}
 
@@ -55,7 +52,7 @@ def mock_scripts(task: TaskDef, models: Iterable[str] = ()) -> list[tuple[str, P
     """(name, file) of each mock script the task's trials read: its agent's model, its
     judges', `models` (--model). A name is looked up next to the spec, else in the current
     directory (providers.mock.resolve_script_path); built-in and missing ones are left out."""
-    judges = [getattr(c.config, "model", None) for c in task.checks]
+    judges = [m for c in task.checks for m in c.config.judge_models()]
     out = []
     for model in dict.fromkeys([*task.models, task.agent.model, *judges, *models]):
         if not isinstance(model, str) or not model.startswith("mock/"):

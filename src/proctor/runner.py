@@ -474,9 +474,7 @@ def _scale_timeouts(tasks: list[TaskDef], factor: float) -> None:
                 step.healthcheck.timeout *= factor
                 step.healthcheck.retries = int(step.healthcheck.retries * factor + 0.5)
             for check in step.checks:
-                if getattr(check.config, "timeout", None):
-                    check.config = check.config.model_copy(
-                        update={"timeout": check.config.timeout * factor})
+                check.config = check.config.scaled(factor)
 
 
 def _backend_for(tasks: list[TaskDef], options: RunOptions) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from proctor import phases
 from proctor.agents import make_agent
-from proctor.agents.base import AgentEnv, AgentResult
+from proctor.agents.base import Agent, AgentEnv, AgentResult
 from proctor.audit import AgentOutput, agent_state, audit
 from proctor.checks.base import CheckContext, Spent, ToolCall
 from proctor.clipath import host_path, shown_paths, with_path
@@ -386,7 +386,7 @@ class _Trial:
             await phases.copy_out(self.sandbox, path, dest / path.lstrip("/"), self.redactor)
 
 
-async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any,
+async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Agent,
                         handles: dict[str, ServiceHandle], secret_values: dict[str, str],
                         on_output: Any) -> Sandbox:
     """The trial's sandbox, with an allowlisted environment and the trial's limits."""
@@ -408,7 +408,7 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
                             disk_bytes=res.get("disk_bytes") or DEFAULT_DISK_BYTES),
         hosts=aliases(handles.values()), endpoints=[(h.host, h.port) for h in handles.values()],
         egress=net.get("egress", "allow"), egress_allow=list(net.get("allow", [])),
-        readonly_paths=[*_agent_paths(agent, task, run.options), *shown_paths(dirs, task.cli),
+        readonly_paths=[*agent.readonly_paths(task, run.options), *shown_paths(dirs, task.cli),
                         *(f for h in handles.values() for f in h.files)],
         image=task.base_image, isolation=run.options.isolation, on_output=on_output,
         image_env=task.image_env)
@@ -421,12 +421,6 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Any
                               "workdir": sandbox.workdir}
     sandbox.env.update({k: render(v, **values) for k, v in task.env.items()})
     return sandbox
-
-
-def _agent_paths(agent: Any, task: TaskDef, options: RunOptions) -> list[str]:
-    """Host paths an agent type needs to see (read-only) inside an isolated sandbox."""
-    paths = getattr(agent, "readonly_paths", None)
-    return list(paths(task, options)) if paths is not None else []
 
 
 async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, ServiceHandle],
@@ -460,17 +454,14 @@ async def _services_ready(task: TaskDef, handles: dict[str, ServiceHandle], on_e
     an egress proxy of their own with the task's policy; then each is awaited healthy."""
     net = task.network or {}
     for name, h in handles.items():
-        serve = getattr(h, "serve_egress", None)
-        if serve is not None:
+        if h.reaches_out:
             proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])),
                                 _tagged(on_event, name), substitutes, public or ())
-            serve(proxy.handle)
-        ready = getattr(h, "ready", None)
-        if ready is not None:
-            try:
-                await ready()
-            except ServiceError as e:
-                raise TrialFault("service", name=name, detail=str(e)) from None
+            h.serve_egress(proxy.handle)
+        try:
+            await h.ready()
+        except ServiceError as e:
+            raise TrialFault("service", name=name, detail=str(e)) from None
 
 
 def _substitutes(run: RunContext) -> Any:

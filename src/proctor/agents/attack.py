@@ -10,10 +10,10 @@ agent is in `agents.INTERNAL`, not a choice of `--agent` or of a spec's `agent.t
 from __future__ import annotations
 
 from proctor.agents.attacks import ATTACKS, PARAM, script
-from proctor.agents.base import AgentEnv, AgentResult
+from proctor.agents.base import Agent, AgentEnv, AgentResult
 
 
-class AttackAgent:
+class AttackAgent(Agent):
     async def run(self, env: AgentEnv) -> AgentResult:
         name = env.trial.params.get(PARAM)
         if name not in ATTACKS:

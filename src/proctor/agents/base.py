@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from proctor.model import CommandRecord, RunOptions, TaskDef, Trial
 from proctor.proc import ExecResult
@@ -169,5 +169,20 @@ class AgentEnv:
         self._unfinished.clear()
 
 
-class Agent(Protocol):
-    async def run(self, env: AgentEnv) -> AgentResult: ...
+class Agent:
+    """What the engine asks of every agent type (`proctor.trial`, `proctor.audit`): subclass it,
+    write `run`, and override the rest only to say something other than the defaults."""
+
+    # Where the agent's own program keeps its state (relative paths: under HOME; a trailing
+    # `/`: a directory): its writes there go to the trace, not the audit log (audit.agent_state).
+    state_paths: tuple[str, ...] = ()
+
+    def readonly_paths(self, task: TaskDef, options: RunOptions) -> list[str]:
+        """Host paths this agent needs shown read-only inside an isolated sandbox (its
+        program, its client's files)."""
+        return []
+
+    async def run(self, env: AgentEnv) -> AgentResult:
+        """Do the task: commands through `env.run_command`, or a program run traced and
+        recorded with `env.record_program`, before `env.deadline`."""
+        raise NotImplementedError

@@ -18,7 +18,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from proctor.agents.base import AgentEnv, AgentResult
+from proctor.agents.base import Agent, AgentEnv, AgentResult
 from proctor.agents.instructions import ahead_of, for_trial
 from proctor.errors import UsageError
 from proctor.model import CommandRecord, RunOptions, TaskDef
@@ -34,7 +34,7 @@ def render_command(template: str, prompt: str) -> str:
     return _PROMPT.sub(lambda _m: quoted, template)
 
 
-class CommandAgent:
+class CommandAgent(Agent):
     def readonly_paths(self, task: TaskDef, options: RunOptions) -> list[str]:
         """What the program needs to be visible in an isolated sandbox: every absolute path
         in the command (just that file, not its directory), and for an interpreter

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from proctor.agents.base import AgentEnv, AgentResult
+from proctor.agents.base import Agent, AgentEnv, AgentResult
 from proctor.agents.install import (
     install_npm,
     install_pip,
@@ -63,7 +63,7 @@ class Wiring:
     instructions: str = ""
 
 
-class ExternalAgent:
+class ExternalAgent(Agent):
     name: ClassVar[str]  # the agent type, e.g. "claude-code"
     package: ClassVar[str]  # npm or PyPI package
     version: ClassVar[str]  # the pinned default (`agent.version` overrides)
@@ -79,9 +79,6 @@ class ExternalAgent:
     tool_process: ClassVar[str | None] = None
     # The agent's own machinery between `tool_process` and the command's shell (regexes).
     wrappers: ClassVar[tuple[str, ...]] = ()
-    # Its own files (prefixes, relative to HOME unless absolute): writes there are not file
-    # writes of the task; the trace keeps them.
-    state_paths: ClassVar[tuple[str, ...]] = ()
     # For an agent that stops only when it runs a given command: proctor's mock answers a
     # script's final answer with it.
     mock_finish: ClassVar[str | None] = None

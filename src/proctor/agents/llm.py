@@ -20,7 +20,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.agents.base import AgentEnv, AgentResult
+from proctor.agents.base import Agent, AgentEnv, AgentResult
 from proctor.agents.instructions import compose, for_trial
 from proctor.errors import UsageError
 from proctor.model import CommandRecord
@@ -103,7 +103,7 @@ def tool_result(rec: CommandRecord, limit: int) -> str:
     return "\n".join(out)
 
 
-class LLMAgent:
+class LLMAgent(Agent):
     async def run(self, env: AgentEnv) -> AgentResult:
         config = env.options.config
         try:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from proctor.agents.base import AgentEnv, AgentResult
+from proctor.agents.base import Agent, AgentEnv, AgentResult
 
 
-class NopAgent:
+class NopAgent(Agent):
     async def run(self, env: AgentEnv) -> AgentResult:
         return AgentResult()

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from proctor.agents.base import AgentEnv, AgentResult
+from proctor.agents.base import Agent, AgentEnv, AgentResult
 
 
-class OracleAgent:
-    state_paths: tuple[str, ...] = ()  # where its own files are (audit.agent_state)
-
+class OracleAgent(Agent):
     async def run(self, env: AgentEnv) -> AgentResult:
         if env.task.solution_dir:
             self.state_paths = (env.task.solution_path.rstrip("/") + "/",)

@@ -110,7 +110,8 @@ async def not_found(ctx: CheckContext, spec_path: str, path: str) -> str:
     """`file not found: P`, plus what the nearest existing directory holds."""
     msg = f"file not found: {spec_path}"
     parent = posixpath.dirname(path)
-    while parent != "/" and getattr(await stat_or_none(ctx, parent), "kind", None) != "dir":
+    while parent != "/" and ((entry := await stat_or_none(ctx, parent)) is None
+                             or entry.kind != "dir"):
         parent = posixpath.dirname(parent)
     try:
         names = await ctx.sandbox.list_dir(parent)

@@ -8,7 +8,7 @@ import posixpath
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
@@ -25,11 +25,34 @@ if TYPE_CHECKING:
 
 
 class CheckConfig(BaseModel):
-    """Base of every check's config: unknown keys are errors."""
+    """Base of every check's config: unknown keys are errors.
+
+    The rest of proctor reads a config only through the methods below, never a field by
+    name: a check whose config reads files, calls a model or has a time limit says so by
+    overriding them (the defaults: none of these)."""
 
     # `output_equals: 100` means the text "100", as a YAML user expects.
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True,
                               defer_build=True)  # built at first use: start-up time
+
+    def files(self) -> list[str]:
+        """Spec-side files and directories the check reads, as written (relative to the spec
+        file's directory, `~` allowed): `--resume` fingerprints them, a Ray run ships them."""
+        return []
+
+    def relocated(self, move: Callable[[str], str]) -> Self:
+        """This config with each absolute spec-side path it runs passed through `move` (the
+        copy of the spec's files on a Ray node)."""
+        return self
+
+    def judge_models(self) -> list[str]:
+        """The models the check calls (checked before the run; their mock scripts found)."""
+        return []
+
+    def scaled(self, factor: float) -> Self:
+        """This config with its time limit multiplied by `factor` (proctor.toml's
+        `timeout_multiplier`)."""
+        return self
 
 
 @dataclass

@@ -16,6 +16,9 @@ class Config(CheckConfig):
     exit_code: int = Field(0, description="Expected exit code.")
     timeout: Seconds = Field(60, gt=0, description="Seconds (or 30s, 5m, 1h) before the command is killed (counts as failed).")
 
+    def scaled(self, factor: float) -> Config:
+        return self.model_copy(update={"timeout": self.timeout * factor})
+
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     res = await run_command(ctx, render_text(ctx, cfg.command), timeout=cfg.timeout)

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +25,16 @@ class Config(CheckConfig):
     script: str = Field(description="Script path; relative to the spec file's directory. Run directly if executable, else with the interpreter its suffix implies.")
     runs_in: Literal["host", "sandbox"] = Field("host", description="Both run in the trial's grader box (the trial's files read-only, its own HOME and /tmp, its own uid). host: the script in place, with the host's tools and proctor's Python; sandbox: a copy, with the sandbox's python3.")
     timeout: Seconds = Field(60, gt=0, description="Seconds (or 30s, 5m, 1h) before the script is killed (the check errors).")
+
+    def files(self) -> list[str]:
+        return [self.script] if "{{" not in self.script else []  # a templated one: per trial
+
+    def relocated(self, move: Callable[[str], str]) -> Config:
+        script = os.path.expanduser(self.script)
+        return self.model_copy(update={"script": move(script)}) if os.path.isabs(script) else self
+
+    def scaled(self, factor: float) -> Config:
+        return self.model_copy(update={"timeout": self.timeout * factor})
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:

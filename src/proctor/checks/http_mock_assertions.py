@@ -67,7 +67,7 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     if handle.kind != "http_mock":
         return CheckOutcome(passed=False, error=f"service {cfg.service!r} is {handle.kind}, "
                             "not an http_mock")
-    if getattr(handle, "record", True) is False:
+    if not handle.records_requests():
         return CheckOutcome(passed=False, error=f"service {cfg.service!r} does not record "
                             "requests: set `record: true`")
     recorded = await handle.requests()

@@ -11,14 +11,19 @@ from proctor.checks._judge import JudgeError, build_prompt, judge, judge_input
 from proctor.checks.base import CheckConfig, CheckContext, CheckType
 from proctor.model import CheckOutcome
 
+DEFAULT_JUDGE = "paragon-fast"  # the one spelling of the default judge
+
 
 class Config(CheckConfig):
-    model: str = Field("paragon-fast", description="provider/model, or the aliases paragon-fast / paragon-max (PROCTOR_JUDGE_FAST, PROCTOR_JUDGE_MAX).")
+    model: str = Field(DEFAULT_JUDGE, description="provider/model, or the aliases paragon-fast / paragon-max (PROCTOR_JUDGE_FAST, PROCTOR_JUDGE_MAX).")
     criteria: str = Field(description="What to evaluate, in free text.")
     input_from: str = Field("agent_output", description="agent_output, stdout, workspace, or SERVICE.FIELD of an http_mock.")
     rubric: dict[str, Any] | str | None = Field(None, description="Optional {pass, fail} descriptions shown to the judge.")
     temperature: float = Field(0, ge=0, le=2, description="Sampling temperature for the judge.")
     pass_threshold: float = Field(0.5, ge=0, le=1, description="The judge's score must be >= this to pass.")
+
+    def judge_models(self) -> list[str]:
+        return [self.model or DEFAULT_JUDGE]
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:

@@ -43,6 +43,12 @@ class Config(CheckConfig):
     user: str | None = Field(None, description="User the script runs as (default: the "
                              "image's USER).")
 
+    def files(self) -> list[str]:
+        return list(self.tests)  # `script` is in /tests, not beside the spec
+
+    def scaled(self, factor: float) -> Config:
+        return self.model_copy(update={"timeout": self.timeout * factor})
+
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     from proctor.sandbox.dockerenv import ImageSandbox

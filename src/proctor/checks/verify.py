@@ -18,6 +18,9 @@ class Config(CheckConfig):
     output_equals: str | None = Field(None, description="Exact stdout (both sides stripped).")
     timeout: Seconds = Field(60, gt=0, description="Seconds (or 30s, 5m, 1h) before the command is killed (counts as failed).")
 
+    def scaled(self, factor: float) -> Config:
+        return self.model_copy(update={"timeout": self.timeout * factor})
+
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
     res = await run_command(ctx, render_text(ctx, cfg.run), timeout=cfg.timeout)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from proctor.inputs import mock_scripts, referenced
 from proctor.model import TaskDef
+from proctor.services.seed import seed_files
 
 CACHE_DIR = "proctor-cache"
 
@@ -95,28 +96,16 @@ def relocate(task: TaskDef, root: Path) -> TaskDef:
     def moved(path: str | None) -> str | None:
         return str(root / path.lstrip("/")) if path and os.path.isabs(path) else path
 
-    checks = []
-    for check in task.checks:
-        script = getattr(check.config, "script", None)
-        if isinstance(script, str) and os.path.isabs(os.path.expanduser(script)):
-            config = _replace(check.config, script=moved(os.path.expanduser(script)))
-            check = dataclasses.replace(check, config=config)
-        checks.append(check)
+    def to(path: str) -> str:
+        return str(root / path.lstrip("/"))
+
+    checks = [c if (config := c.config.relocated(to)) is c.config
+              else dataclasses.replace(c, config=config) for c in task.checks]
     services = []
     for svc in task.services:
-        seeds = {k: moved(v) for k in ("seed", "seed_file") if isinstance(v := svc.config.get(k), str)
-                 and "\n" not in v and ";" not in v}
+        seeds = {k: moved(v) for k, v in seed_files(svc.config).items()}
         services.append(dataclasses.replace(svc, config={**svc.config, **seeds}) if seeds else svc)
     return dataclasses.replace(task, source=moved(task.source) or "",
                                base_dir=moved(task.base_dir) or "",
                                scaffold=moved(task.scaffold), checks=checks, services=services)
 
-
-def _replace(config: object, **changes: object) -> object:
-    if dataclasses.is_dataclass(config) and not isinstance(config, type):
-        return dataclasses.replace(config, **changes)
-    if hasattr(config, "model_copy"):  # a pydantic model
-        return config.model_copy(update=changes)
-    if isinstance(config, dict):
-        return {**config, **changes}
-    return config

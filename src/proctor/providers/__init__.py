@@ -124,8 +124,7 @@ def preflight_run(tasks: Iterable[TaskDef] | dict[str, TaskDef], trials: list[Tr
     for task_id in dict.fromkeys(t.task_id for t in trials):
         task = by_id[task_id]
         dirs.append(task.base_dir)
-        models += [getattr(c.config, "model", None) or "paragon-fast"
-                   for c in task.checks if c.type == "llm_as_judge"]
+        models += [m for c in task.checks for m in c.config.judge_models()]
     try:
         preflight(models, config, dict.fromkeys(dirs))
     except UsageError as e:

@@ -8,9 +8,10 @@ One `Service` per declared service per run: `start()` once (a server, a template
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 
 @dataclass
@@ -59,6 +60,23 @@ class ServiceHandle:
         The runner writes each one to audit.jsonl as a `db_write` event (and the
         `db_writes_outside` forbidden rule reads them)."""
         return []
+
+    # Whether the service reaches the outside (a side container fetching its dependencies):
+    # the trial then gives it an egress proxy of its own with the task's policy (serve_egress).
+    reaches_out: ClassVar[bool] = False
+
+    def serve_egress(self, handler: Callable[..., Awaitable[None]]) -> None:
+        """Answer the service's outbound connections with `handler` (the trial's egress
+        proxy); called before `ready` for a handle that `reaches_out`."""
+
+    async def ready(self) -> None:
+        """Return once the service answers (a healthcheck); ServiceError if it never does
+        (the trial is `error`). Called after `serve_egress`, before `wait_for`."""
+
+    def records_requests(self) -> bool:
+        """Whether `requests()` holds what the trial sent (an http_mock without `record: true`
+        keeps them only for the audit log)."""
+        return True
 
     async def begin_recording(self) -> None:
         """The runner calls this once `wait_for` and setup are done, right before the agent

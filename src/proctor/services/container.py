@@ -70,6 +70,8 @@ class ContainerHandle(ServiceHandle):
 
     _service: ContainerService | None = None
 
+    reaches_out = True
+
     def serve_egress(self, handler: Any) -> None:
         """The trial's egress proxy answers the service's HTTP(S)_PROXY (if it has one)."""
         if self._egress is not None:

@@ -128,6 +128,9 @@ class MockHandle(ServiceHandle):
             })
         return web.Response(status=reply.status, body=reply.body, headers=reply.headers)
 
+    def records_requests(self) -> bool:
+        return self.record
+
     async def requests(self) -> list[dict[str, Any]]:
         return list(self.recorded) if self.record else []
 

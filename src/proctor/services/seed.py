@@ -28,6 +28,20 @@ class Seed:
         return hashlib.sha256(self.sql.encode()).hexdigest()[:12]
 
 
+SEED_KEYS = ("seed_file", "seed")  # where a service's config names its seed
+
+
+def inline_sql(text: str) -> bool:
+    """Whether a seed's text is SQL written inline rather than a file's path."""
+    return "\n" in text or ";" in text
+
+
+def seed_files(config: dict[str, Any]) -> dict[str, str]:
+    """The keys of a service's config that name a seed file, with the path as written (what
+    `--resume` fingerprints and a Ray run ships and relocates)."""
+    return {k: v for k in SEED_KEYS if isinstance(v := config.get(k), str) and not inline_sql(v)}
+
+
 def load_seed(service: str, config: dict[str, Any], base_dir: Path) -> Seed | None:
     """The seed of a database service, from `seed_file` (a path) or `seed_sql` (inline SQL,
     with `seed_origin` FILE:LINE:COL saying where the spec wrote it), as the spec loader
@@ -47,7 +61,7 @@ def load_seed(service: str, config: dict[str, Any], base_dir: Path) -> Seed | No
         if not raw:
             return None
     text = str(raw)
-    if "seed_file" not in config and ("\n" in text or ";" in text):
+    if "seed_file" not in config and inline_sql(text):
         return Seed(inline, text)
     path = Path(text).expanduser()
     if not path.is_absolute():

@@ -70,8 +70,7 @@ def knowable_problems(tasks: list[TaskDef]) -> list[str]:
         return [f"proctor: warning: {e}"]
     out = []
     for task in tasks:
-        judges = [getattr(c.config, "model", None) or "paragon-fast"
-                  for c in task.checks if c.type == "llm_as_judge"]
+        judges = [m for c in task.checks for m in c.config.judge_models()]
         models = ([m for m in task.models if "{{" not in m]
                   if task.agent.type in MODEL_AGENT_TYPES else [])
         try:
