@@ -32,6 +32,7 @@ class ProviderConfig(_Table):
     api_key_env: str | None = None
     api_key: str | None = None
     max_concurrency: int | None = Field(None, ge=1)
+    adaptive_concurrency: bool | None = None
     timeout: float | None = Field(None, gt=0)
     max_attempts: int | None = Field(None, ge=1)
     base_delay: float | None = Field(None, ge=0)

@@ -53,6 +53,9 @@ class Summary(TypedDict):
     pass_rate: float  # a fraction
     not_run: NotRequired[list[str]]  # planned trials never started (a budget, an interruption)
     budget: NotRequired[dict[str, Any]]  # --max-cost: {max_cost_usd, cost_usd, unknown_cost_trials}
+    # Per endpoint ("provider" or "provider@base_url"): the adaptive limit of model calls,
+    # {calls, refused, waited, wait_s, max_in_flight, final_limit, lowest_limit, cap, adaptive}.
+    rate_limit: NotRequired[dict[str, dict[str, Any]]]
 
 
 # The rows: SPEC §5's keys are required; what proctor added since may be missing from files

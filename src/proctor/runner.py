@@ -185,15 +185,16 @@ def run_planned(planned: Planned) -> RunResults:
     sender = _otlp_sender(planned) if options.otlp_endpoint and indexed else None
     on_result = progress.advance if sender is None else _each(progress.advance,
                                                                  sender.trial_done)
+    rate_limit: dict[str, Any] = {}  # filled by _execute: each endpoint's limiter figures
     try:
-        asyncio.run(_execute(todo, planned, on_result, spend))
+        asyncio.run(_execute(todo, planned, on_result, spend, rate_limit))
     except (KeyboardInterrupt, asyncio.CancelledError):
         interrupted = True
     finally:
         progress.close()
         store.close()
     results = build_results(planned, store.finished(), interrupted=interrupted,
-                            max_cost=options.max_cost)
+                            max_cost=options.max_cost, rate_limit=rate_limit)
     store.write_results(results)
     if sender is not None:
         sender.finish(results)
@@ -243,7 +244,11 @@ class RunBudget:
 
 async def _execute(trials: list[Trial], planned: Planned,
                    on_result: Callable[[TrialResult], None],
-                   spend: RunBudget | None = None) -> None:
+                   spend: RunBudget | None = None,
+                   rate_limit: dict[str, Any] | None = None) -> None:
+    """Run the trials, `workers` at once; `rate_limit` receives what the model-call limiter
+    of each endpoint did (providers/limiter.py), shared by every trial on every node."""
+    from proctor.providers import limiter
 
     use_fast_child_watcher()
     loop = asyncio.get_running_loop()
@@ -255,6 +260,8 @@ async def _execute(trials: list[Trial], planned: Planned,
     run: RunContext | None = None
     executor = None
     workers = min(_concurrency(planned), len(trials)) or 1
+    calls = limiter.LocalLimiter()  # this run's, apart from any earlier run in this process
+    previous = limiter.install(calls)
     try:
         if options.executor == "ray":
             # Trials run on Ray nodes, with the services of their node; see executors/ray.py.
@@ -303,7 +310,11 @@ async def _execute(trials: list[Trial], planned: Planned,
         async with asyncio.TaskGroup() as group:
             for _ in range(workers):
                 group.create_task(worker())
+        if rate_limit is not None:
+            rate_limit.update(await executor.rate_limits() if executor is not None
+                              else calls.stats())
     finally:
+        limiter.install(previous)
         loop.remove_signal_handler(signal.SIGTERM)
         if run is not None:
             await close_run(run)
@@ -332,7 +343,8 @@ def _store(store: RunStore, result: TrialResult, trial: Trial, task: TaskDef,
 
 
 def build_results(planned: Planned, finished: dict[str, TrialResult],
-                  interrupted: bool = False, max_cost: float | None = None) -> RunResults:
+                  interrupted: bool = False, max_cost: float | None = None,
+                  rate_limit: dict[str, Any] | None = None) -> RunResults:
     trials = [finished[t.id] for t in planned.trials if t.id in finished]
     scored = summarize(trials, planned.tasks.values())
     missing = len(planned.trials) - len(trials)
@@ -345,6 +357,8 @@ def build_results(planned: Planned, finished: dict[str, TrialResult],
         scored["summary"]["budget"] = {"max_cost_usd": max_cost,
                                        "cost_usd": round(sum(known), 6),
                                        "unknown_cost_trials": len(trials) - len(known)}
+    if rate_limit:  # model calls over the network: each endpoint's limit, what it did
+        scored["summary"]["rate_limit"] = rate_limit
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": planned.store.run_id,

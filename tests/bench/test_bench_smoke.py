@@ -107,3 +107,17 @@ def test_view_at_scale_runs() -> None:
     labels = [line.split(":")[0] for line in proc.stdout.splitlines()]
     assert labels == ["scoring", "index", "report, first (read, render)", "report, again",
                       "trial page", "trial page, traced", "side by side, traced", "next x20"]
+
+
+def test_limiter_bench_runs_both_kinds_of_limit() -> None:
+    """bench/limiter.py (docs/benchmarks.md's adaptive-vs-fixed rows) still runs: a
+    rate-limited mock provider, the adaptive limit and a fixed one, every call served."""
+    proc = subprocess.run([sys.executable, str(BENCH / "limiter.py"), "--limit", "1",
+                           "--trials", "3", "--turns", "2", "--delay", "0.05",
+                           "--retry-after", "0.1", "--fixed", "1"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout.splitlines()[-1])
+    assert [r["config"] for r in rows] == ["adaptive", "fixed-1"]
+    assert all(r["served"] == 6 and r["passed"] == 3 for r in rows), rows
+    assert rows[0]["limiter"]["adaptive"] is True and rows[1]["refused"] == 0, rows

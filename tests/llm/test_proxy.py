@@ -157,3 +157,44 @@ def test_tool_calls_are_read_from_every_api_streamed_or_not():
             "type": "function_call", "call_id": "c1", "name": "Bash",
             "arguments": '{"command": "ls -l"}'}})) == want
     assert tool_calls_from_body(b"not json") == []
+
+
+async def _calls_through_proxies(limit: tuple[str, int, bool] | None) -> tuple[dict, dict]:
+    """Six trials' proxies, each with an agent (the real Anthropic SDK, retrying as Claude
+    Code does) making three calls, against a provider refusing calls above 2 in flight.
+    Returns what the provider saw and what the run's limiter did."""
+    import asyncio
+
+    from proctor.providers import limiter
+    from proctor.providers.mock_server import HANDLERS, MockServer
+    from proctor.providers.script import Script
+
+    script = Script.model_validate({"rate_limit": {"concurrent": 2, "retry_after": 0.3},
+                                    "turns": [{"say": "ok", "delay": 0.2}]})
+    run_limiter = limiter.LocalLimiter()
+    previous = limiter.install(run_limiter)
+    try:
+        async with MockServer(script) as server:
+            async def trial() -> None:
+                async with ModelProxy(server.url, api_key="k", limit=limit) as p:
+                    client = anthropic.AsyncAnthropic(base_url=p.url, api_key="x", max_retries=8)
+                    for _ in range(3):
+                        answer = await client.messages.create(
+                            model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+                        assert answer.content[0].text == "ok"
+
+            await asyncio.gather(*(trial() for _ in range(6)))
+            seen = dict(server.app[HANDLERS].load)
+    finally:
+        limiter.install(previous)
+    return seen, run_limiter.stats()
+
+
+@pytest.mark.slow
+async def test_calls_through_the_proxy_share_the_runs_adaptive_limit():
+    seen, stats = await _calls_through_proxies(("anthropic@up", 8, True))
+    assert seen["served"] == 18
+    assert stats["anthropic@up"]["refused"] == seen["refused"] > 0
+    assert seen["refused"] <= 0.25 * (seen["served"] + seen["refused"]), seen
+    unlimited, none = await _calls_through_proxies(None)  # without it: every agent for itself
+    assert none == {} and unlimited["refused"] > 2 * seen["refused"], (unlimited, seen)

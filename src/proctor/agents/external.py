@@ -158,7 +158,8 @@ class ExternalAgent(Agent):
         async with upstream:
             proxy = ModelProxy(upstream.url, api_key=upstream.key, main_model=upstream.model,
                                on_call=env.recorder.trace, deadline=env.deadline,
-                               budget=env.budget, cost_of=_pricer(model, upstream.model, config))
+                               budget=env.budget, cost_of=_pricer(model, upstream.model, config),
+                               limit=upstream.limit())
             proxy.tool_calls = env.tool_calls  # the model's calls, kept should it be stopped
             stopping: list[asyncio.Task[int]] = []
             # A limit reached: the agent program is stopped as at a timeout (everything it
@@ -311,6 +312,16 @@ class _Upstream:
     async def __aexit__(self, *exc: object) -> None:
         if self.mock is not None:
             await self.mock.stop()
+
+    def limit(self) -> tuple[str, int, bool] | None:
+        """The run's limit of calls in flight this provider's calls take a slot of (none for
+        the in-process mock-llm: no rate limit to learn)."""
+        from proctor.providers.limiter import endpoint_key
+
+        s = self.settings
+        if s.kind == "mock":
+            return None
+        return endpoint_key(s.provider, s.base_url), s.max_concurrency, s.adaptive_concurrency
 
 
 def install_agents(trials: list[Trial], tasks: dict[str, TaskDef],

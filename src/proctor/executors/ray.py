@@ -81,6 +81,10 @@ class RayExecutor:
         self._slots: set[_Slot] = set()  # every slot held, removed at the end
         self._revivals: list[asyncio.Future] = []
         self._watcher: asyncio.Future | None = None
+        # The run's model-call limiter: every node's calls share it (ray_limiter.py).
+        from proctor.executors import ray_limiter
+
+        self.limiter = ray_limiter.start(ray, run_id)
         self._refresh()
 
     # Nodes ------------------------------------------------------------------------------------
@@ -117,7 +121,7 @@ class RayExecutor:
         node.actor = remote.options(
             num_cpus=0, max_concurrency=1000, max_restarts=0, max_task_retries=0,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
-        ).remote(node.label, self.options, self.tasks, self.digest, self.bundle)
+        ).remote(node.label, self.options, self.tasks, self.digest, self.bundle, self.limiter)
 
     def _lost(self, node: _Node) -> None:
         """The node's actor is gone: no trial goes there until a new actor on it answers
@@ -330,6 +334,13 @@ class RayExecutor:
                 tar.extractall(workdir, filter="tar")
             archive.unlink()
 
+    async def rate_limits(self) -> dict[str, Any]:
+        """What the run's model-call limiter did, per endpoint ({} if it is lost)."""
+        try:
+            return dict(await asyncio.wait_for(self.limiter.stats.remote(), 30))
+        except (self.ray.exceptions.RayError, TimeoutError):
+            return {}
+
     def close(self) -> None:
         """Every node cleans up before Ray goes (Ctrl-C included), then a private Ray stops."""
         for job in [*self._revivals, self._watcher]:
@@ -341,7 +352,7 @@ class RayExecutor:
         refs = [a.shutdown.remote() for a in actors]
         with contextlib.suppress(Exception):  # a node lost now is swept by its reaper
             self.ray.wait(refs, num_returns=len(refs), timeout=90)
-        for a in actors:
+        for a in [*actors, self.limiter]:
             with contextlib.suppress(Exception):
                 self.ray.kill(a)
         if self.started_here:

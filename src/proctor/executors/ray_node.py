@@ -45,9 +45,11 @@ KEEP_ARCHIVE = "workdir.tar"  # --keep: the trial's sandbox, shipped as one tar
 
 class NodeRunner:
     def __init__(self, label: str, options: RunOptions, tasks: dict[str, TaskDef],
-                 digest: str, bundle: list[Any]):
+                 digest: str, bundle: list[Any], limiter: Any = None):
         import ray
         from proctor.executors.ray_files import materialize, relocate
+        from proctor.executors.ray_limiter import RayLimiter
+        from proctor.providers import limiter as calls
 
         _unblock_sigint()
         self.label, self.options = label, options
@@ -57,6 +59,8 @@ class NodeRunner:
         self._lock = (self.home / "lock").open("w")
         fcntl.flock(self._lock, fcntl.LOCK_EX)
         _start_reaper(label)
+        if limiter is not None:  # the run's model calls, limited together on every node
+            calls.install(RayLimiter(limiter))
         root = materialize(digest, b"") if _cached(digest) else materialize(digest, ray.get(bundle[0]))
         self.tasks = {tid: relocate(t, root) for tid, t in tasks.items()}
         self.services: dict[tuple[str, str], Any] = {}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from proctor.errors import UsageError
 from proctor.model import EXTERNAL_AGENTS
 from proctor.providers.base import ModelResponse, Provider, ProviderError, ToolCall, Usage
+from proctor.providers.limiter import endpoint_key
 from proctor.providers.prices import cost_usd, price_of
 from proctor.providers.retry import RetryingProvider, RetryPolicy
 from proctor.providers.settings import (
@@ -55,7 +56,11 @@ def get_provider(model: str, config: dict[str, Any], *, base_dir: str | None = N
     provider, name = split_model(model)
     s = provider_settings(provider, config)
     inner = PROVIDERS.get(s.kind)(model, name, s, base_dir=base_dir, solution=solution)
-    return RetryingProvider(inner, s.retry, limit_key=provider, limit=s.max_concurrency)
+    # One limit per provider and base_url, shared by every trial of the run (limiter.py);
+    # in-process mock models have none to learn.
+    return RetryingProvider(inner, s.retry, limit_key=endpoint_key(provider, s.base_url),
+                            limit=s.max_concurrency, adaptive=s.adaptive_concurrency,
+                            private=s.kind == "mock")
 
 
 def model_for(trial_model: str | None, task: TaskDef, config: dict[str, Any]) -> str:

@@ -7,6 +7,8 @@
   GET  /v1/models                  the script as one model (Anthropic's shape when the
                                    request carries `anthropic-version`, else OpenAI's)
   GET  /_proctor/requests          every request body received so far (tests assert on them)
+  GET  /_proctor/load               with the script's `rate_limit`: calls served, refused, and
+                                   the most in flight at once
 
 Streams carry the same text, tool calls and usage as the answer would have unstreamed: Chat
 Completions deltas (a usage chunk when `stream_options.include_usage`), Messages events
@@ -33,6 +35,7 @@ from aiohttp import web
 from proctor.errors import UsageError
 from proctor.providers.script import (
     Fault,
+    RateLimitSpec,
     Reply,
     RunAs,
     Script,
@@ -158,6 +161,8 @@ class _Handlers:
         self.state = ScriptState(script, run_as, finish)
         self.main_model = main_model
         self.received: list[dict[str, Any]] = []
+        self.load = {"served": 0, "refused": 0, "max_in_flight": 0}
+        self.in_flight = 0
 
     def _reply(self, body: dict[str, Any], system: str, first: str, turn_no: int,
                others: list[str]) -> Reply | Fault:
@@ -290,6 +295,32 @@ class _Handlers:
     async def requests(self, request: web.Request) -> web.Response:
         return web.json_response(self.received)
 
+    async def load_stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.load)
+
+    def limited(self, handler: Any, limit: RateLimitSpec | None) -> Any:
+        """A model route under the script's `rate_limit`: a call arriving while `concurrent`
+        calls are in flight is refused with `status` (and `Retry-After`), as a provider does."""
+        if limit is None:
+            return handler
+
+        async def serve(request: web.Request) -> web.StreamResponse:
+            if self.in_flight >= limit.concurrent:
+                self.load["refused"] += 1
+                return _fault_response(Fault(limit.status, limit.retry_after,
+                                             f"rate limited: more than {limit.concurrent} "
+                                             "calls in flight"),
+                                       anthropic="anthropic-version" in request.headers)
+            self.in_flight += 1
+            self.load["max_in_flight"] = max(self.load["max_in_flight"], self.in_flight)
+            try:
+                return await handler(request)
+            finally:
+                self.in_flight -= 1
+                self.load["served"] += 1
+
+        return serve
+
 
 HANDLERS = web.AppKey("handlers", _Handlers)
 
@@ -300,14 +331,17 @@ def make_app(script: Script, run_as: RunAs | None = None, main_model: str | None
     h = _Handlers(script, run_as, main_model, finish)
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app[HANDLERS] = h
-    app.router.add_post("/v1/chat/completions", h.openai)
-    app.router.add_post("/chat/completions", h.openai)  # base_url given without /v1
-    app.router.add_post("/v1/messages", h.anthropic)
+    openai, anthropic, responses = (h.limited(f, script.rate_limit)
+                                    for f in (h.openai, h.anthropic, h.responses))
+    app.router.add_post("/v1/chat/completions", openai)
+    app.router.add_post("/chat/completions", openai)  # base_url given without /v1
+    app.router.add_post("/v1/messages", anthropic)
     app.router.add_post("/v1/messages/count_tokens", h.count_tokens)
-    app.router.add_post("/v1/responses", h.responses)
-    app.router.add_post("/responses", h.responses)  # base_url given without /v1
+    app.router.add_post("/v1/responses", responses)
+    app.router.add_post("/responses", responses)  # base_url given without /v1
     app.router.add_get("/v1/models", h.models)
     app.router.add_get("/_proctor/requests", h.requests)
+    app.router.add_get("/_proctor/load", h.load_stats)
     return app
 
 

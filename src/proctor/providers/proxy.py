@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from proctor.providers.base import ToolCall
+from proctor.providers.base import ToolCall, parse_retry_after
 from proctor.providers.budget import Budget
 
 _HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "accept-encoding"}
@@ -134,14 +134,20 @@ class ModelProxy:
 
     `deadline` (time.monotonic()): when the task's time is up. A call forwarded before it
     may take only the time left; one cut by it, or asked for after it, is answered 400 and
-    recorded as cut by the deadline (the agent ran out of time: not an endpoint failure)."""
+    recorded as cut by the deadline (the agent ran out of time: not an endpoint failure).
+
+    `limit` (endpoint key, cap, adaptive): each model call takes a slot of the run's limit
+    of that endpoint (limiter.py) while it is forwarded, as the llm agent's calls do; a
+    refusal is passed on to the agent (which retries it) and lowers the limit."""
 
     def __init__(self, upstream: str, api_key: str | None = None,
                  on_call: Callable[[dict[str, Any]], None] | None = None,
                  main_model: str | None = None, deadline: float | None = None,
                  budget: Budget | None = None,
-                 cost_of: Callable[[str, int, int], float | None] | None = None):
+                 cost_of: Callable[[str, int, int], float | None] | None = None,
+                 limit: tuple[str, int, bool] | None = None):
         self.upstream = upstream.rstrip("/")
+        self.limit = limit
         self.api_key = api_key
         # Calls for another model (Claude Code's titles on a small model) are `side` calls:
         # their tokens count, but they are not turns.
@@ -175,6 +181,35 @@ class ModelProxy:
         return headers
 
     async def _forward(self, request: web.Request) -> web.StreamResponse:
+        if self.limit is None or request.method != "POST" \
+                or not request.path.endswith(_MODEL_PATHS):
+            return await self._forward_any(request)
+        from proctor.providers import limiter
+
+        key, cap, adaptive = self.limit
+        gate = limiter.current()
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        try:
+            token = await asyncio.wait_for(gate.acquire(key, cap, adaptive), left)
+        except TimeoutError:  # the task's time ran out waiting for a slot: a cut
+            body = await request.read()
+            self._record(request, body, None, b"", time.monotonic(), None, cut=True)
+            return _timeout_answer()
+        outcome: limiter.Outcome = "other"
+        retry_after = None
+        try:
+            out = await self._forward_any(request)
+            if out.status < 400:
+                outcome = "ok"
+            else:
+                text = out.text if isinstance(out, web.Response) and out.body else ""
+                outcome = limiter.outcome_of(out.status, text or "")
+                retry_after = parse_retry_after(out.headers)
+            return out
+        finally:
+            await gate.release(key, token, outcome, retry_after)
+
+    async def _forward_any(self, request: web.Request) -> web.StreamResponse:
         assert self._session is not None
         if self.budget.limited and request.method == "POST" \
                 and request.path.endswith(_MODEL_PATHS):

@@ -1,9 +1,10 @@
-"""Retries and a concurrency limit around any Provider.
+"""Retries and the adaptive concurrency limit around any Provider.
 
 These are the only retries: the SDK clients are built with `max_retries=0`, so a call is
 never retried twice over. Backoff is exponential with jitter; a server's `Retry-After`
-is honoured (up to `max_delay`). The semaphore is held for a request only, not while
-sleeping between attempts, so one rate-limited trial does not block the others.
+is honoured (up to `max_delay`). A slot of the endpoint's limit (providers/limiter.py) is
+held for a request only, not while sleeping between attempts, so one rate-limited trial
+does not block the others; each attempt's outcome tells the limit whether to grow or shrink.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-import weakref
 from dataclasses import dataclass
 
+from proctor.providers import limiter
 from proctor.providers.base import Message, ModelResponse, Provider, ProviderError, Tool
 
 
@@ -30,29 +31,25 @@ class RetryPolicy:
         return cap * (0.5 + random.random() / 2)  # jitter: spread retries of parallel trials
 
 
-# One semaphore per (event loop, provider, limit): asyncio primitives belong to one loop.
-_SEMAPHORES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, int], asyncio.Semaphore]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _semaphore(key: str, limit: int) -> asyncio.Semaphore:
-    per_loop = _SEMAPHORES.setdefault(asyncio.get_running_loop(), {})
-    sem = per_loop.get((key, limit))
-    if sem is None:
-        sem = per_loop[(key, limit)] = asyncio.Semaphore(limit)
-    return sem
+# In-process mock models have no rate limit to learn: their calls use a fixed limit, apart
+# from the run's (not in its summary).
+_PRIVATE = limiter.LocalLimiter()
 
 
 class RetryingProvider:
-    """Wraps a Provider: the same `complete`, with retries and a per-provider limit."""
+    """Wraps a Provider: the same `complete`, with retries and a per-endpoint limit
+    (`limit`: its cap; `adaptive` False: a fixed limit of `limit`; `private`: a limit of this
+    process, not the run's, kept out of its summary)."""
 
-    def __init__(self, inner: Provider, policy: RetryPolicy, *, limit_key: str, limit: int):
+    def __init__(self, inner: Provider, policy: RetryPolicy, *, limit_key: str, limit: int,
+                 adaptive: bool = True, private: bool = False):
         self.inner = inner
         self.name = inner.name
         self.policy = policy
         self.limit_key = limit_key
         self.limit = max(1, limit)
+        self.adaptive = adaptive
+        self.private = private
 
     async def complete(self, system: str, messages: list[Message], tools: list[Tool],
                        temperature: float | None = None, max_tokens: int = 4096) -> ModelResponse:
@@ -60,17 +57,25 @@ class RetryingProvider:
         attempt = 0
         while True:
             attempt += 1
-            async with _semaphore(self.limit_key, self.limit):
+            gate = _PRIVATE if self.private else limiter.current()
+            token = await gate.acquire(self.limit_key, self.limit, self.adaptive)
+            outcome: limiter.Outcome = "other"
+            retry_after = None
+            try:
                 t0 = time.perf_counter()
                 try:
                     resp = await self.inner.complete(system, messages, tools, temperature,
                                                       max_tokens)
                 except ProviderError as e:
                     err = e
+                    outcome, retry_after = limiter.outcome_of(e.status, str(e)), e.retry_after
                 else:
+                    outcome = "ok"
                     resp.attempt, resp.retries = attempt, retries
                     resp.latency_s = time.perf_counter() - t0
                     return resp
+            finally:
+                await gate.release(self.limit_key, token, outcome, retry_after)
             if not err.retryable or attempt >= self.policy.max_attempts:
                 tries = f" (gave up after {attempt} attempts)" if attempt > 1 else ""
                 final = ProviderError(f"{self.name}: {err}{tries}", retryable=False,

@@ -98,8 +98,17 @@ class Conversation(_Strict):
     usage: UsageSpec | None = None
 
 
+class RateLimitSpec(_Strict):
+    concurrent: int = Field(ge=1, description="Calls in flight above this many are refused.")
+    status: int = Field(429, ge=400, le=599, description="What a refused call is answered.")
+    retry_after: float | None = Field(None, ge=0, description="Retry-After of a refusal, seconds.")
+
+
 class Script(_Strict):
     turns: list[Turn] = Field(default_factory=list)
+    rate_limit: RateLimitSpec | None = Field(
+        None, description="`proctor mock-llm` only: refuse calls above a concurrency, as a "
+        "provider's rate limit does.")
     conversations: list[Conversation] = Field(default_factory=list)
     end: str = Field("done", description="Final answer once the turns run out.")
     usage: UsageSpec | None = Field(None, description="Usage of every reply (else estimated).")

@@ -42,6 +42,8 @@ class ProviderSettings:
     retry: RetryPolicy
     official: bool  # api.openai.com itself (not a compatible server): newer parameter names
     send_temperature: bool | None = None  # None: when the SDK has the parameter
+    # False: `max_concurrency` calls in flight, whatever the provider answers (no AIMD).
+    adaptive_concurrency: bool = True
 
     def key(self) -> str | None:
         if self.api_key:
@@ -104,4 +106,5 @@ def provider_settings(provider: str, config: dict[str, Any]) -> ProviderSettings
         max_concurrency=max_conc, timeout=timeout, retry=retry,
         official=kind == "openai" and (not base_url or "api.openai.com" in base_url),
         send_temperature=conf.get("send_temperature"),
+        adaptive_concurrency=bool(conf.get("adaptive_concurrency", True)),
     )

@@ -182,7 +182,25 @@ def print_summary(results: RunResults, console: Console) -> None:
         if why := reasons_text(results):
             console.print(why)
             console.print()
+    for line in rate_limit_lines(results):
+        console.print(Text(data.clean(line), style="dim"))
     console.print(headline_text(results))
+
+
+def rate_limit_lines(results: RunResults) -> list[str]:
+    """One line per endpoint whose calls were refused or had to wait for a slot (the
+    adaptive limit of model calls in flight; summary.rate_limit)."""
+    lines = []
+    for endpoint, r in (results.get("summary", {}).get("rate_limit") or {}).items():
+        if not (r.get("refused") or r.get("waited")):
+            continue
+        limit = (f"limit {r.get('lowest_limit')}..{r.get('final_limit')} of {r.get('cap')}"
+                 if r.get("adaptive", True) else f"fixed limit {r.get('cap')}")
+        lines.append(f"rate limit: {endpoint}: {r.get('calls')} calls, {r.get('refused')} "
+                     f"refused (429/overload), {r.get('waited')} waited for a slot "
+                     f"({r.get('wait_s', 0):.1f}s in all), at most {r.get('max_in_flight')} "
+                     f"in flight, {limit}")
+    return lines
 
 
 MAX_REASONS = 5  # trials whose reason `proctor run` prints; `proctor show --failed` has all
