@@ -30,10 +30,16 @@
 
      Run by the tracer as the traced command's first program, then execs PROGRAM with less:
      a bounding set of Docker's default capabilities and never CAP_SYS_PTRACE; with --agent
-     also without CAP_MKNOD, so that a verifier's processes (root, Docker's defaults) hold a
-     capability no process of the agent's does and none of those can trace them; with --uid,
-     that uid and gid, no supplementary groups and no new privileges; with --no-caps, no
-     capability at all. */
+     also without CAP_MKNOD; with --uid, that uid and gid, no supplementary groups and no new
+     privileges; with --no-caps, no capability at all. The seccomp filter below, unless a
+     filter is already there (Docker's default profile, or a verifier's).
+
+     --agent without --uid (a root agent, as in a Harbor image): PROGRAM runs in a user
+     namespace of its own whose ids map one to one onto the container's. Root there keeps what
+     Docker's root may do to the container's files (apt, chown, setuid programs), but holds no
+     capability in the container's own namespaces: no process of the agent's can trace,
+     mount, or read the memory, root or descriptors of any process proctor or a verifier runs
+     (docs/security.md). */
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -318,6 +324,57 @@ static int run(int argc, char **argv) {
     return code;
 }
 
+/* This process moved into a new user namespace whose ids map one to one onto the parent's
+   (the whole 32-bit range, as the parent sees it). Only a process still in the parent
+   namespace, holding CAP_SETUID and CAP_SETGID there, may write such maps: a child forked
+   for that, which never execs. */
+static void enter_own_userns(void) {
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) < 0) die("pipe");
+    pid_t parent = getpid(), mapper = fork();
+    if (mapper < 0) die("fork");
+    if (mapper == 0) {
+        char byte, path[64];
+        close(ready[1]);
+        if (read(ready[0], &byte, 1) != 1) _exit(1); /* the parent died, or failed to unshare */
+        static const char *const maps[] = {"uid_map", "gid_map"};
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, "/proc/%d/%s", (int)parent, maps[k]);
+            int fd = open(path, O_WRONLY | O_CLOEXEC);
+            static const char line[] = "0 0 4294967295\n";
+            if (fd < 0 || write(fd, line, sizeof line - 1) != (ssize_t)(sizeof line - 1)) {
+                fprintf(stderr, "proctor launch: writing %s: %s\n", path, strerror(errno));
+                _exit(1);
+            }
+            close(fd);
+        }
+        _exit(0);
+    }
+    close(ready[0]);
+    if (unshare(CLONE_NEWUSER) < 0) die("unshare(CLONE_NEWUSER)");
+    if (write(ready[1], "u", 1) != 1) die("pipe");
+    close(ready[1]);
+    int status;
+    if (waitpid(mapper, &status, 0) < 0) die("waitpid");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "proctor launch: could not map the user namespace's ids\n");
+        exit(125);
+    }
+}
+
+/* The seccomp filter, unless one is there already. Installing it takes CAP_SYS_ADMIN (in
+   the caller's user namespace) or no_new_privs. */
+static void ensure_filter(void) {
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) != 0) return;
+    struct __user_cap_header_struct head = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &head, data) < 0) die("capget");
+    if (!(data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)) &&
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        die("no_new_privs");
+    install_filter();
+}
+
 static int drop(int argc, char **argv) {
     long uid = -1, gid = -1;
     int none = 0, agent = 0, i = 0;
@@ -331,6 +388,8 @@ static int drop(int argc, char **argv) {
         fprintf(stderr, "usage: launch drop [--agent] [--uid N --gid N] [--no-caps] -- PROGRAM\n");
         return 125;
     }
+    if (agent && uid < 0 && geteuid() == 0) enter_own_userns();
+    ensure_filter();
     unsigned long long mask = kept_mask(0, agent, none);
     restrict_bounding(mask);
     if (uid >= 0) {
