@@ -11,7 +11,7 @@ starts whatever the task needs (a daemon, /etc/hosts entries). So here:
   writable root file system; no network (`--network none`), endpoints and the egress proxy
   as for every docker trial;
 * files are read and written through `/proc/<init>/root` on the host, with symlinks resolved
-  inside the container's view (LocalSandbox's path view over one place, `/`);
+  inside the container's view (placefiles.py's path view over one place, `/`);
 * a snapshot is `docker diff` (what changed from the image, whatever the storage driver), each
   changed file known by size, mtime, ctime and inode (ctime cannot be set back);
 * what the ENTRYPOINT started before the agent, and what the agent left running when it was
