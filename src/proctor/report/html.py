@@ -498,12 +498,21 @@ def _cards(results: RunResults) -> str:
 def island(name: str, items: list[str | None], chunk: int | None = None) -> str:
     """A JSON array of base64 strings (or nulls) in a data element: base64 and JSON
     punctuation only, so nothing in it can close the element."""
+    return "".join(_island_parts(name, items, chunk))
+
+
+def _island_parts(name: str, items: list[str | None], chunk: int | None = None) -> list[str]:
+    """`island`'s text in pieces, for the page to join once (each copy of a 20 MB string
+    is also 5,000 fresh pages to fault in)."""
     if not any(items):
-        return ""
+        return []
     extra = f' data-chunk="{chunk}"' if chunk else ""
     # JSON by hand: base64 needs no escaping, and json.dumps of 25 MB of it is slow
-    body = ",".join("null" if b is None else f'"{b}"' for b in items)
-    return f'<script type="application/json" id="{name}"{extra}>[{body}]</script>'
+    out = [f'<script type="application/json" id="{name}"{extra}>[']
+    for i, b in enumerate(items):
+        out.append(("," if i else "") + ("null" if b is None else f'"{b}"'))
+    out.append("]</script>")
+    return out
 
 
 def _details_blocks(details: list[str]) -> list[str | None]:
@@ -579,4 +588,4 @@ trial; intervals are 95% Wilson score intervals.</footer>"""
     budget = max(trajectory.BUDGET_MIN, trajectory.PAGE_TARGET - len(before.encode())
                  - len(after) - len(carried))
     docs = trajectory.embedded(trials, traced, budget)
-    return before + carried + island("trajectories", docs) + after
+    return "".join([before, carried, *_island_parts("trajectories", docs), after])
