@@ -8,6 +8,7 @@ are the tasks' solutions, run by the oracle agent, as root, as under Harbor."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -267,3 +268,29 @@ until python3 -c 'import urllib.request as u; u.urlopen("http://127.0.0.1:80/")'
     assert (seen / "owner").read_text().strip() == "1234"
     assert (seen / "as-player").read_text() == "1234"
     assert (seen / "refused").read_text().split() == ["raw-socket", "mount", "ptrace"]
+
+
+def test_the_launcher_tells_whether_a_container_may_have_a_user_namespace(image):  # noqa: F811
+    """Docker's own seccomp profile refuses a new user namespace (as some hosts' AppArmor
+    policy does): proctor asks once per engine, and where refused a root agent runs as
+    before it had one (dockerenv._userns_here); in a task's container, it has one."""
+    import subprocess
+
+    from proctor.sandbox import native
+    from proctor.sandbox.docker import LAUNCH, _drop
+
+    def launch(*args: str, unconfined: bool = True) -> subprocess.CompletedProcess[str]:
+        opts = ["--security-opt", "seccomp=unconfined"] if unconfined else []
+        return subprocess.run(["docker", "run", "--rm", *opts, "--entrypoint", LAUNCH,
+                               "-v", f"{native.binary('launch')}:{LAUNCH}:ro", image, *args],
+                              capture_output=True, text=True, timeout=120)
+
+    refused = launch("userns", unconfined=False)
+    assert refused.returncode == 1 and "unshare(CLONE_NEWUSER)" in refused.stderr
+    assert launch("userns").returncode == 0
+    show = ["/bin/sh", "-c", "cat /proc/self/uid_map; readlink /proc/self/ns/user"]
+    host = os.readlink("/proc/self/ns/user")  # the container's too (no userns-remap)
+    own = launch(*_drop(0, 0, show, userns=True)[1:]).stdout.split()
+    assert own[:3] == ["0", "0", "4294967295"] and own[3] != host, own
+    shared = launch(*_drop(0, 0, show)[1:]).stdout.split()
+    assert shared[3] == host, shared

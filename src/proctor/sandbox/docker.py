@@ -524,14 +524,15 @@ def _proctor_programs(private: Path) -> list[str]:
             "-v", f"{native.binary('launch')}:{LAUNCH}:ro"]
 
 
-def _drop(uid: int, gid: int, argv: list[str], *, caps: bool = False) -> list[str]:
+def _drop(uid: int, gid: int, argv: list[str], *, caps: bool = False,
+          userns: bool = False) -> list[str]:
     """`argv` as the agent's uid:gid through proctor's launcher: no supplementary groups, no
     new privileges, and (unless `caps`, for an image's own non-root user) an empty bounding
     set, so setuid programs stay unprivileged, as in the local box. Root keeps Docker's
-    default capabilities, as under Harbor, but neither CAP_SYS_PTRACE nor CAP_MKNOD: every
-    process of proctor's and of a verifier holds one of them (launch.c)."""
+    default capabilities, as under Harbor, but neither CAP_SYS_PTRACE nor CAP_MKNOD; with
+    `userns`, only in a user namespace of its own, none in the container's (launch.c)."""
     if uid == 0:
-        return [LAUNCH, "drop", "--agent", "--", *argv]
+        return [LAUNCH, "drop", "--agent", *(["--userns"] if userns else []), "--", *argv]
     return [LAUNCH, "drop", "--agent", "--uid", str(uid), "--gid", str(gid),
             *([] if caps else ["--no-caps"]), "--", *argv]
 

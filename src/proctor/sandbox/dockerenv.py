@@ -35,12 +35,13 @@ import os
 import posixpath
 import shutil
 import stat as stat_mod
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor import proc
-from proctor.dockercli import RUN_LABEL, TRIAL_LABEL
+from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker
 from proctor.sandbox import files
 from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
 from proctor.sandbox.docker import (
@@ -98,6 +99,7 @@ class ImageSandbox(DockerSandbox):
         self.upper: Path | None = None  # its own layer on the host (overlay2), for snapshots
         self.lowers: list[Path] = []  # the image's layers under it (overlay2)
         self._users: dict[str, tuple[int, int, str]] = {}
+        self.userns = False  # a root agent in a user namespace of its own (start)
 
     def _make_dirs(self) -> None:
         for d in (self.private, self.root / "verifier"):
@@ -134,6 +136,8 @@ class ImageSandbox(DockerSandbox):
         await self._launch(self._run_argv(spec))
         self.places = [("/", Path(f"/proc/{self.pid}/root"))]
         await self._cover(VERIFIER_DIR)
+        assert self.container is not None
+        self.userns = await _userns_here(self.container)
         self.upper, self.lowers = await _layers(self.container)
         await asyncio.to_thread(self._settle)
         uid, gid, home = await asyncio.to_thread(self._user, self.agent_user)
@@ -222,7 +226,7 @@ class ImageSandbox(DockerSandbox):
 
     def _as_agent(self, command: str, user: str | None) -> list[str]:
         uid, gid, _ = self._user(user) if user is not None else (self.uid, self.gid, "")
-        return _drop(uid, gid, ["/bin/sh", "-c", command], caps=True)
+        return _drop(uid, gid, ["/bin/sh", "-c", command], caps=True, userns=self.userns)
 
     async def verify(self, tests: list[Path], script: str, *, env: dict[str, str],
                      user: str | None, timeout: float) -> Verification:
@@ -402,3 +406,23 @@ async def _image_config(image: str) -> dict[str, Any]:
     if res.exit_code != 0:
         raise OSError(f"docker image inspect {image}: {res.stderr.strip()[-300:]}")
     return json.loads(res.stdout.strip() or "{}") or {}
+
+
+_USERNS: dict[str, bool] = {}  # by engine: asked once per process
+
+
+async def _userns_here(container: str) -> bool:
+    """Whether commands in the engine's containers may have a user namespace of their own (a
+    host's AppArmor policy may refuse it: Ubuntu 24.04's, unless allowed). Where not, a root
+    agent keeps Docker's default capabilities but CAP_SYS_PTRACE and CAP_MKNOD, and proctor
+    says so once."""
+    engine = os.environ.get("DOCKER_HOST", "")
+    if engine not in _USERNS:
+        res = await docker("exec", "-u", "0", container, LAUNCH, "userns", timeout=60)
+        _USERNS[engine] = res.exit_code == 0
+        if not _USERNS[engine]:
+            print("proctor: warning: containers here may not have a user namespace of their own "
+                  f"({(res.stderr or res.stdout).strip()[-200:]}): a root agent in a task's image "
+                  "keeps Docker's default capabilities but CAP_SYS_PTRACE and CAP_MKNOD "
+                  "(docs/security.md, \"Harbor tasks\")", file=sys.stderr, flush=True)
+    return _USERNS[engine]

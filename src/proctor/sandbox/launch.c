@@ -26,7 +26,7 @@
      Mounts an empty read-only tmpfs over DIR (run once by nsenter from the host when the
      container starts): in the container's own namespace, nothing of the verifier's is seen.
 
-   launch drop [--agent] [--uid UID --gid GID] [--no-caps] -- PROGRAM [ARG...]
+   launch drop [--agent [--userns]] [--uid UID --gid GID] [--no-caps] -- PROGRAM [ARG...]
 
      Run by the tracer as the traced command's first program, then execs PROGRAM with less:
      a bounding set of Docker's default capabilities and never CAP_SYS_PTRACE; with --agent
@@ -34,12 +34,17 @@
      privileges; with --no-caps, no capability at all. The seccomp filter below, unless a
      filter is already there (Docker's default profile, or a verifier's).
 
-     --agent without --uid (a root agent, as in a Harbor image): PROGRAM runs in a user
+     --agent --userns without --uid (a root agent, as in a Harbor image): PROGRAM runs in a user
      namespace of its own whose ids map one to one onto the container's. Root there keeps what
      Docker's root may do to the container's files (apt, chown, setuid programs), but holds no
      capability in the container's own namespaces: no process of the agent's can trace,
      mount, or read the memory, root or descriptors of any process proctor or a verifier runs
-     (docs/security.md). */
+     (docs/security.md).
+
+   launch userns
+
+     Exits 0 if a command here may have a user namespace of its own (an AppArmor policy, a
+     seccomp profile or a sysctl may refuse it), else says why and exits 1. */
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -377,18 +382,19 @@ static void ensure_filter(void) {
 
 static int drop(int argc, char **argv) {
     long uid = -1, gid = -1;
-    int none = 0, agent = 0, i = 0;
+    int none = 0, agent = 0, userns = 0, i = 0;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "--uid") == 0 && i + 1 < argc) uid = strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--gid") == 0 && i + 1 < argc) gid = strtol(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--no-caps") == 0) none = 1;
         else if (strcmp(argv[i], "--agent") == 0) agent = 1;
+        else if (strcmp(argv[i], "--userns") == 0) userns = 1;
     }
     if (i >= argc - 1) {
-        fprintf(stderr, "usage: launch drop [--agent] [--uid N --gid N] [--no-caps] -- PROGRAM\n");
+        fprintf(stderr, "usage: launch drop [--agent [--userns]] [--uid N --gid N] [--no-caps] -- PROGRAM\n");
         return 125;
     }
-    if (agent && uid < 0 && geteuid() == 0) enter_own_userns();
+    if (agent && userns && uid < 0 && geteuid() == 0) enter_own_userns();
     ensure_filter();
     unsigned long long mask = kept_mask(0, agent, none);
     restrict_bounding(mask);
@@ -405,13 +411,30 @@ static int drop(int argc, char **argv) {
     return 127;
 }
 
+/* Whether a child may enter a user namespace of its own (`launch userns`). */
+static int userns_check(void) {
+    pid_t child = fork();
+    if (child < 0) die("fork");
+    if (child == 0) {
+        if (unshare(CLONE_NEWUSER) < 0) {
+            fprintf(stderr, "unshare(CLONE_NEWUSER): %s\n", strerror(errno));
+            _exit(1);
+        }
+        _exit(0);
+    }
+    int status;
+    if (waitpid(child, &status, 0) < 0) die("waitpid");
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "run") == 0) return run(argc - 2, argv + 2);
     if (argc > 1 && strcmp(argv[1], "drop") == 0) return drop(argc - 2, argv + 2);
+    if (argc == 2 && strcmp(argv[1], "userns") == 0) return userns_check();
     if (argc == 3 && strcmp(argv[1], "cover") == 0) {
         cover(argv[2], 1);
         return 0;
     }
-    fprintf(stderr, "usage: launch run|drop|cover ...\n");
+    fprintf(stderr, "usage: launch run|drop|cover|userns ...\n");
     return 125;
 }
