@@ -144,6 +144,21 @@ def test_a_dockerfile_that_does_not_build(base_image, tmp_path):
     assert _step_containers(step) == []  # the failed step's container is not left
 
 
+def test_a_build_whose_download_fails_says_so_first(base_image, tmp_path):
+    # As Terminal-Bench's sanitize-git-repo here: `git clone` cannot reach its host and the
+    # step fails later on what is missing; the one-line reason names the download.
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {base_image}\nRUN git clone https://proctor-test.invalid/repo.git r; "
+        "git -C r rev-parse HEAD\n")
+    spec = _write(tmp_path, "dfnet", "environment: {dockerfile: Dockerfile}")
+    stderr, [trial] = _errored(tmp_path, spec)
+    first = trial["error"].splitlines()[0]
+    assert first.startswith(f"this task cannot run here: building {tmp_path / 'Dockerfile'} "
+                            "failed: fatal: unable to access 'https://proctor-test.invalid/"
+                            "repo.git/': Could not resolve host: proctor-test.invalid"), first
+    assert "fatal: cannot change to 'r'" in trial["error"]  # the later failure: in the log
+
+
 def test_dockerfile_spec_errors(tmp_path):
     spec = _write(tmp_path, "nodf", "environment: {dockerfile: nope/Dockerfile}")
     out = Cli(tmp_path)("validate", str(spec))

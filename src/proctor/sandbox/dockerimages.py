@@ -131,15 +131,24 @@ _BUILDER = re.compile(r"^\s*(Removing intermediate container|---> |The command '
 
 _ERROR = re.compile(r"^\s*(E:|(error|fatal)\b)", re.IGNORECASE)
 
+# A download that could not be made: usually why a build failed on a machine without the
+# outside internet, though the step goes on to fail later on what is missing (`git clone`
+# fails, then `fatal: not a git repository`).
+_NETWORK = re.compile(r"Could not resolve host|Temporary failure in name resolution|"
+                      r"Name or service not known|Could not connect to|Failed to connect to|"
+                      r"Network is unreachable|unable to access '|Failed to fetch https?://|"
+                      r"unable to resolve host address|curl: \(\d+\)", re.IGNORECASE)
+
 
 def _key_line(lines: list[str]) -> str:
     """The line of a failed build's log that says why, for the one-line reason: proctor's own
-    (a pinned version named, pins.py), else the last error (`E: …`, `error: …`), else the
-    last one that is not the builder's."""
+    (a pinned version named, pins.py), else the last failed download, else the last error
+    (`E: …`, `error: …`), else the last one that is not the builder's."""
     mine = [ln.strip().removeprefix("proctor: ") for ln in lines if ln.startswith("proctor: ")]
+    network = [ln.strip() for ln in lines if _NETWORK.search(ln)]
     errors = [ln.strip() for ln in lines if _ERROR.match(ln)]
     theirs = [ln.strip() for ln in lines if not _BUILDER.match(ln)]
-    found = (mine or errors or theirs or [""])[-1]
+    found = (mine or network or errors or theirs or [""])[-1]
     return found[:300]
 
 
