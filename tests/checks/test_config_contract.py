@@ -55,5 +55,7 @@ def test_an_absolute_script_is_relocated():
     assert _config("custom", script="/spec/x.sh").relocated(to).script == "/node/spec/x.sh"
     relative = _config("custom", script="checks/x.sh")
     assert relative.relocated(to) is relative  # found against the relocated base_dir
-    reward = _config("reward", script="/tests/test.sh")
-    assert reward.relocated(to) is reward  # /tests is inside the trial, not a spec file
+    reward = _config("reward", tests=["/spec/tests", "rel"], script="/tests/test.sh")
+    moved = reward.relocated(to)
+    assert moved.tests == ["/node/spec/tests", "rel"]  # the task's tests/ directories
+    assert moved.script == "/tests/test.sh"  # /tests is inside the trial, not a spec file

@@ -262,6 +262,30 @@ def test_spec_files_are_packed_by_content_and_relocated(tmp_path):
     assert pack(tasks).digest != first.digest
 
 
+def test_a_harbor_tasks_files_are_packed_and_relocated(tmp_path):
+    """Every spec-side path a Harbor trial reads on a node (the verifier's tests, shared and
+    per step; the solutions; a step's workdir upload; the image's context) points into the
+    node's copy, where the files are."""
+    from proctor.executors.ray_files import materialize, pack, relocate
+    from proctor.spec.load import load_specs
+    from tests.helpers.harbor import corpus
+
+    recipes = corpus("harbor-cookbook") / "recipes"
+    tasks = load_specs([str(recipes / "multi-step"), str(recipes / "simple-task")]).tasks
+    bundle = pack(tasks)
+    root = materialize(bundle.digest, bundle.data)
+    for task in tasks:
+        moved = relocate(task, root)
+        parts = [moved, *moved.steps]
+        paths = [moved.dockerfile, moved.base_dir,
+                 *(d for p in parts for d in [p.solution_dir, *(u for u, _ in p.uploads)] if d),
+                 *(t for p in parts for c in p.checks for t in c.config.tests)]
+        assert len(paths) >= (10 if task.steps else 4), paths
+        for path in paths:
+            assert path.startswith(f"{root}/") and Path(path).exists(), path
+        assert any(s.uploads for s in moved.steps) == bool(task.steps)
+
+
 def test_the_mock_scripts_of_agents_and_judges_travel(tmp_path):
     """A judge's scripted model is read on the node like the agent's: both are shipped (and
     fingerprinted for --resume: the same set)."""

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import Field
@@ -45,6 +47,10 @@ class Config(CheckConfig):
 
     def files(self) -> list[str]:
         return list(self.tests)  # `script` is in /tests, not beside the spec
+
+    def relocated(self, move: Callable[[str], str]) -> Config:
+        return self.model_copy(update={"tests": [move(t) if os.path.isabs(t) else t
+                                                 for t in self.tests]})
 
     def scaled(self, factor: float) -> Config:
         return self.model_copy(update={"timeout": self.timeout * factor})

@@ -310,6 +310,7 @@ class RayExecutor:
         target.mkdir(parents=True, exist_ok=True)
         for name, size in sizes.items():
             path = target / name
+            path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("wb") as f:
                 if name in inline:
                     f.write(inline[name])

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from proctor.inputs import mock_scripts, referenced
-from proctor.model import TaskDef
+from proctor.model import CheckDef, StepDef, TaskDef
 from proctor.services.seed import seed_files
 
 CACHE_DIR = "proctor-cache"
@@ -92,20 +92,27 @@ def materialize(digest: str, data: bytes) -> Path:
 
 
 def relocate(task: TaskDef, root: Path) -> TaskDef:
-    """The task as this node sees it: every spec-side path under `root`."""
+    """The task as this node sees it: every spec-side path under `root` (a Harbor task's
+    tests, solution and step uploads included)."""
     def moved(path: str | None) -> str | None:
         return str(root / path.lstrip("/")) if path and os.path.isabs(path) else path
 
     def to(path: str) -> str:
         return str(root / path.lstrip("/"))
 
-    checks = [c if (config := c.config.relocated(to)) is c.config
-              else dataclasses.replace(c, config=config) for c in task.checks]
+    def checks(step: TaskDef | StepDef) -> list[CheckDef]:
+        return [c if (config := c.config.relocated(to)) is c.config
+                else dataclasses.replace(c, config=config) for c in step.checks]
+
     services = []
     for svc in task.services:
         seeds = {k: moved(v) for k, v in seed_files(svc.config).items()}
         services.append(dataclasses.replace(svc, config={**svc.config, **seeds}) if seeds else svc)
+    steps = [dataclasses.replace(s, checks=checks(s), solution_dir=moved(s.solution_dir),
+                                 uploads=[(moved(d) or d, inside) for d, inside in s.uploads])
+             for s in task.steps]
     return dataclasses.replace(task, source=moved(task.source) or "",
                                base_dir=moved(task.base_dir) or "",
-                               scaffold=moved(task.scaffold), checks=checks, services=services)
-
+                               scaffold=moved(task.scaffold), checks=checks(task),
+                               services=services, solution_dir=moved(task.solution_dir),
+                               dockerfile=moved(task.dockerfile), steps=steps)

@@ -88,10 +88,13 @@ class NodeRunner:
         they are small enough to come in the reply."""
         result = asyncio.run_coroutine_threadsafe(_Work(self)._run(trial), self.loop).result()
         result.node = self.node
-        sizes = {p.name: p.stat().st_size for p in self._out(trial.id).iterdir()}
+        out = self._out(trial.id)
+        # Relative paths: a check may keep files in a directory of its own (`verifier/`).
+        sizes = {str(p.relative_to(out)): p.stat().st_size for p in sorted(out.rglob("*"))
+                 if p.is_file()}
         inline = {}
         if sum(sizes.values()) <= CHUNK:
-            inline = {name: (self._out(trial.id) / name).read_bytes() for name in sizes}
+            inline = {name: (out / name).read_bytes() for name in sizes}
             self.drop(trial.id)
         return result, sizes, inline
 

@@ -1,0 +1,77 @@
+"""`--executor ray --backend docker` for a Harbor dataset on a real 2-node Ray cluster: a head
+without CPUs and a node that cannot see the dataset directory, so every trial runs where the
+task's tests, solution and step uploads exist only as the files the head shipped. Both nodes
+share this machine's one Docker engine (the image is built once, by the head)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from tests.docker.engine import require_engine
+from tests.helpers.cli import Cli
+from tests.helpers.harbor import corpus, public_addresses
+from tests.helpers.ray import ENV, _wait_nodes, start_cluster
+
+pytestmark = pytest.mark.slow
+
+# One single-step recipe and the multi-step one (step uploads, shared and per-step tests,
+# per-step artifacts: files in subdirectories of the trial directory).
+RECIPES = ["simple-task", "multi-step"]
+ERA = {"UV_EXCLUDE_NEWER": "2026-03-27T00:00:00Z"}  # as tests/harbor/test_cookbook.py
+
+
+@pytest.fixture(scope="module")
+def blind_node(tmp_path_factory):
+    require_engine()
+    recipes = corpus("harbor-cookbook") / "recipes"
+    spec_dir = tmp_path_factory.mktemp("harbor-specs")
+    for name in RECIPES:
+        shutil.copytree(recipes / name, spec_dir / "cookbook" / name)
+    c = start_cluster(head_cpus=0, spec_dir=spec_dir)
+    try:
+        c.hidden = c.add_node(hide=spec_dir)
+        _wait_nodes(c, 2)
+        yield c
+    finally:
+        c.stop()
+
+
+def _containers_of(run_id: str) -> list[str]:
+    """Containers carrying the run's label (a node labels its own with `<run_id>-...`)."""
+    out = subprocess.run(["docker", "ps", "-a", "--filter", "label=proctor.run",
+                          "--format", '{{.ID}} {{.Label "proctor.run"}}'],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    return [line for line in out.splitlines() if line.split(" ", 1)[1].startswith(run_id)]
+
+
+@pytest.mark.parametrize(("agent", "verdict", "reward"), [("oracle", "pass", "1"),
+                                                          ("nop", "fail", "0")])
+def test_cookbook_recipes_give_their_local_verdicts_on_a_node_that_cannot_see_them(
+        blind_node, tmp_path, agent, verdict, reward):
+    (tmp_path / "proctor.toml").write_text('pass_env = ["UV_EXCLUDE_NEWER"]\n'
+                                           'timeout_multiplier = 3\n'
+                                           f'public_addresses = {public_addresses()!r}\n')
+    proc = Cli(tmp_path, env={**ENV, **ERA})(
+        "run", str(blind_node.spec_dir / "cookbook"), "--agent", agent, "--backend", "docker",
+        "--executor", "ray", "--ray-address", blind_node.address, "-q", "--output-dir", "run",
+        timeout=1500)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    run = tmp_path / "run"
+    trials = {t["id"]: t for t in json.loads((run / "results.json").read_text())["trials"]}
+    assert {t["task_id"] for t in trials.values()} == set(RECIPES), proc.stdout + proc.stderr
+    assert {t["status"] for t in trials.values()} == {verdict}, trials
+    assert proc.returncode == (0 if verdict == "pass" else 1), proc.stdout + proc.stderr
+    # The head has no CPUs: every trial ran on the node without the dataset.
+    assert len({t["node"] for t in trials.values()}) == 1 and None not in \
+        {t["node"] for t in trials.values()}
+    # The verifier's files (a directory of the trial's) came home from the node.
+    kept = run / "trials" / "simple-task.r0" / "verifier" / "reward.txt"
+    assert kept.read_text().strip() == reward
+    if agent == "oracle":  # and the multi-step task's artifact, as a local run keeps it
+        assert (run / "trials" / "multi-step.r0" / "artifacts" / "app" / "greet.sh").is_file()
+    run_id = json.loads((run / "run.json").read_text())["run_id"]
+    assert _containers_of(run_id) == []
