@@ -5,9 +5,13 @@ share this machine's one Docker engine (the image is built once, by the head).""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -75,3 +79,50 @@ def test_cookbook_recipes_give_their_local_verdicts_on_a_node_that_cannot_see_th
         assert (run / "trials" / "multi-step.r0" / "artifacts" / "app" / "greet.sh").is_file()
     run_id = json.loads((run / "run.json").read_text())["run_id"]
     assert _containers_of(run_id) == []
+
+
+def _label_of(node, timeout: float = 120) -> str:
+    """The run label of the node's actor (its home dir `proctor-<label>-node-*` holds a lock)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in node.workers():
+            with contextlib.suppress(OSError):
+                for fd in os.listdir(f"/proc/{pid}/fd"):
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if link.endswith("/lock") and "-node-" in link:
+                        return Path(link).parent.name.removeprefix("proctor-").rsplit("-node-", 1)[0]
+        time.sleep(0.5)
+    raise AssertionError("no actor started on the node")
+
+
+def _wait_for(what, timeout: float):
+    deadline = time.monotonic() + timeout
+    while not (found := what()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return found
+
+
+def test_a_node_killed_mid_trial_leaves_no_container_and_its_trials_run_elsewhere(
+        blind_node, tmp_path):
+    """The node's reaper removes the containers of its trials (labelled with its run label)
+    when its actor dies; the lost trials run again on the other node."""
+    (tmp_path / "proctor.toml").write_text('pass_env = ["UV_EXCLUDE_NEWER"]\n'
+                                           'timeout_multiplier = 3\n'
+                                           f'public_addresses = {public_addresses()!r}\n')
+    doomed = blind_node.add_node(cpus=2, hide=blind_node.spec_dir)
+    run = Cli(tmp_path, env={**ENV, **ERA}).popen(
+        "run", str(blind_node.spec_dir / "cookbook" / "simple-task"), "--agent", "oracle",
+        "--backend", "docker", "--executor", "ray", "--ray-address", blind_node.address,
+        "--repeat", "4", "--concurrency", "4", "-q", "--output-dir", "run")
+    try:
+        label = _label_of(doomed)
+        assert _wait_for(lambda: _containers_of(label), 300), "no container on the doomed node"
+        doomed.kill()
+        out, err = run.communicate(timeout=900)
+    finally:
+        run.kill()
+    assert run.returncode == 0, out + err
+    trials = json.loads((tmp_path / "run" / "results.json").read_text())["trials"]
+    assert len(trials) == 4 and {t["status"] for t in trials} == {"pass"}, trials
+    run_id = json.loads((tmp_path / "run" / "run.json").read_text())["run_id"]
+    assert _wait_for(lambda: not _containers_of(run_id), 60), _containers_of(run_id)
