@@ -86,28 +86,39 @@ async def copy_out(sandbox: Sandbox, path: str, dest: Path, redactor: Redactor,
 _EGRESS_SHOWN = ("method", "host", "port", "allowed", "status", "why")
 
 
+def unanswered(event: dict[str, Any]) -> bool:
+    """A request of the checks' that got nothing from its host: refused by the egress policy,
+    or allowed but its host could not be resolved or reached from this machine (502)."""
+    return not event.get("allowed") or event.get("status") == 502
+
+
 def refused_line(events: list[dict[str, Any]], shown: int = 2) -> str:
-    """The checks' refused egress in a few words, for a trial's one-line reason: `the checks'
-    network requests were refused: pypi.org (egress to pypi.org is refused: 203.0.113.80 is a
-    private or reserved address …), deb.debian.org (+3 more)`."""
+    """The checks' unanswered egress in a few words, for a trial's one-line reason: `the
+    checks' network requests were refused: pypi.org (egress to pypi.org is refused:
+    203.0.113.80 is a private or reserved address …), deb.debian.org (+3 more)`; a host this
+    machine cannot reach: `the checks' network requests failed: github.com (could not connect
+    to github.com:443: …)`."""
     by_host: dict[str, str] = {}
+    refused = False
     for e in events:
-        if not e.get("allowed"):
+        if unanswered(e):
+            refused = refused or not e.get("allowed")
             by_host.setdefault(str(e.get("host")), str(e.get("why") or f"status {e.get('status')}"))
     if not by_host:
         return ""
     first, *rest = by_host.items()
     parts = [f"{first[0]} ({first[1]})", *(h for h, _ in rest[:shown - 1])]
     more = f" (+{len(by_host) - shown} more)" if len(by_host) > shown else ""
-    return f"the checks' network requests were refused: {', '.join(parts)}{more}"
+    said = "were refused" if refused else "failed"
+    return f"the checks' network requests {said}: {', '.join(parts)}{more}"
 
 
 def trace_check_egress(events: list[dict[str, Any]], recorder: Recorder) -> None:
     """The checks' own egress (a verifier's downloads; not the agent's, not audited): each
-    refusal with why, and one line counting what went through, by host."""
+    refusal or failure with why, and one line counting what went through, by host."""
     through: dict[str, int] = {}
     for e in events:
-        if e.get("allowed"):
+        if not unanswered(e):
             through[str(e.get("host"))] = through.get(str(e.get("host")), 0) + 1
         else:
             recorder.trace({"type": "check_egress", **{k: e[k] for k in _EGRESS_SHOWN if k in e}})

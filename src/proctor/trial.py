@@ -304,7 +304,7 @@ class _Trial:
         checks = [r for c in task.checks for r in await phases.run_check(c, ctx, self.values, self.redactor)]
         self.result.tampering += [t for t in ctx.tampering if t not in self.result.tampering]
         phases.trace_check_egress(self.egress[first:], self.recorder)
-        self.checks_refused += [e for e in self.egress[first:] if not e.get("allowed")]
+        self.checks_refused += [e for e in self.egress[first:] if phases.unanswered(e)]
         for c in checks:
             c.message, c.error = self.names(c.message) or "", self.names(c.error)
             self.recorder.trace({"type": "check", "name": c.name, "passed": c.passed,

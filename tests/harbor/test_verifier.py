@@ -120,6 +120,25 @@ def test_the_verifiers_egress_is_in_the_trace_with_why_it_was_refused(image, tmp
     assert "; failed: reward" in trial["reason"], trial["reason"]
 
 
+def test_a_verifier_download_this_machine_cannot_make_is_the_reason(image, tmp_path):
+    """A host the policy allows but this machine cannot resolve or reach (Terminal-Bench's
+    filter-js-from-html fetches from github.com in its tests): said first, with why."""
+    t = task(tmp_path, "unreachable", toml=toml(image), dockerfile=None, test="""\
+        python3 -c "import urllib.request; urllib.request.urlopen('http://proctor-test.invalid/x')" \\
+          || echo 0 > /logs/verifier/reward.txt
+        """)
+    proc, res = run(tmp_path, t, agent="nop")
+    (trial,) = res["trials"]
+    assert trial["status"] == "fail"
+    assert trial["reason"].startswith("the checks' network requests failed: proctor-test.invalid "
+                                      "(could not resolve proctor-test.invalid); composite 0.00"), \
+        trial["reason"]
+    trace = run_dir_of(proc) / "trials" / trial["id"] / "trace.jsonl"
+    events = [e for e in map(json.loads, trace.read_text().splitlines())
+              if e["type"] == "check_egress" and e.get("host") == "proctor-test.invalid"]
+    assert [(e["allowed"], e["status"]) for e in events] == [(True, 502)], events
+
+
 def test_a_passing_verifier_s_refused_egress_is_not_a_reason(image, tmp_path):
     t = task(tmp_path, "netok", toml=toml(image), dockerfile=None, test="""\
         python3 -c "import urllib.request; urllib.request.urlopen('http://10.1.2.3/x')" || true

@@ -94,8 +94,9 @@ class EgressProxy:
             up_r, up_w = await asyncio.wait_for(asyncio.open_connection(address, port), 30)
         except (OSError, TimeoutError) as e:
             event["status"] = 502
+            event["why"] = f"could not connect to {host}:{port}: {e or type(e).__name__}"
             self.on_event(event)
-            return await _refuse(writer, 502, f"could not connect to {host}:{port}: {e}")
+            return await _refuse(writer, 502, event["why"])
         self.on_event(event)
         if method == "CONNECT":
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
