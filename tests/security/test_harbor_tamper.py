@@ -80,7 +80,9 @@ def test_a_curlrc_in_the_verifiers_home_is_tampering(image, tmp_path):  # noqa: 
 
 
 # A root daemon the agent leaves running. It keeps trying, for as long as the trial lasts:
-# to trace every process it sees (the keeper, the tracers, the verifier) with PTRACE_ATTACH,
+# to trace every process it sees but the image's (the container's keeper and what the
+# image's ENTRYPOINT started are root's, in the agent's user namespace, as under Harbor) —
+# docker-init, the tracers, the launchers, the verifier — with PTRACE_ATTACH,
 # to write a reward through the /proc/PID/root of every process in another mount namespace
 # (the verifier's) and to read the tests there. What it reaches is written under
 # /app/breach. Its own child's /proc entries it can open and write through (the honest twin;
@@ -106,6 +108,14 @@ while True:
         if not entry.isdigit() or int(entry) in me:
             continue
         pid = int(entry)
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[:3] in ([b"sleep", b"2147483647", b""],
+                                                  [b"sleep", b"1000", b""],
+                                                  [b"sh", b"-c", b"sleep 1000"]):
+                    continue  # the image's: the keeper, its ENTRYPOINT's daemon
+        except OSError:
+            continue
         if attach(pid):
             open(f"/app/breach-ptrace-{pid}", "w").close()
         try:
@@ -294,3 +304,27 @@ def test_the_launcher_tells_whether_a_container_may_have_a_user_namespace(image)
     assert own[:3] == ["0", "0", "4294967295"] and own[3] != host, own
     shared = launch(*_drop(0, 0, show)[1:]).stdout.split()
     assert shared[3] == host, shared
+
+
+def test_every_command_of_a_root_agent_shares_one_user_namespace(image, tmp_path):  # noqa: F811
+    """As every process of root's under Harbor, a later command of the agent's sees the
+    /proc entries of what an earlier one left running (`ss -p`, `lsof`, `/proc/PID/cwd`),
+    and those of what the image's ENTRYPOINT started: they are all in the namespace of the
+    container's keeper."""
+    steps = '[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
+    files = {"steps/one/instruction.md": "one\n",
+             "steps/one/solution/solve.sh": "cd /tmp && setsid sleep 1000 </dev/null >/dev/null 2>&1 &\n",
+             "steps/one/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+             "steps/two/instruction.md": "two\n",
+             "steps/two/solution/solve.sh":
+                 "for p in $(pgrep -x sleep); do readlink /proc/$p/cwd; done > /app/cwds\n",
+             # the keeper's and the ENTRYPOINT's sleep (in /app, the WORKDIR), step one's
+             "steps/two/tests/test.sh": "[ $(grep -cx /app /app/cwds) = 2 ] && "
+                                        "grep -qx /tmp /app/cwds && "
+                                        "echo 1 > /logs/verifier/reward.txt || "
+                                        "echo 0 > /logs/verifier/reward.txt\n"}
+    d = task(tmp_path, "shared", toml=toml(image) + steps, dockerfile=None, instruction=None,
+             test=None, solve=None, files=files)
+    _, res = run(tmp_path, d)
+    (t,) = res["trials"]
+    assert t["status"] == "pass", t

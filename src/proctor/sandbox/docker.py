@@ -525,14 +525,17 @@ def _proctor_programs(private: Path) -> list[str]:
 
 
 def _drop(uid: int, gid: int, argv: list[str], *, caps: bool = False,
-          userns: bool = False) -> list[str]:
+          userns: bool = False, userns_of: int | None = None) -> list[str]:
     """`argv` as the agent's uid:gid through proctor's launcher: no supplementary groups, no
     new privileges, and (unless `caps`, for an image's own non-root user) an empty bounding
     set, so setuid programs stay unprivileged, as in the local box. Root keeps Docker's
     default capabilities, as under Harbor, but neither CAP_SYS_PTRACE nor CAP_MKNOD; with
-    `userns`, only in a user namespace of its own, none in the container's (launch.c)."""
+    `userns`, only in a user namespace of its own, none in the container's; `userns_of`, the
+    one of that process (the container's pid of the keeper: launch.c)."""
     if uid == 0:
-        return [LAUNCH, "drop", "--agent", *(["--userns"] if userns else []), "--", *argv]
+        ns = (["--userns-of", str(userns_of)] if userns_of is not None
+              else ["--userns"] if userns else [])
+        return [LAUNCH, "drop", "--agent", *ns, "--", *argv]
     return [LAUNCH, "drop", "--agent", "--uid", str(uid), "--gid", str(gid),
             *([] if caps else ["--no-caps"]), "--", *argv]
 

@@ -100,6 +100,7 @@ class ImageSandbox(DockerSandbox):
         self.lowers: list[Path] = []  # the image's layers under it (overlay2)
         self._users: dict[str, tuple[int, int, str]] = {}
         self.userns = False  # a root agent in a user namespace of its own (start)
+        self.userns_of: int | None = None  # ... the keeper's (its pid in the container)
 
     def _make_dirs(self) -> None:
         for d in (self.private, self.root / "verifier"):
@@ -129,17 +130,25 @@ class ImageSandbox(DockerSandbox):
             argv += ["--pids-limit", str(r.pids)]
         for name, address in sorted(self.hosts.items()):
             argv += ["--add-host", f"{name}:{address}"]
-        return [*argv, self.image, "sleep", "2147483647"]  # the image's own ENTRYPOINT runs
+        keep = [*(self.config.get("Entrypoint") or []), "sleep", "2147483647"]
+        if (self.image_user or "0").partition(":")[0] in ("0", "root"):
+            # The image's own ENTRYPOINT runs, in the user namespace every command of a root
+            # agent's then shares (launch.c, `drop`), where the host allows one.
+            return [*argv, "--entrypoint", LAUNCH, self.image,
+                    "drop", "--agent", "--userns-if-allowed", "--", *keep]
+        return [*argv, "--entrypoint", keep[0], self.image, *keep[1:]]
 
     async def start(self, spec: SandboxSpec) -> None:
         await asyncio.to_thread(self._make_dirs)
         await self._launch(self._run_argv(spec))
         self.places = [("/", Path(f"/proc/{self.pid}/root"))]
         await self._cover(VERIFIER_DIR)
-        assert self.container is not None
-        self.userns = await _userns_here(self.container)
         self.upper, self.lowers = await _layers(self.container)
         await asyncio.to_thread(self._settle)
+        self.userns_of = await asyncio.to_thread(self._keepers_userns)
+        if self.userns_of is None:
+            assert self.container is not None
+            self.userns = await _userns_here(self.container)
         uid, gid, home = await asyncio.to_thread(self._user, self.agent_user)
         self.uid, self.gid = uid, gid
         self.owner = (uid, gid)
@@ -169,6 +178,18 @@ class ImageSandbox(DockerSandbox):
             except OSError:
                 return
             time.sleep(0.05)
+
+    def _keepers_userns(self) -> int | None:
+        """The keeper's pid in the container if it runs in a user namespace of its own (it
+        asked for one before it ran anything: see `_run_argv`), else None."""
+        try:
+            if os.readlink(f"/proc/{self.keeper}/ns/user") == os.readlink("/proc/self/ns/user"):
+                return None
+            status = Path(f"/proc/{self.keeper}/status").read_text()
+        except OSError:
+            return None
+        nspid = next((ln.split()[-1] for ln in status.splitlines() if ln.startswith("NSpid:")), "")
+        return int(nspid) if nspid.isdigit() else None
 
     def _prepare_inside(self) -> None:
         """The working directory exists; extra CA certificates are trusted; names the image
@@ -226,7 +247,8 @@ class ImageSandbox(DockerSandbox):
 
     def _as_agent(self, command: str, user: str | None) -> list[str]:
         uid, gid, _ = self._user(user) if user is not None else (self.uid, self.gid, "")
-        return _drop(uid, gid, ["/bin/sh", "-c", command], caps=True, userns=self.userns)
+        return _drop(uid, gid, ["/bin/sh", "-c", command], caps=True, userns=self.userns,
+                     userns_of=self.userns_of)
 
     async def verify(self, tests: list[Path], script: str, *, env: dict[str, str],
                      user: str | None, timeout: float) -> Verification:

@@ -26,7 +26,8 @@
      Mounts an empty read-only tmpfs over DIR (run once by nsenter from the host when the
      container starts): in the container's own namespace, nothing of the verifier's is seen.
 
-   launch drop [--agent [--userns]] [--uid UID --gid GID] [--no-caps] -- PROGRAM [ARG...]
+   launch drop [--agent [--userns | --userns-if-allowed | --userns-of PID]] [--uid UID --gid GID]
+               [--no-caps] -- PROGRAM [ARG...]
 
      Run by the tracer as the traced command's first program, then execs PROGRAM with less:
      a bounding set of Docker's default capabilities and never CAP_SYS_PTRACE; with --agent
@@ -39,7 +40,11 @@
      Docker's root may do to the container's files (apt, chown, setuid programs), but holds no
      capability in the container's own namespaces: no process of the agent's can trace,
      mount, or read the memory, root or descriptors of any process proctor or a verifier runs
-     (docs/security.md).
+     (docs/security.md). --userns-if-allowed: the same where the host allows it, else as
+     without (the container's keeper, which runs the image's ENTRYPOINT: proctor then sees
+     which it got). --userns-of PID: the user namespace of that process (the keeper's), so
+     that every command of the agent's shares one, as every process of root's does under
+     Harbor (`ss -p`, `lsof` see the server an earlier command started).
 
    launch userns
 
@@ -333,7 +338,7 @@ static int run(int argc, char **argv) {
    (the whole 32-bit range, as the parent sees it). Only a process still in the parent
    namespace, holding CAP_SETUID and CAP_SETGID there, may write such maps: a child forked
    for that, which never execs. */
-static void enter_own_userns(void) {
+static int enter_own_userns(int optional) {
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) < 0) die("pipe");
     pid_t parent = getpid(), mapper = fork();
@@ -356,15 +361,27 @@ static void enter_own_userns(void) {
         _exit(0);
     }
     close(ready[0]);
-    if (unshare(CLONE_NEWUSER) < 0) die("unshare(CLONE_NEWUSER)");
-    if (write(ready[1], "u", 1) != 1) die("pipe");
-    close(ready[1]);
+    int entered = unshare(CLONE_NEWUSER) == 0;
+    if (!entered && !optional) die("unshare(CLONE_NEWUSER)");
+    if (entered && write(ready[1], "u", 1) != 1) die("pipe");
+    close(ready[1]); /* not entered: the mapper reads nothing and leaves */
     int status;
     if (waitpid(mapper, &status, 0) < 0) die("waitpid");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (entered && (!WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
         fprintf(stderr, "proctor launch: could not map the user namespace's ids\n");
         exit(125);
     }
+    return entered;
+}
+
+/* Into the user namespace of process `pid` (its owner's root, here, holds CAP_SYS_ADMIN
+   there, which setns asks). */
+static void join_userns(long pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/ns/user", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWUSER) < 0) die(path);
+    close(fd);
 }
 
 /* The seccomp filter, unless one is there already. Installing it takes CAP_SYS_ADMIN (in
@@ -381,7 +398,7 @@ static void ensure_filter(void) {
 }
 
 static int drop(int argc, char **argv) {
-    long uid = -1, gid = -1;
+    long uid = -1, gid = -1, userns_of = -1;
     int none = 0, agent = 0, userns = 0, i = 0;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "--uid") == 0 && i + 1 < argc) uid = strtol(argv[++i], NULL, 10);
@@ -389,12 +406,19 @@ static int drop(int argc, char **argv) {
         else if (strcmp(argv[i], "--no-caps") == 0) none = 1;
         else if (strcmp(argv[i], "--agent") == 0) agent = 1;
         else if (strcmp(argv[i], "--userns") == 0) userns = 1;
+        else if (strcmp(argv[i], "--userns-if-allowed") == 0) userns = 2;
+        else if (strcmp(argv[i], "--userns-of") == 0 && i + 1 < argc)
+            userns_of = strtol(argv[++i], NULL, 10);
     }
     if (i >= argc - 1) {
-        fprintf(stderr, "usage: launch drop [--agent [--userns]] [--uid N --gid N] [--no-caps] -- PROGRAM\n");
+        fprintf(stderr, "usage: launch drop [--agent [--userns|--userns-if-allowed|--userns-of PID]] "
+                        "[--uid N --gid N] [--no-caps] -- PROGRAM\n");
         return 125;
     }
-    if (agent && userns && uid < 0 && geteuid() == 0) enter_own_userns();
+    if (agent && uid < 0 && geteuid() == 0) {
+        if (userns_of > 0) join_userns(userns_of);
+        else if (userns) enter_own_userns(userns == 2);
+    }
     ensure_filter();
     unsigned long long mask = kept_mask(0, agent, none);
     restrict_bounding(mask);
