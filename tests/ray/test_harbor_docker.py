@@ -22,9 +22,10 @@ from tests.helpers.ray import ENV, _wait_nodes, start_cluster
 
 pytestmark = pytest.mark.slow
 
-# One single-step recipe and the multi-step one (step uploads, shared and per-step tests,
-# per-step artifacts: files in subdirectories of the trial directory).
-RECIPES = ["simple-task", "multi-step"]
+# One single-step recipe, the multi-step one (step uploads, shared and per-step tests,
+# per-step artifacts: files in subdirectories of the trial directory) and one with a side
+# container built from its compose file (started on the trial's node).
+RECIPES = ["simple-task", "multi-step", "multi-container"]
 ERA = {"UV_EXCLUDE_NEWER": "2026-03-27T00:00:00Z"}  # as tests/harbor/test_cookbook.py
 
 
