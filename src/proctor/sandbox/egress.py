@@ -93,10 +93,11 @@ class EgressProxy:
             # The address checked, never the name again (a second lookup may answer otherwise).
             up_r, up_w = await asyncio.wait_for(asyncio.open_connection(address, port), 30)
         except (OSError, TimeoutError) as e:
+            failed = f"could not connect to {host}:{port}: {e or type(e).__name__}"
             event["status"] = 502
-            event["why"] = f"could not connect to {host}:{port}: {e or type(e).__name__}"
+            event["why"] = failed
             self.on_event(event)
-            return await _refuse(writer, 502, event["why"])
+            return await _refuse(writer, 502, failed)
         self.on_event(event)
         if method == "CONNECT":
             writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
