@@ -114,6 +114,19 @@ def start_cluster(head_cpus: int = 2, spec_dir: Path | None = None) -> Cluster:
                    Node(temp))
 
 
+@contextlib.contextmanager
+def blind_cluster(spec_dir: Path, head_cpus: int = 2, node_cpus: int = 2):
+    """A head and a second node that cannot see `spec_dir` (`c.hidden`), both up; stopped
+    on leaving."""
+    c = start_cluster(head_cpus=head_cpus, spec_dir=spec_dir)
+    try:
+        c.hidden = c.add_node(cpus=node_cpus, hide=spec_dir)
+        _wait_nodes(c, 2)
+        yield c
+    finally:
+        c.stop()
+
+
 def _wait_nodes(c: Cluster, n: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -9,20 +9,11 @@ from __future__ import annotations
 import pytest
 
 import ray  # noqa: F401 - in the dev extra: without Ray these tests fail, never skip
-from tests.helpers.ray import (
-    _wait_nodes,
-    start_cluster,
-)
+from tests.helpers.ray import blind_cluster
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec_dir = tmp_path_factory.mktemp("ray-specs")
-    c = start_cluster(spec_dir=spec_dir)
-    try:
-        c.hidden = c.add_node(hide=spec_dir)
-        _wait_nodes(c, 2)
+    with blind_cluster(tmp_path_factory.mktemp("ray-specs")) as c:
         yield c
-    finally:
-        c.stop()
 

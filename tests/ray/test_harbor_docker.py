@@ -18,7 +18,7 @@ import pytest
 from tests.docker.engine import require_engine
 from tests.helpers.cli import Cli
 from tests.helpers.harbor import corpus, public_addresses
-from tests.helpers.ray import ENV, _wait_nodes, start_cluster
+from tests.helpers.ray import ENV, blind_cluster
 
 pytestmark = pytest.mark.slow
 
@@ -36,13 +36,8 @@ def blind_node(tmp_path_factory):
     spec_dir = tmp_path_factory.mktemp("harbor-specs")
     for name in RECIPES:
         shutil.copytree(recipes / name, spec_dir / "cookbook" / name)
-    c = start_cluster(head_cpus=0, spec_dir=spec_dir)
-    try:
-        c.hidden = c.add_node(hide=spec_dir)
-        _wait_nodes(c, 2)
+    with blind_cluster(spec_dir, head_cpus=0) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def _containers_of(run_id: str) -> list[str]:

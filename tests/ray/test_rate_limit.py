@@ -13,21 +13,15 @@ import pytest
 
 from tests.helpers.cli import Cli
 from tests.helpers.rate_limit import SUITE, check_adaptive_run, rate_limited_server, toml
-from tests.helpers.ray import ENV, _wait_nodes, start_cluster
+from tests.helpers.ray import ENV, blind_cluster
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def wide_cluster(tmp_path_factory):
-    spec_dir = tmp_path_factory.mktemp("ray-rate-limit")
-    c = start_cluster(head_cpus=3, spec_dir=spec_dir)
-    try:
-        c.hidden = c.add_node(cpus=3, hide=spec_dir)
-        _wait_nodes(c, 2)
+    with blind_cluster(tmp_path_factory.mktemp("ray-rate-limit"), head_cpus=3, node_cpus=3) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def test_two_nodes_share_the_providers_limit(wide_cluster, tmp_path):

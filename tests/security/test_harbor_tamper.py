@@ -30,6 +30,16 @@ def flagged(trial: dict) -> list[str]:
     return [t["path"] for t in trial.get("tampering", [])]
 
 
+def two_steps(tmp_path, image, name: str, files: dict[str, str]) -> dict:  # noqa: F811
+    """The one trial of a task of steps `one` and `two` (their files in `files`)."""
+    steps = '[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
+    d = task(tmp_path, name, toml=toml(image) + steps, dockerfile=None, instruction=None,
+             test=None, solve=None, files=files)
+    _, res = run(tmp_path, d)
+    (t,) = res["trials"]
+    return t
+
+
 def test_a_trojaned_bash_the_verifier_runs_fails_the_trial_as_tampering(image, tmp_path):  # noqa: F811
     trojan = ("cat > /tmp/bash <<'EOF'\n#!/usr/bin/dash\nmkdir -p /logs/verifier\n"
               "echo 1 > /logs/verifier/reward.txt\nEOF\n"  # bash runs: replaced by a rename
@@ -172,7 +182,6 @@ def test_processes_the_agent_leaves_running_keep_running_but_cannot_reach_the_ve
 
 
 def test_a_later_step_sees_nothing_an_earlier_verifier_was_given(image, tmp_path):  # noqa: F811
-    steps = '[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
     files = {"steps/one/instruction.md": "one\n", "steps/one/solution/solve.sh": "true\n",
              "steps/one/tests/test.sh": "# SECRET-ONE\necho 1 > /logs/verifier/reward.txt\n"
                                         "echo SECRET-LOG > /logs/verifier/kept.txt\n",
@@ -182,11 +191,7 @@ def test_a_later_step_sees_nothing_an_earlier_verifier_was_given(image, tmp_path
              "steps/two/tests/test.sh": "grep -q SECRET /app/seen && echo 0 > "
                                         "/logs/verifier/reward.txt || echo 1 > "
                                         "/logs/verifier/reward.txt\n"}
-    d = task(tmp_path, "ms", toml=toml(image) + steps, dockerfile=None, instruction=None,
-             test=None, solve=None, files=files)
-    _, res = run(tmp_path, d)
-    (t,) = res["trials"]
-    assert t["status"] == "pass", t  # step two's agent found no SECRET
+    assert two_steps(tmp_path, image, "ms", files)["status"] == "pass"  # step two saw no SECRET
 
 
 def test_writes_to_mounted_files_and_dev_shm_are_in_the_audit(image, tmp_path):  # noqa: F811
@@ -311,7 +316,6 @@ def test_every_command_of_a_root_agent_shares_one_user_namespace(image, tmp_path
     /proc entries of what an earlier one left running (`ss -p`, `lsof`, `/proc/PID/cwd`),
     and those of what the image's ENTRYPOINT started: they are all in the namespace of the
     container's keeper."""
-    steps = '[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
     files = {"steps/one/instruction.md": "one\n",
              "steps/one/solution/solve.sh": "cd /tmp && setsid sleep 1000 </dev/null >/dev/null 2>&1 &\n",
              "steps/one/tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
@@ -323,8 +327,4 @@ def test_every_command_of_a_root_agent_shares_one_user_namespace(image, tmp_path
                                         "grep -qx /tmp /app/cwds && "
                                         "echo 1 > /logs/verifier/reward.txt || "
                                         "echo 0 > /logs/verifier/reward.txt\n"}
-    d = task(tmp_path, "shared", toml=toml(image) + steps, dockerfile=None, instruction=None,
-             test=None, solve=None, files=files)
-    _, res = run(tmp_path, d)
-    (t,) = res["trials"]
-    assert t["status"] == "pass", t
+    assert two_steps(tmp_path, image, "shared", files)["status"] == "pass"
