@@ -130,13 +130,13 @@ class ImageSandbox(DockerSandbox):
             argv += ["--pids-limit", str(r.pids)]
         for name, address in sorted(self.hosts.items()):
             argv += ["--add-host", f"{name}:{address}"]
-        keep = [*(self.config.get("Entrypoint") or []), "sleep", "2147483647"]
         if (self.image_user or "0").partition(":")[0] in ("0", "root"):
             # The image's own ENTRYPOINT runs, in the user namespace every command of a root
             # agent's then shares (launch.c, `drop`), where the host allows one.
             return [*argv, "--entrypoint", LAUNCH, self.image,
-                    "drop", "--agent", "--userns-if-allowed", "--", *keep]
-        return [*argv, "--entrypoint", keep[0], self.image, *keep[1:]]
+                    "drop", "--agent", "--userns-if-allowed", "--",
+                    *(self.config.get("Entrypoint") or []), "sleep", "2147483647"]
+        return [*argv, self.image, "sleep", "2147483647"]  # the image's own ENTRYPOINT runs
 
     async def start(self, spec: SandboxSpec) -> None:
         await asyncio.to_thread(self._make_dirs)
