@@ -167,6 +167,31 @@ def test_the_image_is_the_environment(image, tmp_path):
     assert seen["player"] == ["1234", "/app", "seed", "up", "/home/player", "0"]
 
 
+def test_what_the_entrypoint_starts_is_up_before_the_agent_runs(image, tmp_path):
+    """A server the image's ENTRYPOINT starts in the background (the cookbook's
+    dns-blacklisting) still busy starting when the ENTRYPOINT hands over: the agent's first
+    command comes once it has settled, as on a machine where it starts at once."""
+    server = ("import http.server, time\n"
+              "t = time.process_time()\n"
+              "while time.process_time() - t < 1.5:  # stands for a slow start (imports)\n"
+              "    pass\n"
+              "http.server.HTTPServer(('127.0.0.1', 8765),"
+              " http.server.SimpleHTTPRequestHandler).serve_forever()\n")
+    entry = "#!/bin/sh\npython3 /server.py &\nexec \"$@\"\n"
+    fetch = ("import urllib.request as u; print(u.build_opener(u.ProxyHandler({}))"
+             ".open('http://127.0.0.1:8765/', timeout=5).status)")
+    t = task(tmp_path, "up", toml=toml(image).replace(f'docker_image = "{image}"\n', ""),
+             dockerfile=f"FROM {image}\nCOPY server.py entry.sh /\n"
+                        "RUN chmod +x /entry.sh\nENTRYPOINT [\"/entry.sh\"]\n",
+             files={"environment/server.py": server, "environment/entry.sh": entry},
+             solve=f"python3 -c \"{fetch}\" > /app/got 2>&1\n",
+             test="grep -qx 200 /app/got && echo 1 > /logs/verifier/reward.txt || "
+                  "{ cat /app/got; echo 0 > /logs/verifier/reward.txt; }\n")
+    _, res = run(tmp_path, t)
+    (trial,) = res["trials"]
+    assert trial["status"] == "pass", trial
+
+
 def test_multi_step_runs_in_order_and_min_reward_stops_the_rest(image, tmp_path):
     steps = ('[[steps]]\nname = "one"\nmin_reward = 1.0\n'
              '[[steps]]\nname = "two"\n')

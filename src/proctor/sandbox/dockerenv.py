@@ -168,15 +168,21 @@ class ImageSandbox(DockerSandbox):
                           f"{(res.stderr or res.stdout).strip()[-300:]}")
 
     def _settle(self) -> None:
-        """Wait (a little) until the ENTRYPOINT has handed over to the keeper (`exec "$@"`),
-        so what it sets up (/etc/hosts, daemons) is there before anything runs."""
+        """Wait (a little) until the ENTRYPOINT has handed over to the keeper (`exec "$@"`)
+        and the daemons it started in the background have settled (none running or in a
+        disk wait, twice in a row: a server still importing has not bound its port yet), so
+        what it sets up (/etc/hosts, daemons) is there before anything runs."""
         deadline = time.monotonic() + SETTLE_S
         while time.monotonic() < deadline:
             try:
                 if Path(f"/proc/{self.keeper}/comm").read_text().strip() == "sleep":
-                    return
+                    break
             except OSError:
                 return
+            time.sleep(0.05)
+        quiet = 0
+        while quiet < 2 and time.monotonic() < deadline:
+            quiet = 0 if any(_state(pid) in "RD" for pid in self._processes()) else quiet + 1
             time.sleep(0.05)
 
     def _keepers_userns(self) -> int | None:
@@ -448,3 +454,12 @@ async def _userns_here(container: str) -> bool:
                   "keeps Docker's default capabilities but CAP_SYS_PTRACE and CAP_MKNOD "
                   "(docs/security.md, \"Harbor tasks\")", file=sys.stderr, flush=True)
     return _USERNS[engine]
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (R running, D disk wait, S sleeping...; X once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "X"
+    return stat[stat.rindex(")") + 2:][:1] or "X"
