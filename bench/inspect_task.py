@@ -47,3 +47,60 @@ def write_file(trials: int = 1000, compose: str = "") -> Task:
     ]
     return Task(dataset=MemoryDataset(samples), solver=run_command(), scorer=file_holds(),
                 sandbox=("docker", compose) if compose else "local")
+
+
+def _tool_turns(turns: int):
+    """mockllm's outputs for the agent-loop workload: per sample, from its own history (so
+    concurrent samples never share a script), `turns` tool calls appending `step-J` to
+    log.txt, then a plain answer that ends the loop, as proctor's `mock/solver` does. Usage
+    is given, as proctor's mock gives it: else mockllm counts tokens with tiktoken, which
+    downloads its tables (no network here)."""
+    from inspect_ai.model import ModelOutput, ModelUsage
+
+    def output(messages, tools, tool_choice, config) -> ModelOutput:
+        done = sum(1 for m in messages if m.role == "tool")
+        if done < turns:
+            out = ModelOutput.for_tool_call("mockllm/model", "run_command",
+                                            {"command": f"echo step-{done} >> log.txt"})
+        else:
+            out = ModelOutput.from_content("mockllm/model", "done")
+        out.usage = ModelUsage(input_tokens=100, output_tokens=10, total_tokens=110)
+        return out
+
+    return output
+
+
+def command_tool():
+    """proctor's `run_command` tool: `sh -c COMMAND` in the sandbox. (Inspect's own `bash`
+    tool runs `bash --login -c`, which on a machine with a heavy profile costs more than the
+    loop being measured.)"""
+    from inspect_ai.tool import tool
+
+    @tool
+    def run_command():
+        async def execute(command: str) -> str:
+            """Run a shell command with `sh -c` in the working directory.
+
+            Args:
+              command: The shell command.
+            """
+            r = await sandbox().exec(["sh", "-c", command])
+            return f"exit code {r.returncode}\n{r.stdout}{r.stderr}"
+
+        return execute
+
+    return run_command()
+
+
+@task
+def agent_loop(trials: int = 100, turns: int = 10) -> Task:
+    """The agent-loop workload: each sample a model calling a tool `turns` times (Inspect's
+    own tool loop: `use_tools` + `generate`), then the file checked."""
+    from inspect_ai.model import get_model
+    from inspect_ai.solver import generate, use_tools
+
+    samples = [Sample(id=i, input="Write the log.", target=f"step-{turns - 1}",
+                      metadata={"path": "log.txt"}) for i in range(trials)]
+    return Task(dataset=MemoryDataset(samples), solver=[use_tools(command_tool()), generate()],
+                scorer=file_holds(), sandbox="local",
+                model=get_model("mockllm/model", custom_outputs=_tool_turns(turns)))

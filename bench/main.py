@@ -12,7 +12,7 @@
    the versions to the results file.
 
 Workloads: throughput (1,000 trials), cold (1 trial), memory (10,000 trials, peak RSS of the
-process tree), checks (10,000 commands x 50 assertions, proctor only), help (`proctor --help`),
+process tree), agentloop (100 trials x 10 tool-calling turns of a mock model, isolated), checks (10,000 commands x 50 assertions, proctor only), help (`proctor --help`),
 reports (bench/reports_at_scale.py: `proctor report` of 10,000 trials with trajectories, CPU),
 db (bench/db_ready.py: per-trial PostgreSQL ready time), extras (bench/agent_loop.py,
 bench/validate_specs.py and bench/isolation.py). docs/benchmarks.md explains each method.
@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
 import workloads as wl  # noqa: E402
 
-ALL = ("throughput", "cold", "memory", "checks", "help", "reports", "db", "extras")
+ALL = ("throughput", "cold", "agentloop", "memory", "checks", "help", "reports", "db", "extras")
 PY = str(wl.REPO / ".venv" / "bin" / "python")
 
 # (workload, what, target) — ratio targets are proctor/peer; the rest absolute (issues 3, 6
@@ -50,6 +50,7 @@ TARGETS = {
                    ("proctor", 4.0, "1,000 trials under 4 s")],
     "cold": [("ratio", 1 / 10, "at least 10x faster than Inspect AI"),
              ("proctor", 0.2, "one trial, whole process, under 0.2 s")],
+    "agentloop": [("ratio", 1 / 20, "at least 20x faster than Inspect AI (hold)")],
     "memory": [("ratio", 1 / 2, "peak RSS at most half of Inspect AI's"),
                ("proctor", 300.0, "10,000 trials under 300 MB")],
     "checks": [("proctor", 0.5, "50 checks over 10,000 commands under 0.5 s")],
@@ -109,17 +110,20 @@ _runs = iter(range(1_000_000))
 
 
 def once(tool: str, trials: int, args: argparse.Namespace, work: Path, memory: bool = False,
-         verify: bool = False) -> measure.Measurement:
+         verify: bool = False, agent: bool = False) -> measure.Measurement:
     # Each run writes a directory of its own, removed when the workload ends (`alternate`):
     # deleting 1,000 trial directories right before a run slows that run's own file system
     # work for a while (ext4 with online discard), and neither tool should pay for that.
     out = work / "out" / f"{tool}-{next(_runs)}"
     if tool == "proctor":
-        argv = [*wl.proctor_argv(work / f"proctor-{trials}", args.concurrency, out),
+        argv = [*(wl.proctor_agent_argv(work / f"agent-{trials}", args.concurrency, out)
+                  if agent else wl.proctor_argv(work / f"proctor-{trials}", args.concurrency,
+                                                out)),
                 "--isolation", args.isolation]
         cwd = work
     else:
-        argv = wl.inspect_argv(trials, args.concurrency, out)
+        argv = (wl.inspect_agent_argv if agent else wl.inspect_argv)(trials, args.concurrency,
+                                                                     out)
         cwd = work / "inspect"
     m = measure.run(argv, cwd=cwd, env=env_for(work), memory=memory)
     if m.returncode != 0:
@@ -148,15 +152,16 @@ def check_outcome(tool: str, trials: int, out: Path) -> None:
 
 
 def alternate(name: str, trials: int, runs: int, args: argparse.Namespace, work: Path,
-              memory: bool = False) -> dict:
+              memory: bool = False, agent: bool = False) -> dict:
     tools = ["proctor"] if args.proctor_only else ["proctor", "inspect"]
     if not memory:  # warm the page cache and .pyc files; verify the outcome meanwhile
         for tool in tools:
-            once(tool, trials, args, work, verify=True)
+            once(tool, trials, args, work, verify=True, agent=agent)
     series: dict[str, list[measure.Measurement]] = {t: [] for t in tools}
     for r in range(runs):
         for tool in tools:
-            m = once(tool, trials, args, work, memory=memory, verify=memory and r == 0)
+            m = once(tool, trials, args, work, memory=memory, verify=memory and r == 0,
+                     agent=agent)
             series[tool].append(m)
             shown = f"{m.tree_peak_rss_mb:.0f} MB" if memory else f"{m.wall_s:.2f} s"
             log(f"  {name} run {r + 1}/{runs} {tool}: {shown}")
@@ -271,6 +276,10 @@ ROWS = {
     "throughput": ("throughput, {trials:,} trials: trivial, isolated, concurrency 4 (wall)",
                    "`proctor run SUITE --agent oracle --concurrency 4 -q`",
                    "`inspect eval … --max-samples 4 --max-subprocesses 4`"),
+    "agentloop": ("agent loop, {trials} trials × 10 tool-calling turns of a mock model, "
+                  "isolated, concurrency 4 (wall)",
+                  "`proctor run SUITE --model mock/solver --concurrency 4 -q`",
+                  "`inspect eval inspect_task.py@agent_loop --model mockllm/model …`"),
     "memory": ("memory, {trials:,} trivial trials, peak RSS of the process tree",
                "as throughput", "as throughput"),
     "checks": ("50 assertions over 10,000 commands (wall, in-process)", "`bench/checks_at_scale.py`", ""),
@@ -320,6 +329,7 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=1000, help="throughput workload size")
     ap.add_argument("--memory-trials", type=int, default=10_000, help="memory workload size")
     ap.add_argument("--report-trials", type=int, default=10_000, help="reports workload size")
+    ap.add_argument("--agent-trials", type=int, default=100, help="agentloop workload size")
     ap.add_argument("--workloads", default=",".join(ALL), help=f"comma-separated, of {', '.join(ALL)}")
     ap.add_argument("--proctor-only", action="store_true", help="no Inspect AI (no install)")
     ap.add_argument("--isolation", default="auto", choices=["auto", "none"],
@@ -342,6 +352,8 @@ def main() -> int:
     for trials, name in sizes.items():
         if name in chosen:
             wl.proctor_suite(work / f"proctor-{trials}", trials)
+    if "agentloop" in chosen:
+        wl.agent_suite(work / f"agent-{args.agent_trials}", args.agent_trials)
     wl.inspect_dir(work / "inspect")
 
     results: dict = {}
@@ -357,6 +369,9 @@ def main() -> int:
             results[name] = alternate(name, args.trials, args.runs, args, work)
         elif name == "cold":
             results[name] = alternate(name, 1, args.runs, args, work)
+        elif name == "agentloop":
+            results[name] = alternate(name, args.agent_trials, args.runs, args, work,
+                                      agent=True)
         elif name == "memory":
             results[name] = alternate(name, args.memory_trials, args.memory_runs, args, work,
                                       memory=True)

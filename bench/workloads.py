@@ -54,6 +54,42 @@ def proctor_suite(root: Path, trials: int) -> Path:
     return root
 
 
+# The agent loop: a model calling a tool TURNS times per trial --------------------------------
+
+AGENT_TURNS = 10
+
+
+def agent_command(j: int) -> str:
+    return f"echo step-{j} >> log.txt"
+
+
+def agent_suite(root: Path, trials: int, turns: int = AGENT_TURNS) -> Path:
+    """`trials` tasks whose `solution` is `turns` commands: `--model mock/solver` calls the
+    run_command tool once per command, one per turn, then answers (`turns` + 1 model calls),
+    as Inspect's side does (inspect_task.py@agent_loop); the check reads the last line back."""
+    root.mkdir(parents=True, exist_ok=True)
+    solution = ", ".join(f'"{agent_command(j)}"' for j in range(turns))
+    lines = ["cli: sh", "tasks:"]
+    for i in range(trials):
+        lines += [f"  - id: t{i:05d}", "    intent: Write the log.",
+                  f"    max_turns: {turns + 1}", f"    solution: [{solution}]",
+                  f"    assert: [{{file_contains: {{path: log.txt, text: step-{turns - 1}}}}}]"]
+    (root / "agent-bench.yaml").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def proctor_agent_argv(suite: Path, concurrency: int, out: Path) -> list[str]:
+    return [str(PROCTOR), "run", str(suite), "--model", "mock/solver", "--concurrency",
+            str(concurrency), "--output-dir", str(out), "-q"]
+
+
+def inspect_agent_argv(trials: int, concurrency: int, out: Path,
+                       turns: int = AGENT_TURNS) -> list[str]:
+    return [str(INSPECT), "eval", "inspect_task.py@agent_loop", "--model", "mockllm/model",
+            "-T", f"trials={trials}", "-T", f"turns={turns}", "--max-samples", str(concurrency),
+            "--max-subprocesses", str(concurrency), "--log-dir", str(out), "--display", "none"]
+
+
 def inspect_dir(root: Path) -> Path:
     """A directory holding the Inspect AI task file (Inspect wants a relative task path)."""
     root.mkdir(parents=True, exist_ok=True)

@@ -35,6 +35,34 @@ def test_throughput_workload_runs_for_proctor(tmp_path: Path) -> None:
     assert not (tmp_path / "work").exists()  # the bench cleans up after itself
 
 
+def test_agent_loop_workload_runs_for_proctor(tmp_path: Path) -> None:
+    """The agent-loop row (issue 37's table): every trial takes its ten tool turns (the bench
+    checks each passed) and the row is printed."""
+    results = tmp_path / "latest.json"
+    proc = subprocess.run(
+        [str(BENCH / "run"), "--proctor-only", "--workloads", "agentloop", "--agent-trials", "3",
+         "--runs", "1", "--results", str(results), "--work-dir", str(tmp_path / "work")],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(results.read_text())["results"]["agentloop"]
+    assert row["trials"] == 3 and len(row["proctor"]["runs_s"]) == 1 and "inspect" not in row
+    assert "agent loop, 3 trials × 10 tool-calling turns" in proc.stdout
+
+
+def test_agent_suite_takes_ten_tool_turns(tmp_path: Path) -> None:
+    suite = workloads.agent_suite(tmp_path / "suite", 2)
+    out = tmp_path / "out"
+    proc = subprocess.run(workloads.proctor_agent_argv(suite, 1, out), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    trials = json.loads((out / "results.json").read_text())["trials"]
+    assert [(t["status"], t["turns"]) for t in trials] == [("pass", 11)] * 2
+    commands = [json.loads(line) for line in (out / "trials" / trials[0]["id"] / "trace.jsonl")
+                .read_text().splitlines()]
+    assert [c["command"] for c in commands if c["type"] == "command"] == [
+        workloads.agent_command(j) for j in range(workloads.AGENT_TURNS)]
+
+
 def test_generated_suite_is_valid(tmp_path: Path) -> None:
     suite = workloads.proctor_suite(tmp_path / "suite", 5)
     proc = subprocess.run([str(workloads.PROCTOR), "validate", str(suite)], capture_output=True,
@@ -48,6 +76,8 @@ def test_inspect_task_file_compiles(tmp_path: Path) -> None:
     py_compile.compile(str(BENCH / "inspect_task.py"), cfile=str(tmp_path / "x.pyc"), doraise=True)
     args = workloads.inspect_argv(7, 3, tmp_path)
     assert args[args.index("-T") + 1] == "trials=7" and "--max-sandboxes" not in args
+    args = workloads.inspect_agent_argv(7, 3, tmp_path)
+    assert "inspect_task.py@agent_loop" in args and "turns=10" in args
 
 
 def test_memory_of_a_process_tree(tmp_path: Path) -> None:
