@@ -49,7 +49,7 @@ def write_file(trials: int = 1000, compose: str = "") -> Task:
                 sandbox=("docker", compose) if compose else "local")
 
 
-def _tool_turns(turns: int):
+def _tool_turns(turns: int, tool: str = "run_command"):
     """mockllm's outputs for the agent-loop workload: per sample, from its own history (so
     concurrent samples never share a script), `turns` tool calls appending `step-J` to
     log.txt, then a plain answer that ends the loop, as proctor's `mock/solver` does. Usage
@@ -60,7 +60,7 @@ def _tool_turns(turns: int):
     def output(messages, tools, tool_choice, config) -> ModelOutput:
         done = sum(1 for m in messages if m.role == "tool")
         if done < turns:
-            out = ModelOutput.for_tool_call("mockllm/model", "run_command",
+            out = ModelOutput.for_tool_call("mockllm/model", tool,
                                             {"command": f"echo step-{done} >> log.txt"})
         else:
             out = ModelOutput.from_content("mockllm/model", "done")
@@ -93,14 +93,22 @@ def command_tool():
 
 
 @task
-def agent_loop(trials: int = 100, turns: int = 10) -> Task:
+def agent_loop(trials: int = 100, turns: int = 10, tool: str = "sh") -> Task:
     """The agent-loop workload: each sample a model calling a tool `turns` times (Inspect's
-    own tool loop: `use_tools` + `generate`), then the file checked."""
+    own tool loop: `use_tools` + `generate`), then the file checked. `tool=bash`: Inspect's
+    own `bash` tool instead (`bash --login -c`: it costs what this machine's login profile
+    costs; docs/benchmarks.md)."""
     from inspect_ai.model import get_model
     from inspect_ai.solver import generate, use_tools
 
     samples = [Sample(id=i, input="Write the log.", target=f"step-{turns - 1}",
                       metadata={"path": "log.txt"}) for i in range(trials)]
-    return Task(dataset=MemoryDataset(samples), solver=[use_tools(command_tool()), generate()],
+    if tool == "bash":
+        from inspect_ai.tool import bash
+
+        tools, outputs = bash(), _tool_turns(turns, "bash")
+    else:
+        tools, outputs = command_tool(), _tool_turns(turns)
+    return Task(dataset=MemoryDataset(samples), solver=[use_tools(tools), generate()],
                 scorer=file_holds(), sandbox="local",
-                model=get_model("mockllm/model", custom_outputs=_tool_turns(turns)))
+                model=get_model("mockllm/model", custom_outputs=outputs))
