@@ -33,7 +33,7 @@ from proctor.model import AgentDef, RunOptions, TaskDef, Trial
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
 from proctor.sandbox.base import ExecResult
-from proctor.sandbox.local import LocalSandbox
+from proctor.sandbox.local.backend import LocalSandbox
 
 
 class InstantSandbox:

@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-import proctor.sandbox.local as local
+import proctor.sandbox.local.backend as local
 from proctor.cli import main as proctor_main
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "external-agents"

@@ -30,7 +30,7 @@ from proctor.checks.base import CheckContext  # noqa: E402
 from proctor.model import CommandRecord, Trial  # noqa: E402
 from proctor.record.recorder import Recorder  # noqa: E402
 from proctor.redact import Redactor  # noqa: E402
-from proctor.sandbox.local import LocalSandbox  # noqa: E402
+from proctor.sandbox.local.backend import LocalSandbox  # noqa: E402
 from proctor.spec.load import load_specs  # noqa: E402
 
 

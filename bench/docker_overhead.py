@@ -70,7 +70,7 @@ async def _lifecycles(backend: str, n: int) -> list[tuple[float, float]]:
 
 
 def sandbox(n: int) -> None:
-    from proctor.sandbox.dockerimages import ensure_base
+    from proctor.sandbox.docker.images import ensure_base
 
     ensure_base()
     for backend in ("docker", "local"):
@@ -108,7 +108,7 @@ def inspect_docker(n: int, concurrency: int, tmp: Path) -> None:
     if not inspect.exists():
         print("inspect-ai docker: not measured (no bench/.venv-peer: `bench/run` installs it)")
         return
-    from proctor.sandbox.dockerimages import ensure_base
+    from proctor.sandbox.docker.images import ensure_base
 
     compose = tmp / "compose.yaml"
     compose.write_text(f"services:\n  default:\n    image: {ensure_base()}\n    x-local: true\n"

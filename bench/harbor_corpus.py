@@ -56,7 +56,7 @@ def main() -> None:
 
 def measure(task) -> dict:
     from proctor.errors import SetupError
-    from proctor.sandbox import dockerimages
+    from proctor.sandbox.docker import images as dockerimages
 
     row: dict = {"task": task.id}
     t0 = time.perf_counter()
@@ -78,7 +78,7 @@ def measure(task) -> dict:
         row.update(_bare_trial(task, image))
     finally:
         subprocess.run(["docker", "rmi", "-f", image], capture_output=True)
-        dockerimages._ready.discard(image)
+        dockerimages.ready.discard(image)
     print(json.dumps(row), flush=True)
     return row
 

@@ -45,7 +45,7 @@ def _run(task: Path, n: int, src: str | None, out: Path) -> float:
 
 
 def main() -> None:
-    from proctor.sandbox.dockerimages import ensure_base
+    from proctor.sandbox.docker.images import ensure_base
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3

@@ -72,7 +72,7 @@ async def per_trial(root: Path, n: int) -> tuple[float, float]:
 
 
 async def per_trial_reused(root: Path, n: int, command: bool = False) -> float:
-    from proctor.sandbox.local import LocalBackend
+    from proctor.sandbox.local.backend import LocalBackend
 
     backend = LocalBackend.for_run(root, 1)
     times = []
@@ -104,7 +104,7 @@ async def per_trial_plain_command(root: Path, n: int) -> float:
 async def per_check(root: Path, n: int) -> tuple[float, float, float]:
     """(a check's command in the grader box, the same as an agent command, the grader
     box's first build), ms; the box reused from a pool as in a run."""
-    from proctor.sandbox.local import LocalBackend
+    from proctor.sandbox.local.backend import LocalBackend
 
     backend = LocalBackend.for_run(root, 1)
     graded, agent, first = [], [], 0.0
@@ -132,7 +132,7 @@ async def per_check(root: Path, n: int) -> tuple[float, float, float]:
 
 async def main(args: argparse.Namespace) -> None:
     use_fast_child_watcher()
-    from proctor.sandbox.local import LocalBackend
+    from proctor.sandbox.local.backend import LocalBackend
 
     LocalBackend().preflight()
     with tempfile.TemporaryDirectory(prefix="proctor-bench-iso-") as d:

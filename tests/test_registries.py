@@ -7,12 +7,13 @@ import pytest
 
 from proctor.agents import AGENTS, INTERNAL
 from proctor.checks import CHECKS
+from proctor.executors import EXECUTORS
 from proctor.providers import PROVIDERS
 from proctor.report import FORMATS
 from proctor.sandbox import BACKENDS
 from proctor.services import SERVICES
 
-REGISTRIES = [AGENTS, INTERNAL, CHECKS, PROVIDERS, FORMATS, BACKENDS, SERVICES]
+REGISTRIES = [AGENTS, INTERNAL, CHECKS, PROVIDERS, FORMATS, BACKENDS, SERVICES, EXECUTORS]
 
 
 @pytest.mark.parametrize("registry", REGISTRIES, ids=lambda r: r.kind)
@@ -41,6 +42,7 @@ def test_names_come_from_the_registries():
     choices = {p.name: p.type.choices for p in run_cmd.params if isinstance(p.type, Choice)}
     assert list(choices["agents"]) == AGENTS.names()  # --agent, repeatable
     assert list(choices["backend"]) == BACKENDS.names()
+    assert list(choices["executor"]) == EXECUTORS.names()
     # and Keystone's hosted agents, each run by a local stand-in (docs/specs.md)
     assert (list(Agent.model_json_schema()["properties"]["type"]["enum"])
             == [*AGENTS.names(), *HOSTED])

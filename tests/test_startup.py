@@ -64,10 +64,10 @@ NEVER = ("ray", "inspect_ai", "jinja2", "httpx", "openai", "anthropic", "numpy",
          "proctor.lint", "proctor.compare")
 # rich draws the progress bar and the tables, which `-q` leaves out.
 RUN_NEVER = (*NEVER, "rich")
-VALIDATE_NEVER = (*RUN_NEVER, "proctor.runner", "proctor.trial", "proctor.sandbox.native",
+VALIDATE_NEVER = (*RUN_NEVER, "proctor.run", "proctor.trial", "proctor.sandbox.native",
                   "sqlite3")
 # `show` reads results.json (checked with pydantic); it and `runs` print with rich.
-SHOW_NEVER = (*NEVER, "yaml", "proctor.spec.load", "proctor.runner", "proctor.trial")
+SHOW_NEVER = (*NEVER, "yaml", "proctor.spec.load", "proctor.run", "proctor.trial")
 RUNS_NEVER = (*SHOW_NEVER, "pydantic", "pydantic_core")
 HELP_NEVER = (*RUNS_NEVER, "rich", "asyncio", "sqlite3", "proctor.checks.base",
               "proctor.store", "proctor.report", "proctor.results", "proctor.model")

@@ -13,6 +13,7 @@ import click
 
 from proctor.agents import AGENTS
 from proctor.agents.attacks import ATTACKS
+from proctor.executors import EXECUTORS
 from proctor.sandbox import BACKENDS
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def _run_options(f: Callable) -> Callable:
                      help="Isolate each trial (namespaces: private files, processes, network, "
                           "limits). auto exits 2 if that cannot be built here; none runs "
                           "unisolated and every report says so. See docs/security.md."),
-        click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
+        click.option("--executor", type=click.Choice(EXECUTORS.names()), default="local",
                      show_default=True, help="Run trials in this process, or on a Ray cluster."),
         click.option("--ray-address", metavar="ADDR",
                      help="Ray cluster for --executor ray (host:port, ray://host:10001, auto); "
@@ -287,7 +288,7 @@ def run(paths: tuple[str, ...], **kw) -> None:
       proctor run --resume .proctor/runs/20261122T101500Z-ab12cd
     """
     def body() -> int:
-        from proctor.runner import run_main
+        from proctor.run.execute import run_main
 
         _error_kinds(kw.get("retry_errors"), kw.get("resume"))  # before the run is looked up
         if kw.get("resume"):

@@ -73,7 +73,7 @@ class RayConfig(_Table):
 
 
 class ImageRecipe(_Table):
-    """An image built from Debian packages (sandbox/imagemap.py; docs/harbor.md)."""
+    """An image built from Debian packages (sandbox/docker/imagemap.py; docs/harbor.md)."""
 
     debian: str = Field(pattern=r"^[a-z]+$")  # the release: bookworm, trixie, ...
     packages: list[str] = []
@@ -112,7 +112,7 @@ class ProctorConfig(_Table):
     images: dict[str, str | ImageRecipe] = {}
     substitutes: list[SubstituteRule] = []  # download URLs answered from a local file
     # Package versions pinned for another distribution, installed at the stand-in's own
-    # version: every task (true) or those task ids / globs (sandbox/pins.py).
+    # version: every task (true) or those task ids / globs (sandbox/docker/pins.py).
     relax_pins: bool | list[str] = False
     # Addresses (or networks) the egress proxy counts as public: where this machine's resolver
     # sends the outside when that is a private or reserved range (a lab's gateway).

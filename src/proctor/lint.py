@@ -23,7 +23,7 @@ from typing import Any
 
 from proctor.model import RunOptions, Trial
 from proctor.results import RunResults
-from proctor.runner import prepare, run_planned
+from proctor.run.execute import prepare, run_planned
 from proctor.text import cut
 
 
@@ -87,7 +87,7 @@ _CAUSES = (("this task cannot run here: image ", "build"),
            ("service ", "a service"))
 
 
-# What a stand-in's apt says of a version pinned for another distribution (sandbox/pins.py):
+# What a stand-in's apt says of a version pinned for another distribution (sandbox/docker/pins.py):
 # the pin, the image map, and how proctor.toml relaxes it.
 _PINNED = re.compile(r"(\S+=\S+: a version pinned for another distribution; [^\n]*)")
 PIN = "a pin"

@@ -405,7 +405,7 @@ class RunOptions:
     backend_chosen: bool = False  # --backend or proctor.toml said which (else tasks may pick)
     # auto: namespaces, or exit 2 saying what is missing; none: run without a boundary.
     isolation: Literal["auto", "namespaces", "none"] = "auto"
-    executor: Literal["local", "ray"] = "local"
+    executor: str = "local"  # a name in proctor.executors.EXECUTORS
     ray_address: str | None = None  # --ray-address (over proctor.toml's [ray] address)
     keep: bool = False  # keep trial workdirs
     quiet: bool = False

@@ -1,5 +1,5 @@
 """One registry pattern for everything proctor finds by name: checks, agents, services,
-providers, report formats and sandbox backends.
+providers, report formats, sandbox backends and executors.
 
 Each registry maps a name to "module:attribute"; the module is imported on first use, so
 `proctor --help` imports none of them. Adding an implementation is one new module plus one

@@ -291,7 +291,7 @@ def _validator(kind: Literal["results", "run"]) -> SchemaValidator:
 
 
 def _cache_dir() -> Path:
-    # sandbox.dockerimages.cache_dir's place (this module sits below the sandbox layer)
+    # sandbox/cache.py's cache_dir (this module sits below the sandbox layer)
     given = os.environ.get("PROCTOR_CACHE")
     if given:
         return Path(given)

@@ -13,7 +13,7 @@ from proctor.checks.base import CheckContext
 from proctor.model import AgentDef, CheckOutcome, CommandRecord, TaskDef, Trial
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
-from proctor.sandbox.local import LocalSandbox
+from proctor.sandbox.local.backend import LocalSandbox
 from tests.checks.helpers import make_record
 
 

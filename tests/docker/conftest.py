@@ -17,7 +17,7 @@ def engine() -> None:
 
 @pytest.fixture(scope="session")
 def base_image(engine) -> str:
-    from proctor.sandbox.dockerimages import ensure_base
+    from proctor.sandbox.docker.images import ensure_base
 
     return ensure_base()
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from proctor.sandbox.docker import engine_problem
+from proctor.dockercli import engine_problem
 
 STATUS = Path(__file__).resolve().parents[2] / ".proctor" / "setup-docker"
 

@@ -5,6 +5,7 @@ the end of the build log, whether one task runs or many."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import uuid
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from proctor.errors import SetupError
-from proctor.sandbox import dockerimages
+from proctor.sandbox.docker import images as dockerimages
 from tests.helpers.cli import Cli, results, run_dir_of
 
 pytestmark = [pytest.mark.slow]
@@ -53,7 +54,7 @@ def test_packages_make_a_derived_image_built_once(base_image, tmp_path):
     first = dockerimages.resolve(None, ["bc", "git"], None)
     assert first.startswith("proctor-task:")
     created = _created(first)
-    dockerimages._ready.clear()  # as a new run would: found by its content tag, not rebuilt
+    dockerimages.ready.clear()  # as a new run would: found by its content tag, not rebuilt
     assert dockerimages.resolve(None, ["git", "bc", "bc"], None) == first
     assert _created(first) == created
     # apt's lists and package caches stay out of the image (80 MB otherwise).
@@ -172,14 +173,14 @@ def test_dockerfile_spec_errors(tmp_path):
 
 
 def test_no_mmdebstrap_is_a_setup_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(dockerimages.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(SetupError, match="mmdebstrap, which is not installed"):
         dockerimages.debootstrap(tmp_path / "x.tar", "bookworm", ["bash"], "")
 
 
 def test_image_tags_follow_content():
-    a = dockerimages._digest("base-id", ["a", "b"])
-    assert a == dockerimages._digest("base-id", ["a", "b"]) != dockerimages._digest("base-id", ["a"])
+    a = dockerimages.digest("base-id", ["a", "b"])
+    assert a == dockerimages.digest("base-id", ["a", "b"]) != dockerimages.digest("base-id", ["a"])
     assert json.dumps(dockerimages.BASE_PACKAGES) == json.dumps(sorted(dockerimages.BASE_PACKAGES))
 
 

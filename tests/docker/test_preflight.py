@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from proctor.dockercli import engine_problem
 from proctor.errors import SetupError
-from proctor.sandbox.docker import DockerBackend, engine_problem
+from proctor.sandbox.docker.backend import DockerBackend
 from tests.docker.engine import require_engine
 
 

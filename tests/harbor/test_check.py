@@ -27,7 +27,7 @@ REWARD = ('[ -f /tmp/done ] && echo 1 > /logs/verifier/reward.txt || '
 
 def test_check_separates_what_proctor_could_not_run_from_task_bugs(tmp_path):
     require_engine()
-    from proctor.sandbox.dockerimages import ensure_base
+    from proctor.sandbox.docker.images import ensure_base
 
     base = ensure_base()
     image = TOML.format(image=f'docker_image = "{base}"')

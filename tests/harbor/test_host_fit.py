@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.slow]
 @pytest.fixture(scope="module")
 def base_image() -> str:
     require_engine()
-    from proctor.sandbox.dockerimages import ensure_base
+    from proctor.sandbox.docker.images import ensure_base
 
     return ensure_base()
 
@@ -81,7 +81,7 @@ def test_limits_beyond_the_machine_are_clamped_with_a_warning(base_image, tmp_pa
 
 
 def _engine_cpus() -> float:
-    from proctor.sandbox.dockerhost import capacity
+    from proctor.sandbox.docker.host import capacity
 
     have = capacity()
     assert have is not None

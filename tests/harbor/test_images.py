@@ -1,4 +1,4 @@
-"""The image map (sandbox/imagemap.py): which image stands in for one no registry gives, and
+"""The image map (sandbox/docker/imagemap.py): which image stands in for one no registry gives, and
 the copy of a Dockerfile the build reads. The stand-ins themselves are built (for real) by
 the cookbook test and tests/harbor/test_verifier.py."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from proctor.errors import SetupError
-from proctor.sandbox import dockerimages, imagemap
+from proctor.sandbox.docker import imagemap
+from proctor.sandbox.docker import images as dockerimages
 from tests.docker.engine import require_engine
 
 
@@ -115,8 +116,8 @@ def test_a_stand_in_build_is_progress(capfd):
     import uuid
 
     require_engine()
-    from proctor.sandbox import dockerimages as di
-    from proctor.sandbox import imagemap as im
+    from proctor.sandbox.docker import imagemap as im
+    from proctor.sandbox.docker import imagestore as di
 
     base = im.stand_in({"debian": "bookworm"}, quiet=True)  # the root file system, once
     capfd.readouterr()

@@ -100,7 +100,7 @@ def test_proctor_toml_relaxes_pins(tmp_path):
 
 
 def _image_with(marker: str) -> str:
-    from proctor.sandbox.dockerimages import ensure_base
+    from proctor.sandbox.docker.images import ensure_base
 
     tag = f"proctor-test-prebuilt:{marker}"
     subprocess.run(["docker", "build", "-q", "-t", tag, "-"], text=True, check=True,
@@ -127,7 +127,7 @@ def test_docker_image_runs_when_the_engine_has_it(tmp_path):
 
 
 def test_docker_image_not_in_the_engine_builds_the_dockerfile(tmp_path):
-    from proctor.sandbox.dockerimages import ensure_base
+    from proctor.sandbox.docker.images import ensure_base
 
     t = task(tmp_path, "fallback",
              toml=TOML.format(extra='docker_image = "registry.example/nobody/prebuilt:1"'),

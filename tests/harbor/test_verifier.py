@@ -23,7 +23,7 @@ def image() -> str:
     require_engine()
     import subprocess
 
-    from proctor.sandbox.dockerimages import ensure_base
+    from proctor.sandbox.docker.images import ensure_base
 
     tag = "proctor-test-harbor:1"
     dockerfile = (f"FROM {ensure_base()}\n"

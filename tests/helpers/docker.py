@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from proctor.sandbox.docker import RUN_LABEL
+from proctor.dockercli import RUN_LABEL
 
 
 def containers(run_id: str | None = None) -> list[str]:

@@ -15,7 +15,7 @@ from proctor.agents.llm import LLMAgent
 from proctor.model import RunOptions, TaskDef, Trial
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
-from proctor.sandbox.local import LocalSandbox
+from proctor.sandbox.local.backend import LocalSandbox
 from tests.helpers.llm import _ENV_VARS, SCRIPTS, AgentRun, ServerProcess
 
 

@@ -15,7 +15,7 @@ from proctor.checks.llm_as_judge import Config, evaluate
 from proctor.model import RunOptions, Trial
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
-from proctor.sandbox.local import LocalSandbox
+from proctor.sandbox.local.backend import LocalSandbox
 from proctor.services.base import ServiceHandle
 from tests.helpers.llm import make_task, wire_config
 

@@ -94,7 +94,7 @@ def test_elapsed_counts_from_the_run_start_its_builds_included():
 
 
 def test_image_builds_are_progress_lines_without_a_terminal():
-    from proctor.sandbox.dockerbuild import Status
+    from proctor.sandbox.docker.build import Status
 
     out = io.StringIO()
     s = Status(3, stream=out)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from proctor.model import Limits, TrialResult
 from proctor.providers.budget import Budget
-from proctor.runner import RunBudget
+from proctor.run.execute import RunBudget
 from tests.helpers.cli import results
 
 # Every trial is one model response of 5000 + 5000 tokens at $100 per million: exactly $1.

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import textwrap
 
-from proctor import runner
-from proctor import trial as trial_mod
+from proctor.executors import local as local_executor
 from proctor.model import RunOptions
+from proctor.run.execute import run_main
+from proctor.store import RunStore
+from proctor.trial import trial as trial_mod
 
 SPEC = """
     cli: sh
@@ -34,19 +36,19 @@ def _run(tmp_path, monkeypatch) -> dict:
     monkeypatch.setenv("PROCTOR_HOME", str(tmp_path / "home"))
     options = RunOptions(agent="oracle", quiet=True, output_dir=str(tmp_path / "run"),
                          concurrency=1)
-    runner.run_main([str(spec)], options)
+    run_main([str(spec)], options)
     return json.loads((tmp_path / "run" / "results.json").read_text())
 
 
 def test_an_exception_running_one_trial_errors_that_trial_only(tmp_path, monkeypatch):
-    real = runner.run_trial
+    real = local_executor.run_trial
 
     async def flaky(trial, task, run):
         if trial.task_id == "b":
             raise RuntimeError("judging broke")
         return await real(trial, task, run)
 
-    monkeypatch.setattr(runner, "run_trial", flaky)
+    monkeypatch.setattr(local_executor, "run_trial", flaky)
     results = _run(tmp_path, monkeypatch)
     by = {t["task_id"]: t for t in results["trials"]}
     assert by["a"]["status"] == by["c"]["status"] == "pass"
@@ -55,14 +57,14 @@ def test_an_exception_running_one_trial_errors_that_trial_only(tmp_path, monkeyp
 
 
 def test_a_result_the_store_cannot_hold_is_stored_as_an_error(tmp_path, monkeypatch):
-    real = runner.RunStore.append
+    real = RunStore.append
 
     def append(store, result):
         if result.task_id == "b" and result.status != "error":
             raise ValueError("cannot hold this")
         real(store, result)
 
-    monkeypatch.setattr(runner.RunStore, "append", append)
+    monkeypatch.setattr(RunStore, "append", append)
     results = _run(tmp_path, monkeypatch)
     by = {t["task_id"]: t for t in results["trials"]}
     assert by["a"]["status"] == by["c"]["status"] == "pass"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proctor.forbidden import Observed, evaluate, under
+from proctor.trial.forbidden import Observed, evaluate, under
 
 settings.register_profile("proctor", max_examples=100, deadline=None)
 settings.load_profile("proctor")

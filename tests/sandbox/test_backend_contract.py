@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from proctor import runner
 from proctor.errors import UsageError
 from proctor.model import RunOptions
+from proctor.run import execute as runner
 from proctor.sandbox import BACKENDS, capabilities, with_capability
 from proctor.sandbox.base import Capabilities
-from proctor.sandbox.local import LocalSandbox
+from proctor.sandbox.local.backend import LocalSandbox
 from proctor.sandbox.placefiles import PlaceFiles
 from proctor.spec.load import load_specs
 
@@ -64,7 +64,7 @@ async def test_every_backend_declares_capabilities_and_the_methods(name, tmp_pat
 
 def test_local_and_docker_are_siblings_over_the_shared_place_files():
     docker = BACKENDS.get("docker")
-    from proctor.sandbox.docker import DockerSandbox
+    from proctor.sandbox.docker.container import DockerSandbox
 
     assert issubclass(DockerSandbox, PlaceFiles) and issubclass(LocalSandbox, PlaceFiles)
     assert not issubclass(DockerSandbox, LocalSandbox)

@@ -10,7 +10,7 @@ import pytest
 from proctor.sandbox import disk
 from proctor.sandbox.base import Resources
 from proctor.sandbox.files import FilesLimit
-from proctor.sandbox.local import LocalSandbox
+from proctor.sandbox.local.backend import LocalSandbox
 
 
 @pytest.mark.skipif(not disk.usable(), reason="a file system per box needs root, mkfs.ext4 "

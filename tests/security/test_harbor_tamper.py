@@ -292,7 +292,7 @@ def test_the_launcher_tells_whether_a_container_may_have_a_user_namespace(image)
     import subprocess
 
     from proctor.sandbox import native
-    from proctor.sandbox.docker import LAUNCH, _drop
+    from proctor.sandbox.docker.container import LAUNCH, _drop
 
     def launch(*args: str, unconfined: bool = True) -> subprocess.CompletedProcess[str]:
         opts = ["--security-opt", "seccomp=unconfined"] if unconfined else []

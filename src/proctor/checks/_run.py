@@ -18,7 +18,7 @@ from proctor.checks.base import CheckContext
 from proctor.proc import ExecResult
 
 if TYPE_CHECKING:
-    from proctor.sandbox.dockerenv import ImageSandbox
+    from proctor.sandbox.docker.taskenv import ImageSandbox
 
 
 async def run_program(ctx: CheckContext, argv: Sequence[str], *, timeout: float,
@@ -54,7 +54,7 @@ def _image(ctx: CheckContext) -> ImageSandbox | None:
     """The trial's container when it is a task's own image (docker modules loaded only then)."""
     if not ctx.sandbox.capabilities.image_environment:
         return None
-    from proctor.sandbox.dockerenv import ImageSandbox
+    from proctor.sandbox.docker.taskenv import ImageSandbox
 
     return ctx.sandbox if isinstance(ctx.sandbox, ImageSandbox) else None
 

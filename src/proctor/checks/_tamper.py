@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from proctor.sandbox.dockerenv import ImageSandbox
+    from proctor.sandbox.docker.taskenv import ImageSandbox
 
 LIB_DIRS = ("/lib", "/lib32", "/lib64", "/libx32", "/usr/lib", "/usr/lib32", "/usr/lib64",
             "/usr/libx32", "/usr/local/lib")

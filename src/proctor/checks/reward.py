@@ -4,7 +4,7 @@
 After the agent (what it left running keeps running, as under Harbor): the `tests`
 directories are copied to `/tests` (later ones over earlier ones) and `bash /tests/test.sh`
 runs with the check's timeout and environment, in the verifier's own mount namespace, where
-`/tests`, `/logs/verifier` and its HOME are its alone (sandbox/verifier.py). Then
+`/tests`, `/logs/verifier` and its HOME are its alone (sandbox/docker/verifier.py). Then
 `/logs/verifier/reward.txt` (one number) or `reward.json` (`{"name": number}`, each key a
 result of its own) is the score, clamped to [0, 1]; a result passes at 1. Each `ctrf*.json`
 test report adds one result per test, shown but not scored. No reward file, or a script that
@@ -57,7 +57,7 @@ class Config(CheckConfig):
 
 
 async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
-    from proctor.sandbox.dockerenv import ImageSandbox
+    from proctor.sandbox.docker.taskenv import ImageSandbox
 
     sb = ctx.sandbox
     if not isinstance(sb, ImageSandbox):

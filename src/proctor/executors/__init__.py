@@ -1,4 +1,8 @@
-"""Where trials run: in this process (the runner's workers) or on Ray nodes (--executor ray).
+"""Where trials run: in this process (local.py, the default) or on Ray nodes (ray.py,
+--executor ray), each an `Executor` found by name in EXECUTORS (`--executor`).
+
+An executor is one module with a class that follows `Executor` (below) plus one line in
+EXECUTORS; run/execute.py gives it the trials one by one and stores what it returns.
 
 What every executor shares, so each writes none of it again:
 
@@ -13,13 +17,66 @@ What every executor shares, so each writes none of it again:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+from proctor.registry import Registry
 
-if TYPE_CHECKING:
-    from proctor.trial import RunContext
+if TYPE_CHECKING:  # the CLI reads EXECUTORS' names at start-up: nothing more is imported
+    from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+    from proctor.trial.context import RunContext
+
+
+
+@dataclass
+class Launch:
+    """What an executor is given to run a run's trials."""
+
+    options: RunOptions
+    run_id: str
+    run_dir: Path  # the run's directory (results, trials' traces)
+    trial_dir: Callable[[str], Path]  # where a trial's trace and audit go
+    tasks: dict[str, TaskDef]  # by id, every task of the run
+    trials: list[Trial]  # the trials to run (a resumed run's are fewer than its plan's)
+    workers: int  # trials at once
+    connected: bool  # `connect` started what the executor must stop (a private Ray)
+
+
+class Executor(Protocol):
+    """Where a run's trials run: `connect` before the run directory exists (a bad address is
+    exit 2), `open` once the run begins, `run` per trial (concurrently, `workers` at once),
+    `rate_limits` at the end, `close` always (even on Ctrl-C)."""
+
+    @classmethod
+    def connect(cls, options: RunOptions) -> bool:
+        """Reach where trials will run; True when this process started something `close`
+        must stop."""
+        ...
+
+    @classmethod
+    async def open(cls, launch: Launch) -> Executor:
+        """Ready to run `launch.trials` (services, sandboxes, nodes); cleans up after itself
+        if it fails."""
+        ...
+
+    async def run(self, trial: Trial, task: TaskDef) -> TrialResult:
+        """One trial's result; an exception becomes its `error` result (result_of_failure)."""
+        ...
+
+    async def rate_limits(self) -> dict[str, Any]:
+        """What the model-call limiter of each endpoint did (providers/limiter.py)."""
+        ...
+
+    async def close(self) -> None:
+        ...
+
+
+# Each entry is a class following `Executor`; `--executor NAME` picks one.
+EXECUTORS: Registry[type[Executor]] = Registry("executor", {
+    "local": "proctor.executors.local:LocalExecutor",
+    "ray": "proctor.executors.ray:RayExecutor",
+})
 
 # A trial that errored because its machine was lost, not because of anything it did: its
 # `error` starts with this, and `--resume` runs it again (docs/running.md#ray).
@@ -50,7 +107,7 @@ def infra_error(result: TrialResult) -> bool:
 def result_of_failure(trial: Trial, task: TaskDef, e: BaseException) -> TrialResult:
     """The `error` result of a trial its executor could not run: an InfrastructureError as
     it says (to be run again on resume); anything else is proctor's own failure."""
-    from proctor.trial import error_result
+    from proctor.trial.trial import error_result
 
     if isinstance(e, InfrastructureError):
         result = error_result(trial, task, str(e))
@@ -66,7 +123,7 @@ def open_run(options: RunOptions, *, run_id: str, trial_dir: Callable[[str], Pat
     kept as trials run at once, `concurrency`; its state under `scratch`), the services.
     `await close_run(it)` when they are done."""
     from proctor.sandbox import backend_for_run
-    from proctor.trial import RunContext
+    from proctor.trial.context import RunContext
 
     return RunContext(options=options, trial_dir=trial_dir, run_id=run_id,
                       sandbox_root=sandbox_root, services=services if services is not None else {},

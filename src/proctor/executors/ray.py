@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from proctor.executors import InfrastructureError, with_failures
+from proctor.executors import InfrastructureError, Launch, with_failures
 from proctor.executors.ray_connect import settings
 from proctor.model import RunOptions, TaskDef, Trial, TrialResult
-from proctor.trial import error_result
+from proctor.trial.trial import error_result
 
 # A node takes trials only once its actor answers: a node Ray has not yet noticed is dead
 # (its health checks take a while) gets no trials, so no retries are spent on it.
@@ -60,6 +60,17 @@ class _Slot:
 
 
 class RayExecutor:
+    @classmethod
+    def connect(cls, options: RunOptions) -> bool:
+        from proctor.executors.ray_connect import connect
+
+        return connect(options)
+
+    @classmethod
+    async def open(cls, launch: Launch) -> RayExecutor:
+        return await asyncio.to_thread(cls, launch.trial_dir, launch.run_id, launch.options,
+                                       launch.tasks, launch.run_dir, launch.connected)
+
     def __init__(self, trial_dir: Any, run_id: str, options: RunOptions,
                  tasks: dict[str, TaskDef], run_dir: Path, started_here: bool):
         import ray
@@ -342,7 +353,7 @@ class RayExecutor:
         except (self.ray.exceptions.RayError, TimeoutError):
             return {}
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Every node cleans up before Ray goes (Ctrl-C included), then a private Ray stops."""
         for job in [*self._revivals, self._watcher]:
             if job is not None:

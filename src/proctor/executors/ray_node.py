@@ -145,7 +145,7 @@ class _Work:
 
     async def _run(self, trial: Trial) -> TrialResult:
         from proctor.executors import open_run
-        from proctor.trial import error_result, run_trial
+        from proctor.trial.trial import error_result, run_trial
 
         task = self.r.tasks[trial.task_id]
         if self.r.context is None:  # one per node, as one per run on a single machine

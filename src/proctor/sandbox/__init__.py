@@ -13,8 +13,8 @@ if TYPE_CHECKING:
 # Each entry is a class conforming to sandbox.base.Backend; what it can do is its
 # `capabilities`, read by the runner instead of its name.
 BACKENDS: Registry[type[Backend]] = Registry("backend", {
-    "local": "proctor.sandbox.local:LocalBackend",
-    "docker": "proctor.sandbox.docker:DockerBackend",
+    "local": "proctor.sandbox.local.backend:LocalBackend",
+    "docker": "proctor.sandbox.docker.backend:DockerBackend",
 })
 
 

@@ -27,7 +27,7 @@ import threading
 from pathlib import Path
 
 from proctor import proc
-from proctor.sandbox.dockerimages import cache_dir
+from proctor.sandbox.cache import cache_dir
 from proctor.sandbox.files import copy_sparse
 
 DEFAULT_BYTES = 2 << 30

@@ -75,6 +75,8 @@
    target file, and an fd 1 or 2 reopened after close keeps the identity of the old one. */
 
 #define _GNU_SOURCE
+#include "exectrace.h"
+
 #include <dirent.h>
 #include <elf.h>
 #include <errno.h>
@@ -100,14 +102,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#define NATIVE_ARCH AUDIT_ARCH_X86_64
-#define X32_BIT 0x40000000u
+#if defined(__x86_64__)  /* NATIVE_ARCH, X32_BIT: exectrace.h */
 #define ARG(r, i) ((i) == 0 ? (r).rdi : (i) == 1 ? (r).rsi : (r).rdx)
 #define RETVAL(r) ((int64_t)(r).rax)
 typedef struct user_regs_struct regs_t;
 #elif defined(__aarch64__)
-#define NATIVE_ARCH AUDIT_ARCH_AARCH64
 #define ARG(r, i) ((r).regs[i])
 #define RETVAL(r) ((int64_t)(r).regs[0])
 typedef struct user_pt_regs regs_t;
@@ -627,7 +626,7 @@ static void unless_fd_1_or_2(int i, int otherwise) {
     jump_if(0, 0, otherwise);
 }
 
-static int install_filter(void) {
+int install_filter(void) {
     load(offsetof(struct seccomp_data, arch));
     op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0));
     ret(SECCOMP_RET_ERRNO | EPERM);
@@ -748,12 +747,19 @@ static int nothing_left(void) {
            errno == ECHILD;
 }
 
+void trace_to(FILE *file, int capture_writes, size_t per_task, size_t total) {
+    out = file;
+    capture = capture_writes;
+    per_task_limit = per_task;
+    total_limit = total;
+}
+
 /* The tracer's side, once `top` is forked and waits on `go` for the filter and its exec:
    seize it, let it go, follow it and everything it starts until all are gone (the top's end
    reported on `report` as a wait status), then the Z line. A top that left nothing running
    is reported after the Z line, so the trace is whole when its end is known. Returns the
    tracer's exit code. */
-static int trace(pid_t top, int go, int report) {
+int trace(pid_t top, int go, int report) {
     long opts = PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
                 PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL |
                 PTRACE_O_TRACESYSGOOD;
@@ -865,7 +871,7 @@ static int trace(pid_t top, int go, int report) {
     return failed;
 }
 
-#ifndef EXECTRACE_NO_MAIN  /* spawner.c includes this file for its tracing code */
+#ifndef EXECTRACE_NO_MAIN  /* the spawner, built with this file (exectrace.h), has its own */
 /* The first process: it waits until the tracer (its child) reports how the top process
    ended, and exits the same way. The tracer stays with whatever the top left running (a
    server started in the background), recording until it ends. */

@@ -49,7 +49,7 @@ class PlaceFiles:
     prefix, host dir), longest prefix first."""
 
     capabilities: Capabilities
-    image_user: str | None = None  # only where the image is the environment (dockerenv.py)
+    image_user: str | None = None  # only where the image is the environment (docker/taskenv.py)
     host_system = False
     disk_enforced = False
 

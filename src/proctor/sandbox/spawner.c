@@ -13,10 +13,10 @@
               of its own, those fds as 0-2 and nothing else, an address-space limit when
               as_mib is set, UID/GID (-1: keep the uid), no capabilities, no-new-privs and
               the keyring filter, then its cwd, then execs.
-              FLAG_TRACE: a fifth fd receives the trace of exectrace.c (whose code this file
-              includes): the command runs under a tracer forked here, outside the trial's
-              PID namespace, which tells how the command ended over a pipe and goes on
-              recording what it left running; FLAG_CAPTURE with it: also what the processes
+              FLAG_TRACE: a fifth fd receives the trace of exectrace.c (this program is built
+              with its code: exectrace.h): the command runs under a tracer forked here,
+              outside the trial's PID namespace, which tells how the command ended over a
+              pipe and goes on recording what it left running; FLAG_CAPTURE with it: also what the processes
               write to fd 1 and 2, cap_per bytes per process and cap_total in all (exectrace
               -w). Replies S (value: its pid, the tracer's if traced), later X (value: the
               command's wait status); E (err) if no fork.
@@ -57,8 +57,8 @@
    or make the spawner undumpable ends the command (126) or the box: never a silent half. */
 
 #define _GNU_SOURCE
-#define EXECTRACE_NO_MAIN  /* the tracer's code, shared: trace, wait_for_report, install_filter */
-#include "exectrace.c"
+#include "exectrace.h"  /* the tracer's code (exectrace.c, built with this file): trace_to,
+                           install_filter, trace */
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -452,18 +452,17 @@ static void traced_main(const struct req *r, int *fds, const char *cwd, char **a
                         char **env, int report) {
     sigset_t none;
     int go[2];
+    FILE *trace_file;
     if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 ||
         setpgid(0, 0) < 0 || prctl(PR_SET_NAME, "tracer", 0, 0, 0) < 0 ||
         setns(trial_pidns, CLONE_NEWPID) < 0 || pipe2(go, O_CLOEXEC) < 0 ||
-        !(out = fdopen(fds[4], "w"))) {
+        !(trace_file = fdopen(fds[4], "w"))) {
         dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
         _exit(126);
     }
     static char outbuf[1 << 16];
-    setvbuf(out, outbuf, _IOFBF, sizeof outbuf);
-    capture = (r->flags & FLAG_CAPTURE) != 0;
-    per_task_limit = r->cap_per;
-    total_limit = r->cap_total;
+    setvbuf(trace_file, outbuf, _IOFBF, sizeof outbuf);
+    trace_to(trace_file, (r->flags & FLAG_CAPTURE) != 0, r->cap_per, r->cap_total);
     struct top top_args = {r, fds, cwd, args, env, go[0]};
     static char top_stack[1 << 18] __attribute__((aligned(16)));
     pid_t top = clone(top_main, top_stack + sizeof top_stack, CLONE_VM | SIGCHLD, &top_args);
@@ -475,7 +474,7 @@ static void traced_main(const struct req *r, int *fds, const char *cwd, char **a
        the box's namespace. Then only the trace, the go and report pipes stay open (the
        output pipes close when the command's tree does), and only reading the tracees'
        memory of all privileges. */
-    int keep[] = {fileno(out), go[1], report};
+    int keep[] = {fileno(trace_file), go[1], report};
     struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct d[2];
     memset(d, 0, sizeof d);

@@ -4,7 +4,7 @@ A verifier that runs `curl -LsSf https://astral.sh/uv/0.9.7/install.sh | sh` nee
 machine whose only way out is the package registries (PyPI, npm, Debian) cannot reach. The
 trial's egress proxy (egress.py) sees the request and, for a URL a substitute covers, answers
 it itself: TLS with a certificate from proctor's own CA (which the container trusts:
-trust.py), and a body with the same effect as the original, built from a registry. Nothing
+docker/trust.py), and a body with the same effect as the original, built from a registry. Nothing
 in the task changes. A host that is covered is never contacted.
 
 Built in: uv's installer (`https://astral.sh/uv[/VERSION]/install.sh`) installs the same uv
@@ -43,7 +43,7 @@ _lock = threading.Lock()
 
 
 def cache_dir() -> Path:
-    from proctor.sandbox.dockerimages import cache_dir as base
+    from proctor.sandbox.cache import cache_dir as base
 
     return base() / "substitutes"
 

@@ -10,12 +10,12 @@ import json
 from typing import Any
 
 from proctor.agents.base import Agent
-from proctor.forbidden import Observed
 from proctor.record import fsdiff
 from proctor.record.recorder import Recorder
 from proctor.record.secretscan import SecretScanner
 from proctor.sandbox.base import Sandbox
 from proctor.services.base import ServiceHandle
+from proctor.trial.forbidden import Observed
 
 
 async def audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapshot,

@@ -8,7 +8,7 @@ Two kinds (docs/harbor.md#downloads-at-verify-time):
 * proctor's substitutes CA (sandbox/substitutes.py), which signs the answers proctor gives
   for installer URLs this machine cannot reach.
 
-`pems()` is what images proctor builds bake in (dockerimages.py); `install(sandbox)` adds
+`pems()` is what images proctor builds bake in (images.py); `install(sandbox)` adds
 them to a running container: into `/usr/local/share/ca-certificates/` (so a later
 `update-ca-certificates`, e.g. when the verifier apt-installs curl, keeps them) and appended
 to `/etc/ssl/certs/ca-certificates.crt` when the image has that bundle already.

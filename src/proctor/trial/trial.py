@@ -13,19 +13,15 @@ import os
 import secrets as secrets_mod
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from proctor import phases
 from proctor.agents import make_agent
 from proctor.agents.base import Agent, AgentEnv, AgentResult
-from proctor.audit import AgentOutput, agent_state, audit
 from proctor.checks.base import CheckContext, Spent, ToolCall
 from proctor.clipath import host_path, shown_paths, with_path
 from proctor.errors import ServiceError, SetupError
-from proctor.forbidden import Observed, scans_secrets
-from proctor.forbidden import evaluate as evaluate_forbidden
 from proctor.model import (
     CheckResult,
     CommandRecord,
@@ -48,9 +44,14 @@ from proctor.sandbox.egress import PORT, EgressProxy
 from proctor.sandbox.files import FilesLimit
 from proctor.sandbox.hosts import aliases
 from proctor.scoring import reason, score_trial
-from proctor.services.base import Service, ServiceHandle
+from proctor.services.base import ServiceHandle
 from proctor.templating import render
 from proctor.text import printable
+from proctor.trial import phases
+from proctor.trial.audit import AgentOutput, agent_state, audit
+from proctor.trial.context import RunContext
+from proctor.trial.forbidden import Observed, scans_secrets
+from proctor.trial.forbidden import evaluate as evaluate_forbidden
 
 # Trial faults: what happened -> (how it reads in results, its `error_kind`: SPEC §5). None
 # of them is the agent's failure, so every one makes the trial `error`, never `fail`, and no
@@ -86,19 +87,6 @@ class TrialFault(Exception):
         text, self.error_kind = FAULTS[kind]
         self.error_kind = error_kind or self.error_kind
         super().__init__(text.format(**kw))
-
-
-@dataclass
-class RunContext:
-    """What every trial of a run shares."""
-
-    options: RunOptions
-    sandbox_root: Path  # per-trial sandboxes go here (a temp dir; RUN_DIR/workdirs with --keep)
-    trial_dir: Any  # Callable[[str], Path]: where a trial's trace and audit go
-    services: dict[tuple[str, str], Service] = field(default_factory=dict)  # (source, name)
-    shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (help text, ...)
-    run_id: str = ""
-    backend: Any = None  # the run's backend instance (its box pool); None: one per trial
 
 
 def host_env(options: RunOptions) -> dict[str, str]:
@@ -247,7 +235,7 @@ class _Trial:
         self.agent_s += time.monotonic() - started  # the agent's wall time (budget)
         self.tool_calls += env.tool_calls
         if task.image_env is not None:  # Harbor's: its servers serve the tests (SPEC §4),
-            await sandbox.keep_processes()  # powerless there (sandbox/dockerenv.py)
+            await sandbox.keep_processes()  # powerless there (sandbox/docker/taskenv.py)
         else:  # nothing the agent started may keep changing the workspace while it is judged
             await sandbox.kill_processes()
         await env.settle()  # what its commands left running, to the end

@@ -25,7 +25,6 @@ import errno
 import os
 import posixpath
 import shutil
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -33,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from proctor import proc
-from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, docker_ok, engine_problem, finish
-from proctor.errors import SetupError
-from proctor.sandbox import docker_grade, grader
+from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, docker_ok, finish
+from proctor.sandbox import grader
 from proctor.sandbox.base import Capabilities, Entry, ExecResult, SandboxSpec
 from proctor.sandbox.cgroup import limit_hit
+from proctor.sandbox.docker import grade as docker_grade
 from proctor.sandbox.forward import Forwarder, Handler, listen_inside
 from proctor.sandbox.namespaces import AGENT_UID
 from proctor.sandbox.placefiles import INSIDE_WORKDIR, SYSTEM_PATH, PlaceFiles, list_fd, read_fd
@@ -62,59 +61,6 @@ LAUNCH = "/.proctor-launch"
 CONTAINER = Capabilities(isolated=True, traced=True, host_files=True, grader_box=True,
                          serves_inside=True, image_services=True, image_environment=True,
                          installs_packages=True, needs_root=True)
-
-
-class DockerBackend:
-    """`--backend docker`: a container per trial; images are made ready by `prepare`."""
-
-    capabilities = CONTAINER
-
-    @classmethod
-    def for_run(cls, scratch: Path, concurrency: int) -> DockerBackend:
-        return cls()  # no state across trials: each has its own container
-
-    async def close(self) -> None:
-        """Nothing kept across trials."""
-
-    def preflight(self, isolation: str = "auto") -> bool:
-        why = engine_problem()
-        if why is not None:
-            raise SetupError(f"--backend docker: {why}")
-        if os.geteuid() != 0:  # entering a container's network namespace takes CAP_SYS_ADMIN
-            raise SetupError("--backend docker needs proctor to run as root: the trial's "
-                             "services and egress proxy are bound inside each container's "
-                             "network namespace (or use --backend local, which needs no root)")
-        return True
-
-    def prepare(self, tasks: Sequence[Any], *, quiet: bool = False,
-                config: dict[str, Any] | None = None) -> None:
-        """Every image the tasks need is local (built or pulled) before any trial runs; each
-        task's CPU and memory limits within what the engine has (dockerhost.py)."""
-        from proctor.sandbox import dockerhost, dockerimages
-
-        for warning in dockerhost.clamp(list(tasks), dockerhost.capacity()):
-            if not quiet:
-                print(f"proctor: warning: {warning}", file=sys.stderr, flush=True)
-        dockerimages.prepare(list(tasks), quiet=quiet, config=config)
-
-    async def create(self, spec: SandboxSpec) -> DockerSandbox:
-        from proctor.sandbox import dockerimages
-
-        image = spec.image
-        if not image:
-            image = await asyncio.to_thread(dockerimages.ensure_base)
-        if spec.image_env is not None:  # the image is the environment (a Harbor task's)
-            from proctor.sandbox.dockerenv import ImageSandbox
-
-            sandbox: DockerSandbox = await ImageSandbox.make(spec, image)
-        else:
-            sandbox = DockerSandbox(spec, image)
-        try:
-            await sandbox.start(spec)
-        except BaseException:
-            await sandbox.close()
-            raise
-        return sandbox
 
 
 class DockerSandbox(PlaceFiles):
@@ -142,7 +88,7 @@ class DockerSandbox(PlaceFiles):
         self.owner = (self.uid, self.gid)
         self._execs = 0
         self._cgroup: dict[str, Path] = {}
-        self.host_graders: dict[tuple[str, ...], Any] = {}  # runs_in: host (docker_grade.py)
+        self.host_graders: dict[tuple[str, ...], Any] = {}  # runs_in: host (grade.py)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -302,14 +248,14 @@ class DockerSandbox(PlaceFiles):
 
     def _as_agent(self, command: str, user: str | None) -> list[str]:
         """The command as the agent's uid (`user` means something only for an image that is
-        the task's environment: dockerenv.py)."""
+        the task's environment: taskenv.py)."""
         return _drop(self.uid, self.gid, ["/bin/sh", "-c", command])
 
     async def exec(self, command: str, *, timeout: float, env: dict[str, str] | None = None,
                    cwd: str | None = None, stdin: bytes | None = None,
                    trace: bool = False, capture: int | None = None,
                    user: str | None = None) -> ExecResult:
-        """`user` means something only where the image is the environment (dockerenv.py)."""
+        """`user` means something only where the image is the environment (taskenv.py)."""
         return await self.run_as(self.uid, command, timeout=timeout, env=env, cwd=cwd,
                                  stdin=stdin, trace=trace, capture=capture, user=user)
 
@@ -317,7 +263,7 @@ class DockerSandbox(PlaceFiles):
                     env: dict[str, str] | None = None, cwd: str | None = None,
                     stdin: bytes | None = None, files: dict[str, bytes | Path] | None = None,
                     readonly: Sequence[str] = (), host: bool = False) -> ExecResult:
-        """A check's command: in the container as the grader's uid (docker_grade.py)."""
+        """A check's command: in the container as the grader's uid (grade.py)."""
         return await docker_grade.grade(self, argv, timeout=timeout, env=env, cwd=cwd,
                                         stdin=stdin, files=files, readonly=readonly, host=host)
 

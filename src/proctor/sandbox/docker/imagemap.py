@@ -57,7 +57,7 @@ PYTHON = {"bullseye": ["3.9"], "bookworm": ["3.10", "3.11"]}
 def _defaults() -> dict[str, dict[str, Any]]:
     """The built-in map. Order matters: a glob's first match wins, so a tag naming a Debian
     release (`python:3.13-slim-bookworm`, `debian:bookworm-slim`) is looked at first."""
-    from proctor.sandbox import cpython
+    from proctor.sandbox.docker import cpython
 
     py = {"packages": _PY, "env": _PY_ENV}
     out: dict[str, dict[str, Any]] = {}
@@ -153,8 +153,9 @@ def _expand(word: str, args: dict[str, str]) -> str:
 
 def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
     """The image a recipe describes, built once per content (tag `proctor-image:<digest>`)."""
-    from proctor.sandbox import cpython, pins, trust
-    from proctor.sandbox import dockerimages as di
+    from proctor.sandbox.cache import cache_dir
+    from proctor.sandbox.docker import cpython, pins, trust
+    from proctor.sandbox.docker import imagestore as di
 
     suite = str(recipe.get("debian") or "")
     if not re.fullmatch(r"[a-z]+", suite):
@@ -182,7 +183,7 @@ def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
             return tag
         from proctor.activity import Activity
 
-        rootfs = di.cache_dir() / f"{di.digest(suite, packages, mirror)}-{suite}-rootfs.tar"
+        rootfs = cache_dir() / f"{di.digest(suite, packages, mirror)}-{suite}-rootfs.tar"
         base = f"proctor-image:{di.digest(suite, packages, mirror)}-rootfs"
         steps = (not rootfs.exists()) + (not di.is_local(base)) + 1
         # A stand-in takes a minute (several with a CPython): each step is progress, elapsed.
@@ -217,8 +218,8 @@ def _finish(tag: str, base: str, certs: dict[str, bytes], env: dict[str, str],
             run: list[str], suite: str) -> None:
     """The imported root file system + this machine's CAs + the recipe's env and commands
     + apt wrapped to name versions pinned for another distribution (pins.py)."""
-    from proctor.sandbox import dockerimages as di
-    from proctor.sandbox import pins
+    from proctor.sandbox.docker import imagestore as di
+    from proctor.sandbox.docker import pins
 
     with tempfile.TemporaryDirectory(prefix="proctor-image-") as ctx:
         wrapper = Path(ctx) / "proctor-apt"

@@ -1,6 +1,6 @@
 """A container that *is* the task's environment (a Harbor task's), not proctor's places in it.
 
-DockerSandbox (docker.py) runs every trial in proctor's shape: a read-only image, four
+DockerSandbox (container.py) runs every trial in proctor's shape: a read-only image, four
 bind-mounted writable places, the agent as uid 65534. A Harbor task's image is its whole
 world instead: files live where the Dockerfile put them (`/app`), the agent works as the
 image's user (root, usually) in its WORKDIR, installs packages, and the image's ENTRYPOINT
@@ -17,7 +17,7 @@ starts whatever the task needs (a daemon, /etc/hosts entries). So here:
 * what the ENTRYPOINT started before the agent, and what the agent left running when it was
   done (`keep_processes`: a server its task asked for), keep serving the verifier, as under
   Harbor; none of it holds CAP_SYS_PTRACE, so none of it can reach the keeper, the tracers or
-  the verifier (docker.py's launcher), and the verifier's tests, trace and reward live in a
+  the verifier (container.py's launcher), and the verifier's tests, trace and reward live in a
   mount namespace of its own (verifier.py); everything a check started is killed after it;
 * what the agent wrote anywhere is seen: the container's own layer, and the files Docker
   mounts over it (/etc/hosts, /etc/resolv.conf, /etc/hostname) and /dev/shm;
@@ -44,7 +44,7 @@ from proctor import proc
 from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker
 from proctor.sandbox import files
 from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
-from proctor.sandbox.docker import (
+from proctor.sandbox.docker.container import (
     CONTAINER,
     LAUNCH,
     PRIVATE,
@@ -54,16 +54,14 @@ from proctor.sandbox.docker import (
     _proctor_programs,
     _started,
 )
+from proctor.sandbox.docker.verifier import VERIFIER_DIR
 from proctor.sandbox.placefiles import SNAPSHOT_TIMEOUT_S
 
 if TYPE_CHECKING:
-    from proctor.sandbox.verifier import Verification
+    from proctor.sandbox.docker.verifier import Verification
 
 SETTLE_S = 10.0  # how long the ENTRYPOINT may take to hand over to the keeper (exec "$@")
 LOOPBACK = ("127.", "::1", "0.0.0.0")
-# The verifier's own (tests, logs, HOME, trace: verifier.py), a host directory covered by an
-# empty read-only tmpfs in the container's namespace.
-VERIFIER_DIR = "/.proctor-verifier"
 # Empty tmpfs in the container's namespace: mount points no agent process can rename away
 # (an image's ENTRYPOINT may still chmod or write them; nothing reads what is written there),
 # over which the verifier binds its own in a namespace of its own.
@@ -204,7 +202,7 @@ class ImageSandbox(DockerSandbox):
         if work is not None and not work.exists():
             work.mkdir(parents=True, exist_ok=True)
             os.chown(work, self.uid, self.gid)
-        from proctor.sandbox import trust
+        from proctor.sandbox.docker import trust
 
         trust.install(self)
         bundle = self.host_path(trust.BUNDLE)
@@ -259,7 +257,7 @@ class ImageSandbox(DockerSandbox):
     async def verify(self, tests: list[Path], script: str, *, env: dict[str, str],
                      user: str | None, timeout: float) -> Verification:
         """Harbor's verifier, apart from everything the agent left (verifier.py)."""
-        from proctor.sandbox import verifier
+        from proctor.sandbox.docker import verifier
 
         uid, gid, home = await asyncio.to_thread(self._user, user or self.image_user or "0")
         return await verifier.run(self, tests, script, env=env, uid=uid, gid=gid, home=home,

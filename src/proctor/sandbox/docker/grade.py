@@ -20,16 +20,35 @@ import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from proctor.proc import ExecResult
 from proctor.sandbox import grader
-from proctor.sandbox.base import Resources
-
-if TYPE_CHECKING:
-    from proctor.sandbox.docker import DockerSandbox
+from proctor.sandbox.base import Capabilities, Resources
 
 _SCRATCH = ("home", "tmp")
+
+
+class Graded(Protocol):
+    """What grading asks of a trial's container (container.py's DockerSandbox): declared
+    here, so this module needs not import container.py, which imports it."""
+
+    capabilities: Capabilities
+    root: Path
+    workdir: str
+    env: dict[str, str]
+    places: list[tuple[str, Path]]
+    endpoints: list[tuple[str, int]]
+    resources: Resources
+    output_limit: int
+    host_graders: dict[tuple[str, ...], Any]
+
+    async def run_as(self, uid: int, command: str, *, timeout: float,
+                     env: dict[str, str] | None = None, cwd: str | None = None,
+                     stdin: bytes | None = None, trace: bool = False,
+                     capture: int | None = None, user: str | None = None) -> ExecResult: ...
+
+    async def kill_processes(self) -> int: ...
 
 
 def make_tools(root: Path) -> None:
@@ -44,7 +63,7 @@ def make_tools(root: Path) -> None:
         grader.own(root / name)
 
 
-async def grade(sb: DockerSandbox, argv: Sequence[str], *, timeout: float,
+async def grade(sb: Graded, argv: Sequence[str], *, timeout: float,
                 env: dict[str, str] | None, cwd: str | None, stdin: bytes | None,
                 files: dict[str, bytes | Path] | None, readonly: Sequence[str],
                 host: bool) -> ExecResult:
@@ -68,7 +87,7 @@ async def grade(sb: DockerSandbox, argv: Sequence[str], *, timeout: float,
         await asyncio.to_thread(lambda: [grader.empty(tools / n) for n in (*_SCRATCH, "files")])
 
 
-async def _on_host(sb: DockerSandbox, argv: Sequence[str], *, timeout: float,
+async def _on_host(sb: Graded, argv: Sequence[str], *, timeout: float,
                    env: dict[str, str] | None, cwd: str | None, stdin: bytes | None,
                    files: dict[str, bytes | Path] | None, readonly: Sequence[str],
                    ) -> ExecResult:

@@ -24,16 +24,15 @@ import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from proctor import proc
 from proctor.proc import ExecResult
-from proctor.sandbox.docker import EXEC_MARK, LAUNCH, TRACER, _cgroup_dirs
+from proctor.sandbox.docker.container import EXEC_MARK, LAUNCH, TRACER, DockerSandbox, _cgroup_dirs
 from proctor.sandbox.trace import tracer_argv
 
-if TYPE_CHECKING:
-    from proctor.sandbox.dockerenv import ImageSandbox
-
+# The verifier's own (tests, logs, HOME, trace), a host directory covered by an empty
+# read-only tmpfs in the container's namespace (taskenv.py).
+VERIFIER_DIR = "/.proctor-verifier"
 MAX_FILES = 100  # of /logs/verifier, read back
 MAX_FILE_BYTES = 20_000_000
 # On the host: into each of the container's cgroups (its limits hold for the verifier), then
@@ -50,14 +49,12 @@ class Verification:
     files: dict[str, bytes] = field(default_factory=dict)
 
 
-async def run(sb: ImageSandbox, tests: list[Path], script: str, *, env: dict[str, str],
+async def run(sb: DockerSandbox, tests: list[Path], script: str, *, env: dict[str, str],
               uid: int, gid: int, home: str, timeout: float) -> Verification:
     """`bash /tests/SCRIPT` as uid:gid (whose HOME is `home`, as under Harbor), with `tests`
     (later ones over earlier ones) at /tests, in the verifier's own namespace (module
     docstring)."""
     import asyncio
-
-    from proctor.sandbox.dockerenv import VERIFIER_DIR
 
     assert sb.container is not None
     sb._execs += 1
@@ -122,7 +119,7 @@ def _read_logs(logs: Path) -> dict[str, bytes]:
     return out
 
 
-def _kill_verifier_processes(sb: ImageSandbox) -> int:
+def _kill_verifier_processes(sb: DockerSandbox) -> int:
     """Kill every process of the container in a mount namespace other than its own (the
     verifier's: the agent's and the image's processes are all in the container's)."""
     try:

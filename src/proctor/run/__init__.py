@@ -1,0 +1,1 @@
+"""The engine: a run planned, then executed (execute.py)."""

@@ -1,0 +1,70 @@
+"""The docker backend (`--backend docker`, docs/docker.md): images made ready before any trial,
+then one container per trial: proctor's places in the task's image (container.py) or, for a
+Harbor task, the image as the environment (taskenv.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from proctor.dockercli import engine_problem
+from proctor.errors import SetupError
+from proctor.sandbox.base import SandboxSpec
+from proctor.sandbox.docker.container import CONTAINER, DockerSandbox
+from proctor.sandbox.docker.taskenv import ImageSandbox
+
+
+class DockerBackend:
+    """`--backend docker`: a container per trial; images are made ready by `prepare`."""
+
+    capabilities = CONTAINER
+
+    @classmethod
+    def for_run(cls, scratch: Path, concurrency: int) -> DockerBackend:
+        return cls()  # no state across trials: each has its own container
+
+    async def close(self) -> None:
+        """Nothing kept across trials."""
+
+    def preflight(self, isolation: str = "auto") -> bool:
+        why = engine_problem()
+        if why is not None:
+            raise SetupError(f"--backend docker: {why}")
+        if os.geteuid() != 0:  # entering a container's network namespace takes CAP_SYS_ADMIN
+            raise SetupError("--backend docker needs proctor to run as root: the trial's "
+                             "services and egress proxy are bound inside each container's "
+                             "network namespace (or use --backend local, which needs no root)")
+        return True
+
+    def prepare(self, tasks: Sequence[Any], *, quiet: bool = False,
+                config: dict[str, Any] | None = None) -> None:
+        """Every image the tasks need is local (built or pulled) before any trial runs; each
+        task's CPU and memory limits within what the engine has (host.py)."""
+        from proctor.sandbox.docker import host as dockerhost
+        from proctor.sandbox.docker import images as dockerimages
+
+        for warning in dockerhost.clamp(list(tasks), dockerhost.capacity()):
+            if not quiet:
+                print(f"proctor: warning: {warning}", file=sys.stderr, flush=True)
+        dockerimages.prepare(list(tasks), quiet=quiet, config=config)
+
+    async def create(self, spec: SandboxSpec) -> DockerSandbox:
+        from proctor.sandbox.docker import images as dockerimages
+
+        image = spec.image
+        if not image:
+            image = await asyncio.to_thread(dockerimages.ensure_base)
+        if spec.image_env is not None:  # the image is the environment (a Harbor task's)
+            sandbox: DockerSandbox = await ImageSandbox.make(spec, image)
+        else:
+            sandbox = DockerSandbox(spec, image)
+        try:
+            await sandbox.start(spec)
+        except BaseException:
+            await sandbox.close()
+            raise
+        return sandbox

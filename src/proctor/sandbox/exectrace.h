@@ -1,0 +1,39 @@
+/* What the tracer's code (exectrace.c) gives the programs built with it: the exectrace
+   program itself (its main, in exectrace.c) and the spawner (spawner.c), which runs each
+   traced command under this same code. Two compilation units, one contract: this header.
+   sandbox/native.py builds the spawner from spawner.c and exectrace.c, the latter with
+   -DEXECTRACE_NO_MAIN. */
+#ifndef PROCTOR_EXECTRACE_H
+#define PROCTOR_EXECTRACE_H
+
+#include <linux/audit.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* The architecture every seccomp filter here accepts (the tracer's and the spawner's). */
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#define X32_BIT 0x40000000u  /* set in the number of an x32 call: same arch, another ABI */
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "exectrace supports x86_64 and aarch64"
+#endif
+
+/* Where the trace goes (`file`, fully buffered by the caller), and, with `capture_writes`,
+   what the traced processes write to fd 1 and 2: at most `per_task` bytes per process and
+   `total` in all (exectrace -w). Called once, before `trace`. */
+void trace_to(FILE *file, int capture_writes, size_t per_task, size_t total);
+
+/* In the process that will exec the traced command, after it is told to go: the seccomp
+   filter that stops it at each exec (and, when capturing, each write to fd 1 or 2).
+   0, or -1 with errno. */
+int install_filter(void);
+
+/* The tracer's side, once `top` is forked and waits on `go` for the filter and its exec:
+   follows it and everything it starts until all are gone (the top's end reported on
+   `report` as a wait status), then the trace's Z line. Returns the tracer's exit code. */
+int trace(pid_t top, int go, int report);
+
+#endif

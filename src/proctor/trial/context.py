@@ -1,0 +1,24 @@
+"""What every trial of a run shares: made by an executor (executors/__init__.py's `open_run`),
+read by each trial (trial.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proctor.model import RunOptions
+from proctor.services.base import Service
+
+
+@dataclass
+class RunContext:
+    """What every trial of a run shares."""
+
+    options: RunOptions
+    sandbox_root: Path  # per-trial sandboxes go here (a temp dir; RUN_DIR/workdirs with --keep)
+    trial_dir: Any  # Callable[[str], Path]: where a trial's trace and audit go
+    services: dict[tuple[str, str], Service] = field(default_factory=dict)  # (source, name)
+    shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (help text, ...)
+    run_id: str = ""
+    backend: Any = None  # the run's backend instance (its box pool); None: one per trial
