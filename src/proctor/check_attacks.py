@@ -17,7 +17,8 @@ from proctor.agents.attacks import ATTACKS, PARAM
 from proctor.model import RunOptions, Trial
 from proctor.plan import trial_id
 from proctor.results import TrialRecord
-from proctor.run.execute import prepare, run_planned
+from proctor.run.execute import run_planned
+from proctor.run.prepare import prepare
 from proctor.store import shown
 from proctor.text import cut
 

@@ -288,7 +288,7 @@ def run(paths: tuple[str, ...], **kw) -> None:
       proctor run --resume .proctor/runs/20261122T101500Z-ab12cd
     """
     def body() -> int:
-        from proctor.run.execute import run_main
+        from proctor.run.main import run_main
 
         _error_kinds(kw.get("retry_errors"), kw.get("resume"))  # before the run is looked up
         if kw.get("resume"):

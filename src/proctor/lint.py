@@ -23,7 +23,8 @@ from typing import Any
 
 from proctor.model import RunOptions, Trial
 from proctor.results import RunResults
-from proctor.run.execute import prepare, run_planned
+from proctor.run.execute import run_planned
+from proctor.run.prepare import prepare
 from proctor.text import cut
 
 

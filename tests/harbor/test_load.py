@@ -282,7 +282,7 @@ def test_the_cookbook_loads_and_validate_says_ok(monkeypatch):
 
 
 def test_timeout_multiplier_scales_every_timeout(tmp_path):
-    from proctor.run.execute import _scale_timeouts
+    from proctor.run.prepare import _scale_timeouts
 
     toml = TOML + '[environment.healthcheck]\ncommand = "true"\ntimeout_sec = 4\nretries = 2\n'
     (t,) = load(task(tmp_path, toml=toml)).tasks

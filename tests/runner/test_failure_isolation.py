@@ -8,7 +8,7 @@ import textwrap
 
 from proctor.executors import local as local_executor
 from proctor.model import RunOptions
-from proctor.run.execute import run_main
+from proctor.run.main import run_main
 from proctor.store import RunStore
 from proctor.trial import trial as trial_mod
 

@@ -11,7 +11,7 @@ import pytest
 
 from proctor.errors import UsageError
 from proctor.model import RunOptions
-from proctor.run import execute as runner
+from proctor.run import prepare as runner
 from proctor.sandbox import BACKENDS, capabilities, with_capability
 from proctor.sandbox.base import Capabilities
 from proctor.sandbox.local.backend import LocalSandbox
