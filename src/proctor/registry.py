@@ -30,6 +30,16 @@ class Registry(Generic[T]):
     def names(self) -> list[str]:
         return list(self._entries)
 
+    def add(self, name: str, target: str) -> None:
+        """One more entry, `target` as "module:attribute": what a line in the registry's
+        table does, for a plug-in outside proctor's tree (tests/test_extending.py)."""
+        self._entries[name] = target
+        self._loaded.pop(name, None)
+
+    def remove(self, name: str) -> None:
+        self._entries.pop(name, None)
+        self._loaded.pop(name, None)
+
     def get(self, name: str) -> T:
         if name not in self._loaded:
             if name not in self._entries:
