@@ -179,9 +179,14 @@ class ImageSandbox(DockerSandbox):
                 return
             time.sleep(0.05)
         quiet = 0
-        while quiet < 2 and time.monotonic() < deadline:
-            quiet = 0 if any(_state(pid) in "RD" for pid in self._processes()) else quiet + 1
-            time.sleep(0.05)
+        while time.monotonic() < deadline:
+            left = self._processes()
+            if not left:  # nothing in the background: nothing can start later either
+                return
+            quiet = 0 if any(_state(pid) in "RD" for pid in left) else quiet + 1
+            if quiet == 2:
+                return
+            time.sleep(0.02)
 
     def _keepers_userns(self) -> int | None:
         """The keeper's pid in the container if it runs in a user namespace of its own (it
