@@ -160,6 +160,25 @@ def test_a_build_whose_download_fails_says_so_first(base_image, tmp_path):
     assert "fatal: cannot change to 'r'" in trial["error"]  # the later failure: in the log
 
 
+def test_a_download_uv_could_not_make_is_named_with_its_url(base_image, tmp_path):
+    # As Terminal-Bench's financial-document-processor here: `uv run` fetches a Python and
+    # its error is a chain of causes, the URL first, the resolver's words last; the one-line
+    # reason names both (uv's own output, verbatim but for the host).
+    url = "https://proctor-test.invalid/cpython-3.13-install_only.tar.gz"
+    chain = ["error: Request failed after 3 retries in 10.7s", f"  cause: Failed to download `{url}`",
+             f"  cause: error sending request for url ({url})", "  cause: client error (Connect)",
+             "  cause: dns error", "  cause: error resolving DNS",
+             "  cause: failed to lookup address information: Name or service not known"]
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {base_image}\nRUN printf '%s\\n' {' '.join(repr(c) for c in chain)} >&2; exit 2\n")
+    spec = _write(tmp_path, "uvnet", "environment: {dockerfile: Dockerfile}")
+    _, [trial] = _errored(tmp_path, spec)
+    first = trial["error"].splitlines()[0]
+    assert first == (f"this task cannot run here: building {tmp_path / 'Dockerfile'} failed: "
+                     f"Failed to download `{url}` (failed to lookup address information: Name "
+                     "or service not known)"), first
+
+
 def test_dockerfile_spec_errors(tmp_path):
     spec = _write(tmp_path, "nodf", "environment: {dockerfile: nope/Dockerfile}")
     out = Cli(tmp_path)("validate", str(spec))

@@ -18,6 +18,7 @@ import hashlib
 import os
 import posixpath
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -165,12 +166,7 @@ async def tampering(sb: ImageSandbox, changes: dict[str, str], res: Any) -> list
     ran = await asyncio.to_thread(_ran, sb, res, changes)
 
     def read(path: str) -> bytes | None:
-        host = sb.host_path(path, follow=False)
-        try:
-            with open(host, "rb") as f:  # type: ignore[arg-type]
-                return f.read(MAX_READ)
-        except (OSError, TypeError):
-            return None
+        return _read(sb, path)
 
     out = []
     for path, change in sorted(changes.items()):
@@ -178,6 +174,25 @@ async def tampering(sb: ImageSandbox, changes: dict[str, str], res: Any) -> list
         if why is not None:
             out.append({"path": path, "change": f"{change}: {why}"})
     return out
+
+
+def _read(sb: ImageSandbox, path: str) -> bytes | None:
+    """What a program in the container reads at `path`: its links followed as the container
+    sees them (a package's absolute link, /usr/lib/python3.13/sitecustomize.py ->
+    /etc/python3.13/..., leads to the container's file, never to the host's); None if it is
+    not a regular file there."""
+    try:
+        host = sb.host_path(path)
+        if host is None:
+            return None
+        fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, TypeError):
+        return None
+    with os.fdopen(fd, "rb") as f:
+        try:
+            return f.read(MAX_READ) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        except OSError:
+            return None
 
 
 def _ran(sb: ImageSandbox, res: Any, changes: dict[str, str]) -> Ran:
@@ -205,8 +220,11 @@ def _ran(sb: ImageSandbox, res: Any, changes: dict[str, str]) -> Ran:
 
 class _Dpkg:
     """Whether a Debian package installed a file as it is: listed by a package (its
-    `info/*.list`), with that content where the package has a checksum of it (`md5sums`;
-    a configuration file has none there). Read once, when first asked."""
+    `info/*.list`) with that content, by the package's checksum of it (`md5sums`, or the
+    `Conffiles` of dpkg's status for a configuration file). A listed path dpkg keeps no
+    checksum of is a link the package made (Debian's python3.X/sitecustomize.py, a link to
+    its conffile in /etc): it counts when what it leads to in the container is installed as
+    it is; a file put in its place does not. Read once, when first asked."""
 
     def __init__(self, sb: ImageSandbox):
         self.sb = sb
@@ -217,8 +235,14 @@ class _Dpkg:
         if self.listed is None:
             self._read()
         assert self.listed is not None
-        want = self.md5.get(path)
-        return path in self.listed and (want is None or hashlib.md5(data).hexdigest() == want)
+        if path not in self.listed:
+            return False
+        digest = hashlib.md5(data).hexdigest()
+        if (want := self.md5.get(path)) is not None:
+            return digest == want
+        target = self.sb.real_path(path)  # `data` is this file's: read through the links
+        return (target not in (None, path) and target in self.listed
+                and self.md5.get(target) == digest)
 
     def _read(self) -> None:
         self.listed = set()
@@ -239,6 +263,30 @@ class _Dpkg:
                 for line in text.splitlines():
                     digest, _, rel = line.partition("  ")
                     self.md5["/" + rel] = digest
+        self.md5.update(_conffiles(self.sb))
+
+
+def _conffiles(sb: ImageSandbox) -> dict[str, str]:
+    """Each installed configuration file's checksum as its package shipped it (the
+    `Conffiles:` lines of /var/lib/dpkg/status: ` /etc/... MD5 [obsolete]`)."""
+    out: dict[str, str] = {}
+    status = sb.host_path("/var/lib/dpkg/status")
+    try:
+        with open(status, "rb") as f:  # type: ignore[arg-type]
+            text = f.read(64_000_000).decode(errors="replace")
+    except (OSError, TypeError):
+        return out
+    inside = False
+    for line in text.splitlines():
+        if line.startswith("Conffiles:"):
+            inside = True
+        elif inside and line.startswith(" "):
+            fields = line.split()
+            if len(fields) >= 2 and fields[0].startswith("/"):
+                out.setdefault(fields[0], fields[1])
+        else:
+            inside = False
+    return out
 
 
 def _records(sb: ImageSandbox, directory: str) -> list[str]:

@@ -93,19 +93,33 @@ _ERROR = re.compile(r"^\s*(E:|(error|fatal)\b)", re.IGNORECASE)
 _NETWORK = re.compile(r"Could not resolve host|Temporary failure in name resolution|"
                       r"Name or service not known|Could not connect to|Failed to connect to|"
                       r"Network is unreachable|unable to access '|Failed to fetch https?://|"
-                      r"unable to resolve host address|curl: \(\d+\)", re.IGNORECASE)
+                      r"unable to resolve host address|curl: \(\d+\)|Failed to download",
+                      re.IGNORECASE)
+_CAUSE = re.compile(r"^(cause|caused by):\s*", re.IGNORECASE)
 
 
 def _key_line(lines: list[str]) -> str:
     """The line of a failed build's log that says why, for the one-line reason: proctor's own
     (a pinned version named, pins.py), else the last failed download, else the last error
-    (`E: …`, `error: …`), else the last one that is not the builder's."""
+    (`E: …`, `error: …`), else the last one that is not the builder's (whose lines repeat
+    the step's command, and so whatever words it prints)."""
     mine = [ln.strip().removeprefix("proctor: ") for ln in lines if ln.startswith("proctor: ")]
-    network = [ln.strip() for ln in lines if _NETWORK.search(ln)]
-    errors = [ln.strip() for ln in lines if _ERROR.match(ln)]
     theirs = [ln.strip() for ln in lines if not _BUILDER.match(ln)]
+    network = _downloads([ln for ln in theirs if _NETWORK.search(ln)])
+    errors = [ln for ln in theirs if _ERROR.match(ln)]
     found = (mine or network or errors or theirs or [""])[-1]
     return found[:300]
+
+
+def _downloads(failed: list[str]) -> list[str]:
+    """The failed-download lines; when the last gives only the resolver's words (uv's chain of
+    causes: `Failed to download `URL``, …, `failed to lookup address information`), the URL
+    an earlier one named, with those words."""
+    if failed and "://" not in failed[-1]:
+        named = [ln for ln in failed if "://" in ln]
+        if named:
+            return [*failed, f"{_CAUSE.sub('', named[-1])} ({_CAUSE.sub('', failed[-1])})"]
+    return failed
 
 
 def debootstrap(tar: Path, release: str, packages: list[str], mirror: str) -> None:
