@@ -53,18 +53,8 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     meta: RunMeta = {}
     store: RunStore | None = None
     if options.resume:
-        store = RunStore.open(options.resume)
-        meta = store.read_meta()
-        sweep(store.run_id)  # what a killed run left behind: processes, temp dirs
-        check_unchanged(meta.get("inputs", {}))
+        store, meta, options = _resumed(options)
         paths = paths or meta["paths"]
-        stored = RunOptions(**{**asdict(RunOptions()), **meta.get("options", {})})
-        for name in _RESUME_OVERRIDES:
-            if getattr(options, name) not in (None, False, ["json"]):
-                setattr(stored, name, getattr(options, name))
-        stored.config, stored.resume = options.config, options.resume
-        stored.retry_errors = options.retry_errors
-        options = stored
     if not paths:
         raise UsageError("no specs given: proctor run PATH... (files or directories of *.yaml)")
     loaded = load_specs(paths)
@@ -107,28 +97,54 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     connected = EXECUTORS.get(options.executor).connect(options)
     store = store or RunStore.create(options.output_dir)
     if not meta:
-        about = _about(by_id.values())
-        suite = suite_identity(loaded.sources, [*(f"task={t}" for t in options.tasks),
-                                                *(f"category={c}" for c in options.categories)])
-        if names := [str(a["display_name"]) for a in about if a.get("display_name")]:
-            suite["name"] = ", ".join(dict.fromkeys(names))  # what people call it
-        meta = {"schema_version": SCHEMA_VERSION,
-                "run_id": store.run_id, "started_at": began, "trial_ids": "padded",
-                "paths": [str(Path(p).resolve()) for p in paths],
-                "options": _stored_options(options),
-                "versions": {**_versions(), **agent_versions, **clis},
-                "about": about,
-                "notes": notes,
-                "isolation": {"isolated": isolated, "backend": options.backend,
-                              "note": "" if isolated else NOT_ISOLATED},
-                "inputs": fingerprint([*loaded.sources,
-                                       *referenced(by_id.values(), options.models)]),
-                "suite": suite,
-                "purpose": options.purpose,
-                "host": {"name": os.uname().nodename, "cpus": os.cpu_count(),
-                         "platform": sys.platform}}
+        meta = _new_meta(store.run_id, began, paths, options, loaded.sources, by_id,
+                         versions={**_versions(), **agent_versions, **clis}, notes=notes,
+                         isolated=isolated)
         store.write_meta(meta)
     return Planned(store, by_id, trials, options, paths, meta, connected, t0)
+
+
+def _resumed(options: RunOptions) -> tuple[RunStore, RunMeta, RunOptions]:
+    """--resume: the interrupted run's store and run.json, after what it left behind is
+    swept and its inputs are found unchanged; its options, but for those a resume may
+    change (_RESUME_OVERRIDES)."""
+    assert options.resume
+    store = RunStore.open(options.resume)
+    meta = store.read_meta()
+    sweep(store.run_id)  # what a killed run left behind: processes, temp dirs
+    check_unchanged(meta.get("inputs", {}))
+    stored = RunOptions(**{**asdict(RunOptions()), **meta.get("options", {})})
+    for name in _RESUME_OVERRIDES:
+        if getattr(options, name) not in (None, False, ["json"]):
+            setattr(stored, name, getattr(options, name))
+    stored.config, stored.resume = options.config, options.resume
+    stored.retry_errors = options.retry_errors
+    return store, meta, stored
+
+
+def _new_meta(run_id: str, began: str, paths: list[str], options: RunOptions,
+              sources: list[str], tasks: dict[str, TaskDef], *, versions: dict[str, str],
+              notes: list[str], isolated: bool) -> RunMeta:
+    """A new run's run.json."""
+    about = _about(tasks.values())
+    suite = suite_identity(sources, [*(f"task={t}" for t in options.tasks),
+                                     *(f"category={c}" for c in options.categories)])
+    if names := [str(a["display_name"]) for a in about if a.get("display_name")]:
+        suite["name"] = ", ".join(dict.fromkeys(names))  # what people call it
+    return {"schema_version": SCHEMA_VERSION,
+            "run_id": run_id, "started_at": began, "trial_ids": "padded",
+            "paths": [str(Path(p).resolve()) for p in paths],
+            "options": _stored_options(options),
+            "versions": versions,
+            "about": about,
+            "notes": notes,
+            "isolation": {"isolated": isolated, "backend": options.backend,
+                          "note": "" if isolated else NOT_ISOLATED},
+            "inputs": fingerprint([*sources, *referenced(tasks.values(), options.models)]),
+            "suite": suite,
+            "purpose": options.purpose,
+            "host": {"name": os.uname().nodename, "cpus": os.cpu_count(),
+                     "platform": sys.platform}}
 
 
 NOT_ISOLATED = ("this run was not isolated (--isolation none): agents could read and change "

@@ -86,55 +86,29 @@ _COPY_STDIN = re.compile(r"^\s*COPY\b.*\bFROM\s+STDIN\b", re.IGNORECASE | re.DOT
 
 def statements(sql: str) -> list[Statement]:
     """Split PostgreSQL (psql) SQL into statements, respecting quotes, dollar quotes,
-    comments, backslash meta-commands and `COPY ... FROM stdin` data. Only used to turn the
-    line psql reports (a statement's last line) into the line the statement starts on.
-    One function on purpose: a character scanner whose states share the cursor, faster and
-    easier to follow as one loop than split into helpers passing (i, line) back and forth."""
+    comments, backslash meta-commands and `COPY ... FROM stdin` data, to turn the line psql
+    reports (a statement's last line) into the line it starts on. What skips a string, a
+    body, a comment or COPY's data is a function of its own returning where that ends."""
     out: list[Statement] = []
     i, n, line = 0, len(sql), 1
     start: int | None = None  # line of the current statement's first token
     text_start = 0
-    depth = 0  # nested /* */ comments
 
     def finish(end_line: int, end: int) -> None:
         nonlocal start
         if start is not None:
             out.append(Statement(start, end_line))
             if _COPY_STDIN.match(sql[text_start:end]):
-                skip_copy_data()
+                skip_to(_copy_data_end(sql, i))
         start = None
 
-    def skip_copy_data() -> None:
+    def skip_to(j: int) -> None:
         nonlocal i, line
-        nl = sql.find("\n", i)
-        if nl < 0:
-            i = n
-            return
-        line += 1
-        i = nl + 1
-        while i < n:
-            nl = sql.find("\n", i)
-            row = sql[i:nl if nl >= 0 else n]
-            i = n if nl < 0 else nl + 1
-            if nl >= 0:
-                line += 1
-            if row.rstrip("\r") == "\\.":
-                return
+        line += sql.count("\n", i, j)
+        i = j
 
     while i < n:
         c = sql[i]
-        if depth:
-            if sql.startswith("*/", i):
-                depth -= 1
-                i += 2
-                continue
-            if sql.startswith("/*", i):
-                depth += 1
-                i += 2
-                continue
-            line += c == "\n"
-            i += 1
-            continue
         if c == "\n":
             line += 1
             i += 1
@@ -147,8 +121,7 @@ def statements(sql: str) -> list[Statement]:
             i = n if nl < 0 else nl
             continue
         if sql.startswith("/*", i):
-            depth = 1
-            i += 2
+            skip_to(_block_comment_end(sql, i))
             continue
         if start is None:
             start, text_start = line, i
@@ -162,34 +135,78 @@ def statements(sql: str) -> list[Statement]:
             finish(line, i)
             continue
         if c in "'\"":
-            escapes = c == "'" and i > 0 and sql[i - 1] in "eE"
-            j = i + 1
-            while j < n:
-                if escapes and sql[j] == "\\":
-                    j += 2
-                    continue
-                if sql[j] == c:
-                    if j + 1 < n and sql[j + 1] == c:
-                        j += 2
-                        continue
-                    break
-                j += 1
-            line += sql.count("\n", i, j)
-            i = j + 1
+            skip_to(_quoted_end(sql, i))
+            i += 1  # past the closing quote
             continue
-        if c == "$":
-            m = re.match(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$", sql[i:i + 64])
-            if m:
-                tag = m.group(0)
-                close = sql.find(tag, i + len(tag))
-                j = n if close < 0 else close + len(tag)
-                line += sql.count("\n", i, j)
-                i = j
-                continue
+        if c == "$" and (j := _dollar_quoted_end(sql, i)) is not None:
+            skip_to(j)
+            continue
         i += 1
-    if start is not None:
-        out.append(Statement(start, line))
+    finish(line, n)  # a last statement without its `;`
     return out
+
+
+def _block_comment_end(sql: str, i: int) -> int:
+    """Past the `/* ... */` comment opening at `i`, nested ones within it (len(sql) if it
+    never closes)."""
+    depth, i, n = 1, i + 2, len(sql)
+    while i < n and depth:
+        if sql.startswith("*/", i):
+            depth -= 1
+            i += 2
+        elif sql.startswith("/*", i):
+            depth += 1
+            i += 2
+        else:
+            i += 1
+    return i
+
+
+def _quoted_end(sql: str, i: int) -> int:
+    """Where the string or quoted name opening at `i` closes (its closing quote; len(sql) if
+    it never does): a doubled quote is one quote, and an E'...' string has backslash escapes."""
+    c, n = sql[i], len(sql)
+    escapes = c == "'" and i > 0 and sql[i - 1] in "eE"
+    j = i + 1
+    while j < n:
+        if escapes and sql[j] == "\\":
+            j += 2
+            continue
+        if sql[j] == c:
+            if j + 1 < n and sql[j + 1] == c:
+                j += 2
+                continue
+            break
+        j += 1
+    return j
+
+
+def _dollar_quoted_end(sql: str, i: int) -> int | None:
+    """Past the end of the dollar-quoted body (`$tag$ ... $tag$`) opening at `i` (len(sql) if it
+    never closes); None when `$` opens none there (a parameter, `$1`)."""
+    m = re.match(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$", sql[i:i + 64])
+    if not m:
+        return None
+    tag = m.group(0)
+    close = sql.find(tag, i + len(tag))
+    return len(sql) if close < 0 else close + len(tag)
+
+
+def _copy_data_end(sql: str, i: int) -> int:
+    """Past `COPY ... FROM stdin`'s data, which starts on the line after `i` (that of the
+    statement's `;`) and ends with a line `\\.` (or at the end of the text)."""
+    n = len(sql)
+    nl = sql.find("\n", i)
+    if nl < 0:
+        return n
+    i = nl + 1
+    while i < n:
+        nl = sql.find("\n", i)
+        row = sql[i:nl if nl >= 0 else n]
+        i = n if nl < 0 else nl + 1
+        if row.rstrip("\r") == "\\.":
+            return i
+    return i
 
 
 def statement_start(sql: str, reported_line: int) -> int:
