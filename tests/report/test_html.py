@@ -286,6 +286,30 @@ def test_a_large_run_carries_details_compressed(mixed_run, monkeypatch):
     assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;" in everything
 
 
+def test_the_page_is_written_in_pieces_as_rendered_without_holding_files_open(mixed_run,
+                                                                                monkeypatch):
+    """report.html is written piece by piece (a large page is never one string, nor one
+    encoded copy: issue 37's memory and CPU), byte for byte the page `render_html` gives;
+    each trial's digest is opened once and closed."""
+    import os
+    from pathlib import Path
+
+    import proctor.report.html as html_mod
+
+    monkeypatch.setattr(html_mod, "INLINE_DETAILS", 10)  # the large-run layout as well
+    results = json.loads((mixed_run / "results.json").read_text())
+    run = json.loads((mixed_run / "run.json").read_text())
+    pieces = html_mod.render_html_pieces(results, run, Path(mixed_run))
+    # a piece per trial row and per trajectory at least: none is the page
+    assert len(pieces) > 2 * len(results["trials"])
+    page = render_html(results, run, Path(mixed_run))
+    assert "".join(pieces) == page and max(map(len, pieces)) < len(page) / 2
+    fds = len(os.listdir("/proc/self/fd"))
+    (path,) = write_reports(mixed_run, results, ["html"])
+    assert path.read_bytes() == page.encode()
+    assert len(os.listdir("/proc/self/fd")) == fds  # every digest.bin closed again
+
+
 def test_histogram_axes_neither_repeat_nor_split_trials():
     import re
 

@@ -16,11 +16,12 @@ runs trials or changes verdicts."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,27 +52,53 @@ def render_json(results: RunResults, run: Mapping[str, Any] | None = None,
     return json.dumps(shown, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: reading a large run's results and rendering its
+    reports make millions of objects and no cycles, and the collector's passes over them (a
+    million at 10,000 trials) find nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def render(fmt: str, results: RunResults, run: Mapping[str, Any] | None = None,
            run_dir: Path | None = None) -> str:
     """The text of one report format; `run_dir` lets a format read the trial directories
     (report.html embeds each trial's trajectory)."""
     if fmt not in FILES:
         raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(FILES)})")
-    # A large run's report makes millions of short-lived strings and no cycles: the
-    # collector's passes over the results (a million objects at 10,000 trials) find nothing.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return FORMATS.get(fmt)(results, run, run_dir)
-    finally:
-        if enabled:
-            gc.enable()
+    with collector_paused():
+        text: str = FORMATS.get(fmt)(results, run, run_dir)
+        return text
 
 
-def _write_atomic(path: Path, text: str) -> None:
+# Formats whose renderer also gives its text in pieces (`render_X_pieces`): written piece by
+# piece, a large page is never one string (nor one encoded copy of it).
+PIECES: Registry = Registry("report format in pieces", {
+    "html": "proctor.report.html:render_html_pieces",
+})
+
+
+def _pieces(fmt: str, results: RunResults, run: Mapping[str, Any] | None,
+            run_dir: Path | None) -> list[str]:
+    if fmt not in PIECES.names():
+        return [render(fmt, results, run, run_dir)]
+    with collector_paused():
+        pieces: list[str] = PIECES.get(fmt)(results, run, run_dir)
+        return pieces
+
+
+def _write_atomic(path: Path, text: str | list[str]) -> None:
     # A reader (CI uploading artifacts, a second `proctor report`) never sees half a file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
+    with open(tmp, "wb") as f:
+        for piece in [text] if isinstance(text, str) else text:
+            f.write(piece.encode("utf-8"))
     os.replace(tmp, path)
 
 
@@ -99,7 +126,7 @@ def write_reports(run_dir: Path, results: RunResults, formats: list[str],
         if fmt not in FILES:
             raise ValueError(f"unknown report format {fmt!r} (valid: {', '.join(NAMES)})")
         path = run_dir / FILES[fmt]
-        _write_atomic(path, render(fmt, results, run, run_dir))
+        _write_atomic(path, _pieces(fmt, results, run, run_dir))
         paths.append(path)
     return paths
 

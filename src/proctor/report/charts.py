@@ -17,7 +17,8 @@ _PLAIN = re.compile(r"[^\x00-\x1f\x7f-\x9f&<>\"']*")  # nothing to clean or esca
 
 def e(value: Any, limit: int | None = None) -> str:
     """Escaped text (also safe inside a quoted attribute)."""
-    if limit is None and isinstance(value, str) and _PLAIN.fullmatch(value):
+    if (isinstance(value, str) and (limit is None or len(value) <= limit)
+            and _PLAIN.fullmatch(value)):
         return value  # the common case, tens of thousands of times in a large report
     s = data.clean(value) if limit is None else data.cut(value, limit)
     return html.escape(s, quote=True)

@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -207,6 +208,13 @@ def load_run(run_dir: str | Path, *, allow_partial: bool = False) -> Run:
     d = Path(run_dir)
     if not d.is_dir():
         raise UsageError(f"{d} is not a directory")
+    from proctor.report import collector_paused
+
+    with collector_paused():  # a large results.json is a million objects and no cycle
+        return _load_run(d, allow_partial)
+
+
+def _load_run(d: Path, allow_partial: bool) -> Run:
     config = read_run_meta(d / "run.json") if (d / "run.json").is_file() else RunMeta()
     if (d / "results.json").is_file():
         return Run(d, read_results(d / "results.json"), config)
@@ -332,7 +340,11 @@ def who(row: Mapping[str, Any]) -> str:
     """The agent under test of a `tasks` row or a trial as one key, the same for both: its
     agent type and model (a trial names them apart; a row's `agent` label holds both, and
     a command agent's program, which its trials do not name)."""
-    model, agent = row.get("model"), row.get("agent")
+    return _who(row.get("model"), row.get("agent"))
+
+
+@lru_cache(maxsize=4096)  # a large run's rows and trials share a few agents and models
+def _who(model: Any, agent: Any) -> str:
     if agent and model and (agent == model or str(agent).endswith(":" + model)):
         agent = agent_of(str(agent), model)
     elif agent and not model:

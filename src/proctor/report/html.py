@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -224,6 +225,11 @@ class _Columns:
     def label(self, t: Mapping[str, Any]) -> str:
         return str(t.get("model")) if self.agent else data.row_label(t)
 
+    @cached_property
+    def count(self) -> int:
+        """How many columns (every row's colspan)."""
+        return len(self.heads())
+
     def heads(self) -> list[tuple[str, str, str]]:
         who = f"{self.agent} · model" if self.agent else "agent · model"
         heads = [("id", "trial", "text"), ("task", "task", "text"), ("model", who, "text")]
@@ -269,7 +275,7 @@ def trial_detail(t: Mapping[str, Any], model: str, params: str, traced: bool, wh
 
 
 def _trial_body(t: Mapping[str, Any], cols: _Columns, index: int, traced: bool,
-                details: list[str] | None, labels: dict[Any, tuple[str, str]]) -> str:
+                details: list[str] | None, labels: dict[Any, tuple[str, str, str]]) -> str:
     """A trial's row, its reason (a failed or errored trial: why, on one line) and its
     detail; with `details`, the detail goes there (to be embedded compressed and drawn when
     the row is opened) instead of into the page. `labels`: each model's label, escaped and
@@ -278,8 +284,8 @@ def _trial_body(t: Mapping[str, Any], cols: _Columns, index: int, traced: bool,
     key = (t.get("agent"), t.get("model"))
     if key not in labels:
         label = data.row_label(t)
-        labels[key] = (label, breakable(cols.label(t)))
-    model, model_html = labels[key]
+        labels[key] = (label, breakable(cols.label(t)), e(label))
+    model, model_html, model_attr = labels[key]
     tokens = t.get("tokens") or {}
     tin, tout = tokens.get("input"), tokens.get("output")
     score = float(t.get("composite_score") or 0.0)
@@ -290,13 +296,13 @@ def _trial_body(t: Mapping[str, Any], cols: _Columns, index: int, traced: bool,
     task, tid = e(t.get("task_id")), e(t.get("id"))
     turns = int(t.get("turns") or 0)
     known = (tin or 0) + (tout or 0) if tin is not None or tout is not None else ""
-    columns = len(cols.heads())
+    columns = cols.count
     why = data.reason(t)
     detail = trial_detail(t, model, params, traced, why)
     if details is not None:
         details.append(detail)
     return (
-        f'<tbody data-id="{tid}" data-task="{task}" data-model="{e(model)}" '
+        f'<tbody data-id="{tid}" data-task="{task}" data-model="{model_attr}" '
         f'data-status="{status}" data-help="{e(help_mode)}" data-params="{e(params)}" '
         f'data-score="{score:.4f}" data-turns="{turns}" data-tokens="{known}" '
         f'data-cost="{"" if cost is None else f"{float(cost):.6f}"}" '
@@ -319,6 +325,12 @@ def _trial_body(t: Mapping[str, Any], cols: _Columns, index: int, traced: bool,
 
 def trials_table(results: RunResults, traced: list[bool] | None = None,
                  details: list[str] | None = None) -> str:
+    return "".join(_trials_table_pieces(results, traced, details))
+
+
+def _trials_table_pieces(results: RunResults, traced: list[bool] | None = None,
+                         details: list[str] | None = None) -> list[str]:
+    """`trials_table` in pieces: a trial's rows each (the page joins nothing this large)."""
     trials = results.get("trials") or []
     traced = traced or [False] * len(trials)
     cols = _Columns.of(trials)
@@ -341,11 +353,12 @@ def trials_table(results: RunResults, traced: list[bool] | None = None,
     head = "".join(
         f'<th data-key="{k}" data-type="{kind}" class="c-{k}{" n" if kind == "num" else ""}" '
         f'tabindex="0">{label}</th>' for k, label, kind in cols.heads())
-    labels: dict[Any, tuple[str, str]] = {}
-    bodies = "".join(_trial_body(t, cols, i, traced[i], details, labels)
-                     for i, t in enumerate(trials))
-    return (f'{controls}<div class="scroll"><table id="trials" class="grid-table">'
-            f"<thead><tr>{head}</tr></thead>{bodies}</table></div>")
+    labels: dict[Any, tuple[str, str, str]] = {}
+    return [f'{controls}<div class="scroll"><table id="trials" class="grid-table">'
+            f"<thead><tr>{head}</tr></thead>",
+            *(_trial_body(t, cols, i, traced[i], details, labels)
+              for i, t in enumerate(trials)),
+            "</table></div>"]
 
 
 MAX_ERROR_GROUPS = 50  # error causes listed in the page; the rest are counted
@@ -529,6 +542,14 @@ def _details_blocks(details: list[str]) -> list[str | None]:
 def render_html(results: RunResults, run: Mapping[str, Any] | None = None,
                 run_dir: Path | None = None) -> str:
     """The whole report page; with `run_dir`, each trial's trajectory is embedded."""
+    return "".join(render_html_pieces(results, run, run_dir))
+
+
+def render_html_pieces(results: RunResults, run: Mapping[str, Any] | None = None,
+                       run_dir: Path | None = None) -> list[str]:
+    """`render_html`'s page in pieces, for a writer to encode one at a time: the page whole
+    is 25 MB of text held twice over (one non-ASCII character makes Python keep every
+    character in two bytes, and encoding it makes a third copy)."""
     run = run or {}
     trials = results.get("trials") or []
     traced = trajectory.recorded(trials, Path(run_dir) if run_dir else None)
@@ -569,10 +590,12 @@ Wilson CI; tick: threshold)</span></figcaption>{chart_models(model_rows)}</figur
 <section><h2>Tasks × models</h2>{heat_map(results)}</section>
 <section><h2>Models</h2>{models_table(results)}</section>
 {help_modes(results)}
-<section><h2>Trials</h2>{trials_table(results, [d is not None for d in traced], details)}</section>
+<section><h2>Trials</h2>"""
+    table = _trials_table_pieces(results, [d is not None for d in traced], details)
+    end = """</section>
 <footer class="muted">Written by proctor. Pass rates count every repeat and replica as one
 trial; intervals are 95% Wilson score intervals.</footer>"""
-    before = (
+    head = (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
@@ -582,10 +605,15 @@ trial; intervals are 95% Wilson score intervals.</footer>"""
         "<noscript><style>tr.detail{display:table-row!important}.toggle{display:none}</style>"
         f"</noscript></head><body>{body}"
     )
+    before = [head, *table, end]
     after = f"<script>{trajectory_assets.JS}{JS}</script></body></html>\n"
     carried = island("details", _details_blocks(details), DETAILS_CHUNK) if details else ""
     # The trajectories get what is left of the page's target size (see trajectory.py).
-    budget = max(trajectory.BUDGET_MIN, trajectory.PAGE_TARGET - len(before.encode())
+    budget = max(trajectory.BUDGET_MIN, trajectory.PAGE_TARGET - sum(map(_utf8_len, before))
                  - len(after) - len(carried))
     docs = trajectory.embedded(trials, traced, budget)
-    return "".join([before, carried, *_island_parts("trajectories", docs), after])
+    return [*before, carried, *_island_parts("trajectories", docs), after]
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())

@@ -351,12 +351,10 @@ class _Digest:
         self.first = b""  # the first READ bytes, head included
         self.start = 0
         self.blobs: list[tuple[int, bytes]] | None = None  # when digested just now
+        self.fd = -1  # open until `close`: the level picked may lie past the first read
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                self.first = os.read(fd, READ)
-            finally:
-                os.close(fd)
+            self.fd = os.open(self.path, os.O_RDONLY)
+            self.first = os.read(self.fd, READ)
             magic, version, size, mtime, n = HEAD.unpack_from(self.first)
             if (magic == MAGIC and version == DIGEST_VERSION and [size, mtime] == of
                     and 0 < n <= len(LEVELS)):
@@ -366,6 +364,7 @@ class _Digest:
         except (OSError, struct.error):
             pass
         if not self.levels:
+            self.close()  # digested again: a new digest.bin replaces this one
             self.blobs = digest(Path(trial_dir))
             self.levels = [(limit, 0, len(blob)) for limit, blob in self.blobs]
 
@@ -377,11 +376,14 @@ class _Digest:
         at = self.start + offset
         if at + length <= len(self.first):
             return self.first[at:at + length]
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            return os.pread(fd, length, at)
-        finally:
-            os.close(fd)
+        if self.fd < 0:
+            self.fd = os.open(self.path, os.O_RDONLY)
+        return os.pread(self.fd, length, at)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 # ---- the page's share of each trial -------------------------------------------------------
@@ -428,15 +430,18 @@ def embedded(trials: Sequence[Mapping[str, Any]], dirs: list[Recorded | None], b
             continue
         share = min(SHARE_MAX, max(0, left) * w / max(1, weight_left))
         dg = _Digest(d.dir, d.of)
-        if not dg.levels:
-            out.append(None)
-            continue
-        pick = len(dg.levels) - 1  # from the largest: the first that fits, else the smallest
-        for n, (_, _, length) in enumerate(dg.levels):
-            if 4 * ((length + 2) // 3) <= share:  # its size in base64
-                pick = n
-                break
-        blob = base64.b64encode(dg.blob(pick)).decode("ascii")
+        try:
+            if not dg.levels:
+                out.append(None)
+                continue
+            pick = len(dg.levels) - 1  # from the largest: the first that fits, else the smallest
+            for n, (_, _, length) in enumerate(dg.levels):
+                if 4 * ((length + 2) // 3) <= share:  # its size in base64
+                    pick = n
+                    break
+            blob = base64.b64encode(dg.blob(pick)).decode("ascii")
+        finally:
+            dg.close()
         out.append(blob)
         left -= len(blob)
         weight_left -= w
