@@ -77,22 +77,13 @@ class Spawner:
         started, t0 = time.time(), time.monotonic()
         cap = proc.Capture(self.loop, limit, feed)
         job = next(self._ids)
-        fds: list[int] = []
         try:
-            payload = _strings([cwd, *argv, *(f"{k}={v}" for k, v in env.items())])
-            request = _memfd(payload)
-            fds.append(request)
-            out_r, out_w = os.pipe()
-            fds += [out_r, out_w]
-            err_r, err_w = os.pipe()
-            fds += [err_r, err_w]
-            in_r, in_w = os.pipe() if stdin is not None else (self._devnull, -1)
-            if stdin is not None:
-                fds += [in_r, in_w]
+            fds = _open_request(cwd, argv, env, stdin is not None)
         except (OSError, ValueError) as e:  # out of descriptors, a NUL in an argument
-            _close(fds)
             return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
                               time.monotonic() - t0, started)
+        request, out_r, out_w, err_r, err_w = fds[:5]
+        in_r, in_w = (fds[5], fds[6]) if stdin is not None else (self._devnull, -1)
         exited = self._exits[job] = self.loop.create_future()
         start = self._pending[job] = self.loop.create_future()
         self._runs += 1
@@ -111,7 +102,6 @@ class Spawner:
         readers = [_Reader(self.loop, out_r, 1, cap), _Reader(self.loop, err_r, 2, cap)]
         if stdin is not None:
             self.loop.create_task(_feed_stdin(self.loop, in_w, stdin))
-        timed_out = False
         deadline = self.loop.time() + timeout
         try:
             try:  # a spawner that stopped reading never answers: bounded
@@ -121,15 +111,7 @@ class Spawner:
             except OSError as e:  # no fork (the trial's process limit): nothing ran
                 return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
                                   time.monotonic() - t0, started)
-            try:
-                status = await asyncio.wait_for(asyncio.shield(exited),
-                                                max(0.0, deadline - self.loop.time()))
-            except TimeoutError:
-                timed_out = True
-                self.kill(job)
-                status = await exited
-            if not cap.closed.done():  # background children may hold the pipes open
-                await asyncio.wait([cap.closed], timeout=proc.PIPE_GRACE_S)
+            timed_out, status = await self._exit_status(job, exited, cap, deadline)
         except TimeoutError:  # never started
             timed_out, status = True, 0
         except SpawnerLost as e:
@@ -142,12 +124,23 @@ class Spawner:
             self._pending.pop(job, None)
             for r in readers:
                 r.close()
-        note = f"\nproctor: timed out after {timeout:g}s" if timed_out else ""
-        return ExecResult(
-            exit_code=None if timed_out else os.waitstatus_to_exitcode(status),
-            stdout=cap.text(1), stderr=cap.text(2) + note,
-            duration_s=time.monotonic() - t0, started_at=started, timed_out=timed_out,
-            truncated=cap.dropped[1] > 0 or cap.dropped[2] > 0)
+        return _result(cap, None if timed_out else status, timeout, t0, started)
+
+    async def _exit_status(self, job: int, exited: asyncio.Future[int], cap: proc.Capture,
+                           deadline: float) -> tuple[bool, int]:
+        """(timed out, wait status) of started command `job`: killed at `deadline`; its
+        output read to the end, or for PIPE_GRACE_S more if background children hold it."""
+        timed_out = False
+        try:
+            status = await asyncio.wait_for(asyncio.shield(exited),
+                                            max(0.0, deadline - self.loop.time()))
+        except TimeoutError:
+            timed_out = True
+            self.kill(job)
+            status = await exited
+        if not cap.closed.done():  # background children may hold the pipes open
+            await asyncio.wait([cap.closed], timeout=proc.PIPE_GRACE_S)
+        return timed_out, status
 
     @property
     def busy(self) -> bool:
@@ -435,6 +428,34 @@ async def _feed_stdin(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> 
 def _resolve(fut: asyncio.Future[Any]) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+def _result(cap: proc.Capture, status: int | None, timeout: float, t0: float,
+            started: float) -> ExecResult:
+    """A command's result from its output and wait status (None: it timed out)."""
+    note = f"\nproctor: timed out after {timeout:g}s" if status is None else ""
+    return ExecResult(
+        exit_code=None if status is None else os.waitstatus_to_exitcode(status),
+        stdout=cap.text(1), stderr=cap.text(2) + note,
+        duration_s=time.monotonic() - t0, started_at=started, timed_out=status is None,
+        truncated=cap.dropped[1] > 0 or cap.dropped[2] > 0)
+
+
+def _open_request(cwd: str, argv: Sequence[str], env: dict[str, str], stdin: bool) -> list[int]:
+    """A RUN request's descriptors: the memfd (cwd, argv, environment), then the stdout and
+    stderr pipes and, with `stdin`, stdin's (read end, write end each); none left open if
+    one cannot be made."""
+    fds: list[int] = []
+    try:
+        fds.append(_memfd(_strings([cwd, *argv, *(f"{k}={v}" for k, v in env.items())])))
+        fds += os.pipe()
+        fds += os.pipe()
+        if stdin:
+            fds += os.pipe()
+    except (OSError, ValueError):
+        _close(fds)
+        raise
+    return fds
 
 
 def _close(fds: Sequence[int]) -> None:
