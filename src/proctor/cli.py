@@ -144,7 +144,14 @@ def init(directory: str, force: bool) -> None:
 
 
 def _run_options(f: Callable) -> Callable:
-    opts = [
+    for opt in reversed([*_what_runs(), *_how_it_runs()]):
+        f = opt(f)
+    return f
+
+
+def _what_runs() -> list[Callable[[Callable], Callable]]:
+    """The options that choose the trials: agents, models, tasks, repeats."""
+    return [
         click.option("--agent", "agents", type=click.Choice(AGENTS.names()), multiple=True,
                      help="Override every task's agent; repeatable: the run is agent × model "
                           "× help mode × task (default: proctor.toml's `agents`). oracle runs "
@@ -162,6 +169,12 @@ def _run_options(f: Callable) -> Callable:
                      help="Only tasks in these categories (repeatable)."),
         click.option("--repeat", type=click.IntRange(1, 100),
                      help="Trials per task and model (overrides the spec)."),
+    ]
+
+
+def _how_it_runs() -> list[Callable[[Callable], Callable]]:
+    """The options that say how and where the trials run, and what the run writes."""
+    return [
         click.option("--concurrency", type=click.IntRange(1, 1024),
                      help="Trials at once (default: the spec's, else 3)."),
         click.option("--output-dir", type=click.Path(file_okay=False),
@@ -203,9 +216,6 @@ def _run_options(f: Callable) -> Callable:
         click.option("--config", "config_path", type=click.Path(dir_okay=False),
                      help="proctor.toml to read (default: ./proctor.toml if present)."),
     ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
 
 
 def _options(**kw: Any) -> RunOptions:

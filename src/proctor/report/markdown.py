@@ -93,7 +93,17 @@ def render_markdown(results: RunResults, run: Mapping[str, Any] | None = None,
         names = ", ".join(code(r["label"], 60) for r in missed)
         lines += ["", f"**Threshold missed:** {names}"]
 
-    lines += ["", "### Models", ""]
+    lines += _models(results)
+    lines += _help_modes(results)
+    lines += [f"\n> note: {cell(n, 300)}" for n in results.get("notes") or []]
+    lines += _tasks(results)
+    lines += _failures(results) + _errors(results) + _reasons(results)
+    return "\n".join(lines) + "\n"
+
+
+def _models(results: RunResults) -> list[str]:
+    """The models table: one row per agent and model."""
+    lines = ["", "### Models", ""]
     rows = []
     mrows = data.model_rows(results)
     for r in mrows:
@@ -112,10 +122,12 @@ def render_markdown(results: RunResults, run: Mapping[str, Any] | None = None,
          "tokens out", "$ total", "$ / success"] + pass_k,
         rows, [":--"] + ["--:"] * (9 + len(pass_k)),
     )
+    return lines
 
-    lines += _help_modes(results)
-    lines += [f"\n> note: {cell(n, 300)}" for n in results.get("notes") or []]
-    lines += ["", "### Tasks", ""]
+
+def _tasks(results: RunResults) -> list[str]:
+    """The tasks table: one row per task and agent · model."""
+    lines = ["", "### Tasks", ""]
     task_rows = data.task_rows(results)
     verdicts = data.shows_verdicts(task_rows)
     with_pass_k = data.shows_pass_k(task_rows)
@@ -131,9 +143,7 @@ def render_markdown(results: RunResults, run: Mapping[str, Any] | None = None,
     numbers = (["passed", "pass rate"] + (["pass@k / pass^k"] if with_pass_k else [])
                + ["avg duration"])
     lines += _table(header + numbers, rows, [":--"] * len(header) + ["--:"] * len(numbers))
-
-    lines += _failures(results) + _errors(results) + _reasons(results)
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _reasons(results: RunResults) -> list[str]:
