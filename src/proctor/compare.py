@@ -150,31 +150,19 @@ def compare_runs(results_a: RunResults, results_b: RunResults,
                                 status_a=status_a.get(key), status_b=status_b.get(key),
                                 help_mode=t.get("help_mode"), params=dict(t.get("params") or {})))
 
-    def label_of(key: tuple[Any, ...]) -> str:
-        t = first[key]
-        extra = [x for x in (t.get("help_mode"), data.params_text(t.get("params"))) if x]
-        task = f"{key[0]} [{', '.join(extra)}]" if extra else str(key[0])
-        return f"{task} · {key[1]}" if key[1] else task
-
-    only_a = [label_of(k) for k in ca if k not in cb]
-    only_b = [label_of(k) for k in cb if k not in ca]
+    only_a = [_label(k, first[k]) for k in ca if k not in cb]
+    only_b = [_label(k, first[k]) for k in cb if k not in ca]
 
     # Agent rows pool only the tasks both runs have: a task added to B must not move
     # B's pass rate and pass for a change in the agent.
     common = set(ca) & set(cb)
     ta_common = [t for t in ta if task_key(t) in common]
     tb_common = [t for t in tb if task_key(t) in common]
-    models = []
-    if cross and common:
-        (pa, na), (pb, nb) = _counts(ta_common, lambda t: 0)[0], _counts(tb_common, lambda t: 0)[0]
-        models.append(Comparison(None, model_of.get(who_a[0]), f"{who_a[0]} → {who_b[0]}",
-                                 pa, na, pb, nb))
-    elif not cross:
-        ma = _counts(ta_common, who_of)
-        mb = _counts(tb_common, who_of)
-        for m in ma:
-            if m in mb:
-                models.append(Comparison(None, model_of.get(m), m, *ma[m], *mb[m]))
+    if cross:  # one row: X → Y
+        models = _pooled(ta_common, tb_common, model_of.get(who_a[0]),
+                         f"{who_a[0]} → {who_b[0]}") if common else []
+    else:
+        models = _per_agent(ta_common, tb_common, who_of, model_of)
     _test_family(tasks, alpha)
     _test_family(models, alpha)
     return CompareResult(
@@ -182,6 +170,26 @@ def compare_runs(results_a: RunResults, results_b: RunResults,
         tasks=tasks, models=models, only_a=only_a, only_b=only_b,
         cross_model=(who_a[0], who_b[0]) if cross else None, alpha=alpha,
         unit="agent · model" if same_agent else "model")
+
+
+def _label(key: tuple[Any, ...], trial: Mapping[str, Any]) -> str:
+    """A condition only one side ran, as listed: task [help mode, params] · agent."""
+    extra = [x for x in (trial.get("help_mode"), data.params_text(trial.get("params"))) if x]
+    task = f"{key[0]} [{', '.join(extra)}]" if extra else str(key[0])
+    return f"{task} · {key[1]}" if key[1] else task
+
+
+def _pooled(ta: list[Any], tb: list[Any], model: Any, who: str) -> list[Comparison]:
+    """One row for all the trials of each side (X vs Y)."""
+    (pa, na), (pb, nb) = _counts(ta, lambda t: 0)[0], _counts(tb, lambda t: 0)[0]
+    return [Comparison(None, model, who, pa, na, pb, nb)]
+
+
+def _per_agent(ta: list[Any], tb: list[Any], who_of: Callable[[Mapping[str, Any]], str],
+               model_of: dict[str, Any]) -> list[Comparison]:
+    """One row per agent under test both sides ran."""
+    ma, mb = _counts(ta, who_of), _counts(tb, who_of)
+    return [Comparison(None, model_of.get(m), m, *ma[m], *mb[m]) for m in ma if m in mb]
 
 
 def _agent_type(row: Mapping[str, Any]) -> str:
