@@ -259,12 +259,7 @@ def parse_trace(path: TraceSource) -> Trace:
         kind, _, rest = line.partition(" ")
         try:
             if kind == "W":
-                pid, fd, size, strings = rest.split(" ", 3)
-                target, data = _strings(strings)
-                n = int(fd)
-                trace.writes.append(Write(running.get(pid, -1), n, _text(target),
-                                          data.encode("latin-1"), int(size),
-                                          copies.get(pid, nothing).get(n)))
+                trace.writes.append(_write(rest, running, copies))
             elif kind == "D":
                 pid, new, old = rest.split(" ", 2)
                 fds = copies.setdefault(pid, {})
@@ -275,16 +270,7 @@ def parse_trace(path: TraceSource) -> Trace:
                 own.pop(child, None)
                 copies[child] = dict(copies.get(pid, nothing))
             elif kind == "E":
-                pid, when, argv = rest.split(" ", 2)
-                args = [_text(str(a)) for a in json.loads(argv)]
-                i = len(programs)
-                if pid in own:
-                    programs[own[pid]].next = i
-                fds = copies.get(pid, nothing)
-                programs.append(Program(args, int(pid), running.get(pid, -1), float(when),
-                                        origins=(fds.get(1), fds.get(2))))
-                running[pid] = own[pid] = i
-                copies[pid] = {**fds, 1: (i, 1), 2: (i, 2)}
+                _exec(rest, programs, running, own, copies)
             elif kind == "P":
                 pid, name = rest.split(" ", 1)
                 if pid in own:
@@ -312,6 +298,35 @@ def parse_trace(path: TraceSource) -> Trace:
         except ValueError:
             continue  # a line cut short (the tracer was killed while writing it)
     return trace
+
+
+_NO_COPIES: dict[int, Origin | None] = {}
+
+
+def _write(rest: str, running: dict[str, int],
+           copies: dict[str, dict[int, Origin | None]]) -> Write:
+    """A W line: a write to fd 1 or 2, by the program its process runs."""
+    pid, fd, size, strings = rest.split(" ", 3)
+    target, data = _strings(strings)
+    n = int(fd)
+    return Write(running.get(pid, -1), n, _text(target), data.encode("latin-1"), int(size),
+                 copies.get(pid, _NO_COPIES).get(n))
+
+
+def _exec(rest: str, programs: list[Program], running: dict[str, int], own: dict[str, int],
+          copies: dict[str, dict[int, Origin | None]]) -> None:
+    """An E line: a new program, the next of the one its process ran; its fd 1 and 2 its own
+    from now on."""
+    pid, when, argv = rest.split(" ", 2)
+    args = [_text(str(a)) for a in json.loads(argv)]
+    i = len(programs)
+    if pid in own:
+        programs[own[pid]].next = i
+    fds = copies.get(pid, _NO_COPIES)
+    programs.append(Program(args, int(pid), running.get(pid, -1), float(when),
+                            origins=(fds.get(1), fds.get(2))))
+    running[pid] = own[pid] = i
+    copies[pid] = {**fds, 1: (i, 1), 2: (i, 2)}
 
 
 def read_trace(source: TraceSource, wrappers: tuple[str, ...] = ()) -> Trace:
