@@ -196,14 +196,7 @@ def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
                 shown.advance()
             if not di.is_local(base):
                 shown.at("docker import")
-                with open(rootfs, "rb") as f:
-                    done = subprocess.run(["docker", "import", "--change",
-                                           f"ENV PATH={SYSTEM_PATH}", "--change",
-                                           "ENV LANG=C.UTF-8", "--change", 'CMD ["bash"]',
-                                           "-", base], stdin=f, capture_output=True, text=True,
-                                          timeout=di.BUILD_TIMEOUT_S)
-                if done.returncode != 0:
-                    raise di.failed(f"importing the Debian {suite} stand-in failed", done.stderr)
+                _import(rootfs, base, suite)
                 shown.advance()
             shown.at(f"building CPython {python} from Debian's source (once; several minutes)"
                      if python else "this machine's CAs, apt's pin wrapper, the recipe")
@@ -212,6 +205,19 @@ def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
             shown.close(f"built proctor's Debian {suite} stand-in {tag}")
         di.mark_ready(tag)
         return tag
+
+
+def _import(rootfs: Path, base: str, suite: str) -> None:
+    """The root file system tarball as the image `base`."""
+    from proctor.sandbox.docker import imagestore as di
+
+    with open(rootfs, "rb") as f:
+        done = subprocess.run(["docker", "import", "--change", f"ENV PATH={SYSTEM_PATH}",
+                               "--change", "ENV LANG=C.UTF-8", "--change", 'CMD ["bash"]',
+                               "-", base], stdin=f, capture_output=True, text=True,
+                              timeout=di.BUILD_TIMEOUT_S)
+    if done.returncode != 0:
+        raise di.failed(f"importing the Debian {suite} stand-in failed", done.stderr)
 
 
 def _finish(tag: str, base: str, certs: dict[str, bytes], env: dict[str, str],
