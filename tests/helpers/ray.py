@@ -66,14 +66,18 @@ class Cluster:
     nodes: list[Node] = field(default_factory=list)
     hidden: Node | None = None
 
-    def add_node(self, cpus: int = 2, hide: Path | None = None) -> Node:
+    def add_node(self, cpus: int = 2, hide: Path | None = None,
+                 env: dict[str, str] | None = None) -> Node:
+        """A worker node (`env`: added to its environment, e.g. DOCKER_HOST: an engine of its
+        own)."""
         temp = Path(tempfile.mkdtemp(prefix="rt-", dir="/tmp"))  # short: socket paths
         argv = [RAY, "start", "--address", self.address, "--num-cpus", str(cpus),
                 "--memory", str(NODE_MEMORY), "--temp-dir", str(temp), "--disable-usage-stats"]
         if hide is not None:
             script = f"mount -t tmpfs proctor-test {hide} && exec \"$@\""
             argv = ["unshare", "-m", "sh", "-c", script, "sh", *argv]
-        subprocess.run(argv, env=ENV, check=True, capture_output=True, timeout=120)
+        subprocess.run(argv, env={**ENV, **(env or {})}, check=True, capture_output=True,
+                       timeout=120)
         node = Node(temp)
         self.nodes.append(node)
         return node

@@ -181,6 +181,20 @@ def test_a_trials_memory_is_a_ray_reservation(cluster, tmp_path):
         assert all(b - a >= 2 for a, b in itertools.pairwise(starts)), by_node
 
 
+def test_trials_of_another_size_get_the_room_idle_slots_hold(cluster, tmp_path):
+    """Once the trials of one size are done, the slots kept for their reuse hold every CPU of
+    the cluster; trials of another size get that room (they used to wait for ever)."""
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "a.yaml").write_text(BIG_MEMORY.format(id="a", memory="256m"))
+    (tmp_path / "s" / "b.yaml").write_text(BIG_MEMORY.format(id="b", memory="512m"))
+    done = _run(tmp_path, "s", "--agent", "oracle", "-q", "--executor", "ray", "--repeat", "4",
+                "--ray-address", cluster.address, "--concurrency", "4", "--output-dir", "run",
+                timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    trials = _trials(tmp_path / "run")
+    assert len(trials) == 8 and {t["status"] for t in trials.values()} == {"pass"}
+
+
 def _node_running_trials(node, timeout: float = 60) -> None:
     """Wait until the node's actor has a trial's sandbox (or box)."""
     deadline = time.monotonic() + timeout

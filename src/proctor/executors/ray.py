@@ -96,6 +96,12 @@ class RayExecutor:
         from proctor.executors import ray_limiter
 
         self.limiter = ray_limiter.start(ray, run_id)
+        # Task images into nodes whose engine is not the head's (ray_images.py).
+        self.images = None
+        if options.backend == "docker":
+            from proctor.executors.ray_images import Shipper
+
+            self.images = Shipper(quiet=options.quiet)
         self._refresh()
 
     # Nodes ------------------------------------------------------------------------------------
@@ -239,6 +245,7 @@ class RayExecutor:
                     return handed.result()
                 if ready.done():
                     break
+                self._make_room(slot.size)
                 if live != {n.node_id for n in self.nodes.values() if n.alive and n.actor}:
                     self._remove(slot)
                     return None
@@ -250,6 +257,14 @@ class RayExecutor:
         table = await asyncio.to_thread(placement_group_table, group)
         slot.node_id = table["bundles_to_node_id"][0]
         return slot
+
+    def _make_room(self, size: tuple[float, float]) -> None:
+        """An idle slot of another size goes: kept only for reuse, it may hold the very room
+        a trial of this size waits for (a dataset mixing sizes would wait for ever)."""
+        other = next((x for x in self._idle if x.size != size), None)
+        if other is not None:
+            self._idle.remove(other)
+            self._remove(other)
 
     def _remove(self, slot: _Slot) -> None:
         from ray.util.placement_group import remove_placement_group
@@ -291,6 +306,10 @@ class RayExecutor:
             try:
                 if actor is None:  # lost by another trial in the meantime: place again
                     continue
+                why = await self._images(node, actor, task)
+                if why:  # the same for each trial of the task on this node, not retried
+                    reuse = True
+                    return error_result(trial, task, why)
                 result, sizes, inline = await actor.run.remote(trial)
                 await self._fetch(actor, trial.id, sizes, inline)
                 reuse = True
@@ -312,6 +331,14 @@ class RayExecutor:
                         node=node.name) from None  # the last node it was lost on
             finally:
                 await self._release(slot, reuse)
+
+    async def _images(self, node: _Node, actor: Any, task: TaskDef) -> str:
+        """'' once the node's engine has the images the task's trials run, else why not."""
+        from proctor.executors.ray_images import needed
+
+        if self.images is None or getattr(task, "unavailable", None):
+            return ""
+        return await self.images.ensure(node.label, node.name, actor, needed(task))
 
     async def _fetch(self, actor: Any, trial_id: str, sizes: dict[str, int],
                      inline: dict[str, bytes]) -> None:

@@ -109,6 +109,23 @@ class NodeRunner:
     def _out(self, trial_id: str) -> Path:
         return self.home / "trials" / trial_id
 
+    # Images the head ships (ray_images.py), into this node's engine -----------------------
+
+    def lacks_image(self, image: str) -> bool:
+        from proctor.executors import ray_images
+
+        return ray_images.lacks(image)
+
+    def receive_image(self, image: str, offset: int, data: bytes) -> None:
+        from proctor.executors import ray_images
+
+        ray_images.receive(self.home / "images", image, offset, data)
+
+    def load_image(self, image: str) -> str:
+        from proctor.executors import ray_images
+
+        return ray_images.load(self.home / "images", image)
+
     # The end ---------------------------------------------------------------------------------
 
     def shutdown(self) -> None:
