@@ -90,7 +90,6 @@ class Toml:
 
 
 def _task(loader: Loader, where: Toml, task_dir: str, cfg: TaskConfig) -> TaskDef | None:
-    issues = loader.issues
     task_id = os.path.basename(os.path.abspath(task_dir))
     if not loader.claim_file_id(task_id, where.file):
         return None
@@ -104,14 +103,8 @@ def _task(loader: Loader, where: Toml, task_dir: str, cfg: TaskConfig) -> TaskDe
         return None
     network = _network(cfg)
     env, from_host, missing = _env(e.env)
-    services: list[ServiceDef] = []
-    compose = next((os.path.join(env_dir, c) for c in COMPOSE
-                    if os.path.isfile(os.path.join(env_dir, c))), None)
-    if compose:
-        doc = loader.read_file(compose)
-        if doc is not None:
-            services, main_env = load_compose(issues, doc, network)
-            env = {**env, **main_env}
+    services, main_env = _compose(loader, env_dir, network)
+    env = {**env, **main_env}
     unavailable = _unavailable(cfg, missing)
     if unavailable:
         where.warn(("environment",), f"{unavailable}: its trials will be errors")
@@ -155,6 +148,18 @@ def _task(loader: Loader, where: Toml, task_dir: str, cfg: TaskConfig) -> TaskDe
         healthcheck=_healthcheck(e.healthcheck), steps=steps or [],
         artifacts=_artifacts(cfg.artifacts), unavailable=unavailable,
     )
+
+
+def _compose(loader: Loader, env_dir: str, network: dict[str, Any]
+             ) -> tuple[list[ServiceDef], dict[str, str]]:
+    """The services of the environment's compose file, if it has one, and the environment
+    its main service adds to the task's."""
+    compose = next((os.path.join(env_dir, c) for c in COMPOSE
+                    if os.path.isfile(os.path.join(env_dir, c))), None)
+    doc = loader.read_file(compose) if compose else None
+    if doc is None:
+        return [], {}
+    return load_compose(loader.issues, doc, network)
 
 
 def _single(loader: Loader, where: Toml, task_dir: str,
