@@ -1,9 +1,11 @@
 """The static checks CI runs with the tests: the layers of docs/internals.md hold (each layer
 imports only the layers below it: `[tool.importlinter]` in pyproject.toml), the type checker
-passes (`[tool.mypy]`: strict on the foundations) and ruff passes over src, tests and bench."""
+passes (`[tool.mypy]`: strict on the foundations), ruff passes over src, tests and bench, and
+functions stay short enough to read at once (issue 39)."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -34,3 +36,22 @@ def test_types_check():
 
 def test_ruff_is_clean():
     _passes(_tool("ruff"), "check", "src", "tests", "bench", timeout=120)
+
+
+LONG_LINES, LONG_ALLOWED = 60, 3  # lines of a function (decorators and docstring included)
+
+
+def test_at_most_three_functions_over_sixty_lines():
+    """A function longer than a screen is split where a name explains a part; three may stay
+    long (a loop whose states share their variables). A fourth fails here, named."""
+    long, seen = [], 0
+    for path in sorted((REPO / "src" / "proctor").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                seen += 1
+                first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                lines = (node.end_lineno or node.lineno) - first + 1
+                if lines > LONG_LINES:
+                    long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({lines})")
+    assert seen > 1000  # the walk finds proctor's functions
+    assert len(long) <= LONG_ALLOWED, "functions over 60 lines:\n" + "\n".join(long)
