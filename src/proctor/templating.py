@@ -1,7 +1,7 @@
 """`{{ ... }}` placeholders: {{workdir}}, {{prompt}}, {{ params.NAME }}, {{ secrets.NAME }}.
 
-Loading checks that every params/secrets reference is declared (`references`); the runner
-fills values per trial (`render`). Unknown placeholders are left as they are, so shell text
+Loading checks that every params/secrets reference is declared (`references`); each trial
+fills in its values (`render`). Unknown placeholders are left as they are, so shell text
 such as `{{` in a jq program survives.
 """
 

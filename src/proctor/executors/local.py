@@ -1,5 +1,5 @@
 """Trials in this process (the default executor): the run's backend and services set up once
-on this machine, each trial run by `run_trial` on the runner's event loop."""
+on this machine, each trial run by `run_trial` on the run's event loop."""
 
 from __future__ import annotations
 

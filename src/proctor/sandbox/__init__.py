@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from proctor.sandbox.base import Backend, Capabilities, Sandbox, SandboxSpec
 
 # Each entry is a class conforming to sandbox.base.Backend; what it can do is its
-# `capabilities`, read by the runner instead of its name.
+# `capabilities`, read by the engine instead of its name.
 BACKENDS: Registry[type[Backend]] = Registry("backend", {
     "local": "proctor.sandbox.local.backend:LocalBackend",
     "docker": "proctor.sandbox.docker.backend:DockerBackend",

@@ -20,7 +20,7 @@ class ServiceContext:
 
     run_id: str
     base_dir: Path  # the spec file's directory: relative seed paths resolve here
-    tmp_dir: Path  # a run-private scratch directory (data dirs, sockets); removed by the runner
+    tmp_dir: Path  # a run-private scratch directory (data dirs, sockets); removed when the run ends
 
 
 @dataclass
@@ -45,7 +45,8 @@ class ServiceHandle:
         """Recorded HTTP requests (http_mock with record: true), oldest first; empty otherwise.
 
         Each: {"method", "path", "query", "headers", "body", "time", "status", "response_body"}.
-        The runner writes each one to the trial's audit.jsonl as an `http_call` event.
+        The trial's audit (trial/audit.py) writes each one to audit.jsonl as an `http_call`
+        event.
         """
         return []
 
@@ -57,8 +58,8 @@ class ServiceHandle:
     async def db_writes(self) -> list[dict[str, Any]]:
         """Tables this trial's database saw writes to: [{"table", "inserts", "updates", "deletes"}].
 
-        The runner writes each one to audit.jsonl as a `db_write` event (and the
-        `db_writes_outside` forbidden rule reads them)."""
+        The trial's audit (trial/audit.py) writes each one to audit.jsonl as a `db_write`
+        event (and the `db_writes_outside` forbidden rule reads them)."""
         return []
 
     # Whether the service reaches the outside (a side container fetching its dependencies):
@@ -79,7 +80,7 @@ class ServiceHandle:
         return True
 
     async def begin_recording(self) -> None:
-        """The runner calls this once `wait_for` and setup are done, right before the agent
+        """The trial (trial/trial.py) calls this once `wait_for` and setup are done, right before the agent
         starts: an http_mock forgets what it recorded so far (readiness probes are not the
         agent's requests)."""
 
