@@ -15,8 +15,8 @@ refusal's `Retry-After` pauses every new call to that endpoint until then.
 `Aimd` is pure (no clock, no I/O: `now` is given), so its logic is tested without waiting.
 `LocalLimiter` is the run's, in one process; with `--executor ray` every node asks one named
 actor holding a `LocalLimiter` (executors/ray_limiter.py). `current()` is the one the calls of
-this process use; the engine (run/execute.py) installs a fresh one per run and reads its `stats()` at the end
-(results.json `summary.rate_limit`, docs/models.md "Rate limits").
+this process use; the engine (run/execute.py) installs a fresh one per run and reads its
+`stats()` at the end (results.json `summary.rate_limit`, docs/models.md "Rate limits").
 """
 
 from __future__ import annotations

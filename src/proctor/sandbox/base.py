@@ -1,10 +1,11 @@
 """The Sandbox contract: where a trial's commands run and its files live.
 
-A backend is a room (`sandbox/NAME/`) with a `Backend` class (which makes a run's sandboxes) and a class
-conforming to `Sandbox`, registered by name in `proctor.sandbox.BACKENDS`. What a backend can
-do is data, its `Capabilities`, never its name: everything above this layer (the engine, the
-trial, every check, every agent, the custom-check runner) uses only these methods and reads
-only these capabilities, so a new backend edits nothing else (docs/internals.md shows one).
+A backend is a room (`sandbox/NAME/`) with a `Backend` class (which makes a run's sandboxes)
+and a class conforming to `Sandbox`, registered by name in `proctor.sandbox.BACKENDS`. What a
+backend can do is data, its `Capabilities`, never its name: everything above this layer (the
+engine, the trial, every check, every agent, the custom-check runner) uses only these methods
+and reads only these capabilities, so a new backend edits nothing else (docs/internals.md
+shows one).
 `tests/sandbox/test_conformance.py` runs the same behaviour tests against every backend.
 
 Paths are as the commands inside see them: relative paths are inside `workdir`.

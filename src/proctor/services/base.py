@@ -80,9 +80,9 @@ class ServiceHandle:
         return True
 
     async def begin_recording(self) -> None:
-        """The trial (trial/trial.py) calls this once `wait_for` and setup are done, right before the agent
-        starts: an http_mock forgets what it recorded so far (readiness probes are not the
-        agent's requests)."""
+        """The trial (trial/trial.py) calls this once `wait_for` and setup are done, right
+        before the agent starts: an http_mock forgets what it recorded so far (readiness
+        probes are not the agent's requests)."""
 
     async def release(self) -> None:
         """Drop this trial's database / stop its mock."""
