@@ -4,10 +4,11 @@
 inside each box, sandbox/spawn.py, built with exectrace.c for its tracing code: the two meet
 in exectrace.h) and `launch.c` (the first program of every command in a docker trial's
 container, docker/container.py) are compiled on first use into the cache directory, named by
-a digest of their sources, the headers and the compiler flags, under a lock, atomically: a new proctor version (or a change of flags) builds
-its own, two runs never build at once, and a half-written binary is never used. Static when
-the C library allows, so a binary also runs inside any container image. Warnings are errors,
-and the C library's and compiler's hardening is on.
+a digest of their sources, the headers and the compiler flags, under a lock, atomically: a
+new proctor version (or a change of flags) builds its own, two runs never build at once, and
+a half-written binary is never used. Static when the C library allows, so a binary also runs
+inside any container image. Warnings are errors, and the C library's and compiler's
+hardening is on.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@
               FLAG_TRACE: a fifth fd receives the trace of exectrace.c (this program is built
               with its code: exectrace.h): the command runs under a tracer forked here,
               outside the trial's PID namespace, which tells how the command ended over a
-              pipe and goes on recording what it left running; FLAG_CAPTURE with it: also what the processes
-              write to fd 1 and 2, cap_per bytes per process and cap_total in all (exectrace
-              -w). Replies S (value: its pid, the tracer's if traced), later X (value: the
+              pipe and goes on recording what it left running; FLAG_CAPTURE with it: also
+              what the processes write to fd 1 and 2, cap_per bytes per process and cap_total
+              in all (exectrace -w). Replies S (value: its pid, the tracer's if traced), later X (value: the
               command's wait status); E (err) if no fork.
      KILL     sends `sig` to the process group of command `id`. No reply.
      LISTEN   fds [memfd "host\0port\0"]: a listening TCP socket bound in the trial's network,
