@@ -4,6 +4,7 @@ and the reports' readers share one description."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import typing
@@ -11,6 +12,7 @@ import typing
 import pytest
 from pydantic import TypeAdapter
 
+from proctor.model import CommandRecord, Process
 from proctor.record import events
 
 SUITE = """
@@ -74,3 +76,15 @@ def test_a_real_trials_trace_lines_are_declared_events(cli, spec, tmp_path):
 def test_an_undeclared_key_is_caught():
     with pytest.raises(AssertionError, match="undeclared keys"):
         _check_line({"type": "step", "name": "one", "time": 1.0, "extra": 1}, _by_type())
+
+
+def test_a_command_record_is_its_event_key_for_key():
+    assert set(events.CommandLine.__annotations__) == {
+        f.name for f in dataclasses.fields(CommandRecord)}
+    assert set(events.ProcessLine.__annotations__) == {f.name for f in dataclasses.fields(Process)}
+    rec = CommandRecord("ls", ["sh", "-c", "ls"], "/w", 0, "a\n", "", 1.0, 0.5,
+                        processes=[Process(["ls"], -1, 0, exe="/bin/ls")])
+    line = events.command_event(rec, ignored="launcher")
+    assert list(line)[:2] == ["type", "command"] and list(line)[-1] == "ignored"
+    _check_line(line, _by_type())
+    assert "ignored" not in events.command_event(rec)

@@ -9,9 +9,12 @@ keep a `type` they do not know as a generic line (a newer proctor may add types 
 No `from __future__ import annotations`: TypedDict tells NotRequired keys from evaluated ones.
 """
 
-from typing import Any, Literal, NotRequired
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, cast
 
 from typing_extensions import TypedDict  # pydantic reads typing's only from 3.12
+
+if TYPE_CHECKING:
+    from proctor.model import CommandRecord
 
 
 class ProcessLine(TypedDict):
@@ -228,3 +231,13 @@ TraceEvent = (CommandEvent | CommandProcessesEvent | ModelCallEvent | LimitEvent
 EVENT_TYPES = ("command", "command_processes", "model_call", "limit", "agent_stop",
                "agent_stdout", "agent_timeout", "agent_state_write", "step", "setup",
                "wait_for", "healthcheck", "check", "verifier", "check_egress", "internal_error")
+
+
+def command_event(rec: "CommandRecord", ignored: str | None = None) -> CommandEvent:
+    """The `command` line of an agent command: `type`, every field of the record in its
+    order, then `ignored` (why) when it is set aside."""
+    line: dict[str, Any] = {"type": "command", **rec.to_dict()}
+    if ignored is not None:
+        line["ignored"] = ignored
+    # CommandRecord's fields are CommandLine's keys (tests/record/test_events.py holds them)
+    return cast(CommandEvent, line)
