@@ -61,11 +61,11 @@ def measure(task) -> dict:
     row: dict = {"task": task.id}
     t0 = time.perf_counter()
     try:
-        image = dockerimages.from_dockerfile(task.dockerfile, config={},
+        image = dockerimages.from_dockerfile(task.dockerfile, config=None,
                                              timeout=float(task.resources["build_timeout"]))
         row["build_s"] = round(time.perf_counter() - t0, 2)
         t1 = time.perf_counter()
-        dockerimages.from_dockerfile(task.dockerfile, config={})  # built: proctor's own share
+        dockerimages.from_dockerfile(task.dockerfile, config=None)  # built: proctor's own share
         row["build_overhead_s"] = round(time.perf_counter() - t1, 3)
     except SetupError as e:
         row.update(build_s=round(time.perf_counter() - t0, 2), built=False,

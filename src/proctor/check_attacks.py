@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.agents.attacks import ATTACKS, PARAM
+from proctor.config import ProctorConfig
 from proctor.model import RunOptions, Trial
 from proctor.plan import trial_id
 from proctor.results import TrialRecord
@@ -75,13 +76,13 @@ def attack_trials(firsts: list[Trial], attacks: list[str]) -> list[Trial]:
 
 def attacks_main(paths: list[str], attacks: list[str] | None = None,
                  concurrency: int | None = None, quiet: bool = False,
-                 config: dict[str, Any] | None = None, backend: str | None = None,
+                 config: ProctorConfig | None = None, backend: str | None = None,
                  output_dir: str | None = None) -> int:
     """Run the attacks, print the table (stdout) and each attack that passed (stderr);
     1 if any passed."""
     names = list(attacks or ATTACKS)
     options = RunOptions(agent="attack", concurrency=concurrency, quiet=quiet, repeat=1,
-                         output_dir=output_dir, config=dict(config or {}),
+                         output_dir=output_dir, config=config or ProctorConfig(),
                          backend=backend or "local", backend_chosen=backend is not None,
                          purpose="check")
     planned = prepare(paths, options, warn=False)

@@ -224,7 +224,7 @@ def _options(**kw: Any) -> RunOptions:
 
     config = load_config(kw.get("config_path"), backends=BACKENDS.names(),
                          agents=AGENTS.names())
-    agents = list(dict.fromkeys(kw.get("agents") or config.get("agents") or ()))
+    agents = list(dict.fromkeys(kw.get("agents") or config.agents))
     return RunOptions(
         agent=agents[0] if agents else None,
         agents=agents,
@@ -237,8 +237,8 @@ def _options(**kw: Any) -> RunOptions:
         output_dir=kw.get("output_dir"),
         formats=_split_formats(kw.get("formats") or ()) or ["json"],
         resume=kw.get("resume"),
-        backend=kw.get("backend") or config.get("backend") or "local",
-        backend_chosen=bool(kw.get("backend") or config.get("backend")),
+        backend=kw.get("backend") or config.backend or "local",
+        backend_chosen=bool(kw.get("backend") or config.backend),
         isolation=kw.get("isolation") or "auto",
         executor=kw.get("executor") or "local",
         ray_address=kw.get("ray_address"),
@@ -246,9 +246,9 @@ def _options(**kw: Any) -> RunOptions:
         **({"output_limit": kw["output_limit"]} if kw.get("output_limit") else {}),
         quiet=bool(kw.get("quiet")),
         config=config,
-        max_cost=kw.get("max_cost") or config.get("max_cost"),
+        max_cost=kw.get("max_cost") or config.max_cost,
         retry_errors=_error_kinds(kw.get("retry_errors"), kw.get("resume")),
-        otlp_endpoint=_otlp_endpoint(kw.get("otlp_endpoint") or config.get("otlp_endpoint")),
+        otlp_endpoint=_otlp_endpoint(kw.get("otlp_endpoint") or config.otlp_endpoint),
     )
 
 
@@ -355,7 +355,7 @@ def check(paths: tuple[str, ...], concurrency: int | None, backend: str | None,
         from proctor.lint import check_main
 
         config = load_config(config_path)
-        chosen = backend or config.get("backend")
+        chosen = backend or config.backend
         code = check_main(list(paths), concurrency=concurrency, quiet=quiet, config=config,
                           backend=chosen)
         if attacks or attack_names:

@@ -33,7 +33,7 @@ SYSTEM_PREFIXES = ("/", "/usr", "/usr/local")  # every sandbox shows these alrea
 def host_path(options: RunOptions) -> list[str]:
     """proctor.toml's `host_path`, as absolute directories that exist."""
     out = []
-    for entry in options.config.get("host_path", ()):
+    for entry in options.config.host_path:
         path = os.path.abspath(os.path.expanduser(str(entry)))
         if os.path.isdir(path) and path not in out:
             out.append(path)

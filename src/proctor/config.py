@@ -4,8 +4,9 @@ environment agents may inherit).
 Looked up at --config PATH, else $PROCTOR_CONFIG, else ./proctor.toml; absent means defaults.
 It is validated like a spec: an unknown key or a wrong type is an exit-2 error
 `FILE:LINE:COL: key: message`. Environment variables override it where docs/models.md says
-so. `load_config` returns the validated table as a plain dict (the form run.json and Ray
-workers carry); `ProctorConfig` is its schema.
+so. `load_config` returns it as the typed `ProctorConfig`, which the run reads by attribute
+(`RunOptions.config`; every default is here); Ray workers get it with the options. run.json
+never holds it (it may hold credentials).
 """
 
 from __future__ import annotations
@@ -13,9 +14,16 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from proctor.errors import UsageError
@@ -47,11 +55,13 @@ class RetryConfig(_Table):
 
 
 class LlmConfig(_Table):
-    output_limit: int | None = Field(None, ge=100)
-    max_tokens: int | None = Field(None, ge=1)
-    temperature: float | None = None
-    help_limit: int | None = Field(None, ge=0)
-    help_timeout: float | None = Field(None, gt=0)
+    """[llm]: the built-in agent's settings (agents/llm.py)."""
+
+    output_limit: int = Field(8000, ge=100)  # characters of stdout, and of stderr, the model sees per command
+    max_tokens: int = Field(4096, ge=1)  # per model response
+    temperature: float | None = None  # None: the provider's default (some models allow no other)
+    help_limit: int = Field(20000, ge=0)  # characters of `<cli> --help` injected
+    help_timeout: float = Field(30.0, gt=0)
 
 
 class JudgeConfig(_Table):
@@ -122,6 +132,13 @@ class ProctorConfig(_Table):
     # An OTLP/HTTP receiver each trial's spans are sent to as it finishes (`--otlp-endpoint`
     # overrides): http(s)://HOST[:PORT][/PATH]; spans go to PATH/v1/traces (report/otlp.py).
     otlp_endpoint: str | None = None
+    # The directory of the file read: relative paths in it (substitutes' files) resolve there.
+    _source_dir: str | None = PrivateAttr(None)
+
+    @property
+    def source_dir(self) -> str | None:
+        """The directory of the proctor.toml read; None: there was none."""
+        return self._source_dir
 
     @field_validator("otlp_endpoint")
     @classmethod
@@ -189,15 +206,15 @@ def otlp_endpoint_problem(url: str) -> str | None:
 
 
 def load_config(path: str | None = None, *, backends: list[str] | None = None,
-                agents: list[str] | None = None) -> dict[str, Any]:
-    """The validated proctor.toml as a dict ({} when there is none); `backends` and `agents`:
+                agents: list[str] | None = None) -> ProctorConfig:
+    """The validated proctor.toml (the defaults when there is none); `backends` and `agents`:
     the names `backend` and `stand_in_agent` may take (the caller's registries: the core
     knows neither)."""
     candidate = Path(path) if path else Path(os.environ.get("PROCTOR_CONFIG", "proctor.toml"))
     if not candidate.exists():
         if path:
             raise UsageError(f"config file not found: {path}")
-        return {}
+        return ProctorConfig()
     if not candidate.is_file():
         raise UsageError(f"{candidate}: not a regular file")
     import tomllib
@@ -208,11 +225,12 @@ def load_config(path: str | None = None, *, backends: list[str] | None = None,
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{candidate}: invalid TOML: {e}") from None
     try:
-        ProctorConfig.model_validate(raw, context={"backends": backends, "agents": agents})
+        config = ProctorConfig.model_validate(raw, context={"backends": backends,
+                                                            "agents": agents})
     except ValidationError as e:
         raise UsageError("\n".join(_messages(candidate, text, e))) from None
-    raw["_dir"] = str(candidate.resolve().parent)  # relative paths in it (substitutes' files)
-    return raw
+    config._source_dir = str(candidate.resolve().parent)
+    return config
 
 
 def _messages(path: Path, text: str, err: ValidationError) -> list[str]:

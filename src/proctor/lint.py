@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from proctor.config import ProctorConfig
 from proctor.model import RunOptions, Trial
 from proctor.results import RunResults
 from proctor.run.execute import run_planned
@@ -29,7 +30,7 @@ from proctor.text import cut
 
 
 def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = False,
-               config: dict[str, Any] | None = None, backend: str | None = None) -> int:
+               config: ProctorConfig | None = None, backend: str | None = None) -> int:
     scratch = tempfile.mkdtemp(prefix="proctor-check-")
     pins: dict[str, str] = {}
     try:
@@ -39,7 +40,8 @@ def check_main(paths: list[str], concurrency: int | None = None, quiet: bool = F
             # finds every image built.
             options = RunOptions(agent=agent, concurrency=concurrency,
                                  quiet=quiet or agent != "oracle", repeat=1,
-                                 output_dir=f"{scratch}/{agent}", config=dict(config or {}),
+                                 output_dir=f"{scratch}/{agent}",
+                                 config=config or ProctorConfig(),
                                  backend=backend or "local",
                                  backend_chosen=backend is not None, purpose="check")
             planned = prepare(paths, options, warn=agent == "oracle")

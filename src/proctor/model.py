@@ -11,7 +11,10 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from proctor.config import ProctorConfig
 
 Status = Literal["pass", "fail", "error"]
 AgentType = str  # a name in proctor.agents.AGENTS (the spec and the CLI take only those)
@@ -384,6 +387,12 @@ class TrialResult:
         return cls(**{k: v for k, v in d.items() if k in known})
 
 
+def _defaults() -> ProctorConfig:
+    from proctor.config import ProctorConfig  # pydantic: only what runs imports it (start-up)
+
+    return ProctorConfig()
+
+
 @dataclass
 class RunOptions:
     """Everything `proctor run` was asked for, beyond the specs themselves."""
@@ -410,7 +419,7 @@ class RunOptions:
     keep: bool = False  # keep trial workdirs
     quiet: bool = False
     output_limit: int = 1_000_000  # bytes kept per stream per command
-    config: dict[str, Any] = field(default_factory=dict)  # proctor.toml contents
+    config: ProctorConfig = field(default_factory=_defaults)  # proctor.toml, typed
     # "check": `proctor check`'s scratch runs (oracle, nop): not indexed, never a trend
     purpose: Literal["run", "check"] = "run"
     # --max-cost (or proctor.toml's max_cost): no trial starts once the run's recorded cost

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from proctor.config import ProctorConfig
 from proctor.errors import SetupError
 from proctor.sandbox.docker import imagemap
 from proctor.sandbox.docker import images as dockerimages
@@ -13,17 +14,18 @@ from tests.docker.engine import require_engine
 
 
 def test_proctor_toml_comes_before_the_built_in_map():
-    config = {"images": {"ubuntu:24.04": "mirror.lab/ubuntu:24.04",
-                         "acme/*": {"debian": "bookworm", "packages": ["jq"]}}}
+    config = ProctorConfig.model_validate({"images": {
+        "ubuntu:24.04": "mirror.lab/ubuntu:24.04",
+        "acme/*": {"debian": "bookworm", "packages": ["jq"]}}})
     assert imagemap.lookup("ubuntu:24.04", config) == ("ubuntu:24.04", "mirror.lab/ubuntu:24.04")
     assert imagemap.lookup("ubuntu:22.04", config) == ("ubuntu:22.04*", {"debian": "bookworm"})
-    assert imagemap.lookup("ubuntu:noble", {}) == ("ubuntu:noble*", {"debian": "trixie"})
+    assert imagemap.lookup("ubuntu:noble", None) == ("ubuntu:noble*", {"debian": "trixie"})
     assert imagemap.lookup("acme/tool:3", config)[1] == {"debian": "bookworm", "packages": ["jq"]}
-    key, value = imagemap.lookup("python:3.12-slim", {})
+    key, value = imagemap.lookup("python:3.12-slim", None)
     assert key == "python:*" and value["debian"] == "trixie" and "python3-pip" in value["packages"]
-    assert imagemap.lookup("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624", {})[1] == {
+    assert imagemap.lookup("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624", None)[1] == {
         "debian": "trixie"}
-    assert imagemap.lookup("quay.io/unknown/thing:1", {}) is None
+    assert imagemap.lookup("quay.io/unknown/thing:1", None) is None
 
 
 @pytest.mark.parametrize(("image", "suite"), [
@@ -42,7 +44,7 @@ def test_proctor_toml_comes_before_the_built_in_map():
     ("python:3.13-slim", "trixie"), ("python:3.12", "trixie"),
 ])
 def test_the_release_a_tag_names_is_the_release_it_gets(image, suite):
-    assert imagemap.lookup(image, {})[1]["debian"] == suite
+    assert imagemap.lookup(image, None)[1]["debian"] == suite
 
 
 def test_the_build_reads_a_copy_naming_the_resolved_images():
@@ -77,7 +79,7 @@ def test_an_image_nobody_gives_is_one_error_naming_the_map(tmp_path):
     require_engine()
     (tmp_path / "Dockerfile").write_text("FROM quay.io/nobody/nothing:1\n")
     with pytest.raises(SetupError) as e:
-        dockerimages.from_dockerfile(str(tmp_path / "Dockerfile"), config={})
+        dockerimages.from_dockerfile(str(tmp_path / "Dockerfile"), config=None)
     assert str(e.value).startswith("--backend docker: image 'quay.io/nobody/nothing:1' is not "
                                    "local and could not be pulled, and proctor.toml's [images] "
                                    "map has no entry for it (docs/harbor.md#the-image-map)")
@@ -99,7 +101,7 @@ def test_the_image_map_line_says_why_a_stand_in_and_where_a_mirror_goes():
     assert ('map it in proctor.toml: [images] "ubuntu:24.04" = "REGISTRY/IMAGE:TAG" '
             "(docs/harbor.md#the-image-map)") in line
     py = imagemap.describe("python:3.13-slim-bookworm", imagemap.lookup(
-        "python:3.13-slim-bookworm", {})[1])
+        "python:3.13-slim-bookworm", None)[1])
     assert py.startswith("python:3.13-slim-bookworm → proctor's Debian bookworm stand-in + "
                          "CPython 3.13 built from Debian's source in /usr/local, built here")
     # A mirror from proctor.toml is no stand-in: named as the user's own mapping.

@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from proctor.config import SubstituteRule
 from proctor.sandbox import substitutes
 from proctor.sandbox.egress import EgressProxy
 from proctor.sandbox.substitutes import Substitutes
@@ -39,8 +40,9 @@ def ca(tmp_path, monkeypatch):
 
 async def test_a_configured_url_is_answered_from_its_file_over_tls(ca, tmp_path):
     (tmp_path / "tool.sh").write_text("echo installed-from-a-file\n")
-    subs = Substitutes([{"url": "https://tools.example.invalid/install.sh", "file": "tool.sh"}],
-                       str(tmp_path))
+    subs = Substitutes(
+        [SubstituteRule(url="https://tools.example.invalid/install.sh", file="tool.sh")],
+        str(tmp_path))
     code, body, events = await _through_proxy(subs, "https://tools.example.invalid/install.sh")
     assert (code, body.strip()) == (200, "echo installed-from-a-file")
     assert events[0]["substituted"] is True and events[0]["host"] == "tools.example.invalid"
@@ -50,7 +52,7 @@ async def test_a_configured_url_is_answered_from_its_file_over_tls(ca, tmp_path)
 
 async def test_the_policy_still_applies(ca, tmp_path):
     (tmp_path / "tool.sh").write_text("x\n")
-    subs = Substitutes([{"url": "https://tools.example.invalid/*", "file": "tool.sh"}],
+    subs = Substitutes([SubstituteRule(url="https://tools.example.invalid/*", file="tool.sh")],
                        str(tmp_path))
     code, body, events = await _through_proxy(subs, "https://tools.example.invalid/a",
                                               egress="deny")

@@ -12,6 +12,7 @@ import pytest
 
 from proctor.agents.base import AgentEnv
 from proctor.agents.llm import LLMAgent
+from proctor.config import ProctorConfig
 from proctor.model import RunOptions, TaskDef, Trial
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
@@ -49,7 +50,7 @@ def run_agent(tmp_path: Path):
                       help_mode=help_mode, replica=n)
         recorder = Recorder(tmp_path / f"trial{n}", Redactor(secrets or {}))
         env = AgentEnv(task=task, trial=trial, prompt=task.prompt, sandbox=sandbox,
-                       recorder=recorder, options=RunOptions(config=config),
+                       recorder=recorder, options=RunOptions(config=ProctorConfig.model_validate(config)),
                        solution=list(task.solution),
                        shared=shared if shared is not None else {})
         try:

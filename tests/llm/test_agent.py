@@ -92,6 +92,3 @@ def test_cut_keeps_head_and_tail():
     assert cut(text, 20, keep="tail") == "[80 earlier characters] ..." + "b" * 20
 
 
-async def test_bad_llm_settings_are_an_agent_error(run_agent, tmp_path):
-    run = await run_agent(make_task(tmp_path), "mock/done", {"llm": {"output_limt": 10}})
-    assert run.result.error is not None and "unknown key(s) output_limt" in run.result.error

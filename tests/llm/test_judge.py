@@ -12,6 +12,7 @@ import pytest
 from proctor.checks._judge import parse_verdict
 from proctor.checks.base import CheckContext
 from proctor.checks.llm_as_judge import Config, evaluate
+from proctor.config import ProctorConfig
 from proctor.model import RunOptions, Trial
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
@@ -43,7 +44,7 @@ async def judge_ctx(tmp_path: Path):
         return CheckContext(task=task, trial=trial, sandbox=sandbox, commands=[],
                             agent_output=output,
                             recorder=Recorder(tmp_path / f"trial{len(sandboxes)}", Redactor()),
-                            options=RunOptions(config=config), services=dict(services or {}))
+                            options=RunOptions(config=ProctorConfig.model_validate(config)), services=dict(services or {}))
 
     yield make
     for sb in sandboxes:

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from proctor.config import ProctorConfig
 from proctor.errors import UsageError
 from proctor.model import AgentDef, CheckDef, TaskDef, Trial
 from proctor.providers import get_provider, preflight, preflight_run, price_of
@@ -15,6 +16,8 @@ from proctor.providers.retry import RetryingProvider, RetryPolicy
 from proctor.providers.script import Script, ScriptState, load_script
 from proctor.providers.settings import provider_settings, resolve_model
 
+C = ProctorConfig.model_validate  # a proctor.toml as the run reads it
+
 USER = [{"role": "user", "content": "hi"}]
 
 
@@ -22,7 +25,7 @@ USER = [{"role": "user", "content": "hi"}]
 
 def test_preflight_names_the_missing_key_variable():
     with pytest.raises(UsageError) as e:
-        preflight(["openai/gpt-4.1", "anthropic/claude-sonnet-4-5", "openai/gpt-4.1"], {})
+        preflight(["openai/gpt-4.1", "anthropic/claude-sonnet-4-5", "openai/gpt-4.1"], C({}))
     msg = str(e.value)
     assert "set OPENAI_API_KEY" in msg and "set ANTHROPIC_API_KEY" in msg
     assert msg.count("OPENAI_API_KEY") == 1
@@ -30,9 +33,9 @@ def test_preflight_names_the_missing_key_variable():
 
 def test_preflight_passes_with_keys_and_for_keyless_providers(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    preflight(["openai/gpt-4.1", "mock/solver", "ollama/llama3"], {})
-    config = {"providers": {"vllm": {"kind": "openai-compatible", "base_url": "http://h/v1",
-                                     "api_key_env": "VLLM_KEY"}}}
+    preflight(["openai/gpt-4.1", "mock/solver", "ollama/llama3"], C({}))
+    config = C({"providers": {"vllm": {"kind": "openai-compatible", "base_url": "http://h/v1",
+                                       "api_key_env": "VLLM_KEY"}}})
     with pytest.raises(UsageError, match="set VLLM_KEY"):
         preflight(["vllm/qwen"], config)
     monkeypatch.setenv("VLLM_KEY", "k")
@@ -41,14 +44,14 @@ def test_preflight_passes_with_keys_and_for_keyless_providers(monkeypatch):
 
 def test_preflight_unknown_provider_alias_and_default(monkeypatch):
     with pytest.raises(UsageError, match=r"unknown provider 'acme'.*\[providers.acme\]"):
-        preflight(["acme/x"], {})
+        preflight(["acme/x"], C({}))
     with pytest.raises(UsageError, match="PROCTOR_JUDGE_FAST"):
-        preflight(["paragon-fast"], {})
+        preflight(["paragon-fast"], C({}))
     with pytest.raises(UsageError, match="provider/model"):
-        preflight(["gpt-4.1"], {})
+        preflight(["gpt-4.1"], C({}))
     with pytest.raises(UsageError, match="no model for the llm agent"):
-        preflight([None], {})
-    preflight([None], {"model": "mock/done"})
+        preflight([None], C({}))
+    preflight([None], C({"model": "mock/done"}))
 
 
 def test_preflight_run_checks_trials_judges_and_mock_scripts(tmp_path):
@@ -60,33 +63,33 @@ def test_preflight_run_checks_trials_judges_and_mock_scripts(tmp_path):
                    agent=AgentDef(model="mock/s.yaml"), checks=[judge])
     trial = Trial(id="t.r0", task_id="t", agent="llm", model=None, help_mode=None, replica=0)
     with pytest.raises(UsageError) as e:
-        preflight_run([task], [trial], {})
+        preflight_run([task], [trial], C({}))
     assert "paragon-max" in str(e.value) and "s.yaml" not in str(e.value)
-    preflight_run({"t": task}, [trial], {"judge": {"max": "mock/done"}})
+    preflight_run({"t": task}, [trial], C({"judge": {"max": "mock/done"}}))
     task.agent.model = "mock/missing.yaml"
     with pytest.raises(UsageError, match="mock script 'missing.yaml' not found"):
-        preflight_run([task], [trial], {"judge": {"max": "mock/done"}})
+        preflight_run([task], [trial], C({"judge": {"max": "mock/done"}}))
 
 
 def test_settings_sources(monkeypatch):
-    s = provider_settings("openai", {})
+    s = provider_settings("openai", C({}))
     assert (s.kind, s.base_url, s.api_key_env, s.official) == ("openai", None, "OPENAI_API_KEY", True)
-    config = {"providers": {"openai": {"base_url": "http://conf/v1", "max_concurrency": 2,
-                                       "max_attempts": 7}},
-              "retry": {"base_delay": 0.5}}
+    config = C({"providers": {"openai": {"base_url": "http://conf/v1", "max_concurrency": 2,
+                                         "max_attempts": 7}},
+                "retry": {"base_delay": 0.5}})
     s = provider_settings("openai", config)
     assert s.base_url == "http://conf/v1" and not s.official and s.max_concurrency == 2
     assert s.retry == RetryPolicy(max_attempts=7, base_delay=0.5)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://env/v1")  # the environment wins
     assert provider_settings("openai", config).base_url == "http://env/v1"
-    o = provider_settings("ollama", {})
+    o = provider_settings("ollama", C({}))
     assert o.kind == "openai" and o.base_url == "http://localhost:11434/v1" and o.key() is None
     with pytest.raises(UsageError, match="kind"):
-        provider_settings("x", {"providers": {"x": {"kind": "grpc"}}})
+        provider_settings("x", C({"providers": {"x": {"kind": "grpc"}}}))
 
 
 def test_judge_aliases(monkeypatch):
-    config = {"judge": {"fast": "openai/gpt-4.1-mini", "max": "anthropic/claude-opus-4-1"}}
+    config = C({"judge": {"fast": "openai/gpt-4.1-mini", "max": "anthropic/claude-opus-4-1"}})
     assert resolve_model("paragon-fast", config) == "openai/gpt-4.1-mini"
     assert resolve_model("paragon-max", config) == "anthropic/claude-opus-4-1"
     monkeypatch.setenv("PROCTOR_JUDGE_FAST", "mock/done")
@@ -100,8 +103,8 @@ def test_prices_defaults_config_globs_and_unknown():
     assert price_of("openai/gpt-4.1") == (2.0, 8.0)
     assert price_of("anthropic/claude-sonnet-4-5-20250929") == (3.0, 15.0)  # snapshot suffix
     assert price_of("ollama/llama3") is None
-    config = {"prices": {"ollama/*": {"input": 0, "output": 0},
-                         "openai/gpt-4.1": {"input": 1, "output": 2}}}
+    config = C({"prices": {"ollama/*": {"input": 0, "output": 0},
+                           "openai/gpt-4.1": {"input": 1, "output": 2}}})
     assert price_of("ollama/llama3", config) == (0.0, 0.0)
     assert price_of("openai/gpt-4.1", config) == (1.0, 2.0)
     assert cost_usd(None, 100, 100) is None
@@ -182,7 +185,7 @@ def test_parse_retry_after():
 
 async def test_in_process_mock_faults_go_through_the_retries(tmp_path):
     (tmp_path / "f.yaml").write_text("- say: fine\n  fail: [429, 502, malformed]\n")
-    p = get_provider("mock/f.yaml", {"retry": {"base_delay": 0.001}}, base_dir=str(tmp_path))
+    p = get_provider("mock/f.yaml", C({"retry": {"base_delay": 0.001}}), base_dir=str(tmp_path))
     resp = await p.complete("", USER, [])
     assert resp.text == "fine" and resp.attempt == 4
 

@@ -58,7 +58,7 @@ async def test_every_backend_declares_capabilities_and_the_methods(name, tmp_pat
     backend = cls.for_run(tmp_path, 2)
     for method in ("preflight", "prepare", "create", "close"):
         assert callable(getattr(backend, method)), (name, method)
-    backend.prepare([], quiet=True, config={})  # no tasks: nothing to make ready
+    backend.prepare([], quiet=True, config=None)  # no tasks: nothing to make ready
     await backend.close()
 
 

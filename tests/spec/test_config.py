@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from proctor.config import load_config
+from proctor.config import ProctorConfig, load_config
 from proctor.errors import UsageError
+from proctor.model import RunOptions
 from tests.helpers.cli import Cli
 
 
@@ -32,7 +33,24 @@ output_limit = 4000
 input = 0
 output = 0
 '''))
-    assert conf["providers"]["vllm"]["kind"] == "openai-compatible"
+    assert conf.providers["vllm"].kind == "openai-compatible"
+    assert conf.prices["vllm/*"].input == 0.0 and conf.pass_env == ["MY_*"]
+
+
+def test_the_run_gets_the_typed_model_with_its_defaults(tmp_path, monkeypatch):
+    conf = load_config(write(tmp_path, '[llm]\noutput_limit = 4000\n'))
+    assert isinstance(conf, ProctorConfig)
+    assert (conf.llm.output_limit, conf.llm.max_tokens, conf.llm.help_limit) == (4000, 4096, 20000)
+    assert conf.timeout_multiplier == 1.0 and conf.ray.max_retries == 2
+    assert conf.source_dir == str(tmp_path.resolve())  # relative paths in it resolve here
+    # Without a file: the same defaults, and no directory of its own.
+    monkeypatch.delenv("PROCTOR_CONFIG", raising=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    none = load_config(None)
+    assert none.source_dir is None and none.llm.max_tokens == 4096 and none.model is None
+    assert isinstance(RunOptions().config, ProctorConfig)
 
 
 @pytest.mark.parametrize("text,where", [
@@ -40,6 +58,7 @@ output = 0
     ('model = "x"\n\n[providers.vllm]\nkind = "openai"\nbase_ulr = "http://x"\n',
      ":5:1: providers.vllm.base_ulr: unknown key 'base_ulr'"),
     ('[llm]\nmax_tokens = "lots"\n', ":2:1: llm.max_tokens: Input should be a valid integer"),
+    ('[llm]\noutput_limt = 10\n', ":2:1: llm.output_limt: unknown key 'output_limt'"),
     ('[retry]\nmax_attempts = 0\n', ":2:1: retry.max_attempts: Input should be greater than"),
     ('pass_env = "HOME"\n', ":1:1: pass_env: Input should be a valid list"),
     ('[judeg]\nfast = "x/y"\n', ":1:1: judeg: unknown key 'judeg'"),

@@ -28,7 +28,7 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from proctor.agents.base import Agent, AgentEnv, AgentResult
 from proctor.agents.install import (
@@ -45,6 +45,9 @@ from proctor.providers import cost_usd, model_for, price_of, resolve_model
 from proctor.providers.base import ProviderError, ToolCall
 from proctor.providers.settings import provider_settings, split_model
 from proctor.record.commands import Reading
+
+if TYPE_CHECKING:
+    from proctor.config import ProctorConfig
 
 MOCK_MODEL = "mock"  # the model name an agent is given when proctor's mock answers it
 DEFAULT_BASE_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
@@ -238,7 +241,7 @@ def _is_launcher(args: list[str], roots: tuple[str, ...]) -> bool:
 
 
 def _cost(usage: dict[str, list[int]], model: str, asked: str,
-          config: dict[str, Any]) -> float | None:
+          config: ProctorConfig) -> float | None:
     """Every call priced by its own model (Claude Code's side calls go to a smaller one);
     unknown (None) if any model's price is — the trial's own model's included, whether or
     not a call of it succeeded (as for `llm`: an unpriced model never costs 0)."""
@@ -255,7 +258,7 @@ def _cost(usage: dict[str, list[int]], model: str, asked: str,
     return total
 
 
-def _pricer(model: str, asked: str, config: dict[str, Any]) -> Any:
+def _pricer(model: str, asked: str, config: ProctorConfig) -> Any:
     """Cost of one call (model name as the agent asked for it, tokens in, out), priced as
     `_cost` prices them: the trial's model for its own calls, the provider's other models
     for side calls."""
@@ -354,7 +357,7 @@ def install_agents(trials: list[Trial], tasks: dict[str, TaskDef],
     return versions
 
 
-def check_model(agent_type: str, model: str, config: dict[str, Any]) -> None:
+def check_model(agent_type: str, model: str, config: ProctorConfig) -> None:
     """A UsageError if agent `agent_type` cannot talk to `model` (e.g. codex and an
     anthropic model)."""
     from proctor.agents import make_agent

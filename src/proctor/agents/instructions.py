@@ -60,14 +60,11 @@ async def help_text(env: AgentEnv, cli: str, limit: int, timeout: float) -> str:
 
 async def for_trial(env: AgentEnv) -> str:
     """What this trial's agent is told besides the task ("" for nothing). The `--help` run
-    is bounded by proctor.toml `[llm] help_limit` and `help_timeout`, for every agent (a bad
-    value is a UsageError)."""
+    is bounded by proctor.toml `[llm] help_limit` and `help_timeout`, for every agent."""
     task, mode = env.task, help_mode(env)
     helped = None
     if task.cli and mode == "injected":
-        from proctor.agents.llm import LLMSettings
-
-        settings = LLMSettings.from_config(env.options.config)
+        settings = env.options.config.llm
         helped = await help_text(env, task.cli, settings.help_limit, settings.help_timeout)
     return compose(task.cli, mode, helped, task.system_prompt)
 

@@ -17,8 +17,7 @@ is the last, its tool calls are not run (providers/budget.py).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.agents.base import Agent, AgentEnv, AgentResult
 from proctor.agents.instructions import compose, for_trial
@@ -33,6 +32,9 @@ from proctor.providers import (
     resolve_model,
 )
 from proctor.text import cut
+
+if TYPE_CHECKING:
+    from proctor.config import LlmConfig
 
 RUN_COMMAND: dict[str, Any] = {
     "name": "run_command",
@@ -52,32 +54,6 @@ BASE_PROMPT = (
     "stdout and stderr. Work step by step and check the results. When the task is complete, "
     "reply with a short summary and no tool call."
 )
-
-
-@dataclass(frozen=True)
-class LLMSettings:
-    """proctor.toml `[llm]`."""
-
-    output_limit: int = 8000  # characters of stdout, and of stderr, the model sees per command
-    max_tokens: int = 4096  # per model response
-    temperature: float | None = None  # None: the provider's default (some models allow no other)
-    help_limit: int = 20000  # characters of `<cli> --help` injected
-    help_timeout: float = 30.0
-
-    @classmethod
-    def from_config(cls, config: dict[str, Any]) -> LLMSettings:
-        conf = config.get("llm") or {}
-        unknown = sorted(set(conf) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise UsageError(f"[llm] in proctor.toml: unknown key(s) {', '.join(unknown)} "
-                             f"(known: {', '.join(cls.__dataclass_fields__)})")
-        try:
-            values: dict[str, Any] = {
-                k: (float(v) if k in ("temperature", "help_timeout") else int(v))
-                for k, v in conf.items() if v is not None}
-            return cls(**values)
-        except (TypeError, ValueError) as e:
-            raise UsageError(f"[llm] in proctor.toml: {e}") from None
 
 
 def system_prompt(cli: str | None, help_mode: str | None, help_text: str | None,
@@ -107,7 +83,7 @@ class LLMAgent(Agent):
     async def run(self, env: AgentEnv) -> AgentResult:
         config = env.options.config
         try:
-            settings = LLMSettings.from_config(config)
+            settings = config.llm
             model = resolve_model(model_for(env.trial.model, env.task, config), config)
             provider = get_provider(model, config, base_dir=env.task.base_dir,
                                     solution=env.solution or env.task.solution)
@@ -123,12 +99,12 @@ class LLMAgent(Agent):
         result.cost_usd = cost_usd(price, result.tokens_in or 0, result.tokens_out or 0)
         return result
 
-    async def _system_prompt(self, env: AgentEnv, settings: LLMSettings) -> str:
+    async def _system_prompt(self, env: AgentEnv, settings: LlmConfig) -> str:
         told = await for_trial(env)
         return "\n\n".join(p for p in (BASE_PROMPT, told) if p)
 
     async def _loop(self, env: AgentEnv, provider: Any, model: str, system: str,
-                    settings: LLMSettings, provider_error: type[Exception],
+                    settings: LlmConfig, provider_error: type[Exception],
                     price: tuple[float, float] | None = None) -> AgentResult:
         res = AgentResult()
         env.on_timeout = lambda: res  # stopped from outside: what it has so far
@@ -200,7 +176,7 @@ class LLMAgent(Agent):
                             "tokens": {"input": res.tokens_in, "output": res.tokens_out}})
         return res
 
-    async def _run_tool(self, env: AgentEnv, call: Any, settings: LLMSettings) -> str:
+    async def _run_tool(self, env: AgentEnv, call: Any, settings: LlmConfig) -> str:
         # Mistakes are told to the model (it can correct itself), never raised.
         if call.name != "run_command":
             return f"error: unknown tool {call.name!r}; the only tool is run_command"

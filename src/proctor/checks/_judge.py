@@ -25,6 +25,7 @@ from proctor.text import printable
 
 if TYPE_CHECKING:
     from proctor.checks.base import CheckContext
+    from proctor.config import ProctorConfig
     from proctor.record.recorder import Recorder
 
 SYSTEM = (
@@ -99,7 +100,7 @@ def build_prompt(criteria: str, rubric: Any, input_from: str, text: str) -> str:
     return "\n\n".join(parts)
 
 
-async def judge(model: str, prompt: str, *, temperature: float, config: dict[str, Any],
+async def judge(model: str, prompt: str, *, temperature: float, config: ProctorConfig,
                 recorder: Recorder | None, base_dir: str | None = None) -> Verdict:
     try:
         model = resolve_model(model, config)

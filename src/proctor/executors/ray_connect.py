@@ -30,9 +30,7 @@ def require_ray() -> None:
 
 
 def settings(options: RunOptions) -> dict[str, Any]:
-    from proctor.config import RayConfig
-
-    cfg = RayConfig.model_validate(options.config.get("ray") or {})
+    cfg = options.config.ray
     address = options.ray_address or cfg.address or os.environ.get("RAY_ADDRESS") or None
     return {"address": address, "connect_timeout_s": cfg.connect_timeout_s,
             "max_retries": cfg.max_retries}

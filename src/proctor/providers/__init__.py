@@ -9,7 +9,7 @@ be called (known provider, configured alias, API key present, mock script found)
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from proctor.errors import UsageError
 from proctor.model import EXTERNAL_AGENTS
@@ -26,6 +26,7 @@ from proctor.providers.settings import (
 from proctor.registry import Registry
 
 if TYPE_CHECKING:
+    from proctor.config import ProctorConfig
     from proctor.model import TaskDef, Trial
 
 __all__ = [
@@ -48,7 +49,7 @@ NO_MODEL = ("no model for the llm agent: give `providers` in the spec, --model, 
             "PROCTOR_MODEL, or `model` in proctor.toml")
 
 
-def get_provider(model: str, config: dict[str, Any], *, base_dir: str | None = None,
+def get_provider(model: str, config: ProctorConfig, *, base_dir: str | None = None,
                  solution: list[str] | None = None) -> Provider:
     """A ready Provider for `model` (aliases resolved). `base_dir` and `solution` serve the
     mock models: script paths are relative to the spec; mock/solver replays the solution."""
@@ -63,7 +64,7 @@ def get_provider(model: str, config: dict[str, Any], *, base_dir: str | None = N
                             private=s.kind == "mock")
 
 
-def model_for(trial_model: str | None, task: TaskDef, config: dict[str, Any]) -> str:
+def model_for(trial_model: str | None, task: TaskDef, config: ProctorConfig) -> str:
     """The model an llm trial uses: the trial's, the task's agent.model, or the default."""
     model = trial_model or task.agent.model or default_model(config)
     if not model:
@@ -74,7 +75,7 @@ def model_for(trial_model: str | None, task: TaskDef, config: dict[str, Any]) ->
     return model
 
 
-def preflight(models: Iterable[str | None], config: dict[str, Any],
+def preflight(models: Iterable[str | None], config: ProctorConfig,
               base_dirs: Iterable[str | None] | None = None, *, keys: bool = True) -> None:
     """Raise one UsageError listing every model that cannot be called (exit 2, nothing runs).
 
@@ -111,7 +112,7 @@ def preflight(models: Iterable[str | None], config: dict[str, Any],
 
 
 def preflight_run(tasks: Iterable[TaskDef] | dict[str, TaskDef], trials: list[Trial],
-                  config: dict[str, Any]) -> None:
+                  config: ProctorConfig) -> None:
     """`preflight` for a planned run: the model of every llm trial (trial model, else the
     task's agent.model, else the default) and of every llm_as_judge; mock script paths are
     looked up next to each spec."""

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from proctor.config import ProctorConfig
+
+T = TypeVar("T")
 
 # List prices published by the vendors, as of 2025-10 (standard tier, no caching or batch
 # discounts). Check the vendors' pricing pages before quoting costs; override in proctor.toml.
@@ -38,7 +44,7 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 _SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
 
-def _lookup(table: dict[str, Any], model: str) -> Any:
+def _lookup(table: Mapping[str, T], model: str) -> T | None:
     if model in table:
         return table[model]
     for pattern, value in table.items():
@@ -47,14 +53,13 @@ def _lookup(table: dict[str, Any], model: str) -> Any:
     return None
 
 
-def price_of(model: str, config: dict[str, Any] | None = None) -> tuple[float, float] | None:
+def price_of(model: str, config: ProctorConfig | None = None) -> tuple[float, float] | None:
     """(input, output) USD per million tokens, or None when unknown."""
-    configured = (config or {}).get("prices") or {}
     names = (model, _SNAPSHOT.sub("", model))
     for name in names:  # configuration first, whatever the defaults say
-        entry = _lookup(configured, name)
-        if isinstance(entry, dict) and "input" in entry and "output" in entry:
-            return float(entry["input"]), float(entry["output"])
+        entry = _lookup(config.prices, name) if config is not None else None
+        if entry is not None:
+            return entry.input, entry.output
     for name in names:
         found = _lookup(DEFAULT_PRICES, name)
         if found is not None:

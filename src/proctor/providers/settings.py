@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.errors import UsageError
 from proctor.providers.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from proctor.config import ProctorConfig
 
 KINDS = ("openai", "anthropic", "mock")  # = proctor.providers.PROVIDERS
 # `kind` spellings accepted in proctor.toml.
@@ -51,21 +54,21 @@ class ProviderSettings:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
 
-def resolve_model(model: str, config: dict[str, Any]) -> str:
+def resolve_model(model: str, config: ProctorConfig) -> str:
     """Expand the judge aliases paragon-fast / paragon-max; other names pass through."""
     if model not in JUDGE_ALIASES:
         return model
     var, key = JUDGE_ALIASES[model]
-    target = os.environ.get(var) or (config.get("judge") or {}).get(key)
+    target = os.environ.get(var) or {"fast": config.judge.fast, "max": config.judge.max}[key]
     if not target:
         raise UsageError(f"model alias {model} is not configured: set {var}=provider/model "
                          f"or [judge] {key} = \"provider/model\" in proctor.toml")
     return str(target)
 
 
-def default_model(config: dict[str, Any]) -> str | None:
+def default_model(config: ProctorConfig) -> str | None:
     """The model for llm tasks that name none: PROCTOR_MODEL, else proctor.toml `model`."""
-    return os.environ.get("PROCTOR_MODEL") or config.get("model") or None
+    return os.environ.get("PROCTOR_MODEL") or config.model or None
 
 
 def split_model(model: str) -> tuple[str, str]:
@@ -75,11 +78,11 @@ def split_model(model: str) -> tuple[str, str]:
     return provider, name
 
 
-def provider_settings(provider: str, config: dict[str, Any]) -> ProviderSettings:
+def provider_settings(provider: str, config: ProctorConfig) -> ProviderSettings:
     conf = dict(PRESETS.get(provider, {}))
-    user = (config.get("providers") or {}).get(provider)
-    if isinstance(user, dict):
-        conf.update(user)
+    user = config.providers.get(provider)
+    if user is not None:
+        conf.update(user.model_dump(exclude_unset=True))  # what the file says, over the preset
     elif not conf:
         raise UsageError(
             f"unknown provider {provider!r}: use openai/, anthropic/, openrouter/, ollama/ or "
@@ -91,8 +94,8 @@ def provider_settings(provider: str, config: dict[str, Any]) -> ProviderSettings
                          "openai or anthropic")
     env_url = os.environ.get(f"{provider.upper().replace('-', '_')}_BASE_URL")
     base_url = env_url or conf.get("base_url") or None
-    retry_conf = {**(config.get("retry") or {}), **{k: conf[k] for k in
-                  ("max_attempts", "base_delay", "max_delay") if k in conf}}
+    retry_conf: dict[str, Any] = config.retry.model_dump(exclude_unset=True)
+    retry_conf.update((k, conf[k]) for k in ("max_attempts", "base_delay", "max_delay") if k in conf)
     try:
         retry = RetryPolicy(**{k: type(getattr(RetryPolicy, k))(v) for k, v in retry_conf.items()
                                if k in ("max_attempts", "base_delay", "max_delay")})

@@ -64,7 +64,7 @@ def prepare(paths: list[str], options: RunOptions, *, warn: bool = True) -> Plan
     tasks = select(loaded.tasks, options)
     if not tasks:
         raise UsageError(_nothing_selected(options))
-    _scale_timeouts(tasks, float(options.config.get("timeout_multiplier") or 1.0))
+    _scale_timeouts(tasks, options.config.timeout_multiplier)
     notes = _stand_in(tasks, options)
     for note in notes if warn and not options.quiet else ():
         print(f"proctor: note: {note}", file=sys.stderr)
@@ -277,13 +277,13 @@ def _stand_in(tasks: list[TaskDef], options: RunOptions) -> list[str]:
     """Tasks whose agent runs only on a hosted service (Keystone's paragon, snapshot) get a
     local agent: --agent, else proctor.toml's `stand_in_agent`, else llm. Said once."""
     by_kind: dict[str, list[str]] = {}
-    local = options.agent or options.config.get("stand_in_agent") or "llm"
+    local = options.agent or options.config.stand_in_agent or "llm"
     for task in tasks:
         if task.agent.hosted:
             task.agent.type = local
             by_kind.setdefault(task.agent.hosted, []).append(task.id)
     why = ("--agent" if options.agent else "proctor.toml's stand_in_agent"
-           if options.config.get("stand_in_agent") else "the default; --agent picks another")
+           if options.config.stand_in_agent else "the default; --agent picks another")
     return [f"agent `{kind}` runs only on Keystone's hosted service; `{local}` runs here "
             f"instead ({why}): {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''}"
             for kind, ids in by_kind.items()]

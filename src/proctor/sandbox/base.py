@@ -16,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from proctor.proc import ExecResult
+
+if TYPE_CHECKING:
+    from proctor.config import ProctorConfig
 
 __all__ = ["Backend", "Capabilities", "Entry", "ExecResult", "Kind", "Resources", "Sandbox",
            "SandboxSpec", "Snapshot"]
@@ -109,7 +112,7 @@ class Backend(Protocol):
     def preflight(self, isolation: str = "auto") -> bool: ...
 
     def prepare(self, tasks: Sequence[Any], *, quiet: bool = False,
-                config: dict[str, Any] | None = None) -> None: ...
+                config: ProctorConfig | None = None) -> None: ...
 
     async def create(self, spec: SandboxSpec) -> Sandbox: ...
 

@@ -33,7 +33,10 @@ import ssl
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from proctor.config import SubstituteRule
 
 PYPI = os.environ.get("PROCTOR_PYPI_URL", "https://pypi.org").rstrip("/")
 MAX_REQUEST_BYTES = 64 * 1024
@@ -96,12 +99,11 @@ def _leaf(host: str) -> tuple[Path, Path]:
 class Substitutes:
     """The URLs a run answers itself (built-in ones and proctor.toml's `[[substitutes]]`)."""
 
-    def __init__(self, rules: list[dict[str, Any]] | None = None, base_dir: str = "."):
+    def __init__(self, rules: list[SubstituteRule] | None = None, base_dir: str = "."):
         self.files: list[tuple[str, Path]] = []  # (url or prefix*, file)
         for rule in rules or []:
-            url, file = str(rule.get("url", "")), rule.get("file")
-            if url and file:
-                self.files.append((url, Path(base_dir, os.path.expanduser(str(file)))))
+            if rule.url and rule.file:
+                self.files.append((rule.url, Path(base_dir, os.path.expanduser(rule.file))))
         self.hosts = {"astral.sh"} | {_host(u) for u, _ in self.files}
 
     def covers(self, host: str) -> bool:

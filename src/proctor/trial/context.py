@@ -3,11 +3,13 @@ read by each trial (trial.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from proctor.model import RunOptions
+from proctor.sandbox.base import Backend
 from proctor.services.base import Service
 
 
@@ -17,8 +19,8 @@ class RunContext:
 
     options: RunOptions
     sandbox_root: Path  # per-trial sandboxes go here (a temp dir; RUN_DIR/workdirs with --keep)
-    trial_dir: Any  # Callable[[str], Path]: where a trial's trace and audit go
+    trial_dir: Callable[[str], Path]  # a trial id -> where its trace and audit go
     services: dict[tuple[str, str], Service] = field(default_factory=dict)  # (source, name)
     shared: dict[str, Any] = field(default_factory=dict)  # run-wide caches (help text, ...)
     run_id: str = ""
-    backend: Any = None  # the run's backend instance (its box pool); None: one per trial
+    backend: Backend | None = None  # the run's backend instance (its box pool); None: one per trial

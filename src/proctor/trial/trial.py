@@ -91,7 +91,7 @@ class TrialFault(Exception):
 
 def host_env(options: RunOptions) -> dict[str, str]:
     """What an agent gets of proctor's own environment: the allowlist plus `pass_env`."""
-    allowed = (*HOST_ENV_ALLOWED, *options.config.get("pass_env", ()))
+    allowed = (*HOST_ENV_ALLOWED, *options.config.pass_env)
     if options.isolation != "none":
         allowed = tuple(a for a in allowed if a != "PATH")  # the box has its own PATH
     return {k: v for k, v in os.environ.items()
@@ -166,7 +166,7 @@ class _Trial:
         self.redactor = Redactor(self.secrets, task.redact_patterns)
         for name in task.redact_env:
             self.redactor.add(name, task.env.get(name)
-                              or run.options.config.get("env", {}).get(name))
+                              or run.options.config.env.get(name))
         # A trial re-run by --resume starts from a clean slate.
         self.recorder = Recorder.fresh(run.trial_dir(trial.id), self.redactor)
         self.result = TrialResult(
@@ -202,7 +202,7 @@ class _Trial:
                     self.trial.id)
             except ServiceError as e:
                 raise TrialFault("service", name=svc.name, detail=str(e)) from None
-        public = run.options.config.get("public_addresses", [])
+        public = run.options.config.public_addresses
         await _services_ready(task, self.handles, self.egress.append, _substitutes(run), public)
         self.sandbox = sandbox = await _open_sandbox(
             self.trial, task, run, self.agent, self.handles, self.secrets, self.output.feed)
@@ -458,8 +458,7 @@ def _substitutes(run: RunContext) -> Any:
         from proctor.sandbox.substitutes import Substitutes
 
         config = run.options.config
-        run.shared["substitutes"] = Substitutes(config.get("substitutes", []),
-                                                config.get("_dir", "."))
+        run.shared["substitutes"] = Substitutes(config.substitutes, config.source_dir or ".")
     return run.shared["substitutes"]
 
 

@@ -9,13 +9,16 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.dockercli import engine_problem
 from proctor.errors import SetupError
 from proctor.sandbox.base import SandboxSpec
 from proctor.sandbox.docker.container import CONTAINER, DockerSandbox
 from proctor.sandbox.docker.taskenv import ImageSandbox
+
+if TYPE_CHECKING:
+    from proctor.config import ProctorConfig
 
 
 class DockerBackend:
@@ -41,7 +44,7 @@ class DockerBackend:
         return True
 
     def prepare(self, tasks: Sequence[Any], *, quiet: bool = False,
-                config: dict[str, Any] | None = None) -> None:
+                config: ProctorConfig | None = None) -> None:
         """Every image the tasks need is local (built or pulled) before any trial runs; each
         task's CPU and memory limits within what the engine has (host.py)."""
         from proctor.sandbox.docker import host as dockerhost

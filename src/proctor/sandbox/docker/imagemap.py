@@ -24,16 +24,18 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.errors import SetupError
+
+if TYPE_CHECKING:
+    from proctor.config import ProctorConfig
 
 RECIPE = 3  # bump when the way stand-ins are built changes
 _PY = ["python3", "python3-pip", "python3-venv", "python-is-python3"]
@@ -95,9 +97,12 @@ _COPY_FROM = re.compile(r"(--from=)(\S+)", re.IGNORECASE)
 _ARG = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(\S*))?", re.IGNORECASE)
 
 
-def lookup(image: str, config: dict[str, Any]) -> tuple[str, Any] | None:
-    """(the key that matched, its value) in proctor.toml's [images], else the built-in map."""
-    for table in (config.get("images") or {}, DEFAULTS):
+def lookup(image: str, config: ProctorConfig | None) -> tuple[str, Any] | None:
+    """(the key that matched, its value: an image, or a recipe as written) in proctor.toml's
+    [images], else the built-in map."""
+    configured = {k: v if isinstance(v, str) else v.model_dump(exclude_unset=True)
+                  for k, v in (config.images if config is not None else {}).items()}
+    for table in (configured, DEFAULTS):
         if image in table:
             return image, table[image]
         for key, value in table.items():
@@ -271,6 +276,3 @@ def describe(image: str, value: Any) -> str:
             f"proctor.toml: [images] \"{image}\" = \"REGISTRY/IMAGE:TAG\" "
             "(docs/harbor.md#the-image-map)")
 
-
-def config_dir(config: dict[str, Any]) -> str:
-    return str(config.get("_dir") or os.getcwd())

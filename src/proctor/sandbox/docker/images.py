@@ -22,7 +22,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor.dockercli import docker_sync
 from proctor.errors import SetupError
@@ -40,6 +40,9 @@ from proctor.sandbox.docker.imagestore import (
     lock,
     ready,
 )
+
+if TYPE_CHECKING:
+    from proctor.config import ProctorConfig
 
 RELEASE = "bookworm"
 BASE_PACKAGES = sorted([
@@ -127,7 +130,7 @@ def with_packages(base: str, packages: list[str], quiet: bool = True) -> str:
         return tag
 
 
-def external(image: str, config: dict[str, Any] | None = None, quiet: bool = True,
+def external(image: str, config: ProctorConfig | None = None, quiet: bool = True,
              notes: list[str] | None = None) -> str:
     """An image named by a task (`base`, a FROM, a service's `image`) made local: as it is,
     pulled, or through the image map (imagemap.py); what stands in for it is returned."""
@@ -137,7 +140,7 @@ def external(image: str, config: dict[str, Any] | None = None, quiet: bool = Tru
         if image in ready or image_id(image):
             ready.add(image)
             return image
-    mapped = imagemap.lookup(image, config or {})
+    mapped = imagemap.lookup(image, config)
     with lock():
         done = docker_sync("pull", "-q", image, timeout=BUILD_TIMEOUT_S)
         if done.exit_code == 0:
@@ -156,7 +159,7 @@ def external(image: str, config: dict[str, Any] | None = None, quiet: bool = Tru
     return imagemap.stand_in(dict(value), quiet)
 
 
-def from_dockerfile(path: str, quiet: bool = True, *, config: dict[str, Any] | None = None,
+def from_dockerfile(path: str, quiet: bool = True, *, config: ProctorConfig | None = None,
                     timeout: float = BUILD_TIMEOUT_S, notes: list[str] | None = None,
                     status: Status | None = None, what: str = "",
                     env: dict[str, str] | None = None) -> str:
@@ -200,7 +203,7 @@ def from_dockerfile(path: str, quiet: bool = True, *, config: dict[str, Any] | N
 
 
 def resolve(base: str | None, packages: list[str], dockerfile: str | None,
-            quiet: bool = True, *, config: dict[str, Any] | None = None,
+            quiet: bool = True, *, config: ProctorConfig | None = None,
             timeout: float = BUILD_TIMEOUT_S, notes: list[str] | None = None,
             status: Status | None = None, what: str = "",
             env: dict[str, str] | None = None) -> str:
@@ -213,7 +216,7 @@ def resolve(base: str | None, packages: list[str], dockerfile: str | None,
     return with_packages(image, missing, quiet) if missing else image
 
 
-def prepare(tasks: list[Any], quiet: bool = False, config: dict[str, Any] | None = None) -> None:
+def prepare(tasks: list[Any], quiet: bool = False, config: ProctorConfig | None = None) -> None:
     """Resolve every task's image (and its image services' images) before any trial runs;
     the result is the task's `base_image` from here on (what `SandboxSpec.image` carries to
     each trial). A task whose image cannot be made has its trials `error` (`unavailable`,
@@ -233,7 +236,7 @@ def prepare(tasks: list[Any], quiet: bool = False, config: dict[str, Any] | None
         _note(f"image map: {note}", quiet)
 
 
-def _prepare_task(task: Any, quiet: bool, config: dict[str, Any] | None, notes: list[str],
+def _prepare_task(task: Any, quiet: bool, config: ProctorConfig | None, notes: list[str],
                   status: Status) -> None:
     from proctor.sandbox.docker import pins
 

@@ -12,7 +12,10 @@ NAME instead, saying so: a deviation from the upstream image, on purpose and vis
 from __future__ import annotations
 
 import fnmatch
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from proctor.config import ProctorConfig
 
 VAR = "PROCTOR_RELAX_PINS"
 PATHS = ("/usr/local/sbin/apt-get", "/usr/local/sbin/apt")
@@ -52,10 +55,10 @@ def wrapper(suite: str) -> str:
     return WRAPPER.replace("@SUITE@", suite)
 
 
-def relaxed(task_id: str, config: dict[str, Any] | None) -> bool:
+def relaxed(task_id: str, config: ProctorConfig | None) -> bool:
     """Whether proctor.toml's `relax_pins` covers this task (true: every task; a list: those
     ids, globs allowed)."""
-    value = (config or {}).get("relax_pins")
+    value = config.relax_pins if config is not None else False
     if isinstance(value, bool):
         return value
-    return any(fnmatch.fnmatchcase(task_id, str(p)) for p in value or [])
+    return any(fnmatch.fnmatchcase(task_id, p) for p in value)

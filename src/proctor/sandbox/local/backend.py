@@ -27,7 +27,7 @@ import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from proctor import proc
 from proctor.errors import SetupError, UsageError
@@ -56,6 +56,9 @@ from proctor.sandbox.placefiles import (
 from proctor.sandbox.pool import INSIDE_HOME, PLACES, BoxPool, Shape, Slot
 from proctor.sandbox.spawn import OPEN_FILE, OPEN_PATH, OPEN_READ, SpawnerLost
 from proctor.sandbox.trace import TraceFd, TraceSource, capture_limits, release, tracer_argv
+
+if TYPE_CHECKING:
+    from proctor.config import ProctorConfig
 
 __all__ = ["INSIDE_WORKDIR", "SNAPSHOT_TIMEOUT_S", "SYSTEM_PATH", "LocalBackend", "LocalSandbox"]
 
@@ -96,7 +99,7 @@ class LocalBackend:
         return True
 
     def prepare(self, tasks: Sequence[Any], *, quiet: bool = False,
-                config: dict[str, Any] | None = None) -> None:
+                config: ProctorConfig | None = None) -> None:
         """Nothing to make ready: the local backend uses this machine's tools."""
 
     async def create(self, spec: SandboxSpec) -> LocalSandbox:
