@@ -526,5 +526,47 @@ def mock_llm(script: str, host: str, port: int) -> None:
     _guard(body)
 
 
+
+@main.group()
+def ray() -> None:
+    """Ray clusters for `--executor ray` (docs/running.md#ray)."""
+
+
+@ray.command("worker-image")
+@click.option("--base", metavar="IMAGE",
+              help="Build on this local image instead of proctor's Debian base; it must have "
+                   "this Python's minor version as pythonX.Y, Debian's apt and dpkg.")
+@click.option("--tag", "tags", multiple=True, metavar="NAME[:TAG]",
+              help="Also tag the image so (e.g. REGISTRY/proctor-ray-worker:v1 to push it); "
+                   "repeatable.")
+@click.option("-q", "--quiet", is_flag=True, help="Print the tag only.")
+def worker_image(base: str | None, tags: tuple[str, ...], quiet: bool) -> None:
+    """Build a container image that is a Ray worker node for proctor (a KubeRay pod's
+    shape) and print its tag.
+
+    \b
+    Inside: this proctor, this Ray and proctor's dependencies, at exactly the versions
+    installed here (repacked from this environment, nothing downloaded but two Debian
+    packages: bubblewrap and the docker client); proctor's compiled helpers; the tools of
+    proctor's base image. Built without a registry, once per content (the dependencies'
+    layer is reused when only proctor changed).
+
+    \b
+    Start a node that joins a head:
+      docker run -d --network host --shm-size 2g --privileged \\
+        -e RAY_ADDRESS=HEAD_IP:6379 TAG --num-cpus 4 --memory 8000000000
+    --privileged (or seccomp/AppArmor unconfined + CAP_SYS_ADMIN) lets the local backend make
+    its namespaces; for --backend docker also mount an engine (-v
+    /var/run/docker.sock:/var/run/docker.sock, --pid host and a directory shared at the same
+    path: docs/running.md#kuberay). Options after TAG go to `ray start`.
+    """
+    def body() -> int:
+        from proctor.executors.ray_worker_image import build
+
+        click.echo(build(base=base, tags=tags, quiet=quiet))
+        return 0
+
+    _guard(body)
+
 if __name__ == "__main__":
     main()

@@ -369,8 +369,10 @@ class RayExecutor:
             workdir = self.run_dir / "workdirs" / trial_id
             shutil.rmtree(workdir, ignore_errors=True)
             workdir.mkdir(parents=True)
+            from proctor.executors.ray_files import extract
+
             with tarfile.open(archive) as tar:
-                tar.extractall(workdir, filter="tar")
+                extract(tar, workdir)
             archive.unlink()
 
     async def rate_limits(self) -> dict[str, Any]:

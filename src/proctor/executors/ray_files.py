@@ -72,6 +72,28 @@ def _files(paths: set[Path]) -> set[Path]:
     return out
 
 
+def extract(tar: tarfile.TarFile, dest: Path) -> None:
+    """`tar.extractall(dest, filter="tar")`; on a Python without extraction filters (before
+    3.11.4: Debian bookworm's 3.11.2, the Ray worker image's) the same rules by hand, member
+    by member so the links already made are followed: a leading / is dropped, nothing is
+    written outside `dest` (through `..` or a link), no set-uid, set-gid or group/other-write
+    bit."""
+    if hasattr(tarfile, "tar_filter"):
+        tar.extractall(dest, filter="tar")
+        return
+    top = os.path.realpath(dest)
+    for m in tar.getmembers():
+        m.name = m.name.lstrip("/")
+        targets = [os.path.join(top, m.name)]
+        if m.islnk():
+            targets.append(os.path.join(top, m.linkname.lstrip("/")))
+        for path in targets:
+            if os.path.commonpath([top, os.path.realpath(path)]) != top:
+                raise tarfile.TarError(f"{m.name!r} would be extracted outside {dest}")
+        m.mode &= 0o755
+        tar.extract(m, dest)
+
+
 def materialize(digest: str, data: bytes) -> Path:
     """Unpack the bundle on this node unless it already is; returns the root to prefix."""
     cache = Path(tempfile.gettempdir()) / CACHE_DIR
@@ -82,7 +104,7 @@ def materialize(digest: str, data: bytes) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=cache))
     try:
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(staging / "root", filter="tar")
+            extract(tar, staging / "root")
         (staging / ".complete").touch()
         with contextlib.suppress(OSError):  # another run on this node unpacked it first
             os.rename(staging, root)
