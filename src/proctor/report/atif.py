@@ -158,13 +158,7 @@ def trajectory(trial: Mapping[str, Any], trace: list[dict[str, Any]],
     agent_name = trial.get("agent") or "llm"
     versions = v if isinstance(v := run.get("versions"), dict) else {}
     tokens = trial.get("tokens") or {}
-    extra["proctor"] = {
-        "run_id": run.get("run_id"), "trial_id": trial.get("id"),
-        "task_id": trial.get("task_id"), "help_mode": trial.get("help_mode"),
-        "params": trial.get("params") or {}, "replica": trial.get("replica"),
-        "status": trial.get("status"), "composite_score": trial.get("composite_score"),
-        "reason": data.reason(trial) or None, "checks": trial.get("checks") or [],
-        "forbidden": trial.get("forbidden") or [], "duration_s": trial.get("duration_s")}
+    extra["proctor"] = _verdict(trial, run)
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "session_id": str(trial.get("id")),
@@ -187,6 +181,17 @@ def trajectory(trial: Mapping[str, Any], trace: list[dict[str, Any]],
     if doc["agent"]["model_name"] is None:
         del doc["agent"]["model_name"]
     return doc
+
+
+def _verdict(trial: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
+    """What proctor made of the trial (`extra.proctor`): where it belongs, and its verdict."""
+    return {
+        "run_id": run.get("run_id"), "trial_id": trial.get("id"),
+        "task_id": trial.get("task_id"), "help_mode": trial.get("help_mode"),
+        "params": trial.get("params") or {}, "replica": trial.get("replica"),
+        "status": trial.get("status"), "composite_score": trial.get("composite_score"),
+        "reason": data.reason(trial) or None, "checks": trial.get("checks") or [],
+        "forbidden": trial.get("forbidden") or [], "duration_s": trial.get("duration_s")}
 
 
 def _tools(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
