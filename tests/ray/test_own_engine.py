@@ -126,6 +126,14 @@ def test_a_dataset_on_a_node_with_its_own_engine_gives_the_local_verdicts(own, e
     # Every trial ran on the node with its own engine (the head has no CPUs).
     assert len({t["node"] for t in trials.values()}) == 1 and None not in \
         {t["node"] for t in trials.values()}
+    # What the verifier and the steps keep in directories of the trial's came home.
+    for t in trials.values():
+        home = tmp_path / "run" / "trials" / t["id"]
+        if t["task_id"] == "simple-task":
+            reward = "1" if t["agent"] == "oracle" else "0"
+            assert (home / "verifier" / "reward.txt").read_text().strip() == reward
+        if t["task_id"] == "multi-step" and t["agent"] == "oracle":
+            assert (home / "artifacts" / "app" / "greet.sh").is_file()
     # Every image the trials ran got into the node's engine by `docker load` only, once
     # each, whatever the number of its trials: nothing was built or pulled there.
     assert {WEB} <= engine.images()
