@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -68,6 +69,7 @@ def main() -> None:
     spec = work / "nap.yaml"
     spec.write_text(SPEC.format(s=f"{args.sleep:g}", n=n))
     with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, work, True)
         one_engine = stack.enter_context(second_engine())
         two_engine = stack.enter_context(second_engine())
         cluster = start_cluster(head_cpus=0, spec_dir=work)
