@@ -98,7 +98,9 @@ class RayExecutor:
         self.limiter = ray_limiter.start(ray, run_id)
         # Task images into nodes whose engine is not the head's (ray_images.py).
         self.images = None
-        if options.backend == "docker":
+        from proctor.sandbox import capabilities
+
+        if capabilities(options.backend).engine_images:
             from proctor.executors.ray_images import Shipper
 
             self.images = Shipper(quiet=options.quiet)

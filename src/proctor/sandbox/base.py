@@ -95,6 +95,7 @@ class Capabilities:
     image_services: bool = False  # `image:` services (side containers) can run beside it
     image_environment: bool = False  # a task's image may be its whole environment (Harbor)
     installs_packages: bool = False  # acts on setup.packages / base / dockerfile (images)
+    engine_images: bool = False  # runs images of the node's Docker engine (Ray ships them)
     needs_root: bool = False  # proctor must run as root to use it
 
 

@@ -60,7 +60,8 @@ LAUNCH = "/.proctor-launch"
 
 CONTAINER = Capabilities(isolated=True, traced=True, host_files=True, grader_box=True,
                          serves_inside=True, image_services=True, image_environment=True,
-                         installs_packages=True, needs_root=True)
+                         installs_packages=True, engine_images=True,
+                         needs_root=True)
 
 
 class DockerSandbox(PlaceFiles):
