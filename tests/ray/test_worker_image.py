@@ -1,12 +1,15 @@
 """`proctor ray worker-image`: a Ray worker node in a container built by proctor (the shape of
 a KubeRay RayCluster worker pod, without Kubernetes). The head is a `ray start --head` on this
-machine without CPUs; the only node with CPUs is the container (`--network host`,
-the capabilities and unmasked /proc the local backend's namespaces need), which cannot see the spec files: the trials
-run there and give the verdicts of a local run."""
+machine without CPUs; the only node with CPUs is the container, which cannot see the spec
+files: `--network host` (it joins the head), the capabilities and unmasked /proc the local
+backend needs, and for the docker backend this machine's engine (its socket, `--pid host`,
+one directory at the same path inside and out holding the node's TMPDIR and PROCTOR_CACHE,
+which the engine's bind mounts name). The trials run there and give the local verdicts."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import subprocess
 import time
@@ -16,6 +19,7 @@ import pytest
 
 from tests.docker.engine import require_engine
 from tests.helpers.cli import Cli
+from tests.helpers.harbor import corpus, public_addresses
 from tests.helpers.ray import ENV, NODE_MEMORY, start_cluster
 
 pytestmark = pytest.mark.slow
@@ -66,8 +70,13 @@ def worker(image, tmp_path_factory):
     """A head here (0 CPUs) and a worker in the image; both gone afterwards."""
     c = start_cluster(head_cpus=0, spec_dir=tmp_path_factory.mktemp("kuberay-specs"))
     name = f"proctor-kuberay-test-{int(time.time() * 1000)}"
+    shared = tmp_path_factory.mktemp("kuberay-node")
+    (shared / "tmp").mkdir()
     low = 20000 + _free_port() % 20000  # Ray's worker ports: a range of this node's own
     argv = ["docker", "run", "-d", "--name", name, "--network", "host", *LOCAL_BACKEND,
+            "--pid", "host", "-v", "/var/run/docker.sock:/var/run/docker.sock",
+            "-v", f"{shared}:{shared}", "-e", f"TMPDIR={shared}/tmp",
+            "-e", f"PROCTOR_CACHE={shared}/cache",
             "--shm-size", "512m", "-e", f"RAY_ADDRESS={c.address}", "-e", "RAY_AUTH_MODE=disabled",
             image, "--num-cpus", "2", "--memory", str(NODE_MEMORY),
             "--object-store-memory", str(200 << 20), "--disable-usage-stats",
@@ -125,3 +134,28 @@ def test_a_worker_in_the_image_joins_the_head_and_gives_the_local_verdicts(worke
                             node.rsplit("/", 1)[1], "/tmp"],
                            capture_output=True, text=True, timeout=30)
     assert found.stdout.strip(), found.stderr
+
+
+def test_the_docker_backend_on_that_node_drives_this_machines_engine(worker, tmp_path):
+    """A Harbor recipe with --backend docker: its image built by the head in this engine, its
+    container started by the node in the image through the mounted socket."""
+    cluster, container = worker
+    spec = cluster.spec_dir / "harbor"
+    shutil.copytree(corpus("harbor-cookbook") / "recipes" / "simple-task", spec / "simple-task")
+    (tmp_path / "proctor.toml").write_text('pass_env = ["UV_EXCLUDE_NEWER"]\n'
+                                           f'public_addresses = {public_addresses()!r}\n')
+    run = Cli(tmp_path, env={**ENV, "UV_EXCLUDE_NEWER": "2026-03-27T00:00:00Z"})(
+        "run", str(spec), "--backend", "docker", "--agent", "oracle", "-q", "--executor", "ray",
+        "--ray-address", cluster.address, "--output-dir", "ray", timeout=400)
+    assert run.returncode == 0, run.stdout + run.stderr  # the oracle passes, as locally
+    assert list(_statuses(tmp_path / "ray").values()) == ["pass"]
+    (node,) = _nodes(tmp_path / "ray")
+    found = subprocess.run(["docker", "exec", container, "grep", "-rlF", "--include=raylet*.out",
+                            node.rsplit("/", 1)[1], "/tmp"],
+                           capture_output=True, text=True, timeout=30)
+    assert found.stdout.strip(), found.stderr
+    run_id = json.loads((tmp_path / "ray" / "results.json").read_text())["run_id"]
+    left = subprocess.run(["docker", "ps", "-a", "--filter", "label=proctor.run",
+                           "--format", '{{.Label "proctor.run"}}'],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+    assert not [ln for ln in left.splitlines() if ln.startswith(run_id)]

@@ -12,7 +12,9 @@ Built here, from what is here, without a registry:
   proctor itself, as wheels repacked from what is installed here (ray_wheels.py): the head
   and its nodes must run the same Ray, Python minor and proctor;
 * proctor's C programs, built here (static), in the image's cache dir, so the node needs no
-  compiler.
+  compiler;
+* this machine's extra CAs (trust.host_pems: a lab's TLS-inspecting proxy), as proctor's
+  stand-in images have them: the node and its trials reach the registries as the head does.
 
 The dependencies' layer is tagged by a digest of its inputs and reused; a new proctor only
 adds a small layer on top. The default command runs `ray start --block --address
@@ -170,12 +172,22 @@ def build(base: str | None = None, tags: tuple[str, ...] = (), quiet: bool = Fal
         deps = _deps_image(base, cache_dir() / f"worker-wheels-{FORMAT}", wheels, packages, quiet)
         (ctx / "proctor-ray-node").write_text(ENTRY)
         (ctx / "proctor-ray-node").chmod(0o755)
+        from proctor.sandbox.docker import trust
+
+        certs = trust.host_pems()  # a lab's TLS-inspecting proxy: the node reaches PyPI through it
+        (ctx / "certs").mkdir()
+        for cert, pem in certs.items():
+            (ctx / "certs" / cert).write_bytes(pem)
         minor = "minor"  # Ray checks the Python patch version too; the minor one is what counts
         lines = [f"FROM {deps}",
                  f"COPY native/ {NATIVE}/",
                  f"COPY native/ {CACHE}/",
                  "COPY proctor-ray-node /usr/local/bin/proctor-ray-node",
                  f"COPY {own.name} /tmp/",
+                 *([f"COPY certs/ {trust.HOST_CA_DIR}/",
+                    "RUN update-ca-certificates >/dev/null 2>&1 || true",
+                    "ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt "
+                    "REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt"] if certs else []),
                  f"RUN {VENV}/bin/pip install -q --no-index --no-deps --no-cache-dir --no-compile "
                  f"--no-warn-script-location /tmp/{own.name} && rm /tmp/{own.name} && "
                  f"proctor --version",
@@ -186,8 +198,8 @@ def build(base: str | None = None, tags: tuple[str, ...] = (), quiet: bool = Fal
                  f"{sys.version_info.minor}"]
         (ctx / "Dockerfile").write_text("\n".join(lines) + "\n")
         digest = hashlib.sha256((ctx / "Dockerfile").read_bytes() + own.read_bytes())
-        for f in sorted((ctx / "native").iterdir()):
-            digest.update(f.name.encode())
+        for f in sorted([*(ctx / "native").iterdir(), *(ctx / "certs").iterdir()]):
+            digest.update(f.name.encode() + f.read_bytes())
         from importlib import metadata
 
         tag = f"{REPO}:{metadata.version('proctor')}-{digest.hexdigest()[:12]}"
