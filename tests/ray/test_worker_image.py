@@ -9,6 +9,7 @@ which the engine's bind mounts name). The trials run there and give the local ve
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -72,7 +73,8 @@ def worker(image, tmp_path_factory):
     name = f"proctor-kuberay-test-{int(time.time() * 1000)}"
     shared = tmp_path_factory.mktemp("kuberay-node")
     (shared / "tmp").mkdir()
-    low = 20000 + _free_port() % 20000  # Ray's worker ports: a range of this node's own
+    # Ray's worker ports: a range of this node's own, below the kernel's ephemeral ports
+    low = 20000 + os.getpid() % 50 * 200
     argv = ["docker", "run", "-d", "--name", name, "--network", "host", *LOCAL_BACKEND,
             "--pid", "host", "-v", "/var/run/docker.sock:/var/run/docker.sock",
             "-v", f"{shared}:{shared}", "-e", f"TMPDIR={shared}/tmp",
