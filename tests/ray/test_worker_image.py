@@ -161,3 +161,11 @@ def test_the_docker_backend_on_that_node_drives_this_machines_engine(worker, tmp
                            "--format", '{{.Label "proctor.run"}}'],
                           capture_output=True, text=True, timeout=60, check=True).stdout
     assert not [ln for ln in left.splitlines() if ln.startswith(run_id)]
+
+
+def test_a_base_image_that_is_not_there_is_one_line_and_exit_2(tmp_path):
+    require_engine()
+    done = Cli(tmp_path)("ray", "worker-image", "--base", "proctor-kuberay-no-such-image:1")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip() == ("proctor: --base proctor-kuberay-no-such-image:1: no such "
+                                   "image in this Docker engine (build or pull it first)")

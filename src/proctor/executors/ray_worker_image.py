@@ -73,10 +73,13 @@ def _docker(*args: str, stdin: bytes | None = None, timeout: float = 1800) -> st
 
     done = docker_sync(*args, stdin=stdin, timeout=timeout)
     if done.exit_code != 0:
-        from proctor.sandbox.docker.imagestore import failed
+        from proctor.dockercli import is_advice
 
-        raise failed(f"the Ray worker image: `docker {args[0]}` failed",
-                     done.stdout + done.stderr)
+        lines = [ln for ln in (done.stdout + done.stderr).splitlines()
+                 if ln.strip() and not is_advice(ln) and "legacy builder" not in ln
+                 and "buildx" not in ln]
+        raise SetupError(f"the Ray worker image: `docker {args[0]}` failed; it said:\n"
+                         + "\n".join("  " + ln[:300] for ln in lines[-15:]))
     return done.stdout.strip()
 
 
@@ -164,6 +167,12 @@ def build(base: str | None = None, tags: tuple[str, ...] = (), quiet: bool = Fal
         raise SetupError("the Ray worker image is built with Docker: no `docker` client here")
     if base is None:
         base = ensure_base(quiet=quiet)
+    else:
+        from proctor.sandbox.docker.imagestore import image_id
+
+        if not image_id(base):
+            raise SetupError(f"--base {base}: no such image in this Docker engine (build or "
+                             "pull it first)")
     with tempfile.TemporaryDirectory(prefix="proctor-worker-image-") as tmp:
         ctx = Path(tmp)
         wheels, own = wheelhouse(cache_dir() / f"worker-wheels-{FORMAT}", ctx)
