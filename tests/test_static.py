@@ -1,6 +1,6 @@
 """The static checks CI runs with the tests: the layers of docs/internals.md hold (each layer
 imports only the layers below it: `[tool.importlinter]` in pyproject.toml), the type checker
-passes (`[tool.mypy]`: strict on the foundations), ruff passes over src, tests and bench, and
+passes (`[tool.mypy]`: strict on every package), ruff passes over src, tests and bench, and
 functions stay short enough to read at once (issue 39)."""
 
 from __future__ import annotations

@@ -143,13 +143,13 @@ def init(directory: str, force: bool) -> None:
     _guard(body)
 
 
-def _run_options(f: Callable) -> Callable:
+def _run_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for opt in reversed([*_what_runs(), *_how_it_runs()]):
         f = opt(f)
     return f
 
 
-def _what_runs() -> list[Callable[[Callable], Callable]]:
+def _what_runs() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
     """The options that choose the trials: agents, models, tasks, repeats."""
     return [
         click.option("--agent", "agents", type=click.Choice(AGENTS.names()), multiple=True,
@@ -172,7 +172,7 @@ def _what_runs() -> list[Callable[[Callable], Callable]]:
     ]
 
 
-def _how_it_runs() -> list[Callable[[Callable], Callable]]:
+def _how_it_runs() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
     """The options that say how and where the trials run, and what the run writes."""
     return [
         click.option("--concurrency", type=click.IntRange(1, 1024),
@@ -287,7 +287,7 @@ def _error_kinds(value: str | None, resume: str | None) -> list[str]:
 @click.option("--retry-errors", metavar="KIND[,KIND]",
               help="With --resume: also re-run the run's `error` trials of these kinds "
                    "(infra, provider, check), each replacing its result.")
-def run(paths: tuple[str, ...], **kw) -> None:
+def run(paths: tuple[str, ...], **kw: Any) -> None:
     """Run specs (files or directories of *.yaml) and report verdicts.
 
     \b

@@ -9,7 +9,7 @@ from proctor.registry import Registry
 if TYPE_CHECKING:
     from proctor.agents.base import Agent
 
-AGENTS: Registry = Registry("agent", {
+AGENTS: Registry[type[Agent]] = Registry("agent", {
     "llm": "proctor.agents.llm:LLMAgent",
     "command": "proctor.agents.command:CommandAgent",
     "oracle": "proctor.agents.oracle:OracleAgent",
@@ -22,7 +22,7 @@ AGENTS: Registry = Registry("agent", {
 
 # Agents only proctor itself plans, never a spec's `agent.type` nor `--agent`: the hostile
 # agents of `proctor check --attacks` (each trial names its attack in its params).
-INTERNAL: Registry = Registry("agent", {
+INTERNAL: Registry[type[Agent]] = Registry("agent", {
     "attack": "proctor.agents.attack:AttackAgent",
 })
 

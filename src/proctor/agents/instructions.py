@@ -45,11 +45,13 @@ async def help_text(env: AgentEnv, cli: str, limit: int, timeout: float) -> str:
     """`<cli> --help`, run in the sandbox once per run and cached in `env.shared`."""
     key = f"llm.help:{cli}"
     if key in env.shared:
-        return env.shared[key]
+        known: str = env.shared[key]
+        return known
     lock = env.shared.setdefault(f"llm.help-lock:{cli}", asyncio.Lock())
     async with lock:  # concurrent trials wait for the first one instead of all running it
         if key in env.shared:
-            return env.shared[key]
+            found: str = env.shared[key]
+            return found
         res = await env.sandbox.exec(f"{cli} --help", timeout=timeout)
         text = (res.stdout.strip() or res.stderr.strip())
         if not text:

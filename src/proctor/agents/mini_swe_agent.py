@@ -67,8 +67,9 @@ def final_message(trajectory: Any) -> str:
     if not isinstance(trajectory, dict):
         return ""
     info = trajectory.get("info")
-    if isinstance(info, dict) and isinstance(info.get("submission"), str) and info["submission"]:
-        return info["submission"]
+    submission = info.get("submission") if isinstance(info, dict) else None
+    if isinstance(submission, str) and submission:
+        return submission
     messages = trajectory.get("messages")
     for message in reversed(messages if isinstance(messages, list) else []):
         if isinstance(message, dict) and message.get("role") == "assistant":

@@ -22,7 +22,7 @@ MODULES = (
 )
 
 
-CHECKS: Registry = Registry("check", {m: f"proctor.checks.{m}:CHECK" for m in MODULES})
+CHECKS: Registry[CheckType] = Registry("check", {m: f"proctor.checks.{m}:CHECK" for m in MODULES})
 
 
 @cache

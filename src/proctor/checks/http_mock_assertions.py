@@ -216,7 +216,7 @@ def _field_equals(req: dict[str, Any], key: str, want: Any) -> bool:
 
 def _same_scalar(a: Any, b: Any) -> bool:
     if isinstance(a, dict | list) or isinstance(b, dict | list):
-        return a == b
+        return bool(a == b)
     x, y = _number(a), _number(b)
     if x is not None and y is not None:
         return x == y

@@ -88,10 +88,10 @@ class RayExecutor:
         self.nodes: dict[str, _Node] = {}
         self._changed: asyncio.Condition | None = None
         self._idle: list[_Slot] = []  # reserved, no trial in them: the next trial of a size
-        self._waiting: list[tuple[tuple[float, float], asyncio.Future]] = []  # for a slot
+        self._waiting: list[tuple[tuple[float, float], asyncio.Future[_Slot]]] = []  # for a slot
         self._slots: set[_Slot] = set()  # every slot held, removed at the end
-        self._revivals: list[asyncio.Future] = []
-        self._watcher: asyncio.Future | None = None
+        self._revivals: list[asyncio.Future[Any]] = []
+        self._watcher: asyncio.Future[Any] | None = None
         # The run's model-call limiter: every node's calls share it (ray_limiter.py).
         from proctor.executors import ray_limiter
 
@@ -108,10 +108,11 @@ class RayExecutor:
 
     # Nodes ------------------------------------------------------------------------------------
 
-    def _refresh(self, nodes: list[dict] | None = None) -> list[_Node]:
+    def _refresh(self, nodes: list[dict[str, Any]] | None = None) -> list[_Node]:
         """Add the live nodes with CPUs not seen before; returns them."""
         added = []
-        for n in self.ray.nodes() if nodes is None else nodes:
+        # ray.nodes() has no annotations (ray's own): a list of dicts, as its docs say
+        for n in self.ray.nodes() if nodes is None else nodes:  # type: ignore[no-untyped-call]
             cpus = float(n.get("Resources", {}).get("CPU", 0))
             if not n.get("Alive") or cpus <= 0 or n["NodeID"] in self.nodes:
                 continue
@@ -235,7 +236,7 @@ class RayExecutor:
             {NODE_ID_LABEL_KEY: f"in({','.join(sorted(usable))})"}])  # nodes with an actor
         slot = _Slot(group, "", (cpus, memory))
         self._slots.add(slot)
-        handed: asyncio.Future = asyncio.get_running_loop().create_future()
+        handed: asyncio.Future[_Slot] = asyncio.get_running_loop().create_future()
         self._waiting.append((slot.size, handed))
         ready = asyncio.ensure_future(group.ready())
         try:
@@ -312,6 +313,7 @@ class RayExecutor:
                 if why:  # the same for each trial of the task on this node, not retried
                     reuse = True
                     return error_result(trial, task, why)
+                result: TrialResult
                 result, sizes, inline = await actor.run.remote(trial)
                 await self._fetch(actor, trial.id, sizes, inline)
                 reuse = True

@@ -200,7 +200,7 @@ def _route_cluster_messages(quiet: bool) -> None:
     if not hasattr(worker, "print_to_stdstream"):
         return
 
-    def show(data: dict, ignore_prefix: bool = False) -> None:
+    def show(data: dict[str, Any], ignore_prefix: bool = False) -> None:
         if quiet:
             return
         for line in data.get("lines", [])[:1]:

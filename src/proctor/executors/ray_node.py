@@ -139,7 +139,7 @@ class NodeRunner:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-async def _stop(services: dict, run: Any) -> None:
+async def _stop(services: dict[tuple[str, str], Any], run: Any) -> None:
     from proctor.executors import close_run
     from proctor.services.lifecycle import stop_services
 

@@ -8,7 +8,7 @@ be called (known provider, configured alias, API key present, mock script found)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from proctor.errors import UsageError
@@ -38,7 +38,7 @@ __all__ = [
 
 # Provider kinds (`kind` in proctor.toml's [providers.X]); each module's `create(model, name,
 # settings, base_dir=, solution=)` builds one. A new kind = a module + a line here.
-PROVIDERS: Registry = Registry("provider kind", {
+PROVIDERS: Registry[Callable[..., Provider]] = Registry("provider kind", {
     "mock": "proctor.providers.mock:create",
     "anthropic": "proctor.providers.anthropic:create",
     "openai": "proctor.providers.openai:create",

@@ -31,6 +31,7 @@ import time
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
 from proctor.errors import UsageError
 from proctor.providers.script import (
@@ -298,7 +299,7 @@ class _Handlers:
     async def load_stats(self, request: web.Request) -> web.Response:
         return web.json_response(self.load)
 
-    def limited(self, handler: Any, limit: RateLimitSpec | None) -> Any:
+    def limited(self, handler: Handler, limit: RateLimitSpec | None) -> Handler:
         """A model route under the script's `rate_limit`: a call arriving while `concurrent`
         calls are in flight is refused with `status` (and `Retry-After`), as a provider does."""
         if limit is None:

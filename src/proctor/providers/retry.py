@@ -27,7 +27,7 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, self.max_delay)
-        cap = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        cap: float = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
         return cap * (0.5 + random.random() / 2)  # jitter: spread retries of parallel trials
 
 

@@ -21,7 +21,7 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,8 @@ from proctor.results import RunResults
 # A report format = a module with `render_X(results, run, run_dir) -> str`, a line here and
 # its file in FILES; or an export, which writes files of its own:
 # `write_X(run_dir, results, run, out) -> [paths]`, a line here and its place in EXPORTS.
-FORMATS: Registry = Registry("report format", {
+# Each entry is a render_X or a write_X (their signatures differ: see above).
+FORMATS: Registry[Callable[..., Any]] = Registry("report format", {
     "json": "proctor.report:render_json",
     "junit": "proctor.report.junit:render_junit",
     "md": "proctor.report.markdown:render_markdown",
@@ -79,7 +80,7 @@ def render(fmt: str, results: RunResults, run: Mapping[str, Any] | None = None,
 
 # Formats whose renderer also gives its text in pieces (`render_X_pieces`): written piece by
 # piece, a large page is never one string (nor one encoded copy of it).
-PIECES: Registry = Registry("report format in pieces", {
+PIECES: Registry[Callable[..., list[str]]] = Registry("report format in pieces", {
     "html": "proctor.report.html:render_html_pieces",
 })
 
@@ -89,8 +90,7 @@ def _pieces(fmt: str, results: RunResults, run: Mapping[str, Any] | None,
     if fmt not in PIECES.names():
         return [render(fmt, results, run, run_dir)]
     with collector_paused():
-        pieces: list[str] = PIECES.get(fmt)(results, run, run_dir)
-        return pieces
+        return PIECES.get(fmt)(results, run, run_dir)
 
 
 def _write_atomic(path: Path, text: str | list[str]) -> None:

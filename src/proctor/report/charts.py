@@ -110,7 +110,7 @@ def chart_scores(trials: Sequence[Mapping[str, Any]]) -> str:
 
 def _nice_step(span: float, bins: int = 10) -> float:
     raw = span / bins if span > 0 else 1.0
-    mag = 10 ** math.floor(math.log10(raw))
+    mag: float = 10 ** math.floor(math.log10(raw))  # an int from 1 up (labels show it so)
     return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
 
 

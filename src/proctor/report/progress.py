@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -156,7 +157,7 @@ def _make_bar(*columns: Any, **kw: Any) -> Any:
     class Bar(RichProgress):
         models = ""
 
-        def get_renderables(self):
+        def get_renderables(self) -> Iterator[Any]:
             yield self.make_tasks_table(self.tasks)
             if self.models:  # names from the spec: text, never markup
                 yield Text("  " + self.models, style="dim", no_wrap=True, overflow="ellipsis")

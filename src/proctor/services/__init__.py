@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from proctor.errors import SetupError
 from proctor.model import ServiceDef
 from proctor.registry import Registry
@@ -11,7 +13,7 @@ __all__ = ["SERVICES", "Service", "ServiceContext", "ServiceHandle", "create"]
 
 
 # Adding a service kind = a module with a Service class + a line here.
-SERVICES: Registry = Registry("service", {
+SERVICES: Registry[Callable[[ServiceDef, ServiceContext], Service]] = Registry("service", {
     "postgres": "proctor.services.postgres:PostgresService",
     "mysql": "proctor.services.mysql:MysqlService",
     "http_mock": "proctor.services.http_mock:HttpMockService",

@@ -49,7 +49,8 @@ def can_listen(host: str, port: int) -> bool:
 def free_port(host: str = FALLBACK_HOST) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def endpoint(usual_port: int) -> tuple[str, int]:

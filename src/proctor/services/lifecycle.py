@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from proctor.model import TaskDef
 from proctor.services import create
-from proctor.services.base import ServiceContext
+from proctor.services.base import Service, ServiceContext
 
 
-async def start_services(tasks: list[TaskDef], run_id: str, tmp_root: Path) -> dict:
-    services: dict[tuple[str, str], Any] = {}
+async def start_services(tasks: list[TaskDef], run_id: str,
+                         tmp_root: Path) -> dict[tuple[str, str], Service]:
+    services: dict[tuple[str, str], Service] = {}
     if not any(task.services for task in tasks):
         return services
     for task in tasks:
@@ -36,7 +38,7 @@ async def start_services(tasks: list[TaskDef], run_id: str, tmp_root: Path) -> d
     return services
 
 
-async def stop_services(services: dict) -> None:
+async def stop_services(services: Mapping[Any, Service]) -> None:
     async def stop_all() -> None:
         for service in services.values():
             try:

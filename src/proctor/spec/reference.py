@@ -73,8 +73,8 @@ def _model(name: str, defs: dict[str, Any], *, title: str | None = None,
 def _description(prop: dict[str, Any], defs: dict[str, Any]) -> str:
     # pydantic leaves the description off a required field that is a bare $ref: use the model's.
     if "description" in prop or "$ref" not in prop:
-        return prop.get("description", "")
-    return defs[prop["$ref"].rsplit("/", 1)[-1]].get("description", "").split("\n\n")[0]
+        return str(prop.get("description", ""))
+    return str(defs[prop["$ref"].rsplit("/", 1)[-1]].get("description", "")).split("\n\n")[0]
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:

@@ -126,7 +126,7 @@ def trace_check_egress(events: list[dict[str, Any]], recorder: Recorder) -> None
         recorder.trace({"type": "check_egress", "allowed": True, "hosts": through})
 
 
-async def run_check(check: CheckDef, ctx: CheckContext, values: dict,
+async def run_check(check: CheckDef, ctx: CheckContext, values: dict[str, Any],
                  redactor: Redactor) -> list[CheckResult]:
     """The check's result; or, when it found its results only as it ran (CheckPart: a
     reward file's keys, a test report's tests), one per part, `NAME.PART`, sharing its weight."""

@@ -462,7 +462,7 @@ def _substitutes(run: RunContext) -> Any:
     return run.shared["substitutes"]
 
 
-async def _prepare_workspace(task: TaskDef, sandbox: Sandbox, values: dict) -> None:
+async def _prepare_workspace(task: TaskDef, sandbox: Sandbox, values: dict[str, Any]) -> None:
     try:
         for rel, content in task.files.items():
             await sandbox.write_file(render(rel, **values), render(content, **values).encode())
@@ -474,7 +474,8 @@ async def _prepare_workspace(task: TaskDef, sandbox: Sandbox, values: dict) -> N
         raise TrialFault("workspace", detail=str(e)) from None
 
 
-async def _run_setup(task: TaskDef, sandbox: Sandbox, values: dict, recorder: Recorder) -> None:
+async def _run_setup(task: TaskDef, sandbox: Sandbox, values: dict[str, Any],
+                     recorder: Recorder) -> None:
     for command in task.setup:
         command = render(command, **values)
         res = await sandbox.exec(command, timeout=task.timeout)
@@ -510,7 +511,7 @@ async def _healthy(check: HealthcheckDef | None, sandbox: Sandbox, recorder: Rec
         raise TrialFault("healthcheck", detail=check.command if check else "")
 
 
-async def _run_agent(agent: Any, task: TaskDef, env: AgentEnv, recorder: Recorder) -> AgentResult:
+async def _run_agent(agent: Agent, task: TaskDef, env: AgentEnv, recorder: Recorder) -> AgentResult:
     """The agent, within the task's timeout. Its commands and model calls get the time left
     (`env.deadline`), so it stops by itself with what it has; should it not, it is stopped
     AGENT_GRACE_S later. Out of time is the agent's problem, not the harness's: the checks
