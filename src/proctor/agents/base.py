@@ -19,6 +19,7 @@ from proctor.proc import ExecResult
 from proctor.providers.base import ToolCall
 from proctor.providers.budget import Budget
 from proctor.record.commands import Reading, from_trace, processes, read_program
+from proctor.record.events import command_event, process_lines
 from proctor.sandbox.trace import Trace, reread
 
 if TYPE_CHECKING:
@@ -115,10 +116,10 @@ class AgentEnv:
             ignored = next((p for p in self.task.agent.ignore_commands
                             if re.search(p, rec.command)), None)
         if ignored is not None:
-            self.recorder.trace({"type": "command", **rec.to_dict(), "ignored": ignored})
+            self.recorder.trace(command_event(rec, ignored))
             return rec
         self.commands.append(rec)
-        self.recorder.trace({"type": "command", **rec.to_dict()})
+        self.recorder.trace(command_event(rec))
         self.recorder.audit("command", {"command": rec.command, "exit_code": rec.exit_code,
                                         "cwd": rec.cwd, "source": rec.source})
         return rec
@@ -165,7 +166,7 @@ class AgentEnv:
                     rec.processes = now
                     self.recorder.trace({"type": "command_processes", "command": rec.command,
                                          "started_at": rec.started_at,
-                                         "processes": [p.to_dict() for p in now]})
+                                         "processes": process_lines(now)})
         self._unfinished.clear()
 
 

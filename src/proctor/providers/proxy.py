@@ -15,13 +15,16 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
 
 from proctor.providers.base import ToolCall, parse_retry_after
 from proctor.providers.budget import Budget
+
+if TYPE_CHECKING:
+    from proctor.record.events import ModelCallEvent
 
 _HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "accept-encoding"}
 _MODEL_PATHS = ("/chat/completions", "/messages", "/responses")
@@ -141,7 +144,7 @@ class ModelProxy:
     refusal is passed on to the agent (which retries it) and lowers the limit."""
 
     def __init__(self, upstream: str, api_key: str | None = None,
-                 on_call: Callable[[dict[str, Any]], None] | None = None,
+                 on_call: Callable[[ModelCallEvent], None] | None = None,
                  main_model: str | None = None, deadline: float | None = None,
                  budget: Budget | None = None,
                  cost_of: Callable[[str, int, int], float | None] | None = None,
@@ -342,7 +345,7 @@ class ModelProxy:
                 started: float, error: str | None, cut: bool | str = False) -> None:
         if request.method != "POST" or not request.path.endswith(_MODEL_PATHS):
             return  # model lists, token counts: not model turns
-        event: dict[str, Any] = {"type": "model_call", "source": "proxy", "path": request.path,
+        event: ModelCallEvent = {"type": "model_call", "source": "proxy", "path": request.path,
                                  "status": status, "latency_s": round(time.monotonic() - started, 6)}
         try:
             event["request"] = json.loads(body)
@@ -369,8 +372,9 @@ class ModelProxy:
             per_model = self.usage_by_model.setdefault(str(model or self.main_model or ""), [0, 0])
             per_model[0] += tin
             per_model[1] += tout
-            event.update(turn=self.turns, usage={"input": tin, "output": tout},
-                         response=answer[:200_000].decode("utf-8", "replace"))
+            event["turn"] = self.turns
+            event["usage"] = {"input": tin, "output": tout}
+            event["response"] = answer[:200_000].decode("utf-8", "replace")
             was = self.budget.hit
             self.budget.charge(tin, tout, self.cost_of(str(model or self.main_model or ""),
                                                        tin, tout), turn=not side)

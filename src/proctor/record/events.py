@@ -3,7 +3,8 @@ given (`Recorder.trace`) and what the reports read back (`report/turns.py`, `sho
 exports). They are the lines' JSON form, key for key, so writing one costs nothing more than
 the dict it is; the type checker holds every writer and reader to the keys declared here.
 
-Every line also has `time` (unix seconds), which the recorder adds when the writer gave none.
+Every line also has `time` (unix seconds): the recorder adds it, so no type here names it
+(readers `.get("time")`).
 Readers meet traces written by older proctors too: they read with `.get` and a default, and
 keep a `type` they do not know as a generic line (a newer proctor may add types and keys).
 No `from __future__ import annotations`: TypedDict tells NotRequired keys from evaluated ones.
@@ -14,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, cast
 from typing_extensions import TypedDict  # pydantic reads typing's only from 3.12
 
 if TYPE_CHECKING:
-    from proctor.model import CommandRecord
+    from collections.abc import Sequence
+
+    from proctor.model import CommandRecord, Process
 
 
 class ProcessLine(TypedDict):
@@ -50,7 +53,6 @@ class CommandEvent(CommandLine):
 
     type: Literal["command"]
     ignored: NotRequired[str]
-    time: NotRequired[float]
 
 
 class CommandProcessesEvent(TypedDict):
@@ -61,7 +63,6 @@ class CommandProcessesEvent(TypedDict):
     command: str
     started_at: float
     processes: list[ProcessLine]
-    time: NotRequired[float]
 
 
 class Usage(TypedDict):
@@ -91,7 +92,6 @@ class ModelCallEvent(TypedDict):
     retries: NotRequired[list[Any]]
     error: NotRequired[str]
     limit: NotRequired[str]  # the proxied answer that reached a limit
-    time: NotRequired[float]
 
 
 class LimitEvent(TypedDict):
@@ -101,15 +101,18 @@ class LimitEvent(TypedDict):
     limit: str  # turns | tokens | cost_usd
     message: str
     tool_calls_not_run: int
-    time: NotRequired[float]
+
+
+class Tokens(TypedDict):
+    input: int | None  # None: not known
+    output: int | None
 
 
 class AgentStopEvent(TypedDict):
     type: Literal["agent_stop"]
     reason: str  # done | timeout | max_turns | error | a limit
     turns: int
-    tokens: Usage
-    time: NotRequired[float]
+    tokens: Tokens
 
 
 class AgentStdoutEvent(TypedDict):
@@ -118,13 +121,11 @@ class AgentStdoutEvent(TypedDict):
     type: Literal["agent_stdout"]
     stdout: str
     truncated: bool
-    time: NotRequired[float]
 
 
 class AgentTimeoutEvent(TypedDict):
     type: Literal["agent_timeout"]
     timeout_s: float
-    time: NotRequired[float]
 
 
 class AgentStateWriteEvent(TypedDict):
@@ -136,7 +137,6 @@ class AgentStateWriteEvent(TypedDict):
     change: str  # created | modified | deleted
     size: int
     kind: str  # file | dir | symlink ...
-    time: NotRequired[float]
 
 
 class StepEvent(TypedDict):
@@ -144,7 +144,6 @@ class StepEvent(TypedDict):
 
     type: Literal["step"]
     name: str
-    time: NotRequired[float]
 
 
 class SetupEvent(TypedDict):
@@ -153,7 +152,6 @@ class SetupEvent(TypedDict):
     exit_code: int | None
     stdout: str
     stderr: str
-    time: NotRequired[float]
 
 
 class WaitForEvent(TypedDict):
@@ -164,7 +162,6 @@ class WaitForEvent(TypedDict):
     command: str
     exit_code: int | None
     stderr: str
-    time: NotRequired[float]
 
 
 class HealthcheckEvent(TypedDict):
@@ -174,7 +171,6 @@ class HealthcheckEvent(TypedDict):
     command: str
     exit_code: int | None
     stderr: str
-    time: NotRequired[float]
 
 
 class CheckEvent(TypedDict):
@@ -184,7 +180,6 @@ class CheckEvent(TypedDict):
     score: float
     message: str
     error: str | None
-    time: NotRequired[float]
 
 
 class VerifierEvent(TypedDict):
@@ -196,7 +191,6 @@ class VerifierEvent(TypedDict):
     timed_out: bool
     stdout: str
     stderr: str
-    time: NotRequired[float]
 
 
 class CheckEgressEvent(TypedDict):
@@ -211,7 +205,6 @@ class CheckEgressEvent(TypedDict):
     status: NotRequired[int | None]
     why: NotRequired[str]
     hosts: NotRequired[dict[str, int]]
-    time: NotRequired[float]
 
 
 class InternalErrorEvent(TypedDict):
@@ -219,7 +212,6 @@ class InternalErrorEvent(TypedDict):
 
     type: Literal["internal_error"]
     traceback: str
-    time: NotRequired[float]
 
 
 TraceEvent = (CommandEvent | CommandProcessesEvent | ModelCallEvent | LimitEvent
@@ -241,3 +233,8 @@ def command_event(rec: "CommandRecord", ignored: str | None = None) -> CommandEv
         line["ignored"] = ignored
     # CommandRecord's fields are CommandLine's keys (tests/record/test_events.py holds them)
     return cast(CommandEvent, line)
+
+
+def process_lines(processes: "Sequence[Process]") -> list[ProcessLine]:
+    """The `processes` of a command line (`Process.to_dict`, whose keys are ProcessLine's)."""
+    return [cast(ProcessLine, p.to_dict()) for p in processes]

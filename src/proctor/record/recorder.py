@@ -8,9 +8,12 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from proctor.redact import Redactor
+
+if TYPE_CHECKING:
+    from proctor.record.events import TraceEvent
 
 _APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
 
@@ -39,10 +42,12 @@ class Recorder:
             trial_dir.mkdir(parents=True, exist_ok=True)
         return cls(trial_dir, redactor)
 
-    def trace(self, event: dict[str, Any]) -> None:
-        """One trace line, e.g. {"type": "command", ...} or {"type": "model_call", ...}."""
-        event.setdefault("time", time.time())
-        self._append("trace", event)
+    def trace(self, event: TraceEvent) -> None:
+        """One trace line: an event of record/events.py, given its `time` here (when the
+        writer gave none)."""
+        line = cast(dict[str, Any], event)  # the event is its JSON form
+        line.setdefault("time", time.time())
+        self._append("trace", line)
 
     def audit(self, type_: str, details: dict[str, Any]) -> None:
         """One audit line: {"type": "command"|"file_write"|"db_write"|"http_call", "time", "details"}."""

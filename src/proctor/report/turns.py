@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from proctor.record.events import CommandEvent, ModelCallEvent, ProcessLine
 from proctor.report import wire
 
 
@@ -46,10 +47,10 @@ class Command:
     processes: list[str] = field(default_factory=list)  # what it started, one line each
     timed: bool = True  # has a start time of its own (see `_timed`)
     # the `processes` records as written (argv, parent, exit_code): the OTel export's spans
-    process_records: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    process_records: list[ProcessLine] = field(default_factory=list, repr=False)
 
     @classmethod
-    def from_event(cls, ev: dict[str, Any]) -> Command:
+    def from_event(cls, ev: CommandEvent) -> Command:
         return cls(
             text=str(ev.get("command") or " ".join(map(str, ev.get("argv") or []))),
             exit_code=ev.get("exit_code"), duration_s=ev.get("duration_s"),
@@ -191,9 +192,9 @@ def build(trace: list[dict[str, Any]]) -> Timeline:
     for ev in trace:
         kind = ev.get("type")
         if kind == "model_call":
-            items.append(_turn(ev, last))
+            items.append(_turn(cast(ModelCallEvent, ev), last))
         elif kind == "command":
-            items.append(Command.from_event(ev))
+            items.append(Command.from_event(cast(CommandEvent, ev)))
         elif kind == "agent_output":
             items.append(Output("agent output", str(ev.get("output", ev.get("text", ev.get(
                 "content", ""))) or "")))
@@ -219,11 +220,12 @@ def build(trace: list[dict[str, Any]]) -> Timeline:
     return Timeline(items)
 
 
-def _turn(ev: dict[str, Any], last: dict[Any, tuple[int, str]]) -> Turn:
+def _turn(ev: ModelCallEvent, last: dict[Any, tuple[int, str]]) -> Turn:
     """A model turn. A proxied call carries the whole conversation: only what is new since
     the previous call of the same kind is kept, and the model's own earlier answers (which
     the previous turns show) are left out."""
-    usage = ev.get("usage") or {}
+    usage = ev.get("usage")  # none in a call that failed
+    when = ev.get("time")  # the recorder's, on every line
     request = ev.get("request")
     system, messages = wire.request_messages(request)
     key = (bool(ev.get("side")), ev.get("path"), ev.get("purpose"))
@@ -236,9 +238,10 @@ def _turn(ev: dict[str, Any], last: dict[Any, tuple[int, str]]) -> Turn:
     text, calls = wire.response_calls(ev.get("response"))
     label = ev.get("model") or (request.get("model") if isinstance(request, dict) else None)
     turn = Turn(
-        number=ev.get("turn"), model=str(label or ""), time=ev.get("time"),
-        latency_s=ev.get("latency_s"), tokens_in=usage.get("input"),
-        tokens_out=usage.get("output"), attempt=ev.get("attempt"),
+        number=ev.get("turn"), model=str(label or ""),
+        time=when if isinstance(when, int | float) else None,
+        latency_s=ev.get("latency_s"), tokens_in=usage.get("input") if usage else None,
+        tokens_out=usage.get("output") if usage else None, attempt=ev.get("attempt"),
         side="side call" if ev.get("side") else ev.get("purpose"),
         error=None if not ev.get("error") else str(ev["error"]), text=text,
         calls=[Call(c.id, c.name, c.args, c.line, c.command) for c in calls])

@@ -29,7 +29,8 @@ async def audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapsho
     writes = fsdiff.diff(before, after)
     own = [w for w in writes if _within(w["path"], agent_state)]
     for w in own:
-        recorder.trace({"type": "agent_state_write", **w})
+        recorder.trace({"type": "agent_state_write", "path": w["path"], "change": w["change"],
+                        "size": w["size"], "kind": w["kind"]})
     seen = Observed(file_writes=[w for w in writes if w not in own], workdir=sandbox.workdir,
                     home=sandbox.env.get("HOME", ""))
     for w in seen.file_writes:

@@ -8,11 +8,12 @@ import asyncio
 import contextlib
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from proctor.checks import CHECKS
 from proctor.checks.base import CheckContext
 from proctor.model import CheckDef, CheckResult, HealthcheckDef, StepDef
+from proctor.record.events import CheckEgressEvent
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
 from proctor.sandbox.base import Sandbox
@@ -121,7 +122,8 @@ def trace_check_egress(events: list[dict[str, Any]], recorder: Recorder) -> None
         if not unanswered(e):
             through[str(e.get("host"))] = through.get(str(e.get("host")), 0) + 1
         else:
-            recorder.trace({"type": "check_egress", **{k: e[k] for k in _EGRESS_SHOWN if k in e}})
+            shown = {k: e[k] for k in _EGRESS_SHOWN if k in e}  # CheckEgressEvent's keys
+            recorder.trace(cast(CheckEgressEvent, {"type": "check_egress", **shown}))
     if through:
         recorder.trace({"type": "check_egress", "allowed": True, "hosts": through})
 
