@@ -214,6 +214,16 @@ class InternalErrorEvent(TypedDict):
     traceback: str
 
 
+class Timings(TypedDict, total=False):
+    """A trial's `timings.json` (beside its trace): wall seconds per phase; a phase a fault
+    cut short is absent."""
+
+    provision: float  # services, sandbox, workspace, setup, healthcheck
+    agent: float  # the agent, with what it left running stopped
+    verify: float  # audit, checks, score (a multi-step task's steps between)
+    teardown: float  # artifacts copied out, services and sandbox released
+
+
 TraceEvent = (CommandEvent | CommandProcessesEvent | ModelCallEvent | LimitEvent
               | AgentStopEvent | AgentStdoutEvent | AgentTimeoutEvent | AgentStateWriteEvent
               | StepEvent | SetupEvent | WaitForEvent | HealthcheckEvent | CheckEvent

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 from proctor.redact import Redactor
 
 if TYPE_CHECKING:
-    from proctor.record.events import TraceEvent
+    from proctor.record.events import Timings, TraceEvent
 
 _APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
 
@@ -48,6 +48,12 @@ class Recorder:
         line = cast(dict[str, Any], event)  # the event is its JSON form
         line.setdefault("time", time.time())
         self._append("trace", line)
+
+    def timings(self, timings: Timings) -> None:
+        """`timings.json`: the trial's wall seconds per phase (docs/reports.md). Beside the
+        trace, not in results.json: every report reads results.json whole."""
+        self.trial_dir.mkdir(parents=True, exist_ok=True)
+        (self.trial_dir / "timings.json").write_text(json.dumps(timings) + "\n", encoding="utf-8")
 
     def audit(self, type_: str, details: dict[str, Any]) -> None:
         """One audit line: {"type": "command"|"file_write"|"db_write"|"http_call", "time", "details"}."""

@@ -34,6 +34,7 @@ from proctor.model import (
 from proctor.proc import RUN_ID_VAR
 from proctor.providers.budget import KINDS, Budget, describe
 from proctor.record import fsdiff
+from proctor.record.events import Timings
 from proctor.record.paths import PathNames
 from proctor.record.recorder import Recorder
 from proctor.record.secretscan import SecretScanner
@@ -126,13 +127,18 @@ def error_result(trial: Trial, task: TaskDef, error: str, kind: str = "infra") -
 async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult:
     t0 = time.monotonic()
     one = _Trial(trial, task, run)
+    laps, ending = one.timings, None  # a phase cut short by a fault is left out
     try:
         await one.provision()
+        laps["provision"] = _since(t0)
+        acting = time.monotonic()
         if task.steps:
             await one.run_steps()
         else:
             outcome, commands = await one.act()
             await one.judge(outcome, commands)
+        laps["verify"] = max(0.0, round(_since(acting) - laps.get("agent", 0.0), 4))
+        ending = time.monotonic()
         await one.collect_artifacts()
     except TrialFault as e:
         one.result.status, one.result.error = "error", one.redactor.text(str(e))
@@ -144,7 +150,10 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
         one.result.status, one.result.error_kind = "error", "infra"
         one.result.error = one.redactor.text(f"internal error: {e!r}")
     finally:
+        ending = ending or time.monotonic()
         await _release(one.handles, one.sandbox)
+        laps["teardown"] = _since(ending)
+        one.recorder.timings(laps)
         one.recorder.close()
     r = one.result
     r.error = one.names(r.error)
@@ -152,6 +161,10 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
         r.reason = reason(r.error, task.timeout if r.timed_out else None)
     r.duration_s = round(time.monotonic() - t0, 4)
     return _printable(r)
+
+
+def _since(t: float) -> float:
+    return round(time.monotonic() - t, 4)
 
 
 class _Trial:
@@ -191,6 +204,7 @@ class _Trial:
         self.acted = False
         self.agent_s = 0.0  # the agent's wall time, over every step
         self.tool_calls: list[ToolCall] = []  # the model's, over every step
+        self.timings: Timings = {}  # wall seconds per phase (Recorder.timings)
 
     async def provision(self) -> None:
         task, run = self.task, self.run
@@ -222,6 +236,7 @@ class _Trial:
 
     async def act(self, task: TaskDef | None = None) -> tuple[AgentResult, list[CommandRecord]]:
         """The agent on `task` (a step's view of the task, for multi-step tasks)."""
+        began = time.monotonic()
         sandbox, task = self.sandbox, task or self.task
         assert sandbox is not None
         self._network("agent")
@@ -241,6 +256,7 @@ class _Trial:
         await env.settle()  # what its commands left running, to the end
         self.output.active = False
         r = self.result
+        self.timings["agent"] = round(self.timings.get("agent", 0.0) + time.monotonic() - began, 4)
         first = not self.acted  # a multi-step task's steps add up
         self.acted = True
         r.turns = outcome.turns + (0 if first else r.turns)
