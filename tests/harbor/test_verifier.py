@@ -153,9 +153,12 @@ def test_the_image_is_the_environment(image, tmp_path):
     """WORKDIR, USER (or [agent] user), ENTRYPOINT and the image's files; the verifier as the
     image's user."""
     probe = ("id -u > /tmp/agent-uid; pwd > /tmp/agent-pwd; cat seed.txt > /tmp/agent-seed; "
-             "cat /run/entrypoint-ran > /tmp/agent-entry 2>&1; echo $HOME > /tmp/agent-home")
+             "cat /run/entrypoint-ran > /tmp/agent-entry 2>&1; echo $HOME > /tmp/agent-home; "
+             # its own hostname resolves, as on Docker's bridge
+             "python3 -c 'import socket; print(socket.getaddrinfo(socket.gethostname(), 80)"
+             "[0][4][0])' > /tmp/agent-host 2>&1")
     test = ("cat /tmp/agent-uid /tmp/agent-pwd /tmp/agent-seed /tmp/agent-entry /tmp/agent-home"
-            " > /logs/verifier/seen.txt; id -u >> /logs/verifier/seen.txt; "
+            " /tmp/agent-host > /logs/verifier/seen.txt; id -u >> /logs/verifier/seen.txt; "
             "echo 1 > /logs/verifier/reward.txt\n")
     root = task(tmp_path, "root", toml=toml(image), dockerfile=None, solve=probe + "\n", test=test)
     player = task(tmp_path, "player", toml=toml(image).replace(
@@ -163,8 +166,8 @@ def test_the_image_is_the_environment(image, tmp_path):
     proc, res = run(tmp_path, root, player)
     seen = {t["task_id"]: (run_dir_of(proc) / "trials" / t["id"] / "verifier" / "seen.txt")
             .read_text().split() for t in res["trials"]}
-    assert seen["root"] == ["0", "/app", "seed", "up", "/root", "0"]
-    assert seen["player"] == ["1234", "/app", "seed", "up", "/home/player", "0"]
+    assert seen["root"] == ["0", "/app", "seed", "up", "/root", "127.0.1.1", "0"]
+    assert seen["player"] == ["1234", "/app", "seed", "up", "/home/player", "127.0.1.1", "0"]
 
 
 def test_what_the_entrypoint_starts_is_up_before_the_agent_runs(image, tmp_path):

@@ -111,7 +111,7 @@ class DockerSandbox(PlaceFiles):
                 "--read-only",
                 # For the tracer (root inside): reading the args of a process that has just
                 # changed uid. No agent process holds it (launch drop).
-                "--cap-add", "SYS_PTRACE",
+                "--cap-add", "SYS_PTRACE", *_own_hostname(),
                 *_proctor_programs(self.private),
                 "-v", f"{self.root / 'grader'}:{grader.TOOLS}"]  # checks' tools and scratch
         for inside, host in sorted(self.places, key=lambda p: p[0].count("/")):
@@ -461,6 +461,16 @@ def _cgroup_dirs(pid: int, every: bool = False) -> dict[str, Path]:
                 base = Path("/sys/fs/cgroup") / c if c else Path("/sys/fs/cgroup")
                 out[c] = base / path.lstrip("/")
     return out
+
+
+def _own_hostname() -> list[str]:
+    """`docker run` arguments for a hostname that resolves, as on Docker's bridge (whose
+    /etc/hosts maps it to the container's address): with no network of its own Docker leaves
+    it out, and getaddrinfo(gethostname()) fails (gloo, a JVM, sudo wait on it)."""
+    import secrets
+
+    name = secrets.token_hex(6)  # as Docker names it: 12 hex digits
+    return ["--hostname", name, "--add-host", f"{name}:127.0.1.1"]
 
 
 def _proctor_programs(private: Path) -> list[str]:

@@ -51,6 +51,7 @@ from proctor.sandbox.docker.container import (
     TRACER,
     DockerSandbox,
     _drop,
+    _own_hostname,
     _proctor_programs,
     _started,
 )
@@ -109,7 +110,7 @@ class ImageSandbox(DockerSandbox):
         r = self.resources
         argv = ["run", "-d", "--init", "--network", "none",
                 "--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={self.trial_id}",
-                "--cap-add", "SYS_PTRACE", *_proctor_programs(self.private),
+                "--cap-add", "SYS_PTRACE", *_own_hostname(), *_proctor_programs(self.private),
                 # A root agent runs in a user namespace of its own (launch drop), which
                 # Docker's profile would refuse it; proctor's launcher filters every command
                 # as that profile does (launch.c).
