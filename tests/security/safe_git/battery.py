@@ -39,12 +39,15 @@ def battery(git: list[str], repo: str, tmp: str) -> tuple[list[str], list[str], 
     os.makedirs(tmp, exist_ok=True)
     env = {**os.environ, "TMPDIR": tmp, "GIT_TERMINAL_PROMPT": "0", "PAGER": "cat",
            "GIT_AUTHOR_NAME": "c", "GIT_AUTHOR_EMAIL": "c@x", "GIT_COMMITTER_NAME": "c",
-           "GIT_COMMITTER_EMAIL": "c@x"}
+           "GIT_COMMITTER_EMAIL": "c@x",
+           # what git falls back to where no core.editor is set (the safe git's case): at
+           # once, not an editor waiting on no terminal until the timeout
+           "EDITOR": "true", "VISUAL": "true"}
     seen, quiet = [], None
     for args in BATTERY:
         try:
             res = subprocess.run([*git, *args], cwd=repo, env=env, stdin=subprocess.DEVNULL,
-                                 capture_output=True, text=True, timeout=20)
+                                 capture_output=True, text=True, timeout=8)
         except subprocess.TimeoutExpired:
             continue
         if args[:2] == ["diff", "--quiet"]:
