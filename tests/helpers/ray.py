@@ -49,6 +49,23 @@ class Node:
         raylets = {p for p in self.pids() if _comm(p) == "raylet"}
         return [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(int(p)) in raylets]
 
+    def homes(self) -> list[Path]:
+        """The home dirs of the node's proctor actors (`proctor-<label>-node-*`, each holding
+        a lock in it open)."""
+        out = []
+        for pid in self.workers():
+            with contextlib.suppress(OSError):
+                for fd in os.listdir(f"/proc/{pid}/fd"):
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if link.endswith("/lock") and "-node-" in link:
+                        out.append(Path(link).parent)
+        return out
+
+    def label(self) -> str:
+        """The run label of the node's actor; "" until one has started."""
+        return next((h.name.removeprefix("proctor-").rsplit("-node-", 1)[0]
+                     for h in self.homes()), "")
+
     def kill(self) -> None:
         """SIGKILL the node: its Ray workers (their titles no longer name the temp dir)
         and its raylet, object store, GCS."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -199,18 +198,12 @@ def _node_running_trials(node, timeout: float = 60) -> None:
     """Wait until the node's actor has a trial's sandbox (or box)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for pid in node.workers():
-            try:
-                links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
-            except OSError:
-                continue
-            for link in links:
-                if link.endswith("/lock") and "-node-" in link:
-                    # an isolated trial runs in a box of the node's pool, else a sandbox dir
-                    for place in ("boxes", "sandboxes"):
-                        box = Path(link).parent / place
-                        if box.is_dir() and any(box.iterdir()):
-                            return
+        for home in node.homes():
+            # an isolated trial runs in a box of the node's pool, else a sandbox dir
+            for place in ("boxes", "sandboxes"):
+                box = home / place
+                if box.is_dir() and any(box.iterdir()):
+                    return
         time.sleep(0.2)
     raise AssertionError("no trial started on the node")
 

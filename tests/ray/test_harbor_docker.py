@@ -5,13 +5,10 @@ share this machine's one Docker engine (the image is built once, by the head).""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -79,15 +76,11 @@ def test_cookbook_recipes_give_their_local_verdicts_on_a_node_that_cannot_see_th
 
 
 def _label_of(node, timeout: float = 120) -> str:
-    """The run label of the node's actor (its home dir `proctor-<label>-node-*` holds a lock)."""
+    """The run label of the node's actor, once it has started."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for pid in node.workers():
-            with contextlib.suppress(OSError):
-                for fd in os.listdir(f"/proc/{pid}/fd"):
-                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
-                    if link.endswith("/lock") and "-node-" in link:
-                        return Path(link).parent.name.removeprefix("proctor-").rsplit("-node-", 1)[0]
+        if label := node.label():
+            return label
         time.sleep(0.5)
     raise AssertionError("no actor started on the node")
 

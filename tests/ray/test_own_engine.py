@@ -158,7 +158,7 @@ def test_a_node_killed_mid_trial_leaves_no_container_and_resume_runs_exactly_its
             "--backend", "docker", "--executor", "ray", "--ray-address", own.address,
             "--repeat", "4", "--concurrency", "4", "-q", "--output-dir", "run")
         try:
-            label = _wait_for(lambda: _label_of(doomed), 300)
+            label = _wait_for(doomed.label, 300)
             assert label, "no actor started on the doomed node"
             assert _wait_for(lambda: engine.containers(label), 300), "no container of it"
             doomed.kill()
@@ -191,21 +191,6 @@ def _lines(run: Path) -> dict[str, str]:
     """results.jsonl's line of each trial."""
     lines = (run / "results.jsonl").read_text().splitlines()
     return {json.loads(line)["id"]: line for line in lines}
-
-
-def _label_of(node) -> str:
-    """The run label of the node's actor (its home dir `proctor-<label>-node-*` holds a lock)."""
-    import os
-
-    for pid in node.workers():
-        try:
-            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
-        except OSError:
-            continue
-        for link in links:
-            if link.endswith("/lock") and "-node-" in link:
-                return Path(link).parent.name.removeprefix("proctor-").rsplit("-node-", 1)[0]
-    return ""
 
 
 def _wait_for(what, timeout: float):
