@@ -57,6 +57,8 @@ if [ "$system" = 1 ] && command -v apt-get >/dev/null 2>&1; then
   # dockerd, not docker: some machines ship the docker client alone, which can run nothing.
   command -v dockerd >/dev/null 2>&1 || docker_pkgs+=(docker.io)
   command -v mmdebstrap >/dev/null 2>&1 || docker_pkgs+=(mmdebstrap)
+  # `ip`: the Ray tests' second engine (tests/helpers/dockerd.py) brings up its own loopback
+  command -v ip >/dev/null 2>&1 || docker_pkgs+=(iproute2)
   if [ ${#docker_pkgs[@]} -gt 0 ]; then
     echo "==> installing the docker backend's packages: ${docker_pkgs[*]}"
     policy=/usr/sbin/policy-rc.d  # no daemon started by apt: started below, if absent
