@@ -120,13 +120,13 @@ fi
 
 # What the docker tests go by (tests/docker/engine.py): they skip only where this line says
 # `unavailable`; where it says `ready`, an engine that stops answering fails them.
-docker_why=$(.venv/bin/python -c 'from proctor.sandbox.docker import engine_problem as p; print(p() or "")')
+docker_why=$(.venv/bin/python -c 'from proctor.dockercli import engine_problem as p; print(p() or "")')
 [ -z "$docker_why" ] && [ "$(id -u)" -ne 0 ] && docker_why="proctor's docker backend runs as root only"
 if [ -z "$docker_why" ]; then
   echo ready > .proctor/setup-docker
   # Built once (cached under ~/.cache/proctor); the docker tests and first runs reuse it.
   echo "==> making proctor's docker base image ready"
-  .venv/bin/python -c "from proctor.sandbox.dockerimages import ensure_base; print(ensure_base(quiet=False))" \
+  .venv/bin/python -c "from proctor.sandbox.docker.images import ensure_base; print(ensure_base(quiet=False))" \
     || echo "warning: the docker base image could not be built; --backend docker runs will say why" >&2
 else
   echo "unavailable: $docker_why" > .proctor/setup-docker
