@@ -136,3 +136,31 @@ def test_examples_fix_the_bug_passes_under_the_grader(run_spec, tmp_path, isolat
     spec = (example / "scenario.yaml").read_text()
     t = trial(run_spec(spec, "--isolation", isolation, name="ftb/scenario.yaml"))
     assert t["status"] == "pass", t
+
+
+def test_custom_checks_run_when_proctors_python_lives_under_tmp(tmp_path):
+    """The grader box has its own /tmp and shows proctor's Python read-only at its own path;
+    emptying that /tmp after a check once removed the mount point too, so with a checkout
+    under /tmp every custom check after the first could not start its Python (exit 127)."""
+    import site
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"  # tmp_path is under /tmp
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    [lib] = (venv / "lib").glob("python3*")
+    src = Path(__file__).resolve().parents[2] / "src"
+    (lib / "site-packages" / "proctor.pth").write_text(
+        "\n".join([str(src), *site.getsitepackages()]) + "\n")
+    (tmp_path / "ok.py").write_text('print(\'{"passed": true}\')\n')
+    checks = "".join(f"  c{i}: {{description: x, check: {{type: custom, script: ok.py}}}}\n"
+                     for i in range(3))
+    (tmp_path / "spec.yaml").write_text(
+        "version: 1\nid: tmpvenv\ntask: {prompt: nothing}\nagent: {type: nop}\n"
+        "invariants:\n" + checks)
+    proctor = [venv / "bin" / "python", "-c", "from proctor.cli import main; main()"]
+    proc = subprocess.run([*proctor, "run", "spec.yaml", "-q", "--output-dir", "out"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    t = trial(json.loads((tmp_path / "out" / "results.json").read_text()))
+    assert [c["passed"] for c in t["checks"]] == [True] * 3, t["checks"]

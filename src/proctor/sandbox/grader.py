@@ -73,9 +73,11 @@ class GraderShape:
         return sorted(own + theirs + extra, key=lambda m: m.inside.count("/"))
 
     def kept_in_tmp(self) -> set[str]:
-        """Names in the grader's /tmp that are mount points (a fixed workdir under /tmp)."""
-        return {inside[len("/tmp/"):].split("/")[0] for _, inside in self.places
-                if inside.startswith("/tmp/")}
+        """Names in the grader's /tmp that lead to mount points (a fixed workdir under /tmp,
+        or proctor's own Python in a checkout under /tmp): emptying /tmp after a check must
+        not remove them, which would unmount them for the next check."""
+        insides = [inside for _, inside in self.places] + list(self.readonly)
+        return {p[len("/tmp/"):].split("/")[0] for p in insides if p.startswith("/tmp/")}
 
 
 class Grader:
