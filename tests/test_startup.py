@@ -61,7 +61,7 @@ NEVER = ("ray", "inspect_ai", "jinja2", "httpx", "openai", "anthropic", "numpy",
          "proctor.spec.harbor", "proctor.spec.harbor_config", "proctor.spec.scenario",
          "proctor.spec.compose", "tomllib", "proctor.providers.mock",
          "proctor.providers.script", "urllib.request", "http.client", "proctor.check_attacks",
-         "proctor.lint", "proctor.compare")
+         "proctor.lint", "proctor.report.compare")
 # rich draws the progress bar and the tables, which `-q` leaves out.
 RUN_NEVER = (*NEVER, "rich")
 VALIDATE_NEVER = (*RUN_NEVER, "proctor.run", "proctor.trial", "proctor.sandbox.native",

@@ -403,7 +403,7 @@ def compare(run_a: str, run_b: str | None, by: str | None, fail_on_regression: b
 
     Exit 0 unless --fail-on-regression is given and a regression is significant."""
     def body() -> int:
-        from proctor.compare import compare_main
+        from proctor.report.compare import compare_main
 
         return compare_main(_run_ref(run_a), run_b and _run_ref(run_b), by=by,
                             fail_on_regression=fail_on_regression, alpha=alpha,

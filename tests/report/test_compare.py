@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from proctor.cli import main
-from proctor.compare import compare_main, compare_runs
+from proctor.report.compare import compare_main, compare_runs
 from proctor.stats import hypergeom_pmf
 from tests.helpers.report import counted, write_run
 

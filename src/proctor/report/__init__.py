@@ -7,6 +7,8 @@
 * `show.show_main(run_dir, trial)`: `proctor show`
 * `view.view_main(runs_dir)`: `proctor view`, a local web server over the runs
 * `runs.runs_main()`: `proctor runs`, the run index
+* `compare.compare_main(...)`: `proctor compare`, pass rates of two runs (or of a run's
+  agents) beyond chance
 * `trajectory` (with `wire`): what each agent did, compressed into report.html
 * `tables` (terminal tables that fit), `labels` (names cut yet distinct, a message's gist),
   `charts` (report.html's SVG)
@@ -16,16 +18,15 @@ runs trials or changes verdicts."""
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from proctor.registry import Registry
+from proctor.report.collector import collector_paused
 from proctor.results import RunResults
 
 # A report format = a module with `render_X(results, run, run_dir) -> str`, a line here and
@@ -51,20 +52,6 @@ def render_json(results: RunResults, run: Mapping[str, Any] | None = None,
                 run_dir: Path | None = None) -> str:
     shown = {k: v for k, v in results.items() if not k.startswith("_")}  # no reader caches
     return json.dumps(shown, indent=2, ensure_ascii=False, default=str) + "\n"
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: reading a large run's results and rendering its
-    reports make millions of objects and no cycles, and the collector's passes over them (a
-    million at 10,000 trials) find nothing."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def render(fmt: str, results: RunResults, run: Mapping[str, Any] | None = None,

@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 
 from proctor.errors import UsageError
 from proctor.model import TrialResult
+from proctor.report.collector import collector_paused
 from proctor.results import (
     CheckRecord,
     InvalidRunFile,
@@ -208,8 +209,6 @@ def load_run(run_dir: str | Path, *, allow_partial: bool = False) -> Run:
     d = Path(run_dir)
     if not d.is_dir():
         raise UsageError(f"{d} is not a directory")
-    from proctor.report import collector_paused
-
     with collector_paused():  # a large results.json is a million objects and no cycle
         return _load_run(d, allow_partial)
 

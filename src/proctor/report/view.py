@@ -192,7 +192,7 @@ class Site:
         return suite_page(runs) if runs else None
 
     def compare(self, run_a: str, run_b: str) -> bytes | None:
-        from proctor.compare import compare_runs
+        from proctor.report.compare import compare_runs
 
         rows = [self.run(run_a), self.run(run_b)]
         if any(r is None or not (Path(r.dir) / "results.json").is_file() for r in rows):
