@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 import sys
 from collections.abc import Callable
@@ -57,11 +58,15 @@ def run_planned(planned: Planned) -> RunResults:
     on_result = progress.advance if sender is None else _each(progress.advance,
                                                                  sender.trial_done)
     rate_limit: dict[str, Any] = {}  # filled by _execute: each endpoint's limiter figures
+    # What the run loaded (every task, its models, the plan) lives until the end: out of
+    # the cyclic collector's sight, so its full passes during the trials skip it.
+    gc.freeze()
     try:
         asyncio.run(_execute(todo, planned, on_result, spend, rate_limit))
     except (KeyboardInterrupt, asyncio.CancelledError):
         interrupted = True
     finally:
+        gc.unfreeze()
         progress.close()
         store.close()
     results = build_results(planned, store.finished(), interrupted=interrupted,
