@@ -100,13 +100,15 @@ class SubstituteRule(_Table):
     file: str
 
 
+# The tables' defaults are built with model_construct (a default is never validated): a
+# model's validator is built only when a proctor.toml is read (start-up time).
 class ProctorConfig(_Table):
     model: str | None = None
     backend: str | None = None  # `--backend` when not given: one of the `backends` validated with
     providers: dict[str, ProviderConfig] = {}
-    retry: RetryConfig = RetryConfig()
-    llm: LlmConfig = LlmConfig()
-    judge: JudgeConfig = JudgeConfig()
+    retry: RetryConfig = RetryConfig.model_construct()
+    llm: LlmConfig = LlmConfig.model_construct()
+    judge: JudgeConfig = JudgeConfig.model_construct()
     prices: dict[str, PriceConfig] = {}
     env: dict[str, str] = {}  # values for redact_env names
     pass_env: list[str] = []  # host variables (fnmatch patterns) agents may inherit
@@ -115,7 +117,7 @@ class ProctorConfig(_Table):
     stand_in_agent: str | None = None  # a name in the agent registry (the caller's)
     # What `proctor run` runs without --agent: the run is agent × model × help mode × task.
     agents: list[str] = []
-    ray: RayConfig = RayConfig()
+    ray: RayConfig = RayConfig.model_construct()
     # Every agent, check, healthcheck and build timeout times this (a slow machine).
     timeout_multiplier: float = Field(1.0, gt=0, le=100)
     # Images no registry gives: name (or glob) -> another image, or a Debian recipe.
@@ -214,7 +216,7 @@ def load_config(path: str | None = None, *, backends: list[str] | None = None,
     if not candidate.exists():
         if path:
             raise UsageError(f"config file not found: {path}")
-        return ProctorConfig()
+        return ProctorConfig.model_construct()  # the defaults, as ProctorConfig() has them
     if not candidate.is_file():
         raise UsageError(f"{candidate}: not a regular file")
     import tomllib

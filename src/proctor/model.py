@@ -40,8 +40,21 @@ class CheckDef:
         once: trials render only the checks that need it)."""
         cached = self.__dict__.get("_templated")
         if cached is None:
-            cached = self.__dict__["_templated"] = "{{" in self.config.model_dump_json()
+            cached = self.__dict__["_templated"] = _placeholder(self.config.__dict__)
         return cached
+
+
+def _placeholder(value: Any) -> bool:
+    """Whether `{{` is in a text anywhere in a config's values (nested models, lists and
+    mappings, keys too): what its JSON would show, without building its serializer."""
+    if isinstance(value, str):
+        return "{{" in value
+    if isinstance(value, dict):
+        return any(_placeholder(k) or _placeholder(v) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_placeholder(v) for v in value)
+    inner = getattr(value, "__dict__", None)
+    return isinstance(inner, dict) and _placeholder(inner)
 
 
 @dataclass

@@ -79,3 +79,15 @@ def test_the_cli_exits_2_without_a_traceback(tmp_path):
     out = Cli(tmp_path)("run", "spec.yaml", "--agent", "nop")
     assert out.returncode == 2 and "proctor.toml:2:1: providers.x.base_url" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_no_file_gives_the_validated_defaults(tmp_path, monkeypatch):
+    """Without a proctor.toml the defaults are built unvalidated (start-up time): the same
+    configuration, field for field and table for table, as validating nothing."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PROCTOR_CONFIG", raising=False)
+    conf = load_config()
+    assert conf == ProctorConfig.model_validate({})
+    assert conf.model_dump() == ProctorConfig.model_validate({}).model_dump()
+    assert conf.model_fields_set == set() and conf.source_dir is None
+    assert conf.llm.output_limit == 8000 and conf.retry.model_fields_set == set()

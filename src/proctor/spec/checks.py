@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from proctor.checks import assertion_types, check_type, invariant_types
 from proctor.checks._match import regex_error
 from proctor.checks.base import CheckConfig, CheckType
+from proctor.spec import plain
 from proctor.spec.diagnostics import Issues, choices_hint, describe
 from proctor.spec.yamlpos import Doc, Path
 
@@ -38,11 +39,13 @@ def assertion(issues: Issues, doc: Doc, path: Path, entry: Any) -> tuple[str, Ch
         how = f"`{name}: VALUE`" if check.scalar_field else f"a mapping with {fields}"
         issues.error(doc, vpath, f"{name} takes {how}; got {describe(value)}")
         return None
-    try:
-        config = check.config.model_validate(data)
-    except ValidationError as e:
-        issues.validation(doc, vpath, e, check.config, scalar=scalar)
-        return None
+    config = plain.config(check.config, data)  # built by the model only if this cannot
+    if config is None:
+        try:
+            config = check.config.model_validate(data)
+        except ValidationError as e:
+            issues.validation(doc, vpath, e, check.config, scalar=scalar)
+            return None
     _literal_warnings(issues, doc, vpath, check, config, scalar=scalar)
     return name, config
 
@@ -97,10 +100,13 @@ def invariant_check(issues: Issues, doc: Doc, path: Path, raw: Any) -> tuple[str
         issues.error(doc, (*path, "type"),
                      f"unknown check type {describe(name)}{other}{choices_hint(str(name), list(types))}")
         return None
-    try:
-        config = check.config.model_validate({k: v for k, v in raw.items() if k != "type"})
-    except ValidationError as e:
-        issues.validation(doc, path, e, check.config)
-        return None
+    data = {k: v for k, v in raw.items() if k != "type"}
+    config = plain.config(check.config, data)
+    if config is None:
+        try:
+            config = check.config.model_validate(data)
+        except ValidationError as e:
+            issues.validation(doc, path, e, check.config)
+            return None
     _literal_warnings(issues, doc, path, check, config)
     return name, config

@@ -15,7 +15,7 @@ import os
 import re
 import shlex
 import tomllib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -31,13 +31,11 @@ from proctor.model import (
 from proctor.spec.base import SpecModel, valid_regexes
 from proctor.spec.checks import assertion
 from proctor.spec.compose import interpolate, load_compose
+from proctor.spec.context import LoadContext
 from proctor.spec.diagnostics import Issues, describe, explain
 from proctor.spec.harbor_config import Healthcheck, TaskConfig, unknown_keys
 from proctor.spec.harbor_dirs import TASK_FILE
 from proctor.spec.scenario import Forbidden
-
-if TYPE_CHECKING:
-    from proctor.spec.load import Loader
 
 OVERLAY = "proctor.yaml"
 AGENT_TIMEOUT_S = 600.0  # Harbor leaves [agent] timeout_sec to the agent; proctor needs one
@@ -46,7 +44,7 @@ COMPOSE = ("docker-compose.yaml",)  # Harbor's name; a .yml there is task data (
 _UNSET = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def load_harbor(loader: Loader, task_dir: str) -> TaskDef | None:
+def load_harbor(loader: LoadContext, task_dir: str) -> TaskDef | None:
     issues = loader.issues
     toml_path = os.path.join(task_dir, TASK_FILE)
     shown = os.path.normpath(toml_path)
@@ -89,7 +87,7 @@ class Toml:
         self.issues.place(self.file, *toml_locate(self.text, path), path, message, "warning")
 
 
-def _task(loader: Loader, where: Toml, task_dir: str, cfg: TaskConfig) -> TaskDef | None:
+def _task(loader: LoadContext, where: Toml, task_dir: str, cfg: TaskConfig) -> TaskDef | None:
     task_id = os.path.basename(os.path.abspath(task_dir))
     if not loader.claim_file_id(task_id, where.file):
         return None
@@ -150,7 +148,7 @@ def _task(loader: Loader, where: Toml, task_dir: str, cfg: TaskConfig) -> TaskDe
     )
 
 
-def _compose(loader: Loader, env_dir: str, network: dict[str, Any]
+def _compose(loader: LoadContext, env_dir: str, network: dict[str, Any]
              ) -> tuple[list[ServiceDef], dict[str, str]]:
     """The services of the environment's compose file, if it has one, and the environment
     its main service adds to the task's."""
@@ -162,7 +160,7 @@ def _compose(loader: Loader, env_dir: str, network: dict[str, Any]
     return load_compose(loader.issues, doc, network)
 
 
-def _single(loader: Loader, where: Toml, task_dir: str,
+def _single(loader: LoadContext, where: Toml, task_dir: str,
             cfg: TaskConfig) -> tuple[str, list[CheckDef], list[str], str | None] | None:
     """(prompt, checks, solution, solution dir) of a one-step task."""
     prompt = _read_text(where, task_dir, "instruction.md", ())
@@ -177,7 +175,7 @@ def _single(loader: Loader, where: Toml, task_dir: str,
     return prompt, [check], solution, solution_dir
 
 
-def _steps(loader: Loader, where: Toml, task_dir: str, cfg: TaskConfig) -> list[StepDef] | None:
+def _steps(loader: LoadContext, where: Toml, task_dir: str, cfg: TaskConfig) -> list[StepDef] | None:
     shared = os.path.join(task_dir, "tests")
     shared_tests = [shared] if os.path.isdir(shared) else []
     out: list[StepDef] = []
@@ -315,7 +313,7 @@ class Overlay(SpecModel):
         return valid_regexes(v)
 
 
-def _overlay(loader: Loader, task_dir: str) -> dict[str, Any]:
+def _overlay(loader: LoadContext, task_dir: str) -> dict[str, Any]:
     path = os.path.join(task_dir, OVERLAY)
     if not os.path.isfile(path):
         return {}

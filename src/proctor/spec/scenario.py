@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -16,14 +16,12 @@ from proctor.durations import Seconds
 from proctor.model import AgentDef, CheckDef, SecretDef, TaskDef
 from proctor.spec.base import EnvMap, Limits, SpecModel, valid_regexes
 from proctor.spec.checks import invariant_check
+from proctor.spec.context import LoadContext
 from proctor.spec.diagnostics import Issues, suggest
 from proctor.spec.refs import check_refs
 from proctor.spec.secrets import Secret, SecretUnavailable, resolve
 from proctor.spec.services import Declared, Service, check_names, declared, service_defs
 from proctor.spec.yamlpos import Doc, Path, locate
-
-if TYPE_CHECKING:
-    from proctor.spec.load import Loader
 
 PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 HOST = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:\d+)?$")
@@ -269,7 +267,7 @@ class Scenario(SpecModel):
         return v
 
 
-def load_scenario(loader: Loader, doc: Doc) -> TaskDef | None:
+def load_scenario(loader: LoadContext, doc: Doc) -> TaskDef | None:
     issues, data = loader.issues, doc.data
     try:
         sc: Scenario | None = Scenario.model_validate(data)

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
 from proctor import model
 from proctor.durations import Seconds
 from proctor.model import AgentDef, CheckDef, TaskDef
+from proctor.spec import plain
 from proctor.spec.base import EnvMap, Limits, SpecModel, valid_regexes
 from proctor.spec.checks import assertion
+from proctor.spec.context import LoadContext
 from proctor.spec.diagnostics import describe
 from proctor.spec.includes import TaskSource, expand
+from proctor.spec.plain import Plain
 from proctor.spec.refs import check_refs
 from proctor.spec.services import Service, check_names, service_defs
 from proctor.spec.yamlpos import Doc
-
-if TYPE_CHECKING:
-    from proctor.spec.load import Loader
 
 NO_NAMES: dict[str, Collection[str] | None] = {"secrets": None, "params": None}  # suites declare neither
 
@@ -153,13 +153,14 @@ class Suite(SpecModel):
         return valid_regexes(v)
 
 
-def load_suite(loader: Loader, doc: Doc) -> list[TaskDef]:
+def load_suite(loader: LoadContext, doc: Doc) -> list[TaskDef]:
     issues, data = loader.issues, doc.data
-    try:
-        suite: Suite | None = Suite.model_validate(data)
-    except ValidationError as e:
-        issues.validation(doc, (), e, Suite)
-        suite = None
+    suite: Suite | Plain | None = plain.suite(data)  # the model only for what it cannot read
+    if suite is None:
+        try:
+            suite = Suite.model_validate(data)
+        except ValidationError as e:
+            issues.validation(doc, (), e, Suite)
     check_names(issues, doc, data.get("services"), ("services",))
     check_refs(issues, doc, {k: v for k, v in data.items() if k != "tasks"}, (), NO_NAMES)
     _warnings(loader, doc, data)
@@ -182,7 +183,7 @@ def load_suite(loader: Loader, doc: Doc) -> list[TaskDef]:
     return tasks
 
 
-def _task(loader: Loader, src: TaskSource) -> tuple[SuiteTask, list[CheckDef]] | None:
+def _task(loader: LoadContext, src: TaskSource) -> tuple[SuiteTask | Plain, list[CheckDef]] | None:
     issues, raw, doc = loader.issues, src.data, src.doc
     if not isinstance(raw, dict):
         issues.error(doc, src.path, "a task is a mapping (id, intent, assert) or a `file://GLOB` "
@@ -190,11 +191,12 @@ def _task(loader: Loader, src: TaskSource) -> tuple[SuiteTask, list[CheckDef]] |
         return None
     if isinstance(raw.get("id"), (str, int)):  # `id: 42` is the id "42"
         loader.claim_id(str(raw["id"]), doc, (*src.path, "id"))
-    try:
-        task: SuiteTask | None = SuiteTask.model_validate(raw)
-    except ValidationError as e:
-        issues.validation(doc, src.path, e, SuiteTask)
-        task = None
+    task: SuiteTask | Plain | None = plain.task(raw)
+    if task is None:
+        try:
+            task = SuiteTask.model_validate(raw)
+        except ValidationError as e:
+            issues.validation(doc, src.path, e, SuiteTask)
     checks = []
     entries = raw.get("assert")
     for j, entry in enumerate(entries if isinstance(entries, list) else []):
@@ -207,14 +209,14 @@ def _task(loader: Loader, src: TaskSource) -> tuple[SuiteTask, list[CheckDef]] |
     return task, checks
 
 
-def _task_def(suite: Suite, task: SuiteTask, checks: list[CheckDef], src: TaskSource,
+def _task_def(suite: Suite | Plain, task: SuiteTask | Plain, checks: list[CheckDef], src: TaskSource,
               shared: dict[str, Any]) -> TaskDef:
     return TaskDef(
         id=task.id, dialect="suite", source=src.doc.abspath, base_dir=src.doc.base_dir,
         prompt=task.intent,
         agent=AgentDef(type="llm", max_turns=task.max_turns, timeout=task.timeout,
                        ignore_commands=[*suite.ignore_commands, *task.ignore_commands],
-                       limits=(task.limits or Limits()).to_def(suite.limits)),
+                       limits=_limits(suite.limits, task.limits)),
         checks=checks, category=task.category, difficulty=task.difficulty,
         cli=suite.cli, version_command=suite.version_command, help_modes=list(suite.help_modes),
         system_prompt=suite.system_prompt, models=list(suite.providers),
@@ -226,14 +228,27 @@ def _task_def(suite: Suite, task: SuiteTask, checks: list[CheckDef], src: TaskSo
     )
 
 
-def _thresholds(suite: Suite | None, doc: Doc) -> model.Thresholds | None:
+def _limits(suite: Limits | Plain | None, task: Limits | Plain | None) -> model.Limits:
+    """The task's limits over the suite's, key by key (a key set to null lifts the suite's)."""
+    return model.Limits(**{**_set(suite), **_set(task)})
+
+
+def _set(limits: Limits | Plain | None) -> dict[str, Any]:
+    if limits is None:
+        return {}
+    if isinstance(limits, Plain):
+        return {k: getattr(limits, k) for k in limits.given}
+    return limits.model_dump(exclude_unset=True)
+
+
+def _thresholds(suite: Suite | Plain | None, doc: Doc) -> model.Thresholds | None:
     t = suite.thresholds if suite else None
     if t is None:
         return None
     return model.Thresholds(t.default, dict(t.models), t.tolerance, t.behavior, suite=doc.abspath)
 
 
-def _about(suite: Suite) -> dict[str, str]:
+def _about(suite: Suite | Plain) -> dict[str, str]:
     fields = {"display_name": suite.display_name, "category": suite.category,
               "website_url": suite.website_url, "github_url": suite.github_url}
     return {"cli": suite.cli, **{k: v for k, v in fields.items() if v}}
@@ -245,7 +260,7 @@ def _abs(doc: Doc, path: str | None) -> str | None:
     return os.path.normpath(os.path.join(doc.base_dir, os.path.expanduser(path)))
 
 
-def _scaffold(loader: Loader, doc: Doc, scaffold: Any) -> str | None:
+def _scaffold(loader: LoadContext, doc: Doc, scaffold: Any) -> str | None:
     if not isinstance(scaffold, str):
         return None  # absent, or reported by the Suite model
     path = _abs(doc, scaffold)
@@ -255,7 +270,7 @@ def _scaffold(loader: Loader, doc: Doc, scaffold: Any) -> str | None:
     return path
 
 
-def _warnings(loader: Loader, doc: Doc, data: dict[str, Any]) -> None:
+def _warnings(loader: LoadContext, doc: Doc, data: dict[str, Any]) -> None:
     issues = loader.issues
     if data.get("upload") in ("auto", "on_failure", "always"):  # never: as it says
         issues.warn(doc, ("upload",), f"proctor uploads nothing (`upload: {data['upload']}` "

@@ -1,0 +1,357 @@
+"""A plain reader for what a valid suite's run needs: the suite, its tasks and their
+assertions' check configs, read without building a pydantic validator (start-up time: the
+first validation of a model builds its schema, ~30 ms for a suite's four models).
+
+It accepts only what it is sure of and returns None at the first thing it is not (a
+number where text is expected, a service, a check config with its own validator, any
+mistake): the caller then validates the same data with the pydantic models, which accept
+it or word the error exactly as they always have. So this reader decides nothing a model
+would decide differently: `tests/spec/test_plain.py` holds every example and fixture to
+that (the same TaskDefs either way).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import types
+from typing import Any, Literal, Union, get_args, get_origin
+
+from proctor.durations import parse_duration
+from proctor.spec.base import ENV_NAME
+
+
+class Plain:
+    """A spec model's fields as attributes, like the model read them; `given` names the
+    keys the spec set (pydantic's `model_fields_set`)."""
+
+    def __init__(self, values: dict[str, Any], given: set[str]) -> None:
+        self.__dict__.update(values)
+        self.given = given
+
+    def __getattr__(self, name: str) -> Any:  # only for mypy: every field is set
+        raise AttributeError(name)
+
+
+class _No(Exception):
+    """Not accepted here: the models decide."""
+
+
+def _str(v: Any, min_length: int = 0) -> str:
+    if type(v) is not str or len(v) < min_length:
+        raise _No
+    return v
+
+
+def _opt_str(v: Any) -> str | None:
+    return None if v is None else _str(v)
+
+
+def _int(v: Any, lo: int | None = None, hi: int | None = None) -> int:
+    if type(v) is not int or (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise _No
+    return v
+
+
+def _opt_int(v: Any, lo: int | None = None, hi: int | None = None) -> int | None:
+    return None if v is None else _int(v, lo, hi)
+
+
+def _float(v: Any) -> float:
+    if type(v) not in (int, float):
+        raise _No
+    return float(v)
+
+
+def _strs(v: Any) -> list[str]:
+    if type(v) is not list or any(type(x) is not str for x in v):
+        raise _No
+    return list(v)
+
+
+def _regexes(v: Any) -> list[str]:
+    out = _strs(v)
+    for p in out:
+        try:
+            re.compile(p)
+        except re.error:
+            raise _No from None
+    return out
+
+
+def _choice(v: Any, choices: tuple[str, ...]) -> str:
+    if type(v) is not str or v not in choices:
+        raise _No
+    return v
+
+
+def _env(v: Any) -> dict[str, str]:
+    if type(v) is not dict:
+        raise _No
+    out = {}
+    for k, x in v.items():
+        if type(k) is not str or not ENV_NAME.match(k):
+            raise _No
+        if type(x) is bool:
+            out[k] = "true" if x else "false"
+        elif type(x) in (int, float):
+            out[k] = str(x)
+        elif x is None:
+            out[k] = ""
+        else:
+            out[k] = _str(x)
+    return out
+
+
+def _seconds(v: Any) -> float:
+    try:
+        s = parse_duration(v)
+    except ValueError:
+        raise _No from None
+    if type(s) is not float or not s > 0:
+        raise _No
+    return s
+
+
+_ABSENT = object()
+
+
+def _read(data: Any, fields: dict[str, tuple[Any, Any]]) -> Plain:
+    """Each field read by its reader from `data` (or its default when absent); unknown
+    keys, missing required fields (default `_ABSENT`) and wrong values are _No."""
+    if type(data) is not dict or not data.keys() <= fields.keys():
+        raise _No
+    values = {}
+    for key, (read, default) in fields.items():
+        name = "assert_" if key == "assert" else key
+        if key in data:
+            values[name] = read(data[key])
+        elif default is _ABSENT:
+            raise _No
+        else:
+            values[name] = default() if callable(default) else default
+    return Plain(values, {("assert_" if k == "assert" else k) for k in data})
+
+
+def _limits(v: Any) -> Plain | None:
+    if v is None:
+        return None
+    return _read(v, {"turns": (lambda x: _opt_int(x, 1), None),
+                     "tokens": (lambda x: _opt_int(x, 1), None), "cost_usd": (_cost, None)})
+
+
+def _cost(v: Any) -> float | None:
+    if v is None:
+        return None
+    f = _float(v)
+    if not f > 0:
+        raise _No
+    return f
+
+
+def _percent(v: Any) -> float:
+    f = _float(v)
+    if not 0 <= f <= 100:
+        raise _No
+    return f
+
+
+def _percents(v: Any) -> dict[str, float]:
+    if type(v) is not dict or any(type(k) is not str for k in v):
+        raise _No
+    return {k: _percent(x) for k, x in v.items()}
+
+
+def _thresholds(v: Any) -> Plain | None:
+    if v is None:
+        return None
+    return _read(v, {"default": (lambda x: None if x is None else _percent(x), None),
+                     "models": (_percents, dict), "tolerance": (_percent, 0),
+                     "behavior": (lambda x: _choice(x, ("error", "informational")), "error")})
+
+
+def _providers(v: Any) -> list[str]:
+    out = _strs(v)
+    if any("/" not in p.strip("/") for p in out):
+        raise _No
+    return out
+
+
+def _help_modes(v: Any) -> list[str]:
+    out = [_choice(x, ("injected", "discoverable", "none")) for x in _strs(v)]
+    if not out or len(set(out)) != len(out):
+        raise _No
+    return out
+
+
+def _nonempty_list(v: Any) -> list[Any]:
+    if type(v) is not list or not v:
+        raise _No
+    return list(v)
+
+
+def _no_services(v: Any) -> list[Any]:
+    if v != [] or type(v) is not list:
+        raise _No  # a service is for the Service model to read
+    return []
+
+
+SUITE = {
+    "cli": (lambda x: _str(x, 1), _ABSENT),
+    "display_name": (_opt_str, None), "category": (_opt_str, None),
+    "website_url": (_opt_str, None), "github_url": (_opt_str, None),
+    "version_command": (_opt_str, None),
+    "providers": (_providers, list), "help_modes": (_help_modes, lambda: ["injected"]),
+    "system_prompt": (_opt_str, None), "concurrency": (lambda x: _int(x, 1, 1024), 3),
+    "workdir": (_opt_str, None), "repeat": (lambda x: _int(x, 1, 100), 1),
+    "thresholds": (_thresholds, None), "limits": (_limits, None), "env": (_env, dict),
+    "setup": (_strs, list), "ignore_commands": (_regexes, list), "scaffold": (_opt_str, None),
+    "redact_env": (_strs, list), "redact_patterns": (_regexes, list),
+    "upload": (lambda x: None if x is None else _choice(x, ("auto", "never", "on_failure",
+                                                            "always")), None),
+    "services": (_no_services, list), "tasks": (_nonempty_list, _ABSENT),
+}
+
+TASK = {
+    "id": (lambda x: _str(x, 1), _ABSENT), "intent": (lambda x: _str(x, 1), _ABSENT),
+    "assert": (_nonempty_list, _ABSENT), "setup": (_strs, list),
+    "max_turns": (lambda x: _int(x, 1, 20), 5), "limits": (_limits, None),
+    "difficulty": (lambda x: None if x is None else _choice(x, ("easy", "medium", "hard")), None),
+    "category": (_opt_str, None), "repeat": (lambda x: _opt_int(x, 1, 100), None),
+    "env": (_env, dict), "timeout": (_seconds, 300), "solution": (_strs, list),
+    "ignore_commands": (_regexes, list),
+}
+
+
+def suite(data: Any) -> Plain | None:
+    """A suite mapping as the Suite model reads it, or None: ask the model."""
+    try:
+        return _read(data, SUITE)
+    except _No:
+        return None
+
+
+def task(data: Any) -> Plain | None:
+    """A task mapping as the SuiteTask model reads it, or None: ask the model."""
+    try:
+        return _read(data, TASK)
+    except _No:
+        return None
+
+
+# --- check configs: read by their pydantic fields, built without validation ---
+
+_NONE = type(None)
+
+
+def config(model: Any, data: Any) -> Any:
+    """A check's Config built from `data` with `model_construct` when every field is of a
+    kind read here and the model has no validator of its own; else None: validate it."""
+    plan = _plans.get(model)
+    if plan is None:
+        plan = _plans[model] = _plan(model)
+    if plan is False or type(data) is not dict or not data.keys() <= plan.keys():
+        return None
+    values = {}
+    try:
+        for name, (read, required) in plan.items():
+            if name in data:
+                values[name] = read(data[name])
+            elif required:
+                return None
+    except _No:
+        return None
+    return model.model_construct(_fields_set=set(data), **values)
+
+
+_plans: dict[Any, Any] = {}
+
+
+def _plan(model: Any) -> Any:
+    """{field: (reader, required)}, or False when a field or validator is beyond this reader."""
+    decorators = model.__pydantic_decorators__
+    if (decorators.validators or decorators.field_validators or decorators.root_validators
+            or decorators.model_validators or model.__pydantic_post_init__
+            or model.__private_attributes__):
+        return False
+    plan = {}
+    for name, field in model.model_fields.items():
+        if field.alias not in (None, name) or field.validation_alias is not None:
+            return False
+        read = _field_reader(field.annotation, field.metadata)
+        if read is None:
+            return False
+        plan[name] = (read, field.is_required())
+    return plan
+
+
+def _field_reader(annotation: Any, metadata: list[Any]) -> Any:
+    optional = False
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not _NONE]
+        if len(args) != 1 or len(get_args(annotation)) != 2:
+            return None
+        optional, annotation = True, args[0]
+    base = _base_reader(annotation)
+    checks = []
+    for m in metadata:
+        kind = type(m).__name__
+        if kind in ("Ge", "Gt", "Le", "Lt"):
+            checks.append((kind, getattr(m, kind.lower())))
+        elif kind == "MinLen":
+            checks.append((kind, m.min_length))
+        elif kind == "BeforeValidator" and m.func is parse_duration and base is _float:
+            base = _duration
+        else:
+            return None
+    if base is None:
+        return None
+
+    def read(v: Any) -> Any:
+        if v is None and optional:
+            return None
+        out = base(v)
+        for kind, bound in checks:
+            if not _BOUNDS[kind](len(out) if kind == "MinLen" else out, bound):
+                raise _No
+        return out
+
+    return read
+
+
+_BOUNDS = {"Ge": operator.ge, "Gt": operator.gt, "Le": operator.le, "Lt": operator.lt,
+           "MinLen": operator.ge}
+
+
+def _duration(v: Any) -> float:
+    try:
+        s = parse_duration(v)
+    except ValueError:
+        raise _No from None
+    if type(s) is not float:
+        raise _No
+    return s
+
+
+def _base_reader(annotation: Any) -> Any:
+    if annotation is str:
+        return _str
+    if annotation is int:
+        return _int
+    if annotation is float:
+        return _float
+    if annotation is bool:
+        return _bool
+    if get_origin(annotation) is list and get_args(annotation) == (str,):
+        return _strs
+    if get_origin(annotation) is Literal and all(type(a) is str for a in get_args(annotation)):
+        choices = get_args(annotation)
+        return lambda v: _choice(v, choices)
+    return None
+
+
+def _bool(v: Any) -> bool:
+    if type(v) is not bool:
+        raise _No
+    return v
