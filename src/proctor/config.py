@@ -83,9 +83,11 @@ class RayConfig(_Table):
 
 
 class ImageRecipe(_Table):
-    """An image built from Debian packages (sandbox/docker/imagemap.py; docs/harbor.md)."""
+    """An image built from Debian's (or Ubuntu's) packages (sandbox/docker/imagemap.py;
+    docs/harbor.md)."""
 
-    debian: str = Field(pattern=r"^[a-z]+$")  # the release: bookworm, trixie, ...
+    debian: str | None = Field(None, pattern=r"^[a-z]+$")  # bookworm, trixie; with `ubuntu`: the fallback
+    ubuntu: str | None = Field(None, pattern=r"^[a-z]+$")  # noble, jammy: from Ubuntu's archive
     packages: list[str] = []
     env: dict[str, str] = {}
     run: list[str] = []  # RUN lines on top

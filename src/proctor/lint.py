@@ -90,9 +90,10 @@ _CAUSES = (("this task cannot run here: image ", "build"),
            ("service ", "a service"))
 
 
-# What a stand-in's apt says of a version pinned for another distribution (sandbox/docker/pins.py):
-# the pin, the image map, and how proctor.toml relaxes it.
-_PINNED = re.compile(r"(\S+=\S+: a version pinned for another distribution; [^\n]*)")
+# What a stand-in's apt says of a version pinned for another distribution, or one Ubuntu's
+# archive has replaced (sandbox/docker/pins.py): the pin, the image map, how proctor.toml relaxes it.
+_PINNED = re.compile(r"(\S+=\S+: a version (?:pinned for another distribution|the archive no "
+                     r"longer has); [^\n]*)")
 PIN = "a pin"
 
 

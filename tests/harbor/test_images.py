@@ -18,13 +18,17 @@ def test_proctor_toml_comes_before_the_built_in_map():
         "ubuntu:24.04": "mirror.lab/ubuntu:24.04",
         "acme/*": {"debian": "bookworm", "packages": ["jq"]}}})
     assert imagemap.lookup("ubuntu:24.04", config) == ("ubuntu:24.04", "mirror.lab/ubuntu:24.04")
-    assert imagemap.lookup("ubuntu:22.04", config) == ("ubuntu:22.04*", {"debian": "bookworm"})
-    assert imagemap.lookup("ubuntu:noble", None) == ("ubuntu:noble*", {"debian": "trixie"})
+    # Ubuntu's own release from its archive; the Debian release of its era when that is away
+    assert imagemap.lookup("ubuntu:22.04", config) == ("ubuntu:22.04*", {
+        "ubuntu": "jammy", "debian": "bookworm"})
+    assert imagemap.lookup("ubuntu:noble", None) == ("ubuntu:noble*", {
+        "ubuntu": "noble", "debian": "trixie"})
+    assert imagemap.lookup("ubuntu:20.04", None) == ("ubuntu:20.04*", {"debian": "bullseye"})
     assert imagemap.lookup("acme/tool:3", config)[1] == {"debian": "bookworm", "packages": ["jq"]}
     key, value = imagemap.lookup("python:3.12-slim", None)
     assert key == "python:*" and value["debian"] == "trixie" and "python3-pip" in value["packages"]
     assert imagemap.lookup("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624", None)[1] == {
-        "debian": "trixie"}
+        "ubuntu": "noble", "debian": "trixie"}
     assert imagemap.lookup("quay.io/unknown/thing:1", None) is None
 
 
@@ -88,6 +92,30 @@ def test_an_image_nobody_gives_is_one_error_naming_the_map(tmp_path):
 def test_a_recipe_needs_a_debian_release():
     with pytest.raises(SetupError, match="needs `debian = \"SUITE\"`"):
         imagemap.stand_in({"packages": ["jq"]})
+
+
+def test_an_ubuntu_recipe_falls_back_to_its_debian_release_when_the_archive_is_away():
+    """Where Ubuntu's archive does not answer (a lab that allows only Debian's mirror), the
+    Ubuntu recipe's Debian release stands in, said in one line; a recipe without one is an
+    error naming the archive. (A refused port: no network needed; 0.1 s.)"""
+    away = "http://127.0.0.1:9/ubuntu"
+    value, warning = imagemap.choose("ubuntu:24.04", {"ubuntu": "noble", "debian": "trixie",
+                                                      "mirror": away})
+    assert value == {"debian": "trixie"}
+    assert warning.startswith(f"ubuntu:24.04: the Ubuntu archive did not answer ({away}/dists/"
+                              "noble/Release: "), warning
+    assert warning.endswith("): proctor's Debian trixie stand-in instead of Ubuntu noble; "
+                            "results may differ more (docs/harbor.md#the-image-map)"), warning
+    assert "\n" not in warning
+    with pytest.raises(SetupError, match=r"ubuntu:24.04: proctor's Ubuntu noble stand-in needs "
+                                         r"the Ubuntu archive, which did not answer"):
+        imagemap.choose("ubuntu:24.04", {"ubuntu": "noble", "mirror": away})
+    # Debian recipes and mirrors are as they are
+    assert imagemap.choose("debian:12", {"debian": "bookworm"}) == ({"debian": "bookworm"}, None)
+    assert imagemap.choose("x", "mirror.lab/x:1") == ("mirror.lab/x:1", None)
+    line = imagemap.describe("ubuntu:24.04", {"ubuntu": "noble", "debian": "trixie"})
+    assert line.startswith("ubuntu:24.04 → proctor's Ubuntu noble stand-in, built here from "
+                           "Ubuntu's packages (http"), line
 
 
 def test_the_image_map_line_says_why_a_stand_in_and_where_a_mirror_goes():

@@ -35,8 +35,8 @@ def engine() -> None:
     require_engine()
 
 
-def run(tmp_path, *tasks, agent="oracle"):
-    out = Cli(tmp_path)("run", *map(str, tasks), "--agent", agent, timeout=1800)
+def run(tmp_path, *tasks, agent="oracle", env=None):
+    out = Cli(tmp_path)("run", *map(str, tasks), "--agent", agent, timeout=1800, env=env)
     assert "Traceback" not in out.stderr, out.stderr
     return out, results(run_dir_of(out))
 
@@ -65,6 +65,62 @@ def test_a_bookworm_tag_builds_a_bookworm_image(tmp_path):
         (kept / "debian_version").read_text()
     assert (kept / "python").read_text().split() == ["True", "/usr/local/bin/python3"]
     assert trial["status"] == "pass"
+
+
+UBUNTU_TEST = """\
+. /etc/os-release; echo "$ID $VERSION_ID" > /logs/verifier/release
+cat /etc/debian_version >> /logs/verifier/release
+command -v python3 >/dev/null && python3 -c 'import sys; print(sys.version_info[:2])' \
+  >> /logs/verifier/release
+echo 1 > /logs/verifier/reward.txt
+"""
+
+
+def test_ubuntu_24_04_is_ubuntu_noble_from_its_archive(tmp_path):
+    """mailman's verifier runs `uv venv -p 3.12`: Ubuntu 24.04's Python. The Debian trixie
+    stand-in had 3.13 only, and uv went to GitHub for 3.12. Where Ubuntu's archive answers,
+    ubuntu:24.04 is Ubuntu noble from it (apt verified with Ubuntu's keys, from Debian's
+    ubuntu-keyring). ~40 s with the stand-in built (apt-get install of python3 in the build);
+    its first build ~1.5 min."""
+    from proctor.sandbox.docker import ubuntu
+
+    why = ubuntu.unreachable("noble", ubuntu.MIRROR)
+    if why:
+        pytest.skip(f"Ubuntu's archive does not answer here ({why}); the Debian fallback is "
+                    "tested by test_without_the_ubuntu_archive_ubuntu_is_debian_with_a_warning")
+    t = task(tmp_path, "noble", toml=TOML.format(extra=""), test=UBUNTU_TEST,
+             dockerfile=("FROM ubuntu:24.04\nRUN apt-get update -qq && apt-get install -y -qq "
+                         "--no-install-recommends python3-minimal >/dev/null\n"))
+    out, res = run(tmp_path, t)
+    assert out.returncode == 0, out.stderr
+    assert "image map: ubuntu:24.04 → proctor's Ubuntu noble stand-in, built here from Ubuntu's " \
+           "packages" in out.stderr, out.stderr
+    assert "the Ubuntu archive did not answer" not in out.stderr
+    kept = run_dir_of(out) / "trials" / res["trials"][0]["id"] / "verifier"
+    release = (kept / "release").read_text().split("\n")
+    assert release[0] == "ubuntu 24.04", release
+    assert release[1].startswith("trixie/sid"), release  # Ubuntu's own debian_version
+    assert release[2] == "(3, 12)", release
+
+
+def test_without_the_ubuntu_archive_ubuntu_is_debian_with_a_warning(tmp_path):
+    """A machine that reaches only Debian's mirror (a refused port stands for it here): the
+    Debian trixie stand-in, as before, and one warning line that says so. ~10 s with that
+    stand-in built (the other docker tests build it)."""
+    t = task(tmp_path, "away", toml=TOML.format(extra=""), test=UBUNTU_TEST)
+    out, res = run(tmp_path, t, env={"PROCTOR_UBUNTU_MIRROR": "http://127.0.0.1:9/ubuntu"})
+    assert out.returncode == 0, out.stderr
+    warned = [ln for ln in out.stderr.splitlines() if "the Ubuntu archive did not answer" in ln]
+    assert len(warned) == 1, out.stderr
+    assert warned[0].startswith("proctor: warning: ubuntu:24.04: the Ubuntu archive did not "
+                                "answer (http://127.0.0.1:9/ubuntu/dists/noble/Release: "), warned
+    assert warned[0].endswith("proctor's Debian trixie stand-in instead of Ubuntu noble; results "
+                              "may differ more (docs/harbor.md#the-image-map)"), warned
+    assert "image map: ubuntu:24.04 → proctor's Debian trixie stand-in" in out.stderr
+    kept = run_dir_of(out) / "trials" / res["trials"][0]["id"] / "verifier"
+    release = (kept / "release").read_text().split("\n")
+    assert release[0] == "debian 13", release
+    assert release[1].startswith("13."), release
 
 
 def _pinned(tmp_path, name: str):

@@ -1,10 +1,13 @@
-"""Images no registry can give: the image map, and proctor's stand-ins built from Debian.
+"""Images no registry can give: the image map, and proctor's stand-ins built from Debian's
+(or Ubuntu's) packages.
 
 A Dockerfile's `FROM ubuntu:24.04` (or `COPY --from=ghcr.io/astral-sh/uv:latest`) on a
 machine that reaches no image registry is resolved in order: the image is local; it can be
 pulled; proctor.toml's `[images]` maps it (a lab's mirror: another name to pull, or a recipe
 proctor builds); proctor's built-in map does (`DEFAULTS`). A recipe is built from Debian
-packages, as proctor's own base image is (`mmdebstrap` + `docker import`):
+packages, as proctor's own base image is (`mmdebstrap` + `docker import`); an Ubuntu image
+from Ubuntu's archive (`ubuntu = "noble"`, ubuntu.py), or, where that archive does not answer,
+from the Debian release the recipe names as its fallback (`debian`), said in one warning:
 
     [images]
     "ubuntu:24.04" = "registry.lab.example/ubuntu:24.04"        # a mirror
@@ -15,8 +18,8 @@ packages, as proctor's own base image is (`mmdebstrap` + `docker import`):
 
 Keys are image references, or globs (`ubuntu:*`). The Dockerfile itself is not changed: the
 build reads a copy whose FROM lines name the resolved images. Every stand-in also trusts this
-machine's extra CAs (trust.py) and has `ca-certificates`. Stand-ins are close, not equal: a
-Debian release in place of an Ubuntu one (docs/harbor.md#the-image-map says which).
+machine's extra CAs (trust.py) and has `ca-certificates`. Stand-ins are close, not equal
+(docs/harbor.md#the-image-map says where they differ).
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ UBUNTU = {"bullseye": ["18.04", "bionic", "20.04", "focal"],
           "bookworm": ["22.04", "jammy", "23.04", "lunar"],
           "trixie": ["23.10", "mantic", "24.04", "noble", "24.10", "oracular", "25.04", "plucky",
                      "25.10", "questing"]}
+# The Ubuntu releases proctor builds from Ubuntu's archive (ubuntu.py), with the Debian release
+# that stands in when the archive does not answer here.
+UBUNTU_ARCHIVE = {"jammy": ("22.04", "bookworm"), "noble": ("24.04", "trixie")}
 # An official Python image without a release in its tag: the Debian release whose own
 # Python is nearest to the one the tag names (bullseye 3.9, bookworm 3.11, trixie 3.13).
 PYTHON = {"bullseye": ["3.9"], "bookworm": ["3.10", "3.11"]}
@@ -76,12 +82,15 @@ def _defaults() -> dict[str, dict[str, Any]]:
     for suite, tags in UBUNTU.items():
         for tag in tags:
             out[f"ubuntu:{tag}*"] = {"debian": suite}
+    for codename, (version, suite) in UBUNTU_ARCHIVE.items():  # Ubuntu's own, when it answers
+        for tag in (version, codename):
+            out[f"ubuntu:{tag}*"] = {"ubuntu": codename, "debian": suite}
     out["ubuntu:*"] = {"debian": "trixie"}  # latest, rolling, devel: the newest there is
     for suite, versions in PYTHON.items():
         for version in versions:
             out[f"python:{version}*"] = {"debian": suite, **py}
     out["python:*"] = {"debian": "trixie", **py}
-    out["ghcr.io/laude-institute/t-bench/ubuntu-24-04:*"] = {"debian": "trixie"}
+    out["ghcr.io/laude-institute/t-bench/ubuntu-24-04:*"] = {"ubuntu": "noble", "debian": "trixie"}
     out["ghcr.io/laude-institute/t-bench/python-3-13:*"] = {"debian": "trixie", **py}
     out["ghcr.io/astral-sh/uv:*"] = {
         "debian": "bookworm", "packages": ["python3-pip"],
@@ -159,28 +168,10 @@ def _expand(word: str, args: dict[str, str]) -> str:
 def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
     """The image a recipe describes, built once per content (tag `proctor-image:<digest>`)."""
     from proctor.sandbox.cache import cache_dir
-    from proctor.sandbox.docker import cpython, pins, trust
     from proctor.sandbox.docker import imagestore as di
 
-    suite = str(recipe.get("debian") or "")
-    if not re.fullmatch(r"[a-z]+", suite):
-        raise SetupError(f"--backend docker: image recipe {recipe!r} needs `debian = \"SUITE\"` "
-                         "(e.g. bookworm, trixie)")
-    packages = sorted({"ca-certificates", *map(str, recipe.get("packages") or [])})
-    env = {str(k): str(v) for k, v in (recipe.get("env") or {}).items()}
-    run = [str(r) for r in recipe.get("run") or []]
-    mirror = str(recipe.get("mirror") or di.MIRROR)
-    python = str(recipe.get("python") or "")
-    if python:
-        if not cpython.known(python):
-            raise SetupError(f"--backend docker: image recipe {recipe!r}: python = {python!r}: "
-                             f"Debian has source for {', '.join(cpython.SOURCE)}")
-        run = [cpython.run_line(python), *run]
-    certs = trust.host_pems()
-    digest = di.digest(RECIPE, suite, packages, env, run, mirror,
-                       {k: hashlib.sha256(v).hexdigest() for k, v in certs.items()},
-                       pins.wrapper(suite))
-    tag = f"proctor-image:{digest}"
+    plan = _Plan(recipe)
+    tag = plan.tag
     if di.is_ready(tag):
         return tag
     with di.lock():
@@ -188,31 +179,106 @@ def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
             return tag
         from proctor.activity import Activity
 
-        rootfs = cache_dir() / f"{di.digest(suite, packages, mirror)}-{suite}-rootfs.tar"
-        base = f"proctor-image:{di.digest(suite, packages, mirror)}-rootfs"
+        name, suite, packages, mirror = plan.distro, plan.suite, plan.packages, plan.mirror
+        root = (suite, packages, mirror) if name == "Debian" else ("ubuntu", suite, packages, mirror)
+        rootfs = cache_dir() / f"{di.digest(*root)}-{suite}-rootfs.tar"
+        base = f"proctor-image:{di.digest(*root)}-rootfs"
         steps = (not rootfs.exists()) + (not di.is_local(base)) + 1
         # A stand-in takes a minute (several with a CPython): each step is progress, elapsed.
-        what = (f"building proctor's Debian {suite} stand-in image ({' '.join(packages)}; once)"
-                if steps > 1 else f"finishing proctor's Debian {suite} stand-in image")
+        what = (f"building proctor's {name} {suite} stand-in image ({' '.join(packages)}; once)"
+                if steps > 1 else f"finishing proctor's {name} {suite} stand-in image")
         with Activity(what, steps, quiet=quiet) as shown:
             if not rootfs.exists():
-                shown.at(f"mmdebstrap {suite} from {mirror}")
-                di.debootstrap(rootfs, suite, packages, mirror)
+                shown.at(f"mmdebstrap {suite} from {mirror or 'deb.debian.org'}")
+                if name == "Ubuntu":
+                    from proctor.sandbox.docker import ubuntu
+
+                    di.debootstrap(rootfs, suite, packages, mirror, distro=name,
+                                   keyring=ubuntu.keyring(di.MIRROR),
+                                   sources=ubuntu.sources(suite, mirror))
+                else:
+                    di.debootstrap(rootfs, suite, packages, mirror)
                 shown.advance()
             if not di.is_local(base):
                 shown.at("docker import")
-                _import(rootfs, base, suite)
+                _import(rootfs, base, f"{name} {suite}")
                 shown.advance()
-            shown.at(f"building CPython {python} from Debian's source (once; several minutes)"
-                     if python else "this machine's CAs, apt's pin wrapper, the recipe")
-            _finish(tag, base, certs, env, run, suite)
+            shown.at(f"building CPython {plan.python} from Debian's source (once; several "
+                     "minutes)" if plan.python else "this machine's CAs, apt's pin wrapper, the recipe")
+            _finish(tag, base, plan.certs, plan.env, plan.run, suite, name)
             shown.advance()
-            shown.close(f"built proctor's Debian {suite} stand-in {tag}")
+            shown.close(f"built proctor's {name} {suite} stand-in {tag}")
         di.mark_ready(tag)
         return tag
 
 
-def _import(rootfs: Path, base: str, suite: str) -> None:
+class _Plan:
+    """What a recipe builds: the distribution and release, what goes on top, its tag."""
+
+    def __init__(self, recipe: dict[str, Any]):
+        from proctor.sandbox.docker import cpython, pins, trust
+        from proctor.sandbox.docker import imagestore as di
+
+        ubuntu = str(recipe.get("ubuntu") or "")
+        self.distro = "Ubuntu" if ubuntu else "Debian"
+        self.suite = ubuntu or str(recipe.get("debian") or "")
+        if not re.fullmatch(r"[a-z]+", self.suite):
+            raise SetupError(f"--backend docker: image recipe {recipe!r} needs `debian = "
+                             "\"SUITE\"` (e.g. bookworm, trixie) or `ubuntu = \"SUITE\"` "
+                             "(e.g. noble)")
+        # Ubuntu's apt is `important`, not `required` (minbase's): its images have it
+        own = {"ca-certificates", *(["apt"] if ubuntu else [])}
+        self.packages = sorted({*own, *map(str, recipe.get("packages") or [])})
+        self.env = {str(k): str(v) for k, v in (recipe.get("env") or {}).items()}
+        self.run = [str(r) for r in recipe.get("run") or []]
+        if ubuntu:
+            from proctor.sandbox.docker import ubuntu as archive
+
+            self.mirror = str(recipe.get("mirror") or archive.MIRROR)
+        else:
+            self.mirror = str(recipe.get("mirror") or di.MIRROR)
+        self.python = str(recipe.get("python") or "")
+        if self.python:
+            if ubuntu or not cpython.known(self.python):
+                raise SetupError(f"--backend docker: image recipe {recipe!r}: python = "
+                                 f"{self.python!r}: Debian has source for "
+                                 f"{', '.join(cpython.SOURCE)} (on a Debian release)")
+            self.run = [cpython.run_line(self.python), *self.run]
+        self.certs = trust.host_pems()
+        parts = (RECIPE, self.suite, self.packages, self.env, self.run, self.mirror,
+                 {k: hashlib.sha256(v).hexdigest() for k, v in self.certs.items()},
+                 pins.wrapper(self.suite, self.distro))
+        # Debian's digests as they were (their images stay built); Ubuntu's apart
+        self.tag = f"proctor-image:{di.digest(*parts) if not ubuntu else di.digest('ubuntu', *parts)}"
+
+
+def choose(image: str, value: Any) -> tuple[Any, str | None]:
+    """What stands in for `image`: `value` itself, except an Ubuntu recipe whose stand-in is
+    not built and whose archive does not answer here: then the Debian release it names
+    (`debian`, the fallback) and the one-line warning that says so."""
+    if not isinstance(value, dict) or not value.get("ubuntu"):
+        return value, None
+    from proctor.sandbox.docker import imagestore as di
+    from proctor.sandbox.docker import ubuntu
+
+    plan = _Plan(value)
+    if di.is_ready(plan.tag):
+        return value, None
+    why = ubuntu.unreachable(plan.suite, plan.mirror)
+    if why is None:
+        return value, None
+    if not value.get("debian"):
+        raise SetupError(f"--backend docker: {image}: proctor's Ubuntu {plan.suite} stand-in "
+                         f"needs the Ubuntu archive, which did not answer ({why}); name a "
+                         "Debian release to fall back to in the recipe (`debian = \"trixie\"`), "
+                         "or a reachable `mirror` (docs/harbor.md#the-image-map)")
+    fallback = {k: v for k, v in value.items() if k not in ("ubuntu", "mirror")}
+    return fallback, (f"{image}: the Ubuntu archive did not answer ({why}): proctor's Debian "
+                      f"{value['debian']} stand-in instead of Ubuntu {plan.suite}; results may "
+                      "differ more (docs/harbor.md#the-image-map)")
+
+
+def _import(rootfs: Path, base: str, release: str) -> None:
     """The root file system tarball as the image `base`."""
     from proctor.sandbox.docker import imagestore as di
 
@@ -222,11 +288,11 @@ def _import(rootfs: Path, base: str, suite: str) -> None:
                                "-", base], stdin=f, capture_output=True, text=True,
                               timeout=di.BUILD_TIMEOUT_S)
     if done.returncode != 0:
-        raise di.failed(f"importing the Debian {suite} stand-in failed", done.stderr)
+        raise di.failed(f"importing the {release} stand-in failed", done.stderr)
 
 
 def _finish(tag: str, base: str, certs: dict[str, bytes], env: dict[str, str],
-            run: list[str], suite: str) -> None:
+            run: list[str], suite: str, distro: str = "Debian") -> None:
     """The imported root file system + this machine's CAs + the recipe's env and commands
     + apt wrapped to name versions pinned for another distribution (pins.py)."""
     from proctor.sandbox.docker import imagestore as di
@@ -234,7 +300,7 @@ def _finish(tag: str, base: str, certs: dict[str, bytes], env: dict[str, str],
 
     with tempfile.TemporaryDirectory(prefix="proctor-image-") as ctx:
         wrapper = Path(ctx) / "proctor-apt"
-        wrapper.write_text(pins.wrapper(suite))
+        wrapper.write_text(pins.wrapper(suite, distro))
         wrapper.chmod(0o755)  # COPY keeps it (the classic builder has no --chmod)
         lines = [f"FROM {base}", *(f"COPY proctor-apt {path}" for path in pins.PATHS)]
         if certs:
@@ -270,9 +336,14 @@ def describe(image: str, value: Any) -> str:
     extra = f" + {', '.join(value.get('packages') or [])}" if value.get("packages") else ""
     if value.get("python"):
         extra += f" + CPython {value['python']} built from Debian's source in /usr/local"
-    return (f"{image} → proctor's Debian {value.get('debian')} stand-in{extra}, built here "
-            f"from Debian packages because {image} cannot be pulled here; results may differ "
-            f"from the upstream image's. To run a mirror or your own image instead, map it in "
-            f"proctor.toml: [images] \"{image}\" = \"REGISTRY/IMAGE:TAG\" "
-            "(docs/harbor.md#the-image-map)")
+    if value.get("ubuntu"):
+        from proctor.sandbox.docker import ubuntu
 
+        which = f"Ubuntu {value['ubuntu']}"
+        source = f"Ubuntu's packages ({value.get('mirror') or ubuntu.MIRROR})"
+    else:
+        which, source = f"Debian {value.get('debian')}", "Debian packages"
+    return (f"{image} → proctor's {which} stand-in{extra}, built here from {source} because "
+            f"{image} cannot be pulled here; results may differ from the upstream image's. "
+            "To run a mirror or your own image instead, map it in proctor.toml: [images] "
+            f"\"{image}\" = \"REGISTRY/IMAGE:TAG\" (docs/harbor.md#the-image-map)")

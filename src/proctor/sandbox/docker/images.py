@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from proctor.config import ProctorConfig
 
 RELEASE = "bookworm"
+_warned: set[str] = set()
 BASE_PACKAGES = sorted([
     "bash", "ca-certificates", "coreutils", "curl", "diffutils", "file", "findutils", "git",
     "gzip", "iproute2", "jq", "less", "mariadb-client", "netcat-openbsd", "nodejs", "patch",
@@ -151,6 +152,10 @@ def external(image: str, config: ProctorConfig | None = None, quiet: bool = True
                     "[images] map has no entry for it (docs/harbor.md#the-image-map)",
                     done.stderr or done.stdout, "the engine says")
     key, value = mapped
+    value, warning = imagemap.choose(image, value)
+    if warning and warning not in _warned:  # once per image and run
+        _warned.add(warning)
+        _note(f"warning: {warning}", quiet)
     note = imagemap.describe(image, value)
     if notes is not None and note not in notes:
         notes.append(note)

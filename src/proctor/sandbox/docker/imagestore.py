@@ -122,8 +122,11 @@ def _downloads(failed: list[str]) -> list[str]:
     return failed
 
 
-def debootstrap(tar: Path, release: str, packages: list[str], mirror: str) -> None:
-    """A Debian root file system tarball (`mmdebstrap --variant=minbase`), cached at `tar`."""
+def debootstrap(tar: Path, release: str, packages: list[str], mirror: str, *,
+                distro: str = "Debian", keyring: Path | None = None,
+                sources: list[str] | None = None) -> None:
+    """A Debian (or Ubuntu: `keyring` and `sources`, ubuntu.py) root file system tarball
+    (`mmdebstrap --variant=minbase`), cached at `tar`."""
     if shutil.which("mmdebstrap") is None:
         raise SetupError("--backend docker: the proctor base image is built with mmdebstrap, "
                          "which is not installed (Debian package `mmdebstrap`; ./setup.sh "
@@ -131,17 +134,25 @@ def debootstrap(tar: Path, release: str, packages: list[str], mirror: str) -> No
     tar.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".rootfs-", suffix=".tar", dir=tar.parent)
     os.close(fd)
+    where = sources if sources is not None else [mirror] if mirror else []
+    keys = tempfile.mkdtemp(prefix="proctor-keyring-")  # apt checks as `_apt`: not under /root
+    os.chmod(keys, 0o755)
+    if keyring:
+        shutil.copyfile(keyring, Path(keys, keyring.name))
+        os.chmod(Path(keys, keyring.name), 0o644)
     argv = ["mmdebstrap", "--variant=minbase", f"--include={','.join(packages)}",
+            *([f"--keyring={Path(keys, keyring.name)}"] if keyring else []),
             "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-exclude=/usr/share/man/*",
-            "--dpkgopt=path-exclude=/usr/share/locale/*", release, tmp, *([mirror] if mirror else [])]
+            "--dpkgopt=path-exclude=/usr/share/locale/*", release, tmp, *where]
     try:
         done = proc.run_sync(argv, timeout=BUILD_TIMEOUT_S, limit=1 << 24)  # its log's end
         if done.timed_out:
-            raise SetupError(f"--backend docker: building a Debian {release} image took more "
+            raise SetupError(f"--backend docker: building a {distro} {release} image took more "
                              f"than {BUILD_TIMEOUT_S:g} s")
         if done.exit_code != 0:
-            raise _fail(f"building a Debian {release} image with mmdebstrap failed",
+            raise _fail(f"building a {distro} {release} image with mmdebstrap failed",
                         done.stderr + done.stdout)
         os.replace(tmp, tar)
     finally:  # failed, timed out or Ctrl-C: no half-written tarball stays in the cache
         Path(tmp).unlink(missing_ok=True)
+        shutil.rmtree(keys, ignore_errors=True)

@@ -51,8 +51,15 @@ exec "$real" "$@"
 """
 
 
-def wrapper(suite: str) -> str:
-    return WRAPPER.replace("@SUITE@", suite)
+def wrapper(suite: str, distro: str = "Debian") -> str:
+    """The wrapper for a stand-in of `distro` `suite`. On Ubuntu's own release a pinned
+    version that is missing is one its archive has replaced (an update), not another
+    distribution's."""
+    text = WRAPPER
+    if distro != "Debian":  # (Debian's text unchanged: its stand-ins' digests stay)
+        text = text.replace("Debian @SUITE@", f"{distro} @SUITE@").replace(
+            "a version pinned for another distribution", "a version the archive no longer has")
+    return text.replace("@SUITE@", suite)
 
 
 def relaxed(task_id: str, config: ProctorConfig | None) -> bool:

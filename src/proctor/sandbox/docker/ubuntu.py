@@ -1,0 +1,88 @@
+"""The Ubuntu archive, for stand-ins of Ubuntu images (`ubuntu:24.04` → Ubuntu noble).
+
+No image registry is needed: the root file system is made from Ubuntu's own packages with
+`mmdebstrap`, as Debian's are, and apt checks Ubuntu's Release files against Ubuntu's
+archive keys. Those keys come from Debian: trixie's `ubuntu-keyring` package, fetched once by
+`mmdebstrap --variant=extract` from Debian's mirror (so verified by Debian's keys, which the
+host has) and kept in the cache. Where the Ubuntu archive does not answer (a lab that allows
+only Debian's mirror), the image map falls back to the Debian release a recipe names, and the
+run says so (imagemap.choose).
+"""
+
+from __future__ import annotations
+
+import os
+import tarfile
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+MIRROR = os.environ.get("PROCTOR_UBUNTU_MIRROR", "") or "http://archive.ubuntu.com/ubuntu"
+# What the official images' apt sources have: every component, the release and its updates
+# and security pockets (a pinned `wget=1.21.4-1ubuntu4.1` is in noble-updates).
+COMPONENTS = "main restricted universe multiverse"
+POCKETS = ("", "-updates", "-security")
+PROBE_TIMEOUT_S = 10.0
+_KEYRING = "usr/share/keyrings/ubuntu-archive-keyring.gpg"
+_lock = threading.Lock()
+_answers: dict[str, str | None] = {}
+
+
+def sources(suite: str, mirror: str) -> list[str]:
+    """mmdebstrap's mirror arguments (and so the image's /etc/apt/sources.list)."""
+    return [f"deb {mirror.rstrip('/')} {suite}{pocket} {COMPONENTS}" for pocket in POCKETS]
+
+
+def unreachable(suite: str, mirror: str) -> str | None:
+    """None when `mirror` answers for `suite` (its Release file); else why not, in a few
+    words. Asked once per process."""
+    url = f"{mirror.rstrip('/')}/dists/{suite}/Release"
+    with _lock:
+        if url not in _answers:
+            _answers[url] = _probe(url)
+        return _answers[url]
+
+
+def _probe(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"),
+                                    timeout=PROBE_TIMEOUT_S):
+            return None
+    except urllib.error.HTTPError as e:
+        return f"{url}: HTTP {e.code}"
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        reason = getattr(e, "reason", None) or e
+        return f"{url}: {reason}"
+
+
+def keyring(debian_mirror: str) -> Path:
+    """Ubuntu's archive keyring, from Debian trixie's `ubuntu-keyring` (once; cached)."""
+    from proctor import proc
+    from proctor.errors import SetupError
+    from proctor.sandbox.cache import cache_dir
+    from proctor.sandbox.docker import imagestore as di
+
+    out = cache_dir() / "ubuntu-archive-keyring.gpg"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="proctor-keyring-", dir=out.parent) as tmp:
+        tar = Path(tmp) / "keyring.tar"
+        done = proc.run_sync(["mmdebstrap", "--variant=extract", "--include=ubuntu-keyring",
+                              "trixie", str(tar), *([debian_mirror] if debian_mirror else [])],
+                             timeout=600, limit=1 << 20)
+        if done.exit_code != 0:
+            raise di.failed("fetching Ubuntu's archive keys (Debian trixie's ubuntu-keyring) "
+                            "failed", done.stderr + done.stdout)
+        with tarfile.open(tar) as t:
+            member = next((m for m in t.getmembers()
+                           if m.name.lstrip("./") == _KEYRING and m.isfile()), None)
+            data = t.extractfile(member) if member else None
+            if data is None:
+                raise SetupError(f"--backend docker: Debian's ubuntu-keyring has no {_KEYRING}")
+            part = Path(tmp) / "keyring.gpg"
+            part.write_bytes(data.read())
+        os.replace(part, out)
+    return out
