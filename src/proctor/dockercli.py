@@ -4,11 +4,19 @@ Every call goes through proctor.proc (its own process group, output capped, kill
 timeout): `docker` / `docker_ok` in the event loop, `docker_sync` outside one (image builds,
 sweeps, a service's image). The sandbox backend, its image builder and the image services
 all use these, so an engine that hangs or is missing is handled in one place.
+
+A few calls of a trial's critical path (a container's state, its removal, an image's
+config) go to the engine's API socket instead when this process's client would talk to it
+(`api`): one HTTP request in-process instead of starting the client, ~17 ms of CPU a call.
+Where the client is pointed elsewhere (DOCKER_HOST, a context) or the socket does not
+answer, they run `docker` as before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
 import shutil
 from typing import IO, Any
@@ -19,6 +27,7 @@ from proctor.proc import ExecResult
 ENGINE_TIMEOUT_S = 20.0  # a daemon that has not answered by then is as good as absent
 DOCKER_TIMEOUT_S = 120.0  # one engine call (create, remove); images are built beforehand
 RUN_LABEL, TRIAL_LABEL = "proctor.run", "proctor.trial"
+SOCKET = "/var/run/docker.sock"  # the engine's API, where the client finds it by default
 # The client's closing advice, never the reason: `Run 'docker run --help' for more
 # information`, `See 'docker run --help'.`; dropped so docker's own error line is what is said.
 _ADVICE = re.compile(r"^(Run|See) 'docker [^']*--help'")
@@ -109,3 +118,113 @@ def sweep(run_id: str) -> int:
             docker_sync(*rm, *ids)
             removed += len(ids)
     return removed
+
+
+def api_socket() -> str | None:
+    """The engine's unix socket if `docker` here would talk to it: DOCKER_HOST unset or
+    unix://, no context chosen (DOCKER_CONTEXT, the client config's currentContext); None
+    when the client decides."""
+    host = os.environ.get("DOCKER_HOST", "")
+    if os.environ.get("DOCKER_CONTEXT") or (host and not host.startswith("unix://")):
+        return None
+    config = os.path.join(os.environ.get("DOCKER_CONFIG") or
+                          os.path.expanduser("~/.docker"), "config.json")
+    try:
+        with open(config, "rb") as f:
+            if json.load(f).get("currentContext") not in (None, "", "default"):
+                return None
+    except (OSError, ValueError, AttributeError):
+        pass
+    path = host[len("unix://"):] if host else SOCKET
+    return path if os.path.exists(path) else None
+
+
+async def api(method: str, path: str, timeout: float = DOCKER_TIMEOUT_S) -> tuple[int, bytes] | None:
+    """(HTTP status, body) of one request to the engine's API socket (`api_socket`); None
+    when there is none, it does not answer in `timeout`, or the answer is not HTTP (the
+    caller then runs `docker`)."""
+    where = api_socket()
+    if where is None:
+        return None
+    writer = None
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(where),
+                                                ENGINE_TIMEOUT_S)
+        writer.write(f"{method} {path} HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n"
+                     "Content-Length: 0\r\n\r\n".encode())
+        raw = await asyncio.wait_for(reader.read(), timeout)
+    except (OSError, TimeoutError):
+        return None
+    finally:
+        if writer is not None:
+            writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        status = int(lines[0].split()[1])
+    except (IndexError, ValueError):
+        return None
+    if any(ln.lower().replace(" ", "") == "transfer-encoding:chunked" for ln in lines[1:]):
+        body = _unchunked(body)
+    return status, body
+
+
+def _unchunked(body: bytes) -> bytes:
+    out: list[bytes] = []
+    at = 0
+    while True:
+        end = body.find(b"\r\n", at)
+        size = int(body[at:end].split(b";")[0] or b"0", 16) if end >= 0 else 0
+        if size == 0:
+            return b"".join(out)
+        out.append(body[end + 2:end + 2 + size])
+        at = end + 2 + size + 2
+
+
+def _engine_said(status: int, body: bytes) -> str:
+    try:
+        return str(json.loads(body).get("message") or f"HTTP {status}")
+    except (ValueError, AttributeError):
+        return f"HTTP {status}"
+
+
+async def inspect(container: str) -> dict[str, Any]:
+    """`docker inspect CONTAINER` (its State, GraphDriver...); OSError with the engine's
+    reason if it fails."""
+    from urllib.parse import quote
+
+    got = await api("GET", f"/containers/{quote(container, safe='')}/json", ENGINE_TIMEOUT_S)
+    if got is None:
+        out = await docker_ok("inspect", "--format", "{{json .}}", container)
+        return dict(json.loads(out or "{}"))
+    status, body = got
+    if status != 200:
+        raise OSError(f"docker inspect: {_engine_said(status, body)}")
+    return dict(json.loads(body))
+
+
+async def remove(container: str) -> None:
+    """`docker rm -f -v CONTAINER`: killed, removed with its anonymous volumes (what is
+    already gone is no error)."""
+    from urllib.parse import quote
+
+    got = await api("DELETE", f"/containers/{quote(container, safe='')}?force=1&v=1")
+    if got is None:
+        await docker("rm", "-f", "-v", container)
+
+
+async def image_config(image: str) -> dict[str, Any]:
+    """An image's Config (Entrypoint, Env, User, WorkingDir...), as `docker image inspect`
+    gives it; OSError if the engine has no such image."""
+    from urllib.parse import quote
+
+    got = await api("GET", f"/images/{quote(image, safe='/:@')}/json", ENGINE_TIMEOUT_S)
+    if got is None:
+        res = await docker("image", "inspect", "-f", "{{json .Config}}", image, timeout=60)
+        if res.exit_code != 0:
+            raise OSError(f"docker image inspect {image}: {res.stderr.strip()[-300:]}")
+        return json.loads(res.stdout.strip() or "{}") or {}
+    status, body = got
+    if status != 200:
+        raise OSError(f"docker image inspect {image}: {_engine_said(status, body)}")
+    return json.loads(body).get("Config") or {}

@@ -26,9 +26,14 @@ class DockerBackend:
 
     capabilities = CONTAINER
 
+    def __init__(self) -> None:
+        # No container is kept across trials; what is: each image's config, read once a
+        # run (its images are made ready before any trial and stay as they are).
+        self.image_configs: dict[str, dict[str, Any]] = {}
+
     @classmethod
     def for_run(cls, scratch: Path, concurrency: int) -> DockerBackend:
-        return cls()  # no state across trials: each has its own container
+        return cls()
 
     async def close(self) -> None:
         """Nothing kept across trials."""
@@ -62,7 +67,7 @@ class DockerBackend:
         if not image:
             image = await asyncio.to_thread(dockerimages.ensure_base)
         if spec.image_env is not None:  # the image is the environment (a Harbor task's)
-            sandbox: DockerSandbox = await ImageSandbox.make(spec, image)
+            sandbox: DockerSandbox = await ImageSandbox.make(spec, image, self.image_configs)
         else:
             sandbox = DockerSandbox(spec, image)
         try:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor import proc
-from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, docker_ok, finish
+from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, docker_ok, finish, inspect, remove
 from proctor.sandbox import grader
 from proctor.sandbox.base import Capabilities, Entry, ExecResult, SandboxSpec
 from proctor.sandbox.cgroup import limit_hit
@@ -83,6 +83,7 @@ class DockerSandbox(PlaceFiles):
         self.image = image
         self.run_id = spec.env.get(proc.RUN_ID_VAR, "")
         self.container: str | None = None
+        self.info: dict[str, Any] = {}  # `docker inspect` of the container once started
         self.pid = 0  # the container's init, as the host sees it (network namespace)
         self.keeper = 0  # the long-running process that keeps the container up (host pid)
         self.uid = self.gid = AGENT_UID
@@ -148,14 +149,13 @@ class DockerSandbox(PlaceFiles):
             with contextlib.suppress(Exception):
                 self.container = (await job)[:64]
             raise
-        info = await docker_ok("inspect", "-f", "{{.State.Pid}} {{.State.Running}}",
-                               self.container)
-        pid, running = info.split()
-        if running != "true":
+        self.info = await inspect(self.container)
+        state = self.info.get("State") or {}
+        if state.get("Running") is not True:
             logs = await docker("logs", "--tail", "5", self.container)
             raise OSError(f"the container of image {self.image} did not start: "
                           f"{(logs.stderr or logs.stdout).strip()[-300:]}")
-        self.pid = int(pid)
+        self.pid = int(state["Pid"])
         self.keeper = await asyncio.to_thread(self._keeper_pid)
         self._cgroup = await asyncio.to_thread(_cgroup_dirs, self.pid)
 
@@ -224,7 +224,7 @@ class DockerSandbox(PlaceFiles):
         if self.forwarder is not None:
             await self.forwarder.close()
         if self.container is not None:
-            await docker("rm", "-f", "-v", self.container)
+            await remove(self.container)
             self.container = None
         if not self.keep:
             await asyncio.to_thread(shutil.rmtree, self.root, True)

@@ -30,7 +30,6 @@ starts whatever the task needs (a daemon, /etc/hosts entries). So here:
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import posixpath
 import shutil
@@ -41,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor import proc
-from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker
+from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, image_config
 from proctor.sandbox import files
 from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
 from proctor.sandbox.docker.container import (
@@ -78,9 +77,14 @@ class ImageSandbox(DockerSandbox):
     capabilities = CONTAINER  # the image is the environment
 
     @classmethod
-    async def make(cls, spec: SandboxSpec, image: str) -> ImageSandbox:
-        config = await _image_config(image)
-        return cls(spec, image, config)
+    async def make(cls, spec: SandboxSpec, image: str,
+                   configs: dict[str, dict[str, Any]] | None = None) -> ImageSandbox:
+        """`configs`: the image configs already read (a run's: its images are made ready
+        before any trial and do not change during it)."""
+        configs = {} if configs is None else configs
+        if image not in configs:
+            configs[image] = await image_config(image)
+        return cls(spec, image, configs[image])
 
     def __init__(self, spec: SandboxSpec, image: str, config: dict[str, Any]):
         super().__init__(spec, image)
@@ -142,7 +146,7 @@ class ImageSandbox(DockerSandbox):
         await self._launch(self._run_argv(spec))
         self.places = [("/", Path(f"/proc/{self.pid}/root"))]
         await self._cover(VERIFIER_DIR)
-        self.upper, self.lowers = await _layers(self.container)
+        self.upper, self.lowers = _layers(self.info)
         await asyncio.to_thread(self._settle)
         self.userns_of = await asyncio.to_thread(self._keepers_userns)
         if self.userns_of is None:
@@ -414,15 +418,13 @@ def _shown(path: str, workdir: str) -> str:
     return posixpath.normpath(path)
 
 
-async def _layers(container: str | None) -> tuple[Path | None, list[Path]]:
+def _layers(info: dict[str, Any]) -> tuple[Path | None, list[Path]]:
     """The container's writable layer on the host and the image's layers under it, when the
-    storage driver is overlay2."""
-    res = await proc.run(["docker", "inspect", "-f", '{{.GraphDriver.Name}} '
-                          '{{index .GraphDriver.Data "UpperDir"}} {{index .GraphDriver.Data "LowerDir"}}',
-                          container or ""], timeout=60)
-    driver, _, rest = res.stdout.strip().partition(" ")
-    upper, _, lower = rest.partition(" ")
-    if res.exit_code != 0 or driver != "overlay2" or not upper or not Path(upper).is_dir():
+    storage driver is overlay2 (from its `docker inspect`)."""
+    driver = info.get("GraphDriver") or {}
+    data = driver.get("Data") or {}
+    upper, lower = data.get("UpperDir") or "", data.get("LowerDir") or ""
+    if driver.get("Name") != "overlay2" or not upper or not Path(upper).is_dir():
         return None, []
     return Path(upper), [Path(p) for p in lower.split(":") if p]
 
@@ -430,14 +432,6 @@ async def _layers(container: str | None) -> tuple[Path | None, list[Path]]:
 def _proctors(path: str) -> bool:
     """proctor's own mount points in the container (none of them the agent's to write)."""
     return any(path == p or path.startswith(p + "/") for p in PROCTOR_PATHS)
-
-
-async def _image_config(image: str) -> dict[str, Any]:
-    res = await proc.run(["docker", "image", "inspect", "-f", "{{json .Config}}", image],
-                         timeout=60)
-    if res.exit_code != 0:
-        raise OSError(f"docker image inspect {image}: {res.stderr.strip()[-300:]}")
-    return json.loads(res.stdout.strip() or "{}") or {}
 
 
 _USERNS: dict[str, bool] = {}  # by engine: asked once per process

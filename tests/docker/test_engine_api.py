@@ -1,0 +1,131 @@
+"""The engine's API socket for the calls on a trial's critical path (dockercli.api): the same
+answers as the client's, and the client itself wherever it is pointed elsewhere."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from proctor import dockercli
+
+
+class FakeEngine:
+    """An HTTP server on a unix socket answering as the engine does (chunked JSON bodies);
+    it keeps every request line it was sent."""
+
+    def __init__(self, answers: dict[str, tuple[int, object]]):
+        self.answers, self.seen = answers, []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode()
+        line = head.split("\r\n")[0]
+        self.seen.append(line)
+        status, obj = self.answers.get(line, (404, {"message": f"no route {line}"}))
+        body = json.dumps(obj).encode()
+        half = len(body) // 2
+        chunks = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in (body[:half], body[half:]) if c)
+        writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n".encode() + chunks + b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+
+def _serve(tmp_path: Path, engine: FakeEngine, calls) -> object:
+    async def main() -> object:
+        server = await asyncio.start_unix_server(engine.handle, str(tmp_path / "engine.sock"))
+        async with server:
+            return await calls()
+    return asyncio.run(main())
+
+
+@pytest.fixture
+def own_client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A client configuration of this test's own (no context chosen), the engine at
+    tmp_path/engine.sock."""
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "config"))
+    monkeypatch.delenv("DOCKER_CONTEXT", raising=False)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'engine.sock'}")
+    return tmp_path
+
+
+def test_the_calls_go_to_the_socket_the_client_would_use(own_client: Path) -> None:
+    engine = FakeEngine({
+        "GET /containers/abc/json HTTP/1.1": (200, {"State": {"Pid": 42, "Running": True}}),
+        "GET /images/reg.example/team/img:1/json HTTP/1.1": (200, {"Config": {"User": "1000"}}),
+        "DELETE /containers/abc?force=1&v=1 HTTP/1.1": (204, {}),
+    })
+
+    async def calls() -> object:
+        return (await dockercli.inspect("abc"), await dockercli.image_config("reg.example/team/img:1"),
+                await dockercli.remove("abc"))
+
+    info, config, _ = _serve(own_client, engine, calls)  # type: ignore[misc]
+    assert info["State"] == {"Pid": 42, "Running": True}
+    assert config == {"User": "1000"}
+    assert engine.seen[-1] == "DELETE /containers/abc?force=1&v=1 HTTP/1.1"  # rm -f -v
+
+
+def test_the_engines_refusal_is_its_own_words(own_client: Path) -> None:
+    engine = FakeEngine({"GET /containers/gone/json HTTP/1.1":
+                         (404, {"message": "No such container: gone"})})
+
+    async def calls() -> object:
+        with pytest.raises(OSError) as err:
+            await dockercli.inspect("gone")
+        return str(err.value)
+
+    assert _serve(own_client, engine, calls) == "docker inspect: No such container: gone"
+
+
+@pytest.mark.parametrize("elsewhere", [{"DOCKER_HOST": "tcp://10.0.0.1:2375"},
+                                       {"DOCKER_CONTEXT": "remote"}, {"context": "remote"}])
+def test_a_client_pointed_elsewhere_is_run_itself(own_client: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  elsewhere: dict[str, str]) -> None:
+    (own_client / "engine.sock").touch()  # a socket would be there: it must not be used
+    for name, value in elsewhere.items():
+        if name == "context":
+            (own_client / "config").mkdir()
+            (own_client / "config" / "config.json").write_text(json.dumps({"currentContext": value}))
+        else:
+            monkeypatch.setenv(name, value)
+    assert dockercli.api_socket() is None
+    bin_dir = own_client / "bin"
+    bin_dir.mkdir()
+    client = bin_dir / "docker"
+    client.write_text(f'#!/bin/sh\necho "$@" >> {own_client / "argv"}\n'
+                      "echo '{\"State\": {\"Pid\": 7, \"Running\": true}}'\n")
+    client.chmod(client.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    info = asyncio.run(dockercli.inspect("abc"))
+    asyncio.run(dockercli.remove("abc"))
+    assert info["State"]["Pid"] == 7
+    assert (own_client / "argv").read_text().splitlines() == [
+        "inspect --format {{json .}} abc", "rm -f -v abc"]
+
+
+def test_on_the_engine_the_socket_says_what_the_client_says(base_image: str) -> None:
+    if dockercli.api_socket() is None:
+        pytest.skip("this machine's client talks to an engine elsewhere")
+    cid = subprocess.run(["docker", "run", "-d", "--label", "proctor.test=api", base_image,
+                          "sleep", "60"], capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        info = asyncio.run(dockercli.inspect(cid))
+        pid = subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", cid],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        assert info["State"]["Running"] is True and str(info["State"]["Pid"]) == pid
+        config = asyncio.run(dockercli.image_config(base_image))
+        cli = subprocess.run(["docker", "image", "inspect", "-f", "{{json .Config}}", base_image],
+                             capture_output=True, text=True, check=True).stdout
+        # The client leaves out what is empty; every value it gives is the socket's.
+        assert {k: v for k, v in config.items() if v} == {k: v for k, v in json.loads(cli).items() if v}
+        assert config["Env"] and "WorkingDir" in config
+    finally:
+        asyncio.run(dockercli.remove(cid))
+    gone = subprocess.run(["docker", "ps", "-aq", "--filter", f"id={cid}"], capture_output=True,
+                          text=True, check=True).stdout
+    assert gone.strip() == ""
