@@ -14,7 +14,10 @@
 Workloads: throughput (1,000 trials), cold (1 trial), memory (10,000 trials, peak RSS of the
 process tree), agentloop (100 trials x 10 tool-calling turns of a mock model, isolated), checks (10,000 commands x 50 assertions, proctor only), help (`proctor --help`),
 reports (bench/reports_at_scale.py: `proctor report` of 10,000 trials with trajectories, CPU),
-db (bench/db_ready.py: per-trial PostgreSQL ready time), extras (bench/agent_loop.py,
+db (bench/db_ready.py: per-trial PostgreSQL ready time), docker (1 trivial trial on `--backend
+docker` vs `docker run --rm`), dockerloop (10 of them at concurrency 1 vs 10 `docker run --rm`
+one after another), harbor (a Harbor task's trial vs the bare `docker run` + `docker cp` +
+`docker exec` sequence), extras (bench/agent_loop.py,
 bench/validate_specs.py and bench/isolation.py). docs/benchmarks.md explains each method.
 
 The first thing printed is a Markdown table (workload, proctor, peer, ratio, goal, command,
@@ -40,7 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
 import workloads as wl  # noqa: E402
 
-ALL = ("throughput", "cold", "agentloop", "memory", "checks", "help", "reports", "db", "extras")
+ALL = ("throughput", "cold", "agentloop", "memory", "checks", "help", "reports", "db", "docker",
+       "dockerloop", "harbor", "extras")
+FLOORS = ("docker", "dockerloop", "harbor")  # their peer is the bare engine, not Inspect AI
 PY = str(wl.REPO / ".venv" / "bin" / "python")
 
 # (workload, what, target) — ratio targets are proctor/peer; the rest absolute (issues 3, 6
@@ -56,6 +61,9 @@ TARGETS = {
     "checks": [("proctor", 0.5, "50 checks over 10,000 commands under 0.5 s")],
     "help": [("proctor", 0.2, "proctor --help under 0.2 s")],
     "reports": [("proctor", 1.0, "proctor report of 10,000 trials under 1 s of CPU")],
+    "docker": [("ratio", 1.2, "within 1.2x of docker run --rm")],
+    "dockerloop": [("ratio", 1.2, "within 1.2x of docker run --rm, per trial")],
+    "harbor": [("ratio", 1.05, "within 1.05x of docker run + cp + exec")],
 }
 
 
@@ -186,6 +194,44 @@ def alternate(name: str, trials: int, runs: int, args: argparse.Namespace, work:
     return result
 
 
+def floor(name: str, trials: int, runs: int, work: Path) -> dict:
+    """proctor on `--backend docker` and the bare engine doing the same work, alternating
+    after one discarded warm-up of each (which also checks that both did it)."""
+    from proctor.sandbox.docker.images import ensure_base
+
+    image = ensure_base()
+    if name == "harbor":
+        task = wl.harbor_task(work / "floor", image)
+        ours = lambda out: wl.harbor_proctor_argv(task, out)  # noqa: E731
+        theirs = wl.harbor_floor_argv(task, image)
+    else:
+        spec = wl.docker_suite(work / f"floor-{trials}", trials)
+        ours = lambda out: wl.docker_proctor_argv(spec, out)  # noqa: E731
+        theirs = wl.docker_floor_argv(image, trials)
+    series: dict[str, list[float]] = {"proctor": [], "peer": []}
+    for r in range(runs + 1):
+        out = work / "out" / f"{name}-{r}"
+        for tool, argv in (("proctor", ours(out)), ("peer", theirs)):
+            m = measure.run(argv, cwd=work, env=env_for(work))
+            if m.returncode != 0:
+                sys.exit(f"bench: {name} {tool} exited {m.returncode}:\n{' '.join(argv)}\n"
+                         f"{m.stderr_tail}")
+            if r == 0:
+                if tool == "proctor":
+                    check_outcome("proctor", trials, out)
+                continue  # the warm-up
+            series[tool].append(m.wall_s)
+            log(f"  {name} run {r}/{runs} {tool}: {m.wall_s:.2f} s")
+    shutil.rmtree(work / "out", ignore_errors=True)
+    result: dict = {"trials": trials, "runs": runs, "peer_command": " ".join(theirs)}
+    for tool, times in series.items():
+        result[tool] = {"median_s": round(statistics.median(times), 3),
+                        "runs_s": [round(t, 3) for t in times]}
+    result["ratio"] = round(result["proctor"]["median_s"] / result["peer"]["median_s"], 3)
+    result["pair_ratios"] = [round(a / b, 3) for a, b in zip(series["proctor"], series["peer"], strict=True)]
+    return result
+
+
 def help_times(runs: int) -> dict:
     times = [measure.run([str(wl.PROCTOR), "--help"], cwd=wl.REPO).wall_s for _ in range(runs + 1)]
     return {"proctor": {"median_s": round(statistics.median(times[1:]), 3),
@@ -286,6 +332,17 @@ ROWS = {
     "help": ("`proctor --help` (wall)", "`proctor --help`", ""),
     "reports": ("`proctor report --format` html, md or junit, {trials:,} trials with every "
                 "trajectory (CPU, the slowest of the three)", "`bench/reports_at_scale.py`", ""),
+    "docker": ("docker backend, {trials} trivial trial, whole process (wall); peer: the bare "
+               "engine", "`proctor run SPEC --backend docker -q`",
+               "`docker run --rm IMAGE sh -c 'echo ok > /tmp/out.txt && grep -q ok …'`"),
+    "dockerloop": ("docker backend, {trials} trivial trials at concurrency 1, whole process "
+                   "(wall); peer: the bare engine", "`proctor run SPEC --backend docker "
+                   "--concurrency 1 -q`", "{trials} × `docker run --rm IMAGE sh -c …`, one "
+                   "after another"),
+    "harbor": ("a Harbor task's trial (oracle solution, verifier), docker backend, whole "
+               "process (wall); peer: the bare engine", "`proctor run TASK --agent oracle "
+               "--backend docker -q`", "`docker run -d`, `docker cp` solution, `docker exec`, "
+               "`docker cp` tests, `docker exec`, `docker cp` reward out, `docker rm -f`"),
 }
 
 
@@ -297,7 +354,8 @@ def machine_cell(info: dict, load: float | None) -> str:
 
 def table(results: dict, info: dict) -> str:
     """The Markdown table docs/benchmarks.md opens with: one row per workload measured."""
-    lines = ["| workload | proctor | Inspect AI | ratio | goal | command | machine |",
+    lines = ["| workload | proctor | peer (Inspect AI; for the docker rows the bare engine) "
+             "| ratio | goal | command | machine |",
              "|---|---:|---:|---:|---|---|---|"]
     verdicts = {(v["workload"], v["target"]): v for v in judge(results)}
     for name, (label, ours, theirs) in ROWS.items():
@@ -306,13 +364,16 @@ def table(results: dict, info: dict) -> str:
             continue
         memory = name == "memory"
         key, fmt, unit = ("median_mb", "{:.0f}", " MB") if memory else ("median_s", "{:.3f}", " s")
-        peer = r.get("inspect", {}).get(key)
+        peer = r.get("inspect", r.get("peer", {})).get(key)
         ratio = r.get("ratio")
-        # The ratio a reader wants: how many times faster (or smaller) proctor is.
-        shown_ratio = "–" if not ratio else f"**{1 / ratio:.1f}×**"
+        # The ratio a reader wants: how many times faster (or smaller) proctor is; against
+        # the bare engine, proctor's time as a multiple of the engine's.
+        shown_ratio = ("–" if not ratio else f"**{ratio:.2f}×** its time" if name in FLOORS
+                       else f"**{1 / ratio:.1f}×**")
         goals = [f"{'met' if v['met'] else 'MISSED'}: {target}"
                  for (w, target), v in verdicts.items() if w == name]
-        command = ours + (f" vs {theirs}" if peer is not None and theirs else "")
+        command = ours + (f" vs {theirs.format(trials=r.get('trials', 0))}"
+                          if peer is not None and theirs else "")
         lines.append(f"| {label.format(trials=r.get('trials', 0))} "
                      f"| {fmt.format(r['proctor'][key])}{unit} "
                      f"| {'–' if peer is None else fmt.format(peer) + unit} | {shown_ratio} "
@@ -383,6 +444,8 @@ def main() -> int:
             results[name] = reports(args.report_trials)
         elif name == "db":
             results[name] = db_ready()
+        elif name in FLOORS:
+            results[name] = floor(name, 10 if name == "dockerloop" else 1, args.runs, work)
         elif name == "extras":
             results["agent_loop"] = script("agent_loop.py")
             results["validate_specs"] = script("validate_specs.py")

@@ -163,3 +163,69 @@ def run_in_process(trials: int, concurrency: int) -> float:
             if e.code:
                 raise
         return time.perf_counter() - started
+
+
+# The docker backend at the engine's floor (issue 37, item 4) --------------------------------
+#
+# proctor's trial on `--backend docker` next to the bare engine doing the same work, both
+# whole processes: a trivial trial (one command writing a file, one check reading it) vs
+# `docker run --rm IMAGE sh -c 'echo ok > /tmp/out.txt && grep -q ok /tmp/out.txt'`; and a
+# Harbor task's trial (solution, then the verifier writing a reward) vs the sequence a
+# harness without proctor's recording would run: `docker run -d`, `docker cp` the solution,
+# `docker exec` it, `docker cp` the tests, `docker exec` them, `docker cp` the reward out,
+# `docker rm -f`.
+
+DOCKER_FLOOR_CHECK = "echo ok > /tmp/out.txt && grep -q ok /tmp/out.txt"
+
+
+def docker_suite(root: Path, trials: int) -> Path:
+    """A scenario of `trials` replicas: `echo ok > out.txt`, checked by file_content."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "docker-bench.yaml").write_text(
+        "version: 1\nid: trivial\ntask: {prompt: x}\nagent: {type: oracle}\n"
+        'solution: ["echo ok > out.txt"]\n'
+        "invariants:\n  ok: {description: x, check: {type: file_content, path: out.txt, "
+        f"contains: ok}}}}\nparallelism: {{replicas: {trials}}}\n")
+    return root / "docker-bench.yaml"
+
+
+def docker_proctor_argv(spec: Path, out: Path) -> list[str]:
+    return [str(PROCTOR), "run", str(spec), "--backend", "docker", "--concurrency", "1",
+            "--output-dir", str(out), "-q"]
+
+
+def docker_floor_argv(image: str, trials: int) -> list[str]:
+    """`trials` × `docker run --rm IMAGE sh -c …`, one after another."""
+    one = f"docker run --rm {image} sh -c '{DOCKER_FLOOR_CHECK}' || exit 1"
+    return ["sh", "-c", "; ".join([one] * trials)]
+
+
+def harbor_task(root: Path, image: str) -> Path:
+    """A Harbor task on `image`: its solution writes a file, its verifier a reward of 1."""
+    d = root / "harbor-floor"
+    (d / "tests").mkdir(parents=True, exist_ok=True)
+    (d / "solution").mkdir(exist_ok=True)
+    (d / "task.toml").write_text(f'version = "1.0"\n[environment]\ndocker_image = "{image}"\n')
+    (d / "instruction.md").write_text("Write done.\n")
+    (d / "solution" / "solve.sh").write_text("echo done > /tmp/done\n")
+    (d / "tests" / "test.sh").write_text(
+        "[ -f /tmp/done ] && echo 1 > /logs/verifier/reward.txt\n")
+    return d
+
+
+def harbor_proctor_argv(task: Path, out: Path) -> list[str]:
+    return [str(PROCTOR), "run", str(task), "--agent", "oracle", "--backend", "docker",
+            "--concurrency", "1", "--output-dir", str(out), "-q"]
+
+
+def harbor_floor_argv(task: Path, image: str) -> list[str]:
+    """The bare engine's sequence for one Harbor trial; exits 0 only with a reward of 1."""
+    script = (
+        f"set -e; c=$(docker run -d --init --network none {image} sleep 2147483647); "
+        'trap \'docker rm -f "$c" > /dev/null\' EXIT; '
+        f'docker cp {task}/solution "$c":/solution; '
+        'docker exec "$c" bash /solution/solve.sh; '
+        f'docker cp {task}/tests "$c":/tests; '
+        "docker exec \"$c\" sh -c 'mkdir -p /logs/verifier && bash /tests/test.sh'; "
+        'test "$(docker cp "$c":/logs/verifier/reward.txt - | tar -xO)" = 1')
+    return ["sh", "-c", script]
