@@ -221,7 +221,8 @@ def harbor_proctor_argv(task: Path, out: Path) -> list[str]:
 def harbor_floor_argv(task: Path, image: str) -> list[str]:
     """The bare engine's sequence for one Harbor trial; exits 0 only with a reward of 1."""
     script = (
-        f"set -e; c=$(docker run -d --init --network none {image} sleep 2147483647); "
+        f"set -e; c=$(docker run -d --label proctor.bench=floor --init --network none {image} "
+        "sleep 2147483647); "
         'trap \'docker rm -f "$c" > /dev/null\' EXIT; '
         f'docker cp {task}/solution "$c":/solution; '
         'docker exec "$c" bash /solution/solve.sh; '

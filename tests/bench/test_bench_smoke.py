@@ -151,3 +151,27 @@ def test_limiter_bench_runs_both_kinds_of_limit() -> None:
     assert [r["config"] for r in rows] == ["adaptive", "fixed-1"]
     assert all(r["served"] == 6 and r["passed"] == 3 for r in rows), rows
     assert rows[0]["limiter"]["adaptive"] is True and rows[1]["refused"] == 0, rows
+
+
+def test_the_harbor_floor_does_the_trials_work_and_checks_its_reward(tmp_path: Path) -> None:
+    """bench/run's harbor row times the bare engine's sequence (run, cp, exec, cp, exec, cp,
+    rm) against proctor: it must do the whole trial, exit non-zero when the reward is not 1,
+    and leave no container behind."""
+    from tests.docker.engine import require_engine
+
+    require_engine()
+    from proctor.sandbox.docker.images import ensure_base
+
+    image = ensure_base()
+    task = workloads.harbor_task(tmp_path / "good", image)
+    assert subprocess.run(workloads.harbor_floor_argv(task, image), capture_output=True,
+                          timeout=120).returncode == 0
+    bad = workloads.harbor_task(tmp_path / "bad", image)
+    (bad / "solution" / "solve.sh").write_text("true\n")  # never writes /tmp/done
+    assert subprocess.run(workloads.harbor_floor_argv(bad, image), capture_output=True,
+                          timeout=120).returncode != 0
+    left = subprocess.run(["docker", "ps", "-aq", "--filter", "label=proctor.bench=floor"],
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert left == []
+    assert subprocess.run(workloads.docker_floor_argv(image, 2), capture_output=True,
+                          timeout=120).returncode == 0
