@@ -82,6 +82,29 @@ def test_the_engines_refusal_is_its_own_words(own_client: Path) -> None:
     assert _serve(own_client, engine, calls) == "docker inspect: No such container: gone"
 
 
+def test_the_engines_capacity_is_asked_of_the_socket_outside_a_loop(own_client: Path) -> None:
+    import socketserver
+    import threading
+
+    from proctor.sandbox.docker.host import capacity
+
+    seen = []
+
+    class Engine(socketserver.StreamRequestHandler):
+        def handle(self) -> None:
+            seen.append(self.rfile.readline().decode().strip())
+            body = json.dumps({"NCPU": 3, "MemTotal": 1 << 30}).encode()
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    with socketserver.UnixStreamServer(str(own_client / "engine.sock"), Engine) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            assert capacity() == (3.0, 1 << 30)
+        finally:
+            server.shutdown()
+    assert seen == ["GET /info HTTP/1.1"]
+
+
 @pytest.mark.parametrize("elsewhere", [{"DOCKER_HOST": "tcp://10.0.0.1:2375"},
                                        {"DOCKER_CONTEXT": "remote"}, {"context": "remote"}])
 def test_a_client_pointed_elsewhere_is_run_itself(own_client: Path, monkeypatch: pytest.MonkeyPatch,
@@ -124,6 +147,11 @@ def test_on_the_engine_the_socket_says_what_the_client_says(base_image: str) -> 
         # The client leaves out what is empty; every value it gives is the socket's.
         assert {k: v for k, v in config.items() if v} == {k: v for k, v in json.loads(cli).items() if v}
         assert config["Env"] and "WorkingDir" in config
+        from proctor.sandbox.docker.host import capacity
+
+        cpus, memory = subprocess.run(["docker", "info", "--format", "{{.NCPU}} {{.MemTotal}}"],
+                                      capture_output=True, text=True, check=True).stdout.split()
+        assert capacity() == (float(cpus), int(memory))
     finally:
         asyncio.run(dockercli.remove(cid))
     gone = subprocess.run(["docker", "ps", "-aq", "--filter", f"id={cid}"], capture_output=True,

@@ -8,14 +8,23 @@ task: `warning: TASK: cpus = 4, but the engine has 2 CPUs; its containers get 2`
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from proctor.dockercli import ENGINE_TIMEOUT_S, docker_sync
+from proctor.dockercli import ENGINE_TIMEOUT_S, api_sync, docker_sync
 
 
 def capacity() -> tuple[float, int] | None:
     """(CPUs, memory in bytes) of the engine's machine, as the engine counts them (it is
-    the engine that refuses more); None when it does not say."""
+    the engine that refuses more); None when it does not say. From its API socket where the
+    client would use it (dockercli.api_sync), else `docker info`."""
+    got = api_sync("GET", "/info")
+    if got is not None and got[0] == 200:
+        try:
+            info = json.loads(got[1])
+            return float(info["NCPU"]), int(info["MemTotal"])
+        except (ValueError, KeyError, TypeError):
+            pass
     done = docker_sync("info", "--format", "{{.NCPU}} {{.MemTotal}}", timeout=ENGINE_TIMEOUT_S)
     try:
         cpus, memory = done.stdout.split()
