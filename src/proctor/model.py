@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:
     from proctor.config import ProctorConfig
@@ -152,6 +152,44 @@ class Thresholds:
     suite: str = ""
 
 
+# A task's blocks as the loaders write them: TypedDicts, not dataclasses, because a key left
+# out means "not set" (the scenario dumps its models with exclude_none) and readers say
+# `.get(key)`; and the planner and the Ray bundle copy them as plain dicts.
+class TaskResources(TypedDict, total=False):
+    """`resources:` of a scenario, `[environment]` of a Harbor task."""
+
+    timeout: float  # wall seconds for the whole trial
+    memory: str  # as written (`2g`); memory_bytes is what is read
+    memory_bytes: int
+    cpu: float  # cores
+    disk: str  # as written; disk_bytes is what is read
+    disk_bytes: int
+    storage_bytes: int  # Harbor's storage_mb (recorded, not enforced)
+    build_timeout: float  # seconds the image build may take (docker backend)
+
+
+class EgressPolicy(TypedDict, total=False):
+    """Where the agent may connect: `allow` hosts only under `egress: deny`."""
+
+    egress: Literal["allow", "deny"]  # absent: allow
+    allow: list[str]
+
+
+class NetworkPolicy(EgressPolicy, total=False):
+    """The agent's egress policy, and the checks' when it differs (a Harbor verifier's)."""
+
+    checks: EgressPolicy
+
+
+class ForbiddenRules(TypedDict, total=False):
+    """A scenario's `forbidden:` (trial/forbidden.py judges each rule set here)."""
+
+    file_writes_outside: list[str]
+    http_except: list[str]
+    secrets_in_logs: Literal["deny"]
+    db_writes_outside: list[str]
+
+
 @dataclass
 class TaskDef:
     id: str
@@ -179,13 +217,13 @@ class TaskDef:
     workdir: str | None = None  # fixed workdir instead of a fresh temp dir
     base_image: str | None = None
     dockerfile: str | None = None  # docker backend: build the image from this (absolute path)
-    resources: dict[str, Any] = field(default_factory=dict)
-    network: dict[str, Any] = field(default_factory=dict)
+    resources: TaskResources = field(default_factory=TaskResources)
+    network: NetworkPolicy = field(default_factory=NetworkPolicy)
     timeout: float = 300.0  # seconds for the agent
     solution: list[str] = field(default_factory=list)  # what the oracle agent runs
     services: list[ServiceDef] = field(default_factory=list)
     secrets: list[SecretDef] = field(default_factory=list)
-    forbidden: dict[str, Any] = field(default_factory=dict)
+    forbidden: ForbiddenRules = field(default_factory=ForbiddenRules)
     # trials and verdicts
     repeat: int = 1  # replicas per (model, help mode, params)
     matrix: dict[str, list[Any]] = field(default_factory=dict)
@@ -195,7 +233,9 @@ class TaskDef:
     redact_env: list[str] = field(default_factory=list)
     redact_patterns: list[str] = field(default_factory=list)
     concurrency: int | None = None  # the suite's `concurrency`; --concurrency overrides
-    audit: dict[str, Any] = field(default_factory=dict)  # scenario `audit` block, as written
+    # The scenario's `audit` block, kept as written: nothing reads it (proctor always records
+    # commands, file writes, DB writes and HTTP calls).
+    audit: dict[str, object] = field(default_factory=dict)
     # The image is the environment (Harbor): see ImageEnv. None: proctor's own places.
     image_env: ImageEnv | None = None
     uploads: list[tuple[str, str]] = field(default_factory=list)  # (host dir, path inside)

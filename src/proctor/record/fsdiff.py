@@ -7,19 +7,28 @@ the audit log whatever the agent is.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal, TypedDict
 
 from proctor.sandbox.base import Snapshot
 
-__all__ = ["DELETED", "Snapshot", "diff"]
+__all__ = ["DELETED", "FileChange", "Snapshot", "diff"]
 
 DELETED = "deleted"  # Entry.digest of a path the image had and the trial removed
 
 
-def diff(before: Snapshot, after: Snapshot) -> list[dict[str, Any]]:
+class FileChange(TypedDict):
+    """One path the agent changed: an audit log `file_write` (docs/internals.md)."""
+
+    path: str  # absolute, as the sandbox's commands see it
+    change: Literal["created", "modified", "deleted"]
+    size: int  # bytes now (0: deleted)
+    kind: str  # file, symlink, dir (what it is now; what it was, when deleted)
+
+
+def diff(before: Snapshot, after: Snapshot) -> list[FileChange]:
     """Created, modified and deleted entries (directories only when they became something
-    else), sorted by path: {"path", "change", "size", "kind"}."""
-    changes = []
+    else), sorted by path."""
+    changes: list[FileChange] = []
     for path, entry in after.items():
         old = before.get(path)
         if entry.digest == DELETED:  # a container snapshot's mark for a file of the image

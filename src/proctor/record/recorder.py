@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -66,7 +67,7 @@ class Recorder:
         finally:
             os.close(fd)
 
-    def audit(self, type_: str, details: dict[str, Any]) -> None:
+    def audit(self, type_: str, details: Mapping[str, object]) -> None:
         """One audit line: {"type": "command"|"file_write"|"db_write"|"http_call", "time", "details"}."""
         self._append("audit", {"type": type_, "time": time.time(), "details": details})
 

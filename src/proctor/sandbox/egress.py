@@ -28,7 +28,7 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from proctor.sandbox.forward import pipe_both
 
@@ -36,8 +36,26 @@ PORT = 3128  # inside the box's own network namespace, so the same port in every
 MAX_HEADER_BYTES = 64 * 1024
 
 
+class EgressEvent(TypedDict, total=False):
+    """One request through the proxy, let through or not: what the trial audits (an
+    `http_call`) and what `http_except` and the checks' egress lines read."""
+
+    method: Required[str]  # CONNECT, GET ...
+    host: Required[str]
+    port: Required[int]
+    path: Required[str]
+    time: Required[float]
+    egress: Required[bool]  # through the proxy (a mock's calls have no such key)
+    headers: Required[list[str]]  # the request's, for secrets_in_logs; redacted in the audit
+    allowed: bool  # by the policy
+    status: int  # 200 (let through), 403 (refused), 502 (unreachable)
+    why: str  # why refused or unreachable
+    substituted: bool  # answered by proctor from a package registry
+    from_service: str  # a side container's, not the agent's (the trial adds it)
+
+
 class EgressProxy:
-    def __init__(self, egress: str, allow: list[str], on_event: Callable[[dict[str, Any]], None],
+    def __init__(self, egress: str, allow: list[str], on_event: Callable[[EgressEvent], None],
                  substitutes: Any = None, public: tuple[str, ...] | list[str] = ()):
         self.egress = egress
         self.allow = [a.lower() for a in allow]
@@ -69,9 +87,9 @@ class EgressProxy:
         if parsed is None:
             return await _refuse(writer, 400, "proctor's egress proxy needs CONNECT or an absolute URL")
         host, port, path = parsed
-        event = {"method": method, "host": host, "port": port, "path": path,
-                 "time": time.time(), "egress": True,
-                 "headers": request[1:][:100]}  # for secrets_in_logs; redacted in the audit
+        event: EgressEvent = {"method": method, "host": host, "port": port, "path": path,
+                              "time": time.time(), "egress": True,
+                              "headers": request[1:][:100]}  # redacted in the audit
         why = self._refusal(host, port)
         if not why and self.substitutes is not None and self.substitutes.covers(host):
             # answered here, from a package registry

@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from proctor.model import ServiceDef
+from proctor.model import NetworkPolicy, ServiceDef
 from proctor.spec.diagnostics import Issues, describe
 from proctor.spec.yamlpos import Doc
 
@@ -40,7 +40,8 @@ def interpolate(text: str, env: dict[str, str] | None = None) -> str:
     return _VAR.sub(sub, text)
 
 
-def load_compose(issues: Issues, doc: Doc, egress: dict[str, Any]) -> tuple[list[ServiceDef], dict[str, str]]:
+def load_compose(issues: Issues, doc: Doc, egress: NetworkPolicy
+                 ) -> tuple[list[ServiceDef], dict[str, str]]:
     """(the side services, `main`'s environment)."""
     data = doc.data
     if not isinstance(data, dict) or not isinstance(data.get("services"), dict):
@@ -65,7 +66,7 @@ def load_compose(issues: Issues, doc: Doc, egress: dict[str, Any]) -> tuple[list
 
 
 def _service(issues: Issues, doc: Doc, path: tuple[Any, ...], name: str, raw: dict[str, Any],
-             egress: dict[str, Any]) -> ServiceDef | None:
+             egress: NetworkPolicy) -> ServiceDef | None:
     for key in sorted(set(raw) - SERVICE_KEYS):
         issues.warn(doc, (*path, key), f"`{key}` is not acted on for side containers "
                     "(docs/harbor.md#compose)", key=True)

@@ -22,8 +22,10 @@ from pydantic import Field, ValidationError, field_validator
 from proctor.model import (
     AgentDef,
     CheckDef,
+    EgressPolicy,
     HealthcheckDef,
     ImageEnv,
+    NetworkPolicy,
     ServiceDef,
     StepDef,
     TaskDef,
@@ -148,7 +150,7 @@ def _task(loader: LoadContext, where: Toml, task_dir: str, cfg: TaskConfig) -> T
     )
 
 
-def _compose(loader: LoadContext, env_dir: str, network: dict[str, Any]
+def _compose(loader: LoadContext, env_dir: str, network: NetworkPolicy
              ) -> tuple[list[ServiceDef], dict[str, str]]:
     """The services of the environment's compose file, if it has one, and the environment
     its main service adds to the task's."""
@@ -239,12 +241,12 @@ def _read_text(where: Toml, d: str, name: str, path: tuple[Any, ...]) -> str | N
     return text
 
 
-def _network(cfg: TaskConfig) -> dict[str, Any]:
+def _network(cfg: TaskConfig) -> NetworkPolicy:
     """The agent's egress policy, and the verifier's when it differs (`checks`)."""
     e = cfg.environment
     base = (e.network_mode or ("public" if e.allow_internet else "no-network"), e.allowed_hosts)
 
-    def policy(mode: str | None, hosts: list[str]) -> dict[str, Any]:
+    def policy(mode: str | None, hosts: list[str]) -> EgressPolicy:
         mode, hosts = (mode, hosts) if mode or hosts else base
         mode = mode or "allowlist"
         return {"egress": "allow" if mode == "public" else "deny",
@@ -252,7 +254,7 @@ def _network(cfg: TaskConfig) -> dict[str, Any]:
 
     agent = policy(cfg.agent.network_mode, cfg.agent.allowed_hosts)
     checks = policy(cfg.verifier.network_mode, cfg.verifier.allowed_hosts)
-    return {**agent, **({"checks": checks} if checks != agent else {})}
+    return NetworkPolicy(**agent, **({"checks": checks} if checks != agent else {}))
 
 
 def _env(raw: dict[str, str]) -> tuple[dict[str, str], list[str], list[str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
@@ -13,7 +13,15 @@ from proctor.agents import AGENTS
 from proctor.checks.base import CheckConfig
 from proctor.checks.http_mock_assertions import FIELD as HTTP_FIELD
 from proctor.durations import Seconds
-from proctor.model import AgentDef, CheckDef, SecretDef, TaskDef
+from proctor.model import (
+    AgentDef,
+    CheckDef,
+    ForbiddenRules,
+    NetworkPolicy,
+    SecretDef,
+    TaskDef,
+    TaskResources,
+)
 from proctor.spec.base import EnvMap, Limits, SpecModel, valid_regexes
 from proctor.spec.checks import invariant_check
 from proctor.spec.context import LoadContext
@@ -313,10 +321,12 @@ def load_scenario(loader: LoadContext, doc: Doc) -> TaskDef | None:
         env=dict(sc.setup.env), setup=list(sc.setup.commands), files=dict(sc.setup.files),
         packages=list(sc.setup.packages), base_image=sc.base, dockerfile=dockerfile,
         resources=_resources(sc.resources),
-        network=sc.network.model_dump() if sc.network else {}, timeout=sc.agent.timeout,
+        network=cast(NetworkPolicy, sc.network.model_dump() if sc.network else {}),
+        timeout=sc.agent.timeout,
         solution=list(sc.solution), services=service_list,
         secrets=[SecretDef(s.name, secret_values.get(s.name), s.generated) for s in sc.secrets],
-        forbidden=sc.forbidden.model_dump(exclude_none=True) if sc.forbidden else {},
+        forbidden=cast(ForbiddenRules,
+                       sc.forbidden.model_dump(exclude_none=True) if sc.forbidden else {}),
         repeat=sc.parallelism.replicas, matrix=dict(sc.parallelism.matrix),
         pass_threshold=sc.scoring.pass_threshold,
         replica_aggregation=sc.scoring.replica_aggregation, audit=dict(sc.audit),
@@ -356,8 +366,8 @@ def _stem(doc: Doc) -> str:
     return os.path.splitext(os.path.basename(doc.abspath))[0]
 
 
-def _resources(r: Resources) -> dict[str, Any]:
-    out = r.model_dump(exclude_none=True)
+def _resources(r: Resources) -> TaskResources:
+    out = cast(TaskResources, r.model_dump(exclude_none=True))
     if r.memory is not None:
         out["memory_bytes"] = memory_bytes(r.memory)
     if r.disk is not None:

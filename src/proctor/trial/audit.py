@@ -7,19 +7,19 @@ searched for the trial's secrets."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from proctor.agents.base import Agent
 from proctor.record import fsdiff
 from proctor.record.recorder import Recorder
 from proctor.record.secretscan import SecretScanner
 from proctor.sandbox.base import Sandbox
+from proctor.sandbox.egress import EgressEvent
 from proctor.services.base import ServiceHandle
 from proctor.trial.forbidden import Observed
 
 
 async def audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapshot,
-                 handles: dict[str, ServiceHandle], egress: list[dict[str, Any]],
+                 handles: dict[str, ServiceHandle], egress: list[EgressEvent],
                  recorder: Recorder, agent_state: tuple[str, ...] = (),
                  scanner: SecretScanner | None = None, deadline: float | None = None,
                  ) -> Observed:
@@ -47,12 +47,12 @@ async def audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapsho
         recorder.audit("http_call", call)
     for name, h in handles.items():
         for req in await h.calls():
-            call = {"service": name, **req}
-            seen.http_calls.append(call)
+            mocked = {"service": name, **req}
+            seen.http_calls.append(mocked)
             seen.texts.append(json.dumps(req, default=str))  # headers, query, body
-            recorder.audit("http_call", call)
-        for w in await h.db_writes():
-            write = {"service": name, **w}
+            recorder.audit("http_call", mocked)
+        for db in await h.db_writes():
+            write = {"service": name, **db}
             seen.db_writes.append(write)
             recorder.audit("db_write", write)
     return seen

@@ -22,10 +22,12 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.model import ForbiddenResult
+from proctor.model import ForbiddenResult, ForbiddenRules
+from proctor.record.fsdiff import FileChange
 from proctor.record.secretscan import SecretScanner
 
 
@@ -33,8 +35,9 @@ from proctor.record.secretscan import SecretScanner
 class Observed:
     """What the trial did, unredacted, for the rules to read."""
 
-    file_writes: list[dict[str, Any]] = field(default_factory=list)  # {path, change, size}
-    http_calls: list[dict[str, Any]] = field(default_factory=list)  # {service, host, ...}
+    file_writes: list[FileChange] = field(default_factory=list)
+    # The egress proxy's events (EgressEvent) and the mocks' requests ({service, method, ...})
+    http_calls: list[Mapping[str, object]] = field(default_factory=list)
     db_writes: list[dict[str, Any]] = field(default_factory=list)  # {service, table, ...}
     texts: list[str] = field(default_factory=list)  # outputs, requests, written files
     secrets_seen: set[str] = field(default_factory=set)  # found while streaming (full output)
@@ -51,7 +54,8 @@ class Observed:
         self.workdir, self.home = other.workdir, other.home
 
 
-def evaluate(rules: dict[str, Any], seen: Observed, secrets: dict[str, str]) -> list[ForbiddenResult]:
+def evaluate(rules: ForbiddenRules, seen: Observed, secrets: dict[str, str]
+             ) -> list[ForbiddenResult]:
     out = []
     for rule, arg in rules.items():
         if arg is None:
@@ -98,7 +102,7 @@ def _http_except(allowed: list[str], seen: Observed, _s: dict[str, str]) -> str:
     return _listing("HTTP requests to services not allowed", bad)
 
 
-def scans_secrets(rules: dict[str, Any]) -> bool:
+def scans_secrets(rules: ForbiddenRules) -> bool:
     """Whether `secrets_in_logs` is on (then every written file is read for secrets)."""
     return rules.get("secrets_in_logs") not in (None, False, "allow")
 
@@ -133,7 +137,9 @@ def _listing(what: str, items: list[str]) -> str:
     return f"{what}: {shown}{more}"
 
 
-_RULES = {
+# Each rule's judge, given the rule's argument as the spec wrote it (a list of paths, hosts or
+# tables; `deny`): its details when violated, "" when not.
+_RULES: dict[str, Callable[[Any, Observed, dict[str, str]], str]] = {
     "file_writes_outside": _file_writes_outside,
     "http_except": _http_except,
     "secrets_in_logs": _secrets_in_logs,

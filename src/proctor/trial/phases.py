@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,6 +18,7 @@ from proctor.record.events import CheckEgressEvent
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
 from proctor.sandbox.base import Sandbox
+from proctor.sandbox.egress import EgressEvent
 from proctor.templating import render_data
 
 ARTIFACT_BYTES = 10_000_000  # of each artifact file copied out
@@ -87,13 +89,13 @@ async def copy_out(sandbox: Sandbox, path: str, dest: Path, redactor: Redactor,
 _EGRESS_SHOWN = ("method", "host", "port", "allowed", "status", "why")
 
 
-def unanswered(event: dict[str, Any]) -> bool:
+def unanswered(event: EgressEvent) -> bool:
     """A request of the checks' that got nothing from its host: refused by the egress policy,
     or allowed but its host could not be resolved or reached from this machine (502)."""
     return not event.get("allowed") or event.get("status") == 502
 
 
-def refused_line(events: list[dict[str, Any]], shown: int = 2) -> str:
+def refused_line(events: list[EgressEvent], shown: int = 2) -> str:
     """The checks' unanswered egress in a few words, for a trial's one-line reason: `the
     checks' network requests were refused: pypi.org (egress to pypi.org is refused:
     203.0.113.80 is a private or reserved address …), deb.debian.org (+3 more)`; a host this
@@ -114,7 +116,7 @@ def refused_line(events: list[dict[str, Any]], shown: int = 2) -> str:
     return f"the checks' network requests {said}: {', '.join(parts)}{more}"
 
 
-def trace_check_egress(events: list[dict[str, Any]], recorder: Recorder) -> None:
+def trace_check_egress(events: list[EgressEvent], recorder: Recorder) -> None:
     """The checks' own egress (a verifier's downloads; not the agent's, not audited): each
     refusal or failure with why, and one line counting what went through, by host."""
     through: dict[str, int] = {}
@@ -122,7 +124,8 @@ def trace_check_egress(events: list[dict[str, Any]], recorder: Recorder) -> None
         if not unanswered(e):
             through[str(e.get("host"))] = through.get(str(e.get("host")), 0) + 1
         else:
-            shown = {k: e[k] for k in _EGRESS_SHOWN if k in e}  # CheckEgressEvent's keys
+            keyed: Mapping[str, object] = e
+            shown = {k: keyed[k] for k in _EGRESS_SHOWN if k in keyed}  # CheckEgressEvent's
             recorder.trace(cast(CheckEgressEvent, {"type": "check_egress", **shown}))
     if through:
         recorder.trace({"type": "check_egress", "allowed": True, "hosts": through})

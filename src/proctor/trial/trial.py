@@ -41,7 +41,7 @@ from proctor.record.secretscan import SecretScanner
 from proctor.redact import Redactor
 from proctor.sandbox import create_sandbox
 from proctor.sandbox.base import Resources, Sandbox, SandboxSpec
-from proctor.sandbox.egress import PORT, EgressProxy
+from proctor.sandbox.egress import PORT, EgressEvent, EgressProxy
 from proctor.sandbox.files import FilesLimit
 from proctor.sandbox.hosts import aliases
 from proctor.scoring import reason, score_trial
@@ -191,8 +191,8 @@ class _Trial:
         self.sandbox: Sandbox | None = None
         # Messages name the sandbox's places, never proctor's temp paths (record/paths.py).
         self.names = PathNames.for_trial(run.sandbox_root / trial.id)
-        self.egress: list[dict[str, Any]] = []
-        self.checks_refused: list[dict[str, Any]] = []  # egress refused while checks ran
+        self.egress: list[EgressEvent] = []
+        self.checks_refused: list[EgressEvent] = []  # egress refused while checks ran
         self.output = AgentOutput(self.secrets)
         self.agent = make_agent(trial.agent)
         self.values: dict[str, Any] = {}
@@ -428,7 +428,7 @@ async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Age
 
 
 async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, ServiceHandle],
-                        on_event: Any, substitutes: Any = None,
+                        on_event: Callable[[EgressEvent], None], substitutes: Any = None,
                         public: list[str] | None = None) -> EgressProxy | None:
     """An isolated sandbox reaches the outside only through proctor's proxy."""
     if not (sandbox.capabilities.isolated and sandbox.capabilities.serves_inside):
@@ -446,14 +446,15 @@ async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, Serv
     return proxy
 
 
-def _tagged(on_event: Callable[[dict[str, Any]], None], service: str
-            ) -> Callable[[dict[str, Any]], None]:
+def _tagged(on_event: Callable[[EgressEvent], None], service: str
+            ) -> Callable[[EgressEvent], None]:
     """`on_event` for a service's egress proxy: each event says which service it came from."""
     return lambda e: on_event({**e, "from_service": service})
 
 
-async def _services_ready(task: TaskDef, handles: dict[str, ServiceHandle], on_event: Any,
-                          substitutes: Any, public: list[str] | None = None) -> None:
+async def _services_ready(task: TaskDef, handles: dict[str, ServiceHandle],
+                          on_event: Callable[[EgressEvent], None], substitutes: Any,
+                          public: list[str] | None = None) -> None:
     """Services that reach out (a side container fetching its dependencies) do so through
     an egress proxy of their own with the task's policy; then each is awaited healthy."""
     net = task.network or {}
