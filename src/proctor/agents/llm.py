@@ -35,6 +35,7 @@ from proctor.text import cut
 
 if TYPE_CHECKING:
     from proctor.config import LlmConfig
+    from proctor.providers.base import ModelResponse, ToolCall
 
 RUN_COMMAND: dict[str, Any] = {
     "name": "run_command",
@@ -137,15 +138,7 @@ class LLMAgent(Agent):
             res.tokens_in += resp.usage.input
             res.tokens_out += resp.usage.output
             calls = [c.to_dict() for c in resp.tool_calls]
-            request: dict[str, Any] = {"history": traced, "messages": messages[traced:]}
-            if res.turns == 1:
-                request.update(system=system, tools=TOOLS)
-            env.recorder.trace({
-                "type": "model_call", "model": model, "turn": res.turns, "request": request,
-                "response": {"text": resp.text, "tool_calls": calls},
-                "usage": {"input": resp.usage.input, "output": resp.usage.output},
-                "latency_s": round(resp.latency_s, 6), "attempt": resp.attempt,
-                "retries": resp.retries})
+            _trace_answer(env, model, res.turns, system, messages, traced, resp, calls)
             traced = len(messages)
             res.output = resp.text
             # The response that reaches a limit is the last: its tool calls are not run.
@@ -159,12 +152,7 @@ class LLMAgent(Agent):
             if not calls:
                 break
             messages.append({"role": "assistant", "content": resp.text, "tool_calls": calls})
-            for call in resp.tool_calls:
-                if env.out_of_time():
-                    break
-                content = await self._run_tool(env, call, settings)
-                messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
-                                 "content": content})
+            await self._run_tools(env, resp.tool_calls, messages, settings)
             if env.out_of_time():
                 reason = "timeout"
                 break
@@ -176,6 +164,17 @@ class LLMAgent(Agent):
                             "tokens": {"input": res.tokens_in, "output": res.tokens_out}})
         return res
 
+    async def _run_tools(self, env: AgentEnv, calls: list[ToolCall], messages: list[dict[str, Any]],
+                         settings: LlmConfig) -> None:
+        """The answer's tool calls in order, each result a `tool` message; none once the
+        task's time is up."""
+        for call in calls:
+            if env.out_of_time():
+                break
+            content = await self._run_tool(env, call, settings)
+            messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                             "content": content})
+
     async def _run_tool(self, env: AgentEnv, call: Any, settings: LlmConfig) -> str:
         # Mistakes are told to the model (it can correct itself), never raised.
         if call.name != "run_command":
@@ -185,3 +184,19 @@ class LLMAgent(Agent):
             return "error: run_command needs a non-empty string argument `command`"
         rec = await env.run_command(command, tool_call_id=call.id)
         return tool_result(rec, settings.output_limit)
+
+
+def _trace_answer(env: AgentEnv, model: str, turn: int, system: str,
+                  messages: list[dict[str, Any]], traced: int, resp: ModelResponse,
+                  calls: list[dict[str, Any]]) -> None:
+    """A `model_call` line: the messages new since the last one (the first also carries the
+    system prompt and the tools), the answer, its usage."""
+    request: dict[str, Any] = {"history": traced, "messages": messages[traced:]}
+    if turn == 1:
+        request.update(system=system, tools=TOOLS)
+    env.recorder.trace({
+        "type": "model_call", "model": model, "turn": turn, "request": request,
+        "response": {"text": resp.text, "tool_calls": calls},
+        "usage": {"input": resp.usage.input, "output": resp.usage.output},
+        "latency_s": round(resp.latency_s, 6), "attempt": resp.attempt,
+        "retries": resp.retries})
