@@ -139,10 +139,11 @@ def api_socket() -> str | None:
     return path if os.path.exists(path) else None
 
 
-async def api(method: str, path: str, timeout: float = DOCKER_TIMEOUT_S) -> tuple[int, bytes] | None:
+async def api(method: str, path: str, timeout: float = DOCKER_TIMEOUT_S,
+              body: object = None) -> tuple[int, bytes] | None:
     """(HTTP status, body) of one request to the engine's API socket (`api_socket`); None
     when there is none, it does not answer in `timeout`, or the answer is not HTTP (the
-    caller then runs `docker`)."""
+    caller then runs `docker`). `body`: sent as JSON."""
     where = api_socket()
     if where is None:
         return None
@@ -150,7 +151,7 @@ async def api(method: str, path: str, timeout: float = DOCKER_TIMEOUT_S) -> tupl
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(where),
                                                 ENGINE_TIMEOUT_S)
-        writer.write(_request(method, path))
+        writer.write(_request(method, path, body))
         raw = await asyncio.wait_for(reader.read(), timeout)
     except (OSError, TimeoutError):
         return None
@@ -180,9 +181,11 @@ def api_sync(method: str, path: str, timeout: float = ENGINE_TIMEOUT_S) -> tuple
     return _answer(b"".join(parts))
 
 
-def _request(method: str, path: str) -> bytes:
-    return (f"{method} {path} HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n"
-            "Content-Length: 0\r\n\r\n").encode()
+def _request(method: str, path: str, body: object = None) -> bytes:
+    data = b"" if body is None else json.dumps(body).encode()
+    kind = "Content-Type: application/json\r\n" if data else ""
+    return (f"{method} {path} HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n{kind}"
+            f"Content-Length: {len(data)}\r\n\r\n").encode() + data
 
 
 def _answer(raw: bytes) -> tuple[int, bytes] | None:
@@ -257,3 +260,93 @@ async def image_config(image: str) -> dict[str, Any]:
     if status != 200:
         raise OSError(f"docker image inspect {image}: {_engine_said(status, body)}")
     return json.loads(body).get("Config") or {}
+
+
+async def run_detached(argv: list[str]) -> str:
+    """`docker ARGV…` (`run -d …`, as the client takes it): the new container's id. Through
+    the API socket, create then start, where the client would use it and `argv` holds only
+    what `_created` translates; else, or where the engine lacks the image (the client pulls
+    it), the client. A container made but not started is removed (OSError, the engine's
+    reason)."""
+    body = _created(argv)
+    got = None if body is None else await api("POST", "/containers/create", body=body)
+    if got is None or got[0] == 404:
+        return (await docker_ok(*argv))[:64]
+    status, data = got
+    if status != 201:
+        raise OSError(f"docker run: {_engine_said(status, data)}")
+    container = str(json.loads(data)["Id"])
+    started = await api("POST", f"/containers/{container}/start")
+    if started is None or started[0] not in (204, 304):
+        await remove(container)
+        raise OSError("docker run: " + (_engine_said(*started) if started is not None
+                                        else "the engine did not answer"))
+    return container
+
+
+_FLAGS = {"--network", "--label", "--user", "--workdir", "--cap-add", "--hostname", "--add-host",
+          "-v", "--memory", "--memory-swap", "--cpus", "--pids-limit", "--ulimit",
+          "--entrypoint", "--security-opt", "--tmpfs"}
+
+
+def _created(argv: list[str]) -> dict[str, Any] | None:
+    """The engine's create request for `run -d [OPTIONS] IMAGE [COMMAND…]`, for the options
+    proctor's containers use (container.py, taskenv.py); None for anything else."""
+    if argv[:2] != ["run", "-d"]:
+        return None
+    host: dict[str, Any] = {"Binds": [], "CapAdd": [], "ExtraHosts": [], "SecurityOpt": [],
+                            "Tmpfs": {}, "Ulimits": []}
+    config: dict[str, Any] = {"Labels": {}, "HostConfig": host, "AttachStdin": False,
+                              "AttachStdout": False, "AttachStderr": False, "Tty": False,
+                              "OpenStdin": False}
+    i = 2
+    try:
+        while i < len(argv) and argv[i].startswith("-"):
+            flag = argv[i]
+            if flag == "--init":
+                host["Init"] = True
+            elif flag == "--read-only":
+                host["ReadonlyRootfs"] = True
+            elif flag not in _FLAGS or i + 1 >= len(argv):
+                return None
+            else:
+                value = argv[i + 1]
+                i += 1
+                if flag == "--network":
+                    host["NetworkMode"] = value
+                elif flag == "--label":
+                    name, _, text = value.partition("=")
+                    config["Labels"][name] = text
+                elif flag in ("--user", "--workdir", "--hostname"):
+                    config[{"--user": "User", "--workdir": "WorkingDir",
+                            "--hostname": "Hostname"}[flag]] = value
+                    if flag == "--hostname" and "." in value:
+                        return None  # the client splits a domain off it
+                elif flag == "--cap-add":  # as the client names it
+                    value = value.upper()
+                    host["CapAdd"].append(value if value.startswith("CAP_") else f"CAP_{value}")
+                elif flag in ("--add-host", "-v", "--security-opt"):
+                    host[{"--add-host": "ExtraHosts", "-v": "Binds",
+                          "--security-opt": "SecurityOpt"}[flag]].append(value)
+                elif flag in ("--memory", "--memory-swap", "--pids-limit"):
+                    host[{"--memory": "Memory", "--memory-swap": "MemorySwap",
+                          "--pids-limit": "PidsLimit"}[flag]] = int(value)
+                elif flag == "--cpus":
+                    host["NanoCpus"] = round(float(value) * 1e9)
+                elif flag == "--ulimit":
+                    name, _, limits = value.partition("=")
+                    soft, _, hard = limits.partition(":")
+                    host["Ulimits"].append({"Name": name, "Soft": int(soft),
+                                            "Hard": int(hard or soft)})
+                elif flag == "--entrypoint":
+                    config["Entrypoint"] = [value]
+                elif flag == "--tmpfs":
+                    path, _, options = value.partition(":")
+                    host["Tmpfs"][path] = options
+            i += 1
+    except ValueError:
+        return None
+    if i >= len(argv):
+        return None
+    config["Image"], config["Cmd"] = argv[i], argv[i + 1:]
+    return config

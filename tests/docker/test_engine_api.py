@@ -157,3 +157,54 @@ def test_on_the_engine_the_socket_says_what_the_client_says(base_image: str) -> 
     gone = subprocess.run(["docker", "ps", "-aq", "--filter", f"id={cid}"], capture_output=True,
                           text=True, check=True).stdout
     assert gone.strip() == ""
+
+
+HOST_FIELDS = ("Binds", "CapAdd", "ExtraHosts", "SecurityOpt", "Tmpfs", "Ulimits", "Init",
+               "ReadonlyRootfs", "NetworkMode", "Memory", "MemorySwap", "NanoCpus", "PidsLimit")
+CONFIG_FIELDS = ("User", "WorkingDir", "Hostname", "Labels", "Entrypoint", "Cmd", "Image")
+
+
+def test_a_container_made_through_the_socket_is_the_one_the_client_makes(base_image: str,
+                                                                          tmp_path: Path) -> None:
+    """Every option proctor's containers use (container.py, taskenv.py), made by `docker run
+    -d` and by run_detached: the engine holds the same configuration for both."""
+    if dockercli.api_socket() is None:
+        pytest.skip("this machine's client talks to an engine elsewhere")
+    (tmp_path / "rw").mkdir()
+    (tmp_path / "ro").mkdir()
+    argv = ["run", "-d", "--init", "--network", "none", "--label", "proctor.test=api",
+            "--label", "proctor.trial=x=y", "--user", "0:0", "--workdir", "/work", "--read-only",
+            "--cap-add", "SYS_PTRACE", "--hostname", "abcdef012345", "--add-host",
+            "abcdef012345:127.0.1.1", "-v", f"{tmp_path / 'rw'}:/work", "-v",
+            f"{tmp_path / 'ro'}:/opt/ro:ro", "--tmpfs", "/tests:mode=0755,size=64m",
+            "--security-opt", "seccomp=unconfined", "--memory", str(256 << 20),
+            "--memory-swap", str(256 << 20), "--cpus", "0.5", "--pids-limit", "100",
+            "--ulimit", "fsize=1000000:1000000", "--entrypoint", "sleep", base_image, "60"]
+    assert dockercli._created(argv) is not None  # all of it goes through the socket
+    ours = asyncio.run(dockercli.run_detached(argv))
+    theirs = subprocess.run(["docker", *argv], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    try:
+        a, b = (asyncio.run(dockercli.inspect(c)) for c in (ours, theirs))
+        assert a["State"]["Running"] and b["State"]["Running"]
+        for field in HOST_FIELDS:
+            assert a["HostConfig"].get(field) == b["HostConfig"].get(field), field
+        for field in CONFIG_FIELDS:
+            assert a["Config"].get(field) == b["Config"].get(field), field
+    finally:
+        for c in (ours, theirs):
+            asyncio.run(dockercli.remove(c))
+
+
+def test_what_is_not_translated_or_refused_is_the_clients_or_the_engines_word(
+        base_image: str) -> None:
+    assert dockercli._created(["run", "-d", "--gpus", "all", base_image]) is None
+    assert dockercli._created(["run", "-d", "--hostname", "a.example", base_image]) is None
+    if dockercli.api_socket() is None:
+        pytest.skip("this machine's client talks to an engine elsewhere")
+    with pytest.raises(OSError, match=r"^docker run: .*CPUs"):
+        asyncio.run(dockercli.run_detached(["run", "-d", "--label", "proctor.test=api",
+                                            "--cpus", "512", base_image, "true"]))
+    left = subprocess.run(["docker", "ps", "-aq", "--filter", "label=proctor.test=api"],
+                          capture_output=True, text=True, check=True).stdout
+    assert left.strip() == ""

@@ -32,7 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from proctor import proc
-from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, docker_ok, finish, inspect, remove
+from proctor.dockercli import (
+    RUN_LABEL,
+    TRIAL_LABEL,
+    docker,
+    finish,
+    inspect,
+    remove,
+    run_detached,
+)
 from proctor.sandbox import grader
 from proctor.sandbox.base import Capabilities, Entry, ExecResult, SandboxSpec
 from proctor.sandbox.cgroup import limit_hit
@@ -142,12 +150,12 @@ class DockerSandbox(PlaceFiles):
 
     async def _launch(self, argv: list[str]) -> None:
         # Not cancelled half-way (Ctrl-C): a container the engine made must be known to be removed.
-        job = asyncio.ensure_future(docker_ok(*argv))
+        job = asyncio.ensure_future(run_detached(argv))
         try:
-            self.container = (await asyncio.shield(job))[:64]
+            self.container = await asyncio.shield(job)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
-                self.container = (await job)[:64]
+                self.container = await job
             raise
         self.info = await inspect(self.container)
         state = self.info.get("State") or {}
