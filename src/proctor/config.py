@@ -93,6 +93,7 @@ class ImageRecipe(_Table):
     run: list[str] = []  # RUN lines on top
     mirror: str | None = None
     python: str | None = None  # a CPython built from Debian's source into /usr/local (3.13)
+    also_python: str | None = None  # Ubuntu: `pythonX.Y` beside its own (the bookworm build's)
 
 
 class SubstituteRule(_Table):

@@ -22,13 +22,13 @@ def test_proctor_toml_comes_before_the_built_in_map():
     assert imagemap.lookup("ubuntu:22.04", config) == ("ubuntu:22.04*", {
         "ubuntu": "jammy", "debian": "bookworm"})
     assert imagemap.lookup("ubuntu:noble", None) == ("ubuntu:noble*", {
-        "ubuntu": "noble", "debian": "trixie"})
+        "ubuntu": "noble", "debian": "trixie", "also_python": "3.13"})
     assert imagemap.lookup("ubuntu:20.04", None) == ("ubuntu:20.04*", {"debian": "bullseye"})
     assert imagemap.lookup("acme/tool:3", config)[1] == {"debian": "bookworm", "packages": ["jq"]}
     key, value = imagemap.lookup("python:3.12-slim", None)
     assert key == "python:*" and value["debian"] == "trixie" and "python3-pip" in value["packages"]
     assert imagemap.lookup("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624", None)[1] == {
-        "ubuntu": "noble", "debian": "trixie"}
+        "ubuntu": "noble", "debian": "trixie", "also_python": "3.13"}
     assert imagemap.lookup("quay.io/unknown/thing:1", None) is None
 
 
@@ -94,19 +94,26 @@ def test_a_recipe_needs_a_debian_release():
         imagemap.stand_in({"packages": ["jq"]})
 
 
-def test_an_ubuntu_recipe_falls_back_to_its_debian_release_when_the_archive_is_away():
+def test_an_ubuntu_recipe_falls_back_to_its_debian_release_when_the_archive_is_away(monkeypatch):
     """Where Ubuntu's archive does not answer (a lab that allows only Debian's mirror), the
     Ubuntu recipe's Debian release stands in, said in one line; a recipe without one is an
     error naming the archive. (A refused port: no network needed; 0.1 s.)"""
     away = "http://127.0.0.1:9/ubuntu"
     value, warning = imagemap.choose("ubuntu:24.04", {"ubuntu": "noble", "debian": "trixie",
-                                                      "mirror": away})
+                                                      "mirror": away, "also_python": "3.13"})
     assert value == {"debian": "trixie"}
     assert warning.startswith(f"ubuntu:24.04: the Ubuntu archive did not answer ({away}/dists/"
                               "noble/Release: "), warning
     assert warning.endswith("): proctor's Debian trixie stand-in instead of Ubuntu noble; "
                             "results may differ more (docs/harbor.md#the-image-map)"), warning
     assert "\n" not in warning
+    # A "no" is remembered a while across runs (a dropping firewall costs its timeout once)
+    from proctor.sandbox.docker import ubuntu
+
+    ubuntu._answers.clear()
+    monkeypatch.setattr(ubuntu, "_probe", lambda url: pytest.fail(f"asked again: {url}"))
+    assert imagemap.choose("ubuntu:24.04", {"ubuntu": "noble", "debian": "trixie",
+                                            "mirror": away}) == ({"debian": "trixie"}, warning)
     with pytest.raises(SetupError, match=r"ubuntu:24.04: proctor's Ubuntu noble stand-in needs "
                                          r"the Ubuntu archive, which did not answer"):
         imagemap.choose("ubuntu:24.04", {"ubuntu": "noble", "mirror": away})

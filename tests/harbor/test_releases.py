@@ -72,6 +72,7 @@ UBUNTU_TEST = """\
 cat /etc/debian_version >> /logs/verifier/release
 command -v python3 >/dev/null && python3 -c 'import sys; print(sys.version_info[:2])' \
   >> /logs/verifier/release
+command -v python3.13 >> /logs/verifier/release
 echo 1 > /logs/verifier/reward.txt
 """
 
@@ -80,7 +81,7 @@ def test_ubuntu_24_04_is_ubuntu_noble_from_its_archive(tmp_path):
     """mailman's verifier runs `uv venv -p 3.12`: Ubuntu 24.04's Python. The Debian trixie
     stand-in had 3.13 only, and uv went to GitHub for 3.12. Where Ubuntu's archive answers,
     ubuntu:24.04 is Ubuntu noble from it (apt verified with Ubuntu's keys, from Debian's
-    ubuntu-keyring). ~40 s with the stand-in built (apt-get install of python3 in the build);
+    ubuntu-keyring), with `python3.13` beside (36 other verifiers run `uvx -p 3.13`). ~40 s with the stand-in built (apt-get install of python3 in the build);
     its first build ~1.5 min."""
     from proctor.sandbox.docker import ubuntu
 
@@ -93,14 +94,17 @@ def test_ubuntu_24_04_is_ubuntu_noble_from_its_archive(tmp_path):
                          "--no-install-recommends python3-minimal >/dev/null\n"))
     out, res = run(tmp_path, t)
     assert out.returncode == 0, out.stderr
-    assert "image map: ubuntu:24.04 → proctor's Ubuntu noble stand-in, built here from Ubuntu's " \
-           "packages" in out.stderr, out.stderr
+    assert "image map: ubuntu:24.04 → proctor's Ubuntu noble stand-in + python3.13 beside its " \
+           "own (proctor's CPython 3.13 build), built here from Ubuntu's packages" in out.stderr, \
+        out.stderr
     assert "the Ubuntu archive did not answer" not in out.stderr
     kept = run_dir_of(out) / "trials" / res["trials"][0]["id"] / "verifier"
     release = (kept / "release").read_text().split("\n")
     assert release[0] == "ubuntu 24.04", release
     assert release[1].startswith("trixie/sid"), release  # Ubuntu's own debian_version
     assert release[2] == "(3, 12)", release
+    # and the 3.13 Terminal-Bench's `uvx -p 3.13` would download, beside it (not `python3`)
+    assert release[3] == "/usr/local/bin/python3.13", release
 
 
 def test_without_the_ubuntu_archive_ubuntu_is_debian_with_a_warning(tmp_path):
@@ -121,6 +125,7 @@ def test_without_the_ubuntu_archive_ubuntu_is_debian_with_a_warning(tmp_path):
     release = (kept / "release").read_text().split("\n")
     assert release[0] == "debian 13", release
     assert release[1].startswith("13."), release
+    assert release[2:] == [""], release  # no python3, no python3.13 beside: trixie's own
 
 
 def _pinned(tmp_path, name: str):

@@ -24,6 +24,31 @@ BUILD_DEPS = ["build-essential", "dpkg-dev", "libbz2-dev", "libexpat1-dev", "lib
               "libsqlite3-dev", "libssl-dev", "uuid-dev", "xz-utils", "zlib1g-dev"]
 
 
+# A CPython put beside an Ubuntu release's own (`also_python`): the bookworm stand-in's build
+# (glibc 2.36; runs on a release with a newer one), with the libraries it links, by that
+# release's package names. Terminal-Bench's verifiers run `uvx -p 3.13` on ubuntu:24.04, whose
+# Python is 3.12: uv downloads a 3.13 from GitHub, which it takes from PATH instead.
+BESIDE = {"noble": ["libbz2-1.0", "libffi8", "libgdbm6t64", "liblzma5", "libncursesw6",
+                    "libreadline8t64", "libsqlite3-0", "libssl3t64", "libtinfo6", "libuuid1",
+                    "zlib1g"]}
+DONOR = "bookworm"
+
+
+def beside_lines(version: str, donor: str, suite: str) -> tuple[str, list[str]]:
+    """(the donor stage's FROM line, the lines after the stand-in's FROM) that put `python
+    VERSION` (only that name: the release's `python3` stays its own) into /usr/local."""
+    py = f"python{version}"
+    libs = " ".join(BESIDE[suite])
+    return f"FROM {donor} AS proctor-python", [
+        f"COPY --from=proctor-python /usr/local/bin/{py} /usr/local/bin/{py}",
+        f"COPY --from=proctor-python /usr/local/lib/lib{py}.so.1.0 /usr/local/lib/",
+        f"COPY --from=proctor-python /usr/local/lib/{py} /usr/local/lib/{py}",
+        "RUN export DEBIAN_FRONTEND=noninteractive && /usr/bin/apt-get update -qq && "
+        f"/usr/bin/apt-get install -y -qq --no-install-recommends {libs} >/dev/null && "
+        "rm -rf /var/lib/apt/lists/* && ldconfig && "
+        f"/usr/local/bin/{py} -c 'import ssl, sqlite3, ctypes, lzma, bz2, zlib, readline'"]
+
+
 def known(version: str) -> bool:
     return version in SOURCE
 

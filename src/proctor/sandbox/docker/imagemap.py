@@ -84,19 +84,27 @@ def _defaults() -> dict[str, dict[str, Any]]:
             out[f"ubuntu:{tag}*"] = {"debian": suite}
     for codename, (version, suite) in UBUNTU_ARCHIVE.items():  # Ubuntu's own, when it answers
         for tag in (version, codename):
-            out[f"ubuntu:{tag}*"] = {"ubuntu": codename, "debian": suite}
+            out[f"ubuntu:{tag}*"] = _ubuntu(codename, suite)
     out["ubuntu:*"] = {"debian": "trixie"}  # latest, rolling, devel: the newest there is
     for suite, versions in PYTHON.items():
         for version in versions:
             out[f"python:{version}*"] = {"debian": suite, **py}
     out["python:*"] = {"debian": "trixie", **py}
-    out["ghcr.io/laude-institute/t-bench/ubuntu-24-04:*"] = {"ubuntu": "noble", "debian": "trixie"}
+    out["ghcr.io/laude-institute/t-bench/ubuntu-24-04:*"] = _ubuntu("noble", "trixie")
     out["ghcr.io/laude-institute/t-bench/python-3-13:*"] = {"debian": "trixie", **py}
     out["ghcr.io/astral-sh/uv:*"] = {
         "debian": "bookworm", "packages": ["python3-pip"],
         "run": ["pip install --break-system-packages --no-cache-dir uv && "
                 "cp /usr/local/bin/uv /usr/local/bin/uvx /"]}
     return out
+
+
+def _ubuntu(codename: str, suite: str) -> dict[str, Any]:
+    from proctor.sandbox.docker import cpython
+
+    # noble + the CPython 3.13 that Terminal-Bench's `uvx -p 3.13` would download (cpython.BESIDE)
+    beside = {"also_python": "3.13"} if codename in cpython.BESIDE else {}
+    return {"ubuntu": codename, "debian": suite, **beside}
 
 
 DEFAULTS = _defaults()
@@ -168,12 +176,15 @@ def _expand(word: str, args: dict[str, str]) -> str:
 def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
     """The image a recipe describes, built once per content (tag `proctor-image:<digest>`)."""
     from proctor.sandbox.cache import cache_dir
+    from proctor.sandbox.docker import cpython
     from proctor.sandbox.docker import imagestore as di
 
     plan = _Plan(recipe)
     tag = plan.tag
     if di.is_ready(tag):
         return tag
+    if plan.beside:  # its CPython first (several minutes once; then kept)
+        stand_in({"debian": cpython.DONOR, "python": plan.beside}, quiet)
     with di.lock():
         if di.is_ready(tag):
             return tag
@@ -205,7 +216,8 @@ def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
                 shown.advance()
             shown.at(f"building CPython {plan.python} from Debian's source (once; several "
                      "minutes)" if plan.python else "this machine's CAs, apt's pin wrapper, the recipe")
-            _finish(tag, base, plan.certs, plan.env, plan.run, suite, name)
+            beside = cpython.beside_lines(plan.beside, plan.donor, suite) if plan.beside else None
+            _finish(tag, base, plan.certs, plan.env, plan.run, suite, name, beside)
             shown.advance()
             shown.close(f"built proctor's {name} {suite} stand-in {tag}")
         di.mark_ready(tag)
@@ -214,6 +226,8 @@ def stand_in(recipe: dict[str, Any], quiet: bool = True) -> str:
 
 class _Plan:
     """What a recipe builds: the distribution and release, what goes on top, its tag."""
+
+    tag: str
 
     def __init__(self, recipe: dict[str, Any]):
         from proctor.sandbox.docker import cpython, pins, trust
@@ -244,10 +258,21 @@ class _Plan:
                                  f"{self.python!r}: Debian has source for "
                                  f"{', '.join(cpython.SOURCE)} (on a Debian release)")
             self.run = [cpython.run_line(self.python), *self.run]
+        self.beside = str(recipe.get("also_python") or "")
+        self.donor = ""
+        if self.beside:
+            if self.suite not in cpython.BESIDE or not cpython.known(self.beside):
+                raise SetupError(f"--backend docker: image recipe {recipe!r}: also_python = "
+                                 f"{self.beside!r}: for Ubuntu {', '.join(cpython.BESIDE)}, "
+                                 f"one of {', '.join(cpython.SOURCE)}")
+            self.donor = _Plan({"debian": cpython.DONOR, "python": self.beside}).tag
         self.certs = trust.host_pems()
-        parts = (RECIPE, self.suite, self.packages, self.env, self.run, self.mirror,
-                 {k: hashlib.sha256(v).hexdigest() for k, v in self.certs.items()},
-                 pins.wrapper(self.suite, self.distro))
+        parts: tuple[Any, ...] = (
+            RECIPE, self.suite, self.packages, self.env, self.run, self.mirror,
+            {k: hashlib.sha256(v).hexdigest() for k, v in self.certs.items()},
+            pins.wrapper(self.suite, self.distro))
+        if self.beside:
+            parts += (self.beside, self.donor)
         # Debian's digests as they were (their images stay built); Ubuntu's apart
         self.tag = f"proctor-image:{di.digest(*parts) if not ubuntu else di.digest('ubuntu', *parts)}"
 
@@ -272,7 +297,7 @@ def choose(image: str, value: Any) -> tuple[Any, str | None]:
                          f"needs the Ubuntu archive, which did not answer ({why}); name a "
                          "Debian release to fall back to in the recipe (`debian = \"trixie\"`), "
                          "or a reachable `mirror` (docs/harbor.md#the-image-map)")
-    fallback = {k: v for k, v in value.items() if k not in ("ubuntu", "mirror")}
+    fallback = {k: v for k, v in value.items() if k not in ("ubuntu", "mirror", "also_python")}
     return fallback, (f"{image}: the Ubuntu archive did not answer ({why}): proctor's Debian "
                       f"{value['debian']} stand-in instead of Ubuntu {plan.suite}; results may "
                       "differ more (docs/harbor.md#the-image-map)")
@@ -292,7 +317,8 @@ def _import(rootfs: Path, base: str, release: str) -> None:
 
 
 def _finish(tag: str, base: str, certs: dict[str, bytes], env: dict[str, str],
-            run: list[str], suite: str, distro: str = "Debian") -> None:
+            run: list[str], suite: str, distro: str = "Debian",
+            beside: tuple[str, list[str]] | None = None) -> None:
     """The imported root file system + this machine's CAs + the recipe's env and commands
     + apt wrapped to name versions pinned for another distribution (pins.py)."""
     from proctor.sandbox.docker import imagestore as di
@@ -303,6 +329,8 @@ def _finish(tag: str, base: str, certs: dict[str, bytes], env: dict[str, str],
         wrapper.write_text(pins.wrapper(suite, distro))
         wrapper.chmod(0o755)  # COPY keeps it (the classic builder has no --chmod)
         lines = [f"FROM {base}", *(f"COPY proctor-apt {path}" for path in pins.PATHS)]
+        if beside:  # a CPython from another image's stage, beside the release's own
+            lines = [beside[0], *lines, *beside[1]]
         if certs:
             for name, pem in certs.items():
                 (Path(ctx) / name).write_bytes(pem)
@@ -336,6 +364,9 @@ def describe(image: str, value: Any) -> str:
     extra = f" + {', '.join(value.get('packages') or [])}" if value.get("packages") else ""
     if value.get("python"):
         extra += f" + CPython {value['python']} built from Debian's source in /usr/local"
+    if value.get("also_python"):
+        extra += (f" + python{value['also_python']} beside its own (proctor's CPython "
+                  f"{value['also_python']} build)")
     if value.get("ubuntu"):
         from proctor.sandbox.docker import ubuntu
 

@@ -11,10 +11,12 @@ run says so (imagemap.choose).
 
 from __future__ import annotations
 
+import json
 import os
 import tarfile
 import tempfile
 import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -25,6 +27,7 @@ MIRROR = os.environ.get("PROCTOR_UBUNTU_MIRROR", "") or "http://archive.ubuntu.c
 COMPONENTS = "main restricted universe multiverse"
 POCKETS = ("", "-updates", "-security")
 PROBE_TIMEOUT_S = 10.0
+REMEMBER_S = 600.0
 _KEYRING = "usr/share/keyrings/ubuntu-archive-keyring.gpg"
 _lock = threading.Lock()
 _answers: dict[str, str | None] = {}
@@ -37,12 +40,45 @@ def sources(suite: str, mirror: str) -> list[str]:
 
 def unreachable(suite: str, mirror: str) -> str | None:
     """None when `mirror` answers for `suite` (its Release file); else why not, in a few
-    words. Asked once per process."""
+    words. Asked once per process; a "no" is remembered for REMEMBER_S across processes (a
+    machine whose firewall drops the packets would wait PROBE_TIMEOUT_S in every run)."""
     url = f"{mirror.rstrip('/')}/dists/{suite}/Release"
     with _lock:
         if url not in _answers:
-            _answers[url] = _probe(url)
+            why = _remembered(url)
+            if why is None and (why := _probe(url)):
+                _remember(url, why)
+            _answers[url] = why
         return _answers[url]
+
+
+def _noes() -> Path:
+    from proctor.sandbox.cache import cache_dir
+
+    return cache_dir() / "ubuntu-archive-unreachable.json"
+
+
+def _remembered(url: str) -> str | None:
+    try:
+        when, why = json.loads(_noes().read_text())[url]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return str(why) if time.time() - float(when) < REMEMBER_S else None
+
+
+def _remember(url: str, why: str) -> None:
+    try:
+        noes = json.loads(_noes().read_text())
+    except (OSError, ValueError):
+        noes = {}
+    noes[url] = [time.time(), why]
+    try:
+        _noes().parent.mkdir(parents=True, exist_ok=True)
+        tmp = _noes().with_suffix(f".{os.getpid()}")
+        tmp.write_text(json.dumps(noes))
+        os.replace(tmp, _noes())
+    except OSError:
+        pass
 
 
 def _probe(url: str) -> str | None:
