@@ -191,3 +191,17 @@ def test_importing_a_trivial_runs_modules_stays_within_its_cpu_budget(tmp_path, 
     assert min(costs) <= RUN_IMPORT_CPU_MS, (
         f"importing a trivial run's modules took {costs} ms of CPU; see "
         "`python -X importtime -c 'import proctor.cli'` and docs/benchmarks.md")
+
+
+def test_a_trivial_scenario_run_builds_no_model(tmp_path):
+    (tmp_path / "s.yaml").write_text(
+        "version: 1\ntask: {prompt: Write the file.}\nsolution: ['echo hello > out.txt']\n"
+        "invariants:\n  written: {description: out.txt, check: {type: file_exists, "
+        "path: out.txt}}\n")
+    code, modules, built = imported_and_built(tmp_path, "run", str(tmp_path / "s.yaml"),
+                                              "--agent", "oracle", "-q", "--output-dir",
+                                              str(tmp_path / "run"))
+    assert code == 0
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["summary"]["passed"] == 1
+    assert built == [] and "proctor.spec.scenario" in modules
+    assert not _offending(modules, ("pydantic.plugin._loader", "importlib.metadata", "email"))

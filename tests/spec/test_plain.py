@@ -27,7 +27,7 @@ def _load(path: Path) -> tuple[str, list[str], list[set[str]]]:
 def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, list[str]]:
     """(with the plain reader, models only, what the plain reader accepted)."""
     accepted: list[str] = []
-    for name in ("suite", "task", "config"):
+    for name in ("suite", "task", "config", "scenario"):
         read = getattr(plain, name)
 
         def spy(*args: Any, _read: Any = read, _name: str = name) -> Any:
@@ -38,7 +38,7 @@ def _both(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, list[s
 
         monkeypatch.setattr(plain, name, spy)
     fast = _load(path)
-    for name in ("suite", "task", "config"):
+    for name in ("suite", "task", "config", "scenario"):
         monkeypatch.setattr(plain, name, lambda *args: None)
     return fast, _load(path), accepted
 
@@ -176,3 +176,70 @@ def test_templated_agrees_with_each_configs_json(spec_dir):
     assert any(c.templated for c in checks) and not all(c.templated for c in checks)
     for c in checks:
         assert c.templated == ("{{" in c.config.model_dump_json()), c
+
+
+SCENARIO = ("version: 1\ntask: {prompt: Write the file.}\n"
+            "invariants:\n  written: {description: the file, check: {type: file_exists, path: a}}\n")
+
+# Scenario cases: top-level YAML lines added to SCENARIO (a key given twice is an error
+# either way, so each case adds keys SCENARIO does not have).
+SCENARIOS = {
+    "minimal": "",
+    "fields": ("id: s1\ndescription: about\nbase: debian\nsolution: [touch a]\n"
+               "setup: {packages: [git], env: {A: 1, B: true}, commands: [ls], "
+               "files: {a.txt: hi, d/b.txt: yo}}\n"
+               "resources: {timeout: 5m, cpu: 1}\naudit: {commands: true}\n"
+               "agent: {type: llm, model: openai/gpt-4.1, max_turns: 7, timeout: 90, "
+               "ignore_commands: ['^ls'], limits: {turns: 3}, version: 1.2.3}\n"
+               "scoring: {pass_threshold: 0.5, replica_aggregation: mean}\n"
+               "parallelism: {replicas: 3}\nsecrets: []\nservices: []\n"),
+    "version text": "version_: x\n",
+    "hosted agent": "agent: {type: snapshot, snapshot: s1}\n",
+    "command agent without command": "agent: {type: command}\n",
+    "snapshot without name": "agent: {type: snapshot}\n",
+    "unknown agent": "agent: {type: robot}\n",
+    "agent version bad": "agent: {version: v1}\n",
+    "agent version number": "agent: {version: 2}\n",
+    "file outside": "setup: {files: {../x: y}}\n",
+    "file absolute": "setup: {files: {/etc/x: y}}\n",
+    "memory": "resources: {memory: 2g, disk: 4G}\n",
+    "memory null": "resources: {memory: null}\n",
+    "cpu zero": "resources: {cpu: 0}\n",
+    "timeout zero": "resources: {timeout: 0}\n",
+    "matrix": "parallelism: {matrix: {size: [1, 2]}}\n",
+    "replicas too many": "parallelism: {replicas: 101}\n",
+    "threshold over one": "scoring: {pass_threshold: 2}\n",
+    "network": "network: {egress: deny, allow: [example.com]}\n",
+    "forbidden": "forbidden: {file_writes_outside: [.]}\n",
+    "secrets": "secrets: [{name: TOKEN, source: 'env:HOME'}]\n",
+    "id number": "id: 7\n",
+    "id empty": "id: ''\n",
+    "unknown key": "setupp: {}\n",
+}
+
+
+@pytest.mark.parametrize("case", list(SCENARIOS))
+def test_scenario_cases_load_the_same(case, spec_dir, monkeypatch):
+    text = SCENARIO + SCENARIOS[case]
+    if case == "version text":
+        text = text.replace("version: 1", "version: '1'").replace("version_: x\n", "")
+    (spec_dir / "s.yaml").write_text(text)
+    fast, models, accepted = _both(Path("s.yaml"), monkeypatch)
+    assert fast == models
+    if case in ("minimal", "fields", "version text", "hosted agent", "memory null"):
+        assert "scenario" in accepted and not [i for i in fast[1] if "warning" not in i]
+
+
+def test_weights_and_gates_of_invariants_load_the_same(spec_dir, monkeypatch):
+    (spec_dir / "s.yaml").write_text(
+        "version: 1\ntask: {prompt: p}\ninvariants:\n"
+        "  a: {description: x, weight: 0, gate: true, check: {type: file_exists, path: a}}\n"
+        "  b: {description: y, weight: 2, check: {type: command_exit, command: 'true'}}\n")
+    fast, models, accepted = _both(Path("s.yaml"), monkeypatch)
+    assert fast == models and fast[1] == [] and "scenario" in accepted
+    (spec_dir / "s.yaml").write_text(
+        "version: 1\ntask: {prompt: p}\ninvariants:\n"
+        "  a: {description: x, weight: 0, check: {type: file_exists, path: a}}\n")
+    fast, models, accepted = _both(Path("s.yaml"), monkeypatch)
+    assert fast == models and "every invariant has weight 0" in fast[1][0]
+    assert "scenario" not in accepted

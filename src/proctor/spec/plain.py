@@ -1,6 +1,7 @@
-"""A plain reader for what a valid suite's run needs: the suite, its tasks and their
-assertions' check configs, read without building a pydantic validator (start-up time: the
-first validation of a model builds its schema, ~30 ms for a suite's four models).
+"""A plain reader for what a valid spec's run needs: a suite, its tasks and their
+assertions' check configs (and the common subset of a scenario), read without building a
+pydantic validator (start-up time: the first validation of a model builds its schema,
+~30 ms for a suite's four models).
 
 It accepts only what it is sure of and returns None at the first thing it is not (a
 number where text is expected, a service, a check config with its own validator, any
@@ -31,6 +32,22 @@ class Plain:
 
     def __getattr__(self, name: str) -> Any:  # only for mypy: every field is set
         raise AttributeError(name)
+
+
+def limits_def(under: Any, over: Any) -> Any:
+    """model.Limits: `over`'s keys over `under`'s, key by key (a key set to null lifts
+    `under`'s); each a spec Limits model, a Plain one, or None."""
+    from proctor.model import Limits
+
+    return Limits(**{**_given(under), **_given(over)})
+
+
+def _given(limits: Any) -> dict[str, Any]:
+    if limits is None:
+        return {}
+    if isinstance(limits, Plain):
+        return {k: getattr(limits, k) for k in limits.given}
+    return dict(limits.model_dump(exclude_unset=True))
 
 
 class _No(Exception):
@@ -355,3 +372,150 @@ def _bool(v: Any) -> bool:
     if type(v) is not bool:
         raise _No
     return v
+
+
+# --- the scenario dialect: the common subset (no secrets, services, network, forbidden,
+# environment, matrix, memory or disk: those are for the models to read) ---
+
+def _none(v: Any) -> None:
+    if v is not None:
+        raise _No
+
+
+def _empty_list(v: Any) -> list[Any]:
+    if type(v) is not list or v:
+        raise _No
+    return []
+
+
+def _files(v: Any) -> dict[str, str]:
+    if type(v) is not dict:
+        raise _No
+    out = {}
+    for k, x in v.items():
+        if type(k) is not str or k.startswith("/") or ".." in k.split("/"):
+            raise _No
+        out[k] = _str(x)
+    return out
+
+
+def _setup(v: Any) -> Plain:
+    return _read(v, {"packages": (_strs, list), "env": (_env, dict), "commands": (_strs, list),
+                     "files": (_files, dict)})
+
+
+def _resources(v: Any) -> Plain:
+    return _read(v, {"timeout": (lambda x: None if x is None else _seconds(x), None),
+                     "memory": (_none, None), "cpu": (_cost, None), "disk": (_none, None)})
+
+
+def resources_dump(r: Any) -> dict[str, Any]:
+    """A plain Resources as `model_dump(exclude_none=True)` gives it (field order)."""
+    return {k: getattr(r, k) for k in ("timeout", "memory", "cpu", "disk")
+            if getattr(r, k) is not None}
+
+
+def _version_text(v: Any) -> str | None:
+    if v is None:
+        return None
+    if type(v) is not str or not re.fullmatch(r"[0-9][0-9A-Za-z.+-]*", v):
+        raise _No
+    return v
+
+
+def _agent(types_: tuple[str, ...]) -> Any:
+    def read(v: Any) -> Plain:
+        agent = _read(v, {
+            "type": (lambda x: _choice(x, types_), "llm"), "snapshot": (_opt_str, None),
+            "model": (_opt_str, None), "command": (_opt_str, None),
+            "version": (_version_text, None), "ignore_commands": (_regexes, list),
+            "max_turns": (lambda x: _int(x, 1, 20), 5), "timeout": (_seconds, 300),
+            "limits": (_limits, None)})
+        if (agent.type == "command" and not agent.command) or (
+                agent.type == "snapshot" and not agent.snapshot):
+            raise _No
+        return agent
+    return read
+
+
+def _weight(v: Any) -> float:
+    f = _float(v)
+    if not f >= 0:
+        raise _No
+    return f
+
+
+def _bool_field(v: Any) -> bool:
+    return _bool(v)
+
+
+def _mapping(v: Any) -> dict[str, Any]:
+    if type(v) is not dict or any(type(k) is not str for k in v):
+        raise _No
+    return dict(v)
+
+
+def _invariants(v: Any) -> dict[str, Plain]:
+    if type(v) is not dict or not v or any(type(k) is not str for k in v):
+        raise _No
+    out = {k: _read(x, {"description": (lambda s: _str(s, 1), _ABSENT),
+                        "weight": (_weight, 1.0), "gate": (_bool_field, False),
+                        "check": (_mapping, _ABSENT)}) for k, x in v.items()}
+    if not any(i.weight > 0 for i in out.values()):
+        raise _No
+    return out
+
+
+def _fraction(v: Any) -> float | None:
+    if v is None:
+        return None
+    f = _float(v)
+    if not 0 <= f <= 1:
+        raise _No
+    return f
+
+
+def _scoring(v: Any) -> Plain:
+    return _read(v, {"pass_threshold": (_fraction, None),
+                     "replica_aggregation": (lambda x: _choice(x, ("all", "any", "majority",
+                                                                   "mean")), "all")})
+
+
+def _no_matrix(v: Any) -> dict[str, Any]:
+    if v != {} or type(v) is not dict:
+        raise _No
+    return {}
+
+
+def _parallelism(v: Any) -> Plain:
+    return _read(v, {"replicas": (lambda x: _int(x, 1, 100), 1), "matrix": (_no_matrix, dict)})
+
+
+def _version(v: Any) -> int:
+    if v == "1" and type(v) is str:
+        return 1
+    return _int(v, 1, 1)
+
+
+def _default(read: Any) -> Any:
+    return lambda: read({})
+
+
+def scenario(data: Any, agent_types: tuple[str, ...]) -> Plain | None:
+    """A scenario mapping as the Scenario model reads it, or None: ask the model.
+    `agent_types`: what `agent.type` may be (the Agent model's choices)."""
+    agent = _agent(agent_types)
+    try:
+        return _read(data, {
+            "version": (_version, _ABSENT), "id": (lambda x: None if x is None else _str(x, 1),
+                                                   None),
+            "description": (_str, ""), "base": (_opt_str, None), "environment": (_none, None),
+            "setup": (_setup, _default(_setup)), "resources": (_resources, _default(_resources)),
+            "task": (lambda x: _read(x, {"prompt": (lambda s: _str(s, 1), _ABSENT)}), _ABSENT),
+            "agent": (agent, _default(agent)), "secrets": (_empty_list, list),
+            "services": (_empty_list, list), "network": (_none, None),
+            "audit": (_mapping, dict), "invariants": (_invariants, _ABSENT),
+            "forbidden": (_none, None), "scoring": (_scoring, _default(_scoring)),
+            "parallelism": (_parallelism, _default(_parallelism)), "solution": (_strs, list)})
+    except _No:
+        return None

@@ -22,10 +22,12 @@ from proctor.model import (
     TaskDef,
     TaskResources,
 )
+from proctor.spec import plain
 from proctor.spec.base import EnvMap, Limits, SpecModel, valid_regexes
 from proctor.spec.checks import invariant_check
 from proctor.spec.context import LoadContext
 from proctor.spec.diagnostics import Issues, suggest
+from proctor.spec.plain import Plain
 from proctor.spec.refs import check_refs
 from proctor.spec.secrets import Secret, SecretUnavailable, resolve
 from proctor.spec.services import Declared, Service, check_names, declared, service_defs
@@ -74,7 +76,9 @@ class Resources(SpecModel):
 
     @field_validator("memory", "disk")
     @classmethod
-    def _size(cls, v: str, info: ValidationInfo) -> str:
+    def _size(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None:
+            return None  # `memory: null`: no limit, as without the key
         m = MEMORY.match(v)
         if not m:
             raise ValueError(f"{info.field_name} {v!r} must be a number with an optional unit, "
@@ -91,6 +95,9 @@ def memory_bytes(text: str) -> int:
     return int(float(m.group(1)) * 1024 ** "bkmgt".index(unit))
 
 
+AGENT_TYPES = (*AGENTS.names(), "paragon", "snapshot")
+
+
 class ScenarioTask(SpecModel):
     """What the agent is asked to do."""
 
@@ -102,7 +109,7 @@ class Agent(SpecModel):
     """Who does the task (`proctor run --agent` overrides the type)."""
 
     # Keystone's hosted agents (HOSTED) are accepted too: a local agent stands in.
-    type: Literal[(*AGENTS.names(), "paragon", "snapshot")] = Field(  # type: ignore[valid-type]
+    type: Literal[AGENT_TYPES] = Field(  # type: ignore[valid-type]
         "llm", description="`llm`: the built-in tool loop; `claude-code`, `codex`, "
         "`mini-swe-agent`: those agents, installed and run by proctor (docs/agents.md); "
         "`command`: any other agent program; `oracle`: runs `solution`; `nop`: does nothing. "
@@ -277,11 +284,12 @@ class Scenario(SpecModel):
 
 def load_scenario(loader: LoadContext, doc: Doc) -> TaskDef | None:
     issues, data = loader.issues, doc.data
-    try:
-        sc: Scenario | None = Scenario.model_validate(data)
-    except ValidationError as e:
-        issues.validation(doc, (), e, Scenario)
-        sc = None
+    sc: Any = plain.scenario(data, AGENT_TYPES)  # the models only for what it cannot read
+    if sc is None:
+        try:
+            sc = Scenario.model_validate(data)
+        except ValidationError as e:
+            issues.validation(doc, (), e, Scenario)
     raw_id = data.get("id")
     task_id = str(raw_id) if isinstance(raw_id, (str, int)) and raw_id != "" else _stem(doc)
     loader.claim_id(task_id, doc, ("id",))
@@ -313,7 +321,7 @@ def load_scenario(loader: LoadContext, doc: Doc) -> TaskDef | None:
                        model=sc.agent.model, command=sc.agent.command,
                        version=sc.agent.version, ignore_commands=list(sc.agent.ignore_commands),
                        max_turns=sc.agent.max_turns, timeout=sc.agent.timeout,
-                       limits=(sc.agent.limits or Limits()).to_def()),
+                       limits=plain.limits_def(None, sc.agent.limits)),
         checks=[CheckDef(name=key, type=checks[key][0], config=checks[key][1], weight=inv.weight,
                          gate=inv.gate, description=inv.description)
                 for key, inv in sc.invariants.items()],
@@ -366,8 +374,9 @@ def _stem(doc: Doc) -> str:
     return os.path.splitext(os.path.basename(doc.abspath))[0]
 
 
-def _resources(r: Resources) -> TaskResources:
-    out = cast(TaskResources, r.model_dump(exclude_none=True))
+def _resources(r: Resources | Plain) -> TaskResources:
+    out = cast(TaskResources, plain.resources_dump(r) if isinstance(r, Plain)
+               else r.model_dump(exclude_none=True))
     if r.memory is not None:
         out["memory_bytes"] = memory_bytes(r.memory)
     if r.disk is not None:

@@ -216,7 +216,7 @@ def _task_def(suite: Suite | Plain, task: SuiteTask | Plain, checks: list[CheckD
         prompt=task.intent,
         agent=AgentDef(type="llm", max_turns=task.max_turns, timeout=task.timeout,
                        ignore_commands=[*suite.ignore_commands, *task.ignore_commands],
-                       limits=_limits(suite.limits, task.limits)),
+                       limits=plain.limits_def(suite.limits, task.limits)),
         checks=checks, category=task.category, difficulty=task.difficulty,
         cli=suite.cli, version_command=suite.version_command, help_modes=list(suite.help_modes),
         system_prompt=suite.system_prompt, models=list(suite.providers),
@@ -226,19 +226,6 @@ def _task_def(suite: Suite | Plain, task: SuiteTask | Plain, checks: list[CheckD
         redact_env=list(suite.redact_env), redact_patterns=list(suite.redact_patterns),
         concurrency=suite.concurrency, about=_about(suite), **shared,
     )
-
-
-def _limits(suite: Limits | Plain | None, task: Limits | Plain | None) -> model.Limits:
-    """The task's limits over the suite's, key by key (a key set to null lifts the suite's)."""
-    return model.Limits(**{**_set(suite), **_set(task)})
-
-
-def _set(limits: Limits | Plain | None) -> dict[str, Any]:
-    if limits is None:
-        return {}
-    if isinstance(limits, Plain):
-        return {k: getattr(limits, k) for k in limits.given}
-    return limits.model_dump(exclude_unset=True)
 
 
 def _thresholds(suite: Suite | Plain | None, doc: Doc) -> model.Thresholds | None:
