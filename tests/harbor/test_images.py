@@ -27,6 +27,11 @@ def test_proctor_toml_comes_before_the_built_in_map():
     assert imagemap.lookup("acme/tool:3", config)[1] == {"debian": "bookworm", "packages": ["jq"]}
     key, value = imagemap.lookup("python:3.12-slim", None)
     assert key == "python:*" and value["debian"] == "trixie" and "python3-pip" in value["packages"]
+    # bookworm's Python images: python3.13 beside (Terminal-Bench's `uvx -p 3.13`), not on trixie
+    assert "also_python" not in value
+    assert imagemap.lookup("python:3.11-slim", None)[1]["also_python"] == "3.13"
+    assert imagemap.lookup("python:3.10-slim-bookworm", None)[1]["also_python"] == "3.13"
+    assert "also_python" not in imagemap.lookup("python:3.13-slim-bookworm", None)[1]
     assert imagemap.lookup("ghcr.io/laude-institute/t-bench/ubuntu-24-04:20250624", None)[1] == {
         "ubuntu": "noble", "debian": "trixie", "also_python": "3.13"}
     assert imagemap.lookup("quay.io/unknown/thing:1", None) is None

@@ -128,6 +128,27 @@ def test_without_the_ubuntu_archive_ubuntu_is_debian_with_a_warning(tmp_path):
     assert release[2:] == [""], release  # no python3, no python3.13 beside: trixie's own
 
 
+def test_a_bookworm_python_image_has_python3_13_beside(tmp_path):
+    """Terminal-Bench's multi-source-data-merger (python:3.11-slim) verifies with `uvx -p 3.13`,
+    which downloads a CPython from GitHub unless a `python3.13` is on PATH: the stand-in has
+    proctor's 3.13 build beside Debian's 3.11 (`python3` stays 3.11). ~5 s with the stand-in
+    built; its first build ~30 s on top of the bookworm CPython 3.13 one."""
+    t = task(tmp_path, "py311", toml=TOML.format(extra=""), dockerfile="FROM python:3.11-slim\n",
+             test="""\
+             python3 -c 'import sys; print(sys.version_info[:2])' > /logs/verifier/python
+             python3.13 -c 'import sys, ssl, sqlite3; print(sys.version_info[:2])' \
+               >> /logs/verifier/python
+             command -v python3.13 >> /logs/verifier/python
+             echo 1 > /logs/verifier/reward.txt
+             """)
+    out, res = run(tmp_path, t)
+    assert out.returncode == 0, out.stderr
+    assert "+ python3.13 beside its own (proctor's CPython 3.13 build)" in out.stderr, out.stderr
+    kept = run_dir_of(out) / "trials" / res["trials"][0]["id"] / "verifier"
+    assert (kept / "python").read_text().split("\n")[:3] == [
+        "(3, 11)", "(3, 13)", "/usr/local/bin/python3.13"], (kept / "python").read_text()
+
+
 def _pinned(tmp_path, name: str):
     return task(tmp_path, name, toml=TOML.format(extra=""),
                 dockerfile=("FROM python:3.13-slim-bookworm\n"

@@ -24,11 +24,15 @@ BUILD_DEPS = ["build-essential", "dpkg-dev", "libbz2-dev", "libexpat1-dev", "lib
               "libsqlite3-dev", "libssl-dev", "uuid-dev", "xz-utils", "zlib1g-dev"]
 
 
-# A CPython put beside an Ubuntu release's own (`also_python`): the bookworm stand-in's build
-# (glibc 2.36; runs on a release with a newer one), with the libraries it links, by that
-# release's package names. Terminal-Bench's verifiers run `uvx -p 3.13` on ubuntu:24.04, whose
-# Python is 3.12: uv downloads a 3.13 from GitHub, which it takes from PATH instead.
-BESIDE = {"noble": ["libbz2-1.0", "libffi8", "libgdbm6t64", "liblzma5", "libncursesw6",
+# A CPython put beside a release's own Python (`also_python`): the bookworm stand-in's build
+# (glibc 2.36; runs on a release with the same or a newer one), with the libraries it links, by
+# that release's package names. Terminal-Bench's verifiers run `uvx -p 3.13` on ubuntu:24.04
+# (Python 3.12) and python:3.11-slim: uv downloads a 3.13 from GitHub (python-build-standalone),
+# out of reach here, unless a `python3.13` is on PATH.
+BESIDE = {"bookworm": ["libbz2-1.0", "libffi8", "libgdbm6", "liblzma5", "libncursesw6",
+                       "libreadline8", "libsqlite3-0", "libssl3", "libtinfo6", "libuuid1",
+                       "zlib1g"],
+          "noble": ["libbz2-1.0", "libffi8", "libgdbm6t64", "liblzma5", "libncursesw6",
                     "libreadline8t64", "libsqlite3-0", "libssl3t64", "libtinfo6", "libuuid1",
                     "zlib1g"]}
 DONOR = "bookworm"

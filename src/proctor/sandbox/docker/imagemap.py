@@ -73,7 +73,7 @@ def _defaults() -> dict[str, dict[str, Any]]:
         for version, home in cpython.SOURCE.items():  # that CPython, built on that release
             if home != suite:
                 out[f"python:{version}*{named}*"] = {"debian": suite, "python": version}
-        out[f"python:*{named}*"] = {"debian": suite, **py}
+        out[f"python:*{named}*"] = {"debian": suite, **py, **_beside(suite)}
         out[f"debian:*{named}*"] = {"debian": suite}
     for version, suite in (("10", "bullseye"), ("11", "bullseye"), ("12", "bookworm"),
                            ("13", "trixie")):
@@ -88,7 +88,7 @@ def _defaults() -> dict[str, dict[str, Any]]:
     out["ubuntu:*"] = {"debian": "trixie"}  # latest, rolling, devel: the newest there is
     for suite, versions in PYTHON.items():
         for version in versions:
-            out[f"python:{version}*"] = {"debian": suite, **py}
+            out[f"python:{version}*"] = {"debian": suite, **py, **_beside(suite)}
     out["python:*"] = {"debian": "trixie", **py}
     out["ghcr.io/laude-institute/t-bench/ubuntu-24-04:*"] = _ubuntu("noble", "trixie")
     out["ghcr.io/laude-institute/t-bench/python-3-13:*"] = {"debian": "trixie", **py}
@@ -99,12 +99,16 @@ def _defaults() -> dict[str, dict[str, Any]]:
     return out
 
 
-def _ubuntu(codename: str, suite: str) -> dict[str, Any]:
+def _beside(suite: str) -> dict[str, str]:
+    """The CPython 3.13 Terminal-Bench's `uvx -p 3.13` would download, where it runs
+    (cpython.BESIDE): `python3.13` beside the release's own Python."""
     from proctor.sandbox.docker import cpython
 
-    # noble + the CPython 3.13 that Terminal-Bench's `uvx -p 3.13` would download (cpython.BESIDE)
-    beside = {"also_python": "3.13"} if codename in cpython.BESIDE else {}
-    return {"ubuntu": codename, "debian": suite, **beside}
+    return {"also_python": "3.13"} if suite in cpython.BESIDE else {}
+
+
+def _ubuntu(codename: str, suite: str) -> dict[str, Any]:
+    return {"ubuntu": codename, "debian": suite, **_beside(codename)}
 
 
 DEFAULTS = _defaults()
@@ -263,7 +267,7 @@ class _Plan:
         if self.beside:
             if self.suite not in cpython.BESIDE or not cpython.known(self.beside):
                 raise SetupError(f"--backend docker: image recipe {recipe!r}: also_python = "
-                                 f"{self.beside!r}: for Ubuntu {', '.join(cpython.BESIDE)}, "
+                                 f"{self.beside!r}: on {', '.join(cpython.BESIDE)}, "
                                  f"one of {', '.join(cpython.SOURCE)}")
             self.donor = _Plan({"debian": cpython.DONOR, "python": self.beside}).tag
         self.certs = trust.host_pems()
