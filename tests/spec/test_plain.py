@@ -11,6 +11,7 @@ import pytest
 
 from proctor.spec import plain
 from proctor.spec.load import Loader
+from proctor.spec.plain import Plain
 from tests.helpers import REPO
 
 SPECS = sorted(p for top in ("examples", "tests/fixtures") for p in (REPO / top).rglob("*.y*ml")
@@ -243,3 +244,102 @@ def test_weights_and_gates_of_invariants_load_the_same(spec_dir, monkeypatch):
     fast, models, accepted = _both(Path("s.yaml"), monkeypatch)
     assert fast == models and "every invariant has weight 0" in fast[1][0]
     assert "scenario" not in accepted
+
+
+# --- random data, model by model: whatever the plain reader accepts, the model accepts too
+# and reads the same (values, their types, the keys given) ---
+
+SAMPLES = [None, True, False, 0, 1, -1, 3, 5, 20, 21, 100, 101, 1025, 0.5, 1.5, 2.0, 150.0,
+           float("nan"), float("inf"), "", "x", "5", "5m", "2.5", "0s", "openai/gpt-4.1", "gpt",
+           "(", "^ls", "injected", "none", "discoverable", "easy", "hard", "error",
+           "informational", "never", "always", "all", "mean", "llm", "oracle", "command",
+           "snapshot", "1.2.3", "v1", "a.txt", "../x", "/abs", [], ["a"], ["a", "a"], [1],
+           ["injected", "none"], ["openai/gpt-4.1"], ["("], {}, {"A": 1}, {"A": "x", "B": None},
+           {"1A": "x"}, {1: "x"}, {"turns": 3}, {"turns": 0}, {"default": 80, "tolerance": 5},
+           {"models": {"openai/gpt-4.1": 50}}, {"models": {"m": 150}}, {"cost_usd": 0.5},
+           {"tokens": 10, "turns": None}, {"prompt": "p"}, {"prompt": ""}, {"replicas": 2},
+           {"matrix": {}}, {"pass_threshold": 0.5}, {"timeout": "1m", "cpu": 2},
+           {"files": {"a": "b"}}, {"type": "command", "command": "run"}]
+
+
+def _normal(value: Any) -> Any:
+    """A reader's output as comparable data: models and Plain objects as their fields (and
+    the keys given), every value with its type."""
+    from pydantic import BaseModel
+
+    if isinstance(value, Plain):
+        fields = {k: v for k, v in vars(value).items() if k != "given"}
+        return ("obj", {k: _normal(v) for k, v in fields.items()}, sorted(value.given))
+    if isinstance(value, BaseModel):
+        return ("obj", {k: _normal(getattr(value, k)) for k in type(value).model_fields},
+                sorted(value.model_fields_set))
+    if isinstance(value, dict):
+        return {k: _normal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normal(v) for v in value]
+    return (type(value).__name__, repr(value))
+
+
+def _random_mapping(rng: Any, keys: list[str], base: dict[str, Any]) -> dict[str, Any]:
+    data = dict(base)
+    for key in rng.sample(keys, rng.randint(0, min(4, len(keys)))):
+        data[key] = rng.choice(SAMPLES)
+    if rng.random() < 0.1:
+        data["unknown"] = 1
+    if rng.random() < 0.1 and data:
+        del data[rng.choice(list(data))]
+    return data
+
+
+def _agree(read: Any, model: Any, data: dict[str, Any], *args: Any) -> bool:
+    from pydantic import ValidationError
+
+    got = read(data, *args)
+    if got is None:
+        return False
+    try:
+        validated = model.model_validate(data)
+    except ValidationError as e:
+        raise AssertionError(f"the plain reader took what the model refuses: {data!r}\n{e}") from e
+    assert _normal(got) == _normal(validated), data
+    return True
+
+
+def test_random_suites_tasks_and_scenarios_read_as_the_models_read_them():
+    import random
+
+    from proctor.spec.scenario import AGENT_TYPES, Scenario
+    from proctor.spec.suite import Suite, SuiteTask
+
+    rng = random.Random(37)
+    read = {"suite": 0, "task": 0, "scenario": 0}
+    for _ in range(1500):
+        data = _random_mapping(rng, list(plain.SUITE), {"cli": "sh", "tasks": [{}]})
+        read["suite"] += _agree(plain.suite, Suite, data)
+        data = _random_mapping(rng, list(plain.TASK), {"id": "t", "intent": "i",
+                                                         "assert": [{"exit_code": 0}]})
+        read["task"] += _agree(plain.task, SuiteTask, data)
+        data = _random_mapping(rng, ["id", "description", "base", "setup", "resources",
+                                     "agent", "audit", "scoring", "parallelism", "solution",
+                                     "secrets", "services", "network", "memory"],
+                               {"version": 1, "task": {"prompt": "p"},
+                                "invariants": {"a": {"description": "d", "check": {}}}})
+        read["scenario"] += _agree(plain.scenario, Scenario, data, AGENT_TYPES)
+    assert min(read.values()) > 100, read  # many read plainly: the comparison is not empty
+
+
+def test_random_check_configs_read_as_their_models_read_them():
+    import random
+
+    from proctor.checks import assertion_types, invariant_types
+
+    rng = random.Random(41)
+    types = {**assertion_types(), **invariant_types()}
+    read = 0
+    for _ in range(1500):
+        check = rng.choice(list(types.values()))
+        fields = list(check.config.model_fields)
+        data = _random_mapping(rng, fields, {f: "x" for f in fields
+                                             if check.config.model_fields[f].is_required()})
+        read += _agree(lambda d, c=check.config: plain.config(c, d), check.config, data)
+    assert read > 200, read
