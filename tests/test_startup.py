@@ -73,7 +73,10 @@ NEVER = ("ray", "inspect_ai", "jinja2", "httpx", "openai", "anthropic", "numpy",
 # built for a valid suite (spec/plain.py reads it; the defaults stand for a missing
 # proctor.toml): pydantic's plugin loader, which scans every installed package's entry points
 # (importlib.metadata, email), comes with the first build.
-RUN_NEVER = (*NEVER, "rich", "pydantic.plugin._loader", "importlib.metadata", "email")
+# The suite dialect's models (and the services' module) are imported only for a spec the
+# plain reader leaves to them.
+RUN_NEVER = (*NEVER, "rich", "pydantic.plugin._loader", "importlib.metadata", "email",
+             "proctor.spec.suite", "proctor.spec.services", "proctor.spec.base")
 VALIDATE_NEVER = (*RUN_NEVER, "proctor.run", "proctor.trial", "proctor.sandbox.native",
                   "sqlite3")
 # `show` reads results.json (checked with pydantic); it and `runs` print with rich.

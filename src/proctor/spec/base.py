@@ -7,8 +7,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-ENV_NAME_RULE = "letters, digits and _, not starting with a digit"
+from proctor.spec.plain import ENV_NAME, ENV_NAME_RULE
+
+__all__ = ["ENV_NAME", "ENV_NAME_RULE", "EnvMap", "Limits", "SpecModel", "valid_regexes"]
 
 
 class SpecModel(BaseModel):

@@ -127,7 +127,7 @@ class Loader:
             data = doc.data
             dialect = _dialect(data) if isinstance(data, dict) else None
             if dialect == "suite":
-                from proctor.spec.suite import load_suite
+                from proctor.spec.suite_load import load_suite
 
                 tasks.extend(load_suite(self, doc))
             elif dialect == "scenario":

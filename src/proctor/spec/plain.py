@@ -19,7 +19,9 @@ import types
 from typing import Any, Literal, Union, get_args, get_origin
 
 from proctor.durations import parse_duration
-from proctor.spec.base import ENV_NAME
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # (spec.base gives it to the models)
+ENV_NAME_RULE = "letters, digits and _, not starting with a digit"
 
 
 class Plain:

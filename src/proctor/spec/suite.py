@@ -1,28 +1,15 @@
-"""The suite dialect (a `cli-bench.yaml`): models, and one TaskDef per task."""
+"""The suite dialect (a `cli-bench.yaml`): its models (the schema, the reference and the
+errors); spec/suite_load.py turns a suite into TaskDefs."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Collection
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from proctor import model
 from proctor.durations import Seconds
-from proctor.model import AgentDef, CheckDef, TaskDef
-from proctor.spec import plain
 from proctor.spec.base import EnvMap, Limits, SpecModel, valid_regexes
-from proctor.spec.checks import assertion
-from proctor.spec.context import LoadContext
-from proctor.spec.diagnostics import describe
-from proctor.spec.includes import TaskSource, expand
-from proctor.spec.plain import Plain
-from proctor.spec.refs import check_refs
-from proctor.spec.services import Service, check_names, service_defs
-from proctor.spec.yamlpos import Doc
-
-NO_NAMES: dict[str, Collection[str] | None] = {"secrets": None, "params": None}  # suites declare neither
+from proctor.spec.services import Service
 
 
 class Thresholds(SpecModel):
@@ -151,129 +138,3 @@ class Suite(SpecModel):
     @classmethod
     def _regexes(cls, v: list[str]) -> list[str]:
         return valid_regexes(v)
-
-
-def load_suite(loader: LoadContext, doc: Doc) -> list[TaskDef]:
-    issues, data = loader.issues, doc.data
-    suite: Suite | Plain | None = plain.suite(data)  # the model only for what it cannot read
-    if suite is None:
-        try:
-            suite = Suite.model_validate(data)
-        except ValidationError as e:
-            issues.validation(doc, (), e, Suite)
-    check_names(issues, doc, data.get("services"), ("services",))
-    check_refs(issues, doc, {k: v for k, v in data.items() if k != "tasks"}, (), NO_NAMES)
-    _warnings(loader, doc, data)
-    # Resolved once, against the suite file (tasks may come from included files elsewhere).
-    shared = {
-        "services": service_defs(issues, doc, data.get("services"), ("services",)),
-        "scaffold": _scaffold(loader, doc, data.get("scaffold")),
-        "workdir": _abs(doc, suite.workdir) if suite else None,
-        # One object for the whole suite: a model's threshold is judged over all its trials
-        # of this suite (SPEC §2), not task by task.
-        "thresholds": _thresholds(suite, doc),
-    }
-    entries = data.get("tasks")
-    sources = expand(issues, loader.open_doc, doc, entries, ("tasks",)) if isinstance(entries, list) else []
-    tasks = []
-    for src in sources:
-        task = _task(loader, src)
-        if task is not None and suite is not None:
-            tasks.append(_task_def(suite, *task, src, shared))
-    return tasks
-
-
-def _task(loader: LoadContext, src: TaskSource) -> tuple[SuiteTask | Plain, list[CheckDef]] | None:
-    issues, raw, doc = loader.issues, src.data, src.doc
-    if not isinstance(raw, dict):
-        issues.error(doc, src.path, "a task is a mapping (id, intent, assert) or a `file://GLOB` "
-                     f"include; got {describe(raw)}")
-        return None
-    if isinstance(raw.get("id"), (str, int)):  # `id: 42` is the id "42"
-        loader.claim_id(str(raw["id"]), doc, (*src.path, "id"))
-    task: SuiteTask | Plain | None = plain.task(raw)
-    if task is None:
-        try:
-            task = SuiteTask.model_validate(raw)
-        except ValidationError as e:
-            issues.validation(doc, src.path, e, SuiteTask)
-    checks = []
-    entries = raw.get("assert")
-    for j, entry in enumerate(entries if isinstance(entries, list) else []):
-        found = assertion(issues, doc, (*src.path, "assert", j), entry)
-        if found is not None:
-            checks.append(CheckDef(name=f"{found[0]}#{j}", type=found[0], config=found[1]))
-    check_refs(issues, doc, raw, src.path, NO_NAMES)
-    if task is None or len(checks) != len(task.assert_):
-        return None
-    return task, checks
-
-
-def _task_def(suite: Suite | Plain, task: SuiteTask | Plain, checks: list[CheckDef], src: TaskSource,
-              shared: dict[str, Any]) -> TaskDef:
-    return TaskDef(
-        id=task.id, dialect="suite", source=src.doc.abspath, base_dir=src.doc.base_dir,
-        prompt=task.intent,
-        agent=AgentDef(type="llm", max_turns=task.max_turns, timeout=task.timeout,
-                       ignore_commands=[*suite.ignore_commands, *task.ignore_commands],
-                       limits=plain.limits_def(suite.limits, task.limits)),
-        checks=checks, category=task.category, difficulty=task.difficulty,
-        cli=suite.cli, version_command=suite.version_command, help_modes=list(suite.help_modes),
-        system_prompt=suite.system_prompt, models=list(suite.providers),
-        env={**suite.env, **task.env}, setup=[*suite.setup, *task.setup],
-        timeout=task.timeout, solution=list(task.solution),
-        repeat=task.repeat or suite.repeat,
-        redact_env=list(suite.redact_env), redact_patterns=list(suite.redact_patterns),
-        concurrency=suite.concurrency, about=_about(suite), **shared,
-    )
-
-
-def _thresholds(suite: Suite | Plain | None, doc: Doc) -> model.Thresholds | None:
-    t = suite.thresholds if suite else None
-    if t is None:
-        return None
-    return model.Thresholds(t.default, dict(t.models), t.tolerance, t.behavior, suite=doc.abspath)
-
-
-def _about(suite: Suite | Plain) -> dict[str, str]:
-    fields = {"display_name": suite.display_name, "category": suite.category,
-              "website_url": suite.website_url, "github_url": suite.github_url}
-    return {"cli": suite.cli, **{k: v for k, v in fields.items() if v}}
-
-
-def _abs(doc: Doc, path: str | None) -> str | None:
-    if path is None or "{{" in path:
-        return path
-    return os.path.normpath(os.path.join(doc.base_dir, os.path.expanduser(path)))
-
-
-def _scaffold(loader: LoadContext, doc: Doc, scaffold: Any) -> str | None:
-    if not isinstance(scaffold, str):
-        return None  # absent, or reported by the Suite model
-    path = _abs(doc, scaffold)
-    if path is not None and not os.path.isdir(path):
-        loader.issues.error(doc, ("scaffold",), f"scaffold directory {scaffold!r} not found "
-                            f"(relative to {doc.base_dir})")
-    return path
-
-
-def _warnings(loader: LoadContext, doc: Doc, data: dict[str, Any]) -> None:
-    issues = loader.issues
-    if data.get("upload") in ("auto", "on_failure", "always"):  # never: as it says
-        issues.warn(doc, ("upload",), f"proctor uploads nothing (`upload: {data['upload']}` "
-                    "is accepted and has no effect); results stay in the run directory")
-    t = data.get("thresholds")
-    if isinstance(t, dict):
-        values = [t.get("default"), *(t.get("models") or {}).values()]
-        for v in values:
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1:
-                issues.warn(doc, ("thresholds",), f"thresholds are percentages (0–100): {v:g} "
-                            f"means {v:g}%; write {v * 100:g} for {v * 100:g}%")
-                break
-        providers = data.get("providers")
-        if isinstance(providers, list) and isinstance(t.get("models"), dict):
-            for model in t["models"]:
-                if model not in providers:
-                    issues.warn(doc, ("thresholds", "models", model), f"{model!r} is not in "
-                                "providers; this threshold applies only if you pass --model "
-                                f"{model}", key=True)
