@@ -35,7 +35,7 @@ from proctor.errors import ServiceError, SetupError
 from proctor.model import ServiceDef
 from proctor.proc import RUN_ID_VAR
 from proctor.services import _net, _proc
-from proctor.services.base import ServiceContext, ServiceHandle
+from proctor.services.base import DbWrite, ServiceContext, ServiceHandle
 from proctor.services.seed import Seed, load_seed
 
 T = TypeVar("T")
@@ -273,7 +273,7 @@ class DbServer(ABC):
                 return
             raise
 
-    def writes_sync(self, db: TrialDb) -> list[dict[str, Any]]:
+    def writes_sync(self, db: TrialDb) -> list[DbWrite]:
         """Any thread: `writes` uses a connection of its own."""
         if db.generation != self.generation or not self.alive():
             return []
@@ -326,7 +326,7 @@ class DbServer(ABC):
     def drop(self, db: TrialDb) -> None: ...
 
     @abstractmethod
-    def writes(self, db: TrialDb) -> list[dict[str, Any]]:
+    def writes(self, db: TrialDb) -> list[DbWrite]:
         """Per-table write counts; called on any thread, so it opens its own connection."""
 
     @abstractmethod
@@ -372,7 +372,7 @@ class DbHandle(ServiceHandle):
     db: TrialDb | None = field(default=None, repr=False)
     _released: bool = field(default=False, repr=False)
 
-    async def db_writes(self) -> list[dict[str, Any]]:
+    async def db_writes(self) -> list[DbWrite]:
         if self.server is None or self.db is None or self._released:
             return []
         try:

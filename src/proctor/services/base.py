@@ -11,7 +11,20 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, NotRequired, Protocol, TypedDict
+
+
+class DbWrite(TypedDict):
+    """What one table of a trial's database saw written (`ServiceHandle.db_writes`): an audit
+    log `db_write`, read by the `db_writes_outside` forbidden rule."""
+
+    service: NotRequired[str]  # the service's name: added by the trial's audit
+    table: str  # `schema.table` outside `public`
+    inserts: int  # rows
+    updates: int
+    deletes: int
+    truncates: NotRequired[int]  # TRUNCATE statements
+    ddl: NotRequired[list[str]]  # schema changes, as the server named them (CREATE, ALTER ...)
 
 
 @dataclass
@@ -55,8 +68,8 @@ class ServiceHandle:
         (`record: false`): what the audit log and `http_except` see."""
         return await self.requests()
 
-    async def db_writes(self) -> list[dict[str, Any]]:
-        """Tables this trial's database saw writes to: [{"table", "inserts", "updates", "deletes"}].
+    async def db_writes(self) -> list[DbWrite]:
+        """Tables this trial's database saw writes to.
 
         The trial's audit (trial/audit.py) writes each one to audit.jsonl as a `db_write`
         event (and the `db_writes_outside` forbidden rule reads them)."""

@@ -31,6 +31,7 @@ from proctor.errors import SetupError
 from proctor.proc import ExecResult
 from proctor.services import _proc
 from proctor.services._dbserver import DbHandle, DbServer, DbService, TrialDb
+from proctor.services.base import DbWrite
 from proctor.services.seed import Seed
 
 _CLIENT_ERROR = re.compile(
@@ -311,11 +312,11 @@ class MysqlServer(DbServer):
         if cfg:
             shutil.rmtree(cfg, ignore_errors=True)
 
-    def writes(self, db: TrialDb) -> list[dict[str, Any]]:
+    def writes(self, db: TrialDb) -> list[DbWrite]:
         """Row writes: performance_schema counts them as they happen (nothing to flush).
         Schema changes and TRUNCATE: the server_audit log, by the trial's user."""
         base = db.extra.get("baseline", {})
-        out = []
+        out: list[DbWrite] = []
         conn = self._connect()
         try:
             counts = self._counts(db.name, conn)

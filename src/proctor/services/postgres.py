@@ -25,6 +25,7 @@ from proctor import proc
 from proctor.errors import SetupError
 from proctor.services import _proc
 from proctor.services._dbserver import DbHandle, DbServer, DbService, TrialDb
+from proctor.services.base import DbWrite
 from proctor.services.seed import Seed, statement_start
 
 ADMIN = "postgres"  # the superuser; pg_dump output says `OWNER TO postgres`
@@ -321,7 +322,7 @@ class PostgresServer(DbServer):
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
         admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(name))
 
-    def writes(self, db: TrialDb) -> list[dict[str, Any]]:
+    def writes(self, db: TrialDb) -> list[DbWrite]:
         """Per-table row counts written in the trial's database. A backend publishes its
         counters when its transaction ends and at the latest when it exits; so sessions still
         open after the agent finished are ended first, then the counters are read."""
@@ -341,7 +342,8 @@ class PostgresServer(DbServer):
                 "FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 "
                 "AND schemaname <> 'proctor_audit' ORDER BY 1").fetchall()
             events = conn.execute("SELECT kind, tag, object FROM proctor_audit.events").fetchall()
-        out = {t: {"table": t, "inserts": i, "updates": u, "deletes": d} for t, i, u, d in rows}
+        out: dict[str, DbWrite] = {t: {"table": t, "inserts": i, "updates": u, "deletes": d}
+                                   for t, i, u, d in rows}
         for kind, tag, obj in events:
             table = obj.removeprefix("public.")
             entry = out.setdefault(table, {"table": table, "inserts": 0, "updates": 0,

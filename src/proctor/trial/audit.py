@@ -14,7 +14,7 @@ from proctor.record.recorder import Recorder
 from proctor.record.secretscan import SecretScanner
 from proctor.sandbox.base import Sandbox
 from proctor.sandbox.egress import EgressEvent
-from proctor.services.base import ServiceHandle
+from proctor.services.base import DbWrite, ServiceHandle
 from proctor.trial.forbidden import Observed
 
 
@@ -52,7 +52,7 @@ async def audit(sandbox: Sandbox, before: fsdiff.Snapshot, after: fsdiff.Snapsho
             seen.texts.append(json.dumps(req, default=str))  # headers, query, body
             recorder.audit("http_call", mocked)
         for db in await h.db_writes():
-            write = {"service": name, **db}
+            write: DbWrite = {"service": name, **db}
             seen.db_writes.append(write)
             recorder.audit("db_write", write)
     return seen

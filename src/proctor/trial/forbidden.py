@@ -29,6 +29,7 @@ from typing import Any
 from proctor.model import ForbiddenResult, ForbiddenRules
 from proctor.record.fsdiff import FileChange
 from proctor.record.secretscan import SecretScanner
+from proctor.services.base import DbWrite
 
 
 @dataclass
@@ -38,7 +39,7 @@ class Observed:
     file_writes: list[FileChange] = field(default_factory=list)
     # The egress proxy's events (EgressEvent) and the mocks' requests ({service, method, ...})
     http_calls: list[Mapping[str, object]] = field(default_factory=list)
-    db_writes: list[dict[str, Any]] = field(default_factory=list)  # {service, table, ...}
+    db_writes: list[DbWrite] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # outputs, requests, written files
     secrets_seen: set[str] = field(default_factory=set)  # found while streaming (full output)
     workdir: str = "/workspace"  # the workspace as the agent saw it: `.` of file_writes_outside
@@ -123,7 +124,7 @@ def _db_writes_outside(allowed: list[str], seen: Observed, _s: dict[str, str]) -
     return _listing("writes to tables not allowed", bad)
 
 
-def _what(write: dict[str, Any]) -> str:
+def _what(write: DbWrite) -> str:
     """` (TRUNCATE, ALTER TABLE)`: the statements beyond row writes, as the server saw them."""
     kinds = (["TRUNCATE"] if write.get("truncates") else []) + list(write.get("ddl", []))
     return f" ({', '.join(dict.fromkeys(kinds))})" if kinds else ""
