@@ -37,29 +37,31 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from proctor.model import AgentDef, CheckResult, TaskDef, TrialResult
+from proctor.model import AgentDef, TaskDef
 from proctor.report import render
 from proctor.report.show import TrialFilter, show_main
 from proctor.report.terminal import print_summary
 from proctor.report.trajectory import decode, digest
+from proctor.results import new_check, new_trial
 from proctor.scoring import summarize
 
 
 def results_for(n: int) -> dict:
     tasks = [TaskDef(id=f"task-{i:05d}", dialect="suite", source="s.yaml", base_dir=".",
                      prompt="", agent=AgentDef(), checks=[]) for i in range(n)]
-    trials = [TrialResult(id=f"task-{i:05d}.m.r0", task_id=f"task-{i:05d}", model="mock/m",
-                          help_mode="injected", replica=0, params={},
-                          status="pass" if i % 3 else "fail", composite_score=float(i % 3 > 0),
-                          checks=[CheckResult("exit_code#0", "exit_code", i % 3 > 0, 1.0, 1.0,
-                                              False, "" if i % 3 else "exited with 1")],
-                          turns=2, duration_s=1.5, agent="llm")
+    trials = [new_trial(id=f"task-{i:05d}.m.r0", task_id=f"task-{i:05d}", model="mock/m",
+                        help_mode="injected", replica=0, params={},
+                        status="pass" if i % 3 else "fail", composite_score=float(i % 3 > 0),
+                        checks=[new_check(name="exit_code#0", type="exit_code",
+                                          passed=i % 3 > 0, score=1.0, weight=1.0, gate=False,
+                                          message="" if i % 3 else "exited with 1")],
+                        turns=2, duration_s=1.5, agent="llm")
               for i in range(n)]
     t0 = time.perf_counter()
     scored = summarize(trials, tasks)
     print(f"scoring: {time.perf_counter() - t0:.3f} s")
     return {"run_id": "bench", "started_at": "2026-01-01T00:00:00+00:00", "complete": True,
-            "trials": [t.to_dict() for t in trials], **scored}
+            "trials": trials, **scored}
 
 
 WORDS = (

@@ -15,20 +15,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from proctor.model import CheckResult, ForbiddenResult, TrialResult
+from proctor.results import TrialRecord, new_check, new_forbidden, new_trial
 from proctor.scoring import summarize
 from proctor.store import read_results, write_json
 
 
-def _trial(i: int) -> TrialResult:
+def _trial(i: int) -> TrialRecord:
     ok = i % 3 != 0
-    checks = [CheckResult(f"ran#{k}", "ran", bool(ok or k), 1.0 if ok or k else 0.0, 1.0, False,
-                          f"the agent ran `git commit` (command #{k})") for k in range(3)]
-    return TrialResult(
+    checks = [new_check(name=f"ran#{k}", type="ran", passed=bool(ok or k),
+                        score=1.0 if ok or k else 0.0, weight=1.0, gate=False,
+                        message=f"the agent ran `git commit` (command #{k})") for k in range(3)]
+    return new_trial(
         id=f"task-{i % 500}.mock-solver.injected.r{i // 500:02d}", task_id=f"task-{i % 500}",
         model="mock/solver", help_mode="injected", replica=i // 500, params={},
         status="pass" if ok else "fail", composite_score=1.0 if ok else 0.67, checks=checks,
-        forbidden=[ForbiddenResult("no_force_push", False)], turns=6,
+        forbidden=[new_forbidden(rule="no_force_push", violated=False)], turns=6,
         tokens={"input": 5200, "output": 410}, cost_usd=0.0031, duration_s=4.2, agent="llm",
         reason=None if ok else "failed: ran#0: no agent command matched", output="x" * 2000)
 
@@ -42,7 +43,7 @@ def main() -> None:
     scored = summarize(trials, [])
     results = {"schema_version": 1, "run_id": "bench", "started_at": "2026-11-26T00:00:00Z",
                "finished_at": "2026-11-26T01:00:00Z", "complete": True, "interrupted": False,
-               "summary": scored["summary"], "trials": [t.to_dict() for t in trials],
+               "summary": scored["summary"], "trials": trials,
                "tasks": scored["tasks"], "models": scored["models"],
                "help_modes": scored["help_modes"], "exit_code": scored["exit_code"]}
     with tempfile.TemporaryDirectory() as d:

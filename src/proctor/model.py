@@ -2,14 +2,13 @@
 
 Both spec dialects load into `TaskDef`s: "a task with a prompt, an environment, an agent and a
 list of checks with weight/gate". The planner turns them into `Trial`s; executing a trial gives
-a `TrialResult`. All of these are plain, picklable dataclasses so an executor can ship them to
-another process or machine.
+a `proctor.results.TrialRecord`. All of these are plain, picklable data so an executor can ship
+them to another process or machine.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -361,83 +360,6 @@ class CheckOutcome:
         if self.score is None:
             return 1.0 if self.passed else 0.0
         return min(1.0, max(0.0, float(self.score)))
-
-
-@dataclass
-class CheckResult:
-    name: str
-    type: str
-    passed: bool
-    score: float
-    weight: float
-    gate: bool
-    message: str
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class ForbiddenResult:
-    rule: str
-    violated: bool
-    details: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class TrialResult:
-    id: str
-    task_id: str
-    model: str | None
-    help_mode: str | None
-    replica: int
-    params: dict[str, Any]
-    status: Status
-    composite_score: float
-    error: str | None = None
-    checks: list[CheckResult] = field(default_factory=list)
-    forbidden: list[ForbiddenResult] = field(default_factory=list)
-    # Why it failed or errored, in one line (None when it passed; and in results.json
-    # written before proctor recorded it).
-    reason: str | None = None
-    timed_out: bool = False  # the agent ran out of its time (task timeout)
-    # What stopped the agent before it finished: "timeout", or a limit ("turns", "tokens",
-    # "cost_usd"); None: it stopped by itself (SPEC §5).
-    limit_hit: str | None = None
-    # Where an `error` trial failed (SPEC §5; proctor.errorkinds): "infra" | "provider" |
-    # "check"; None for a verdict.
-    error_kind: str | None = None
-    turns: int = 0
-    # None values: unknown (a command agent's model calls are not seen by proctor)
-    tokens: dict[str, int | None] = field(default_factory=lambda: {"input": 0, "output": 0})
-    cost_usd: float | None = None
-    duration_s: float = 0.0
-    agent: str | None = None
-    category: str | None = None
-    started_at: str | None = None
-    output: str = ""  # the agent's final message / stdout, cut
-    node: str | None = None  # where it ran under --executor ray: "HOSTNAME/NODE_ID[:8]"
-    # What the agent changed that grading ran or would load (SPEC §4, §5): {"path", "change"}
-    tampering: list[dict[str, str]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dict(self.__dict__)
-        d["checks"] = [c.to_dict() for c in self.checks]
-        d["forbidden"] = [f.to_dict() for f in self.forbidden]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> TrialResult:
-        d = {"help_mode": None, "replica": 0, "params": {}, "composite_score": 0.0,
-             "model": None, **d}
-        d["checks"] = [CheckResult(**c) for c in d.get("checks", [])]
-        d["forbidden"] = [ForbiddenResult(**f) for f in d.get("forbidden", [])]
-        known = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in d.items() if k in known})
 
 
 def _defaults() -> ProctorConfig:

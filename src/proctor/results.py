@@ -9,7 +9,8 @@ holds every key a reader or writer names to its definition here. `load_results` 
 error naming it; a key proctor does not know is kept: a newer proctor may add keys), and
 `json_schema` describes them for other tools. The scorer (`proctor.scoring.summarize`) is the
 only producer of the aggregate rows; reports never recompute a figure that is here.
-`TrialResult` (one trial, in memory) lives in `proctor.model`; `TrialRecord` is its JSON form.
+`TrialRecord` (with `CheckRecord`, `ForbiddenRecord`) is also the engine's record of a trial:
+one shape in memory, in results.jsonl and in results.json.
 """
 
 from __future__ import annotations
@@ -17,11 +18,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypeVar
 
-from typing_extensions import TypedDict, is_typeddict  # pydantic reads typing's only from 3.12
+from typing_extensions import (  # pydantic reads typing's only from 3.12
+    TypedDict,
+    Unpack,
+    is_typeddict,
+)
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -33,6 +39,8 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 
 TaskStatus = Literal["pass", "fail", "flaky", "error"]
+ErrorKind = Literal["infra", "provider", "check"]  # where an `error` trial failed (SPEC §5)
+LimitHit = Literal["timeout", "turns", "tokens", "cost_usd"]  # what stopped the agent
 _T = TypeVar("_T")
 
 
@@ -144,9 +152,16 @@ class Isolation(TypedDict):
     backend: NotRequired[str]  # run.json's copy names the backend
 
 
+# One trial, check and forbidden rule: the record the engine builds (`new_trial`, `new_check`,
+# `new_forbidden`), scores, appends to results.jsonl and writes into results.json, and the
+# record every reader gets back from the file. One declaration, no in-memory twin: a record
+# is its JSON form already, so nothing converts it on the way out or in (SPEC §5's keys are
+# required; the others may be missing from files written before proctor recorded them, and
+# a record made by this proctor has every key, in the order declared: results.json's).
+
 @_open
 class CheckRecord(TypedDict):
-    """One check of a trial (`proctor.model.CheckResult`)."""
+    """One check of a trial."""
 
     name: str  # an invariant's key, or TYPE#INDEX for an assertion
     type: str
@@ -167,34 +182,100 @@ class ForbiddenRecord(TypedDict):
 
 @_open
 class TrialRecord(TypedDict):
-    """One trial (`proctor.model.TrialResult.to_dict()`). Keys past SPEC §5's minimum may be
-    missing from files written before proctor recorded them."""
+    """One trial."""
 
     id: str
     task_id: str
-    status: Literal["pass", "fail", "error"]
     model: NotRequired[str | None]
     help_mode: NotRequired[str | None]
     replica: NotRequired[int]
     params: NotRequired[dict[str, Any]]
+    status: Literal["pass", "fail", "error"]
     composite_score: NotRequired[float]
     error: NotRequired[str | None]
     checks: NotRequired[list[CheckRecord]]
     forbidden: NotRequired[list[ForbiddenRecord]]
-    reason: NotRequired[str | None]  # why it did not pass, in one line
-    timed_out: NotRequired[bool]
-    limit_hit: NotRequired[Literal["timeout", "turns", "tokens", "cost_usd"] | None]
-    error_kind: NotRequired[Literal["infra", "provider", "check"] | None]
+    reason: NotRequired[str | None]  # why it did not pass, in one line (None: it passed)
+    timed_out: NotRequired[bool]  # the agent ran out of its time (task timeout)
+    # What stopped the agent before it finished: "timeout", or a limit; None: it stopped by
+    # itself (SPEC §5).
+    limit_hit: NotRequired[LimitHit | None]
+    # Where an `error` trial failed (SPEC §5; proctor.errorkinds); None for a verdict.
+    error_kind: NotRequired[ErrorKind | None]
     turns: NotRequired[int]
-    tokens: NotRequired[dict[str, int | None]]  # None: not known (a command agent's)
+    tokens: NotRequired[dict[str, int | None]]  # {"input", "output"}; None: not known (a command agent's)
     cost_usd: NotRequired[float | None]
     duration_s: NotRequired[float]
     agent: NotRequired[str | None]
     category: NotRequired[str | None]
     started_at: NotRequired[str | None]
     output: NotRequired[str]  # the agent's final message or output, cut
-    node: NotRequired[str | None]  # where it ran under --executor ray
-    tampering: NotRequired[list[dict[str, str]]]  # {"path", "change"}: SPEC §4
+    node: NotRequired[str | None]  # where it ran under --executor ray: "HOSTNAME/NODE_ID[:8]"
+    # What the agent changed that grading ran or would load (SPEC §4, §5): {"path", "change"}
+    tampering: NotRequired[list[dict[str, str]]]
+
+
+def _none() -> None:
+    return None
+
+
+# What a key not given is (zero-argument: a list or dict is new for each record). A key of
+# the declaration without an entry here must be given.
+_CHECK_DEFAULTS: dict[str, Callable[[], Any]] = {"error": _none}
+_FORBIDDEN_DEFAULTS: dict[str, Callable[[], Any]] = {"details": str}
+_TRIAL_DEFAULTS: dict[str, Callable[[], Any]] = {
+    "model": _none, "help_mode": _none, "replica": int, "params": dict,
+    "composite_score": float, "error": _none, "checks": list, "forbidden": list,
+    "reason": _none, "timed_out": bool, "limit_hit": _none, "error_kind": _none, "turns": int,
+    "tokens": lambda: {"input": 0, "output": 0}, "cost_usd": _none, "duration_s": float,
+    "agent": _none, "category": _none, "started_at": _none, "output": str, "node": _none,
+    "tampering": list}
+_CHECK_KEYS = tuple(CheckRecord.__annotations__)
+_FORBIDDEN_KEYS = tuple(ForbiddenRecord.__annotations__)
+_TRIAL_KEYS = tuple(TrialRecord.__annotations__)
+
+
+def _filled(keys: tuple[str, ...], defaults: Mapping[str, Callable[[], Any]],
+            given: Mapping[str, Any]) -> Any:
+    """Every declared key, in order: as given, else its default (KeyError: a key without
+    one was not given); keys the declaration lacks are left out."""
+    return {k: given[k] if k in given else defaults[k]() for k in keys}
+
+
+def new_check(**given: Unpack[CheckRecord]) -> CheckRecord:
+    """A check's record, every key present."""
+    record: CheckRecord = _filled(_CHECK_KEYS, _CHECK_DEFAULTS, given)
+    return record
+
+
+def new_forbidden(**given: Unpack[ForbiddenRecord]) -> ForbiddenRecord:
+    """A forbidden rule's record, every key present."""
+    record: ForbiddenRecord = _filled(_FORBIDDEN_KEYS, _FORBIDDEN_DEFAULTS, given)
+    return record
+
+
+def new_trial(**given: Unpack[TrialRecord]) -> TrialRecord:
+    """A trial's record, every key present, as the engine fills it in."""
+    record: TrialRecord = _filled(_TRIAL_KEYS, _TRIAL_DEFAULTS, given)
+    return record
+
+
+def trial_from_line(obj: Mapping[str, Any]) -> TrialRecord:
+    """A trial as results.jsonl holds it (keys sorted, perhaps from an older proctor): every
+    key present, in results.json's order; a key this proctor does not know is left out.
+    KeyError, TypeError: not a trial (a line torn by a kill)."""
+    record: TrialRecord = _filled(_TRIAL_KEYS, _TRIAL_DEFAULTS, obj)
+    record["checks"] = [_filled(_CHECK_KEYS, _CHECK_DEFAULTS, _mapping(c))
+                        for c in record["checks"]]
+    record["forbidden"] = [_filled(_FORBIDDEN_KEYS, _FORBIDDEN_DEFAULTS, _mapping(f))
+                           for f in record["forbidden"]]
+    return record
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"not a record: {value!r}")
+    return value
 
 
 @_open

@@ -11,14 +11,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.model import CheckResult, ForbiddenResult, Status, TaskDef, Thresholds, TrialResult
+from proctor.model import Status, TaskDef, Thresholds
 from proctor.results import (
+    CheckRecord,
+    ForbiddenRecord,
     HelpModeEffect,
     ModelRow,
     Scored,
     Summary,
     TaskRow,
     TaskStatus,
+    TrialRecord,
     Usage,
 )
 from proctor.stats import fisher_exact, newcombe_diff, wilson
@@ -39,7 +42,7 @@ class Score:
 REASON_LIMIT = 500  # characters of a trial's reason
 
 
-def score_trial(checks: list[CheckResult], forbidden: list[ForbiddenResult],
+def score_trial(checks: list[CheckRecord], forbidden: list[ForbiddenRecord],
                 pass_threshold: float | None, error: str | None = None,
                 timed_out_after: float | None = None,
                 tampering: list[dict[str, str]] | None = None) -> Score:
@@ -48,8 +51,8 @@ def score_trial(checks: list[CheckResult], forbidden: list[ForbiddenResult],
     `pass_threshold` None: the trial passes iff every check with weight > 0 (and every gate)
     passed. `timed_out_after` (seconds): the agent ran out of time, said first
     in the reason of a trial that did not pass."""
-    total = sum(c.weight for c in checks)
-    composite = sum(c.weight * c.score for c in checks) / total if total > 0 else 0.0
+    total = sum(c["weight"] for c in checks)
+    composite = sum(c["weight"] * c["score"] for c in checks) / total if total > 0 else 0.0
     score = (_verdict(checks, forbidden, pass_threshold, error, composite) if not tampering
              else Score("fail", 0.0, "tampering: " + "; ".join(
                  f"{t['path']} ({t['change']})" for t in tampering)))
@@ -67,28 +70,28 @@ def reason(why: str, timed_out_after: float | None = None) -> str:
     return cut(first_line(why), REASON_LIMIT)
 
 
-def _verdict(checks: list[CheckResult], forbidden: list[ForbiddenResult],
+def _verdict(checks: list[CheckRecord], forbidden: list[ForbiddenRecord],
              pass_threshold: float | None, error: str | None, composite: float) -> Score:
     # The harness or a check could not do its job: the agent is neither credited nor blamed.
     if error:
         return Score("error", 0.0, error)
-    errored = [c for c in checks if c.error]
+    errored = [c for c in checks if c["error"]]
     if errored:
-        return Score("error", 0.0, f"check {errored[0].name} errored: {errored[0].error}")
+        return Score("error", 0.0, f"check {errored[0]['name']} errored: {errored[0]['error']}")
     # A gate is a hard requirement: when it did not pass, nothing else counts.
-    fired = [c for c in checks if c.gate and not c.passed]
+    fired = [c for c in checks if c["gate"] and not c["passed"]]
     if fired:
         return Score("fail", 0.0, f"gate failed: {_named(fired)}")
-    violated = [f for f in forbidden if f.violated]
+    violated = [f for f in forbidden if f["violated"]]
     if violated:
         return Score("fail", 0.0, "forbidden: " + "; ".join(
-            f"{f.rule}: {first_line(f.details)}" if f.details.strip() else f.rule for f in violated))
-    failed = [c for c in checks if not c.passed]
+            f"{f['rule']}: {first_line(f['details'])}" if f["details"].strip() else f["rule"] for f in violated))
+    failed = [c for c in checks if not c["passed"]]
     if pass_threshold is None:
         # No threshold: every check with weight > 0 must pass (a judge at 0.9 that passed
         # counts as passed); a weight-0 check is informational, shown but never the verdict
         # (gates were decided above, whatever their weight).
-        counted = [c for c in failed if c.weight > 0]
+        counted = [c for c in failed if c["weight"] > 0]
         return Score("pass", composite) if not counted else Score(
             "fail", composite, f"failed: {_named(counted)}")
     if composite + _EPS >= pass_threshold:
@@ -97,19 +100,19 @@ def _verdict(checks: list[CheckResult], forbidden: list[ForbiddenResult],
     return Score("fail", composite, f"{why}; failed: {_named(failed)}" if failed else why)
 
 
-def _named(checks: list[CheckResult]) -> str:
+def _named(checks: list[CheckRecord]) -> str:
     """`NAME: first line of its message` for each check, `; `-separated."""
-    return "; ".join(f"{c.name}: {first_line(c.message)}" if c.message.strip() else c.name
+    return "; ".join(f"{c['name']}: {first_line(c['message'])}" if c["message"].strip() else c["name"]
                      for c in checks)
 
 
-def aggregate_replicas(trials: list[TrialResult], how: str, pass_threshold: float | None) -> str:
+def aggregate_replicas(trials: list[TrialRecord], how: str, pass_threshold: float | None) -> str:
     """A task's verdict (pass | fail) from its trials under `replica_aggregation`.
 
     Errored trials count as not passed: an outage must not turn into a pass. `mean` without
     a pass_threshold (a trial then passes iff every check passed) needs at least half the
     trials to pass: the mean of their verdicts, 1 or 0, against one half."""
-    passed = sum(t.status == "pass" for t in trials)
+    passed = sum(t["status"] == "pass" for t in trials)
     n = len(trials)
     if n == 0:
         return "fail"
@@ -120,17 +123,17 @@ def aggregate_replicas(trials: list[TrialResult], how: str, pass_threshold: floa
     elif how == "mean" and pass_threshold is None:
         ok = passed * 2 >= n
     elif how == "mean":
-        mean = sum(t.composite_score for t in trials) / n
+        mean = sum(t["composite_score"] for t in trials) / n
         ok = pass_threshold is not None and mean + _EPS >= pass_threshold
     else:  # all
         ok = passed == n
     return "pass" if ok else "fail"
 
 
-def task_status(trials: list[TrialResult]) -> TaskStatus:
+def task_status(trials: list[TrialRecord]) -> TaskStatus:
     """error if any trial errored (its result can't be trusted); flaky if both passes and
     failures; otherwise pass or fail."""
-    statuses = {t.status for t in trials}
+    statuses = {t["status"] for t in trials}
     if "error" in statuses:
         return "error"
     if statuses == {"pass"}:
@@ -155,28 +158,28 @@ def threshold_met(pass_rate: float, threshold: float, tolerance: float) -> bool:
     return pass_rate * 100 + _EPS >= max(0.0, threshold - tolerance)
 
 
-def agent_label(trial: TrialResult, task: TaskDef | None) -> str:
+def agent_label(trial: TrialRecord, task: TaskDef | None) -> str:
     """The agent under test, as the models rows name it: the model for `llm`, else the agent
     type (`command:<program>` for a command agent)."""
-    if trial.model:
+    if trial["model"]:
         # An external agent type with a model: both matter ("claude-code:anthropic/…").
-        return trial.model if trial.agent in (None, "llm") else f"{trial.agent}:{trial.model}"
-    if trial.agent == "command" and task is not None and task.agent.command:
+        return trial["model"] if trial["agent"] in (None, "llm") else f"{trial['agent']}:{trial['model']}"
+    if trial["agent"] == "command" and task is not None and task.agent.command:
         program = task.agent.command.split()[0] if task.agent.command.split() else ""
         return f"command:{program.rsplit('/', 1)[-1]}" if program else "command"
-    return trial.agent or "unknown"
+    return trial["agent"] or "unknown"
 
 
-def usage(group: list[TrialResult]) -> Usage:
+def usage(group: list[TrialRecord]) -> Usage:
     """Turns, duration, tokens and cost of a group of trials: computed here only."""
     n = len(group) or 1
-    passed = sum(t.status == "pass" for t in group)
-    costs = [t.cost_usd for t in group if t.cost_usd is not None]
+    passed = sum(t["status"] == "pass" for t in group)
+    costs = [t["cost_usd"] for t in group if t["cost_usd"] is not None]
     cost = sum(costs) if costs else None  # what is known (an errored call may have none)
     return {
-        "avg_turns": sum(t.turns for t in group) / n,
-        "avg_duration_s": sum(t.duration_s for t in group) / n,
-        "tokens": {k: _known_sum([t.tokens.get(k) for t in group]) for k in ("input", "output")},
+        "avg_turns": sum(t["turns"] for t in group) / n,
+        "avg_duration_s": sum(t["duration_s"] for t in group) / n,
+        "tokens": {k: _known_sum([t["tokens"].get(k) for t in group]) for k in ("input", "output")},
         "cost_usd": cost,
         "cost_per_success": cost / passed if cost is not None and passed else None,
     }
@@ -205,18 +208,18 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 MAX_K = 10  # pass@k is reported for k = 1 .. min(trials, MAX_K)
 
 
-def _task_row(key: tuple[Any, ...], group: list[TrialResult], task: TaskDef | None) -> TaskRow:
+def _task_row(key: tuple[Any, ...], group: list[TrialRecord], task: TaskDef | None) -> TaskRow:
     task_id, agent, model, help_mode, _ = key
     how = task.replica_aggregation if task else "all"
-    n, ok = len(group), sum(t.status == "pass" for t in group)
+    n, ok = len(group), sum(t["status"] == "pass" for t in group)
     ks = range(1, min(n, MAX_K) + 1)
     return {
         "task_id": task_id, "model": model, "agent": agent, "help_mode": help_mode,
-        "params": dict(group[0].params), "status": task_status(group),
+        "params": dict(group[0]["params"]), "status": task_status(group),
         "verdict": aggregate_replicas(group, how, task.pass_threshold if task else None),
         "aggregation": how, "pass_rate": ok / n, "trials": n, "passed": ok,
-        "errored": sum(t.status == "error" for t in group),
-        "mean_score": sum(t.composite_score for t in group) / n,
+        "errored": sum(t["status"] == "error" for t in group),
+        "mean_score": sum(t["composite_score"] for t in group) / n,
         "category": task.category if task else None,
         "pass_at_k": {str(k): pass_at_k(n, ok, k) for k in ks},
         "pass_hat_k": {str(k): pass_hat_k(n, ok, k) for k in ks},
@@ -236,15 +239,15 @@ def _mean_k(rows: list[TaskRow]) -> tuple[dict[str, float], dict[str, float]]:
     return at, hat
 
 
-def _model_row(agent: str, group: list[TrialResult], by_id: dict[str, TaskDef]
+def _model_row(agent: str, group: list[TrialRecord], by_id: dict[str, TaskDef]
                ) -> tuple[ModelRow, bool]:
     """The row, and whether it missed a threshold that is enforced (behavior: error)."""
-    n, ok = len(group), sum(t.status == "pass" for t in group)
-    model = group[0].model
+    n, ok = len(group), sum(t["status"] == "pass" for t in group)
+    model = group[0]["model"]
     # Each suite's thresholds judge the row's trials of that suite, all together (SPEC §2).
-    by_source: dict[object, tuple[Thresholds, list[TrialResult]]] = {}
+    by_source: dict[object, tuple[Thresholds, list[TrialRecord]]] = {}
     for t in group:
-        task = by_id.get(t.task_id)
+        task = by_id.get(t["task_id"])
         if task is not None and (th := task.thresholds) is not None:
             by_source.setdefault(th.suite or id(th), (th, []))[1].append(t)
     threshold, met, enforced_miss = None, None, False
@@ -252,7 +255,7 @@ def _model_row(agent: str, group: list[TrialResult], by_id: dict[str, TaskDef]
         limit = threshold_for(model, th)
         if limit is None:
             continue
-        rate = sum(t.status == "pass" for t in trials) / len(trials)
+        rate = sum(t["status"] == "pass" for t in trials) / len(trials)
         ok_here = threshold_met(rate, limit, th.tolerance)
         met = ok_here if met is None else met and ok_here
         enforced_miss |= not ok_here and th.behavior == "error"
@@ -260,28 +263,28 @@ def _model_row(agent: str, group: list[TrialResult], by_id: dict[str, TaskDef]
     row: ModelRow = {
         "model": model, "agent": agent, "pass_rate": ok / n, "ci95": list(wilson(ok, n)),
         "threshold": threshold, "met": met, "trials": n, "passed": ok,
-        "errored": sum(t.status == "error" for t in group), **usage(group),
+        "errored": sum(t["status"] == "error" for t in group), **usage(group),
         "pass_at_k": {}, "pass_hat_k": {},  # from its tasks rows, in summarize
     }
     return row, enforced_miss
 
 
-def summarize(trials: list[TrialResult], tasks: Iterable[TaskDef]) -> Scored:
+def summarize(trials: list[TrialRecord], tasks: Iterable[TaskDef]) -> Scored:
     """The `summary`, `tasks` and `models` sections of results.json, and the exit code.
     Linear in trials + tasks."""
     by_id = {t.id: t for t in tasks}
     n = len(trials)
-    passed = sum(t.status == "pass" for t in trials)
-    failed = sum(t.status == "fail" for t in trials)
-    errored = sum(t.status == "error" for t in trials)
+    passed = sum(t["status"] == "pass" for t in trials)
+    failed = sum(t["status"] == "fail" for t in trials)
+    errored = sum(t["status"] == "error" for t in trials)
     summary: Summary = {"trials": n, "passed": passed, "failed": failed, "errored": errored,
                         "pass_rate": passed / n if n else 0.0}
-    by_task: dict[tuple[Any, ...], list[TrialResult]] = defaultdict(list)
-    by_agent: dict[str, list[TrialResult]] = defaultdict(list)
+    by_task: dict[tuple[Any, ...], list[TrialRecord]] = defaultdict(list)
+    by_agent: dict[str, list[TrialRecord]] = defaultdict(list)
     for t in trials:
-        agent = agent_label(t, by_id.get(t.task_id))
-        params = tuple(sorted((k, repr(v)) for k, v in t.params.items()))
-        by_task[(t.task_id, agent, t.model, t.help_mode, params)].append(t)
+        agent = agent_label(t, by_id.get(t["task_id"]))
+        params = tuple(sorted((k, repr(v)) for k, v in t["params"].items()))
+        by_task[(t["task_id"], agent, t["model"], t["help_mode"], params)].append(t)
         by_agent[agent].append(t)
     task_rows = [_task_row(k, g, by_id.get(k[0])) for k, g in by_task.items()]
     model_rows, enforced_miss = [], False
@@ -300,15 +303,15 @@ def summarize(trials: list[TrialResult], tasks: Iterable[TaskDef]) -> Scored:
             "help_modes": help_mode_effects(by_agent), "exit_code": exit_code}
 
 
-def help_mode_effects(by_agent: dict[str, list[TrialResult]]) -> list[HelpModeEffect]:
+def help_mode_effects(by_agent: dict[str, list[TrialRecord]]) -> list[HelpModeEffect]:
     """For each agent that ran under several help modes: each mode against the first (in
     the order met), over the tasks both ran — the answer to "does --help help?"."""
     out: list[HelpModeEffect] = []
     for agent, group in by_agent.items():
-        modes: dict[str, dict[str, list[TrialResult]]] = {}
+        modes: dict[str, dict[str, list[TrialRecord]]] = {}
         for t in group:
-            if t.help_mode is not None:
-                modes.setdefault(t.help_mode, {}).setdefault(t.task_id, []).append(t)
+            if t["help_mode"] is not None:
+                modes.setdefault(t["help_mode"], {}).setdefault(t["task_id"], []).append(t)
         if len(modes) < 2:
             continue
         base, *others = list(modes)
@@ -316,7 +319,7 @@ def help_mode_effects(by_agent: dict[str, list[TrialResult]]) -> list[HelpModeEf
             shared = modes[base].keys() & modes[other].keys()
             a = [t for task in shared for t in modes[base][task]]
             b = [t for task in shared for t in modes[other][task]]
-            pa, pb = sum(t.status == "pass" for t in a), sum(t.status == "pass" for t in b)
+            pa, pb = sum(t["status"] == "pass" for t in a), sum(t["status"] == "pass" for t in b)
             out.append({
                 "agent": agent, "mode_a": base, "mode_b": other,
                 "passed_a": pa, "trials_a": len(a), "passed_b": pb, "trials_b": len(b),

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from proctor.errors import UsageError
-from proctor.model import TrialResult
 from proctor.results import (
     InvalidRunFile,
     RunMeta,
     RunResults,
+    TrialRecord,
     parse_results,
     parse_run_meta,
+    trial_from_line,
 )
 from proctor.text import agent_model, agent_of
 
@@ -147,7 +148,7 @@ class RunStore:
         return read_run_meta(self.dir / "run.json")
 
     # results.jsonl -------------------------------------------------------------------------
-    def finished(self, *, repair: bool = True) -> dict[str, TrialResult]:
+    def finished(self, *, repair: bool = True) -> dict[str, TrialRecord]:
         """Every trial on disk that this run wrote, by id (a trial re-run later replaces the
         earlier line). A line cut short by a kill, or not signed by this run (forged,
         altered), is dropped and counted in `rejected`; with `repair` the file is rewritten
@@ -155,7 +156,7 @@ class RunStore:
         and every reader sees each trial once."""
         if not self.jsonl_path.exists():
             return {}
-        done: dict[str, TrialResult] = {}
+        done: dict[str, TrialRecord] = {}
         lines: dict[str, str] = {}  # id -> its last good line, in the order of first sight
         raw = self.jsonl_path.read_text(encoding="utf-8", errors="replace")
         self.rejected = 0
@@ -165,11 +166,11 @@ class RunStore:
                 if obj is None:
                     self.rejected += 1
                     continue
-                result = TrialResult.from_dict(obj)
+                result = trial_from_line(obj)
             except (ValueError, TypeError, KeyError):  # torn by a kill mid-write
                 continue
-            done[result.id] = result
-            lines[result.id] = line
+            done[result["id"]] = result
+            lines[result["id"]] = line
         good = list(lines.values())
         if repair and (len(good) != raw.count("\n") or (raw and not raw.endswith("\n"))):
             tmp = self.jsonl_path.with_suffix(".jsonl.tmp")
@@ -177,10 +178,10 @@ class RunStore:
             os.replace(tmp, self.jsonl_path)
         return done
 
-    def append(self, result: TrialResult) -> None:
+    def append(self, result: TrialRecord) -> None:
         if self._jsonl is None:
             self._jsonl = self.jsonl_path.open("a", encoding="utf-8")
-        obj = result.to_dict()
+        obj: Any = result  # written as it is: a record is its JSON form
         if not _plain_keys(obj):  # keys become strings first: sorted as a reader sorts them
             obj = json.loads(json.dumps(obj, default=str))
         body = _canonical(obj)

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from proctor.model import AgentDef, TaskDef, Thresholds, TrialResult
+from proctor.model import AgentDef, TaskDef, Thresholds
+from proctor.results import trial_from_line
 from proctor.scoring import summarize
 
 HOSTILE = (
@@ -57,7 +58,7 @@ def aggregate(trials: list[dict[str, Any]], thresholds: dict[str | None, float] 
                        command=None),
         checks=[], replica_aggregation=AGGREGATION.get(t["task_id"], "all"),
         thresholds=rules if thresholds and t.get("model") else None) for t in trials}
-    scored = summarize([TrialResult.from_dict(t) for t in trials], tasks.values())
+    scored = summarize([trial_from_line(t) for t in trials], tasks.values())
     return {"summary": scored["summary"], "trials": trials, "tasks": scored["tasks"],
             "models": scored["models"], "help_modes": scored["help_modes"],
             "exit_code": scored["exit_code"]}

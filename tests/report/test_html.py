@@ -257,10 +257,10 @@ def test_long_model_names_stay_distinct():
     assert names[b].endswith("20250929") and names["openai/gpt-4.1"] == "openai/gpt-4.1"
     trials = [{"id": f"t.{m}", "task_id": "t", "model": m, "status": "pass", "agent": "llm"}
               for m in (a, b)]
-    from proctor.model import TrialResult
+    from proctor.results import trial_from_line
     from proctor.scoring import summarize
 
-    scored = summarize([TrialResult.from_dict(t) for t in trials], [])
+    scored = summarize([trial_from_line(t) for t in trials], [])
     page = Page()
     page.feed(render_html({"run_id": "r", "trials": trials, **scored}))
     heads = [a.get("title") for a in page.find("th") if a.get("class") == "model"]
@@ -369,14 +369,14 @@ def test_effect_drawing_colours_a_clear_difference():
 
 
 def test_a_heat_map_of_many_tasks_shows_those_needing_a_look():
-    from proctor.model import TrialResult
     from proctor.report import html as html_mod
+    from proctor.results import trial_from_line
     from proctor.scoring import summarize
 
     trials = [{"id": f"t{i:04d}.r0", "task_id": f"t{i:04d}", "model": "m/x", "replica": 0,
                "params": {}, "status": "fail" if i >= 595 else "pass",
                "composite_score": 0.0 if i >= 595 else 1.0} for i in range(600)]
-    scored = summarize([TrialResult.from_dict(t) for t in trials], [])
+    scored = summarize([trial_from_line(t) for t in trials], [])
     out = html_mod.heat_map({"trials": trials, **scored})
     rows = re.findall(r'<tr><th scope="row">([^<]+)</th>', out)
     assert len(rows) == html_mod.MAX_HEAT_TASKS and rows[:5] == [f"t{i:04d}" for i in

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import io
 
-from proctor.model import TrialResult
 from proctor.report.progress import Progress
+from proctor.results import TrialRecord, new_trial
 
 
-def result(i: int, status: str = "pass", model: str | None = "m1") -> TrialResult:
-    return TrialResult(id=f"t{i}", task_id="t", model=model, help_mode=None, replica=i,
-                       params={}, status=status, composite_score=1.0)
+def result(i: int, status: str = "pass", model: str | None = "m1") -> TrialRecord:
+    return new_trial(id=f"t{i}", task_id="t", model=model, help_mode=None, replica=i,
+                     params={}, status=status, composite_score=1.0)
 
 
 def test_lines_without_a_terminal():

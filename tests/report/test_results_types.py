@@ -5,7 +5,6 @@ before the version existed, and refuses a malformed file with a usage error that
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -13,15 +12,20 @@ import jsonschema
 import pytest
 
 from proctor.errors import UsageError
-from proctor.model import CheckResult, ForbiddenResult, TrialResult
+from proctor.model import AgentDef, TaskDef
 from proctor.report.data import load_run
 from proctor.results import (
     SCHEMA_VERSION,
     CheckRecord,
-    ForbiddenRecord,
     TrialRecord,
+    new_check,
+    new_forbidden,
+    new_trial,
     parse_results,
+    trial_from_line,
 )
+from proctor.scoring import summarize
+from proctor.store import RunStore, write_json
 from tests.helpers.cli import Cli
 
 
@@ -50,11 +54,66 @@ def test_the_schema_says_what_a_trial_must_have():
         jsonschema.validate(bad, schema)
 
 
-def test_the_json_types_name_every_field_of_the_in_memory_ones():
-    # A field added to a dataclass and not to its JSON form would be written unchecked.
-    for record, cls in ((TrialRecord, TrialResult), (CheckRecord, CheckResult),
-                        (ForbiddenRecord, ForbiddenResult)):
-        assert set(record.__annotations__) == {f.name for f in dataclasses.fields(cls)}, cls
+GOLDEN = Path(__file__).parent / "data" / "records"
+
+
+def _records() -> list[TrialRecord]:
+    from tests.report.data.records.trials import TRIALS
+
+    return [new_trial(**{**t, "checks": [new_check(**c) for c in t.get("checks", [])],
+                         "forbidden": [new_forbidden(**f) for f in t.get("forbidden", [])]})
+            for t in TRIALS]
+
+
+def _written(trials: list[TrialRecord], path: Path) -> bytes:
+    tasks = [TaskDef(id=i, dialect="suite", source="s.yaml", base_dir=".", prompt="",
+                     agent=AgentDef(), checks=[]) for i in ("alpha", "beta", "gamma")]
+    scored = summarize(_records(), tasks)
+    write_json(path, {"schema_version": 1, "run_id": "golden", "summary": scored["summary"],
+                      "trials": trials, "tasks": scored["tasks"], "models": scored["models"],
+                      "help_modes": scored["help_modes"], "exit_code": scored["exit_code"]})
+    return path.read_bytes()
+
+
+def test_the_records_write_the_bytes_the_two_shapes_wrote(tmp_path: Path, monkeypatch):
+    # One record per trial, check and rule (proctor.results) writes results.json,
+    # results.jsonl and a resumed run's results.json byte for byte as the dataclasses and
+    # their to_dict did (the golden files: tests/report/data/records/trials.py says how).
+    trials = _records()
+    assert all(list(t) == list(TrialRecord.__annotations__) for t in trials)
+    assert _written(trials, tmp_path / "results.json") == (GOLDEN / "results.json").read_bytes()
+    monkeypatch.setenv("PROCTOR_HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / "keys").mkdir(parents=True)
+    (tmp_path / "home" / "keys" / "golden.key").write_bytes(b"k" * 32)
+    (tmp_path / "run").mkdir()
+    store = RunStore(tmp_path / "run", "golden")
+    for t in trials:
+        store.append(t)
+    store.close()
+    assert (tmp_path / "run" / "results.jsonl").read_bytes() == (
+        GOLDEN / "results.jsonl").read_bytes()
+    back = list(store.finished(repair=False).values())
+    assert _written(back, tmp_path / "resumed.json") == (GOLDEN / "resumed.json").read_bytes()
+
+
+def test_a_record_has_every_key_in_order_and_reads_back_older_lines():
+    made = new_trial(id="t.r0", task_id="t", status="pass")
+    assert list(made) == list(TrialRecord.__annotations__)
+    assert made["checks"] == [] and made["tokens"] == {"input": 0, "output": 0}
+    assert new_trial(id="u", task_id="u", status="pass")["checks"] is not made["checks"]
+    assert list(new_check(name="c", type="x", passed=True, score=1.0, weight=1.0, gate=False,
+                          message="")) == list(CheckRecord.__annotations__)
+    # A line from an older proctor (fewer keys), or a newer one (a key unknown here).
+    line = {"id": "t.r0", "task_id": "t", "status": "fail", "from_later": 1,
+            "checks": [{"name": "c", "type": "x", "passed": False, "score": 0.0,
+                        "weight": 1.0, "gate": False, "message": ""}],
+            "forbidden": [{"rule": "r", "violated": False}]}
+    back = trial_from_line(line)
+    assert list(back) == list(TrialRecord.__annotations__) and back["replica"] == 0
+    assert back["checks"][0]["error"] is None and back["forbidden"][0]["details"] == ""
+    for torn in ({"id": "t", "task_id": "t"}, {**line, "checks": [1]}):
+        with pytest.raises((KeyError, TypeError)):
+            trial_from_line(torn)
 
 
 def test_a_run_written_before_schema_version_and_unknown_keys_load(mixed_run: Path):

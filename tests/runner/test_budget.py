@@ -14,8 +14,9 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proctor.model import Limits, TrialResult
+from proctor.model import Limits
 from proctor.providers.budget import Budget
+from proctor.results import new_trial
 from proctor.run.execute import RunBudget
 from tests.helpers.cli import results
 
@@ -149,14 +150,14 @@ costs = st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 3.0]), min_size=0, m
 def test_a_run_budget_is_reached_exactly_when_the_recorded_cost_reaches_it(paid, max_cost):
     spend = RunBudget(max_cost, {})
     for i, c in enumerate(paid):
-        spend.record(TrialResult(id=f"t{i}", task_id="t", model=None, help_mode=None,
-                                 replica=0, params={}, status="pass", composite_score=1.0,
-                                 cost_usd=c))
+        spend.record(new_trial(id=f"t{i}", task_id="t", model=None, help_mode=None,
+                               replica=0, params={}, status="pass", composite_score=1.0,
+                               cost_usd=c))
         assert spend.reached() == (sum(paid[:i + 1]) >= max_cost)
     # a trial run again replaces its cost, never adds to it
     if paid:
-        spend.record(TrialResult(id="t0", task_id="t", model=None, help_mode=None, replica=0,
-                                 params={}, status="pass", composite_score=1.0, cost_usd=0.0))
+        spend.record(new_trial(id="t0", task_id="t", model=None, help_mode=None, replica=0,
+                               params={}, status="pass", composite_score=1.0, cost_usd=0.0))
         assert spend.reached() == (sum(paid[1:]) >= max_cost)
     assert not RunBudget(None, {}).reached()
 

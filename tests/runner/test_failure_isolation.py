@@ -60,7 +60,7 @@ def test_a_result_the_store_cannot_hold_is_stored_as_an_error(tmp_path, monkeypa
     real = RunStore.append
 
     def append(store, result):
-        if result.task_id == "b" and result.status != "error":
+        if result["task_id"] == "b" and result["status"] != "error":
             raise ValueError("cannot hold this")
         real(store, result)
 
@@ -80,19 +80,19 @@ def test_error_result_names_the_cause():
     t = Trial(id="x.r0", task_id="x", model=None, help_mode=None, params={}, replica=0,
               agent="oracle")
     r = trial_mod.error_result(t, SimpleNamespace(category=None), "boom \udcff")
-    assert r.status == "error" and r.error == "boom \\xff"
+    assert r["status"] == "error" and r["error"] == "boom \\xff"
 
 
 def test_the_store_signs_and_reads_back_a_name_that_is_not_utf8(tmp_path, monkeypatch):
-    from proctor.model import TrialResult
+    from proctor.results import new_trial
     from proctor.store import RunStore
 
     monkeypatch.setenv("PROCTOR_HOME", str(tmp_path / "home"))
     store = RunStore.create(str(tmp_path / "run"))
     name = "file_writes_outside: created bad\udcff\udcfe"
-    store.append(TrialResult(id="t.r0", task_id="t", model=None, help_mode=None, replica=0,
-                             params={}, status="fail", composite_score=0.0, error=name))
+    store.append(new_trial(id="t.r0", task_id="t", model=None, help_mode=None, replica=0,
+                           params={}, status="fail", composite_score=0.0, error=name))
     store.close()
     assert (tmp_path / "run" / "results.jsonl").read_bytes().isascii()
     [back] = RunStore(store.dir, store.run_id).finished().values()
-    assert back.error == name
+    assert back["error"] == name

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from proctor.model import AgentDef, CheckResult, ForbiddenResult, TaskDef, Thresholds, TrialResult
+from proctor.model import AgentDef, TaskDef, Thresholds
+from proctor.results import new_check, new_forbidden, new_trial
 from proctor.scoring import aggregate_replicas, score_trial, summarize, task_status
 
 
 def check(name, passed, weight=1.0, gate=False, score=None, error=None):
-    return CheckResult(name=name, type="x", passed=passed,
-                       score=score if score is not None else float(passed), weight=weight,
-                       gate=gate, message="", error=error)
+    return new_check(name=name, type="x", passed=passed,
+                     score=score if score is not None else float(passed), weight=weight,
+                     gate=gate, message="", error=error)
 
 
 def trial(status, score=None, task="t", model=None, replica=0, cost=None):
-    return TrialResult(id=f"{task}.{model}.r{replica}", task_id=task, model=model, help_mode=None,
-                       replica=replica, params={}, status=status,
-                       composite_score=score if score is not None else float(status == "pass"),
-                       cost_usd=cost)
+    return new_trial(id=f"{task}.{model}.r{replica}", task_id=task, model=model, help_mode=None,
+                     replica=replica, params={}, status=status,
+                     composite_score=score if score is not None else float(status == "pass"),
+                     cost_usd=cost)
 
 
 def task_def(id="t", **kw):
@@ -52,7 +53,7 @@ def test_gate_with_continuous_score_that_passed_does_not_fire():
 
 
 def test_forbidden_violation_forces_zero_and_fail():
-    s = score_trial([check("a", True)], [ForbiddenResult("http_except", True, "x")], 0.0)
+    s = score_trial([check("a", True)], [new_forbidden(rule="http_except", violated=True, details="x")], 0.0)
     assert (s.status, s.composite) == ("fail", 0.0)
 
 
@@ -74,15 +75,15 @@ def test_without_a_pass_threshold_every_invariant_must_pass():
               check("style", True, weight=5)]
     s = score_trial(judged, [], None)
     assert (s.status, s.reason) == ("pass", None) and s.composite == pytest.approx(6.9 / 7)
-    judged[1] = CheckResult(name="judge", type="llm_as_judge", passed=False, score=0.4,
-                            weight=1.0, gate=False, message="score 0.40 < 0.5\nthe reply was rude")
+    judged[1] = new_check(name="judge", type="llm_as_judge", passed=False, score=0.4,
+                          weight=1.0, gate=False, message="score 0.40 < 0.5\nthe reply was rude")
     s = score_trial(judged, [], None)
     assert (s.status, s.reason) == ("fail", "failed: judge: score 0.40 < 0.5")
 
 
 def test_every_failed_or_errored_trial_says_why_in_one_line():
-    failed = CheckResult(name="exit_code#0", type="exit_code", passed=False, score=0.0,
-                         weight=1.0, gate=False, message="the last command exited with 2\n…")
+    failed = new_check(name="exit_code#0", type="exit_code", passed=False, score=0.0,
+                       weight=1.0, gate=False, message="the last command exited with 2\n…")
     assert score_trial([failed], [], None).reason == (
         "failed: exit_code#0: the last command exited with 2")
     assert score_trial([check("a", True, 0.3), check("b", False, 0.7)], [], 0.5).reason == (
@@ -90,7 +91,7 @@ def test_every_failed_or_errored_trial_says_why_in_one_line():
     assert score_trial([check("j", True, score=0.6)], [], 0.85).reason == (
         "composite 0.60 < pass_threshold 0.85")
     assert score_trial([check("must", False, gate=True)], [], None).reason == "gate failed: must"
-    assert score_trial([check("a", True)], [ForbiddenResult("http_except", True, "POST x\ny")],
+    assert score_trial([check("a", True)], [new_forbidden(rule="http_except", violated=True, details="POST x\ny")],
                        None).reason == "forbidden: http_except: POST x"
     s = score_trial([check("a", True)], [], None, error="agent error: the model endpoint "
                     "failed: HTTP 500\n{body}")
@@ -195,7 +196,7 @@ def test_unknown_tokens_stay_unknown_in_every_row():
     say so (null, `–` in reports) rather than 0; known counts are summed past unknown ones."""
     unknown = [trial("pass", replica=r) for r in range(2)]
     for t in unknown:
-        t.tokens = {"input": None, "output": None}
+        t["tokens"] = {"input": None, "output": None}
     out = summarize(unknown, [task_def()])
     assert out["models"][0]["tokens"] == {"input": None, "output": None}
     assert out["tasks"][0]["tokens"] == {"input": None, "output": None}
@@ -207,9 +208,9 @@ def test_unknown_tokens_stay_unknown_in_every_row():
 
 def test_the_default_threshold_applies_to_rows_without_a_model():
     th = Thresholds(default=60)
-    oracle = [TrialResult(id=f"t.r{i}", task_id="t", model=None, help_mode=None, replica=i,
-                          params={}, status="pass" if i else "fail", composite_score=1.0,
-                          agent="oracle") for i in range(2)]
+    oracle = [new_trial(id=f"t.r{i}", task_id="t", model=None, help_mode=None, replica=i,
+                        params={}, status="pass" if i else "fail", composite_score=1.0,
+                        agent="oracle") for i in range(2)]
     out = summarize(oracle, [_suite_task(th)])
     [row] = out["models"]
     assert (row["agent"], row["threshold"], row["met"]) == ("oracle", 60, False)
@@ -246,9 +247,9 @@ def test_each_suites_thresholds_judge_its_own_tasks():
 
 
 def test_rows_are_split_by_help_mode_and_params():
-    ts = [TrialResult(id=f"t.{m}.r{i}", task_id="t", model="x", help_mode=m, replica=i,
-                      params={"db": d}, status="pass" if m == "injected" else "fail",
-                      composite_score=1.0) for m in ("injected", "none") for d in ("pg", "my")
+    ts = [new_trial(id=f"t.{m}.r{i}", task_id="t", model="x", help_mode=m, replica=i,
+                    params={"db": d}, status="pass" if m == "injected" else "fail",
+                    composite_score=1.0) for m in ("injected", "none") for d in ("pg", "my")
           for i in range(2)]
     rows = summarize(ts, [task_def()])["tasks"]
     assert len(rows) == 4 and {r["status"] for r in rows} == {"pass", "fail"}  # never "flaky"
@@ -267,9 +268,9 @@ def test_pass_at_k_is_the_unbiased_estimate():
 
 
 def test_help_mode_effect_per_agent():
-    ts = [TrialResult(id=f"{t}.{m}.r{i}", task_id=t, model="x", help_mode=m, replica=i,
-                      params={}, status="pass" if m == "injected" or i == 0 else "fail",
-                      composite_score=1.0)
+    ts = [new_trial(id=f"{t}.{m}.r{i}", task_id=t, model="x", help_mode=m, replica=i,
+                    params={}, status="pass" if m == "injected" or i == 0 else "fail",
+                    composite_score=1.0)
           for t in ("a", "b") for m in ("injected", "none") for i in range(5)]
     [effect] = summarize(ts, [task_def("a"), task_def("b")])["help_modes"]
     assert (effect["mode_a"], effect["mode_b"]) == ("injected", "none")

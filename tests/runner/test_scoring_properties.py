@@ -17,7 +17,8 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proctor.model import AgentDef, CheckResult, ForbiddenResult, TaskDef, Thresholds, TrialResult
+from proctor.model import AgentDef, TaskDef, Thresholds
+from proctor.results import CheckRecord, ForbiddenRecord, TrialRecord, new_check, new_trial
 from proctor.scoring import aggregate_replicas, pass_at_k, pass_hat_k, score_trial, summarize
 
 settings.register_profile("proctor", max_examples=100, deadline=None)
@@ -30,45 +31,45 @@ scores = st.sampled_from([0.0, 0.25, 0.5, 0.6, 0.7, 0.85, 0.9, 1.0])
 
 
 @st.composite
-def checks(draw) -> list[CheckResult]:
+def checks(draw) -> list[CheckRecord]:
     n = draw(st.integers(1, 6))
     out = []
     for i in range(n):
         score = draw(scores)
         # A check passes at score 1, fails at 0; in between it may do either (a judge).
         passed = score == 1.0 or (score > 0 and draw(st.booleans()))
-        out.append(CheckResult(name=f"c{i}", type="x", passed=passed, score=score,
-                               weight=draw(weights), gate=draw(st.booleans()), message=f"m{i}",
-                               error="boom" if draw(st.integers(0, 15)) == 0 else None))
-    if sum(c.weight for c in out) == 0:
+        out.append(new_check(name=f"c{i}", type="x", passed=passed, score=score,
+                             weight=draw(weights), gate=draw(st.booleans()), message=f"m{i}",
+                             error="boom" if draw(st.integers(0, 15)) == 0 else None))
+    if sum(c["weight"] for c in out) == 0:
         out[0].weight = 1.0  # SPEC: at least one weight > 0
     return out
 
 
-forbidden_lists = st.lists(st.builds(ForbiddenResult, rule=st.sampled_from(
+forbidden_lists = st.lists(st.builds(ForbiddenRecord, rule=st.sampled_from(
     ["file_writes_outside", "http_except", "secrets_in_logs", "db_writes_outside"]),
     violated=st.booleans(), details=st.just("d")), max_size=3)
 thresholds_ = st.one_of(st.none(), st.sampled_from([0.0, 0.5, 0.7, 0.85, 0.9, 1.0]))
 
 
-def spec_composite(cs: list[CheckResult]) -> Fraction:
+def spec_composite(cs: list[CheckRecord]) -> Fraction:
     """composite = Σ weight·score / Σ weight"""
-    total = sum(Fraction(c.weight) for c in cs)
-    return sum(Fraction(c.weight) * Fraction(c.score) for c in cs) / total
+    total = sum(Fraction(c["weight"]) for c in cs)
+    return sum(Fraction(c["weight"]) * Fraction(c["score"]) for c in cs) / total
 
 
 def spec_status(cs, forbidden, pass_threshold) -> tuple[str, Fraction] | None:
     """SPEC §3 Scoring, as written; None where float rounding decides."""
-    if any(c.error for c in cs):
+    if any(c["error"] for c in cs):
         return "error", Fraction(0)
-    if any(c.gate and not c.passed for c in cs):
+    if any(c["gate"] and not c["passed"] for c in cs):
         return "fail", Fraction(0)
     if any(f.violated for f in forbidden):
         return "fail", Fraction(0)
     composite = spec_composite(cs)
     if pass_threshold is None:
         # every invariant with weight > 0 (gates were decided above): weight 0 informs
-        return ("pass" if all(c.passed for c in cs if c.weight > 0) else "fail"), composite
+        return ("pass" if all(c["passed"] for c in cs if c["weight"] > 0) else "fail"), composite
     if abs(composite - Fraction(pass_threshold)) < BAND:
         return None
     return ("pass" if composite >= Fraction(pass_threshold) else "fail"), composite
@@ -88,8 +89,8 @@ def test_a_trials_status_and_composite_follow_spec(cs, forbidden, pass_threshold
     assert (got.reason is None) == (status == "pass")
     if got.reason is not None:
         assert "\n" not in got.reason and got.reason.strip()
-    if status == "fail" and any(c.gate and not c.passed for c in cs) and not any(
-            c.error for c in cs):
+    if status == "fail" and any(c["gate"] and not c["passed"] for c in cs) and not any(
+            c["error"] for c in cs):
         assert got.reason.startswith("gate failed: ")
 
 
@@ -106,20 +107,20 @@ statuses = st.sampled_from(["pass", "fail", "error"])
 
 
 @st.composite
-def replicas(draw) -> list[TrialResult]:
+def replicas(draw) -> list[TrialRecord]:
     out = []
     for i in range(draw(st.integers(1, 9))):
         status = draw(statuses)
         score = 0.0 if status == "error" else draw(scores)
-        out.append(TrialResult(id=f"t.r{i}", task_id="t", model="m", help_mode=None,
-                               replica=i, params={}, status=status, composite_score=score))
+        out.append(new_trial(id=f"t.r{i}", task_id="t", model="m", help_mode=None,
+                             replica=i, params={}, status=status, composite_score=score))
     return out
 
 
 def spec_aggregate(trials, how, pass_threshold) -> str | None:
     """SPEC §3: all (every replica passes), any, majority (more than half), mean (mean
     composite ≥ pass_threshold; without one, docs/scoring.md: at least half pass)."""
-    n, passed = len(trials), sum(t.status == "pass" for t in trials)
+    n, passed = len(trials), sum(t["status"] == "pass" for t in trials)
     if how == "all":
         ok = passed == n
     elif how == "any":
@@ -129,7 +130,7 @@ def spec_aggregate(trials, how, pass_threshold) -> str | None:
     elif pass_threshold is None:
         ok = Fraction(passed) >= Fraction(n, 2)
     else:
-        mean = sum(Fraction(t.composite_score) for t in trials) / n
+        mean = sum(Fraction(t["composite_score"]) for t in trials) / n
         if abs(mean - Fraction(pass_threshold)) < BAND:
             return None
         ok = mean >= Fraction(pass_threshold)
@@ -151,7 +152,7 @@ def task(id="t", thresholds=None, **kw):
 @given(replicas(), st.sampled_from(["all", "any", "majority", "mean"]), thresholds_)
 def test_a_tasks_row_status_is_flaky_only_when_identical_trials_disagree(trials, how, pt):
     [row] = summarize(trials, [task(replica_aggregation=how, pass_threshold=pt)])["tasks"]
-    kinds = {t.status for t in trials}
+    kinds = {t["status"] for t in trials}
     expected = ("error" if "error" in kinds else "pass" if kinds == {"pass"}
                 else "fail" if kinds == {"fail"} else "flaky")
     assert row["status"] == expected
@@ -184,7 +185,7 @@ MODELS = ("m1", "m2", "m3")
 
 
 @st.composite
-def suites(draw) -> tuple[list[TaskDef], list[TrialResult]]:
+def suites(draw) -> tuple[list[TaskDef], list[TrialRecord]]:
     """One or two suites (each its own thresholds, or none), each with a few tasks; trials
     of every task for some models."""
     tasks, trials = [], []
@@ -205,9 +206,9 @@ def suites(draw) -> tuple[list[TaskDef], list[TrialResult]]:
     for td in tasks:
         for m in models:
             for r in range(draw(st.integers(1, 4))):
-                trials.append(TrialResult(id=f"{td.id}.{m}.r{r}", task_id=td.id, model=m,
-                                          help_mode=None, replica=r, params={},
-                                          status=draw(statuses), composite_score=0.0))
+                trials.append(new_trial(id=f"{td.id}.{m}.r{r}", task_id=td.id, model=m,
+                                        help_mode=None, replica=r, params={},
+                                        status=draw(statuses), composite_score=0.0))
     return tasks, trials
 
 
@@ -219,18 +220,18 @@ def spec_thresholds(tasks, trials):
     by_id = {t.id: t for t in tasks}
     per = defaultdict(lambda: defaultdict(list))  # model -> suite -> trials
     for t in trials:
-        th = by_id[t.task_id].thresholds
+        th = by_id[t["task_id"]].thresholds
         if th is not None:
-            per[t.model][th.suite].append(t)
+            per[t["model"]][th.suite].append(t)
     met, missed_error, any_threshold = {}, False, False
-    for model in {t.model for t in trials}:
+    for model in {t["model"] for t in trials}:
         verdicts = []
         for group in per[model].values():
-            th = by_id[group[0].task_id].thresholds
+            th = by_id[group[0]["task_id"]].thresholds
             limit = th.models.get(model, th.default)
             if limit is None:
                 continue
-            rate = Fraction(sum(t.status == "pass" for t in group), len(group))
+            rate = Fraction(sum(t["status"] == "pass" for t in group), len(group))
             ok = rate * 100 >= max(Fraction(0), Fraction(limit) - Fraction(th.tolerance))
             verdicts.append(ok)
             missed_error |= not ok and th.behavior == "error"
@@ -239,7 +240,7 @@ def spec_thresholds(tasks, trials):
     if any_threshold:
         code = 1 if missed_error else 0
     else:
-        code = 0 if all(t.status == "pass" for t in trials) else 1
+        code = 0 if all(t["status"] == "pass" for t in trials) else 1
     return met, code
 
 

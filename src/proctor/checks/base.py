@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from proctor.model import CheckOutcome, CommandRecord, RunOptions, TaskDef, Trial, TrialResult
+from proctor.model import CheckOutcome, CommandRecord, RunOptions, TaskDef, Trial
 from proctor.providers.base import ToolCall
+from proctor.results import TrialRecord
 from proctor.text import cut
 
 __all__ = ["CheckConfig", "CheckContext", "CheckType", "Evaluate", "Spent", "ToolCall", "cut"]
@@ -67,10 +68,10 @@ class Spent:
     duration_s: float = 0.0  # the agent's wall time, from its start to its end
 
     @classmethod
-    def of(cls, result: TrialResult, agent_s: float) -> Spent:
+    def of(cls, result: TrialRecord, agent_s: float) -> Spent:
         """The trial's figures so far (every step's), with the agent's wall time."""
-        return cls(turns=result.turns, tokens_in=result.tokens.get("input"),
-                   tokens_out=result.tokens.get("output"), cost_usd=result.cost_usd,
+        return cls(turns=result["turns"], tokens_in=result["tokens"].get("input"),
+                   tokens_out=result["tokens"].get("output"), cost_usd=result["cost_usd"],
                    duration_s=round(agent_s, 4))
 
 

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from proctor.registry import Registry
 
 if TYPE_CHECKING:  # the CLI reads EXECUTORS' names at start-up: nothing more is imported
-    from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+    from proctor.model import RunOptions, TaskDef, Trial
+    from proctor.results import TrialRecord
     from proctor.trial.context import RunContext
 
 
@@ -60,7 +61,7 @@ class Executor(Protocol):
         if it fails."""
         ...
 
-    async def run(self, trial: Trial, task: TaskDef) -> TrialResult:
+    async def run(self, trial: Trial, task: TaskDef) -> TrialRecord:
         """One trial's result; an exception becomes its `error` result (result_of_failure)."""
         ...
 
@@ -99,19 +100,19 @@ def with_failures(message: str, failures: Sequence[str]) -> str:
     return message + (" — " + "; ".join(failures[-3:]) if failures else "")
 
 
-def infra_error(result: TrialResult) -> bool:
+def infra_error(result: TrialRecord) -> bool:
     """Whether a stored result is an InfrastructureError's (read back from results.jsonl)."""
-    return result.status == "error" and (result.error or "").startswith(INFRA_ERROR)
+    return result["status"] == "error" and (result["error"] or "").startswith(INFRA_ERROR)
 
 
-def result_of_failure(trial: Trial, task: TaskDef, e: BaseException) -> TrialResult:
+def result_of_failure(trial: Trial, task: TaskDef, e: BaseException) -> TrialRecord:
     """The `error` result of a trial its executor could not run: an InfrastructureError as
     it says (to be run again on resume); anything else is proctor's own failure."""
     from proctor.trial.trial import error_result
 
     if isinstance(e, InfrastructureError):
         result = error_result(trial, task, str(e))
-        result.node = e.node or result.node
+        result["node"] = e.node or result["node"]
         return result
     return error_result(trial, task, f"internal error: {e!r}")
 

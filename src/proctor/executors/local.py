@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from proctor.executors import Launch, close_run, open_run
-from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+from proctor.model import RunOptions, TaskDef, Trial
+from proctor.results import TrialRecord
 from proctor.services.lifecycle import start_services
 from proctor.trial.context import RunContext
 from proctor.trial.trial import run_trial
@@ -40,7 +41,7 @@ class LocalExecutor:
             raise
         return executor
 
-    async def run(self, trial: Trial, task: TaskDef) -> TrialResult:
+    async def run(self, trial: Trial, task: TaskDef) -> TrialRecord:
         return await run_trial(trial, task, self.context)
 
     async def rate_limits(self) -> dict[str, Any]:

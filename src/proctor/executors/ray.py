@@ -28,7 +28,8 @@ from typing import Any
 
 from proctor.executors import InfrastructureError, Launch, with_failures
 from proctor.executors.ray_connect import settings
-from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+from proctor.model import RunOptions, TaskDef, Trial
+from proctor.results import TrialRecord
 from proctor.trial.trial import error_result
 
 # A node takes trials only once its actor answers: a node Ray has not yet noticed is dead
@@ -296,7 +297,7 @@ class RayExecutor:
 
     # Trials ----------------------------------------------------------------------------------
 
-    async def run(self, trial: Trial, task: TaskDef) -> TrialResult:
+    async def run(self, trial: Trial, task: TaskDef) -> TrialRecord:
         cpus = float(task.resources.get("cpu") or 1)
         memory = float(task.resources.get("memory_bytes") or 0)
         failures: list[str] = []
@@ -313,7 +314,7 @@ class RayExecutor:
                 if why:  # the same for each trial of the task on this node, not retried
                     reuse = True
                     return error_result(trial, task, why)
-                result: TrialResult
+                result: TrialRecord
                 result, sizes, inline = await actor.run.remote(trial)
                 await self._fetch(actor, trial.id, sizes, inline)
                 reuse = True

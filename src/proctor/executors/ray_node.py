@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from proctor import proc
-from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+from proctor.model import RunOptions, TaskDef, Trial
 from proctor.proc import RUN_ID_VAR
+from proctor.results import TrialRecord
 
 CHUNK = 1 << 20  # bytes per pull of a trace / audit / workdir: bounds the head's memory
 KEEP_ARCHIVE = "workdir.tar"  # --keep: the trial's sandbox, shipped as one tar
@@ -83,11 +84,11 @@ class NodeRunner:
 
     # One trial ------------------------------------------------------------------------------
 
-    def run(self, trial: Trial) -> tuple[TrialResult, dict[str, int], dict[str, bytes]]:
+    def run(self, trial: Trial) -> tuple[TrialRecord, dict[str, int], dict[str, bytes]]:
         """Run a trial here; its result, its files' sizes, and the files themselves when
         they are small enough to come in the reply."""
         result = asyncio.run_coroutine_threadsafe(_Work(self)._run(trial), self.loop).result()
-        result.node = self.node
+        result["node"] = self.node
         out = self._out(trial.id)
         # Relative paths: a check may keep files in a directory of its own (`verifier/`).
         sizes = {str(p.relative_to(out)): p.stat().st_size for p in sorted(out.rglob("*"))
@@ -160,7 +161,7 @@ class _Work:
     def __init__(self, runner: NodeRunner):
         self.r = runner
 
-    async def _run(self, trial: Trial) -> TrialResult:
+    async def _run(self, trial: Trial) -> TrialRecord:
         from proctor.executors import open_run
         from proctor.trial.trial import error_result, run_trial
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from proctor.errors import UsageError
-from proctor.model import TrialResult
 from proctor.report.collector import collector_paused
 from proctor.results import (
     CheckRecord,
@@ -25,6 +24,7 @@ from proctor.results import (
     Summary,
     TrialRecord,
     load_results,
+    trial_from_line,
 )
 from proctor.scoring import summarize as score
 from proctor.stats import wilson
@@ -406,7 +406,7 @@ def _scored(results: RunResults) -> dict[str, Any]:
         return {"tasks": results.get("tasks") or [], "models": results.get("models") or []}
     cache = cast(dict[str, Any], results)  # kept in the dict: it goes when the run does
     if "_scored" not in cache:
-        trials = [TrialResult.from_dict(t) for t in results["trials"]]
+        trials = [trial_from_line(t) for t in results["trials"]]
         cache["_scored"] = score(trials, [])
     scored: dict[str, Any] = cache["_scored"]
     return scored

@@ -145,7 +145,7 @@ class RunSender:
         self.thread.start()
 
     def trial_done(self, result: Any) -> None:
-        """A finished trial (a TrialResult, or its dict): queued, never waited for."""
+        """A finished trial (its TrialRecord): queued, never waited for."""
         self.queue.put(("trial", result))
 
     def finish(self, results: RunResults, wait_s: float = 2 * TIMEOUT_S) -> None:
@@ -184,7 +184,7 @@ class RunSender:
                 kind, what = item
                 try:
                     if kind == "trial":
-                        trial = what.to_dict() if hasattr(what, "to_dict") else what
+                        trial = what
                         trace = otel.read_trace(self.run_dir, str(trial.get("id")))
                         self.windows.append(otel._window(trial, trace))
                         spans += otel.trial_spans(self.run_id, trial, trace)

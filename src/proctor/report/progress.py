@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from proctor.model import TrialResult
 from proctor.report.labels import short_labels
+from proctor.results import TrialRecord
 from proctor.text import agent_model
 
 LINE_EVERY_S = 10.0  # without a terminal: at most this long between lines
@@ -79,14 +79,14 @@ class Progress:
             t.start_time = self.t0
         self.bar.start()
 
-    def advance(self, result: TrialResult) -> None:
+    def advance(self, result: TrialRecord) -> None:
         self.done += 1
-        self.counts[result.status] += 1
+        self.counts[result["status"]] += 1
         # In the little room of a progress line the built-in loop's trials go by their
         # model alone; any other agent is named with it (`codex · mock/x`, `oracle`).
-        label = (result.model if result.model and result.agent in (None, "llm")
-                 else agent_model(result.agent, result.model))
-        self.by_model.setdefault(label, Counter())[result.status] += 1
+        label = (result["model"] if result["model"] and result["agent"] in (None, "llm")
+                 else agent_model(result["agent"], result["model"]))
+        self.by_model.setdefault(label, Counter())[result["status"]] += 1
         if self.bar is not None:
             self.bar.models = self.models_text()
             self.bar.update(self.task, advance=1, counts=self._counts(markup=True))
@@ -98,7 +98,7 @@ class Progress:
                 self.next_fraction = self.done + max(1, int(self.total * LINE_EVERY_FRACTION))
                 line = self.line(now)
                 if self.kind.each:  # which one, and how it went
-                    line += f" · {_which(result)}: {self.words.get(result.status, result.status)}"
+                    line += f" · {_which(result)}: {self.words.get(result['status'], result['status'])}"
                 print(line, file=self.stream, flush=True)
 
     def line(self, now: float | None = None) -> str:
@@ -140,12 +140,12 @@ class Progress:
             self.bar.stop()
 
 
-def _which(result: TrialResult) -> str:
+def _which(result: TrialRecord) -> str:
     """The trial's task, and its attack when it is one (`fix-the-bug × trojan-shell`)."""
     from proctor.agents.attacks import PARAM
 
-    attack = (result.params or {}).get(PARAM) if result.agent == "attack" else None
-    return f"{result.task_id} × {attack}" if attack else result.task_id
+    attack = (result["params"] or {}).get(PARAM) if result["agent"] == "attack" else None
+    return f"{result['task_id']} × {attack}" if attack else result["task_id"]
 
 
 def _make_bar(*columns: Any, **kw: Any) -> Any:

@@ -14,10 +14,10 @@ import gc
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from proctor.executors import EXECUTORS, Executor, Launch, infra_error, result_of_failure
-from proctor.model import RunOptions, TaskDef, Trial, TrialResult
+from proctor.model import RunOptions, TaskDef, Trial
 from proctor.plan import unprompted_notes
 from proctor.proc import use_fast_child_watcher
 from proctor.report import write_reports
@@ -40,7 +40,7 @@ def run_planned(planned: Planned) -> RunResults:
     # so are, with --retry-errors, the errors of the kinds it names.
     retry = set(options.retry_errors)
     todo = [t for t in planned.trials if t.id not in done or infra_error(done[t.id])
-            or (done[t.id].status == "error" and done[t.id].error_kind in retry)]
+            or (done[t.id]["status"] == "error" and done[t.id]["error_kind"] in retry)]
     indexed = options.purpose != "check"  # `proctor check`'s scratch runs are no history
     if indexed:
         index_run(store.run_id, store.dir, started_at=planned.meta["started_at"],
@@ -96,8 +96,8 @@ def _otlp_sender(planned: Planned) -> Any:
     return RunSender(planned.options.otlp_endpoint, planned.store.dir, planned.meta)
 
 
-def _each(*calls: Callable[[TrialResult], None]) -> Callable[[TrialResult], None]:
-    def call(result: TrialResult) -> None:
+def _each(*calls: Callable[[TrialRecord], None]) -> Callable[[TrialRecord], None]:
+    def call(result: TrialRecord) -> None:
         for c in calls:
             c(result)
     return call
@@ -107,19 +107,19 @@ class RunBudget:
     """--max-cost: the run's recorded cost (its stored trials' and each trial's as it ends)
     against its budget. Once reached, no trial starts; the ones running finish."""
 
-    def __init__(self, max_cost: float | None, kept: dict[str, TrialResult]):
+    def __init__(self, max_cost: float | None, kept: dict[str, TrialRecord]):
         self.max_cost = max_cost
-        self.costs = {k: r.cost_usd or 0.0 for k, r in kept.items()}
+        self.costs = {k: r["cost_usd"] or 0.0 for k, r in kept.items()}
 
-    def record(self, result: TrialResult) -> None:
-        self.costs[result.id] = result.cost_usd or 0.0  # a re-run replaces its earlier cost
+    def record(self, result: TrialRecord) -> None:
+        self.costs[result["id"]] = result["cost_usd"] or 0.0  # a re-run replaces its earlier cost
 
     def reached(self) -> bool:
         return self.max_cost is not None and sum(self.costs.values()) >= self.max_cost - 1e-12
 
 
 async def _execute(trials: list[Trial], planned: Planned,
-                   on_result: Callable[[TrialResult], None],
+                   on_result: Callable[[TrialRecord], None],
                    spend: RunBudget | None = None,
                    rate_limit: dict[str, Any] | None = None) -> None:
     """Run the trials, `workers` at once; `rate_limit` receives what the model-call limiter
@@ -179,8 +179,8 @@ async def _execute(trials: list[Trial], planned: Planned,
             await executor.close()
 
 
-def _store(store: RunStore, result: TrialResult, trial: Trial, task: TaskDef,
-           on_result: Callable[[TrialResult], None]) -> None:
+def _store(store: RunStore, result: TrialRecord, trial: Trial, task: TaskDef,
+           on_result: Callable[[TrialRecord], None]) -> None:
     """Append a finished trial; if that fails (a result the store cannot hold), the trial is
     stored as `error` with the cause, and the run goes on."""
     try:
@@ -197,7 +197,7 @@ def _store(store: RunStore, result: TrialResult, trial: Trial, task: TaskDef,
         print(f"proctor: could not report trial {trial.id}: {e!r}", file=sys.stderr)
 
 
-def build_results(planned: Planned, finished: dict[str, TrialResult],
+def build_results(planned: Planned, finished: dict[str, TrialRecord],
                   interrupted: bool = False, max_cost: float | None = None,
                   rate_limit: dict[str, Any] | None = None) -> RunResults:
     trials = [finished[t.id] for t in planned.trials if t.id in finished]
@@ -208,7 +208,7 @@ def build_results(planned: Planned, finished: dict[str, TrialResult],
     # Planned trials without a result: a budget reached, or an interruption (SPEC §5).
     scored["summary"]["not_run"] = [t.id for t in planned.trials if t.id not in finished]
     if max_cost is not None:
-        known = [t.cost_usd for t in trials if t.cost_usd is not None]
+        known = [t["cost_usd"] for t in trials if t["cost_usd"] is not None]
         scored["summary"]["budget"] = {"max_cost_usd": max_cost,
                                        "cost_usd": round(sum(known), 6),
                                        "unknown_cost_trials": len(trials) - len(known)}
@@ -222,7 +222,7 @@ def build_results(planned: Planned, finished: dict[str, TrialResult],
         "complete": missing == 0,
         "interrupted": interrupted,
         "summary": scored["summary"],
-        "trials": [cast(TrialRecord, t.to_dict()) for t in trials],
+        "trials": trials,
         "tasks": scored["tasks"],
         "models": scored["models"],
         "help_modes": scored["help_modes"],

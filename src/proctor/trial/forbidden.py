@@ -26,9 +26,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.model import ForbiddenResult, ForbiddenRules
+from proctor.model import ForbiddenRules
 from proctor.record.fsdiff import FileChange
 from proctor.record.secretscan import SecretScanner
+from proctor.results import ForbiddenRecord, new_forbidden
 from proctor.services.base import DbWrite
 
 
@@ -56,7 +57,7 @@ class Observed:
 
 
 def evaluate(rules: ForbiddenRules, seen: Observed, secrets: dict[str, str]
-             ) -> list[ForbiddenResult]:
+             ) -> list[ForbiddenRecord]:
     out = []
     for rule, arg in rules.items():
         if arg is None:
@@ -65,7 +66,7 @@ def evaluate(rules: ForbiddenRules, seen: Observed, secrets: dict[str, str]
         if check is None:  # the loader rejects unknown rules; be safe anyway
             continue
         details = check(arg, seen, secrets)
-        out.append(ForbiddenResult(rule=rule, violated=bool(details), details=details))
+        out.append(new_forbidden(rule=rule, violated=bool(details), details=details))
     return out
 
 

@@ -13,10 +13,11 @@ from typing import Any, cast
 
 from proctor.checks import CHECKS
 from proctor.checks.base import CheckContext
-from proctor.model import CheckDef, CheckResult, HealthcheckDef, StepDef
+from proctor.model import CheckDef, HealthcheckDef, StepDef
 from proctor.record.events import CheckEgressEvent
 from proctor.record.recorder import Recorder
 from proctor.redact import Redactor
+from proctor.results import CheckRecord, new_check
 from proctor.sandbox.base import Sandbox
 from proctor.sandbox.egress import EgressEvent
 from proctor.templating import render_data
@@ -49,21 +50,21 @@ def add(a: Any, b: Any) -> Any:
     return None if a is None or b is None else a + b
 
 
-def below(step: StepDef, checks: list[CheckResult]) -> str:
+def below(step: StepDef, checks: list[CheckRecord]) -> str:
     """Why the steps after `step` do not run ("" if they do): its score, or a reward key's,
     is below its `min_score`."""
     if step.min_score is None:
         return ""
     if isinstance(step.min_score, dict):
         for key, floor in step.min_score.items():
-            found = [c.score for c in checks if c.name.endswith(f".{key}") or c.name == key]
+            found = [c["score"] for c in checks if c["name"].endswith(f".{key}") or c["name"] == key]
             if not found or min(found) < floor:
                 got = f"{min(found):g}" if found else "no such reward"
                 return f"step {step.name}'s {key} ({got}) was below its min_reward {floor:g}"
         return ""
-    scored = [c for c in checks if c.weight > 0]
-    total = sum(c.weight for c in scored)
-    value = sum(c.score * c.weight for c in scored) / total if total else 0.0
+    scored = [c for c in checks if c["weight"] > 0]
+    total = sum(c["weight"] for c in scored)
+    value = sum(c["score"] * c["weight"] for c in scored) / total if total else 0.0
     if value + 1e-9 < step.min_score:
         return f"step {step.name} scored {value:g}, below its min_reward {step.min_score:g}"
     return ""
@@ -132,7 +133,7 @@ def trace_check_egress(events: list[EgressEvent], recorder: Recorder) -> None:
 
 
 async def run_check(check: CheckDef, ctx: CheckContext, values: dict[str, Any],
-                 redactor: Redactor) -> list[CheckResult]:
+                 redactor: Redactor) -> list[CheckRecord]:
     """The check's result; or, when it found its results only as it ran (CheckPart: a
     reward file's keys, a test report's tests), one per part, `NAME.PART`, sharing its weight."""
     ctype = CHECKS.get(check.type)
@@ -150,11 +151,11 @@ async def run_check(check: CheckDef, ctx: CheckContext, values: dict[str, Any],
     if error:
         score, passed = 0.0, False
     if parts:
-        return [CheckResult(name=f"{check.name}.{p.name}" if p.name else check.name,
-                            type=check.type, passed=p.passed, score=min(1.0, max(0.0, p.score)),
-                            weight=check.weight * p.share, gate=check.gate and p.share > 0,
-                            message=redactor.text(p.message)) for p in parts]
-    return [CheckResult(name=check.name, type=check.type, passed=passed, score=score,
-                        weight=check.weight, gate=check.gate,
-                        message=redactor.text(message or (error or "")),
-                        error=redactor.text(error) if error else None)]
+        return [new_check(name=f"{check.name}.{p.name}" if p.name else check.name,
+                          type=check.type, passed=p.passed, score=min(1.0, max(0.0, p.score)),
+                          weight=check.weight * p.share, gate=check.gate and p.share > 0,
+                          message=redactor.text(p.message)) for p in parts]
+    return [new_check(name=check.name, type=check.type, passed=passed, score=score,
+                      weight=check.weight, gate=check.gate,
+                      message=redactor.text(message or (error or "")),
+                      error=redactor.text(error) if error else None)]

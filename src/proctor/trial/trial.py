@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from proctor.agents import make_agent
 from proctor.agents.base import Agent, AgentEnv, AgentResult
@@ -23,13 +23,11 @@ from proctor.checks.base import CheckContext, Spent, ToolCall
 from proctor.clipath import host_path, shown_paths, with_path
 from proctor.errors import ServiceError, SetupError
 from proctor.model import (
-    CheckResult,
     CommandRecord,
     HealthcheckDef,
     RunOptions,
     TaskDef,
     Trial,
-    TrialResult,
 )
 from proctor.proc import RUN_ID_VAR
 from proctor.providers.budget import KINDS, Budget, describe
@@ -39,6 +37,7 @@ from proctor.record.paths import PathNames
 from proctor.record.recorder import Recorder
 from proctor.record.secretscan import SecretScanner
 from proctor.redact import Redactor
+from proctor.results import CheckRecord, ErrorKind, LimitHit, TrialRecord, new_check, new_trial
 from proctor.sandbox import create_sandbox
 from proctor.sandbox.base import Resources, Sandbox, SandboxSpec
 from proctor.sandbox.egress import PORT, EgressEvent, EgressProxy
@@ -59,7 +58,7 @@ from proctor.trial.forbidden import evaluate as evaluate_forbidden
 # checks run. The kind comes from where the trial failed, never from the message: `infra`
 # (sandbox, services, setup, proctor), `provider` (the model's API, after its retries:
 # the agent says so, AgentResult.error_kind), `check` (a check errored: `score`).
-FAULTS = {
+FAULTS: dict[str, tuple[str, ErrorKind]] = {
     "service": ("service {name} unavailable: {detail}", "infra"),
     "wait_for": ("service {name} never became ready: `{detail}`", "infra"),
     "workspace": ("could not prepare the workspace: {detail}", "infra"),
@@ -86,7 +85,8 @@ HOST_ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "LC_*")
 class TrialFault(Exception):
     def __init__(self, kind: str, error_kind: str | None = None, **kw: str):
         text, self.error_kind = FAULTS[kind]
-        self.error_kind = error_kind or self.error_kind
+        # An agent's own (AgentResult.error_kind) is one of ERROR_KINDS too.
+        self.error_kind = cast(ErrorKind, error_kind) if error_kind else self.error_kind
         super().__init__(text.format(**kw))
 
 
@@ -99,7 +99,7 @@ def host_env(options: RunOptions) -> dict[str, str]:
             if any(fnmatch.fnmatchcase(k, a) for a in allowed)}
 
 
-async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult:
+async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialRecord:
     """One trial, bounded by the scenario's `resources.timeout` when it has one."""
     limit = task.resources.get("timeout")
     if not limit:
@@ -110,21 +110,22 @@ async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult
     except TimeoutError:
         result = error_result(trial, task,  # the environment, checks included, too slow
                               f"the trial took longer than resources.timeout ({limit:g}s)")
-        result.duration_s = round(time.monotonic() - t0, 4)
+        result["duration_s"] = round(time.monotonic() - t0, 4)
         return result
 
 
-def error_result(trial: Trial, task: TaskDef, error: str, kind: str = "infra") -> TrialResult:
+def error_result(trial: Trial, task: TaskDef, error: str,
+                 kind: ErrorKind = "infra") -> TrialRecord:
     """A trial that ended `error` before (or instead of) a verdict, with the cause; `kind`:
     its error_kind (by default proctor's or the machine's failure)."""
-    return TrialResult(id=trial.id, task_id=trial.task_id, model=trial.model,
-                       help_mode=trial.help_mode, replica=trial.replica, params=trial.params,
-                       status="error", composite_score=0.0, error=printable(error),
-                       reason=reason(printable(error)), error_kind=kind,
-                       agent=trial.agent, category=task.category)
+    return new_trial(id=trial.id, task_id=trial.task_id, model=trial.model,
+                     help_mode=trial.help_mode, replica=trial.replica, params=trial.params,
+                     status="error", composite_score=0.0, error=printable(error),
+                     reason=reason(printable(error)), error_kind=kind,
+                     agent=trial.agent, category=task.category)
 
 
-async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResult:
+async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialRecord:
     t0 = time.monotonic()
     one = _Trial(trial, task, run)
     laps, ending = one.timings, None  # a phase cut short by a fault is left out
@@ -141,14 +142,14 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
         ending = time.monotonic()
         await one.collect_artifacts()
     except TrialFault as e:
-        one.result.status, one.result.error = "error", one.redactor.text(str(e))
-        one.result.error_kind = e.error_kind
+        one.result["status"], one.result["error"] = "error", one.redactor.text(str(e))
+        one.result["error_kind"] = e.error_kind
     except Exception as e:  # a bug must cost one trial, not the run; the trace keeps it
         import traceback
 
         one.recorder.trace({"type": "internal_error", "traceback": traceback.format_exc()})
-        one.result.status, one.result.error_kind = "error", "infra"
-        one.result.error = one.redactor.text(f"internal error: {e!r}")
+        one.result["status"], one.result["error_kind"] = "error", "infra"
+        one.result["error"] = one.redactor.text(f"internal error: {e!r}")
     finally:
         ending = ending or time.monotonic()
         await _release(one.handles, one.sandbox)
@@ -156,10 +157,10 @@ async def _run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialResul
         one.recorder.timings(laps)
         one.recorder.close()
     r = one.result
-    r.error = one.names(r.error)
-    if r.status == "error" and r.error and r.reason is None:  # a fault before the checks
-        r.reason = reason(r.error, task.timeout if r.timed_out else None)
-    r.duration_s = round(time.monotonic() - t0, 4)
+    r["error"] = one.names(r["error"])
+    if r["status"] == "error" and r["error"] and r["reason"] is None:  # a fault before the checks
+        r["reason"] = reason(r["error"], task.timeout if r["timed_out"] else None)
+    r["duration_s"] = round(time.monotonic() - t0, 4)
     return _printable(r)
 
 
@@ -182,7 +183,7 @@ class _Trial:
                               or run.options.config.env.get(name))
         # A trial re-run by --resume starts from a clean slate.
         self.recorder = Recorder.fresh(run.trial_dir(trial.id), self.redactor)
-        self.result = TrialResult(
+        self.result = new_trial(
             id=trial.id, task_id=trial.task_id, model=trial.model, help_mode=trial.help_mode,
             replica=trial.replica, params=trial.params, status="error", composite_score=0.0,
             agent=trial.agent, category=task.category,
@@ -259,14 +260,16 @@ class _Trial:
         self.timings["agent"] = round(self.timings.get("agent", 0.0) + time.monotonic() - began, 4)
         first = not self.acted  # a multi-step task's steps add up
         self.acted = True
-        r.turns = outcome.turns + (0 if first else r.turns)
-        r.cost_usd = outcome.cost_usd if first else phases.add(r.cost_usd, outcome.cost_usd)
-        r.tokens = {"input": outcome.tokens_in, "output": outcome.tokens_out} if first else {
-            "input": phases.add(r.tokens.get("input"), outcome.tokens_in),
-            "output": phases.add(r.tokens.get("output"), outcome.tokens_out)}
-        r.timed_out = r.timed_out or outcome.timed_out or env.timed_out
-        r.limit_hit = r.limit_hit or outcome.limit_hit or ("timeout" if r.timed_out else None)
-        r.output = self.redactor.cut(outcome.output, OUTPUT_IN_RESULTS, keep="tail")
+        r["turns"] = outcome.turns + (0 if first else r["turns"])
+        r["cost_usd"] = outcome.cost_usd if first else phases.add(r["cost_usd"], outcome.cost_usd)
+        r["tokens"] = {"input": outcome.tokens_in, "output": outcome.tokens_out} if first else {
+            "input": phases.add(r["tokens"].get("input"), outcome.tokens_in),
+            "output": phases.add(r["tokens"].get("output"), outcome.tokens_out)}
+        r["timed_out"] = r["timed_out"] or outcome.timed_out or env.timed_out
+        # The agent's limit_hit is a Budget's: turns, tokens or cost_usd.
+        r["limit_hit"] = (r["limit_hit"] or cast(LimitHit | None, outcome.limit_hit)
+                          or ("timeout" if r["timed_out"] else None))
+        r["output"] = self.redactor.cut(outcome.output, OUTPUT_IN_RESULTS, keep="tail")
         if fault := sandbox.fault():
             raise TrialFault("limit", detail=fault)
         if outcome.error:
@@ -295,7 +298,7 @@ class _Trial:
         return seen
 
     async def grade(self, task: TaskDef, outcome: AgentResult,
-                    commands: list[CommandRecord]) -> list[CheckResult]:
+                    commands: list[CommandRecord]) -> list[CheckRecord]:
         sandbox = self.sandbox
         assert sandbox is not None
         self._network("checks")
@@ -306,32 +309,32 @@ class _Trial:
                            secrets=self.secrets, tool_calls=list(self.tool_calls), spent=spent)
         first = len(self.egress)
         checks = [r for c in task.checks for r in await phases.run_check(c, ctx, self.values, self.redactor)]
-        self.result.tampering += [t for t in ctx.tampering if t not in self.result.tampering]
+        self.result["tampering"] += [t for t in ctx.tampering if t not in self.result["tampering"]]
         phases.trace_check_egress(self.egress[first:], self.recorder)
         self.checks_refused += [e for e in self.egress[first:] if phases.unanswered(e)]
         for c in checks:
-            c.message, c.error = self.names(c.message) or "", self.names(c.error)
-            self.recorder.trace({"type": "check", "name": c.name, "passed": c.passed,
-                                 "score": c.score, "message": c.message, "error": c.error})
+            c["message"], c["error"] = self.names(c["message"]) or "", self.names(c["error"])
+            self.recorder.trace({"type": "check", "name": c["name"], "passed": c["passed"],
+                                 "score": c["score"], "message": c["message"], "error": c["error"]})
         return checks
 
-    def score(self, checks: list[CheckResult], seen: Observed) -> None:
+    def score(self, checks: list[CheckRecord], seen: Observed) -> None:
         task, r = self.task, self.result
-        r.checks = checks
-        r.forbidden = evaluate_forbidden(task.forbidden, seen, self.secrets)
-        for f in r.forbidden:
-            f.details = self.names(f.details) or ""
-        score = score_trial(r.checks, r.forbidden, task.pass_threshold,
-                            timed_out_after=task.timeout if r.timed_out else None,
-                            tampering=r.tampering)
-        r.status, r.composite_score, r.reason = score.status, score.composite, score.reason
-        if r.reason and r.limit_hit in KINDS:  # said first, as a timeout is
-            r.reason = reason(f"{describe(task.agent.limits, r.limit_hit)}; {r.reason}")
+        r["checks"] = checks
+        r["forbidden"] = evaluate_forbidden(task.forbidden, seen, self.secrets)
+        for f in r["forbidden"]:
+            f["details"] = self.names(f["details"]) or ""
+        score = score_trial(r["checks"], r["forbidden"], task.pass_threshold,
+                            timed_out_after=task.timeout if r["timed_out"] else None,
+                            tampering=r["tampering"])
+        r["status"], r["composite_score"], r["reason"] = score.status, score.composite, score.reason
+        if r["reason"] and r["limit_hit"] in KINDS:  # said first, as a timeout is
+            r["reason"] = reason(f"{describe(task.agent.limits, r['limit_hit'])}; {r['reason']}")
         if score.status == "error":  # the only error scoring gives: a check errored
-            r.error, r.error_kind = score.error, "check"
+            r["error"], r["error_kind"] = score.error, "check"
         refused = phases.refused_line(self.checks_refused)
-        if refused and r.status != "pass":  # a verifier that could not download: say so first
-            r.reason = reason(f"{refused}; {r.reason or ''}")
+        if refused and r["status"] != "pass":  # a verifier that could not download: say so first
+            r["reason"] = reason(f"{refused}; {r['reason'] or ''}")
 
     async def run_steps(self) -> None:
         """A multi-step task: each step's uploads, setup and healthcheck, then the agent on
@@ -340,14 +343,14 @@ class _Trial:
         The task's own checks (proctor.yaml's) judge the whole trial at the end."""
         sandbox, task = self.sandbox, self.task
         assert sandbox is not None
-        results: list[CheckResult] = []
+        results: list[CheckRecord] = []
         seen_all, everything, last = Observed(), [], AgentResult(output="")
         stopped = ""
         for step in task.steps:
             if stopped:
-                results += [CheckResult(name=f"{step.name}.{c.name}", type=c.type, passed=False,
-                                        score=0.0, weight=c.weight * step.weight, gate=False,
-                                        message=f"not run: {stopped}") for c in step.checks]
+                results += [new_check(name=f"{step.name}.{c.name}", type=c.type, passed=False,
+                                      score=0.0, weight=c.weight * step.weight, gate=False,
+                                      message=f"not run: {stopped}") for c in step.checks]
                 continue
             view = replace(task, prompt=step.prompt, checks=step.checks, timeout=step.timeout,
                            solution=step.solution, solution_dir=step.solution_dir, steps=[],
@@ -365,8 +368,8 @@ class _Trial:
             checks = await self.grade(view, last, commands)
             stopped = phases.below(step, checks)
             for c in checks:
-                c.name, c.weight = f"{step.name}.{c.name}", c.weight * step.weight
-                c.gate = c.gate and step.weight > 0
+                c["name"], c["weight"] = f"{step.name}.{c['name']}", c["weight"] * step.weight
+                c["gate"] = c["gate"] and step.weight > 0
             results += checks
         results += await self.grade(task, last, everything)  # proctor.yaml's, over every step
         self.score(results, seen_all)
@@ -554,16 +557,18 @@ async def _snapshot(sandbox: Sandbox, deadline: float | None) -> fsdiff.Snapshot
         raise TrialFault("limit", detail=str(e)) from None
 
 
-def _printable(r: TrialResult) -> TrialResult:
+def _printable(r: TrialRecord) -> TrialRecord:
     """Names that are not UTF-8 (an agent's `bad\\xff` file) shown byte for byte, so that
     every report and the store can hold them (proctor.text.printable)."""
-    r.error = printable(r.error) if r.error else r.error
-    r.reason = printable(r.reason) if r.reason else r.reason
-    r.output = printable(r.output)
-    for c in r.checks:
-        c.message, c.error = printable(c.message), printable(c.error) if c.error else c.error
-    for f in r.forbidden:
-        f.details = printable(f.details)
+    r["error"] = printable(r["error"]) if r["error"] else r["error"]
+    r["reason"] = printable(r["reason"]) if r["reason"] else r["reason"]
+    r["output"] = printable(r["output"])
+    for c in r["checks"]:
+        c["message"] = printable(c["message"])
+        if error := c.get("error"):
+            c["error"] = printable(error)
+    for f in r["forbidden"]:
+        f["details"] = printable(f["details"])
     return r
 
 
