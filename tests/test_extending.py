@@ -72,7 +72,7 @@ class SerialExecutor:
         async with self.lock:
             result = await run_trial(trial, task, self.context)
         self.ran += 1
-        result.node = f"serial/{self.ran}"
+        result["node"] = f"serial/{self.ran}"
         return result
 
     async def rate_limits(self):

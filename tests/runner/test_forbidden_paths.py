@@ -75,7 +75,7 @@ def _rule(allowed: list[str], writes: list[str], workdir: str = "/app", home: st
     seen = Observed(file_writes=[{"path": p, "change": "modified", "size": 1} for p in writes],
                     workdir=workdir, home=home)
     [result] = evaluate({"file_writes_outside": allowed}, seen, {})
-    return result.details
+    return result["details"]
 
 
 def test_the_gate_harbor_docs_suggest_catches_a_replaced_system_program():

@@ -201,8 +201,8 @@ def test_unknown_tokens_stay_unknown_in_every_row():
     assert out["models"][0]["tokens"] == {"input": None, "output": None}
     assert out["tasks"][0]["tokens"] == {"input": None, "output": None}
     mixed = [trial("pass", model="m"), trial("error", model="m", replica=1)]
-    mixed[0].tokens = {"input": 120, "output": 7}
-    mixed[1].tokens = {"input": None, "output": None}
+    mixed[0]["tokens"] = {"input": 120, "output": 7}
+    mixed[1]["tokens"] = {"input": None, "output": None}
     assert summarize(mixed, [task_def()])["models"][0]["tokens"] == {"input": 120, "output": 7}
 
 

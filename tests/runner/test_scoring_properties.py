@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proctor.model import AgentDef, TaskDef, Thresholds
-from proctor.results import CheckRecord, ForbiddenRecord, TrialRecord, new_check, new_trial
+from proctor.results import CheckRecord, TrialRecord, new_check, new_forbidden, new_trial
 from proctor.scoring import aggregate_replicas, pass_at_k, pass_hat_k, score_trial, summarize
 
 settings.register_profile("proctor", max_examples=100, deadline=None)
@@ -42,11 +42,11 @@ def checks(draw) -> list[CheckRecord]:
                              weight=draw(weights), gate=draw(st.booleans()), message=f"m{i}",
                              error="boom" if draw(st.integers(0, 15)) == 0 else None))
     if sum(c["weight"] for c in out) == 0:
-        out[0].weight = 1.0  # SPEC: at least one weight > 0
+        out[0]["weight"] = 1.0  # SPEC: at least one weight > 0
     return out
 
 
-forbidden_lists = st.lists(st.builds(ForbiddenRecord, rule=st.sampled_from(
+forbidden_lists = st.lists(st.builds(new_forbidden, rule=st.sampled_from(
     ["file_writes_outside", "http_except", "secrets_in_logs", "db_writes_outside"]),
     violated=st.booleans(), details=st.just("d")), max_size=3)
 thresholds_ = st.one_of(st.none(), st.sampled_from([0.0, 0.5, 0.7, 0.85, 0.9, 1.0]))
@@ -64,7 +64,7 @@ def spec_status(cs, forbidden, pass_threshold) -> tuple[str, Fraction] | None:
         return "error", Fraction(0)
     if any(c["gate"] and not c["passed"] for c in cs):
         return "fail", Fraction(0)
-    if any(f.violated for f in forbidden):
+    if any(f["violated"] for f in forbidden):
         return "fail", Fraction(0)
     composite = spec_composite(cs)
     if pass_threshold is None:
