@@ -26,7 +26,6 @@ from proctor.results import (
     load_results,
     trial_from_line,
 )
-from proctor.scoring import summarize as score
 from proctor.stats import wilson
 from proctor.store import read_results, read_run_meta
 
@@ -149,7 +148,9 @@ def shows_pass_k(rows: Sequence[Mapping[str, Any]]) -> bool:
 
 
 def params_text(params: dict[str, Any] | None) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted((params or {}).items()))
+    if not params:  # most trials: asked for per trial, per row, per heat-map cell
+        return ""
+    return ",".join(f"{k}={v}" for k, v in sorted(params.items()))
 
 
 # ---- the run --------------------------------------------------------------------------------
@@ -406,6 +407,8 @@ def _scored(results: RunResults) -> dict[str, Any]:
         return {"tasks": results.get("tasks") or [], "models": results.get("models") or []}
     cache = cast(dict[str, Any], results)  # kept in the dict: it goes when the run does
     if "_scored" not in cache:
+        from proctor.scoring import summarize as score  # a run still going only
+
         trials = [trial_from_line(t) for t in results["trials"]]
         cache["_scored"] = score(trials, [])
     scored: dict[str, Any] = cache["_scored"]

@@ -276,17 +276,18 @@ def trial_detail(t: Mapping[str, Any], model: str, params: str, traced: bool, wh
 
 
 def _trial_body(t: Mapping[str, Any], cols: _Columns, index: int, traced: bool,
-                details: list[str] | None, labels: dict[Any, tuple[str, str, str]]) -> str:
+                details: list[str] | None, labels: dict[Any, tuple[str, str, str, str]]) -> str:
     """A trial's row, its reason (a failed or errored trial: why, on one line) and its
     detail; with `details`, the detail goes there (to be embedded compressed and drawn when
     the row is opened) instead of into the page. `labels`: each model's label, escaped and
-    breakable, worked out once per run (ten thousand rows share a few models)."""
+    breakable, and its `data.who`, worked out once per run (ten thousand rows share a few
+    models)."""
     status = data.status_of(t)
     key = (t.get("agent"), t.get("model"))
     if key not in labels:
         label = data.row_label(t)
-        labels[key] = (label, breakable(cols.label(t)), e(label))
-    model, model_html, model_attr = labels[key]
+        labels[key] = (label, breakable(cols.label(t)), e(label), data.who(t))
+    model, model_html, model_attr, who = labels[key]
     tokens = t.get("tokens") or {}
     tin, tout = tokens.get("input"), tokens.get("output")
     score = float(t.get("composite_score") or 0.0)
@@ -295,6 +296,7 @@ def _trial_body(t: Mapping[str, Any], cols: _Columns, index: int, traced: bool,
     params = data.params_text(t.get("params")) if t.get("params") else ""
     help_mode = t.get("help_mode") or ""
     task, tid = e(t.get("task_id")), e(t.get("id"))
+    cell = "␟".join((str(t.get("task_id")), who, help_mode, params))  # data.cell_key
     turns = int(t.get("turns") or 0)
     known = (tin or 0) + (tout or 0) if tin is not None or tout is not None else ""
     columns = cols.count
@@ -307,7 +309,7 @@ def _trial_body(t: Mapping[str, Any], cols: _Columns, index: int, traced: bool,
         f'data-status="{status}" data-help="{e(help_mode)}" data-params="{e(params)}" '
         f'data-score="{score:.4f}" data-turns="{turns}" data-tokens="{known}" '
         f'data-cost="{"" if cost is None else f"{float(cost):.6f}"}" '
-        f'data-duration="{duration:.3f}" data-cell="{e(data.cell_key(t))}" data-i="{index}">'
+        f'data-duration="{duration:.3f}" data-cell="{e(cell)}" data-i="{index}">'
         f'<tr class="trial"><td><button class="toggle" aria-expanded="false">▸</button> '
         f"<code>{tid}</code></td><td>{task}</td><td>{model_html}</td>"
         + (f"<td>{e(help_mode)}</td>" if cols.help_mode else "")
@@ -354,7 +356,7 @@ def _trials_table_pieces(results: RunResults, traced: list[bool] | None = None,
     head = "".join(
         f'<th data-key="{k}" data-type="{kind}" class="c-{k}{" n" if kind == "num" else ""}" '
         f'tabindex="0">{label}</th>' for k, label, kind in cols.heads())
-    labels: dict[Any, tuple[str, str, str]] = {}
+    labels: dict[Any, tuple[str, str, str, str]] = {}
     return [f'{controls}<div class="scroll"><table id="trials" class="grid-table">'
             f"<thead><tr>{head}</tr></thead>",
             *(_trial_body(t, cols, i, traced[i], details, labels)
