@@ -23,6 +23,7 @@ reads ten thousand of them."""
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import json
 import os
@@ -359,8 +360,8 @@ class _Digest:
             if (magic == MAGIC and version == DIGEST_VERSION and [size, mtime] == of
                     and 0 < n <= len(LEVELS)):
                 self.start = HEAD.size + n * LEVEL.size
-                self.levels = [LEVEL.unpack_from(self.first, HEAD.size + i * LEVEL.size)
-                               for i in range(n)]
+                flat = iter(_levels(n).unpack_from(self.first, HEAD.size))
+                self.levels = list(zip(flat, flat, flat, strict=True))
         except (OSError, struct.error):
             pass
         if not self.levels:
@@ -384,6 +385,12 @@ class _Digest:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+@functools.cache
+def _levels(n: int) -> struct.Struct:
+    """A digest head's `n` LEVEL entries, read at once."""
+    return struct.Struct("<" + "III" * n)
 
 
 # ---- the page's share of each trial -------------------------------------------------------
