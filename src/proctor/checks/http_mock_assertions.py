@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -12,6 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from proctor.checks.base import CheckConfig, CheckContext, CheckType, cut
 from proctor.model import CheckOutcome
+from proctor.services.base import RecordedRequest
 
 # The fields an assertion (or llm_as_judge `input_from: SERVICE.FIELD`) may read.
 FIELD = re.compile(r"^(request_count|last_request\.(body|headers)|requests\[\d+\](\.(body|headers))?)$")
@@ -85,7 +87,7 @@ async def evaluate(cfg: Config, ctx: CheckContext) -> CheckOutcome:
                         details={"requests": len(recorded), "failed": failed})
 
 
-def _assert(a: HttpAssertion, recorded: list[dict[str, Any]]) -> tuple[bool, str]:
+def _assert(a: HttpAssertion, recorded: list[RecordedRequest]) -> tuple[bool, str]:
     """(holds?, what was observed)."""
     reqs = [r for r in recorded if _matches(r, a.filters)]
     m = FIELD.match(a.field)
@@ -101,7 +103,8 @@ def _assert(a: HttpAssertion, recorded: list[dict[str, Any]]) -> tuple[bool, str
             return False, f"{which} matched{_filters(a.filters)}"
         req = reqs[index]
         part = a.field.rsplit(".", 1)[1] if a.field.endswith((".body", ".headers")) else None
-        value = req[part] if part else req
+        fields: Mapping[str, Any] = req  # `part` is one of its keys, named in the spec
+        value = fields[part] if part else req
     checks = [(k, getattr(a, k)) for k in ("equals", "contains", "min", "max")
               if k in a.model_fields_set]
     for kind, expected in checks:
@@ -161,7 +164,7 @@ def _subset(have: Any, want: Any) -> bool:
     return have == want or _same_scalar(have, want)
 
 
-def _matches(req: dict[str, Any], filters: dict[str, Any]) -> bool:
+def _matches(req: RecordedRequest, filters: dict[str, Any]) -> bool:
     for key, want in filters.items():
         if key == "method":
             if str(req.get("method", "")).upper() != str(want).upper():
@@ -179,7 +182,7 @@ def _matches(req: dict[str, Any], filters: dict[str, Any]) -> bool:
     return True
 
 
-def _path_matches(req: dict[str, Any], want: str) -> bool:
+def _path_matches(req: RecordedRequest, want: str) -> bool:
     path = str(req.get("path", ""))
     if "?" in want:
         query = req.get("query") or ""
@@ -189,14 +192,14 @@ def _path_matches(req: dict[str, Any], want: str) -> bool:
     return path == want
 
 
-def _header(req: dict[str, Any], name: str) -> str | None:
+def _header(req: RecordedRequest, name: str) -> str | None:
     for k, v in (req.get("headers") or {}).items():
         if k.lower() == name.lower():
             return str(v)
     return None
 
 
-def _field_equals(req: dict[str, Any], key: str, want: Any) -> bool:
+def _field_equals(req: RecordedRequest, key: str, want: Any) -> bool:
     """A top-level field of a JSON object body (or of a form-encoded body) equals `want`;
     a list field matches when one of its items does."""
     body = req.get("body") or ""
@@ -279,7 +282,7 @@ def _describe(a: HttpAssertion) -> str:
     return f"{a.field}{_filters(a.filters)}"
 
 
-def _summary(recorded: list[dict[str, Any]]) -> str:
+def _summary(recorded: list[RecordedRequest]) -> str:
     if not recorded:
         return "none"
     shown = ", ".join(f"{r.get('method')} {r.get('path')}" for r in recorded[-20:])

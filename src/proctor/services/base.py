@@ -14,6 +14,20 @@ from pathlib import Path
 from typing import Any, ClassVar, NotRequired, Protocol, TypedDict
 
 
+class RecordedRequest(TypedDict):
+    """One HTTP request a mock served (`ServiceHandle.requests` / `calls`): an audit log
+    `http_call` (with `service`), read by `http_mock_assertions` and a judge's input."""
+
+    method: str
+    path: str
+    query: str  # the query string, without `?`
+    headers: dict[str, str]  # a repeated header's values joined by ", "
+    body: str
+    time: float
+    status: int  # what the mock answered
+    response_body: str
+
+
 class DbWrite(TypedDict):
     """What one table of a trial's database saw written (`ServiceHandle.db_writes`): an audit
     log `db_write`, read by the `db_writes_outside` forbidden rule."""
@@ -54,7 +68,7 @@ class ServiceHandle:
         return {"host": self.host, "port": self.port, "url": self.url, "kind": self.kind,
                 **self.credentials}
 
-    async def requests(self) -> list[dict[str, Any]]:
+    async def requests(self) -> list[RecordedRequest]:
         """Recorded HTTP requests (http_mock with record: true), oldest first; empty otherwise.
 
         Each: {"method", "path", "query", "headers", "body", "time", "status", "response_body"}.
@@ -63,7 +77,7 @@ class ServiceHandle:
         """
         return []
 
-    async def calls(self) -> list[dict[str, Any]]:
+    async def calls(self) -> list[RecordedRequest]:
         """Every HTTP request the trial made to this service, recorded for checks or not
         (`record: false`): what the audit log and `http_except` see."""
         return await self.requests()

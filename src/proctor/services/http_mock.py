@@ -20,7 +20,7 @@ from aiohttp import web
 from proctor.errors import SetupError
 from proctor.model import ServiceDef
 from proctor.services import _net
-from proctor.services.base import ServiceContext, ServiceHandle
+from proctor.services.base import RecordedRequest, ServiceContext, ServiceHandle
 
 PROBE_HEADER = "X-Proctor-Probe"  # proctor's own readiness probes carry it; never recorded
 BODY_LIMIT = 16 * 1024 * 1024  # bytes of a request body kept
@@ -103,7 +103,7 @@ class MockHandle(ServiceHandle):
     routes: list[Route] = field(default_factory=list, repr=False)
     fallback: Reply | None = field(default=None, repr=False)
     record: bool = False
-    recorded: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    recorded: list[RecordedRequest] = field(default_factory=list, repr=False)
     _server: Any = field(default=None, repr=False)  # asyncio.Server
     _web: Any = field(default=None, repr=False)  # aiohttp low-level server
 
@@ -131,10 +131,10 @@ class MockHandle(ServiceHandle):
     def records_requests(self) -> bool:
         return self.record
 
-    async def requests(self) -> list[dict[str, Any]]:
+    async def requests(self) -> list[RecordedRequest]:
         return list(self.recorded) if self.record else []
 
-    async def calls(self) -> list[dict[str, Any]]:
+    async def calls(self) -> list[RecordedRequest]:
         return list(self.recorded)
 
     async def begin_recording(self) -> None:
