@@ -355,7 +355,8 @@ def _who(model: Any, agent: Any) -> str:
 def condition(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """What makes trials identical conditions (a `tasks` row, or a trial): task, agent and
     model, help mode, params."""
-    params = tuple(sorted((k, repr(v)) for k, v in (row.get("params") or {}).items()))
+    given = row.get("params")
+    params = tuple(sorted((k, repr(v)) for k, v in given.items())) if given else ()
     return (row.get("task_id"), who(row), row.get("help_mode"), params)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ def breakable(name: Any) -> str:
     return e(name).replace("/", "/<wbr>")
 
 
+# What `quote(x, safe="")` leaves as it is: most trial ids, quoted by nothing else.
+_UNRESERVED = re.compile(r"[A-Za-z0-9_.~-]*")
 MAX_HEAT_TASKS = 500  # rows of the heat map; a larger run shows the tasks needing a look
 ATTENTION = {"error": 0, "flaky": 1, "fail": 2}
 
@@ -247,7 +250,7 @@ def trial_detail(t: Mapping[str, Any], model: str, params: str, traced: bool, wh
     where its run's report is (its trace links are relative to it); `page`: link the
     trial's own page (shown only when `proctor view` serves the report: `viewonly`)."""
     tid = data.clean(t.get("id"))
-    link = quote(tid, safe="")
+    link = tid if _UNRESERVED.fullmatch(tid) else quote(tid, safe="")
     detail = [f'<div class="meta">task <b>{e(t.get("task_id"))}</b> · <b>{e(model)}</b>']
     if t.get("help_mode"):
         detail.append(f' · help mode <b>{e(t.get("help_mode"))}</b>')
