@@ -350,3 +350,85 @@ def _created(argv: list[str]) -> dict[str, Any] | None:
         return None
     config["Image"], config["Cmd"] = argv[i], argv[i + 1:]
     return config
+
+
+async def exec_in(container: str, argv: list[str], *, env: dict[str, str], workdir: str,
+                  user: str, timeout: float, stdin: bytes | None = None,
+                  limit: int = 1_000_000, feed: proc.Feed | None = None) -> ExecResult | None:
+    """`docker exec [-i] -w WORKDIR -u USER -e… CONTAINER ARGV…` through the API socket: its
+    result as proc.run gives the client's (first `limit` bytes of each stream, `feed` sees
+    every byte, `timed_out` past `timeout`: the caller kills what it started inside, as
+    after the client). None where the socket is not the client's or the engine refuses the
+    exec (the caller runs the client, which says why as before)."""
+    import struct
+    import time
+
+    if api_socket() is None:
+        return None
+    started, t0 = time.time(), time.monotonic()
+    made = await api("POST", f"/containers/{container}/exec", ENGINE_TIMEOUT_S, body={
+        "AttachStdin": stdin is not None, "AttachStdout": True, "AttachStderr": True,
+        "Tty": False, "Env": [f"{k}={v}" for k, v in env.items()], "Cmd": argv,
+        "WorkingDir": workdir, "User": user})
+    if made is None or made[0] != 201:
+        return None
+    run = str(json.loads(made[1])["Id"])
+    where = api_socket()
+    assert where is not None
+    writer = None
+    loop = asyncio.get_running_loop()
+    out = proc.Capture(loop, limit, feed)
+    timed_out = begun = False
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(where),
+                                                ENGINE_TIMEOUT_S)
+        body = b'{"Detach":false,"Tty":false}'
+        writer.write(f"POST /exec/{run}/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade"
+                     f"\r\nUpgrade: tcp\r\nContent-Type: application/json\r\nContent-Length: "
+                     f"{len(body)}\r\n\r\n".encode() + body)
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), ENGINE_TIMEOUT_S)
+        if head.split(b" ", 2)[1:2] not in ([b"101"], [b"200"]):
+            return None  # never started: the client says why
+        begun = True  # from here on the command may have run: never run it again
+        if stdin is not None:
+            writer.write(stdin)
+            await writer.drain()
+            if writer.can_write_eof():
+                writer.write_eof()
+
+        async def relay() -> None:
+            while True:
+                try:
+                    frame = await reader.readexactly(8)
+                except asyncio.IncompleteReadError:
+                    return
+                size = struct.unpack(">I", frame[4:])[0]
+                data = await reader.readexactly(size)
+                if frame[0] in (1, 2):
+                    out.pipe_data_received(frame[0], data)
+
+        try:
+            await asyncio.wait_for(relay(), max(0.0, timeout - (time.monotonic() - t0)))
+        except TimeoutError:
+            timed_out = True
+    except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:
+        if not begun:
+            return None
+        return ExecResult(None, out.text(1), out.text(2), time.monotonic() - t0, started,
+                          error=f"the engine's stream of the command broke: {e!r}")
+    finally:
+        if writer is not None:
+            writer.close()
+    code: int | None = None
+    if not timed_out:
+        for _ in range(100):  # the engine notes the exit code as the stream ends
+            got = await api("GET", f"/exec/{run}/json", ENGINE_TIMEOUT_S)
+            state = json.loads(got[1]) if got is not None and got[0] == 200 else {}
+            if not state.get("Running"):
+                code = state.get("ExitCode")
+                break
+            await asyncio.sleep(0.01)
+    note = f"\nproctor: timed out after {timeout:g}s" if timed_out else ""
+    return ExecResult(exit_code=code, stdout=out.text(1), stderr=out.text(2) + note,
+                      duration_s=time.monotonic() - t0, started_at=started, timed_out=timed_out,
+                      truncated=out.dropped[1] > 0 or out.dropped[2] > 0)

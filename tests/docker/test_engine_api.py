@@ -8,6 +8,7 @@ import json
 import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -208,3 +209,50 @@ def test_what_is_not_translated_or_refused_is_the_clients_or_the_engines_word(
     left = subprocess.run(["docker", "ps", "-aq", "--filter", "label=proctor.test=api"],
                           capture_output=True, text=True, check=True).stdout
     assert left.strip() == ""
+
+
+def test_a_command_through_the_socket_gives_what_the_client_gives(base_image: str) -> None:
+    """Both streams (binary, and cut at the limit), the exit code, stdin, the environment and
+    the working directory, as `docker exec` gives them; a timeout is said, the command left
+    to the caller to kill (as after the client)."""
+    if dockercli.api_socket() is None:
+        pytest.skip("this machine's client talks to an engine elsewhere")
+    cid = subprocess.run(["docker", "run", "-d", "--label", "proctor.test=api", base_image,
+                          "sleep", "60"], capture_output=True, text=True, check=True).stdout.strip()
+    script = ('printf "%s:%s:" "$GREETING" "$PWD"; cat; printf "\\377err" >&2; '
+              'head -c 3000 /dev/zero | tr "\\0" x; exit 7')
+    seen: list[tuple[int, bytes]] = []
+
+    async def both() -> tuple[Any, Any, Any]:
+        ours = await dockercli.exec_in(cid, ["sh", "-c", script], env={"GREETING": "hi there"},
+                                       workdir="/tmp", user="0", timeout=30, stdin=b"in\n",
+                                       limit=2000, feed=lambda fd, b: seen.append((fd, b)))
+        theirs = await dockercli.docker("exec", "-i", "-w", "/tmp", "-u", "0", "-e", "GREETING",
+                                        cid, "sh", "-c", script, timeout=30, stdin=b"in\n",
+                                        limit=2000, env={"GREETING": "hi there",
+                                                         "PATH": "/usr/bin:/bin:/usr/local/bin"})
+        slow = await dockercli.exec_in(cid, ["sleep", "5"], env={}, workdir="/", user="0",
+                                       timeout=0.5)
+        return ours, theirs, slow
+
+    try:
+        ours, theirs, slow = asyncio.run(both())
+    finally:
+        asyncio.run(dockercli.remove(cid))
+    assert ours is not None
+    for field in ("exit_code", "stdout", "stderr", "truncated", "timed_out"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert ours.exit_code == 7 and ours.stdout.startswith("hi there:/tmp:in\n") and ours.truncated
+    assert b"".join(b for fd, b in seen if fd == 1).count(b"x") == 3000  # the feed sees it all
+    assert slow.timed_out and slow.exit_code is None and "timed out after 0.5s" in slow.stderr
+
+
+def test_an_exec_the_engine_refuses_is_left_to_the_client(own_client: Path) -> None:
+    engine = FakeEngine({"POST /containers/abc/exec HTTP/1.1":
+                         (409, {"message": "Container abc is not running"})})
+
+    async def calls() -> object:
+        return await dockercli.exec_in("abc", ["true"], env={}, workdir="/", user="0", timeout=5)
+
+    assert _serve(own_client, engine, calls) is None  # the client runs, and says why
+    assert engine.seen == ["POST /containers/abc/exec HTTP/1.1"]

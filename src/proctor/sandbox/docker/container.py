@@ -36,6 +36,7 @@ from proctor.dockercli import (
     RUN_LABEL,
     TRIAL_LABEL,
     docker,
+    exec_in,
     finish,
     inspect,
     remove,
@@ -64,6 +65,7 @@ TRACER = "/.proctor-exectrace"
 # privileges: no CAP_SYS_PTRACE for any agent process, so none can trace the container's
 # keeper, a tracer or a verifier, all of which hold it.
 LAUNCH = "/.proctor-launch"
+_CLIENT_VARS = ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT")  # where the client goes
 
 
 CONTAINER = Capabilities(isolated=True, traced=True, host_files=True, grader_box=True,
@@ -305,11 +307,17 @@ class DockerSandbox(PlaceFiles):
             inner = [*tracer_argv(Path(PRIVATE, trace_file.name), TRACER, capture), *inner]
         inner = [LAUNCH, "run", "--", *inner]
         client_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **full}
-        for name in ("DOCKER_HOST", "DOCKER_CONFIG", "DOCKER_CONTEXT", "HOME"):
+        for name in (*_CLIENT_VARS, "HOME"):
             if name in os.environ and name not in (env or {}):
                 client_env.setdefault(name, os.environ[name])
-        res = await docker(*argv, *inner, timeout=timeout, env=client_env, stdin=stdin,
-                           limit=self.output_limit, feed=self.on_output)
+        res = None
+        if not set(_CLIENT_VARS) & set(env or {}):  # through the API socket where it is the client's
+            res = await exec_in(self.container, inner, env=full, workdir=cwd or self.workdir,
+                                user="0", timeout=timeout, stdin=stdin,
+                                limit=self.output_limit, feed=self.on_output)
+        if res is None:
+            res = await docker(*argv, *inner, timeout=timeout, env=client_env, stdin=stdin,
+                               limit=self.output_limit, feed=self.on_output)
         if res.timed_out:  # the client died; what it started in the container did not
             await asyncio.to_thread(self._kill, mark.encode())
         if trace_file is not None:
