@@ -307,42 +307,11 @@ def _created(argv: list[str]) -> dict[str, Any] | None:
                 host["Init"] = True
             elif flag == "--read-only":
                 host["ReadonlyRootfs"] = True
-            elif flag not in _FLAGS or i + 1 >= len(argv):
+            elif flag not in _FLAGS or i + 1 >= len(argv) or not _option(
+                    flag, argv[i + 1], config, host):
                 return None
             else:
-                value = argv[i + 1]
                 i += 1
-                if flag == "--network":
-                    host["NetworkMode"] = value
-                elif flag == "--label":
-                    name, _, text = value.partition("=")
-                    config["Labels"][name] = text
-                elif flag in ("--user", "--workdir", "--hostname"):
-                    config[{"--user": "User", "--workdir": "WorkingDir",
-                            "--hostname": "Hostname"}[flag]] = value
-                    if flag == "--hostname" and "." in value:
-                        return None  # the client splits a domain off it
-                elif flag == "--cap-add":  # as the client names it
-                    value = value.upper()
-                    host["CapAdd"].append(value if value.startswith("CAP_") else f"CAP_{value}")
-                elif flag in ("--add-host", "-v", "--security-opt"):
-                    host[{"--add-host": "ExtraHosts", "-v": "Binds",
-                          "--security-opt": "SecurityOpt"}[flag]].append(value)
-                elif flag in ("--memory", "--memory-swap", "--pids-limit"):
-                    host[{"--memory": "Memory", "--memory-swap": "MemorySwap",
-                          "--pids-limit": "PidsLimit"}[flag]] = int(value)
-                elif flag == "--cpus":
-                    host["NanoCpus"] = round(float(value) * 1e9)
-                elif flag == "--ulimit":
-                    name, _, limits = value.partition("=")
-                    soft, _, hard = limits.partition(":")
-                    host["Ulimits"].append({"Name": name, "Soft": int(soft),
-                                            "Hard": int(hard or soft)})
-                elif flag == "--entrypoint":
-                    config["Entrypoint"] = [value]
-                elif flag == "--tmpfs":
-                    path, _, options = value.partition(":")
-                    host["Tmpfs"][path] = options
             i += 1
     except ValueError:
         return None
@@ -350,6 +319,44 @@ def _created(argv: list[str]) -> dict[str, Any] | None:
         return None
     config["Image"], config["Cmd"] = argv[i], argv[i + 1:]
     return config
+
+
+_SETTINGS = {"--user": "User", "--workdir": "WorkingDir", "--hostname": "Hostname"}
+_LISTS = {"--add-host": "ExtraHosts", "-v": "Binds", "--security-opt": "SecurityOpt"}
+_NUMBERS = {"--memory": "Memory", "--memory-swap": "MemorySwap", "--pids-limit": "PidsLimit"}
+
+
+def _option(flag: str, value: str, config: dict[str, Any], host: dict[str, Any]) -> bool:
+    """One `flag value` of `docker run` into the create request; False where the client
+    would do more than pass it on."""
+    if flag == "--network":
+        host["NetworkMode"] = value
+    elif flag == "--label":
+        name, _, text = value.partition("=")
+        config["Labels"][name] = text
+    elif flag in _SETTINGS:
+        if flag == "--hostname" and "." in value:
+            return False  # the client splits a domain off it
+        config[_SETTINGS[flag]] = value
+    elif flag == "--cap-add":  # as the client names it
+        value = value.upper()
+        host["CapAdd"].append(value if value.startswith("CAP_") else f"CAP_{value}")
+    elif flag in _LISTS:
+        host[_LISTS[flag]].append(value)
+    elif flag in _NUMBERS:
+        host[_NUMBERS[flag]] = int(value)
+    elif flag == "--cpus":
+        host["NanoCpus"] = round(float(value) * 1e9)
+    elif flag == "--ulimit":
+        name, _, limits = value.partition("=")
+        soft, _, hard = limits.partition(":")
+        host["Ulimits"].append({"Name": name, "Soft": int(soft), "Hard": int(hard or soft)})
+    elif flag == "--entrypoint":
+        config["Entrypoint"] = [value]
+    elif flag == "--tmpfs":
+        path, _, options = value.partition(":")
+        host["Tmpfs"][path] = options
+    return True
 
 
 async def exec_in(container: str, argv: list[str], *, env: dict[str, str], workdir: str,
@@ -360,7 +367,6 @@ async def exec_in(container: str, argv: list[str], *, env: dict[str, str], workd
     every byte, `timed_out` past `timeout`: the caller kills what it started inside, as
     after the client). None where the socket is not the client's or the engine refuses the
     exec (the caller runs the client, which says why as before)."""
-    import struct
     import time
 
     if api_socket() is None:
@@ -373,23 +379,47 @@ async def exec_in(container: str, argv: list[str], *, env: dict[str, str], workd
     if made is None or made[0] != 201:
         return None
     run = str(json.loads(made[1])["Id"])
+    out = proc.Capture(asyncio.get_running_loop(), limit, feed)
+    try:
+        timed_out = await _attached(run, stdin, out, t0 + timeout)
+    except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:
+        return ExecResult(None, out.text(1), out.text(2), time.monotonic() - t0, started,
+                          error=f"the engine's stream of the command broke: {e!r}")
+    if timed_out is None:
+        return None  # never started: the client says why
+    code = None if timed_out else await _exit_code(run)
+    note = f"\nproctor: timed out after {timeout:g}s" if timed_out else ""
+    return ExecResult(exit_code=code, stdout=out.text(1), stderr=out.text(2) + note,
+                      duration_s=time.monotonic() - t0, started_at=started, timed_out=timed_out,
+                      truncated=out.dropped[1] > 0 or out.dropped[2] > 0)
+
+
+async def _attached(run: str, stdin: bytes | None, out: proc.Capture,
+                    deadline: float) -> bool | None:
+    """Start exec `run` attached: stdin sent, then its end; each frame of output into `out`
+    until the stream ends (False) or `deadline` (monotonic) passes (True). None when the
+    engine did not start it (nothing ran: the client may); raises (OSError...) once it may
+    have run."""
+    import struct
+    import time
+
     where = api_socket()
-    assert where is not None
-    writer = None
-    loop = asyncio.get_running_loop()
-    out = proc.Capture(loop, limit, feed)
-    timed_out = begun = False
+    if where is None:
+        return None
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(where),
                                                 ENGINE_TIMEOUT_S)
+    except (OSError, TimeoutError):
+        return None
+    try:
         body = b'{"Detach":false,"Tty":false}'
         writer.write(f"POST /exec/{run}/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade"
                      f"\r\nUpgrade: tcp\r\nContent-Type: application/json\r\nContent-Length: "
                      f"{len(body)}\r\n\r\n".encode() + body)
+        # Asked: from here on it may have run (the engine's answer lost), so never None.
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), ENGINE_TIMEOUT_S)
         if head.split(b" ", 2)[1:2] not in ([b"101"], [b"200"]):
-            return None  # never started: the client says why
-        begun = True  # from here on the command may have run: never run it again
+            return None  # refused: not started
         if stdin is not None:
             writer.write(stdin)
             await writer.drain()
@@ -402,33 +432,26 @@ async def exec_in(container: str, argv: list[str], *, env: dict[str, str], workd
                     frame = await reader.readexactly(8)
                 except asyncio.IncompleteReadError:
                     return
-                size = struct.unpack(">I", frame[4:])[0]
-                data = await reader.readexactly(size)
+                data = await reader.readexactly(struct.unpack(">I", frame[4:])[0])
                 if frame[0] in (1, 2):
                     out.pipe_data_received(frame[0], data)
 
         try:
-            await asyncio.wait_for(relay(), max(0.0, timeout - (time.monotonic() - t0)))
+            await asyncio.wait_for(relay(), max(0.0, deadline - time.monotonic()))
         except TimeoutError:
-            timed_out = True
-    except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:
-        if not begun:
-            return None
-        return ExecResult(None, out.text(1), out.text(2), time.monotonic() - t0, started,
-                          error=f"the engine's stream of the command broke: {e!r}")
+            return True
+        return False
     finally:
-        if writer is not None:
-            writer.close()
-    code: int | None = None
-    if not timed_out:
-        for _ in range(100):  # the engine notes the exit code as the stream ends
-            got = await api("GET", f"/exec/{run}/json", ENGINE_TIMEOUT_S)
-            state = json.loads(got[1]) if got is not None and got[0] == 200 else {}
-            if not state.get("Running"):
-                code = state.get("ExitCode")
-                break
-            await asyncio.sleep(0.01)
-    note = f"\nproctor: timed out after {timeout:g}s" if timed_out else ""
-    return ExecResult(exit_code=code, stdout=out.text(1), stderr=out.text(2) + note,
-                      duration_s=time.monotonic() - t0, started_at=started, timed_out=timed_out,
-                      truncated=out.dropped[1] > 0 or out.dropped[2] > 0)
+        writer.close()
+
+
+async def _exit_code(run: str) -> int | None:
+    """The exit code of exec `run` once the engine has noted it (as its stream ends)."""
+    for _ in range(100):
+        got = await api("GET", f"/exec/{run}/json", ENGINE_TIMEOUT_S)
+        state = json.loads(got[1]) if got is not None and got[0] == 200 else {}
+        if not state.get("Running"):
+            code = state.get("ExitCode")
+            return int(code) if code is not None else None
+        await asyncio.sleep(0.01)
+    return None
