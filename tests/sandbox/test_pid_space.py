@@ -7,22 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-import pytest
-
-from proctor.sandbox.namespaces import Box, missing
-
 PATH = {"PATH": "/usr/bin:/bin"}
-
-
-@pytest.fixture
-async def box():
-    if missing() is not None:
-        pytest.skip(f"no namespace box here: {missing()}")
-    box = await Box.start([], workdir="/", hosts_file=None, env={})
-    try:
-        yield box
-    finally:
-        await box.close()
 
 
 def _inits(spawner: int) -> list[int]:

@@ -6,24 +6,9 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
-from proctor.sandbox.namespaces import Box, missing
-
 PATH = {"PATH": "/usr/bin:/bin"}
 SCHED_BATCH = 3  # linux/sched.h
 POLICY = "sed 's/.*) //' /proc/self/stat | cut -d' ' -f39"  # field 41: the policy
-
-
-@pytest.fixture
-async def box():
-    if missing() is not None:
-        pytest.skip(f"no namespace box here: {missing()}")
-    box = await Box.start([], workdir="/", hosts_file=None, env={})
-    try:
-        yield box
-    finally:
-        await box.close()
 
 
 def _policy(pid: int) -> int:
