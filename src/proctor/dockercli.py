@@ -5,11 +5,12 @@ timeout): `docker` / `docker_ok` in the event loop, `docker_sync` outside one (i
 sweeps, a service's image). The sandbox backend, its image builder and the image services
 all use these, so an engine that hangs or is missing is handled in one place.
 
-A few calls of a trial's critical path (a container's state, its removal, an image's
-config) and the engine's capacity, asked once a run, go to the engine's API socket instead when this process's client would talk to it
-(`api`): one HTTP request in-process instead of starting the client, ~17 ms of CPU a call.
-Where the client is pointed elsewhere (DOCKER_HOST, a context) or the socket does not
-answer, they run `docker` as before.
+A trial's critical path (its container made, started, inspected, its commands run, the
+container removed, its image's config) and the engine's capacity, asked once a run, go to the
+engine's API socket instead when this process's client would talk to it (`api`): one HTTP
+request in-process instead of starting the client, ~17 ms of CPU a call. Where the client is
+pointed elsewhere (DOCKER_HOST, a context) or the socket does not answer, they run `docker`
+as before.
 """
 
 from __future__ import annotations
