@@ -14,7 +14,7 @@ import pytest
 from tests.helpers import REPO
 from tests.helpers.agents import AGENTS, need_agent
 from tests.helpers.cli import Cli, results, run_dir_of
-from tests.helpers.docker import left_by
+from tests.helpers.docker import left_by, web_scenario
 from tests.helpers.services import mysql_available, pg_available
 
 pytestmark = [pytest.mark.slow]
@@ -115,24 +115,7 @@ def test_services_egress_and_forbidden_rules_give_the_same_verdicts(base_image, 
 
 
 def test_an_image_service_is_reached_by_name(web_image, tmp_path):
-    (tmp_path / "web.yaml").write_text(textwrap.dedent(f"""\
-        version: 1
-        id: web
-        task: {{prompt: x}}
-        agent: {{type: oracle}}
-        services:
-          - name: web
-            image: {web_image}
-            env: {{GREETING: hi}}
-            wait_for: curl -sf http://web:8000/ > /dev/null
-        solution:
-          - curl -s http://web:8000/ > page.txt
-          - curl -s "$WEB_URL/env.txt" > env.txt
-        invariants:
-          page: {{description: x, check: {{type: file_content, path: page.txt, contains: hello-from-web}}}}
-          env: {{description: x, check: {{type: file_content, path: env.txt, contains: greeting=hi}}}}
-        parallelism: {{replicas: 3}}
-        """))
+    (tmp_path / "web.yaml").write_text(web_scenario(web_image, replicas=3))
     cli = Cli(tmp_path)
     done = cli("run", "web.yaml", "--backend", "docker", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

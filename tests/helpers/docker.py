@@ -29,3 +29,26 @@ def left_by(run_dir) -> list[str]:
     run_id = results(run_dir)["run_id"]
     return containers(run_id) + networks(run_id)
 
+
+
+def web_scenario(image: str, replicas: int) -> str:
+    """A scenario whose solution reaches an `image:` service (tests/docker/conftest.py's web
+    image) by name and through its injected URL; `image` is on line 7, column 12."""
+    return f"""\
+version: 1
+id: web
+task: {{prompt: x}}
+agent: {{type: oracle}}
+services:
+  - name: web
+    image: {image}
+    env: {{GREETING: hi}}
+    wait_for: curl -sf http://web:8000/ > /dev/null
+solution:
+  - curl -s http://web:8000/ > page.txt
+  - curl -s "$WEB_URL/env.txt" > env.txt
+invariants:
+  page: {{description: x, check: {{type: file_content, path: page.txt, contains: hello-from-web}}}}
+  env: {{description: x, check: {{type: file_content, path: env.txt, contains: greeting=hi}}}}
+parallelism: {{replicas: {replicas}}}
+"""

@@ -18,6 +18,7 @@ import pytest
 
 from tests.docker.engine import require_engine
 from tests.helpers.cli import Cli
+from tests.helpers.docker import web_scenario
 from tests.helpers.dockerd import second_engine
 from tests.helpers.harbor import corpus, public_addresses
 from tests.helpers.ray import ENV, _wait_nodes, start_cluster
@@ -27,24 +28,7 @@ pytestmark = pytest.mark.slow
 RECIPES = ["simple-task", "multi-step", "multi-container", "multi-reward", "dns-blacklisting"]
 ERA = {"UV_EXCLUDE_NEWER": "2026-03-27T00:00:00Z"}  # as tests/harbor/test_cookbook.py
 WEB = "proctor-test-web:1"  # as tests/docker/conftest.py's, built on the head
-SCENARIO = f"""\
-version: 1
-id: web
-task: {{prompt: x}}
-agent: {{type: oracle}}
-services:
-  - name: web
-    image: {WEB}
-    env: {{GREETING: hi}}
-    wait_for: curl -sf http://web:8000/ > /dev/null
-solution:
-  - curl -s http://web:8000/ > page.txt
-  - curl -s "$WEB_URL/env.txt" > env.txt
-invariants:
-  page: {{description: x, check: {{type: file_content, path: page.txt, contains: hello-from-web}}}}
-  env: {{description: x, check: {{type: file_content, path: env.txt, contains: greeting=hi}}}}
-parallelism: {{replicas: 2}}
-"""
+SCENARIO = web_scenario(WEB, replicas=2)
 
 
 def _web_image() -> None:
