@@ -13,6 +13,18 @@ from tests.helpers.harbor import task
 pytestmark = [pytest.mark.slow]
 
 
+def reward_if(condition: str) -> str:
+    """A verifier script: reward 1 when the shell condition holds, else 0."""
+    return (f"{condition} && echo 1 > /logs/verifier/reward.txt || "
+            "echo 0 > /logs/verifier/reward.txt\n")
+
+
+def assert_all_pass(res, *task_ids):
+    by = {t["task_id"]: t for t in res["trials"]}
+    for task_id in task_ids:
+        assert by[task_id]["status"] == "pass", by[task_id]
+
+
 def test_scripts_run_by_their_shebang_and_without_one_by_bash(image, tmp_path):  # noqa: F811
     """Harbor runs `chmod +x` then the script itself: a python3 shebang runs python (`bash
     solve.sh` would read Python as shell); a script without one is run by bash."""
@@ -23,12 +35,9 @@ def test_scripts_run_by_their_shebang_and_without_one_by_bash(image, tmp_path): 
                    "pathlib.Path('/logs/verifier/reward.txt').write_text('1' if ok else '0')\n")
     bare = task(tmp_path, "bare", toml=toml(image), dockerfile=None,
                 solve="[[ -n $BASH_VERSION ]] && echo bash > /app/solved\n",
-                test="[[ -n $BASH_VERSION && $(cat /app/solved) == bash ]] && "
-                     "echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
+                test=reward_if("[[ -n $BASH_VERSION && $(cat /app/solved) == bash ]]"))
     _, res = run(tmp_path, py, bare)
-    by = {t["task_id"]: t for t in res["trials"]}
-    assert by["py"]["status"] == "pass", by["py"]
-    assert by["bare"]["status"] == "pass", by["bare"]
+    assert_all_pass(res, "py", "bare")
 
 
 def test_logs_agent_and_artifacts_are_made_and_artifacts_collected(image, tmp_path):  # noqa: F811
@@ -38,9 +47,8 @@ def test_logs_agent_and_artifacts_are_made_and_artifacts_collected(image, tmp_pa
              dockerfile=None,
              solve="stat -c %a /logs/agent /logs/artifacts > /logs/agent/modes\n"
                    "echo published > /logs/artifacts/report.txt\n",
-             test="[ \"$(cat /logs/agent/modes)\" = \"$(printf '777\\n777')\" ] && "
-                  "[ -f /logs/artifacts/report.txt ] && echo 1 > /logs/verifier/reward.txt "
-                  "|| echo 0 > /logs/verifier/reward.txt\n")
+             test=reward_if("[ \"$(cat /logs/agent/modes)\" = \"$(printf '777\\n777')\" ] && "
+                            "[ -f /logs/artifacts/report.txt ]"))
     proc, res = run(tmp_path, t)
     (trial,) = res["trials"]
     assert trial["status"] == "pass", trial
@@ -52,18 +60,15 @@ def test_a_prebuilt_images_task_gets_environments_files_in_its_workdir(image, tm
     """`docker_image` and no Dockerfile: Harbor copies environment/'s files into the working
     directory at start; with a Dockerfile they are the build's context only."""
     files = {"environment/data.txt": "given\n", "environment/sub/more.txt": "more\n"}
-    check = ("[ \"$(cat /app/data.txt /app/sub/more.txt 2>&1)\" = \"$(printf 'given\\nmore')\" ]"
-             " && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
+    check = reward_if("[ \"$(cat /app/data.txt /app/sub/more.txt 2>&1)\" = "
+                      "\"$(printf 'given\\nmore')\" ]")
     prebuilt = task(tmp_path, "prebuilt", toml=toml(image), dockerfile=None, files=files,
                     test=check)
     built = task(tmp_path, "built", toml=toml(image).replace(f'docker_image = "{image}"\n', ""),
                  dockerfile=f"FROM {image}\n", files=files,
-                 test="[ ! -e /app/data.txt ] && echo 1 > /logs/verifier/reward.txt || "
-                      "echo 0 > /logs/verifier/reward.txt\n")
+                 test=reward_if("[ ! -e /app/data.txt ]"))
     _, res = run(tmp_path, prebuilt, built)
-    by = {t["task_id"]: t for t in res["trials"]}
-    assert by["prebuilt"]["status"] == "pass", by["prebuilt"]
-    assert by["built"]["status"] == "pass", by["built"]
+    assert_all_pass(res, "prebuilt", "built")
 
 
 def test_a_compose_only_environment_runs_its_main_service(image, tmp_path):  # noqa: F811
@@ -75,8 +80,6 @@ def test_a_compose_only_environment_runs_its_main_service(image, tmp_path):  # n
              dockerfile=None, files={"environment/docker-compose.yaml": compose,
                                      "environment/main.Dockerfile":
                                          f"FROM {image}\nRUN echo built > /app/marker\n"},
-             test="[ \"$(cat /app/marker)-$WHO\" = built-compose ] && echo 1 > "
-                  "/logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
+             test=reward_if("[ \"$(cat /app/marker)-$WHO\" = built-compose ]"))
     _, res = run(tmp_path, t)
-    (trial,) = res["trials"]
-    assert trial["status"] == "pass", trial
+    assert_all_pass(res, "composed")
