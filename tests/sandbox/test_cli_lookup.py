@@ -91,3 +91,25 @@ def test_the_trivial_suites_cli_builds_no_probe_box(monkeypatch):
     assert clipath.check_clis([task(cli="sh", env={"PATH": "/nowhere"})], options, {}) == {}
     assert clipath.check_clis([task(cli="sh")], RunOptions(backend="docker"), {}) == {}
     assert asked == ["sh", "sh", "sh"]
+
+
+def test_a_suites_cli_is_looked_up_once_per_path(monkeypatch):
+    """1,000 tasks of one `cli` walk PATH once, not once a task (it was ~0.1 s of a
+    1,000-task run's start); a task with another PATH gets its own look."""
+    looks: list[tuple[str, str]] = []
+    real = clipath.on_system_path
+
+    def counted(name: str, path: str) -> bool:
+        looks.append((name, path))
+        return real(name, path)
+
+    monkeypatch.setattr(clipath, "on_system_path", counted)
+
+    def task(i: int, **kw):
+        return TaskDef(id=f"t{i}", dialect="suite", source="s.yaml", base_dir=".", prompt="p",
+                       agent=AgentDef(type="oracle"), checks=[], cli="sh", **kw)
+
+    tasks = [task(i) for i in range(50)] + [task(50, env={"PATH": "/usr/bin:/bin"})]
+    assert clipath.check_clis(tasks, RunOptions(), {}) == {}
+    assert [name for name, _ in looks] == ["sh", "sh"]
+    assert looks[1][1] == "/usr/bin:/bin" != looks[0][1]

@@ -263,10 +263,15 @@ class BoxPool:
             await self._close(slot)
 
     async def close(self) -> None:
+        """Every slot closed at once: each waits on its box's exit and its cgroup's reaping,
+        so one after another a run's end waited for all of them in turn (20-100 ms for 4).
+        One that fails does not leave the others open; the first failure is raised after."""
         self._idle = []
         made, self._made = self._made, set()
-        for slot in made:
-            await slot.close()
+        outcomes = await asyncio.gather(*(slot.close() for slot in made), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
 
     async def _close(self, slot: Slot) -> None:
         self._made.discard(slot)
