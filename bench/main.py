@@ -7,7 +7,10 @@
 1. Installs Inspect AI into bench/.venv-peer (once; later runs only check it is there).
 2. Builds identical workloads for both tools under the work dir (see workloads.py).
 3. Runs each workload RUNS times, alternating proctor, Inspect AI, proctor, ... after one
-   discarded warm-up run of each, same machine, same concurrency.
+   discarded warm-up run of each, same machine, same concurrency; before each timed run the
+   previous run's dirty pages are written back and the machine let settle (measure.settle),
+   so that no run pays for the other tool's aftermath. Each run's CPU time (the process tree's)
+   and the load average are kept beside its wall time.
 4. Prints a table of medians and proctor/peer ratios; writes it, the runs, the machine and
    the versions to the results file.
 
@@ -166,13 +169,18 @@ def alternate(name: str, trials: int, runs: int, args: argparse.Namespace, work:
         for tool in tools:
             once(tool, trials, args, work, verify=True, agent=agent)
     series: dict[str, list[measure.Measurement]] = {t: [] for t in tools}
+    settled: dict[str, list[bool]] = {t: [] for t in tools}
     for r in range(runs):
         for tool in tools:
+            # Neither tool's run may pay for the other's aftermath: the previous run's dirty
+            # pages written back, the machine quiet again (as far as others let it), first.
+            settled[tool].append(measure.settle())
             m = once(tool, trials, args, work, memory=memory, verify=memory and r == 0,
                      agent=agent)
             series[tool].append(m)
             shown = f"{m.tree_peak_rss_mb:.0f} MB" if memory else f"{m.wall_s:.2f} s"
-            log(f"  {name} run {r + 1}/{runs} {tool}: {shown}")
+            log(f"  {name} run {r + 1}/{runs} {tool}: {shown} (CPU {m.cpu_s:.2f} s, load "
+                f"{m.load:.2f}{'' if settled[tool][-1] else ', machine busy'})")
     result: dict = {"trials": trials, "runs": runs}
     for tool, ms in series.items():
         if memory:
@@ -185,7 +193,11 @@ def alternate(name: str, trials: int, runs: int, args: argparse.Namespace, work:
                             "samples": [m.samples for m in ms]}
         else:
             result[tool] = {"median_s": round(statistics.median(m.wall_s for m in ms), 3),
-                            "runs_s": [round(m.wall_s, 3) for m in ms]}
+                            "runs_s": [round(m.wall_s, 3) for m in ms],
+                            "cpu_median_s": round(statistics.median(m.cpu_s for m in ms), 3),
+                            "cpu_runs_s": [m.cpu_s for m in ms]}
+        result[tool]["load"] = [m.load for m in ms]
+        result[tool]["settled"] = settled[tool]
     if "inspect" in result:
         key = "median_mb" if memory else "median_s"
         result["ratio"] = round(result["proctor"][key] / result["inspect"][key], 3)

@@ -1,7 +1,10 @@
 """Measuring a whole process: wall time, and the peak memory of its process tree.
 
 Wall time is `time.perf_counter()` around start-to-reaped of the process, so interpreter
-start, imports and teardown all count, as a user waiting at a prompt sees it.
+start, imports and teardown all count, as a user waiting at a prompt sees it. CPU time is the
+kernel's account of the process and every descendant it reaped (`wait4`'s user + system): on
+a shared machine it shows the work a run did apart from what it waited for; the 1-minute
+load average when it started says how shared the machine was.
 
 Peak memory (only when asked, so the sampling never costs the timed runs anything): every
 `interval` seconds a sampler thread reads /proc/*/stat, finds every process descended from the
@@ -30,6 +33,8 @@ PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 class Measurement:
     wall_s: float
     returncode: int
+    cpu_s: float = 0.0  # user + system of the process and its reaped descendants
+    load: float = 0.0  # the 1-minute load average when it started
     tree_peak_rss_mb: float | None = None  # peak of the summed RSS of the process tree
     root_peak_rss_mb: float | None = None  # the started process's own peak (VmHWM)
     samples: int = 0  # how many times the tree was sampled
@@ -108,6 +113,7 @@ class _Sampler(threading.Thread):
 def run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
         memory: bool = False, interval: float = 0.02, timeout: float = 3600) -> Measurement:
     """Run `argv` to completion; stdout is discarded, the end of stderr kept for errors."""
+    load = os.getloadavg()[0]
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -121,7 +127,7 @@ def run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
     reader.start()
     deadline = start + timeout
     while True:
-        pid, status = os.waitpid(proc.pid, os.WNOHANG)
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
         if time.perf_counter() > deadline:
@@ -130,7 +136,8 @@ def run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     reader.join()
-    m = Measurement(wall_s=wall, returncode=proc.returncode,
+    m = Measurement(wall_s=wall, returncode=proc.returncode, load=round(load, 2),
+                    cpu_s=round(usage.ru_utime + usage.ru_stime, 3),
                     stderr_tail=b"".join(err).decode(errors="replace")[-3000:])
     if sampler is not None:
         sampler.stop.set()
@@ -139,3 +146,28 @@ def run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
         m.root_peak_rss_mb = round(sampler.root_hwm_kb / 1024, 1)
         m.samples = sampler.samples
     return m
+
+
+def settle(max_wait: float = 3.0, idle: float = 0.9, window: float = 0.1) -> bool:
+    """Before a timed run: what the previous run left (its dirty pages, written back by the
+    kernel's flusher threads up to 30 s later; anything it left running) is not the next
+    run's cost. Writes back every dirty page now, then waits, up to `max_wait` seconds, for a
+    `window` in which the machine's CPUs are `idle` (a fraction) idle. True if it settled;
+    on a machine others keep busy it does not, and the run starts anyway."""
+    os.sync()
+    deadline = time.monotonic() + max_wait
+    while True:
+        before = _cpu_jiffies()
+        time.sleep(window)
+        after = _cpu_jiffies()
+        total, spare = (b - a for a, b in zip(before, after, strict=True))
+        if total and spare / total >= idle:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+
+
+def _cpu_jiffies() -> tuple[int, int]:
+    """(all, idle + iowait) jiffies of every CPU since boot, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return sum(fields), fields[3] + fields[4]

@@ -89,6 +89,22 @@ def test_memory_of_a_process_tree(tmp_path: Path) -> None:
     assert 50 <= m.root_peak_rss_mb <= m.tree_peak_rss_mb < 2 * m.root_peak_rss_mb
 
 
+def test_cpu_of_a_process_tree(tmp_path: Path) -> None:
+    """A run's CPU time is its whole tree's: a child that burns 0.2 s of CPU counts (the
+    bench keeps it beside the wall time), and the load average it started under."""
+    burn = "import time\nwhile time.process_time() < 0.2: pass"
+    code = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}])"
+    m = measure.run([sys.executable, "-c", code], cwd=tmp_path)
+    assert m.returncode == 0 and m.cpu_s >= 0.2 and m.load >= 0
+
+
+def test_settling_before_a_run() -> None:
+    """measure.settle writes dirty pages back, then says whether a quiet window came: any
+    window is at least 0 % idle; none is more than 100 %."""
+    assert measure.settle(max_wait=0, idle=0.0, window=0.01) is True
+    assert measure.settle(max_wait=0, idle=1.01, window=0.01) is False
+
+
 def test_reports_at_scale_runs(tmp_path: Path) -> None:
     """bench/reports_at_scale.py (docs/benchmarks.md's report figures) still runs: every
     format, the terminal table and `proctor show`, on 300 tasks."""
