@@ -9,12 +9,16 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import click
+from proctor.startup import hold_gc, leave, release_gc, started_as_proctor
 
-from proctor.agents import AGENTS
-from proctor.agents.attacks import ATTACKS
-from proctor.executors import EXECUTORS
-from proctor.sandbox import BACKENDS
+hold_gc()  # before click and the rest are imported: see proctor/startup.py
+
+import click  # noqa: E402
+
+from proctor.agents import AGENTS  # noqa: E402
+from proctor.agents.attacks import ATTACKS  # noqa: E402
+from proctor.executors import EXECUTORS  # noqa: E402
+from proctor.sandbox import BACKENDS  # noqa: E402
 
 if TYPE_CHECKING:
     from proctor.model import RunOptions
@@ -44,10 +48,13 @@ def _run_ref(ref: str | None) -> str:
     return str(resolve_run(ref))
 
 
-def _guard(fn: Callable[[], int | None]) -> None:
-    """Run a command body: user errors become one line + exit code, Ctrl-C exits 130."""
+def _guard(fn: Callable[[], int | None], collect: bool = True) -> None:
+    """Run a command body: user errors become one line + exit code, Ctrl-C exits 130.
+    `collect=False`: the body lets the garbage collector go itself (startup.release_gc)."""
     from proctor.errors import ProctorError, SpecError
 
+    if collect:
+        release_gc()
     try:
         code = fn() or 0
     except SpecError as e:
@@ -63,7 +70,21 @@ def _guard(fn: Callable[[], int | None]) -> None:
     sys.exit(code)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Program(click.Group):
+    """The command group; started as the `proctor` program it ends the process itself once
+    a command is done (startup.leave: no interpreter teardown)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not started_as_proctor():
+            return super().__call__(*args, **kwargs)
+        try:
+            return super().__call__(*args, **kwargs)
+        except SystemExit as e:
+            leave(e.code)
+
+
+@click.group(cls=_Program,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="proctor", message="proctor %(version)s")
 def main() -> None:
     """proctor: how well do AI agents do real work through a shell?
@@ -305,7 +326,7 @@ def run(paths: tuple[str, ...], **kw: Any) -> None:
             kw["resume"] = _run_ref(kw["resume"])
         return run_main(list(paths), _options(**kw))
 
-    _guard(body)
+    _guard(body, collect=False)  # from its trials on (run/execute.py)
 
 
 @main.command()

@@ -9,6 +9,8 @@ is written at the end (and on Ctrl-C) from those lines, each trial exactly once.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import hmac
 import json
@@ -16,6 +18,7 @@ import os
 import secrets
 import sqlite3
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -295,10 +298,26 @@ _KEPT = ("started_at", "specs", "models", "by_model", "suite_key", "suite_versio
          "suite_name", "by_agent")  # an update without them keeps what the row has
 
 
+class _Index(sqlite3.Connection):
+    """A connection to the index, closed at exit if it is still open (the proctor program
+    ends without the interpreter's teardown: proctor/startup.py)."""
+
+    open_ones: weakref.WeakSet[_Index] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_indexes() -> None:
+    # Closing the last one folds the write-ahead log into the file, as a teardown would.
+    for db in list(_Index.open_ones):
+        with contextlib.suppress(sqlite3.Error):
+            db.close()
+
+
 def _index() -> sqlite3.Connection:
     home = proctor_home()
     home.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(home / "index.sqlite", timeout=10)
+    db = sqlite3.connect(home / "index.sqlite", timeout=10, factory=_Index)
+    _Index.open_ones.add(db)
     # Write-ahead log, synced at checkpoints: a run's two updates of its row cost no fsync
     # (several ms each on a busy disk, in every `proctor run`); a power cut may lose the
     # newest rows, never the file (the index is a convenience: run directories are the record).

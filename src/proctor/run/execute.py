@@ -25,6 +25,7 @@ from proctor.report.progress import Kind, Progress
 from proctor.results import SCHEMA_VERSION, RunResults, TrialRecord
 from proctor.run.prepare import Planned
 from proctor.scoring import summarize
+from proctor.startup import release_gc
 from proctor.store import RunStore, by_agent, index_run, iso
 from proctor.text import agent_model, row_label
 from proctor.trial.trial import error_result
@@ -59,8 +60,10 @@ def run_planned(planned: Planned) -> RunResults:
                                                                  sender.trial_done)
     rate_limit: dict[str, Any] = {}  # filled by _execute: each endpoint's limiter figures
     # What the run loaded (every task, its models, the plan) lives until the end: out of
-    # the cyclic collector's sight, so its full passes during the trials skip it.
+    # the cyclic collector's sight, so its full passes during the trials skip it. The proctor
+    # program held the collector off until here (proctor/startup.py).
     gc.freeze()
+    release_gc()
     try:
         asyncio.run(_execute(todo, planned, on_result, spend, rate_limit))
     except (KeyboardInterrupt, asyncio.CancelledError):

@@ -1,0 +1,80 @@
+"""The `proctor` program's own start and end (issue 37: a trivial run in under 0.2 s).
+
+When this interpreter was started as the `proctor` program (its console script), nothing
+else shares it, so:
+
+* the cyclic garbage collector is held off while the CLI and a command's modules are
+  imported and its input is read: tens of thousands of objects that all live to the end,
+  ~60 collections (~12 ms) of a trivial run for nothing. It is let go when the command's
+  real work begins (`release_gc`: a run's trials, any other command's body);
+* the process ends, once its output is flushed and every exit handler has run, without the
+  interpreter's teardown (every module's dict cleared, a last full collection: ~15-20 ms
+  of a trivial run), as `os._exit` ends it. Whatever could still need the teardown (another
+  thread alive, a stream that cannot be flushed, an exit code that is not a number) takes
+  the normal way out.
+
+A host program or a test calling `proctor.cli.main()` in its own interpreter gets neither.
+What proctor writes is closed by its writers (store.py, record/), never left to the
+teardown; the run index's connections are closed by an exit handler (store.py).
+"""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import os
+import sys
+from typing import NoReturn
+
+PROGRAM = ("proctor", "proctor.exe")
+
+_held = False
+
+
+def started_as_proctor() -> bool:
+    """Whether the interpreter runs the `proctor` program itself: its main script is the
+    file the process was started with, named proctor (not `python -c`, pytest, a host)."""
+    script = getattr(sys.modules.get("__main__"), "__file__", None)
+    return (isinstance(script, str) and bool(sys.argv) and script == sys.argv[0]
+            and os.path.basename(script) in PROGRAM)
+
+
+def hold_gc() -> None:
+    """No cyclic collection until `release_gc` (only in the proctor program)."""
+    global _held
+    if not _held and gc.isenabled() and started_as_proctor():
+        gc.disable()
+        _held = True
+
+
+def release_gc() -> None:
+    """Collections as usual from here on (a no-op unless `hold_gc` held them)."""
+    global _held
+    if _held:
+        _held = False
+        gc.enable()
+
+
+def leave(code: object) -> NoReturn:
+    """End the proctor program with a SystemExit's `code`: output flushed, exit handlers
+    run, then straight out; or by raising SystemExit(code) where that is not safe."""
+    if code is None:
+        code = 0
+    threading = sys.modules.get("threading")
+    if not isinstance(code, int) or (threading is not None and threading.active_count() > 1):
+        raise SystemExit(code)
+    _flush_or_raise(code)
+    atexit._run_exitfuncs()  # as at a normal exit (run once: the list is cleared)
+    _flush_or_raise(code)
+    os._exit(code)
+
+
+def _flush_or_raise(code: int) -> None:
+    # A stream that cannot be flushed (a closed pipe): the interpreter's own exit says so
+    # and sets the exit status, as it always has.
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except BaseException:
+        raise SystemExit(code) from None
