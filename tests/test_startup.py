@@ -164,6 +164,21 @@ def test_a_trivial_run_imports_only_what_it_uses(tmp_path, suite):
     assert len(modules) < MAX_MODULES, len(modules)
 
 
+def test_a_built_in_mock_models_run_imports_no_pydantic(tmp_path, suite):
+    """mock/solver's script is plain (providers/script_engine.py): the llm agent's run of a
+    valid suite builds no model and imports neither pydantic nor the script file models."""
+    code, modules, built = imported_and_built(tmp_path, "run", str(suite), "--model",
+                                              "mock/solver", "-q", "--output-dir",
+                                              str(tmp_path / "run"))
+    assert code == 0
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["summary"]["passed"] == 1
+    assert built == []
+    assert "proctor.agents.llm" in modules and "proctor.providers.script_engine" in modules
+    llm_run = ("proctor.agents.llm", "proctor.providers.mock", "proctor.providers.settings",
+               "proctor.providers.retry", "proctor.providers.prices")
+    assert not _offending(modules, tuple(n for n in RUN_NEVER if n not in llm_run))
+
+
 def test_a_valid_proctor_toml_is_read_without_pydantic(tmp_path, suite):
     """proctor.toml's tables are declared classes: a valid file is read plainly."""
     (tmp_path / "proctor.toml").write_text(

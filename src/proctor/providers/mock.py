@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from proctor.errors import UsageError
 from proctor.providers.base import (
@@ -20,8 +21,17 @@ from proctor.providers.base import (
     Usage,
     retryable_status,
 )
-from proctor.providers.script import Fault, Script, ScriptState, estimate_tokens, load_script
+from proctor.providers.script_engine import (
+    BuiltinScript,
+    Fault,
+    ScriptLike,
+    ScriptState,
+    estimate_tokens,
+)
 from proctor.providers.settings import ProviderSettings
+
+if TYPE_CHECKING:
+    from proctor.providers.script import Script
 
 BUILTIN = ("solver", "done")
 
@@ -35,11 +45,15 @@ def resolve_script_path(name: str, base_dir: str | None) -> Path | None:
     return None
 
 
-def script_for(name: str, base_dir: str | None, solution: list[str] | None) -> Script:
+def script_for(name: str, base_dir: str | None, solution: list[str] | None) -> Script | BuiltinScript:
+    """The script of `mock/NAME`: a built-in one is plain (script_engine), a file is read
+    and validated with the script models (pydantic: imported only then)."""
     if name == "solver":
-        return Script.solver(list(solution or []))
+        return BuiltinScript.solver(solution or [])
     if name == "done":
-        return Script()
+        return BuiltinScript()
+    from proctor.providers.script import load_script
+
     path = resolve_script_path(name, base_dir)
     if path is None:
         raise UsageError(f"mock/{name}: no such script (built-in mock models: "
@@ -56,7 +70,7 @@ def first_user_text(messages: list[Message]) -> str:
 
 
 class MockProvider:
-    def __init__(self, name: str, script: Script):
+    def __init__(self, name: str, script: ScriptLike):
         self.name = name
         self.state = ScriptState(script)
 

@@ -44,6 +44,7 @@ from proctor.providers.script import (
     estimate_tokens,
     load_script,
 )
+from proctor.providers.script_engine import BuiltinScript
 
 _ids = itertools.count(1)
 SIDE_ANSWER = "ok"  # what calls for another model than the scripted one get (see _reply)
@@ -157,7 +158,7 @@ async def _sse(request: web.Request, items: list[Any], named: bool = False) -> w
 
 
 class _Handlers:
-    def __init__(self, script: Script, run_as: RunAs | None = None,
+    def __init__(self, script: Script | BuiltinScript, run_as: RunAs | None = None,
                  main_model: str | None = None, finish: str | None = None):
         self.state = ScriptState(script, run_as, finish)
         self.main_model = main_model
@@ -326,7 +327,7 @@ class _Handlers:
 HANDLERS = web.AppKey("handlers", _Handlers)
 
 
-def make_app(script: Script, run_as: RunAs | None = None, main_model: str | None = None,
+def make_app(script: Script | BuiltinScript, run_as: RunAs | None = None, main_model: str | None = None,
              finish: str | None = None) -> web.Application:
     """`run_as`, `main_model` and `finish` serve external agents (agents/external.py)."""
     h = _Handlers(script, run_as, main_model, finish)
@@ -349,7 +350,7 @@ def make_app(script: Script, run_as: RunAs | None = None, main_model: str | None
 class MockServer:
     """In-process server on a real socket: `async with MockServer(script) as s: s.url`."""
 
-    def __init__(self, script: Script, host: str = "127.0.0.1", port: int = 0, *,
+    def __init__(self, script: Script | BuiltinScript, host: str = "127.0.0.1", port: int = 0, *,
                  run_as: RunAs | None = None, main_model: str | None = None,
                  finish: str | None = None):
         self.app = make_app(script, run_as, main_model, finish)

@@ -5,25 +5,34 @@ prompt (`when`), and the reply is its turn number N, where N = the number of ass
 messages already in the request. That makes the script stateless per conversation, so
 concurrent trials each walk their own copy. Faults (`fail`) are the only state: each fires
 once for its (conversation, turn) before the turn answers normally, so a retry succeeds.
-Format: docs/models.md "Mock models".
+Format: docs/models.md "Mock models". The engine that answers from a script, and the
+built-in scripts, are proctor.providers.script_engine (no pydantic).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from proctor.errors import UsageError
-from proctor.providers.base import ToolCall, Usage
+from proctor.providers.base import ToolCall
+from proctor.providers.script_engine import (  # the engine's names, for this module's users
+    RUN_COMMAND,
+    Fault,
+    Reply,
+    RunAs,
+    ScriptState,
+    estimate_tokens,
+    run_calls,
+)
 
-RUN_COMMAND = "run_command"
+__all__ = ["RUN_COMMAND", "Conversation", "Fault", "FaultSpec", "RateLimitSpec", "Reply",
+           "RunAs", "Script", "ScriptState", "ToolSpec", "Turn", "UsageSpec", "When",
+           "estimate_tokens", "load_script"]
 
 
 class _Strict(BaseModel):
@@ -75,9 +84,7 @@ class Turn(_Strict):
         return self
 
     def tool_calls(self, turn_no: int) -> list[ToolCall]:
-        calls = [(RUN_COMMAND, {"command": c}) for c in self.run]
-        calls += [(t.name, t.arguments) for t in self.tool]
-        return [ToolCall(f"call_{turn_no}_{i}", n, a) for i, (n, a) in enumerate(calls)]
+        return run_calls(self.run, turn_no, [(t.name, t.arguments) for t in self.tool])
 
 
 class When(_Strict):
@@ -156,87 +163,3 @@ def load_script(path: str | Path) -> Script:
             for err in e.errors()
         )
         raise UsageError(f"mock script {p}: {problems}") from None
-
-
-@dataclass
-class Reply:
-    text: str
-    tool_calls: list[ToolCall]
-    usage: Usage | None  # None: the caller estimates it
-    delay: float = 0.0
-
-
-@dataclass
-class Fault:
-    status: int | str  # an HTTP status, or "malformed"
-    retry_after: float | None = None
-    message: str = ""
-
-
-# An external agent's shell tool: command -> (tool name, arguments), e.g. Claude Code's
-# ("Bash", {"command": ..., "description": ...}).
-RunAs = Callable[[str], tuple[str, dict[str, Any]]]
-
-
-class ScriptState:
-    """Answers requests from a Script; remembers only how many faults each turn has fired."""
-
-    def __init__(self, script: Script, run_as: RunAs | None = None, finish: str | None = None):
-        self.script = script
-        self.run_as = run_as  # `run:` turns as an external agent's own shell tool
-        # An agent that ends only on a command (mini-swe-agent's submit): final answers
-        # also call it.
-        self.finish = finish
-        self._faults_fired: dict[tuple[int, str, int], int] = {}
-
-    def reply(self, system: str, prompt: str, turn_no: int,
-              other_prompts: list[str] | None = None) -> Reply | Fault:
-        """`prompt` is the first user message (it names the conversation); a conversation
-        whose `when` matches none of it is also looked for in `other_prompts` (later user
-        messages: agents like Codex put their context first)."""
-        ci = None
-        for text in [prompt, *(other_prompts or [])]:
-            ci = next((i for i, c in enumerate(self.script.conversations)
-                       if c.when is None or c.when.matches(system, text)), None)
-            if ci is not None:
-                break
-        if ci is None:
-            return Fault(400, message="no conversation of the mock script matches this prompt")
-        conv = self.script.conversations[ci]
-        usage_spec = conv.usage or self.script.usage
-        if turn_no >= len(conv.turns):
-            end = conv.end if conv.end is not None else self.script.end
-            return self._as_agent(Reply(end, [], _usage(usage_spec)), turn_no)
-        turn = conv.turns[turn_no]
-        if turn.fail:
-            key = (ci, hashlib.blake2b(f"{system}\0{prompt}".encode(), digest_size=8).hexdigest(),
-                   turn_no)
-            fired = self._faults_fired.get(key, 0)
-            plan = [f for f in turn.fail for _ in range(f.times)]
-            if fired < len(plan):
-                self._faults_fired[key] = fired + 1
-                f = plan[fired]
-                return Fault(f.status, f.retry_after if f.retry_after is not None else turn.retry_after,
-                             f"scripted fault {f.status} at turn {turn_no}")
-        return self._as_agent(Reply(turn.say or "", turn.tool_calls(turn_no),
-                                    _usage(turn.usage or usage_spec), turn.delay), turn_no)
-
-    def _as_agent(self, reply: Reply, turn_no: int) -> Reply:
-        """`run:` calls (and a final answer, with `finish`) as the agent's own shell tool."""
-        if self.run_as is None:
-            return reply
-        run_as = self.run_as
-        reply.tool_calls = [ToolCall(c.id, *run_as(c.arguments["command"]))
-                            if c.name == RUN_COMMAND else c for c in reply.tool_calls]
-        if self.finish is not None and not reply.tool_calls:
-            reply.tool_calls = [ToolCall(f"call_{turn_no}_0", *run_as(self.finish))]
-        return reply
-
-
-def _usage(spec: UsageSpec | None) -> Usage | None:
-    return Usage(spec.input, spec.output) if spec else None
-
-
-def estimate_tokens(chars: int) -> int:
-    """Scripts without `usage` report about one token per four characters."""
-    return max(1, (chars + 3) // 4)
