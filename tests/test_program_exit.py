@@ -1,11 +1,13 @@
 """The `proctor` program's start and end (proctor/startup.py): started as the program, the
 garbage collector is held off during start-up and the process ends without the
 interpreter's teardown; nothing it prints or writes is lost on the way, every exit handler
-runs, and the exit code is the command's. A host calling `main()` gets neither.
+runs, and the exit code is the command's; the code dataclasses generate is compiled once
+(proctor/codecache.py). A host calling `main()` gets none of it.
 
 Each test runs a copy of the console script pip writes (named `proctor`, as installed) in
 a fresh interpreter; it says on stderr whether the interpreter was torn down, how many
-collections the collector ran and whether it was left on.
+collections the collector ran, whether it was left on and how much generated code was
+compiled.
 """
 
 from __future__ import annotations
@@ -31,8 +33,11 @@ class Teardown:
         write(2, b"torn down\\n")
 teardown = Teardown()
 def said():
+    cache = sys.modules.get("proctor.codecache")
+    cache = cache and cache._installed
+    compiled = f"compiled {{cache.misses}} of {{cache.hits + cache.misses}}" if cache else "no cache"
     os.write(2, f"exit handler: {{collections[0]}} collections, "
-                f"gc {{'on' if gc.isenabled() else 'off'}}\\n".encode())
+                f"gc {{'on' if gc.isenabled() else 'off'}}, {{compiled}}\\n".encode())
     gc.callbacks.clear()  # its function holds this module's globals: they could not go
 atexit.register(said)
 from proctor.cli import main
@@ -60,6 +65,7 @@ def _program(tmp_path: Path, name: str = "proctor") -> Path:
 
 def _run(program: Path, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PROCTOR_HOME=str(tmp_path / "home"),
+               PROCTOR_CACHE=str(tmp_path / "cache"),
                PYTHONPATH=str(Path(proctor.__file__).resolve().parents[1]))
     env.pop("PYTHONUNBUFFERED", None)  # stdout a pipe, block-buffered: it must be flushed
     return subprocess.run([str(program), *argv], cwd=tmp_path, env=env, capture_output=True,
@@ -94,6 +100,19 @@ def test_the_program_ends_without_teardown_and_keeps_everything(tmp_path):
     assert rows == [("passed", 1)]
 
 
+def test_the_program_compiles_the_code_dataclasses_generate_once(tmp_path):
+    """proctor/codecache.py: the first run compiles each class's generated methods, the
+    next one none (they come from $PROCTOR_CACHE/code)."""
+    program, spec = _program(tmp_path), str(_suite(tmp_path))
+    first = _run(program, tmp_path, "run", spec, "--agent", "oracle", "-q", "--output-dir", "a")
+    again = _run(program, tmp_path, "run", spec, "--agent", "oracle", "-q", "--output-dir", "b")
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    compiled = int(first.stderr.split("compiled ")[1].split()[0])
+    assert compiled >= 40, first.stderr  # a trivial run's ~80: model, sandbox, asyncio ...
+    assert "compiled 0 of " in again.stderr, again.stderr
+    assert list((tmp_path / "cache" / "code").iterdir())
+
+
 @pytest.mark.parametrize(("text", "spec_ok", "code"), [("nope", True, 1), ("hello", False, 2)])
 def test_the_program_exits_with_the_commands_code(tmp_path, text, spec_ok, code):
     spec = _suite(tmp_path, text)
@@ -124,7 +143,7 @@ def test_a_host_calling_main_keeps_its_collector_and_its_teardown(tmp_path):
     proc = _run(_program(tmp_path, "host.py"), tmp_path, "run", str(_suite(tmp_path)),
                 "--agent", "oracle", "-q", "--output-dir", "out")
     assert proc.returncode == 0, proc.stderr
-    assert "torn down" in proc.stderr
+    assert "torn down" in proc.stderr and "no cache" in proc.stderr
     count = int(proc.stderr.split("exit handler: ")[1].split()[0])
     assert count >= 20, proc.stderr
     assert json.loads((tmp_path / "out" / "results.json").read_text())["summary"]["passed"] == 1

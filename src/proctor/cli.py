@@ -9,9 +9,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from proctor.startup import hold_gc, leave, release_gc, started_as_proctor
+from proctor.startup import begin, leave, release_gc, started_as_proctor
 
-hold_gc()  # before click and the rest are imported: see proctor/startup.py
+begin()  # before click and the rest are imported: see proctor/startup.py
 
 import click  # noqa: E402
 

@@ -35,14 +35,26 @@ def started_as_proctor() -> bool:
     """Whether the interpreter runs the `proctor` program itself: its main script is the
     file the process was started with, named proctor (not `python -c`, pytest, a host)."""
     script = getattr(sys.modules.get("__main__"), "__file__", None)
-    return (isinstance(script, str) and bool(sys.argv) and script == sys.argv[0]
-            and os.path.basename(script) in PROGRAM)
+    return (isinstance(script, str) and bool(sys.argv) and os.path.basename(script) in PROGRAM
+            and os.path.abspath(sys.argv[0]) == os.path.abspath(script))
+
+
+def begin() -> None:
+    """The proctor program's start: no cyclic collection until `release_gc`, and the code
+    dataclasses and namedtuple generate compiled once (codecache.py). Nothing elsewhere."""
+    if not started_as_proctor():
+        return
+    hold_gc()
+    from proctor import codecache
+
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    codecache.install(codecache.CodeCache(codecache.default_path(command)))
 
 
 def hold_gc() -> None:
-    """No cyclic collection until `release_gc` (only in the proctor program)."""
+    """No cyclic collection until `release_gc`."""
     global _held
-    if not _held and gc.isenabled() and started_as_proctor():
+    if not _held and gc.isenabled():
         gc.disable()
         _held = True
 
