@@ -122,7 +122,9 @@ class RunStore:
 
     @classmethod
     def create(cls, output_dir: str | None) -> RunStore:
-        run_id = new_run_id()
+        from proctor import headstart
+
+        run_id = headstart.run_id() or new_run_id()  # its first container begun with it
         run_dir = Path(output_dir) if output_dir else proctor_home() / "runs" / run_id
         if (run_dir / "results.jsonl").exists():
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} to finish "

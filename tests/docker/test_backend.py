@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 
 import pytest
 
 from proctor.sandbox import create_sandbox
 from proctor.sandbox.base import Resources, SandboxSpec
-from tests.helpers.docker import containers
+from tests.helpers.docker import containers, gone
 
 pytestmark = [pytest.mark.slow]
 
@@ -37,7 +38,50 @@ async def test_limits_and_labels_are_the_engines(base_image, tmp_path):
         assert res.stdout.split() == ["65534", "/home/agent"]
     finally:
         await sb.close()
-    assert not containers("dktest-limits")
+    assert gone("dktest-limits") == []
+
+
+async def test_closing_kills_the_init_and_the_engine_removes_the_container(
+        base_image, tmp_path, monkeypatch):
+    """A trial's close does not wait for the removal: it kills the container's init (every
+    process of it dies with it) and the engine removes the container (--rm)."""
+    import uuid
+
+    from proctor.sandbox.docker import container as dockercontainer
+    from tests.security.test_processes import sleepers
+
+    removed: list[str] = []
+    real_remove = dockercontainer.remove
+
+    async def remove(container: str) -> None:
+        removed.append(container)
+        await real_remove(container)
+
+    monkeypatch.setattr(dockercontainer, "remove", remove)
+    tag = f"{uuid.uuid4().int % 10**6 + 4 * 10**6}"  # a sleep length no other process uses
+    sb = await create_sandbox("docker", _spec(tmp_path))
+    try:
+        info = json.loads(subprocess.run(["docker", "inspect", sb.container], capture_output=True,
+                                         text=True, check=True).stdout)[0]
+        assert info["HostConfig"]["AutoRemove"] is True
+        await sb.exec(f"setsid sleep {tag} > /dev/null 2>&1 &", timeout=10)
+        assert sleepers(f"sleep {tag}")
+        await sb.keep_processes()  # a daemon left running to the end, as an agent may leave
+    finally:
+        await sb.close()
+    assert removed == [] and sleepers(f"sleep {tag}") == []
+    assert gone("dktest-limits") == []
+
+
+async def test_a_container_whose_init_is_not_known_is_removed_and_awaited(base_image, tmp_path):
+    from proctor.sandbox.docker.container import _pidfd_of
+
+    assert _pidfd_of(os.getpid(), "0" * 64) is None  # a pid outside the container: no handle
+    sb = await create_sandbox("docker", _spec(tmp_path))
+    os.close(sb._init)
+    sb._init = None
+    await sb.close()
+    assert containers("dktest-limits") == []  # removed before close returned
 
 
 async def test_memory_and_process_limits_are_faults(base_image, tmp_path):

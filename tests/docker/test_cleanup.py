@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from tests.helpers.cli import Cli, results
-from tests.helpers.docker import containers, networks
+from tests.helpers.docker import containers, gone, networks
 from tests.runner.test_interrupt import wait_for_lines
 from tests.security.test_processes import sleepers
 
@@ -62,7 +62,7 @@ def test_sigkill_then_resume_removes_the_killed_runs_containers(web_image, cli, 
     out = cli("run", "--resume", "run", "-q", timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
     assert results(tmp_path / "run")["summary"]["passed"] == 12
-    assert containers(run_id) == networks(run_id) == [] and _volumes() <= volumes
+    assert gone(run_id) == networks(run_id) == [] and _volumes() <= volumes
     assert sleepers(f"sleep {tag}") == []  # no agent process outlives its container
 
 
@@ -84,4 +84,4 @@ def test_an_interrupted_run_removes_its_containers(web_image, spec, tmp_path, ho
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err, err
     run_id = _run_id(tmp_path)
-    assert containers(run_id) == networks(run_id) == [] and _volumes() <= volumes
+    assert gone(run_id) == networks(run_id) == [] and _volumes() <= volumes

@@ -181,7 +181,7 @@ def test_a_container_made_through_the_socket_is_the_one_the_client_makes(base_im
             "--security-opt", "seccomp=unconfined", "--memory", str(256 << 20),
             "--memory-swap", str(256 << 20), "--cpus", "0.5", "--pids-limit", "100",
             "--ulimit", "fsize=1000000:1000000", "--entrypoint", "sleep", base_image, "60"]
-    assert dockercli._created(argv) is not None  # all of it goes through the socket
+    assert dockercli.create_request(argv) is not None  # all of it goes through the socket
     ours = asyncio.run(dockercli.run_detached(argv))
     theirs = subprocess.run(["docker", *argv], capture_output=True, text=True,
                             check=True).stdout.strip()
@@ -199,8 +199,8 @@ def test_a_container_made_through_the_socket_is_the_one_the_client_makes(base_im
 
 def test_what_is_not_translated_or_refused_is_the_clients_or_the_engines_word(
         base_image: str) -> None:
-    assert dockercli._created(["run", "-d", "--gpus", "all", base_image]) is None
-    assert dockercli._created(["run", "-d", "--hostname", "a.example", base_image]) is None
+    assert dockercli.create_request(["run", "-d", "--gpus", "all", base_image]) is None
+    assert dockercli.create_request(["run", "-d", "--hostname", "a.example", base_image]) is None
     if dockercli.api_socket() is None:
         pytest.skip("this machine's client talks to an engine elsewhere")
     with pytest.raises(OSError, match=r"^docker run: .*CPUs"):

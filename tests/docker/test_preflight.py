@@ -80,6 +80,8 @@ def test_the_docker_tests_skip_only_where_setup_found_no_engine(
 
     _fake_docker(tmp_path, "echo 'Cannot connect to the Docker daemon.' >&2; exit 1\n")
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    # No engine on the socket either (the real one here would answer `GET /_ping`).
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
     monkeypatch.setattr(engine, "STATUS", tmp_path / "setup-docker")
     if said is not None:
         (tmp_path / "setup-docker").write_text(said + "\n")

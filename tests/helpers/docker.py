@@ -15,6 +15,18 @@ def containers(run_id: str | None = None) -> list[str]:
     return done.stdout.split()
 
 
+def gone(run_id: str, within: float = 10.0) -> list[str]:
+    """The run's containers still there after asking the engine for up to `within` s (none
+    when all are gone): a trial's close kills its container's init and the engine removes
+    the container on its own (--rm), a moment after proctor has moved on or exited."""
+    import time
+
+    deadline = time.monotonic() + within
+    while (left := containers(run_id)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
 def networks(run_id: str) -> list[str]:
     done = subprocess.run(["docker", "network", "ls", "-q", "--filter", f"label={RUN_LABEL}={run_id}"],
                           capture_output=True, text=True, check=True)
@@ -27,7 +39,7 @@ def left_by(run_dir) -> list[str]:
     from tests.helpers.cli import results
 
     run_id = results(run_dir)["run_id"]
-    return containers(run_id) + networks(run_id)
+    return gone(run_id) + networks(run_id)
 
 
 

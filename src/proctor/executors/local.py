@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from proctor import headstart
 from proctor.executors import Launch, close_run, open_run
 from proctor.model import RunOptions, TaskDef, Trial
 from proctor.results import TrialRecord
@@ -27,7 +28,9 @@ class LocalExecutor:
 
     @classmethod
     async def open(cls, launch: Launch) -> LocalExecutor:
-        tmp_root = Path(tempfile.mkdtemp(prefix=f"proctor-{launch.run_id}-"))
+        # Made at start-up with the run's first container (headstart.py), else now.
+        tmp_root = (headstart.scratch(launch.run_id)
+                    or Path(tempfile.mkdtemp(prefix=f"proctor-{launch.run_id}-")))
         run = open_run(launch.options, run_id=launch.run_id, trial_dir=launch.trial_dir,
                        sandbox_root=launch.run_dir / "workdirs" if launch.options.keep
                        else tmp_root, scratch=tmp_root, concurrency=launch.workers)

@@ -35,6 +35,7 @@ from proctor import proc
 from proctor.dockercli import (
     RUN_LABEL,
     TRIAL_LABEL,
+    create_request,
     docker,
     exec_in,
     finish,
@@ -99,6 +100,7 @@ class DockerSandbox(PlaceFiles):
         self.uid = self.gid = AGENT_UID
         self.owner = (self.uid, self.gid)
         self._execs = 0
+        self._init: int | None = None  # a pidfd of the container's init, once started
         self._cgroup: dict[str, Path] = {}
         self.host_graders: dict[tuple[str, ...], Any] = {}  # runs_in: host (grade.py)
         self.served: list[tuple[str, int, Handler]] = []  # serve_inside's (the egress proxy)
@@ -113,7 +115,7 @@ class DockerSandbox(PlaceFiles):
     def _run_argv(self, spec: SandboxSpec) -> list[str]:
         """`docker run` arguments of the trial's container."""
         r = self.resources
-        argv = ["run", "-d", "--init", "--network", "none",
+        argv = ["run", "-d", *_REMOVED_ON_EXIT, "--init", "--network", "none",
                 "--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={self.trial_id}",
                 # The keeper as root (with CAP_SYS_PTRACE): out of reach of the agent's uid,
                 # which could otherwise trace it and outlive the kill through it.
@@ -136,7 +138,7 @@ class DockerSandbox(PlaceFiles):
             # traversable directory there lets the agent's uid reach the mount, nothing else.
             # (A tmpfs would copy the image's 0700 up.)
             over = self.private / f"over-{i}"
-            over.mkdir(mode=0o755)
+            over.mkdir(mode=0o755, exist_ok=True)  # made already by headstart
             argv += ["-v", f"{over}:{closed}"]
         if r.memory_bytes:  # no swap beyond the limit: the limit is the trial's memory
             argv += ["--memory", str(r.memory_bytes), "--memory-swap", str(r.memory_bytes)]
@@ -152,21 +154,29 @@ class DockerSandbox(PlaceFiles):
         return [*argv, "--entrypoint", "sleep", self.image, "2147483647"]
 
     async def _launch(self, argv: list[str]) -> None:
+        body = create_request(argv)
+        # The container begun at start-up when it is this very one (headstart.py); the run's
+        # first container is remembered for the next identical run.
+        job = asyncio.ensure_future(_made(body, argv, self.run_id, self.root.parent))
         # Not cancelled half-way (Ctrl-C): a container the engine made must be known to be removed.
-        job = asyncio.ensure_future(run_detached(argv))
         try:
             self.container = await asyncio.shield(job)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 self.container = await job
             raise
-        self.info = await inspect(self.container)
+        try:
+            self.info = await inspect(self.container)
+        except OSError:  # already exited, and removed by the engine (--rm)
+            self.info = {}
         state = self.info.get("State") or {}
         if state.get("Running") is not True:
             logs = await docker("logs", "--tail", "5", self.container)
-            raise OSError(f"the container of image {self.image} did not start: "
-                          f"{(logs.stderr or logs.stdout).strip()[-300:]}")
+            said = (logs.stderr or logs.stdout).strip()[-300:] if logs.exit_code == 0 else ""
+            raise OSError(f"the container of image {self.image} did not start: " + (
+                said or f"it exited at once ({_exited(state)}) and the engine removed it"))
         self.pid = int(state["Pid"])
+        self._init = _pidfd_of(self.pid, self.container)
         self.keeper = await asyncio.to_thread(self._keeper_pid)
         self._cgroup = await asyncio.to_thread(_cgroup_dirs, self.pid)
 
@@ -235,8 +245,15 @@ class DockerSandbox(PlaceFiles):
         if self.forwarder is not None:
             await self.forwarder.close()
         if self.container is not None:
-            await remove(self.container)
+            # The container's init killed: its processes with it, and the engine removes
+            # the container (--rm) on its own, so the trial does not wait ~0.1 s for that.
+            # Without a handle on the init (never started), the removal is awaited.
+            if not _killed(self._init):
+                await remove(self.container)
             self.container = None
+        if self._init is not None:
+            os.close(self._init)
+            self._init = None
         if not self.keep:
             await asyncio.to_thread(shutil.rmtree, self.root, True)
 
@@ -443,6 +460,60 @@ def _with_every_port(endpoints: list[tuple[str, int]],
         if address in own and (address, int(port_hex, 16)) not in out:
             out.append((address, int(port_hex, 16)))
     return out
+
+
+async def _made(body: dict[str, Any] | None, argv: list[str], run_id: str, scratch: Path) -> str:
+    """The container of `argv`: the one begun at start-up if it was made with this request
+    (headstart.claim), else made now; the run's first request remembered (headstart)."""
+    from proctor import headstart
+
+    early = await asyncio.to_thread(headstart.claim, body)
+    headstart.remember(body, run_id, scratch)
+    return early if early is not None else await run_detached(argv)
+
+
+# Every trial container is removed by the engine once it stops (HostConfig.AutoRemove):
+# closing a trial only kills its init; a crashed or killed run's are the janitor's, as before.
+_REMOVED_ON_EXIT = ("--rm",)
+
+
+def _pidfd_of(pid: int, container: str) -> int | None:
+    """A pidfd of the container's init (host `pid`, from the engine), or None when that pid
+    is no longer the container's (it exited, the number went to another process): only
+    then is a process killed through it."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return None
+    try:  # pidfd taken first: from here the number cannot change owner under it
+        mine = container in Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        mine = False
+    if not mine:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _killed(pidfd: int | None) -> bool:
+    """SIGKILL the container's init through its pidfd: the kernel kills every process of
+    the container's pid namespace with it; the engine, seeing the container stop, removes it
+    (--rm). False when there is no such handle or the init is gone already (removal then
+    awaited as `docker rm -f`)."""
+    import signal
+
+    if pidfd is None:
+        return False
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except OSError:
+        return False
+    return True
+
+
+def _exited(state: dict[str, Any]) -> str:
+    code, error = state.get("ExitCode"), state.get("Error")
+    return error or (f"exit code {code}" if code is not None else "no state left")
 
 
 def _closed_ancestors(paths: list[str]) -> list[str]:

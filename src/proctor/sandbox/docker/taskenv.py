@@ -44,6 +44,7 @@ from proctor.dockercli import RUN_LABEL, TRIAL_LABEL, docker, image_config
 from proctor.sandbox import files
 from proctor.sandbox.base import Entry, SandboxSpec, Snapshot
 from proctor.sandbox.docker.container import (
+    _REMOVED_ON_EXIT,
     CONTAINER,
     LAUNCH,
     PRIVATE,
@@ -118,7 +119,7 @@ class ImageSandbox(DockerSandbox):
 
     def _run_argv(self, spec: SandboxSpec) -> list[str]:
         r = self.resources
-        argv = ["run", "-d", "--init", "--network", "none",
+        argv = ["run", "-d", *_REMOVED_ON_EXIT, "--init", "--network", "none",
                 "--label", f"{RUN_LABEL}={self.run_id}", "--label", f"{TRIAL_LABEL}={self.trial_id}",
                 "--cap-add", "SYS_PTRACE", *_own_hostname(), *_proctor_programs(self.private),
                 # A root agent runs in a user namespace of its own (launch drop), which

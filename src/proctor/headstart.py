@@ -1,0 +1,310 @@
+"""A docker trial's container made while proctor starts (`proctor run … --backend docker`).
+
+Making and starting a container takes the engine ~0.2 s, as long as proctor's own start-up
+(imports, reading the specs); one after the other they are most of a one-trial run. So the
+first container a run makes is remembered — the engine's create request exactly as
+`dockercli.run_detached` sends it, with the run's id, its scratch directory and the
+container's hostname left as blanks — under a key of the command line, the working
+directory and the spec files' contents. The next identical `proctor run` makes that
+container first thing (`begin`, on a thread, before proctor imports the rest of itself):
+its run id and scratch directory are the ones the run then uses (`run_id`, `scratch`).
+
+The trial takes it (`claim`) only when the request it would send itself is the same, byte
+for byte but the hostname (a random name either way): the same image, mounts, labels,
+limits and user, so the trial's container is the one it would have made, made earlier.
+Anything else — the spec edited, an option, another machine's paths — and it is not used:
+killed at exit (the engine removes it, `--rm`), and the trial makes its own. A run killed
+before its run directory exists can leave it behind (labelled `proctor.run=ID`, as every
+trial container); `proctor run --resume` sweeps it otherwise, as any of the run's.
+
+Standard library only: this runs before the rest of proctor is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+_RUN, _ROOT, _HOST = "\x00run\x00", "\x00root\x00", "\x00host\x00"
+_SOCKET = "/var/run/docker.sock"
+KEEP = 64  # remembered command lines at most
+
+
+class _Start:
+    """One container being made: the thread, then its id (None if the engine refused)."""
+
+    def __init__(self, key: str, run_id: str, root: str, host: str, body: dict[str, Any]):
+        self.key, self.run_id, self.root, self.host, self.body = key, run_id, root, host, body
+        import threading
+
+        self.container: str | None = None
+        self.claimed = False
+        self.thread = threading.Thread(target=self._make, daemon=True, name="headstart")
+
+    def _make(self) -> None:
+        for bind in self.body.get("HostConfig", {}).get("Binds", []):
+            source = bind.split(":", 1)[0]
+            if source.startswith(self.root + "/"):
+                os.makedirs(source, exist_ok=True)  # modes and owners: the trial's own, later
+        got = _api("POST", "/containers/create", self.body)
+        if got is None or got[0] != 201:
+            return
+        container = str(json.loads(got[1])["Id"])
+        started = _api("POST", f"/containers/{container}/start")
+        if started is None or started[0] not in (204, 304):
+            _api("DELETE", f"/containers/{container}?force=1&v=1")
+            return
+        self.container = container
+
+
+_started: _Start | None = None
+_key: str | None = None  # this run's key: its first container is remembered under it
+_recorded = False
+
+
+def begin(argv: list[str]) -> None:
+    """Called first by the CLI: for `proctor run … --backend docker` whose container was
+    remembered, make it now (a thread); otherwise note the key to remember it under."""
+    global _started, _key
+    if os.environ.get("PROCTOR_NO_HEADSTART") or not _wanted(argv):
+        return
+    _key = _key_of(argv)
+    if _key is None:
+        return
+    recipe = _recipe(_dir() / f"{_key}.json")
+    if recipe is None:
+        return
+    import secrets
+    import tempfile
+    from datetime import UTC, datetime
+
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    root = tempfile.mkdtemp(prefix=f"proctor-{run_id}-")
+    host = secrets.token_hex(6)
+    text = str(recipe["body"]).replace(_ROOT, root).replace(_RUN, run_id).replace(_HOST, host)
+    _started = _Start(_key, run_id, root, host, json.loads(text))
+    _started.thread.start()
+    import atexit
+    import signal
+
+    atexit.register(_unclaimed)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # until the run's loop takes it
+        signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM before the run's loop handles it: exit through atexit (`_unclaimed`)."""
+    raise SystemExit(128 + signum)
+
+
+def _recipe(path: Path) -> dict[str, Any] | None:
+    """The remembered request, if only this user could have written it (it is made into a
+    container as root before anything else runs): owned by us, writable by no one else,
+    in a directory likewise."""
+    try:
+        for p in (path.parent, path):
+            st = os.stat(p)
+            if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+                return None
+        recipe = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return recipe if isinstance(recipe, dict) and isinstance(recipe.get("body"), str) else None
+
+
+def run_id() -> str | None:
+    """The id of this run when its first container was begun (RunStore.create uses it)."""
+    return _started.run_id if _started is not None else None
+
+
+def scratch(run_id: str) -> Path | None:
+    """The run's scratch directory begun with its container (the local executor's tmp root)."""
+    if _started is None or _started.run_id != run_id or not os.path.isdir(_started.root):
+        return None
+    return Path(_started.root)
+
+
+def claim(body: dict[str, Any] | None) -> str | None:
+    """The container begun at start-up, if `body` (the trial's own create request) is the
+    one it was made with, but the hostname; else None (the trial makes its own). Blocking
+    (waits for the engine to start it): call it off the event loop."""
+    start = _started
+    if body is None or start is None or start.claimed:
+        return None
+    start.thread.join()
+    host = body.get("Hostname")
+    mine = json.dumps(body, sort_keys=True)
+    if isinstance(host, str) and host:
+        mine = mine.replace(host, start.host)
+    if start.container is None or mine != json.dumps(start.body, sort_keys=True):
+        return None
+    start.claimed = True
+    return start.container
+
+
+def remember(body: dict[str, Any] | None, run_id: str, root: Path) -> None:
+    """The first container of a keyed run: its create request kept for the next identical
+    run (only where every mount of the run's own lies in its scratch `root`)."""
+    global _recorded
+    if _key is None or _recorded or body is None:
+        return
+    _recorded = True
+    text = json.dumps(body, sort_keys=True)
+    host = body.get("Hostname")
+    if not isinstance(host, str) or not host or not run_id or str(root) not in text:
+        return
+    text = text.replace(str(root), _ROOT).replace(run_id, _RUN).replace(host, _HOST)
+    try:
+        where = _dir()
+        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = where / f".{_key}.{os.getpid()}"
+        tmp.write_text(json.dumps({"body": text}))
+        tmp.chmod(0o600)
+        tmp.replace(where / f"{_key}.json")
+        kept = list(where.glob("*.json"))
+        if len(kept) > KEEP:  # the least recently remembered go
+            kept.sort(key=lambda p: p.stat().st_mtime)
+            for old in kept[:len(kept) - KEEP]:
+                old.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _unclaimed() -> None:
+    """At exit: a container begun and never claimed is killed (the engine removes it)."""
+    start = _started
+    if start is None or start.claimed:
+        return
+    start.thread.join(timeout=30)
+    if start.container is not None:
+        _api("DELETE", f"/containers/{start.container}?force=1&v=1")
+    if os.path.isdir(start.root) and all(  # no run took it (its executor removes its own)
+            not files for _, _, files in os.walk(start.root)):
+        import shutil
+
+        shutil.rmtree(start.root, ignore_errors=True)
+
+
+def _wanted(argv: list[str]) -> bool:
+    """`run` with `--backend docker`, and nothing that makes a run's container differ from
+    the last one's by design (--resume, --keep's workdirs in the run directory)."""
+    args = argv[1:]
+    if not args or args[0] != "run" or "--resume" in args or "--keep" in args or any(
+            a.startswith("--executor") for a in args):  # trials elsewhere: not this engine
+        return False
+    return any(a == "--backend=docker" or (a == "--backend" and b == "docker")
+               for a, b in zip(args, [*args[1:], ""], strict=True))
+
+
+def _key_of(argv: list[str]) -> str | None:
+    """A digest of the command line, the working directory and every named spec file's
+    contents (a directory's files: names, sizes and times, at most 200); None when a
+    path cannot be read."""
+    import hashlib
+
+    args = _without_output_dir(argv[1:])  # where results go is not in the container
+    digest = hashlib.sha256(json.dumps([args, os.getcwd(), sys.version]).encode())
+    for arg in args[1:]:
+        if arg.startswith("-") or not os.path.exists(arg):
+            continue
+        try:
+            if os.path.isdir(arg):
+                seen = 0
+                for top, dirs, files in os.walk(arg):
+                    dirs.sort()
+                    for name in sorted(files):
+                        st = os.stat(os.path.join(top, name))
+                        digest.update(f"{top}/{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+                        seen += 1
+                        if seen > 200:
+                            return None
+            else:
+                with open(arg, "rb") as f:
+                    digest.update(f.read(1 << 20))
+        except OSError:
+            return None
+    return digest.hexdigest()[:32]
+
+
+def _without_output_dir(args: list[str]) -> list[str]:
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "--output-dir":
+            skip = True
+        elif not a.startswith("--output-dir="):
+            out.append(a)
+    return out
+
+
+def _dir() -> Path:
+    given = os.environ.get("PROCTOR_CACHE")
+    base = Path(given) if given else Path(
+        os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "proctor"
+    return base / "headstart"
+
+
+def _api(method: str, path: str, body: object = None) -> tuple[int, bytes] | None:
+    """One request to the engine's socket (blocking), where the client would use it."""
+    import socket
+
+    where = _socket()
+    if where is None:
+        return None
+    data = b"" if body is None else json.dumps(body).encode()
+    head = (f"{method} {path} HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n"
+            + ("Content-Type: application/json\r\n" if data else "")
+            + f"Content-Length: {len(data)}\r\n\r\n")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(60)
+            sock.connect(where)
+            sock.sendall(head.encode() + data)
+            parts = []
+            while chunk := sock.recv(65536):
+                parts.append(chunk)
+    except OSError:
+        return None
+    raw = b"".join(parts)
+    first, _, rest = raw.partition(b"\r\n\r\n")
+    try:
+        status = int(first.split(b"\r\n")[0].split()[1])
+    except (IndexError, ValueError):
+        return None
+    if b"chunked" in first.lower():
+        rest = _unchunked(rest)
+    return status, rest
+
+
+def _unchunked(body: bytes) -> bytes:
+    out: list[bytes] = []
+    at = 0
+    while True:
+        end = body.find(b"\r\n", at)
+        size = int(body[at:end].split(b";")[0] or b"0", 16) if end >= 0 else 0
+        if size == 0:
+            return b"".join(out)
+        out.append(body[end + 2:end + 2 + size])
+        at = end + 2 + size + 2
+
+
+def _socket() -> str | None:
+    """The engine's unix socket if the client here would use it (dockercli.api_socket's
+    rule, without the client config's context: a context set there sends it elsewhere)."""
+    host = os.environ.get("DOCKER_HOST", "")
+    if os.environ.get("DOCKER_CONTEXT") or (host and not host.startswith("unix://")):
+        return None
+    config = os.path.join(os.environ.get("DOCKER_CONFIG") or os.path.expanduser("~/.docker"),
+                          "config.json")
+    try:
+        with open(config, "rb") as f:
+            if json.load(f).get("currentContext") not in (None, "", "default"):
+                return None
+    except (OSError, ValueError, AttributeError):
+        pass
+    path = host[len("unix://"):] if host else _SOCKET
+    return path if os.path.exists(path) else None
