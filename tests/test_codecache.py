@@ -10,6 +10,7 @@ import dataclasses
 import marshal
 import re
 import sys
+import typing
 from dataclasses import InitVar, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -212,3 +213,20 @@ def test_a_full_file_keeps_what_its_last_writer_used(fresh, monkeypatch):
     assert codecache.default_path("run").name.endswith("-run")
     assert codecache.default_path("mock-llm").name.endswith("-mock-llm")
     assert codecache.default_path("../x").name.endswith("-other")
+
+
+def test_an_annotation_given_as_text_compiles_as_typing_compiles_it(fresh):
+    cache = codecache.CodeCache(fresh)
+    codecache.install(cache)
+    try:
+        ref = typing.ForwardRef("dict[str, list[int]] | None")
+        assert cache.misses == 1
+        with pytest.raises(SyntaxError) as ours:
+            typing.ForwardRef("list[")
+    finally:
+        codecache.uninstall()
+    assert "compile" not in vars(typing)
+    assert ref.__forward_code__ == typing.ForwardRef("dict[str, list[int]] | None").__forward_code__
+    with pytest.raises(SyntaxError) as theirs:
+        typing.ForwardRef("list[")
+    assert str(ours.value) == str(theirs.value)

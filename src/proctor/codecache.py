@@ -1,18 +1,20 @@
 """What start-up compiles from text, compiled once: the code of the methods `dataclasses`
-writes for each class (`__init__`, a frozen class's `__setattr__` ...) and of each
-`namedtuple`'s `__new__`, and the regular expressions modules compile at import, kept by
-their text in $PROCTOR_CACHE/code.
+writes for each class (`__init__`, a frozen class's `__setattr__` ...), of each
+`namedtuple`'s `__new__` and of each annotation typing is given as text (ForwardRef), and
+the regular expressions modules compile at import, kept by their text in
+$PROCTOR_CACHE/code.
 
-Both modules make those functions from source text at import (`exec`/`eval` of a string):
-a trivial run's start-up parsed and compiled ~100 such texts, ~10 % of its CPU, and ~50
-regular expressions (~3 %). Installed (`install`, by the proctor program only:
-proctor/startup.py), the two modules' `exec` and `eval` are this cache's: the same text
-compiled the same way (no inherited `__future__` flags, file name "<string>") gives the same
-code object, so nothing about the classes changes; only its compiling is skipped after the
-first time. A regular expression's parse is skipped likewise: what `re` handed its C engine
-(`_sre.compile`'s arguments) the first time is handed to it again. Anything not kept is
-compiled as before. The file is Python's own marshal, written by this user's proctor into
-this user's cache, as `__pycache__` is (and as the bubblewrap spawner kept there is run).
+Those modules make that code from source text at import (`exec`/`eval`/`compile` of a
+string): a trivial run's start-up parsed and compiled ~100 generated functions (~10 % of
+its CPU), ~200 annotations (~1 %) and ~50 regular expressions (~3 %). Installed (`install`,
+by the proctor program only: proctor/startup.py), the modules' `exec`, `eval` and `compile`
+are this cache's: the same text compiled the same way (no inherited `__future__` flags,
+file name "<string>") gives the same code object, so nothing about the classes changes;
+only its compiling is skipped after the first time. A regular expression's parse is
+skipped likewise: what `re` handed its C engine (`_sre.compile`'s arguments) the first
+time is handed to it again. Anything not kept is compiled as before. The file is Python's
+own marshal, written by this user's proctor into this user's cache, as `__pycache__` is
+(and as the bubblewrap spawner kept there is run).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 import re
 import sys
 import threading
+import typing
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -34,7 +37,9 @@ from typing import Any
 # Past this many, a file keeps only what its last writer used (one file per command: what a
 # run uses is ~130 entries, ~200 KB).
 MAX_ENTRIES = 512
-_MODULES = ((dataclasses, "exec"), (collections, "eval"))
+# The modules whose builtins this cache stands in for (each calls it with source text only
+# where it generates code: dataclasses' methods, namedtuple's __new__, typing's ForwardRef).
+_MODULES = ((dataclasses, "exec"), (collections, "eval"), (typing, "compile"))
 
 
 class CodeCache:
@@ -108,6 +113,14 @@ class CodeCache:
             source = self.compiled(source, "eval")
         return builtins.eval(source, globals, locals)
 
+    def compile(self, source: Any, filename: str, mode: str, flags: int = 0,
+                dont_inherit: bool = False, optimize: int = -1) -> Any:
+        # Called from a module without `__future__` imports: nothing to inherit from it.
+        if type(source) is str and filename == "<string>" and mode in ("exec", "eval") \
+                and not flags and optimize == -1:
+            return self.compiled(source, mode)
+        return builtins.compile(source, filename, mode, flags, True, optimize)
+
     def save(self) -> None:
         """Write the file if anything was compiled (quietly nothing when it cannot be)."""
         if not self._new or self.path is None:
@@ -157,8 +170,9 @@ def default_path(command: str) -> Path:
 
 
 def install(cache: CodeCache) -> None:
-    """Make `cache` the `exec`/`eval` of dataclasses and collections (their functions look
-    the names up in their module first); the file kept at exit."""
+    """Make `cache` the `exec`/`eval`/`compile` of dataclasses, collections and typing (their
+    functions look the names up in their module first) and re's pattern compiler; the file
+    kept at exit."""
     global _installed
     if _installed is not None:
         return
