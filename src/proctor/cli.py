@@ -9,18 +9,17 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from proctor import headstart
 from proctor.startup import begin, leave, release_gc, started_as_proctor
 
-begin()  # before click and the rest are imported: see proctor/startup.py
-
-from proctor import headstart  # noqa: E402
-
-# Before the rest is imported: a `proctor run --backend docker` whose first container is
-# remembered has the engine make it now, beside the ~0.2 s of proctor's start-up
-# (headstart.py; nothing for any other command line, nor when this module is imported
-# by anything but the `proctor` program).
+# First of all: a `proctor run --backend docker` whose first container is remembered has
+# the engine make it now, beside the ~0.2 s of proctor's start-up (headstart.py; nothing
+# for any other command line, nor when this module is imported by anything but the
+# `proctor` program).
 if started_as_proctor():
     headstart.begin(sys.argv)
+
+begin()  # before click and the rest are imported: see proctor/startup.py
 
 import click  # noqa: E402
 
