@@ -46,7 +46,7 @@ def shown_paths(dirs: list[str], cli: str | None) -> list[str]:
     """What the sandbox must show for `dirs`: the directories, and for a CLI there that is a
     script whose interpreter lives outside /usr (a pipx or venv install), that installation."""
     paths = list(dirs)
-    name = _program(cli)
+    name = _program(cli) if dirs else None  # no host_path (the usual case): nothing to parse
     if name is None:
         return paths
     for d in dirs:

@@ -27,7 +27,7 @@ class Fieldwise:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        names = [f.name for f in fields(self) if f.compare]  # type: ignore[arg-type]
+        names = _compared(self.__class__)
         return (tuple(getattr(self, n) for n in names)
                 == tuple(getattr(other, n) for n in names))
 
@@ -46,5 +46,26 @@ class FrozenFieldwise(Fieldwise):
     __slots__ = ()
 
     def __hash__(self) -> int:  # type: ignore[override]  # Fieldwise: None, as eq=True
-        return hash(tuple(getattr(self, f.name) for f in fields(self)  # type: ignore[arg-type]
-                          if (f.compare if f.hash is None else f.hash)))
+        return hash(tuple(getattr(self, n) for n in _hashed(self.__class__)))
+
+
+# A class's fields never change once it is made: their names are looked up once per class
+# (`dataclasses.fields` builds its list anew at every call; a box pool compares its slots'
+# shapes at every trial).
+_COMPARED: dict[type, tuple[str, ...]] = {}
+_HASHED: dict[type, tuple[str, ...]] = {}
+
+
+def _compared(cls: type) -> tuple[str, ...]:
+    names = _COMPARED.get(cls)
+    if names is None:
+        names = _COMPARED[cls] = tuple(f.name for f in fields(cls) if f.compare)
+    return names
+
+
+def _hashed(cls: type) -> tuple[str, ...]:
+    names = _HASHED.get(cls)
+    if names is None:
+        names = _HASHED[cls] = tuple(f.name for f in fields(cls)
+                                     if (f.compare if f.hash is None else f.hash))
+    return names

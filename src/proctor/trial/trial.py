@@ -560,8 +560,9 @@ async def _run_agent(agent: Agent, task: TaskDef, env: AgentEnv, recorder: Recor
     AGENT_GRACE_S later. Out of time is the agent's problem, not the harness's: the checks
     judge everything recorded until then."""
     env.deadline = time.monotonic() + task.timeout
-    try:
-        outcome = await asyncio.wait_for(agent.run(env), task.timeout + AGENT_GRACE_S)
+    try:  # in the trial's own task (wait_for would make one more task, each trial)
+        async with asyncio.timeout(task.timeout + AGENT_GRACE_S):
+            outcome = await agent.run(env)
     except TimeoutError:
         outcome = env.on_timeout() if env.on_timeout is not None else \
             AgentResult(output="", turns=len(env.commands))
