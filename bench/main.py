@@ -180,8 +180,9 @@ def alternate(name: str, trials: int, runs: int, args: argparse.Namespace, work:
                      agent=agent)
             series[tool].append(m)
             shown = f"{m.tree_peak_rss_mb:.0f} MB" if memory else f"{m.wall_s:.2f} s"
-            log(f"  {name} run {r + 1}/{runs} {tool}: {shown} (CPU {m.cpu_s:.2f} s, load "
-                f"{m.load:.2f}{'' if settled[tool][-1] else ', machine busy'})")
+            log(f"  {name} run {r + 1}/{runs} {tool}: {shown} (CPU {m.cpu_s:.2f} s, others' "
+                f"CPU meanwhile {m.others_cpu_s:.2f} s, load {m.load:.2f}"
+                f"{'' if settled[tool][-1] else ', machine busy before'})")
     result: dict = {"trials": trials, "runs": runs}
     for tool, ms in series.items():
         if memory:
@@ -198,6 +199,7 @@ def alternate(name: str, trials: int, runs: int, args: argparse.Namespace, work:
                             "cpu_median_s": round(statistics.median(m.cpu_s for m in ms), 3),
                             "cpu_runs_s": [m.cpu_s for m in ms]}
         result[tool]["load"] = [m.load for m in ms]
+        result[tool]["others_cpu_s"] = [m.others_cpu_s for m in ms]
         result[tool]["settled"] = settled[tool]
     if "inspect" in result:
         key = "median_mb" if memory else "median_s"

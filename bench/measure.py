@@ -4,7 +4,9 @@ Wall time is `time.perf_counter()` around start-to-reaped of the process, so int
 start, imports and teardown all count, as a user waiting at a prompt sees it. CPU time is the
 kernel's account of the process and every descendant it reaped (`wait4`'s user + system): on
 a shared machine it shows the work a run did apart from what it waited for; the 1-minute
-load average when it started says how shared the machine was.
+load average when it started says how shared the machine was, and `others_cpu_s` how much
+CPU everything else on the machine used while it ran (all CPUs' busy time, from /proc/stat,
+less the run's own): on a 2-core machine a run's wall tracks that, its CPU does not.
 
 Peak memory (only when asked, so the sampling never costs the timed runs anything): every
 `interval` seconds a sampler thread reads /proc/*/stat, finds every process descended from the
@@ -35,6 +37,7 @@ class Measurement:
     returncode: int
     cpu_s: float = 0.0  # user + system of the process and its reaped descendants
     load: float = 0.0  # the 1-minute load average when it started
+    others_cpu_s: float = 0.0  # CPU the rest of the machine used meanwhile
     tree_peak_rss_mb: float | None = None  # peak of the summed RSS of the process tree
     root_peak_rss_mb: float | None = None  # the started process's own peak (VmHWM)
     samples: int = 0  # how many times the tree was sampled
@@ -114,6 +117,7 @@ def run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
         memory: bool = False, interval: float = 0.02, timeout: float = 3600) -> Measurement:
     """Run `argv` to completion; stdout is discarded, the end of stderr kept for errors."""
     load = os.getloadavg()[0]
+    busy0 = _busy_s()
     start = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -134,10 +138,12 @@ def run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None,
             proc.kill()
         time.sleep(0.002)
     wall = time.perf_counter() - start
+    busy = _busy_s() - busy0
     proc.returncode = os.waitstatus_to_exitcode(status)
     reader.join()
     m = Measurement(wall_s=wall, returncode=proc.returncode, load=round(load, 2),
                     cpu_s=round(usage.ru_utime + usage.ru_stime, 3),
+                    others_cpu_s=round(max(0.0, busy - usage.ru_utime - usage.ru_stime), 2),
                     stderr_tail=b"".join(err).decode(errors="replace")[-3000:])
     if sampler is not None:
         sampler.stop.set()
@@ -165,6 +171,12 @@ def settle(max_wait: float = 3.0, idle: float = 0.9, window: float = 0.1) -> boo
             return True
         if time.monotonic() >= deadline:
             return False
+
+
+def _busy_s() -> float:
+    """Seconds all CPUs have been busy since boot (neither idle nor waiting for I/O)."""
+    total, spare = _cpu_jiffies()
+    return (total - spare) / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_jiffies() -> tuple[int, int]:

@@ -95,7 +95,13 @@ def test_cpu_of_a_process_tree(tmp_path: Path) -> None:
     burn = "import time\nwhile time.process_time() < 0.2: pass"
     code = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}])"
     m = measure.run([sys.executable, "-c", code], cwd=tmp_path)
-    assert m.returncode == 0 and m.cpu_s >= 0.2 and m.load >= 0
+    assert m.returncode == 0 and m.cpu_s >= 0.2 and m.load >= 0 and m.others_cpu_s >= 0
+    # What the rest of the machine did meanwhile: a process outside the measured tree that
+    # burns 0.3 s of CPU while the measured one sleeps is counted there, not in cpu_s.
+    other = subprocess.Popen([sys.executable, "-c", burn.replace("0.2", "0.3")])
+    m = measure.run([sys.executable, "-c", "import time; time.sleep(0.6)"], cwd=tmp_path)
+    other.wait()
+    assert m.cpu_s < 0.2 and m.others_cpu_s >= 0.2
 
 
 def test_settling_before_a_run() -> None:
