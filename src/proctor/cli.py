@@ -58,7 +58,8 @@ def _run_ref(ref: str | None) -> str:
 
 def _guard(fn: Callable[[], int | None], collect: bool = True) -> None:
     """Run a command body: user errors become one line + exit code, Ctrl-C exits 130.
-    `collect=False`: the body lets the garbage collector go itself (startup.release_gc)."""
+    `collect=False`: the body lets the garbage collector go itself (startup.release_gc: a
+    run's trials), or is short and bounded (validate, show, runs) and never does."""
     from proctor.errors import ProctorError, SpecError
 
     if collect:
@@ -131,7 +132,7 @@ def validate(paths: tuple[str, ...]) -> None:
 
         return validate_paths(list(paths))
 
-    _guard(body)
+    _guard(body, collect=False)  # short, bounded: see startup.py
 
 
 @main.command()
@@ -486,7 +487,7 @@ def runs(limit: int) -> None:
 
         return runs_main(limit=limit)
 
-    _guard(body)
+    _guard(body, collect=False)  # short, bounded: see startup.py
 
 
 @main.command()
@@ -537,7 +538,7 @@ def show(run_dir: str | None, trial: str | None, failed: bool, task_ids: tuple[s
         return show_main(_run_ref(run_dir), trial, TrialFilter(failed, set(task_ids), set(models)),
                          full=full)
 
-    _guard(body)
+    _guard(body, collect=False)  # short, bounded: see startup.py
 
 
 @main.command("mock-llm")

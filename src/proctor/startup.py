@@ -6,7 +6,8 @@ else shares it, so:
 * the cyclic garbage collector is held off while the CLI and a command's modules are
   imported and its input is read: tens of thousands of objects that all live to the end,
   ~60 collections (~12 ms) of a trivial run for nothing. It is let go when the command's
-  real work begins (`release_gc`: a run's trials, any other command's body);
+  real work begins (`release_gc`: a run's trials, most commands' bodies; `validate`,
+  `show` and `runs` are short and bounded and never let it go);
 * the process ends, once its output is flushed and every exit handler has run, without the
   interpreter's teardown (every module's dict cleared, a last full collection: ~15-20 ms
   of a trivial run), as `os._exit` ends it. Whatever could still need the teardown (another
