@@ -6,7 +6,9 @@ import what it does not use (pydantic for `--help` and `runs`, the Harbor and sc
 dialects for a suite, the mock model's script models, urllib's HTTP client, the HTML report,
 Ray, Inspect AI ...), and at most so many modules in all. The second is a budget of CPU time
 (not wall time: a loaded machine's waits for a CPU do not count) for importing exactly the
-modules a trivial `proctor run` imported, best of three fresh interpreters, with ample
+modules a trivial `proctor run` imported, as the `proctor` program imports them (the
+collector held, generated code from its cache: proctor/startup.py, codecache.py), best of
+three fresh interpreters after the one that fills the cache, with ample
 headroom over the figure on a quiet machine (docs/benchmarks.md): it catches a heavy
 library pulled onto the path, not a few milliseconds.
 """
@@ -48,6 +50,10 @@ IMPORTER = """
 import importlib, json, sys, time
 mods = json.load(open(sys.argv[1]))["modules"]
 started = time.process_time()
+import gc
+gc.disable()  # as the proctor program starts: collector held, generated code cached
+from proctor import codecache
+codecache.install(codecache.CodeCache(codecache.default_path("run")))
 for m in mods:
     try:
         importlib.import_module(m)
@@ -96,7 +102,8 @@ HELP_NEVER = (*RUNS_NEVER, "rich", "asyncio", "sqlite3", "proctor.checks.base",
 
 MAX_MODULES = 345  # a trivial run imports ~315 (CPython's own included)
 MAX_MODULES_READ_BEFORE = 310  # ~294 when its spec comes from the cache (no PyYAML)
-RUN_IMPORT_CPU_MS = 250  # ~105-120 ms on the 2-core machine at load 4.4; module doc
+RUN_IMPORT_CPU_MS = 200  # ~80-90 ms on the 2-core machine at load 2 (~110-120 without the
+# program's held collector and code cache); module doc
 
 SUITE = """cli: sh
 tasks:
@@ -239,12 +246,12 @@ def test_importing_a_trivial_runs_modules_stays_within_its_cpu_budget(tmp_path, 
     assert code == 0
     listing = next(tmp_path.glob("modules-*.json"))
     costs = []
-    for _ in range(3):
+    for _ in range(4):
         proc = subprocess.run([sys.executable, "-c", IMPORTER, str(listing)], cwd=tmp_path,
-                              env=_env(tmp_path), capture_output=True, text=True, timeout=120,
-                              check=True)
+                              env={**_env(tmp_path), "PROCTOR_CACHE": str(tmp_path / "cache")},
+                              capture_output=True, text=True, timeout=120, check=True)
         costs.append(float(proc.stdout))
-        if costs[-1] <= RUN_IMPORT_CPU_MS:
+        if costs[-1] <= RUN_IMPORT_CPU_MS and len(costs) > 1:  # the first fills the cache
             break
     assert min(costs) <= RUN_IMPORT_CPU_MS, (
         f"importing a trivial run's modules took {costs} ms of CPU; see "
