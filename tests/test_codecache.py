@@ -230,3 +230,12 @@ def test_an_annotation_given_as_text_compiles_as_typing_compiles_it(fresh):
     with pytest.raises(SyntaxError) as theirs:
         typing.ForwardRef("list[")
     assert str(ours.value) == str(theirs.value)
+
+
+def test_a_cache_it_cannot_write_is_quietly_no_file(tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    cache = codecache.CodeCache(blocked / "code" / "run")
+    cache.compiled("x = 1", "exec")
+    cache.save()  # its directory cannot be made: nothing raised, nothing left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

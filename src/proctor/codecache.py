@@ -128,11 +128,14 @@ class CodeCache:
         self._new = False
         kept = self._code if len(self._code) <= MAX_ENTRIES else \
             {k: v for k, v in self._code.items() if k in self._used}
-        with contextlib.suppress(OSError, ValueError):
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
             tmp.write_bytes(marshal.dumps((sys.version, kept)))
             os.replace(tmp, self.path)  # whole or not at all, for a reader at the same moment
+        except (OSError, ValueError):  # a full disk, a read-only cache: no file, no leftover
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
 
 class _Recorder:
