@@ -152,6 +152,8 @@ def remember(body: dict[str, Any] | None, run_id: str, root: Path) -> None:
     if _key is None or _recorded or body is None:
         return
     _recorded = True
+    if _started is not None and _started.claimed:
+        return  # it was made from the remembered request: that is what is kept already
     text = json.dumps(body, sort_keys=True)
     host = body.get("Hostname")
     if not isinstance(host, str) or not host or not run_id or str(root) not in text:
