@@ -134,12 +134,14 @@ def claim(body: dict[str, Any] | None) -> str | None:
     start = _started
     if body is None or start is None or start.claimed:
         return None
-    start.thread.join()
     host = body.get("Hostname")
     mine = json.dumps(body, sort_keys=True)
     if isinstance(host, str) and host:
         mine = mine.replace(host, start.host)
-    if start.container is None or mine != json.dumps(start.body, sort_keys=True):
+    if mine != json.dumps(start.body, sort_keys=True):
+        return None  # another trial's, or another request: not waited for
+    start.thread.join()
+    if start.container is None:
         return None
     start.claimed = True
     return start.container
