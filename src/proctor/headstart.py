@@ -14,8 +14,9 @@ for byte but the hostname (a random name either way): the same image, mounts, la
 limits and user, so the trial's container is the one it would have made, made earlier.
 Anything else — the spec edited, an option, another machine's paths — and it is not used:
 killed at exit (the engine removes it, `--rm`), and the trial makes its own. A run killed
-before its run directory exists can leave it behind (labelled `proctor.run=ID`, as every
-trial container); `proctor run --resume` sweeps it otherwise, as any of the run's.
+(SIGKILL) before its run directory exists, so that no `--resume` could sweep it, leaves it
+behind only until the next head start: each begun container is labelled with the process
+that began it (OWNER), and the next one removes those whose process is gone.
 
 Standard library only: this runs before the rest of proctor is imported.
 """
@@ -29,6 +30,9 @@ from pathlib import Path
 from typing import Any
 
 _RUN, _ROOT, _HOST = "\x00run\x00", "\x00root\x00", "\x00host\x00"
+# A begun container's label: the process that began it (its PID namespace, pid and start
+# time), so that one killed before its run directory existed is found and removed.
+OWNER = "proctor.headstart"
 _SOCKET = "/var/run/docker.sock"
 KEEP = 64  # remembered command lines at most
 
@@ -49,15 +53,16 @@ class _Start:
             source = bind.split(":", 1)[0]
             if source.startswith(self.root + "/"):
                 os.makedirs(source, exist_ok=True)  # modes and owners: the trial's own, later
-        got = _api("POST", "/containers/create", self.body)
-        if got is None or got[0] != 201:
-            return
-        container = str(json.loads(got[1])["Id"])
-        started = _api("POST", f"/containers/{container}/start")
-        if started is None or started[0] not in (204, 304):
-            _api("DELETE", f"/containers/{container}?force=1&v=1")
-            return
-        self.container = container
+        body = {**self.body, "Labels": {**self.body.get("Labels", {}), OWNER: _owner()}}
+        got = _api("POST", "/containers/create", body)
+        if got is not None and got[0] == 201:
+            container = str(json.loads(got[1])["Id"])
+            started = _api("POST", f"/containers/{container}/start")
+            if started is not None and started[0] in (204, 304):
+                self.container = container
+            else:
+                _api("DELETE", f"/containers/{container}?force=1&v=1")
+        sweep_orphans()
 
 
 _started: _Start | None = None
@@ -93,6 +98,41 @@ def begin(argv: list[str]) -> None:
     atexit.register(_unclaimed)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # until the run's loop takes it
         signal.signal(signal.SIGTERM, _terminated)
+
+
+def _owner(pid: int | None = None) -> str:
+    """A process as OWNER names it: its PID namespace, pid and start time (pids are reused);
+    "" when /proc cannot say."""
+    pid = os.getpid() if pid is None else pid
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+    started = stat[stat.rindex(b")") + 2:].split()[19].decode()  # field 22, starttime
+    return f"{namespace}/{pid}/{started}"
+
+
+def sweep_orphans() -> int:
+    """Remove the begun containers whose process is gone (killed before its run directory,
+    and so its `--resume`, existed). Only owners of this PID namespace are judged: another
+    namespace's pids mean nothing here."""
+    got = _api("GET", "/containers/json?all=1&filters=" +
+               json.dumps({"label": [OWNER]}).replace(" ", ""))
+    if got is None or got[0] != 200:
+        return 0
+    here = _owner().rsplit("/", 2)[0]
+    removed = 0
+    for container in json.loads(got[1]):
+        owner = str((container.get("Labels") or {}).get(OWNER, ""))
+        namespace, _, rest = owner.rpartition("/")[0].rpartition("/")
+        if not here or namespace != here or not rest.isdigit():
+            continue
+        if _owner(int(rest)) != owner:  # that process is gone (or its pid is another's)
+            _api("DELETE", f"/containers/{container['Id']}?force=1&v=1")
+            removed += 1
+    return removed
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -91,3 +91,29 @@ def test_only_a_docker_run_on_this_engine_begins_one() -> None:
                  ["proctor", "run", "s.yaml", "--backend", "docker", "--executor", "ray"],
                  ["pytest", "tests"]):
         assert not headstart._wanted(argv), argv
+
+
+def test_a_begun_container_whose_process_is_gone_is_removed_and_a_live_ones_kept(base_image):
+    """SIGKILL before the run directory exists: no --resume can sweep its early container, so
+    the next head start removes every one whose process is gone, and only those."""
+    dead = subprocess.Popen(["sleep", "30"])
+    dead_owner = headstart._owner(dead.pid)
+    dead.kill()
+    dead.wait()
+    assert dead_owner and headstart._owner(dead.pid) != dead_owner
+    made = {}
+    for who, owner in (("dead", dead_owner), ("live", headstart._owner()),
+                       ("elsewhere", "pid:[1]/" + dead_owner.split("/", 1)[1])):
+        made[who] = subprocess.run(
+            ["docker", "run", "-d", "--rm", "--label", f"{headstart.OWNER}={owner}",
+             base_image, "sleep", "60"], capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        assert headstart.sweep_orphans() >= 1
+        running = subprocess.run(["docker", "ps", "-aq", "--no-trunc", "--filter",
+                                  f"label={headstart.OWNER}"], capture_output=True, text=True,
+                                 check=True).stdout.split()
+        assert made["dead"] not in running
+        assert made["live"] in running  # this process is alive: its container is its own
+        assert made["elsewhere"] in running  # another PID namespace's pid: not judged here
+    finally:
+        subprocess.run(["docker", "rm", "-f", *made.values()], capture_output=True)
