@@ -46,23 +46,27 @@ class _Start:
 
         self.container: str | None = None
         self.claimed = False
+        self.made = threading.Event()  # the container is up (or refused); the sweep follows
         self.thread = threading.Thread(target=self._make, daemon=True, name="headstart")
 
     def _make(self) -> None:
-        for bind in self.body.get("HostConfig", {}).get("Binds", []):
-            source = bind.split(":", 1)[0]
-            if source.startswith(self.root + "/"):
-                os.makedirs(source, exist_ok=True)  # modes and owners: the trial's own, later
         body = {**self.body, "Labels": {**self.body.get("Labels", {}), OWNER: _owner()}}
-        got = _api("POST", "/containers/create", body)
-        if got is not None and got[0] == 201:
-            container = str(json.loads(got[1])["Id"])
-            started = _api("POST", f"/containers/{container}/start")
-            if started is not None and started[0] in (204, 304):
-                self.container = container
-            else:
-                _api("DELETE", f"/containers/{container}?force=1&v=1")
-        sweep_orphans()
+        try:
+            for bind in self.body.get("HostConfig", {}).get("Binds", []):
+                source = bind.split(":", 1)[0]
+                if source.startswith(self.root + "/"):
+                    os.makedirs(source, exist_ok=True)  # modes, owners: the trial's, later
+            got = _api("POST", "/containers/create", body)
+            if got is not None and got[0] == 201:
+                container = str(json.loads(got[1])["Id"])
+                started = _api("POST", f"/containers/{container}/start")
+                if started is not None and started[0] in (204, 304):
+                    self.container = container
+                else:
+                    _api("DELETE", f"/containers/{container}?force=1&v=1")
+        finally:
+            self.made.set()
+        sweep_orphans()  # off the trial's way: it waits for `made` only
 
 
 _started: _Start | None = None
@@ -180,7 +184,7 @@ def claim(body: dict[str, Any] | None) -> str | None:
         mine = mine.replace(host, start.host)
     if mine != json.dumps(start.body, sort_keys=True):
         return None  # another trial's, or another request: not waited for
-    start.thread.join()
+    start.made.wait()
     if start.container is None:
         return None
     start.claimed = True
