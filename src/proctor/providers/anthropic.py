@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from proctor.providers import clients
 from proctor.providers.base import (
     Message,
     ModelResponse,
@@ -55,18 +56,28 @@ class AnthropicProvider:
         self.model = model
         self.settings = settings
         self._client: Any = None
+        self._owned = False  # made for this provider alone: closed by aclose
 
     def _get_client(self) -> Any:
         if self._client is None:
-            from anthropic import AsyncAnthropic
-
-            self._client = AsyncAnthropic(
-                api_key=self.settings.key() or "not-needed",
-                base_url=self.settings.base_url,
-                max_retries=0,  # proctor.providers.retry does the retrying
-                timeout=self.settings.timeout,
-            )
+            # The run's client for this endpoint (providers/clients.py), else one of its own.
+            s = self.settings
+            key = ("anthropic", s.base_url, s.key(), s.timeout)
+            self._client = clients.shared(key, self._new_client)
+            self._owned = self._client is None
+            if self._client is None:
+                self._client = self._new_client()
         return self._client
+
+    def _new_client(self) -> Any:
+        from anthropic import AsyncAnthropic
+
+        return AsyncAnthropic(
+            api_key=self.settings.key() or "not-needed",
+            base_url=self.settings.base_url,
+            max_retries=0,  # proctor.providers.retry does the retrying
+            timeout=self.settings.timeout,
+        )
 
     async def complete(self, system: str, messages: list[Message], tools: list[Tool],
                        temperature: float | None = None, max_tokens: int = 4096) -> ModelResponse:
@@ -123,9 +134,9 @@ class AnthropicProvider:
                                 retryable=True) from e
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        client, self._client = self._client, None
+        if client is not None and self._owned:  # a run's shared client: closed at its end
+            await client.close()
 
 
 @functools.cache

@@ -8,7 +8,8 @@
                                    request carries `anthropic-version`, else OpenAI's)
   GET  /_proctor/requests          every request body received so far (tests assert on them)
   GET  /_proctor/load               with the script's `rate_limit`: calls served, refused, and
-                                   the most in flight at once
+                                   the most in flight at once; always: how many TCP
+                                   connections the model calls came on
 
 Streams carry the same text, tool calls and usage as the answer would have unstreamed: Chat
 Completions deltas (a usage chunk when `stream_options.include_usage`), Messages events
@@ -163,7 +164,8 @@ class _Handlers:
         self.state = ScriptState(script, run_as, finish)
         self.main_model = main_model
         self.received: list[dict[str, Any]] = []
-        self.load = {"served": 0, "refused": 0, "max_in_flight": 0}
+        self.load = {"served": 0, "refused": 0, "max_in_flight": 0, "connections": 0}
+        self._peers: set[str] = set()  # the TCP connections model calls came on
         self.in_flight = 0
 
     def _reply(self, body: dict[str, Any], system: str, first: str, turn_no: int,
@@ -183,6 +185,9 @@ class _Handlers:
             return web.json_response({"error": {"message": "body is not an object"}}, status=400)
         # The body only: headers carry the caller's API key.
         self.received.append({"api": api, "path": request.path, "time": time.time(), "body": body})
+        self._peers.add(str(request.transport.get_extra_info("peername") if request.transport
+                            else None))
+        self.load["connections"] = len(self._peers)  # a client that keeps its alive: few
         return body
 
     async def openai(self, request: web.Request) -> web.StreamResponse:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from proctor.providers import clients
 from proctor.providers.base import (
     Message,
     ModelResponse,
@@ -59,18 +60,28 @@ class OpenAIProvider:
         self.model = model
         self.settings = settings
         self._client: Any = None
+        self._owned = False  # made for this provider alone: closed by aclose
 
     def _get_client(self) -> Any:
         if self._client is None:
-            from openai import AsyncOpenAI
-
-            self._client = AsyncOpenAI(
-                api_key=self.settings.key() or "not-needed",  # local servers take any key
-                base_url=self.settings.base_url,
-                max_retries=0,  # proctor.providers.retry does the retrying
-                timeout=self.settings.timeout,
-            )
+            # The run's client for this endpoint (providers/clients.py), else one of its own.
+            s = self.settings
+            key = ("openai", s.base_url, s.key(), s.timeout)
+            self._client = clients.shared(key, self._new_client)
+            self._owned = self._client is None
+            if self._client is None:
+                self._client = self._new_client()
         return self._client
+
+    def _new_client(self) -> Any:
+        from openai import AsyncOpenAI
+
+        return AsyncOpenAI(
+            api_key=self.settings.key() or "not-needed",  # local servers take any key
+            base_url=self.settings.base_url,
+            max_retries=0,  # proctor.providers.retry does the retrying
+            timeout=self.settings.timeout,
+        )
 
     async def complete(self, system: str, messages: list[Message], tools: list[Tool],
                        temperature: float | None = None, max_tokens: int = 4096) -> ModelResponse:
@@ -113,9 +124,9 @@ class OpenAIProvider:
                                 retryable=True) from e
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        client, self._client = self._client, None
+        if client is not None and self._owned:  # a run's shared client: closed at its end
+            await client.close()
 
 
 def _message(e: Any) -> str:

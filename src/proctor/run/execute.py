@@ -127,7 +127,7 @@ async def _execute(trials: list[Trial], planned: Planned,
                    rate_limit: dict[str, Any] | None = None) -> None:
     """Run the trials, `workers` at once; `rate_limit` receives what the model-call limiter
     of each endpoint did (providers/limiter.py), shared by every trial on every node."""
-    from proctor.providers import limiter
+    from proctor.providers import clients, limiter
 
     use_fast_child_watcher()
     loop = asyncio.get_running_loop()
@@ -139,6 +139,8 @@ async def _execute(trials: list[Trial], planned: Planned,
     workers = min(_concurrency(planned), len(trials)) or 1
     calls = limiter.LocalLimiter()  # this run's, apart from any earlier run in this process
     previous = limiter.install(calls)
+    sdk_clients = clients.Clients()  # one SDK client per endpoint for the run's trials
+    previous_clients = clients.install(sdk_clients)
     try:
         executor = await EXECUTORS.get(options.executor).open(Launch(
             options=options, run_id=store.run_id, run_dir=store.dir, trial_dir=store.trial_dir,
@@ -177,9 +179,13 @@ async def _execute(trials: list[Trial], planned: Planned,
             rate_limit.update(await executor.rate_limits())
     finally:
         limiter.install(previous)
+        clients.install(previous_clients)
         loop.remove_signal_handler(signal.SIGTERM)
-        if executor is not None:
-            await executor.close()
+        try:
+            if executor is not None:
+                await executor.close()
+        finally:
+            await sdk_clients.aclose()
 
 
 def _store(store: RunStore, result: TrialRecord, trial: Trial, task: TaskDef,
