@@ -2,7 +2,7 @@
 trial. Building an `AsyncOpenAI` costs ~27 ms of CPU here (its TLS context), and a client per
 trial opens a new connection per trial; a shared one keeps them alive across trials.
 
-run/execute.py installs a `Clients` for the run and closes it at its end. Outside one (a
+run/execute.py installs a `Clients` for the run and closes it at its end (`restore`). Outside one (a
 Ray node's trials, a test calling a provider) `shared` returns None and each provider makes
 and closes its own client, as before.
 """
@@ -55,3 +55,10 @@ def install(clients: Clients | None) -> Clients | None:
 def shared(key: Hashable, make: Callable[[], Any]) -> Any | None:
     """The run's client for `key`, or None when no run shares clients here."""
     return None if _current is None else _current.get(key, make)
+
+
+async def restore(previous: Clients | None) -> None:
+    """The run's end: `previous` made current again, the run's clients closed."""
+    ended = install(previous)
+    if ended is not None:
+        await ended.aclose()

@@ -138,9 +138,7 @@ async def _execute(trials: list[Trial], planned: Planned,
     executor: Executor | None = None
     workers = min(_concurrency(planned), len(trials)) or 1
     calls = limiter.LocalLimiter()  # this run's, apart from any earlier run in this process
-    previous = limiter.install(calls)
-    sdk_clients = clients.Clients()  # one SDK client per endpoint for the run's trials
-    previous_clients = clients.install(sdk_clients)
+    previous, previous_clients = limiter.install(calls), clients.install(clients.Clients())
     try:
         executor = await EXECUTORS.get(options.executor).open(Launch(
             options=options, run_id=store.run_id, run_dir=store.dir, trial_dir=store.trial_dir,
@@ -179,13 +177,10 @@ async def _execute(trials: list[Trial], planned: Planned,
             rate_limit.update(await executor.rate_limits())
     finally:
         limiter.install(previous)
-        clients.install(previous_clients)
+        await clients.restore(previous_clients)  # the run's SDK clients (clients.py) closed
         loop.remove_signal_handler(signal.SIGTERM)
-        try:
-            if executor is not None:
-                await executor.close()
-        finally:
-            await sdk_clients.aclose()
+        if executor is not None:
+            await executor.close()
 
 
 def _store(store: RunStore, result: TrialRecord, trial: Trial, task: TaskDef,
