@@ -198,3 +198,16 @@ def test_the_harbor_floor_does_the_trials_work_and_checks_its_reward(tmp_path: P
     assert left == []
     assert subprocess.run(workloads.docker_floor_argv(image, 2), capture_output=True,
                           timeout=120).returncode == 0
+
+
+def test_both_tools_scratch_lies_on_the_work_dirs_file_system(tmp_path: Path) -> None:
+    """bench/main.py: each tool's TMPDIR is under the work dir (a tmpfs by default where there
+    is one), and the results say which file system that was."""
+    import main as bench_main
+
+    env = bench_main.env_for(tmp_path)
+    assert Path(env["TMPDIR"]).is_dir() and Path(env["TMPDIR"]).parent == tmp_path
+    if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK):
+        assert bench_main.default_work_dir().startswith("/dev/shm/")
+        assert bench_main.file_system(Path("/dev/shm/proctor-bench")) == "tmpfs"
+    assert bench_main.file_system(Path("/proc/self")) == "proc"
