@@ -26,8 +26,10 @@ def test_daemon_down_stops_the_run_before_any_trial(tmp_path):
     fake.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon at "
                     "unix:///nowhere.sock. Is the docker daemon running?' >&2\nexit 1\n")
     fake.chmod(0o755)
+    # The preflight asks the engine's socket first (dockercli._pings): none answers there.
     out = Cli(tmp_path)("run", "spec.yaml", "--backend", "docker", "--output-dir", "run",
-                        env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+                        env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+                             "DOCKER_HOST": f"unix://{tmp_path}/nowhere.sock"})
     assert out.returncode == 2
     assert out.stderr.strip() == (
         "proctor: --backend docker: the container engine is not usable: Cannot connect to "
