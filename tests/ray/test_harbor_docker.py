@@ -72,7 +72,8 @@ def test_cookbook_recipes_give_their_local_verdicts_on_a_node_that_cannot_see_th
     if agent == "oracle":  # and the multi-step task's artifact, as a local run keeps it
         assert (run / "trials" / "multi-step.r0" / "artifacts" / "app" / "greet.sh").is_file()
     run_id = json.loads((run / "run.json").read_text())["run_id"]
-    assert _containers_of(run_id) == []
+    # Killed at each trial's close, removed by the engine (--rm) a moment later.
+    assert _wait_for(lambda: not _containers_of(run_id), 60), _containers_of(run_id)
 
 
 def _label_of(node, timeout: float = 120) -> str:

@@ -128,7 +128,9 @@ def test_a_dataset_on_a_node_with_its_own_engine_gives_the_local_verdicts(own, e
     shipped = [ln for ln in proc.stderr.splitlines() if " shipped to Ray node " in ln]
     assert len(shipped) == len({ln.split()[2] for ln in shipped}) >= len(RECIPES) + 2, shipped
     run_id = json.loads((tmp_path / "run" / "run.json").read_text())["run_id"]
-    assert engine.containers(run_id) == [] and _head_containers(run_id) == []
+    # Every trial's container: killed at its close, removed by its engine (--rm) just after.
+    assert _wait_for(lambda: not engine.containers(run_id), 60), engine.containers(run_id)
+    assert _head_containers(run_id) == []
 
 
 def test_a_node_killed_mid_trial_leaves_no_container_and_resume_runs_exactly_its_trials(
@@ -168,7 +170,9 @@ def test_a_node_killed_mid_trial_leaves_no_container_and_resume_runs_exactly_its
     # Exactly the lost trials ran again; what had finished is kept as it was.
     assert {i for i in before if after[i] != before[i]} == lost
     assert {t["status"] for t in _trials(tmp_path / "run").values()} == {"pass"}
-    assert engine.containers(run_id) == [] and _head_containers(run_id) == []
+    # The resumed trials' containers: killed at their close, removed by their engine (--rm).
+    assert _wait_for(lambda: not engine.containers(run_id), 60), engine.containers(run_id)
+    assert _head_containers(run_id) == []
 
 
 def _lines(run: Path) -> dict[str, str]:
