@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
 from typing import IO, Any
 
-from proctor import proc
+from proctor import engineapi, proc
+from proctor.engineapi import api_socket
 from proctor.proc import ExecResult
 
 ENGINE_TIMEOUT_S = 20.0  # a daemon that has not answered by then is as good as absent
 DOCKER_TIMEOUT_S = 120.0  # one engine call (create, remove); images are built beforehand
 RUN_LABEL, TRIAL_LABEL = "proctor.run", "proctor.trial"
-SOCKET = "/var/run/docker.sock"  # the engine's API, where the client finds it by default
 # The client's closing advice, never the reason: `Run 'docker run --help' for more
 # information`, `See 'docker run --help'.`; dropped so docker's own error line is what is said.
 _ADVICE = re.compile(r"^(Run|See) 'docker [^']*--help'")
@@ -123,25 +122,6 @@ def sweep(run_id: str) -> int:
     return removed
 
 
-def api_socket() -> str | None:
-    """The engine's unix socket if `docker` here would talk to it: DOCKER_HOST unset or
-    unix://, no context chosen (DOCKER_CONTEXT, the client config's currentContext); None
-    when the client decides."""
-    host = os.environ.get("DOCKER_HOST", "")
-    if os.environ.get("DOCKER_CONTEXT") or (host and not host.startswith("unix://")):
-        return None
-    config = os.path.join(os.environ.get("DOCKER_CONFIG") or
-                          os.path.expanduser("~/.docker"), "config.json")
-    try:
-        with open(config, "rb") as f:
-            if json.load(f).get("currentContext") not in (None, "", "default"):
-                return None
-    except (OSError, ValueError, AttributeError):
-        pass
-    path = host[len("unix://"):] if host else SOCKET
-    return path if os.path.exists(path) else None
-
-
 async def api(method: str, path: str, timeout: float = DOCKER_TIMEOUT_S,
               body: object = None) -> tuple[int, bytes] | None:
     """(HTTP status, body) of one request to the engine's API socket (`api_socket`); None
@@ -154,14 +134,14 @@ async def api(method: str, path: str, timeout: float = DOCKER_TIMEOUT_S,
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(where),
                                                 ENGINE_TIMEOUT_S)
-        writer.write(_request(method, path, body))
+        writer.write(engineapi.request(method, path, body))
         raw = await asyncio.wait_for(reader.read(), timeout)
     except (OSError, TimeoutError):
         return None
     finally:
         if writer is not None:
             writer.close()
-    return _answer(raw)
+    return engineapi.answer(raw)
 
 
 def _pings() -> bool:
@@ -174,54 +154,7 @@ def _pings() -> bool:
 
 def api_sync(method: str, path: str, timeout: float = ENGINE_TIMEOUT_S) -> tuple[int, bytes] | None:
     """`api` outside an event loop (blocking)."""
-    import socket
-
-    where = api_socket()
-    if where is None:
-        return None
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(timeout)
-            sock.connect(where)
-            sock.sendall(_request(method, path))
-            parts = []
-            while chunk := sock.recv(65536):
-                parts.append(chunk)
-    except OSError:  # socket.timeout included
-        return None
-    return _answer(b"".join(parts))
-
-
-def _request(method: str, path: str, body: object = None) -> bytes:
-    data = b"" if body is None else json.dumps(body).encode()
-    kind = "Content-Type: application/json\r\n" if data else ""
-    return (f"{method} {path} HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n{kind}"
-            f"Content-Length: {len(data)}\r\n\r\n").encode() + data
-
-
-def _answer(raw: bytes) -> tuple[int, bytes] | None:
-    """(status, body) of a whole HTTP/1.1 answer; None when it is not one."""
-    head, _, body = raw.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    try:
-        status = int(lines[0].split()[1])
-    except (IndexError, ValueError):
-        return None
-    if any(ln.lower().replace(" ", "") == "transfer-encoding:chunked" for ln in lines[1:]):
-        body = _unchunked(body)
-    return status, body
-
-
-def _unchunked(body: bytes) -> bytes:
-    out: list[bytes] = []
-    at = 0
-    while True:
-        end = body.find(b"\r\n", at)
-        size = int(body[at:end].split(b";")[0] or b"0", 16) if end >= 0 else 0
-        if size == 0:
-            return b"".join(out)
-        out.append(body[end + 2:end + 2 + size])
-        at = end + 2 + size + 2
+    return engineapi.call(method, path, timeout)
 
 
 def _engine_said(status: int, body: bytes) -> str:

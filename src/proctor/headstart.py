@@ -18,7 +18,8 @@ killed at exit (the engine removes it, `--rm`), and the trial makes its own. A r
 behind only until the next head start: each begun container is labelled with the process
 that began it (OWNER), and the next one removes those whose process is gone.
 
-Standard library only: this runs before the rest of proctor is imported.
+Standard library only (and `engineapi`, which is): this runs before the rest of proctor is
+imported.
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from proctor import engineapi
+
 _RUN, _ROOT, _HOST = "\x00run\x00", "\x00root\x00", "\x00host\x00"
 # A begun container's label: the process that began it (its PID namespace, pid and start
 # time), so that one killed before its run directory existed is found and removed.
 OWNER = "proctor.headstart"
-_SOCKET = "/var/run/docker.sock"
 KEEP = 64  # remembered command lines at most
 
 
@@ -298,61 +300,4 @@ def _dir() -> Path:
 
 def _api(method: str, path: str, body: object = None) -> tuple[int, bytes] | None:
     """One request to the engine's socket (blocking), where the client would use it."""
-    import socket
-
-    where = _socket()
-    if where is None:
-        return None
-    data = b"" if body is None else json.dumps(body).encode()
-    head = (f"{method} {path} HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n"
-            + ("Content-Type: application/json\r\n" if data else "")
-            + f"Content-Length: {len(data)}\r\n\r\n")
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(60)
-            sock.connect(where)
-            sock.sendall(head.encode() + data)
-            parts = []
-            while chunk := sock.recv(65536):
-                parts.append(chunk)
-    except OSError:
-        return None
-    raw = b"".join(parts)
-    first, _, rest = raw.partition(b"\r\n\r\n")
-    try:
-        status = int(first.split(b"\r\n")[0].split()[1])
-    except (IndexError, ValueError):
-        return None
-    if b"chunked" in first.lower():
-        rest = _unchunked(rest)
-    return status, rest
-
-
-def _unchunked(body: bytes) -> bytes:
-    out: list[bytes] = []
-    at = 0
-    while True:
-        end = body.find(b"\r\n", at)
-        size = int(body[at:end].split(b";")[0] or b"0", 16) if end >= 0 else 0
-        if size == 0:
-            return b"".join(out)
-        out.append(body[end + 2:end + 2 + size])
-        at = end + 2 + size + 2
-
-
-def _socket() -> str | None:
-    """The engine's unix socket if the client here would use it (dockercli.api_socket's
-    rule, without the client config's context: a context set there sends it elsewhere)."""
-    host = os.environ.get("DOCKER_HOST", "")
-    if os.environ.get("DOCKER_CONTEXT") or (host and not host.startswith("unix://")):
-        return None
-    config = os.path.join(os.environ.get("DOCKER_CONFIG") or os.path.expanduser("~/.docker"),
-                          "config.json")
-    try:
-        with open(config, "rb") as f:
-            if json.load(f).get("currentContext") not in (None, "", "default"):
-                return None
-    except (OSError, ValueError, AttributeError):
-        pass
-    path = host[len("unix://"):] if host else _SOCKET
-    return path if os.path.exists(path) else None
+    return engineapi.call(method, path, 60, body)
