@@ -62,6 +62,13 @@ class Forwarder:
             self._tasks.add(task)
             try:
                 await handler(reader, writer)
+            except asyncio.CancelledError:
+                # Ended by end_connections (or the loop's shutdown): the task ends normally.
+                # Python 3.11's stream server calls task.exception() in a done-callback, which
+                # raises for a cancelled task and reaches the loop's exception handler
+                # ("Exception in callback ... CancelledError" on stderr). Nobody awaits this
+                # task but end_connections, which only waits for it to be done.
+                pass
             finally:
                 self._tasks.discard(task)
                 writer.close()
