@@ -117,10 +117,11 @@ class LLMAgent(Agent):
             if env.out_of_time():
                 reason = "timeout"
                 break
-            try:
-                resp = await asyncio.wait_for(
-                    provider.complete(system, messages, TOOLS, settings.temperature,
-                                      settings.max_tokens), env.time_left())
+            try:  # a timeout scope, not wait_for: no task per call (an in-process model
+                # answers without the loop turning once)
+                async with asyncio.timeout(env.time_left()):
+                    resp = await provider.complete(system, messages, TOOLS,
+                                                   settings.temperature, settings.max_tokens)
             except (provider_error, TimeoutError) as e:
                 cut = isinstance(e, TimeoutError) and env.out_of_time()
                 env.recorder.trace({"type": "model_call", "model": model, "turn": res.turns + 1,

@@ -69,14 +69,43 @@ def first_user_text(messages: list[Message]) -> str:
     return ""
 
 
+class Tally:
+    """What a call counts of its conversation (answers so far, characters), carried to the
+    next call: the tool loop only appends to its list, so each call counts only what is new
+    since the last one instead of every message again. Another list, a shorter one, or a
+    different message where the last counted one was is counted afresh."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] | None = None
+        self.counted = 0  # messages[:counted] are in the counts
+        self.last: Message | None = None  # messages[counted - 1] when counted
+        self.answers = 0  # assistant messages
+        self.chars = 0  # characters of every message's content
+
+    def count(self, messages: list[Message]) -> tuple[int, int]:
+        """(assistant messages, characters of content) of `messages`."""
+        n = self.counted
+        if messages is not self.messages or len(messages) < n or (
+                n and messages[n - 1] is not self.last):
+            self.messages, n, self.answers, self.chars = messages, 0, 0, 0
+        for m in messages[n:]:
+            self.chars += len(str(m.get("content") or ""))
+            if m.get("role") == "assistant":
+                self.answers += 1
+        self.counted = len(messages)
+        self.last = messages[-1] if messages else None
+        return self.answers, self.chars
+
+
 class MockProvider:
     def __init__(self, name: str, script: ScriptLike):
         self.name = name
         self.state = ScriptState(script)
+        self.tally = Tally()
 
     async def complete(self, system: str, messages: list[Message], tools: list[Tool],
                        temperature: float | None = None, max_tokens: int = 4096) -> ModelResponse:
-        turn_no = sum(1 for m in messages if m.get("role") == "assistant")
+        turn_no, chars = self.tally.count(messages)
         r = self.state.reply(system, first_user_text(messages), turn_no)
         if isinstance(r, Fault):
             if r.status == "malformed":
@@ -89,7 +118,7 @@ class MockProvider:
             await asyncio.sleep(r.delay)
         usage = r.usage
         if usage is None:
-            chars_in = len(system) + sum(len(str(m.get("content") or "")) for m in messages)
+            chars_in = len(system) + chars
             chars_out = len(r.text) + sum(len(json.dumps(c.arguments)) for c in r.tool_calls)
             usage = Usage(estimate_tokens(chars_in), estimate_tokens(chars_out))
         return ModelResponse(text=r.text, tool_calls=r.tool_calls, usage=usage, raw=None)
