@@ -105,7 +105,8 @@ class Spawner:
         deadline = self.loop.time() + timeout
         try:
             try:  # a spawner that stopped reading never answers: bounded
-                await asyncio.wait_for(asyncio.shield(start), timeout)
+                async with asyncio.timeout_at(deadline):  # a scope: no task, no extra turns
+                    await start
             except TimeoutError:  # an OSError too, but not the spawner's answer
                 raise
             except OSError as e:  # no fork (the trial's process limit): nothing ran
@@ -118,8 +119,8 @@ class Spawner:
             return ExecResult(None, cap.text(1), cap.text(2), time.monotonic() - t0, started,
                               error=f"the sandbox lost its process starter: {e}")
         finally:
-            if not exited.done():  # cancelled (Ctrl-C, the trial's time): leave nothing
-                self.kill(job)
+            if not exited.done() or exited.cancelled():  # cancelled (Ctrl-C, the trial's
+                self.kill(job)  # time): leave nothing
             self._exits.pop(job, None)
             self._pending.pop(job, None)
             for r in readers:
@@ -130,14 +131,21 @@ class Spawner:
                            deadline: float) -> tuple[bool, int]:
         """(timed out, wait status) of started command `job`: killed at `deadline`; its
         output read to the end, or for PIPE_GRACE_S more if background children hold it."""
-        timed_out = False
+        expired: list[bool] = []
+
+        def expire() -> None:  # at the deadline: killed, still awaited (its status comes)
+            if not exited.done():
+                expired.append(True)
+                self.kill(job)
+
+        # A timer, not wait_for(shield(...)): the reply wakes this task at once, not
+        # through two more futures and loop turns.
+        killer = self.loop.call_at(deadline, expire)
         try:
-            status = await asyncio.wait_for(asyncio.shield(exited),
-                                            max(0.0, deadline - self.loop.time()))
-        except TimeoutError:
-            timed_out = True
-            self.kill(job)
             status = await exited
+        finally:
+            killer.cancel()
+        timed_out = bool(expired)
         if not cap.closed.done():  # background children may hold the pipes open
             await asyncio.wait([cap.closed], timeout=proc.PIPE_GRACE_S)
         return timed_out, status

@@ -1,0 +1,70 @@
+"""How a box's command is waited for (spawn.py Spawner.run): its start and its exit are
+awaited directly, bounded by a timeout scope and a timer at the deadline, not through
+wait_for(shield(...)). Whichever way the wait ends, nothing the command started is left:
+killed at the deadline (and reported so), killed when the caller is cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.helpers.box import new_sandbox
+
+
+@pytest.fixture
+async def box_sandbox(tmp_path):
+    sb = await new_sandbox(tmp_path / "sb")
+    yield sb
+    await sb.close()
+
+
+async def _sleeps(sb) -> str:
+    """The sleep processes in the box (`ps` run by its spawner, untraced)."""
+    res = await sb.box.spawner.run(["/bin/sh", "-c", "ps -eo comm= | grep -c '^sleep' || :"],
+                                   env=sb.env, cwd=sb.workdir, timeout=10)
+    return res.stdout.strip()
+
+
+async def _gone(sb) -> bool:
+    for _ in range(100):
+        if await _sleeps(sb) == "0":
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def test_a_command_cancelled_while_it_runs_is_killed(box_sandbox):
+    sb = box_sandbox
+    task = asyncio.ensure_future(sb.box.spawner.run(
+        ["/bin/sh", "-c", "exec sleep 60"], env=sb.env, cwd=sb.workdir,
+        timeout=120))
+    for _ in range(200):
+        if await _sleeps(sb) == "1":
+            break
+        await asyncio.sleep(0.02)
+    assert await _sleeps(sb) == "1"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await _gone(sb)
+    assert not sb.box.spawner.busy  # nothing of it is waited for any more
+
+
+async def test_a_command_past_its_deadline_is_killed_and_says_so(box_sandbox):
+    sb = box_sandbox
+    res = await sb.box.spawner.run(["/bin/sh", "-c", "echo before; exec sleep 60"],
+                                   env=sb.env, cwd=sb.workdir, timeout=0.3)
+    assert res.timed_out and res.exit_code is None and res.stdout == "before\n", res
+    assert "timed out after 0.3s" in res.stderr
+    assert await _gone(sb)
+
+
+async def test_a_command_that_ends_in_time_is_not_timed_out(box_sandbox):
+    sb = box_sandbox
+    for _ in range(20):  # each start and exit answered before its deadline
+        res = await sb.box.spawner.run(["/bin/sh", "-c", "echo out; echo err >&2; exit 3"],
+                                       env=sb.env, cwd=sb.workdir, timeout=30)
+        assert (res.exit_code, res.timed_out, res.stdout, res.stderr) == (3, False, "out\n",
+                                                                          "err\n"), res
+    assert not sb.box.spawner.busy
