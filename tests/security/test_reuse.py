@@ -150,6 +150,38 @@ def test_a_network_namespace_that_counted_anything_is_not_kept(run_spec, tmp_pat
         assert (len(nets) == 1) == kept, (first, nets)
 
 
+def test_a_renewed_network_namespace_is_watched_as_the_first_was(run_spec, tmp_path):
+    # The spawner watches the namespace it made for a trial as it did bubblewrap's: the
+    # second trial's use of its new namespace is seen too, and the third gets another, where
+    # nothing is counted (counters read from the first namespace would miss it).
+    steps = [BOX, "readlink /proc/self/ns/net"]
+    spec = f"""
+        cli: sh
+        tasks:
+          - id: a-first
+            intent: count
+            solution: {json.dumps([*steps, NO_ROUTE])}
+            assert: [{{exit_code: 0}}]
+          - id: b-second
+            intent: count again
+            solution: {json.dumps([*steps, NO_ROUTE])}
+            assert: [{{exit_code: 0}}]
+          - id: c-third
+            intent: find nothing counted
+            solution: {json.dumps([*steps, COUNTED])}
+            assert: [{{verify: {{run: "test ! -s counted.txt"}}}}]
+        """
+    r = run_spec(spec, "--concurrency", "1")
+    run_dir = tmp_path / "run0"
+    trials = [trial(r, name) for name in ("a-first", "b-second", "c-third")]
+    for t in trials:
+        assert t["status"] == "pass", _outputs(run_dir, t["id"])
+    assert len({_box(run_dir, t["id"]) for t in trials}) == 1  # one box
+    # Each a new one (a freed namespace's number may come back: only neighbours compared).
+    a, b, c = (_printed(run_dir, t["id"], "readlink /proc/self/ns/net") for t in trials)
+    assert a != b and b != c, (a, b, c)
+
+
 def test_a_workdir_inside_tmp_gets_a_new_box_for_each_trial(run_spec, tmp_path):
     # A fixed workdir under /tmp is mounted on a directory of /tmp's place, which a wipe
     # would remove: such boxes serve one trial, and the probe still finds nothing.

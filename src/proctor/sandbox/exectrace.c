@@ -600,11 +600,14 @@ static void on_call_exit(pid_t pid) {
 
 /* -- the filter ------------------------------------------------------------------------- */
 
-/* A seccomp program with forward jumps to labels, resolved once it is complete. */
+/* A seccomp program with forward jumps to labels, resolved once it is complete. Each of
+   the two (with and without capture) is assembled once per process that asks, or once in
+   the spawner before it forks (prepare_filters): a command's process only installs it. */
 enum { L_PLAIN, L_VECTOR, L_DUP2, L_DUP2_NEW, L_DUP, L_FCNTL, L_TRACE_DUP, L_REFUSE0,
        L_REFUSE1, L_REFUSE2, L_ALLOW, N_LABELS };
-static struct sock_filter prog[112];
+static struct sock_filter progs[2][112], *prog;
 static int prog_n, label_at[N_LABELS], jump_from[48], jump_to[48], jumps;
+static struct sock_fprog assembled[2];  /* [capture]; len 0: not assembled yet */
 
 static void op(struct sock_filter f) { prog[prog_n++] = f; }
 static void here(int label) { label_at[label] = prog_n; }
@@ -626,7 +629,9 @@ static void unless_fd_1_or_2(int i, int otherwise) {
     jump_if(0, 0, otherwise);
 }
 
-int install_filter(void) {
+static void assemble(int with_capture) {
+    prog = progs[with_capture];
+    prog_n = jumps = 0;
     load(offsetof(struct seccomp_data, arch));
     op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0));
     ret(SECCOMP_RET_ERRNO | EPERM);
@@ -656,7 +661,7 @@ int install_filter(void) {
     ret(SECCOMP_RET_TRACE | DATA_EXECVE);
     op((struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_execveat, 0, 1));
     ret(SECCOMP_RET_TRACE | DATA_EXECVEAT);
-    if (capture) {
+    if (with_capture) {
         jump_if(0, __NR_write, L_PLAIN);
         jump_if(0, __NR_pwrite64, L_PLAIN);
         jump_if(0, __NR_writev, L_VECTOR);
@@ -717,7 +722,17 @@ int install_filter(void) {
     ret(SECCOMP_RET_ALLOW);
     for (int j = 0; j < jumps; j++)
         prog[jump_from[j]].jt = (unsigned char)(label_at[jump_to[j]] - jump_from[j] - 1);
-    struct sock_fprog fprog = {(unsigned short)prog_n, prog};
+    assembled[with_capture] = (struct sock_fprog){(unsigned short)prog_n, prog};
+}
+
+void prepare_filters(void) {
+    for (int c = 0; c < 2; c++)
+        if (!assembled[c].len) assemble(c);
+}
+
+int install_filter(void) {
+    if (!assembled[capture].len) assemble(capture);
+    struct sock_fprog fprog = assembled[capture];
     /* Without privileges a filter needs no_new_privs; with them, leave setuid programs be. */
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) == 0) return 0;
     if (errno != EACCES) return -1;

@@ -31,6 +31,10 @@ void trace_to(FILE *file, int capture_writes, size_t per_task, size_t total);
    0, or -1 with errno. */
 int install_filter(void);
 
+/* Both filters (with and without capture) assembled now, so that the processes this one
+   forks only install theirs (the spawner, once per box). */
+void prepare_filters(void);
+
 /* The tracer's side, once `top` is forked and waits on `go` for the filter and its exec:
    follows it and everything it starts until all are gone (the top's end reported on
    `report` as a wait status), then the trace's Z line. Returns the tracer's exit code. */

@@ -58,6 +58,10 @@ class Spawner:
         # Commands started, and how many of them had been when the trial's processes were last
         # killed (whatever started after a kill was asked for is not known to be dead).
         self._runs = self._runs_killed = 0
+        # The last environment a command was given (a copy) and its encoding: a box's commands
+        # mostly share one, trial after trial.
+        self._env: dict[str, str] | None = None
+        self._env_block = b""
         sock.setblocking(False)
         loop.add_reader(sock.fileno(), self._on_reply)
 
@@ -78,7 +82,7 @@ class Spawner:
         cap = proc.Capture(self.loop, limit, feed)
         job = next(self._ids)
         try:
-            fds = _open_request(cwd, argv, env, stdin is not None)
+            fds = _open_request(_strings([cwd, *argv]) + self._encoded(env), stdin is not None)
         except (OSError, ValueError) as e:  # out of descriptors, a NUL in an argument
             return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
                               time.monotonic() - t0, started)
@@ -126,6 +130,13 @@ class Spawner:
             for r in readers:
                 r.close()
         return _result(cap, None if timed_out else status, timeout, t0, started)
+
+    def _encoded(self, env: dict[str, str]) -> bytes:
+        """`env` as the RUN request's memfd ends: each `NAME=value`, NUL-terminated."""
+        if env != self._env:
+            block = _strings([f"{k}={v}" for k, v in env.items()]) if env else b""
+            self._env, self._env_block = dict(env), block
+        return self._env_block
 
     async def _exit_status(self, job: int, exited: asyncio.Future[int], cap: proc.Capture,
                            deadline: float) -> tuple[bool, int]:
@@ -449,13 +460,13 @@ def _result(cap: proc.Capture, status: int | None, timeout: float, t0: float,
         truncated=cap.dropped[1] > 0 or cap.dropped[2] > 0)
 
 
-def _open_request(cwd: str, argv: Sequence[str], env: dict[str, str], stdin: bool) -> list[int]:
-    """A RUN request's descriptors: the memfd (cwd, argv, environment), then the stdout and
-    stderr pipes and, with `stdin`, stdin's (read end, write end each); none left open if
-    one cannot be made."""
+def _open_request(strings: bytes, stdin: bool) -> list[int]:
+    """A RUN request's descriptors: the memfd (`strings`: cwd, argv, environment), then the
+    stdout and stderr pipes and, with `stdin`, stdin's (read end, write end each); none left
+    open if one cannot be made."""
     fds: list[int] = []
     try:
-        fds.append(_memfd(_strings([cwd, *argv, *(f"{k}={v}" for k, v in env.items())])))
+        fds.append(_memfd(strings))
         fds += os.pipe()
         fds += os.pipe()
         if stdin:

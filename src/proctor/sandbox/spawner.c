@@ -609,32 +609,37 @@ static int loopback_up(void) {
 /* The network namespace's counters as a blob: its interfaces' (only loopback), and the IP,
    ICMP, TCP and UDP MIBs of IPv4 and IPv6; NULL if they cannot be read (then the namespace
    is never kept). Every count of /proc/net/netstat is of packets or connections, which these
-   count too; a connection that sends nothing (no route) counts here as well. */
+   count too; a connection that sends nothing (no route) counts here as well. The files stay
+   open from the namespace's making (remember_network) and are read again from their start:
+   each read formats the counters anew, without the lookup of three /proc paths, and the
+   kernel keeps the buffer that fits (a first read of snmp6 formats it twice). An open file
+   shows the namespace it was opened in: they are reopened with every new namespace. */
+static const char *const net_files[] = {"self/net/dev", "self/net/snmp", "self/net/snmp6"};
+#define N_NET_FILES (sizeof net_files / sizeof net_files[0])
+static int net_fd[N_NET_FILES] = {-1, -1, -1};  /* -1: not open (or absent: no IPv6) */
+static int net_open;                            /* opened in the current namespace */
+
 static char *net_counters(size_t *len) {
-    static const char *const files[] = {"self/net/dev", "self/net/snmp", "self/net/snmp6"};
+    if (!net_open) return NULL;
     size_t cap = 16384, n = 0;
     char *buf = malloc(cap);
     if (!buf) return NULL;
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        int fd = openat(box_proc, files[i], O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            if (errno == ENOENT) continue;  /* no IPv6 here */
-            free(buf);
-            return NULL;
-        }
+    for (size_t i = 0; i < N_NET_FILES; i++) {
+        int fd = net_fd[i];
+        if (fd < 0) continue;  /* no IPv6 here */
+        if (lseek(fd, 0, SEEK_SET) != 0) { free(buf); return NULL; }
         for (;;) {
             if (n == cap) {
                 char *more = realloc(buf, cap *= 2);
-                if (!more) { close(fd); free(buf); return NULL; }
+                if (!more) { free(buf); return NULL; }
                 buf = more;
             }
             ssize_t k = read(fd, buf + n, cap - n);
             if (k < 0 && errno == EINTR) continue;
-            if (k < 0) { close(fd); free(buf); return NULL; }
+            if (k < 0) { free(buf); return NULL; }
             if (k == 0) break;
             n += (size_t)k;
         }
-        close(fd);
     }
     *len = n;
     return buf;
@@ -644,8 +649,24 @@ static char *net_counters(size_t *len) {
 static char *net_made;
 static size_t net_made_len;
 
-static void remember_network(void) {
+/* Nothing known of the current namespace: its next check says it was used. */
+static void forget_network(void) {
+    for (size_t i = 0; i < N_NET_FILES; i++) {
+        if (net_fd[i] >= 0) close(net_fd[i]);
+        net_fd[i] = -1;
+    }
+    net_open = 0;
     free(net_made);
+    net_made = NULL;
+}
+
+static void remember_network(void) {
+    forget_network();
+    for (size_t i = 0; i < N_NET_FILES; i++) {
+        net_fd[i] = openat(box_proc, net_files[i], O_RDONLY | O_CLOEXEC);
+        if (net_fd[i] < 0 && errno != ENOENT) { forget_network(); return; }
+    }
+    net_open = 1;
     net_made = net_counters(&net_made_len);
 }
 
@@ -667,6 +688,7 @@ static void new_trial(const struct req *r, int *fds, int nfds) {
     if (!err && unshare(CLONE_NEWIPC) < 0) err = errno;
     if (!err && network_used()) {
         renewed = 1;
+        forget_network();  /* whatever happens next, the old one's files say nothing */
         if (unshare(CLONE_NEWNET) < 0) err = errno;
         else if (!(err = loopback_up())) remember_network();
     }
@@ -859,6 +881,7 @@ int main(int argc, char **argv) {
     if (close_except(3, keep, sizeof keep / sizeof keep[0]) < 0) die("closing inherited descriptors");
     if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0) die("the control socket");
     remember_network();  /* bubblewrap's: the first trial's */
+    prepare_filters();   /* assembled once here; each traced command only installs one */
     reply('R', 0, getpid(), 0, -1);
     struct pollfd *p = NULL;
     size_t capp = 0;
