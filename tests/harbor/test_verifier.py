@@ -190,17 +190,21 @@ def test_the_image_is_the_environment(image, tmp_path):
 def test_what_the_entrypoint_starts_is_up_before_the_agent_runs(image, tmp_path):
     """A server the image's ENTRYPOINT starts in the background (the cookbook's
     dns-blacklisting) still busy starting when the ENTRYPOINT hands over: the agent's first
-    command comes once it has settled, as on a machine where it starts at once."""
+    command comes once it has settled, as on a machine where it starts at once. Here its
+    start is 1.3 s of CPU at `cpus = 0.1` (>= 13 s): longer than proctor's 10 s bound in wall
+    time, which is stretched by the time the server waited for a CPU (as on a loaded
+    machine, where the agent raced it)."""
     server = ("import http.server, time\n"
               "t = time.process_time()\n"
-              "while time.process_time() - t < 1.5:  # stands for a slow start (imports)\n"
+              "while time.process_time() - t < 1.3:  # stands for a slow start (imports)\n"
               "    pass\n"
               "http.server.HTTPServer(('127.0.0.1', 8765),"
               " http.server.SimpleHTTPRequestHandler).serve_forever()\n")
     entry = "#!/bin/sh\npython3 /server.py &\nexec \"$@\"\n"
     fetch = ("import urllib.request as u; print(u.build_opener(u.ProxyHandler({}))"
              ".open('http://127.0.0.1:8765/', timeout=5).status)")
-    t = task(tmp_path, "up", toml=toml(image).replace(f'docker_image = "{image}"\n', ""),
+    t = task(tmp_path, "up",
+             toml=toml(image).replace(f'docker_image = "{image}"\n', "") + "cpus = 0.1\n",
              dockerfile=f"FROM {image}\nCOPY server.py entry.sh /\n"
                         "RUN chmod +x /entry.sh\nENTRYPOINT [\"/entry.sh\"]\n",
              files={"environment/server.py": server, "environment/entry.sh": entry},

@@ -61,7 +61,11 @@ from proctor.sandbox.placefiles import SNAPSHOT_TIMEOUT_S
 if TYPE_CHECKING:
     from proctor.sandbox.docker.verifier import Verification
 
-SETTLE_S = 10.0  # how long the ENTRYPOINT may take to hand over to the keeper (exec "$@")
+# How long the ENTRYPOINT may take to hand over to the keeper (exec "$@") and what it started
+# to settle, as on an idle machine: the wait is stretched by the time they spent waiting for a
+# CPU (a loaded machine, a low `cpus`), up to SETTLE_WALL_S.
+SETTLE_S = 10.0
+SETTLE_WALL_S = 60.0
 LOOPBACK = ("127.", "::1", "0.0.0.0")
 # Empty tmpfs in the container's namespace: mount points no agent process can rename away
 # (an image's ENTRYPOINT may still chmod or write them; nothing reads what is written there),
@@ -181,9 +185,21 @@ class ImageSandbox(DockerSandbox):
         """Wait (a little) until the ENTRYPOINT has handed over to the keeper (`exec "$@"`)
         and the daemons it started in the background have settled (none running or in a
         disk wait, twice in a row: a server still importing has not bound its port yet), so
-        what it sets up (/etc/hosts, daemons) is there before anything runs."""
-        deadline = time.monotonic() + SETTLE_S
-        while time.monotonic() < deadline:
+        what it sets up (/etc/hosts, daemons) is there before anything runs. The bound is
+        SETTLE_S plus the time they waited for a CPU: with many trials on few cores a
+        server's start takes longer, and the agent's first command must not race it."""
+        start = time.monotonic()
+        seen: dict[int, float] = {}  # each process's run-queue wait when first seen
+        stalled = 0.0
+
+        def waiting(pids: list[int]) -> bool:
+            nonlocal stalled
+            for pid in pids:
+                delay = _run_delay(pid)
+                stalled = max(stalled, delay - seen.setdefault(pid, delay))
+            return time.monotonic() - start < min(SETTLE_S + stalled, SETTLE_WALL_S)
+
+        while waiting([self.keeper]):
             try:
                 if Path(f"/proc/{self.keeper}/comm").read_text().strip() == "sleep":
                     break
@@ -191,8 +207,7 @@ class ImageSandbox(DockerSandbox):
                 return
             time.sleep(0.05)
         quiet = 0
-        while time.monotonic() < deadline:
-            left = self._processes()
+        while waiting(left := self._processes()):
             if not left:  # nothing in the background: nothing can start later either
                 return
             quiet = 0 if any(_state(pid) in "RD" for pid in left) else quiet + 1
@@ -465,6 +480,15 @@ async def _userns_here(container: str) -> bool:
                   "keeps Docker's default capabilities but CAP_SYS_PTRACE and CAP_MKNOD "
                   "(docs/security.md, \"Harbor tasks\")", file=sys.stderr, flush=True)
     return _USERNS[engine]
+
+
+def _run_delay(pid: int) -> float:
+    """Seconds process `pid` has been runnable but not running (waiting for a CPU, or held by
+    its cgroup's CPU limit): /proc/PID/schedstat's second field; 0 if unknown."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def _state(pid: int) -> str:
