@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from proctor import headstart
 from proctor.startup import begin, leave, release_gc, started_as_proctor
@@ -28,32 +28,7 @@ from proctor.agents.attacks import ATTACKS  # noqa: E402
 from proctor.executors import EXECUTORS  # noqa: E402
 from proctor.sandbox import BACKENDS  # noqa: E402
 
-if TYPE_CHECKING:
-    from proctor.model import RunOptions
-
 FORMATS = ("json", "junit", "md", "html", "atif", "inspect", "otel")  # proctor.report.NAMES
-
-
-def _split_formats(values: tuple[str, ...]) -> list[str]:
-    from proctor.report import FORMATS
-
-    out: list[str] = []
-    for v in values:
-        for f in v.split(","):
-            f = f.strip()
-            if not f:
-                continue
-            if f not in FORMATS:
-                raise click.BadParameter(f"unknown format {f!r} (valid: {', '.join(FORMATS)})")
-            out.append(f)
-    return out
-
-
-def _run_ref(ref: str | None) -> str:
-    """A run named by its directory, id, id prefix or `latest` (None): its directory."""
-    from proctor.store import resolve_run
-
-    return str(resolve_run(ref))
 
 
 def _guard(fn: Callable[[], int | None], collect: bool = True) -> None:
@@ -248,66 +223,6 @@ def _how_it_runs() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
     ]
 
 
-def _options(**kw: Any) -> RunOptions:
-    from proctor.config import load_config
-    from proctor.model import RunOptions
-
-    config = load_config(kw.get("config_path"), backends=BACKENDS.names(),
-                         agents=AGENTS.names())
-    agents = list(dict.fromkeys(kw.get("agents") or config.agents))
-    return RunOptions(
-        agent=agents[0] if agents else None,
-        agents=agents,
-        agent_command=kw.get("agent_command"),
-        models=list(kw.get("models") or ()),
-        tasks=list(kw.get("tasks") or ()),
-        categories=list(kw.get("categories") or ()),
-        repeat=kw.get("repeat"),
-        concurrency=kw.get("concurrency"),
-        output_dir=kw.get("output_dir"),
-        formats=_split_formats(kw.get("formats") or ()) or ["json"],
-        resume=kw.get("resume"),
-        backend=kw.get("backend") or config.backend or "local",
-        backend_chosen=bool(kw.get("backend") or config.backend),
-        isolation=kw.get("isolation") or "auto",
-        executor=kw.get("executor") or "local",
-        ray_address=kw.get("ray_address"),
-        keep=bool(kw.get("keep")),
-        **({"output_limit": kw["output_limit"]} if kw.get("output_limit") else {}),
-        quiet=bool(kw.get("quiet")),
-        config=config,
-        max_cost=kw.get("max_cost") or config.max_cost,
-        retry_errors=_error_kinds(kw.get("retry_errors"), kw.get("resume")),
-        otlp_endpoint=_otlp_endpoint(kw.get("otlp_endpoint") or config.otlp_endpoint),
-    )
-
-
-def _otlp_endpoint(url: str | None) -> str | None:
-    """--otlp-endpoint: an http(s) URL with a host (exit 2 otherwise)."""
-    from proctor.config import otlp_endpoint_problem
-    from proctor.errors import UsageError
-
-    if url is not None and (problem := otlp_endpoint_problem(url)):
-        raise UsageError(f"--otlp-endpoint: {problem}")
-    return url
-
-
-def _error_kinds(value: str | None, resume: str | None) -> list[str]:
-    """--retry-errors KIND[,KIND]: known kinds, and only with --resume (exit 2 otherwise)."""
-    from proctor.errors import UsageError
-
-    if not value:
-        return []
-    kinds = [k.strip() for k in value.split(",") if k.strip()]
-    known = ("infra", "provider", "check")
-    if bad := [k for k in kinds if k not in known]:
-        raise UsageError(f"--retry-errors: unknown error kind {bad[0]!r} (known: "
-                         f"{', '.join(known)})")
-    if not resume:
-        raise UsageError("--retry-errors re-runs a stored run's errors: give --resume RUN_DIR")
-    return list(dict.fromkeys(kinds))
-
-
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @_run_options
@@ -328,12 +243,13 @@ def run(paths: tuple[str, ...], **kw: Any) -> None:
       proctor run --resume .proctor/runs/20261122T101500Z-ab12cd
     """
     def body() -> int:
+        from proctor import cliargs
         from proctor.run.main import run_main
 
-        _error_kinds(kw.get("retry_errors"), kw.get("resume"))  # before the run is looked up
+        cliargs.error_kinds(kw.get("retry_errors"), kw.get("resume"))  # before the run is looked up
         if kw.get("resume"):
-            kw["resume"] = _run_ref(kw["resume"])
-        return run_main(list(paths), _options(**kw))
+            kw["resume"] = cliargs.run_dir(kw["resume"])
+        return run_main(list(paths), cliargs.run_options(**kw))
 
     _guard(body, collect=False)  # from its trials on (run/execute.py)
 
@@ -406,9 +322,10 @@ def check(paths: tuple[str, ...], concurrency: int | None, backend: str | None,
 def report(run_dir: str | None, formats: tuple[str, ...]) -> None:
     """Re-render the reports of a finished run (RUN: see `proctor show --help`)."""
     def body() -> int:
+        from proctor import cliargs
         from proctor.report import report_main
 
-        return report_main(_run_ref(run_dir), _split_formats(formats))
+        return report_main(cliargs.run_dir(run_dir), cliargs.formats(formats))
 
     _guard(body)
 
@@ -433,9 +350,10 @@ def compare(run_a: str, run_b: str | None, by: str | None, fail_on_regression: b
 
     Exit 0 unless --fail-on-regression is given and a regression is significant."""
     def body() -> int:
+        from proctor import cliargs
         from proctor.report.compare import compare_main
 
-        return compare_main(_run_ref(run_a), run_b and _run_ref(run_b), by=by,
+        return compare_main(cliargs.run_dir(run_a), run_b and cliargs.run_dir(run_b), by=by,
                             fail_on_regression=fail_on_regression, alpha=alpha,
                             fmt=fmt)
 
@@ -468,12 +386,14 @@ def export(run_dir: str | None, fmt: str, out: str | None, otlp_endpoint: str | 
                                                     the spans, sent to a collector
     """
     def body() -> int:
+        from proctor import cliargs
         from proctor.errors import UsageError
         from proctor.report import export_main
 
         if otlp_endpoint is not None and fmt != "otel":
             raise UsageError("--otlp-endpoint sends OpenTelemetry spans: give --format otel")
-        return export_main(_run_ref(run_dir), fmt, out, _otlp_endpoint(otlp_endpoint))
+        return export_main(cliargs.run_dir(run_dir), fmt, out,
+                           cliargs.otlp_endpoint(otlp_endpoint))
 
     _guard(body)
 
@@ -533,10 +453,11 @@ def show(run_dir: str | None, trial: str | None, failed: bool, task_ids: tuple[s
                                                  by turn
     """
     def body() -> int:
+        from proctor import cliargs
         from proctor.report.show import TrialFilter, show_main
 
-        return show_main(_run_ref(run_dir), trial, TrialFilter(failed, set(task_ids), set(models)),
-                         full=full)
+        return show_main(cliargs.run_dir(run_dir), trial,
+                         TrialFilter(failed, set(task_ids), set(models)), full=full)
 
     _guard(body, collect=False)  # short, bounded: see startup.py
 

@@ -74,9 +74,9 @@ async def test_closing_kills_the_init_and_the_engine_removes_the_container(
 
 
 async def test_a_container_whose_init_is_not_known_is_removed_and_awaited(base_image, tmp_path):
-    from proctor.sandbox.docker.container import _pidfd_of
+    from proctor.sandbox.docker.processes import pidfd_of
 
-    assert _pidfd_of(os.getpid(), "0" * 64) is None  # a pid outside the container: no handle
+    assert pidfd_of(os.getpid(), "0" * 64) is None  # a pid outside the container: no handle
     sb = await create_sandbox("docker", _spec(tmp_path))
     os.close(sb._init)
     sb._init = None

@@ -47,6 +47,7 @@ from proctor.sandbox import grader
 from proctor.sandbox.base import Capabilities, Entry, ExecResult, SandboxSpec
 from proctor.sandbox.cgroup import limit_hit
 from proctor.sandbox.docker import grade as docker_grade
+from proctor.sandbox.docker import processes
 from proctor.sandbox.forward import Forwarder, Handler, listen_inside
 from proctor.sandbox.namespaces import AGENT_UID
 from proctor.sandbox.placefiles import INSIDE_WORKDIR, SYSTEM_PATH, PlaceFiles, list_fd, read_fd
@@ -176,9 +177,9 @@ class DockerSandbox(PlaceFiles):
             raise OSError(f"the container of image {self.image} did not start: " + (
                 said or f"it exited at once ({_exited(state)}) and the engine removed it"))
         self.pid = int(state["Pid"])
-        self._init = _pidfd_of(self.pid, self.container)
+        self._init = processes.pidfd_of(self.pid, self.container)
         self.keeper = await asyncio.to_thread(self._keeper_pid)
-        self._cgroup = await asyncio.to_thread(_cgroup_dirs, self.pid)
+        self._cgroup = await asyncio.to_thread(processes.cgroup_dirs, self.pid)
 
     async def _connect(self, spec: SandboxSpec) -> None:
         """The trial's endpoints, reachable inside at their own addresses."""
@@ -222,7 +223,8 @@ class DockerSandbox(PlaceFiles):
                 continue
             try:
                 if os.readlink(f"/proc/{entry.name}/ns/pid") == ns and not (
-                        self.spared and (int(entry.name), _started(int(entry.name))) in self.spared):
+                        self.spared
+                        and (int(entry.name), processes.started(int(entry.name))) in self.spared):
                     out.append(int(entry.name))
             except OSError:
                 continue
@@ -232,7 +234,7 @@ class DockerSandbox(PlaceFiles):
         """SIGKILL the container's processes (only those whose environment holds `mark`)
         until none is left (proc.kill_until_gone). Blocking: off the event loop."""
         def marked() -> list[int]:
-            return [pid for pid in self._processes() if mark is None or _has(pid, mark)]
+            return [pid for pid in self._processes() if mark is None or processes.has(pid, mark)]
         return proc.kill_until_gone(marked)
 
     async def close(self) -> None:
@@ -248,7 +250,7 @@ class DockerSandbox(PlaceFiles):
             # The container's init killed: its processes with it, and the engine removes
             # the container (--rm) on its own, so the trial does not wait ~0.1 s for that.
             # Without a handle on the init (never started), the removal is awaited.
-            if not _killed(self._init):
+            if not processes.killed(self._init):
                 await remove(self.container)
             self.container = None
         if self._init is not None:
@@ -267,7 +269,7 @@ class DockerSandbox(PlaceFiles):
         holds CAP_SYS_PTRACE (launch drop), so none of it can reach the keeper, a tracer or
         grading, which hold it."""
         running = await asyncio.to_thread(self._processes)
-        self.spared = self.spared | {(p, _started(p)) for p in running}
+        self.spared = self.spared | {(p, processes.started(p)) for p in running}
         return len(running)
 
     def fault(self) -> str | None:
@@ -477,40 +479,6 @@ async def _made(body: dict[str, Any] | None, argv: list[str], run_id: str, scrat
 _REMOVED_ON_EXIT = ("--rm",)
 
 
-def _pidfd_of(pid: int, container: str) -> int | None:
-    """A pidfd of the container's init (host `pid`, from the engine), or None when that pid
-    is no longer the container's (it exited, the number went to another process): only
-    then is a process killed through it."""
-    try:
-        fd = os.pidfd_open(pid)
-    except (OSError, AttributeError):
-        return None
-    try:  # pidfd taken first: from here the number cannot change owner under it
-        mine = container in Path(f"/proc/{pid}/cgroup").read_text()
-    except OSError:
-        mine = False
-    if not mine:
-        os.close(fd)
-        return None
-    return fd
-
-
-def _killed(pidfd: int | None) -> bool:
-    """SIGKILL the container's init through its pidfd: the kernel kills every process of
-    the container's pid namespace with it; the engine, seeing the container stop, removes it
-    (--rm). False when there is no such handle or the init is gone already (removal then
-    awaited as `docker rm -f`)."""
-    import signal
-
-    if pidfd is None:
-        return False
-    try:
-        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-    except OSError:
-        return False
-    return True
-
-
 def _exited(state: dict[str, Any]) -> str:
     code, error = state.get("ExitCode"), state.get("Error")
     return error or (f"exit code {code}" if code is not None else "no state left")
@@ -532,23 +500,6 @@ def _closed_ancestors(paths: list[str]) -> list[str]:
                 if ancestor not in out:
                     out.append(ancestor)
                 break
-    return out
-
-
-def _cgroup_dirs(pid: int, every: bool = False) -> dict[str, Path]:
-    """The container's cgroup directories by controller ("" on cgroup v2): the memory and
-    pids ones, for fault(), or `every` one (a process joins them all: verifier.py)."""
-    out: dict[str, Path] = {}
-    try:
-        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        for c in controllers.split(",") if controllers else [""]:
-            if c in ("memory", "pids", "") or (every and not c.startswith("name=")):
-                base = Path("/sys/fs/cgroup") / c if c else Path("/sys/fs/cgroup")
-                out[c] = base / path.lstrip("/")
     return out
 
 
@@ -584,21 +535,3 @@ def _drop(uid: int, gid: int, argv: list[str], *, caps: bool = False,
         return [LAUNCH, "drop", "--agent", *ns, "--", *argv]
     return [LAUNCH, "drop", "--agent", "--uid", str(uid), "--gid", str(gid),
             *([] if caps else ["--no-caps"]), "--", *argv]
-
-
-def _started(pid: int) -> str:
-    """A process's start time (field 22 of its stat): with the pid, who it is."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat[stat.rindex(")") + 2:].split()[19]
-
-
-def _has(pid: int, mark: bytes) -> bool:
-    """Whether process `pid` has `mark` (NAME=VALUE) in its environment."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            return mark in f.read().split(b"\0")
-    except OSError:
-        return False

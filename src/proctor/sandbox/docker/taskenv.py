@@ -53,8 +53,8 @@ from proctor.sandbox.docker.container import (
     _drop,
     _own_hostname,
     _proctor_programs,
-    _started,
 )
+from proctor.sandbox.docker.processes import started
 from proctor.sandbox.docker.verifier import VERIFIER_DIR
 from proctor.sandbox.placefiles import SNAPSHOT_TIMEOUT_S
 
@@ -168,7 +168,7 @@ class ImageSandbox(DockerSandbox):
         self.owner = (uid, gid)
         self.env["HOME"] = home
         await asyncio.to_thread(self._prepare_inside)
-        self.spared = frozenset((p, _started(p)) for p in self._processes())
+        self.spared = frozenset((p, started(p)) for p in self._processes())
         await self._connect(spec)
 
     async def _cover(self, path: str) -> None:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from proctor import proc
 from proctor.proc import ExecResult
-from proctor.sandbox.docker.container import EXEC_MARK, LAUNCH, TRACER, DockerSandbox, _cgroup_dirs
+from proctor.sandbox.docker.container import EXEC_MARK, LAUNCH, TRACER, DockerSandbox
+from proctor.sandbox.docker.processes import cgroup_dirs
 from proctor.sandbox.trace import tracer_argv
 
 # The verifier's own (tests, logs, HOME, trace), a host directory covered by an empty
@@ -101,7 +102,7 @@ def _prepare(here: Path, tests: list[Path], script: str) -> None:
 
 def _cgroup_procs(pid: int) -> list[str]:
     """The cgroup.procs files of every cgroup process `pid` is in (v1 and v2)."""
-    files = {d / "cgroup.procs" for d in _cgroup_dirs(pid, every=True).values()}
+    files = {d / "cgroup.procs" for d in cgroup_dirs(pid, every=True).values()}
     return sorted(str(f) for f in files if f.is_file())
 
 
