@@ -296,7 +296,7 @@ async def _shielded(argv: list[str], handle: ContainerHandle,
 
 def _piper(pid: int, port: int) -> Any:
     """Each connection piped to `port` on the loopback of the container whose init is `pid`."""
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             sock = await asyncio.to_thread(netns.run_in, pid, socket.socket)
             sock.setblocking(False)
@@ -314,6 +314,15 @@ def _piper(pid: int, port: int) -> Any:
         finally:
             for w in (writer, up_w):
                 w.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await pipe(reader, writer)
+        except asyncio.CancelledError:
+            # Cancelled (the loop's end): the task ends normally. Python 3.11's stream server
+            # calls task.exception() in a done-callback, which raises for a cancelled task
+            # and reaches the loop's exception handler (as sandbox/forward.py's Forwarder).
+            writer.close()
 
     return handle
 
