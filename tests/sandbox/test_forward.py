@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from typing import Any
 
 from proctor.sandbox.forward import Forwarder
+from tests.helpers.streams import holding_server, loop_exceptions, loop_turns
 
 
 async def test_closing_mid_copy_reaches_no_exception_handler():
@@ -16,35 +16,21 @@ async def test_closing_mid_copy_reaches_no_exception_handler():
     # of the handler's task: a task ending cancelled made asyncio print "Exception in callback
     # ... CancelledError" on stderr (seen under load at a trial's end, when a service
     # connection was still being copied).
-    loop = asyncio.get_running_loop()
-    seen: list[dict[str, Any]] = []
-    loop.set_exception_handler(lambda _loop, context: seen.append(context))
-    received, release = asyncio.Event(), asyncio.Event()
-
-    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readexactly(5)
-        received.set()
-        await release.wait()  # holds the connection open (a model proxy's stream)
-        writer.close()
-
-    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
-    target = server.sockets[0].getsockname()[:2]
-    sock = socket.create_server(("127.0.0.1", 0))
-    sock.setblocking(False)
-    fwd = Forwarder()
-    await fwd.forward(sock, target)
-    client_r, client_w = await asyncio.open_connection(*sock.getsockname()[:2])
-    try:
-        client_w.write(b"hello")
-        await asyncio.wait_for(received.wait(), 10)
-        await fwd.close()
-        assert await asyncio.wait_for(client_r.read(), 10) == b""  # the client's end closed
-        for _ in range(5):  # the done-callbacks run on the loop's next turns
-            await asyncio.sleep(0)
-    finally:
-        release.set()
-        client_w.close()
-        server.close()
-        loop.set_exception_handler(None)
+    with loop_exceptions() as seen:
+        async with holding_server(b"hello") as upstream:
+            target = ("127.0.0.1", upstream.port)
+            sock = socket.create_server(("127.0.0.1", 0))
+            sock.setblocking(False)
+            fwd = Forwarder()
+            await fwd.forward(sock, target)
+            client_r, client_w = await asyncio.open_connection(*sock.getsockname()[:2])
+            try:
+                client_w.write(b"hello")
+                await asyncio.wait_for(upstream.received.wait(), 10)
+                await fwd.close()
+                assert await asyncio.wait_for(client_r.read(), 10) == b""  # the client's end closed
+                await loop_turns()
+            finally:
+                client_w.close()
     assert fwd.connections[target] == 1
     assert seen == []
