@@ -52,6 +52,11 @@ class PlaceFiles:
     image_user: str | None = None  # only where the image is the environment (docker/taskenv.py)
     host_system = False
     disk_enforced = False
+    # The places are known to hold nothing, and nothing has run or been written in them
+    # since: a box just wiped and found empty (sandbox/pool.py `Slot.pristine`). A snapshot
+    # is then {} without reading them. Every way into the places (a command, proctor's own
+    # writes, a check's command, the host path handed out) clears it first.
+    pristine = False
 
     def __init__(self, root: Path, *, trial_id: str, output_limit: int, keep: bool,
                  resources: Resources | None, hosts: dict[str, str] | None, isolated: bool,
@@ -167,6 +172,7 @@ class PlaceFiles:
             await asyncio.to_thread(self._write, path, data)
 
     def _write(self, path: str, data: bytes) -> None:
+        self.pristine = False
         host = self._writable(path)
         top = _first_missing(host)
         host.parent.mkdir(parents=True, exist_ok=True)
@@ -177,6 +183,7 @@ class PlaceFiles:
         await asyncio.to_thread(self._copy_in, src, dest)
 
     def _copy_in(self, src: Path, dest: str) -> None:
+        self.pristine = False
         host = self._writable(dest) if dest not in (".", "") else self._map(self.workdir)
         assert host is not None
         top = _first_missing(host)
@@ -201,6 +208,7 @@ class PlaceFiles:
     # -- the places as a whole -------------------------------------------------------------
 
     async def export(self) -> Path:
+        self.pristine = False  # the caller may write there
         host = self._map(self.workdir)
         assert host is not None
         return host
@@ -209,6 +217,8 @@ class PlaceFiles:
         """Every entry of every writable place, by content: workspace paths relative to it,
         the others (HOME, /tmp, /dev/shm) as absolute paths as the agent sees them. Raises
         FilesLimit (naming it) when they cannot all be read by `deadline` (monotonic)."""
+        if self.pristine:  # what reading them would give: nothing (no entry, no bytes)
+            return {}
         places = [("" if inside == self.workdir else inside.rstrip("/") + "/", host)
                   for inside, host in self.places]
         deadline = deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S

@@ -101,6 +101,12 @@ class Slot:
                              key=lambda p: len(p[0]), reverse=True)  # longest prefix first
         self.graders: dict[tuple[str, ...], Any] = {}  # grader boxes beside it (grader.py)
         self.disk_bytes: int | None = None  # the size of its file system (disk.py), if any
+        self.nested = shape.nested  # asked at every release
+        self._as_root = os.geteuid() == 0  # for the wipe's owner checks (fixed for a run)
+        # Wiped, every place found empty, no process left (`end`), and no read-only mount
+        # kept inside a place: the next trial's sandbox takes its snapshot as {} until
+        # anything runs or is written (placefiles.py `pristine`).
+        self.pristine = False
 
     @classmethod
     async def create(cls, root: Path, shape: Shape, env: dict[str, str],
@@ -161,6 +167,7 @@ class Slot:
     async def end(self, keep: Path | None = None) -> bool:
         """Kill the trial's processes, keep a copy of its places if asked, wipe them; whether
         the slot can take another trial."""
+        self.pristine = False
         await self.kill_processes()
         for key in self._handlers:
             self._handlers[key] = None
@@ -171,7 +178,9 @@ class Slot:
             clean = self._wipe(small=True)
         except _Big:  # an agent may leave a hundred thousand files
             clean = await asyncio.to_thread(self._wipe)
-        return clean and self.box.alive() and not self.box.spawner.busy
+        reusable = clean and self.box.alive() and not self.box.spawner.busy
+        self.pristine = reusable and not self._kept
+        return reusable
 
     async def kill_processes(self) -> int:
         """Every process of the trial (its PID namespace, killed whole by the spawner); how
@@ -205,7 +214,7 @@ class Slot:
         a directory or more than a few dozen entries in one."""
         ok = True
         for name, place in self._place_dirs:
-            ok = _empty(place, self._kept.get(name, ()), small=small) and ok
+            ok = _empty(place, self._kept.get(name, ()), small=small, as_root=self._as_root) and ok
         # A mount point moved away (its place is the agent's to rename in) went with the
         # wipe, and the mount with it: such a box is not reused.
         return ok and all(_identity(path) == was for path, was in self.mounted.items())
@@ -257,7 +266,7 @@ class BoxPool:
             reusable = await slot.end(keep)
         except Exception:
             reusable = False
-        if reusable and not slot.shape.nested and len(self._idle) < self.size:
+        if reusable and not slot.nested and len(self._idle) < self.size:
             self._idle.append(slot)
         else:
             await self._close(slot)
@@ -299,18 +308,19 @@ def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:
     return cgroups.TrialCgroup.create(f"proctor-{os.getpid()}-{root.name}", resources)
 
 
-def _own(place: str | Path) -> None:
+def _own(place: str | Path, as_root: bool | None = None) -> None:
     """A place as the agent finds it: an empty directory it owns, mode 0755 (changed only
-    when it is not: an unchanged inode costs the file system's journal nothing)."""
+    when it is not: an unchanged inode costs the file system's journal nothing). `as_root`:
+    whether proctor runs as root, when the caller knows (else asked)."""
     st = os.lstat(place)
-    if os.geteuid() == 0 and (st.st_uid, st.st_gid) != (AGENT_UID, AGENT_UID):
+    if (os.geteuid() == 0 if as_root is None else as_root) and (st.st_uid, st.st_gid) != (AGENT_UID, AGENT_UID):
         os.lchown(place, AGENT_UID, AGENT_UID)
     if stat.S_IMODE(st.st_mode) != 0o755 or not stat.S_ISDIR(st.st_mode):
         os.chmod(place, 0o755)
 
 
 def _empty(place: str | Path, keep: tuple[str, ...] | list[str] = (), top: bool = True,
-           small: bool = False) -> bool:
+           small: bool = False, as_root: bool | None = None) -> bool:
     """Remove everything in `place` (whatever modes the agent left), keep the directory; and
     keep each `keep` path (relative: a read-only mount's point, a directory or a file) with
     the directories on the way to it, emptied of everything else and left as they are.
@@ -322,7 +332,7 @@ def _empty(place: str | Path, keep: tuple[str, ...] | list[str] = (), top: bool 
     for attempt in range(2):
         try:
             if top:
-                _own(place)
+                _own(place, as_root)
             with os.scandir(place) as it:
                 entries = list(itertools.islice(it, SMALL_ENTRIES + 1) if small else it)
         except OSError:

@@ -190,8 +190,7 @@ class _Trial:
             started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self.handles: dict[str, ServiceHandle] = {}
         self.sandbox: Sandbox | None = None
-        # Messages name the sandbox's places, never proctor's temp paths (record/paths.py).
-        self.names = PathNames.for_trial(run.sandbox_root / trial.id)
+        self._names: PathNames | None = None  # built by `names`, once
         self.egress: list[EgressEvent] = []
         self.checks_refused: list[EgressEvent] = []  # egress refused while checks ran
         self.output = AgentOutput(self.secrets)
@@ -207,6 +206,17 @@ class _Trial:
         self.tool_calls: list[ToolCall] = []  # the model's, over every step
         self.timings: Timings = {}  # wall seconds per phase (Recorder.timings)
 
+    def names(self, text: str | None) -> str | None:
+        """`text` naming the sandbox's places, never proctor's temp paths (record/paths.py).
+        The names are made at the first text, once: by then the sandbox is open (a check's
+        message, the error at the end), unless the trial failed before it was."""
+        if not text:
+            return text
+        if self._names is None:
+            self._names = PathNames.for_trial(self.run.sandbox_root / self.trial.id,
+                                              self.sandbox)
+        return self._names(text)
+
     async def provision(self) -> None:
         task, run = self.task, self.run
         if task.unavailable:
@@ -221,7 +231,6 @@ class _Trial:
         await _services_ready(task, self.handles, self.egress.append, _substitutes(run), public)
         self.sandbox = sandbox = await _open_sandbox(
             self.trial, task, run, self.agent, self.handles, self.secrets, self.output.feed)
-        self.names = PathNames.for_trial(self.run.sandbox_root / self.trial.id, sandbox)
         self.values = {"params": self.trial.params, "secrets": self.secrets,
                        "workdir": sandbox.workdir}
         self.proxy = await _egress_proxy(task, sandbox, self.handles, self.egress.append,
@@ -267,7 +276,7 @@ class _Trial:
             "output": phases.add(r["tokens"].get("output"), outcome.tokens_out)}
         r["timed_out"] = r["timed_out"] or outcome.timed_out or env.timed_out
         # The agent's limit_hit is a Budget's: turns, tokens or cost_usd.
-        r["limit_hit"] = (r["limit_hit"] or cast(LimitHit | None, outcome.limit_hit)
+        r["limit_hit"] = (r["limit_hit"] or cast("LimitHit | None", outcome.limit_hit)
                           or ("timeout" if r["timed_out"] else None))
         r["output"] = self.redactor.cut(outcome.output, OUTPUT_IN_RESULTS, keep="tail")
         if fault := sandbox.fault():

@@ -196,6 +196,7 @@ class LocalSandbox(PlaceFiles):
         run_env = {"PROCTOR_RUN_ID": spec.env.get("PROCTOR_RUN_ID", "")}
         slot = await pool.acquire(shape, run_env, self.resources, self.hosts)
         self.slot, self.box, self.cgroup = slot, slot.box, slot.cgroup
+        self.pristine, slot.pristine = slot.pristine, False  # this trial's to keep or lose
         self.capabilities = BOXED if slot.disk_bytes is not None else BOXED_SHARED_DISK
         self.disk_enforced = slot.disk_bytes is not None
         if os.geteuid() == 0:  # files proctor puts in the box belong to the agent's uid
@@ -268,6 +269,7 @@ class LocalSandbox(PlaceFiles):
         """Run `command`; with `trace`, every process it starts is recorded (`execs`), and with
         `capture` (bytes per process) also what they write to fd 1 and 2 (the tracer's).
         `user` means nothing here: a local trial has one user."""
+        self.pristine = False
         env = {**self.env, **env} if env else self.env
         trace = trace or capture is not None
         trace_file = self._trace_file() if trace else None
@@ -408,6 +410,7 @@ class LocalSandbox(PlaceFiles):
         services only. Not isolated (`--isolation none`) there is no grader box: the command
         runs like the agent's, as proctor's user, with the safe git first on PATH. `host`
         (the host's tools) changes nothing here: this sandbox has the host's tools."""
+        self.pristine = False  # its box sees the places read-only; cleared all the same
         if self.slot is not None:
             extra = tuple(sorted({p for p in readonly if os.path.exists(p)}))
             run_env = {"PROCTOR_RUN_ID": self.env.get("PROCTOR_RUN_ID", "")}
