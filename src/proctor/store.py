@@ -238,8 +238,9 @@ def _plain_keys(obj: Any) -> bool:
         if type(o) in _LEAVES:
             continue
         if isinstance(o, dict):
-            if not all(type(k) is str for k in o):
-                return False
+            for k in o:
+                if type(k) is not str:
+                    return False
             stack += o.values()
         elif isinstance(o, (list, tuple)):
             stack += o

@@ -1,9 +1,12 @@
-"""A box's next trial takes its snapshot as empty without reading the places only when the
-last trial's wipe found them empty and nothing ran or was written since (placefiles.py
-`pristine`); every snapshot given is compared with what reading the places gives."""
+"""What the places hold is known without reading them (placefiles.py `held`) only while
+nothing can have changed them: in a box the last trial's wipe found empty, with nothing run
+or written since, a snapshot is {}; after a snapshot read once every process was killed,
+the wipe removes what it showed without listing the places. Every snapshot given is
+compared with what reading the places gives, and every wipe with what is left."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -40,7 +43,7 @@ async def test_only_a_wiped_box_untouched_since_is_taken_as_empty(tmp_path, read
     first = await backend.create(spec)
     slot = first.slot
     try:
-        assert first.pristine is False  # a new box: read like any other
+        assert first.held is None  # a new box: read like any other
         res = await first.exec(HOSTILE, timeout=10)
         assert res.exit_code == 0, res
         assert "left" in {p.rsplit("/", 1)[-1] for p in await first.snapshot()}
@@ -104,7 +107,7 @@ async def test_a_box_with_a_mount_inside_a_place_is_always_read(tmp_path, reads)
                 trial_id=f"t{i}", root=tmp_path / f"t{i}", env={},
                 readonly_paths=[str(shown)]))
             try:
-                assert sandbox.pristine is False
+                assert sandbox.held is None
                 before = len(reads)
                 given = await sandbox.snapshot()
                 assert len(reads) == before + 1
@@ -112,4 +115,59 @@ async def test_a_box_with_a_mount_inside_a_place_is_always_read(tmp_path, reads)
             finally:
                 await sandbox.close()
     finally:
+        await backend.close()
+
+
+async def test_the_wipe_removes_what_the_last_snapshot_showed_only_if_nothing_ran_since(
+        tmp_path, reads, monkeypatch):
+    from proctor.sandbox import pool
+
+    listed: list[str] = []
+    real_empty = pool._empty
+
+    def counted(place, *args, **kw):
+        listed.append(str(place))
+        return real_empty(place, *args, **kw)
+
+    monkeypatch.setattr(pool, "_empty", counted)
+    backend = LocalBackend(tmp_path / "scratch", pool_size=1)
+    make = "for d in $PROCTOR_WORKDIR $HOME /tmp /dev/shm; do echo x > $d/f; ln -s f $d/l; done"
+    try:
+        for i, after in enumerate([None, "echo late > $HOME/late", None]):
+            sandbox = await backend.create(SandboxSpec(trial_id=f"t{i}", root=tmp_path / f"t{i}",
+                                                       env={}))
+            try:
+                assert (await sandbox.exec(make, timeout=10)).exit_code == 0
+                await sandbox.kill_processes()  # as a trial does before its snapshot
+                seen = await sandbox.snapshot()
+                assert len(seen) == 8 and sandbox.held == seen
+                if after is not None:  # a command after the snapshot: it is forgotten
+                    assert (await sandbox.exec(after, timeout=10)).exit_code == 0
+                    assert sandbox.held is None
+                places = [str(host) for _, host in sandbox.places]
+                del listed[:]
+            finally:
+                await sandbox.close()
+            # Listed again only when something ran since the snapshot; empty either way.
+            assert sorted(listed) == (sorted(places) if after is not None else []), i
+            assert all(os.listdir(p) == [] for p in places)
+    finally:
+        await backend.close()
+
+
+async def test_a_snapshot_with_processes_maybe_left_is_never_held(tmp_path, reads):
+    backend = LocalBackend(tmp_path / "scratch", pool_size=1)
+    sandbox = await backend.create(SandboxSpec(trial_id="t0", root=tmp_path / "t0", env={}))
+    try:
+        daemon = "(setsid sh -c 'sleep 0.3; echo late > $HOME/late' > /dev/null 2>&1 &)"
+        assert (await sandbox.exec(daemon, timeout=10)).exit_code == 0
+        assert await sandbox.snapshot() == {}  # before the daemon writes ...
+        assert sandbox.held is None  # ... but it may: not held
+        time.sleep(0.6)
+        assert "/home/agent/late" in await sandbox.snapshot()
+        await sandbox.kill_processes()
+        assert "/home/agent/late" in await sandbox.snapshot()
+        assert sandbox.held is not None  # nothing left to change them now
+    finally:
+        await sandbox.close()
         await backend.close()

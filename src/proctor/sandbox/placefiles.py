@@ -52,11 +52,17 @@ class PlaceFiles:
     image_user: str | None = None  # only where the image is the environment (docker/taskenv.py)
     host_system = False
     disk_enforced = False
-    # The places are known to hold nothing, and nothing has run or been written in them
-    # since: a box just wiped and found empty (sandbox/pool.py `Slot.pristine`). A snapshot
-    # is then {} without reading them. Every way into the places (a command, proctor's own
-    # writes, a check's command, the host path handed out) clears it first.
-    pristine = False
+    # What the places hold now, when that is known without reading them (else None): a
+    # box just wiped and found empty (sandbox/pool.py `Slot.held`: {}), or the last
+    # snapshot, read while nothing could change them (`_quiet`). A snapshot is then that,
+    # and the wipe after the trial removes what it lists without listing the places again.
+    # Every way into the places (a command, proctor's own writes, a check's command, the
+    # host path handed out) forgets it first (`_touched`).
+    held: Snapshot | None = None
+    _quiet = False  # the backend's to say: no process can change the places now
+
+    def _touched(self) -> None:
+        self.held = None
 
     def __init__(self, root: Path, *, trial_id: str, output_limit: int, keep: bool,
                  resources: Resources | None, hosts: dict[str, str] | None, isolated: bool,
@@ -172,7 +178,7 @@ class PlaceFiles:
             await asyncio.to_thread(self._write, path, data)
 
     def _write(self, path: str, data: bytes) -> None:
-        self.pristine = False
+        self._touched()
         host = self._writable(path)
         top = _first_missing(host)
         host.parent.mkdir(parents=True, exist_ok=True)
@@ -183,7 +189,7 @@ class PlaceFiles:
         await asyncio.to_thread(self._copy_in, src, dest)
 
     def _copy_in(self, src: Path, dest: str) -> None:
-        self.pristine = False
+        self._touched()
         host = self._writable(dest) if dest not in (".", "") else self._map(self.workdir)
         assert host is not None
         top = _first_missing(host)
@@ -208,7 +214,7 @@ class PlaceFiles:
     # -- the places as a whole -------------------------------------------------------------
 
     async def export(self) -> Path:
-        self.pristine = False  # the caller may write there
+        self._touched()  # the caller may write there
         host = self._map(self.workdir)
         assert host is not None
         return host
@@ -217,8 +223,8 @@ class PlaceFiles:
         """Every entry of every writable place, by content: workspace paths relative to it,
         the others (HOME, /tmp, /dev/shm) as absolute paths as the agent sees them. Raises
         FilesLimit (naming it) when they cannot all be read by `deadline` (monotonic)."""
-        if self.pristine:  # what reading them would give: nothing (no entry, no bytes)
-            return {}
+        if self.held is not None:  # what reading them would give
+            return dict(self.held)
         places = [("" if inside == self.workdir else inside.rstrip("/") + "/", host)
                   for inside, host in self.places]
         deadline = deadline or time.monotonic() + SNAPSHOT_TIMEOUT_S
@@ -231,6 +237,8 @@ class PlaceFiles:
         if not self.disk_enforced and (why := disk.over(budget.allocated,
                                                          self.resources.disk_bytes)):
             raise files.FilesLimit(why)  # measured: no file system of its own enforced it
+        if self._quiet:
+            self.held = dict(snap)
         return snap
 
     async def stream_files(self, paths: list[str], sink: Callable[[str, int, bytes], None],

@@ -34,7 +34,7 @@ from typing import Any
 from proctor.fieldwise import FrozenFieldwise
 from proctor.sandbox import cgroup as cgroups
 from proctor.sandbox import disk
-from proctor.sandbox.base import Resources
+from proctor.sandbox.base import Resources, Snapshot
 from proctor.sandbox.files import copy_sparse
 from proctor.sandbox.forward import Forwarder, Handler
 from proctor.sandbox.hosts import hosts_text
@@ -103,10 +103,16 @@ class Slot:
         self.disk_bytes: int | None = None  # the size of its file system (disk.py), if any
         self.nested = shape.nested  # asked at every release
         self._as_root = os.geteuid() == 0  # for the wipe's owner checks (fixed for a run)
-        # Wiped, every place found empty, no process left (`end`), and no read-only mount
-        # kept inside a place: the next trial's sandbox takes its snapshot as {} until
-        # anything runs or is written (placefiles.py `pristine`).
-        self.pristine = False
+        # What the places hold, known without reading them (placefiles.py `held`): {} once
+        # `end` wiped them and found them empty, no process left, no read-only mount kept
+        # inside one. The next trial's sandbox takes it over.
+        self.held: Snapshot | None = None
+        # Each place's prefix in a snapshot, longest first, when a snapshot's paths tell the
+        # places apart (they do unless one place is inside another): for `_wipe`.
+        insides = shape.places()
+        self._prefixes = None if self.nested or len(set(insides.values())) < len(insides) \
+            else sorted(((name, "" if inside == shape.workdir else inside.rstrip("/") + "/")
+                         for name, inside in insides.items()), key=lambda p: -len(p[1]))
 
     @classmethod
     async def create(cls, root: Path, shape: Shape, env: dict[str, str],
@@ -164,10 +170,11 @@ class Slot:
                 await handler(reader, writer)
         return handle
 
-    async def end(self, keep: Path | None = None) -> bool:
+    async def end(self, keep: Path | None = None, held: Snapshot | None = None) -> bool:
         """Kill the trial's processes, keep a copy of its places if asked, wipe them; whether
-        the slot can take another trial."""
-        self.pristine = False
+        the slot can take another trial. `held`: what the places hold, if the trial knows
+        it without reading them (placefiles.py `held`): only that is removed."""
+        self.held = None
         await self.kill_processes()
         for key in self._handlers:
             self._handlers[key] = None
@@ -175,11 +182,12 @@ class Slot:
         if keep is not None:
             await asyncio.to_thread(self._copy_places, keep)
         try:  # a handful of plain files: cheaper on the loop than a thread hop
-            clean = self._wipe(small=True)
+            clean = self._wipe(small=True, held=held)
         except _Big:  # an agent may leave a hundred thousand files
             clean = await asyncio.to_thread(self._wipe)
         reusable = clean and self.box.alive() and not self.box.spawner.busy
-        self.pristine = reusable and not self._kept
+        if reusable and not self._kept:
+            self.held = {}
         return reusable
 
     async def kill_processes(self) -> int:
@@ -209,15 +217,34 @@ class Slot:
             shutil.copytree(self.root / name, keep / name, symlinks=True, dirs_exist_ok=True,
                             copy_function=copy_sparse)
 
-    def _wipe(self, small: bool = False) -> bool:
+    def _wipe(self, small: bool = False, held: Snapshot | None = None) -> bool:
         """Empty the places; `small`: raise _Big, before removing anything more, on finding
-        a directory or more than a few dozen entries in one."""
+        a directory or more than a few dozen entries in one. `held`: what they hold (a
+        place it shows only plain entries in is emptied by removing those, not listed)."""
         ok = True
+        known = self._split(held) if held is not None and not self._kept else {}
         for name, place in self._place_dirs:
+            names = known.get(name)
+            if names is not None and _remove_known(place, names, self._as_root):
+                continue
             ok = _empty(place, self._kept.get(name, ()), small=small, as_root=self._as_root) and ok
         # A mount point moved away (its place is the agent's to rename in) went with the
         # wipe, and the mount with it: such a box is not reused.
         return ok and all(_identity(path) == was for path, was in self.mounted.items())
+
+    def _split(self, held: Snapshot) -> dict[str, list[str] | None]:
+        """For each place, the names of the plain entries `held` shows in it (None: it
+        shows a directory there, or cannot tell the places apart)."""
+        if self._prefixes is None:
+            return {}
+        out: dict[str, list[str] | None] = {name: [] for name, _ in self._prefixes}
+        for path, entry in held.items():
+            name, prefix = next(p for p in self._prefixes if path.startswith(p[1]))
+            names, rel = out[name], path[len(prefix):]
+            if names is not None:
+                out[name] = names + [rel] if entry.kind != "dir" and rel and "/" not in rel \
+                    else None
+        return out
 
     def _remove(self) -> None:
         if self.cgroup is not None:  # waits until the kernel has reaped every task
@@ -261,9 +288,10 @@ class BoxPool:
             raise
         return slot
 
-    async def release(self, slot: Slot, keep: Path | None = None) -> None:
+    async def release(self, slot: Slot, keep: Path | None = None,
+                      held: Snapshot | None = None) -> None:
         try:
-            reusable = await slot.end(keep)
+            reusable = await slot.end(keep, held)
         except Exception:
             reusable = False
         if reusable and not slot.nested and len(self._idle) < self.size:
@@ -317,6 +345,19 @@ def _own(place: str | Path, as_root: bool | None = None) -> None:
         os.lchown(place, AGENT_UID, AGENT_UID)
     if stat.S_IMODE(st.st_mode) != 0o755 or not stat.S_ISDIR(st.st_mode):
         os.chmod(place, 0o755)
+
+
+def _remove_known(place: str, names: list[str], as_root: bool) -> bool:
+    """Remove `names`, all the place holds (plain entries: files, symlinks, fifos, ...),
+    the place left as the agent finds it; whether every one went. Nothing is listed: the
+    caller knows them (a snapshot, read once no process was left, nothing run since)."""
+    try:
+        _own(place, as_root)
+        for name in names:
+            os.unlink(os.path.join(place, name))
+    except OSError:
+        return False  # then emptied the usual way
+    return True
 
 
 def _empty(place: str | Path, keep: tuple[str, ...] | list[str] = (), top: bool = True,

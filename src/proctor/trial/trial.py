@@ -208,9 +208,11 @@ class _Trial:
 
     def names(self, text: str | None) -> str | None:
         """`text` naming the sandbox's places, never proctor's temp paths (record/paths.py).
-        The names are made at the first text, once: by then the sandbox is open (a check's
-        message, the error at the end), unless the trial failed before it was."""
-        if not text:
+        The names are made at the first text that has a path in it, once: by then the
+        sandbox is open (a check's message, the error at the end), unless the trial failed
+        before it was. Every name replaced is a path, with a `/` in it: a text without one
+        (most check messages) is left as it is without making them."""
+        if not text or "/" not in text:
             return text
         if self._names is None:
             self._names = PathNames.for_trial(self.run.sandbox_root / self.trial.id,

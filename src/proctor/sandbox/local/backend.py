@@ -148,6 +148,7 @@ class LocalSandbox(PlaceFiles):
         self._traces: list[TraceSource] = []  # traces not finished (or not read) yet
         self._trace_n = 0
         self._made_workdir = False
+        self._runs = 0  # commands started (`_quiet`: none since the last kill)
         if isolated:  # the host side, and so the places, are the box's (`start`)
             self.workdir = workdir or INSIDE_WORKDIR
             home, tmp = INSIDE_HOME, "/tmp"
@@ -196,7 +197,8 @@ class LocalSandbox(PlaceFiles):
         run_env = {"PROCTOR_RUN_ID": spec.env.get("PROCTOR_RUN_ID", "")}
         slot = await pool.acquire(shape, run_env, self.resources, self.hosts)
         self.slot, self.box, self.cgroup = slot, slot.box, slot.cgroup
-        self.pristine, slot.pristine = slot.pristine, False  # this trial's to keep or lose
+        # No process of a trial is left in a box it gets (placefiles.py `held`).
+        self.held, slot.held, self._quiet = slot.held, None, True
         self.capabilities = BOXED if slot.disk_bytes is not None else BOXED_SHARED_DISK
         self.disk_enforced = slot.disk_bytes is not None
         if os.geteuid() == 0:  # files proctor puts in the box belong to the agent's uid
@@ -223,7 +225,8 @@ class LocalSandbox(PlaceFiles):
             await self.forwarder.close()
         if self.slot is not None and self.pool is not None:
             slot, self.slot, self.box = self.slot, None, None
-            await self.pool.release(slot, keep=self.root if self.keep else None)
+            await self.pool.release(slot, keep=self.root if self.keep else None,
+                                    held=self.held)
             self._forget_traces()  # its tracers ended with the trial's processes
             return
         await asyncio.to_thread(self._remove)
@@ -249,7 +252,10 @@ class LocalSandbox(PlaceFiles):
     async def kill_processes(self) -> int:
         """Everything the agent left running (daemons, setsid, double forks) is killed."""
         if self.slot is not None:
-            return await self.slot.kill_processes()
+            runs = self._runs
+            killed = await self.slot.kill_processes()
+            self._quiet = runs == self._runs  # unless a command was started meanwhile
+            return killed
         if self.cgroup is None or not self.cgroup.pids():
             return 0
         return await asyncio.to_thread(self.cgroup.kill_all)
@@ -269,7 +275,8 @@ class LocalSandbox(PlaceFiles):
         """Run `command`; with `trace`, every process it starts is recorded (`execs`), and with
         `capture` (bytes per process) also what they write to fd 1 and 2 (the tracer's).
         `user` means nothing here: a local trial has one user."""
-        self.pristine = False
+        self._touched()
+        self._quiet, self._runs = False, self._runs + 1
         env = {**self.env, **env} if env else self.env
         trace = trace or capture is not None
         trace_file = self._trace_file() if trace else None
@@ -410,7 +417,7 @@ class LocalSandbox(PlaceFiles):
         services only. Not isolated (`--isolation none`) there is no grader box: the command
         runs like the agent's, as proctor's user, with the safe git first on PATH. `host`
         (the host's tools) changes nothing here: this sandbox has the host's tools."""
-        self.pristine = False  # its box sees the places read-only; cleared all the same
+        self._touched()  # its box sees the places read-only; forgotten all the same
         if self.slot is not None:
             extra = tuple(sorted({p for p in readonly if os.path.exists(p)}))
             run_env = {"PROCTOR_RUN_ID": self.env.get("PROCTOR_RUN_ID", "")}
