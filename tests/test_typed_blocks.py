@@ -94,7 +94,7 @@ def test_the_workspace_diff_writes_file_changes():
 async def test_the_egress_proxy_writes_egress_events(monkeypatch):
     """A request refused by the policy, and one allowed whose host cannot be reached: each
     event, and a side container's (tagged by the trial), is an EgressEvent."""
-    from proctor.trial.trial import _tagged
+    from proctor.trial.provision import _tagged
 
     async def getaddrinfo(host, port, **kw):
         import socket

@@ -80,19 +80,19 @@ async def test_a_trials_proxy_makes_the_runs_substitutes_at_the_first_request(ca
     from types import SimpleNamespace
 
     from proctor.config import ProctorConfig
-    from proctor.trial.trial import _substitutes
+    from proctor.trial.provision import run_substitutes
 
     (tmp_path / "tool.sh").write_text("echo made-on-first-use\n")
     config = ProctorConfig.model_validate({"substitutes": [
         {"url": "https://tools.example.invalid/install.sh", "file": "tool.sh"}]})
     config._source_dir = str(tmp_path)  # as load_config sets it for the file it read
     run = SimpleNamespace(options=SimpleNamespace(config=config), shared={})
-    lazy = _substitutes(run)  # type: ignore[arg-type]
+    lazy = run_substitutes(run)  # type: ignore[arg-type]
     assert "substitutes" not in run.shared
     code, body, events = await _through_proxy(lazy, "https://tools.example.invalid/install.sh")
     assert (code, body.strip()) == (200, "echo made-on-first-use")
     assert events[0]["substituted"] is True
     made = run.shared["substitutes"]
     assert isinstance(made, Substitutes)
-    await _through_proxy(_substitutes(run), "https://tools.example.invalid/install.sh")
+    await _through_proxy(run_substitutes(run), "https://tools.example.invalid/install.sh")
     assert run.shared["substitutes"] is made

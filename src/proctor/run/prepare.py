@@ -29,7 +29,7 @@ from proctor.sandbox import BACKENDS, capabilities, with_capability
 from proctor.sandbox.trace import tracer
 from proctor.spec.load import load_specs
 from proctor.store import RunStore, iso
-from proctor.trial.trial import host_env
+from proctor.trial.provision import host_env
 
 # Options a resumed run may change; everything else comes from the interrupted run.
 _RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep", "ray_address", "max_cost",

@@ -1,35 +1,28 @@
 """One trial, start to finish: services, sandbox, setup, agent, audit, checks, score.
 
 Everything a trial starts is released in `finally`, whatever happened (a failure, a timeout,
-Ctrl-C). What can go wrong is mapped to a status in one table, `FAULTS`.
+Ctrl-C). What can go wrong is mapped to a status in one table, `FAULTS` (faults.py); what
+is made before the agent starts is provision.py's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
-import os
 import secrets as secrets_mod
 import time
-from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, cast
 
 from proctor.agents import make_agent
 from proctor.agents.base import Agent, AgentEnv, AgentResult
 from proctor.checks.base import CheckContext, Spent, ToolCall
-from proctor.clipath import host_path, shown_paths, with_path
-from proctor.errors import ServiceError, SetupError
+from proctor.errors import ServiceError
 from proctor.model import (
     CommandRecord,
-    HealthcheckDef,
-    RunOptions,
     TaskDef,
     Trial,
 )
-from proctor.proc import RUN_ID_VAR
 from proctor.providers.budget import KINDS, Budget, describe
 from proctor.record import fsdiff
 from proctor.record.events import Timings
@@ -38,11 +31,9 @@ from proctor.record.recorder import Recorder
 from proctor.record.secretscan import SecretScanner
 from proctor.redact import Redactor
 from proctor.results import CheckRecord, ErrorKind, LimitHit, TrialRecord, new_check, new_trial
-from proctor.sandbox import create_sandbox
-from proctor.sandbox.base import Resources, Sandbox, SandboxSpec
-from proctor.sandbox.egress import PORT, EgressEvent, EgressProxy
+from proctor.sandbox.base import Sandbox
+from proctor.sandbox.egress import EgressEvent, EgressProxy
 from proctor.sandbox.files import FilesLimit
-from proctor.sandbox.hosts import aliases
 from proctor.scoring import reason, score_trial
 from proctor.services.base import ServiceHandle
 from proctor.templating import render
@@ -50,53 +41,23 @@ from proctor.text import printable
 from proctor.trial import phases
 from proctor.trial.audit import AgentOutput, agent_state, audit
 from proctor.trial.context import RunContext
+from proctor.trial.faults import TrialFault
 from proctor.trial.forbidden import Observed, scans_secrets
 from proctor.trial.forbidden import evaluate as evaluate_forbidden
+from proctor.trial.provision import (
+    egress_proxy,
+    healthy,
+    open_sandbox,
+    prepare_workspace,
+    run_setup,
+    run_substitutes,
+    services_ready,
+    wait_for_services,
+)
 
-# Trial faults: what happened -> (how it reads in results, its `error_kind`: SPEC §5). None
-# of them is the agent's failure, so every one makes the trial `error`, never `fail`, and no
-# checks run. The kind comes from where the trial failed, never from the message: `infra`
-# (sandbox, services, setup, proctor), `provider` (the model's API, after its retries:
-# the agent says so, AgentResult.error_kind), `check` (a check errored: `score`).
-FAULTS: dict[str, tuple[str, ErrorKind]] = {
-    "service": ("service {name} unavailable: {detail}", "infra"),
-    "wait_for": ("service {name} never became ready: `{detail}`", "infra"),
-    "workspace": ("could not prepare the workspace: {detail}", "infra"),
-    "setup": ("setup command failed: {detail}", "infra"),
-    "agent": ("agent error: {detail}", "provider"),
-    "limit": ("{detail}", "infra"),
-    "unavailable": ("this task cannot run here: {detail}", "infra"),
-    "healthcheck": ("the environment never became healthy: `{detail}`", "infra"),
-}
-ERROR_KINDS = ("infra", "provider", "check")
-WAIT_FOR_TIMEOUT_S = 60.0
 # How long past its timeout an agent that does not stop by itself runs until it is stopped.
 AGENT_GRACE_S = 5.0
 OUTPUT_IN_RESULTS = 4000  # characters of the agent's output kept in results.json
-# Limits every trial has unless its spec sets them (docs/security.md).
-DEFAULT_MEMORY_BYTES = 1 << 30
-DEFAULT_PIDS = 1024
-DEFAULT_DISK_BYTES = 2 << 30  # everything the trial's files take (sandbox/disk.py)
-# The only variables of proctor's own environment an agent gets, unless the spec or
-# proctor.toml (`pass_env`) names more. Credentials never pass by default.
-HOST_ENV_ALLOWED = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ", "LC_*")
-
-
-class TrialFault(Exception):
-    def __init__(self, kind: str, error_kind: str | None = None, **kw: str):
-        text, self.error_kind = FAULTS[kind]
-        # An agent's own (AgentResult.error_kind) is one of ERROR_KINDS too.
-        self.error_kind = cast(ErrorKind, error_kind) if error_kind else self.error_kind
-        super().__init__(text.format(**kw))
-
-
-def host_env(options: RunOptions) -> dict[str, str]:
-    """What an agent gets of proctor's own environment: the allowlist plus `pass_env`."""
-    allowed = (*HOST_ENV_ALLOWED, *options.config.pass_env)
-    if options.isolation != "none":
-        allowed = tuple(a for a in allowed if a != "PATH")  # the box has its own PATH
-    return {k: v for k, v in os.environ.items()
-            if any(fnmatch.fnmatchcase(k, a) for a in allowed)}
 
 
 async def run_trial(trial: Trial, task: TaskDef, run: RunContext) -> TrialRecord:
@@ -230,17 +191,17 @@ class _Trial:
             except ServiceError as e:
                 raise TrialFault("service", name=svc.name, detail=str(e)) from None
         public = run.options.config.public_addresses
-        await _services_ready(task, self.handles, self.egress.append, _substitutes(run), public)
-        self.sandbox = sandbox = await _open_sandbox(
+        await services_ready(task, self.handles, self.egress.append, run_substitutes(run), public)
+        self.sandbox = sandbox = await open_sandbox(
             self.trial, task, run, self.agent, self.handles, self.secrets, self.output.feed)
         self.values = {"params": self.trial.params, "secrets": self.secrets,
                        "workdir": sandbox.workdir}
-        self.proxy = await _egress_proxy(task, sandbox, self.handles, self.egress.append,
-                                         _substitutes(run), public)
-        await _prepare_workspace(task, sandbox, self.values)
-        await _wait_for_services(task, sandbox, self.recorder)
-        await _run_setup(task, sandbox, self.values, self.recorder)
-        await _healthy(task.healthcheck, sandbox, self.recorder)
+        self.proxy = await egress_proxy(task, sandbox, self.handles, self.egress.append,
+                                         run_substitutes(run), public)
+        await prepare_workspace(task, sandbox, self.values)
+        await wait_for_services(task, sandbox, self.recorder)
+        await run_setup(task, sandbox, self.values, self.recorder)
+        await healthy(task.healthcheck, sandbox, self.recorder)
         for h in self.handles.values():  # readiness probes and setup traffic: not the agent's
             await h.begin_recording()
         self.egress.clear()
@@ -367,9 +328,9 @@ class _Trial:
                            solution=step.solution, solution_dir=step.solution_dir, steps=[],
                            uploads=step.uploads, setup=step.setup, files={}, scaffold=None)
             self.recorder.trace({"type": "step", "name": step.name})
-            await _prepare_workspace(view, sandbox, self.values)
-            await _run_setup(view, sandbox, self.values, self.recorder)
-            await _healthy(step.healthcheck, sandbox, self.recorder)
+            await prepare_workspace(view, sandbox, self.values)
+            await run_setup(view, sandbox, self.values, self.recorder)
+            await healthy(step.healthcheck, sandbox, self.recorder)
             self.before = await _snapshot(sandbox, self.deadline)
             self.egress.clear()
             last, commands = await self.act(view)
@@ -406,163 +367,6 @@ class _Trial:
         for path in self.task.artifacts:
             await copyout.copy_out(self.sandbox, path, dest / path.lstrip("/"), budget,
                                    lambda data: redact(data.decode(errors="replace")).encode())
-
-
-async def _open_sandbox(trial: Trial, task: TaskDef, run: RunContext, agent: Agent,
-                        handles: dict[str, ServiceHandle], secret_values: dict[str, str],
-                        on_output: Any) -> Sandbox:
-    """The trial's sandbox, with an allowlisted environment and the trial's limits."""
-    if "host_env" not in run.shared:  # proctor's own environment does not change in a run
-        run.shared["host_env"] = host_env(run.options)
-    dirs = host_path(run.options)  # proctor.toml `host_path`: shown read-only, first on PATH
-    env = with_path({**run.shared["host_env"], **task.env}, dirs)  # rendered once the workdir is known
-    env[RUN_ID_VAR] = run.run_id
-    env.update(secret_values)
-    for h in handles.values():
-        env.update(h.env)
-    res = task.resources
-    net = task.network or {}
-    spec = SandboxSpec(
-        trial_id=trial.id, root=run.sandbox_root / trial.id, env=env, workdir=task.workdir,
-        output_limit=run.options.output_limit, keep=run.options.keep,
-        resources=Resources(memory_bytes=res.get("memory_bytes") or DEFAULT_MEMORY_BYTES,
-                            cpus=res.get("cpu"), pids=DEFAULT_PIDS, timeout_s=res.get("timeout"),
-                            disk_bytes=res.get("disk_bytes") or DEFAULT_DISK_BYTES),
-        hosts=aliases(handles.values()), endpoints=[(h.host, h.port) for h in handles.values()],
-        egress=net.get("egress", "allow"), egress_allow=list(net.get("allow", [])),
-        readonly_paths=[*agent.readonly_paths(task, run.options), *shown_paths(dirs, task.cli),
-                        *(f for h in handles.values() for f in h.files)],
-        image=task.base_image, isolation=run.options.isolation, on_output=on_output,
-        image_env=task.image_env)
-    try:
-        sandbox = await (run.backend.create(spec) if run.backend is not None
-                         else create_sandbox(run.options.backend, spec))
-    except (OSError, SetupError) as e:
-        raise TrialFault("workspace", detail=str(e)) from None
-    values: dict[str, Any] = {"params": trial.params, "secrets": secret_values,
-                              "workdir": sandbox.workdir}
-    sandbox.env.update({k: render(v, **values) for k, v in task.env.items()})
-    return sandbox
-
-
-async def _egress_proxy(task: TaskDef, sandbox: Sandbox, handles: dict[str, ServiceHandle],
-                        on_event: Callable[[EgressEvent], None], substitutes: Any = None,
-                        public: list[str] | None = None) -> EgressProxy | None:
-    """An isolated sandbox reaches the outside only through proctor's proxy."""
-    if not (sandbox.capabilities.isolated and sandbox.capabilities.serves_inside):
-        return None
-    net = task.network or {}
-    proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])), on_event,
-                        substitutes, public or ())
-    await sandbox.serve_inside("127.0.0.1", PORT, proxy.handle)
-    url = f"http://127.0.0.1:{PORT}"
-    direct = ["localhost", "127.0.0.1", *handles, *(h.host for h in handles.values())]
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
-        sandbox.env.setdefault(name, url)
-    for name in ("NO_PROXY", "no_proxy"):
-        sandbox.env.setdefault(name, ",".join(direct))
-    return proxy
-
-
-def _tagged(on_event: Callable[[EgressEvent], None], service: str
-            ) -> Callable[[EgressEvent], None]:
-    """`on_event` for a service's egress proxy: each event says which service it came from."""
-    return lambda e: on_event({**e, "from_service": service})
-
-
-async def _services_ready(task: TaskDef, handles: dict[str, ServiceHandle],
-                          on_event: Callable[[EgressEvent], None], substitutes: Any,
-                          public: list[str] | None = None) -> None:
-    """Services that reach out (a side container fetching its dependencies) do so through
-    an egress proxy of their own with the task's policy; then each is awaited healthy."""
-    net = task.network or {}
-    for name, h in handles.items():
-        if h.reaches_out:
-            proxy = EgressProxy(net.get("egress", "allow"), list(net.get("allow", [])),
-                                _tagged(on_event, name), substitutes, public or ())
-            h.serve_egress(proxy.handle)
-        try:
-            await h.ready()
-        except ServiceError as e:
-            raise TrialFault("service", name=name, detail=str(e)) from None
-
-
-def _substitutes(run: RunContext) -> _RunSubstitutes:
-    """The run's installer substitutes (sandbox/substitutes.py) as an egress proxy asks them."""
-    return _RunSubstitutes(run)
-
-
-class _RunSubstitutes:
-    """The run's `Substitutes`, made once per run at the first request a proxy sees: a trial
-    whose box asks for nothing outside does not import their module (TLS, certificates:
-    start-up time, issue 37)."""
-
-    def __init__(self, run: RunContext):
-        self.run = run
-
-    def made(self) -> Any:
-        if "substitutes" not in self.run.shared:
-            from proctor.sandbox.substitutes import Substitutes
-
-            config = self.run.options.config
-            self.run.shared["substitutes"] = Substitutes(config.substitutes,
-                                                         config.source_dir or ".")
-        return self.run.shared["substitutes"]
-
-    def covers(self, host: str) -> bool:
-        return bool(self.made().covers(host))
-
-    async def serve(self, *request: Any) -> None:
-        await self.made().serve(*request)
-
-
-async def _prepare_workspace(task: TaskDef, sandbox: Sandbox, values: dict[str, Any]) -> None:
-    try:
-        for rel, content in task.files.items():
-            await sandbox.write_file(render(rel, **values), render(content, **values).encode())
-        if task.scaffold:
-            await sandbox.copy_in(Path(task.scaffold), ".")
-        for src, dest in task.uploads:
-            await sandbox.copy_in(Path(src), render(dest, **values))
-    except OSError as e:
-        raise TrialFault("workspace", detail=str(e)) from None
-
-
-async def _run_setup(task: TaskDef, sandbox: Sandbox, values: dict[str, Any],
-                     recorder: Recorder) -> None:
-    for command in task.setup:
-        command = render(command, **values)
-        res = await sandbox.exec(command, timeout=task.timeout)
-        recorder.trace({"type": "setup", "command": command, "exit_code": res.exit_code,
-                        "stdout": res.stdout, "stderr": res.stderr})
-        if res.exit_code != 0:
-            tail = (res.stderr or res.stdout).strip()[-500:]
-            raise TrialFault("setup", detail=f"`{command}` exited {res.exit_code}: {tail}")
-
-
-async def _wait_for_services(task: TaskDef, sandbox: Sandbox, recorder: Recorder) -> None:
-    for svc in task.services:
-        command = svc.config.get("wait_for")
-        if not command:
-            continue
-        deadline = time.monotonic() + float(svc.config.get("wait_for_timeout") or WAIT_FOR_TIMEOUT_S)
-        delay = 0.05
-        while True:
-            left = deadline - time.monotonic()
-            res = await sandbox.exec(command, timeout=max(0.1, left))
-            if res.exit_code == 0:
-                break
-            if time.monotonic() + delay >= deadline:
-                recorder.trace({"type": "wait_for", "service": svc.name, "command": command,
-                                "exit_code": res.exit_code, "stderr": res.stderr})
-                raise TrialFault("wait_for", name=svc.name, detail=command)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)
-
-
-async def _healthy(check: HealthcheckDef | None, sandbox: Sandbox, recorder: Recorder) -> None:
-    if not await phases.healthcheck(check, sandbox, recorder):
-        raise TrialFault("healthcheck", detail=check.command if check else "")
 
 
 async def _run_agent(agent: Agent, task: TaskDef, env: AgentEnv, recorder: Recorder) -> AgentResult:
