@@ -15,6 +15,7 @@ path, first on its PATH (docs/running.md#the-cli-under-test).
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shlex
 import shutil
@@ -73,8 +74,9 @@ def check_clis(tasks: list[TaskDef], options: RunOptions, env: dict[str, str]) -
     versions: {"cli NAME": first line of version_command's output, run in that sandbox}."""
     todo: dict[tuple[Any, ...], TaskDef] = {}
     looked: dict[tuple[str, str], bool] = {}  # a suite's tasks share their CLI: one look each
+    dirs = host_path(options)
     for task in tasks:
-        if task.cli and not _found_without_a_sandbox(task, options, env, looked):
+        if task.cli and not _found_without_a_sandbox(task, options, env, looked, dirs):
             todo.setdefault((task.cli, task.version_command, task.base_image, task.source), task)
     if not todo:
         return {}
@@ -117,7 +119,8 @@ async def _check_all(tasks: list[TaskDef], options: RunOptions,
 
 
 def _found_without_a_sandbox(task: TaskDef, options: RunOptions, env: dict[str, str],
-                             looked: dict[tuple[str, str], bool]) -> bool:
+                             looked: dict[tuple[str, str], bool],
+                             dirs: list[str] | None = None) -> bool:
     """The CLI is found without building a sandbox, where that answer is the sandbox's own
     (`on_system_path`). Only that sure case (a trivial suite's `cli: sh`); a version to run,
     an image or a backend whose sandboxes are not this machine is asked of a sandbox.
@@ -129,7 +132,7 @@ def _found_without_a_sandbox(task: TaskDef, options: RunOptions, env: dict[str, 
     if not capabilities(options.backend).host_system or task.version_command \
             or task.base_image or not name:
         return False
-    key = (name, _env(task, options, env).get("PATH", SYSTEM_PATH))
+    key = (name, _path(task, env, host_path(options) if dirs is None else dirs))
     if key not in looked:
         looked[key] = on_system_path(*key)
     return looked[key]
@@ -149,6 +152,15 @@ def on_system_path(name: str, path: str) -> bool:
     covered = (INSIDE_WORKDIR, INSIDE_HOME, "/tmp", "/dev/shm")  # the places, empty then
     return any(d.startswith("/") and shown_program(os.path.join(d, name), covered)
                for d in path.split(":"))
+
+
+def _path(task: TaskDef, env: dict[str, str], dirs: list[str]) -> str:
+    """`_env`'s PATH, without making the rest of it (once per task of a suite)."""
+    own = task.env.get("PATH")
+    path = own if own is not None and "{{" not in own else env.get("PATH")
+    if dirs:
+        return ":".join([*dirs, path or SYSTEM_PATH])
+    return SYSTEM_PATH if path is None else path
 
 
 def _env(task: TaskDef, options: RunOptions, env: dict[str, str]) -> dict[str, str]:
@@ -203,6 +215,7 @@ async def _version(sandbox: Any, task: TaskDef) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=256)  # a suite's tasks share their CLI: split once
 def _program(cli: str | None) -> str | None:
     try:
         words = shlex.split(cli or "")

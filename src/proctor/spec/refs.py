@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from typing import Any
 
@@ -15,6 +16,23 @@ WHERE = {"secrets": "`secrets:`", "params": "the keys of `parallelism.matrix`"}
 def check_refs(issues: Issues, doc: Doc, data: Any, path: Path,
                declared: dict[str, Collection[str] | None]) -> None:
     """Walk every string (keys too). `declared[ns]` is None where the dialect has no such names."""
+    if not _templated(data):  # most tasks: nothing to walk (a suite of 1,000 at its start)
+        return
+    _walk(issues, doc, data, path, declared)
+
+
+def _templated(data: Any) -> bool:
+    """Whether any string inside (a key or a value) may hold `{{`: JSON writes every string
+    as it is but for escapes, none of which is `{`, and never puts two braces together
+    itself (an object's first brace is followed by a quote or its last)."""
+    try:
+        return "{{" in json.dumps(data, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # a key JSON has no form for: walked as it is
+        return True
+
+
+def _walk(issues: Issues, doc: Doc, data: Any, path: Path,
+          declared: dict[str, Collection[str] | None]) -> None:
     if isinstance(data, str):
         if "{{" in data:
             for ns, name in references(data):
@@ -22,11 +40,11 @@ def check_refs(issues: Issues, doc: Doc, data: Any, path: Path,
                     _check(issues, doc, path, ns, name, declared[ns])
     elif isinstance(data, dict):
         for k, v in data.items():
-            check_refs(issues, doc, k, (*path, k), declared)
-            check_refs(issues, doc, v, (*path, k), declared)
+            _walk(issues, doc, k, (*path, k), declared)
+            _walk(issues, doc, v, (*path, k), declared)
     elif isinstance(data, list):
         for i, v in enumerate(data):
-            check_refs(issues, doc, v, (*path, i), declared)
+            _walk(issues, doc, v, (*path, i), declared)
 
 
 def _check(issues: Issues, doc: Doc, path: Path, ns: str, name: str,
