@@ -29,11 +29,17 @@ class Recorder:
 
     def __init__(self, trial_dir: Path, redactor: Redactor):
         self.trial_dir = trial_dir
-        self.trace_path = trial_dir / "trace.jsonl"
-        self.audit_path = trial_dir / "audit.jsonl"
         self._dir = str(trial_dir)  # the files opened by name: joined as text, once each
         self.redactor = redactor
         self._fds: dict[str, int] = {}  # "trace" / "audit" -> its file, once opened
+
+    @property
+    def trace_path(self) -> Path:
+        return self.trial_dir / "trace.jsonl"
+
+    @property
+    def audit_path(self) -> Path:
+        return self.trial_dir / "audit.jsonl"
 
     @classmethod
     def fresh(cls, trial_dir: Path, redactor: Redactor) -> Recorder:
