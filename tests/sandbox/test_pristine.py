@@ -171,3 +171,24 @@ async def test_a_snapshot_with_processes_maybe_left_is_never_held(tmp_path, read
     finally:
         await sandbox.close()
         await backend.close()
+
+
+async def test_a_held_snapshot_of_many_files_or_a_directory_is_wiped_the_usual_way(
+        tmp_path, reads):
+    backend = LocalBackend(tmp_path / "scratch", pool_size=1)
+    many = "for i in $(seq 200); do : > /tmp/f$i; done; mkdir -p $HOME/d/e; : > $HOME/d/e/f"
+    try:
+        for i in range(2):
+            sandbox = await backend.create(SandboxSpec(trial_id=f"t{i}", root=tmp_path / f"t{i}",
+                                                       env={}))
+            try:
+                if i == 1:  # the same box, wiped: nothing of the last trial
+                    assert sandbox.held == {} and _walk_places(sandbox) == {}
+                    break
+                assert (await sandbox.exec(many, timeout=30)).exit_code == 0
+                await sandbox.kill_processes()
+                assert len(await sandbox.snapshot()) == 203 and sandbox.held is not None
+            finally:
+                await sandbox.close()
+    finally:
+        await backend.close()

@@ -233,17 +233,21 @@ class Slot:
         return ok and all(_identity(path) == was for path, was in self.mounted.items())
 
     def _split(self, held: Snapshot) -> dict[str, list[str] | None]:
-        """For each place, the names of the plain entries `held` shows in it (None: it
-        shows a directory there, or cannot tell the places apart)."""
-        if self._prefixes is None:
+        """For each place, the names of the plain entries `held` shows in it; None where it
+        shows a directory or more than a few dozen entries (emptied the usual way: in a
+        thread when big), and {} for all when the places cannot be told apart."""
+        if self._prefixes is None or len(held) > SMALL_ENTRIES * len(PLACES):
             return {}
         out: dict[str, list[str] | None] = {name: [] for name, _ in self._prefixes}
         for path, entry in held.items():
             name, prefix = next(p for p in self._prefixes if path.startswith(p[1]))
             names, rel = out[name], path[len(prefix):]
-            if names is not None:
-                out[name] = names + [rel] if entry.kind != "dir" and rel and "/" not in rel \
-                    else None
+            if names is None:
+                continue
+            if entry.kind == "dir" or not rel or "/" in rel or len(names) >= SMALL_ENTRIES:
+                out[name] = None
+            else:
+                names.append(rel)
         return out
 
     def _remove(self) -> None:
