@@ -128,6 +128,13 @@ typedef struct user_pt_regs regs_t;
 #define MAX_IOV 1024       /* IOV_MAX */
 
 static FILE *out;
+static int proc_dir = -1; /* where /proc/PID/... is read: -1, "/proc"; else that directory */
+
+/* The path of `what` (e.g. "exe") of process `pid`, for openat/readlinkat at `proc_at()`. */
+static void proc_path(char *buf, size_t len, pid_t pid, const char *what) {
+    snprintf(buf, len, proc_dir < 0 ? "/proc/%d/%s" : "%d/%s", pid, what);
+}
+static int proc_at(void) { return proc_dir < 0 ? AT_FDCWD : proc_dir; }
 static int out_failed; /* a line could not be written: the trace stays incomplete */
 static int capture;    /* -w given */
 static size_t per_task_limit, total_limit, total_kept;
@@ -244,9 +251,10 @@ static size_t peek(pid_t pid, uint64_t addr, void *buf, size_t len) {
 
 /* Where /proc/PID/fd/FD points, or "" (closed, or the process is gone). */
 static void fd_target(pid_t pid, int fd, char *buf, size_t len) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, fd);
-    ssize_t n = readlink(path, buf, len - 1);
+    char path[64], what[32];
+    snprintf(what, sizeof what, "fd/%d", fd);
+    proc_path(path, sizeof path, pid, what);
+    ssize_t n = readlinkat(proc_at(), path, buf, len - 1);
     buf[n > 0 ? n : 0] = 0;
 }
 
@@ -288,11 +296,11 @@ static void args_from_memory(pid_t pid, uint64_t argv, struct args *a) {
    instruction, with no other thread left that could change it. */
 static void args_from_proc(pid_t pid, struct args *a) {
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    proc_path(path, sizeof path, pid, "cmdline");
     size_t cap = 65536, len = 0;
     char *s = malloc(cap);
     if (!s) abort();
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = openat(proc_at(), path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         for (;;) {
             if (len == cap) {
@@ -406,8 +414,8 @@ static int same_bytes(int a, int b, off_t size) {
    file, a copy under another name): its path into `buf`, else `buf` unchanged. Of several
    with that content (git's hard links: git, git-upload-pack, ...), the shortest name. Only
    files of the very same size are compared; a hard link of one is one without reading. */
-static void identify(const char *exe, char *buf, size_t size) {
-    int fd = open(exe, O_RDONLY | O_CLOEXEC);
+static void identify(int at, const char *exe, char *buf, size_t size) {
+    int fd = openat(at, exe, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0) return;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0) { close(fd); return; }
@@ -470,24 +478,31 @@ static int loaded_program(const struct args *got) {
 static void executed_file(pid_t pid, const struct args *got, char *buf, size_t size,
                           int *lead) {
     char exe[64];
-    snprintf(exe, sizeof exe, "/proc/%d/exe", pid);
-    ssize_t n = readlink(exe, buf, size - 1);
+    proc_path(exe, sizeof exe, pid, "exe");
+    ssize_t n = readlinkat(proc_at(), exe, buf, size - 1);
     buf[n > 0 ? n : 0] = 0;
     *lead = 1;
     int i = n > 0 && is_loader(buf) ? loaded_program(got) : 0;
     if (i > 0) {  /* ld.so PROGRAM ARGS: the program, as its path names it now */
         const char *program = arg_at(got, i);
-        char path[PATH_MAX + 64], real[PATH_MAX];
+        char path[2 * PATH_MAX + 64], real[PATH_MAX], cwd[PATH_MAX], link[64];
+        ssize_t m = 0;
         if (program[0] == '/') snprintf(path, sizeof path, "%s", program);
-        else snprintf(path, sizeof path, "/proc/%d/cwd/%s", pid, program);
-        if (realpath(path, real)) {
+        else if (proc_dir < 0) snprintf(path, sizeof path, "/proc/%d/cwd/%s", pid, program);
+        else {  /* what realpath does with /proc/PID/cwd: its link, then the rest */
+            proc_path(link, sizeof link, pid, "cwd");
+            m = readlinkat(proc_dir, link, cwd, sizeof cwd - 1);
+            cwd[m > 0 ? m : 0] = 0;
+            snprintf(path, sizeof path, "%s/%s", cwd, program);
+        }
+        if (m >= 0 && realpath(path, real)) {
             snprintf(buf, size, "%s", real);
             *lead = i + 1;
-            if (!in_system_dir(buf)) identify(real, buf, size);
+            if (!in_system_dir(buf)) identify(AT_FDCWD, real, buf, size);
             return;
         }
     }
-    if (n > 0 && !in_system_dir(buf)) identify(exe, buf, size);
+    if (n > 0 && !in_system_dir(buf)) identify(proc_at(), exe, buf, size);
 }
 
 static void on_exec_attempt(pid_t pid, unsigned long which) {
@@ -730,9 +745,12 @@ void prepare_filters(void) {
         if (!assembled[c].len) assemble(c);
 }
 
-int install_filter(void) {
-    if (!assembled[capture].len) assemble(capture);
-    struct sock_fprog fprog = assembled[capture];
+int install_filter(void) { return install_filter_variant(capture); }
+
+int install_filter_variant(int with_capture) {
+    with_capture = with_capture != 0;
+    if (!assembled[with_capture].len) assemble(with_capture);
+    struct sock_fprog fprog = assembled[with_capture];
     /* Without privileges a filter needs no_new_privs; with them, leave setuid programs be. */
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) == 0) return 0;
     if (errno != EACCES) return -1;
@@ -762,7 +780,20 @@ static int nothing_left(void) {
            errno == ECHILD;
 }
 
+void trace_proc(int dir) { proc_dir = dir; }
+
 void trace_to(FILE *file, int capture_writes, size_t per_task, size_t total) {
+    /* A tracer may trace one tree after another (the spawner's): nothing of the last one
+       is carried into the next: its tasks, what was kept of its writes, whether a line was
+       lost, the system programs listed for it (the next tree's box may hold others). */
+    while (tasks) forget(tasks->pid);
+    for (size_t i = 0; i < system_count; i++) free(system_files[i].path);
+    free(system_files);
+    system_files = NULL;
+    system_count = 0;
+    system_listed = 0;
+    out_failed = 0;
+    total_kept = 0;
     out = file;
     capture = capture_writes;
     per_task_limit = per_task;
@@ -772,27 +803,37 @@ void trace_to(FILE *file, int capture_writes, size_t per_task, size_t total) {
 /* The tracer's side, once `top` is forked and waits on `go` for the filter and its exec:
    seize it, let it go, follow it and everything it starts until all are gone (the top's end
    reported on `report` as a wait status), then the Z line. A top that left nothing running
-   is reported after the Z line, so the trace is whole when its end is known. Returns the
-   tracer's exit code. */
-int trace(pid_t top, int go, int report) {
+   is reported after the Z line, so the trace is whole when its end is known: on `report`,
+   or with `last` in *last (-1: reported already, or never known). Returns the tracer's exit
+   code. */
+int trace(pid_t top, int go, int report) { return trace_tree(top, go, report, NULL); }
+
+int trace_tree(pid_t top, int go, int report, int *last) {
+    if (last) *last = -1;
     long opts = PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
                 PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL |
                 PTRACE_O_TRACESYSGOOD;
     if (ptrace(PTRACE_SEIZE, top, 0, (void *)opts) < 0) {
         perror("exectrace: ptrace");
         kill(top, SIGKILL);
+        fclose(out);
         return 2;
     }
     char t[32];
     now(t, sizeof t);
     line("S %d %s\n", top, t);
-    if (write(go, "g", 1) != 1) { kill(top, SIGKILL); return 2; }
+    if (write(go, "g", 1) != 1) { kill(top, SIGKILL); fclose(out); return 2; }
     close(go);
-    /* The command's output is its own: the tracer holds none of its descriptors open. */
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    for (int fd = 0; fd < 3 && null >= 0; fd++)
-        if (dup2(null, fd) < 0) out_failed = 1;
-    if (null > 2) close(null);
+    /* The command's output is its own: the tracer holds none of its descriptors open
+       (a tracer that traces one tree after another: once). */
+    static int stdio_detached;
+    if (!stdio_detached) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int fd = 0; fd < 3 && null >= 0; fd++)
+            if (dup2(null, fd) < 0) out_failed = 1;
+        if (null > 2) close(null);
+        stdio_detached = null >= 0;
+    }
     int top_status = -1;  /* how the top ended, once it has */
     for (;;) {
         int st;
@@ -880,9 +921,11 @@ int trace(pid_t top, int go, int report) {
     now(t, sizeof t);
     line("Z %s\n", t);
     int failed = fclose(out) != 0;
-    if (report >= 0 && top_status >= 0 &&
-        write(report, &top_status, sizeof top_status) != (ssize_t)sizeof top_status)
+    if (report >= 0 && top_status >= 0 && last) *last = top_status;
+    else if (report >= 0 && top_status >= 0 &&
+             write(report, &top_status, sizeof top_status) != (ssize_t)sizeof top_status)
         failed = 1;
+    if (report >= 0) close(report);
     return failed;
 }
 

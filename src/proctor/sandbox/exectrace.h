@@ -23,13 +23,22 @@
 
 /* Where the trace goes (`file`, fully buffered by the caller), and, with `capture_writes`,
    what the traced processes write to fd 1 and 2: at most `per_task` bytes per process and
-   `total` in all (exectrace -w). Called once, before `trace`. */
+   `total` in all (exectrace -w). Called before each `trace`: it forgets the last tree. */
 void trace_to(FILE *file, int capture_writes, size_t per_task, size_t total);
+
+/* Where the tracees' /proc/PID/... are read: a directory fd of a /proc that shows them by
+   the pids this process sees (the spawner's tracers: the box's, while their mounts are the
+   trial's); without it, /proc. */
+void trace_proc(int dir);
 
 /* In the process that will exec the traced command, after it is told to go: the seccomp
    filter that stops it at each exec (and, when capturing, each write to fd 1 or 2).
    0, or -1 with errno. */
 int install_filter(void);
+
+/* The same with the variant named (1: with capture) rather than trace_to's: for a process
+   that shares the memory of one that may trace another tree meanwhile. */
+int install_filter_variant(int with_capture);
 
 /* Both filters (with and without capture) assembled now, so that the processes this one
    forks only install theirs (the spawner, once per box). */
@@ -37,7 +46,13 @@ void prepare_filters(void);
 
 /* The tracer's side, once `top` is forked and waits on `go` for the filter and its exec:
    follows it and everything it starts until all are gone (the top's end reported on
-   `report` as a wait status), then the trace's Z line. Returns the tracer's exit code. */
+   `report` as a wait status), then the trace's Z line; `go`, `report` and the trace file
+   are closed. Returns the tracer's exit code. */
 int trace(pid_t top, int go, int report);
+
+/* The same, but the end of a top that left nothing running goes to *last (-1: none to
+   give) rather than to `report`: the caller says it with its own word that the tree is gone
+   (the spawner's tracers, which then take the next command). */
+int trace_tree(pid_t top, int go, int report, int *last);
 
 #endif

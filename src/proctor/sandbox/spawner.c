@@ -14,9 +14,10 @@
               as_mib is set, UID/GID (-1: keep the uid), no capabilities, no-new-privs and
               the keyring filter, then its cwd, then execs.
               FLAG_TRACE: a fifth fd receives the trace of exectrace.c (this program is built
-              with its code: exectrace.h): the command runs under a tracer forked here,
-              outside the trial's PID namespace, which tells how the command ended over a
-              pipe and goes on recording what it left running; FLAG_CAPTURE with it: also
+              with its code: exectrace.h): the command runs under a tracer of the trial's,
+              forked here, outside the trial's PID namespace, which tells how the command
+              ended over a pipe and goes on recording what it left running (then takes
+              the trial's next traced command: "traced commands" below); FLAG_CAPTURE with it: also
               what the processes write to fd 1 and 2, cap_per bytes per process and cap_total
               in all (exectrace -w). Replies S (value: its pid, the tracer's if traced), later X (value: the
               command's wait status); E (err) if no fork.
@@ -109,7 +110,8 @@ struct req { uint32_t op, id; int32_t sig; uint32_t argc, envc, as_mib, flags, c
 struct rep { uint32_t kind, id; int32_t value, err; };
 
 /* A command started; traced, `pid` is its tracer's and `report` the pipe it says on how the
-   command ended (-1 once read). X is sent once: from the report, else when `pid` is reaped. */
+   command ended (-1 once read). X is sent once: from the report, else when the tracer says
+   the command's tree is gone (tracer_done), else when `pid` is reaped. */
 struct job { uint32_t id; pid_t pid; int traced, report, reported; };
 static struct job *jobs;
 static size_t njobs, capjobs;
@@ -120,6 +122,7 @@ static int box_mnt = -1, box_pidns = -1;  /* the box's own namespaces (fds) */
 static int box_proc = -1;                  /* the box's own /proc (the trials' is another) */
 static int trial_pidns = -1;               /* the current trial's PID namespace (fd) */
 static pid_t trial_init;                   /* the current trial's init, 0: none yet */
+static unsigned trial_number;              /* counts the trials' PID namespaces */
 static pid_t *dying;                       /* killed inits not yet reaped */
 static size_t ndying, capdying;
 struct waiter { uint32_t id; int32_t killed; };
@@ -358,6 +361,7 @@ static int new_pid_space(void) {
         return err ? err : EIO;
     }
     proc_mounted = 1;
+    trial_number++;  /* the tracers of the last one start nothing more */
     trial_init = pid;
     trial_pidns = ns;
     return 0;
@@ -421,7 +425,32 @@ static void command_main(const struct req *r, int *fds, const char *cwd, char **
     _exit(127);
 }
 
-/* What the top process of a traced command starts from. */
+/* ---- traced commands ------------------------------------------------------------------ */
+
+/* A traced command runs under a tracer (exectrace's code) in the box's PID namespace, where
+   the trial cannot see, signal or trace it, with no privilege but reading its tracees'
+   memory; its first (top) process is the tracer's clone, in the trial's PID namespace. A
+   tracer serves one trial (its PID namespace, where it starts its tops, is chosen once, while
+   it still may) and traces one command's tree at a time: once every process of it is gone
+   (the trace's Z line) it waits for the trial's next command. The spawner keeps up to
+   IDLE_TRACERS idle ones of the current trial, forks a new one when none is idle, and lets
+   the last trial's go. Each leads a process group of its own: KILL of a command kills its
+   tracer, and the kernel every traced process with it (PTRACE_O_EXITKILL); a killed tracer
+   is never reused. */
+#define IDLE_TRACERS 2
+struct tracer { pid_t pid; int sock, busy; unsigned trial; };
+static struct tracer *tracers;
+static size_t ntracers, captracers;
+
+/* The spawner's word to a tracer: the request (its `flags` and capture limits) with fds
+   [request memfd, stdin, stdout, stderr, trace, report]. */
+#define ORDER_FDS 6
+
+/* What the top process starts from: a clone sharing the tracer's memory until its exec, not
+   a fork (a fork copied the tracer's page tables only for the exec to throw the copy away:
+   0.1 ms of CPU a command on a VM). It runs on a stack of its own and calls nothing that
+   allocates or takes a lock before its exec (or its _exit); the tracer changes nothing it
+   reads until the top is gone (one tree at a time). */
 struct top {
     const struct req *r;
     int *fds;
@@ -430,61 +459,120 @@ struct top {
     int go;
 };
 
-/* The top process: a clone sharing the tracer's memory until its exec, not a fork (a fork
-   copied the tracer's page tables only for the exec to throw the copy away: 0.1 ms of CPU
-   a command on a VM). It runs on a stack of its own and calls nothing that allocates or
-   takes a lock before its exec (or its _exit); the tracer changes nothing it reads. */
+static int plain_trace_filter(void) { return install_filter_variant(0); }
+static int capture_trace_filter(void) { return install_filter_variant(1); }
+
 static int top_main(void *arg) {
     const struct top *t = arg;
     char c;
     if (read(t->go, &c, 1) != 1) _exit(127);  /* the tracer is gone: run nothing untraced */
-    command_main(t->r, t->fds, t->cwd, t->args, t->env, install_filter);
+    command_main(t->r, t->fds, t->cwd, t->args, t->env,
+                 t->r->flags & FLAG_CAPTURE ? capture_trace_filter : plain_trace_filter);
     return 127;  /* command_main never returns */
 }
 
-/* The tracer of one traced command (exectrace's code), in the box's PID namespace: the
-   command and everything it starts are in the trial's, where the tracer cannot be seen,
-   signalled or traced. It writes how the top process ended on `report` (the spawner answers
-   X from it) and keeps recording what the top left running, until it ends (trace format:
-   exectrace.c). It leads a process group of its own: KILL kills it, and the kernel every
-   traced process with it. */
-static void traced_main(const struct req *r, int *fds, const char *cwd, char **args,
-                        char **env, int report) {
-    sigset_t none;
-    int go[2];
-    FILE *trace_file;
-    if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 ||
-        setpgid(0, 0) < 0 || prctl(PR_SET_NAME, "tracer", 0, 0, 0) < 0 ||
-        setns(trial_pidns, CLONE_NEWPID) < 0 || pipe2(go, O_CLOEXEC) < 0 ||
-        !(trace_file = fdopen(fds[4], "w"))) {
-        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
-        _exit(126);
-    }
+/* What a tracer says when its command's tree is gone: how the top ended if that was not
+   written on the report pipe yet (-1: it was, or is not known), and the exit code the job
+   ends with if it is not known (the trace's, or 126: nothing started). */
+struct done { int32_t status, code; };
+
+/* One traced command, in the tracer: its top cloned, followed until its whole tree is gone
+   (trace format: exectrace.c); how the top ended written on fds[5] if the tree outlived it,
+   else in `d`. */
+static void trace_one(const struct req *r, int *fds, struct done *d) {
     static char outbuf[1 << 16];
+    static char top_stack[1 << 18] __attribute__((aligned(16)));
+    char *buf = NULL, **s = strings(fds[0], 1 + (size_t)r->argc + r->envc, &buf);
+    char **args = s ? calloc((size_t)r->argc + 1, sizeof *args) : NULL;
+    char **env = s ? calloc((size_t)r->envc + 1, sizeof *env) : NULL;
+    FILE *trace_file = NULL;
+    int go[2] = {-1, -1}, last = -1, code = 126;
+    if (!args || !env || pipe2(go, O_CLOEXEC) < 0 || !(trace_file = fdopen(fds[4], "w"))) {
+        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno ? errno : EINVAL));
+        goto out;
+    }
+    memcpy(args, s + 1, r->argc * sizeof *args);
+    memcpy(env, s + 1 + r->argc, r->envc * sizeof *env);
     setvbuf(trace_file, outbuf, _IOFBF, sizeof outbuf);
     trace_to(trace_file, (r->flags & FLAG_CAPTURE) != 0, r->cap_per, r->cap_total);
-    struct top top_args = {r, fds, cwd, args, env, go[0]};
-    static char top_stack[1 << 18] __attribute__((aligned(16)));
+    struct top top_args = {r, fds, s[0], args, env, go[0]};
     pid_t top = clone(top_main, top_stack + sizeof top_stack, CLONE_VM | SIGCHLD, &top_args);
     if (top < 0) {
         dprintf(fds[3], "proctor: cannot start %s: %s\n", args[0], strerror(errno));
-        _exit(126);
+        fclose(trace_file);
+        goto out;
     }
-    /* The box's own mounts, for its /proc: the tracer reads its tracees' by their pids in
-       the box's namespace. Then only the trace, the go and report pipes stay open (the
-       output pipes close when the command's tree does), and only reading the tracees'
-       memory of all privileges. */
-    int keep[] = {fileno(trace_file), go[1], report};
+    /* The command's own descriptors are its top's now: its output pipes close when its
+       tree is done with them, whatever the tracer does. */
+    for (int i = 0; i < 4; i++) close(fds[i]);
+    close(go[0]);
+    code = trace_tree(top, go[1], fds[5], &last);  /* it closes go, the trace, the report */
+    go[0] = go[1] = -1;
+out:
+    if (go[0] >= 0) { close(go[0]); close(go[1]); }
+    free(env);
+    free(args);
+    free(s);
+    free(buf);
+    *d = (struct done){last, code};
+}
+
+/* A tracer's life: set up once (the trial's PID namespace for its tops; the box's /proc,
+   where it reads its tracees' by their pids in the box's namespace, as a directory fd; only
+   its socket open besides; of all privileges only CAP_SYS_PTRACE, and as root CAP_SETUID
+   and CAP_SETGID, which its tops need to take the agent's ids), then one command after
+   another until the spawner closes the socket. After each, nothing of the command stays
+   open and it says it is done (struct done). */
+static void tracer_main(int sock, const struct req *first, int *first_fds) {
+    sigset_t none;
     struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct d[2];
     memset(d, 0, sizeof d);
     d[0].effective = d[0].permitted = 1u << CAP_SYS_PTRACE;
-    if (setns(box_mnt, CLONE_NEWNS) < 0 || close_except(0, keep, 3) < 0 ||
-        (syscall(SYS_capset, &h, d) < 0 && clear_capabilities() < 0)) {
-        kill(top, SIGKILL);
-        _exit(126);
+    if (agent_uid >= 0)  /* as root: each top, its clone, gives itself the agent's ids */
+        d[0].effective = d[0].permitted |= 1u << CAP_SETUID | 1u << CAP_SETGID;
+    /* Its first command is given at its fork (its descriptors kept, above 2); the others
+       come as orders (struct req, fds [memfd, stdin, stdout, stderr, trace, report]). */
+    int keep[2 + ORDER_FDS] = {sock, box_proc}, fds[ORDER_FDS];
+    struct req r = *first;
+    for (int i = 0; i < ORDER_FDS; i++) {
+        fds[i] = first_fds[i] > 2 ? first_fds[i] : fcntl(first_fds[i], F_DUPFD_CLOEXEC, 3);
+        keep[2 + i] = fds[i];
     }
-    _exit(trace(top, go[1], report));
+    if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 ||
+        setpgid(0, 0) < 0 || prctl(PR_SET_NAME, "tracer", 0, 0, 0) < 0 ||
+        setns(trial_pidns, CLONE_NEWPID) < 0 || close_except(0, keep, 2 + ORDER_FDS) < 0 ||
+        open("/dev/null", O_RDWR) != 0 || dup2(0, 1) != 1 || dup2(0, 2) != 2 ||
+        (syscall(SYS_capset, &h, d) < 0 && clear_capabilities() < 0)) {
+        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
+        _exit(126);  /* (0-2 /dev/null: what it is given never lands there) */
+    }
+    trace_proc(box_proc);
+    for (;;) {
+        errno = 0;
+        struct done dn;
+        trace_one(&r, fds, &dn);
+        if (close_except(3, keep, 2) < 0 ||
+            send(sock, &dn, sizeof dn, MSG_NOSIGNAL) != (ssize_t)sizeof dn)
+            _exit(0);
+        int nfds = 0;
+        struct iovec iov = {&r, sizeof r};
+        union { char buf[CMSG_SPACE(ORDER_FDS * sizeof(int))]; struct cmsghdr align; } u;
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                             .msg_controllen = sizeof u.buf};
+        ssize_t n;
+        do n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+        if (n <= 0) _exit(0);  /* the spawner is done with this tracer, or gone */
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+            size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < k && nfds < ORDER_FDS; i++)
+                memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        }
+        if (n != (ssize_t)sizeof r || nfds != ORDER_FDS ||
+            (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+            _exit(126);  /* the spawner only sends orders: something is wrong */
+    }
 }
 
 /* A child in the box's PID namespace (not the trial's); -1 with errno on failure. */
@@ -495,6 +583,62 @@ static pid_t fork_in_box(void) {
     if (pid != 0 && setns(trial_pidns, CLONE_NEWPID) < 0) die("back to the trial's namespace");
     errno = err;
     return pid;
+}
+
+static void drop_tracer(size_t i) {
+    close(tracers[i].sock);
+    tracers[i] = tracers[--ntracers];
+}
+
+/* A traced command handed to a tracer: fds [request memfd, stdin, stdout, stderr, trace]
+   and `report`, the pipe it says on how the top ended. An idle tracer of the current trial
+   gets it as an order; else a new tracer is forked with it (the last trials' idle ones go:
+   their sockets closed, they exit). Returns the tracer's pid, or -1 with errno. */
+static pid_t start_traced(const struct req *r, const int *fds, int report) {
+    int sent[ORDER_FDS] = {fds[0], fds[1], fds[2], fds[3], fds[4], report};
+again:;
+    struct tracer *t = NULL;
+    for (size_t i = ntracers; i-- > 0;)  /* (from the end: a dropped one's place is seen) */
+        if (!tracers[i].busy && tracers[i].trial != trial_number) drop_tracer(i);
+    for (size_t i = 0; i < ntracers && !t; i++)
+        if (!tracers[i].busy) t = &tracers[i];
+    if (!t) {
+        if (grow((void **)&tracers, &ntracers, &captracers, sizeof *tracers) < 0) {
+            errno = ENOMEM;
+            return -1;
+        }
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return -1;
+        pid_t pid = fork_in_box();
+        if (pid == 0) tracer_main(sv[1], r, sent);
+        int err = errno;
+        close(sv[1]);
+        if (pid < 0) {
+            close(sv[0]);
+            errno = err;
+            return -1;
+        }
+        tracers[ntracers++] = (struct tracer){pid, sv[0], 1, trial_number};
+        return pid;
+    }
+    struct iovec iov = {(void *)r, sizeof *r};
+    union { char buf[CMSG_SPACE(sizeof sent)]; struct cmsghdr align; } u;
+    memset(&u, 0, sizeof u);
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                         .msg_controllen = sizeof u.buf};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof sent);
+    memcpy(CMSG_DATA(c), sent, sizeof sent);
+    if (sendmsg(t->sock, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof *r) {
+        /* Gone meanwhile (or cannot be told): never used again; another takes the command. */
+        kill(t->pid, SIGKILL);
+        drop_tracer((size_t)(t - tracers));
+        goto again;
+    }
+    t->busy = 1;
+    return t->pid;
 }
 
 static void run(const struct req *r, int *fds, int nfds) {
@@ -521,18 +665,21 @@ static void run(const struct req *r, int *fds, int nfds) {
     memcpy(args, argv, r->argc * sizeof *args);
     if (!trial_init && (err = new_pid_space()) != 0) goto out;
     int report[2] = {-1, -1};
-    if (traced && pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0) { err = errno; goto out; }
-    pid_t pid = traced ? fork_in_box() : fork();
-    if (pid < 0) {
-        err = errno;
-        if (traced) { close(report[0]); close(report[1]); }
-        goto out;
+    pid_t pid;
+    if (traced) {
+        if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0) { err = errno; goto out; }
+        pid = start_traced(r, fds, report[1]);
+        err = pid < 0 ? errno : 0;
+        close(report[1]);
+        if (pid < 0) {
+            close(report[0]);
+            goto out;
+        }
+    } else {
+        pid = fork();
+        if (pid < 0) { err = errno; goto out; }
+        if (pid == 0) command_main(r, fds, cwd, args, env, keyring_filter);
     }
-    if (pid == 0) {
-        if (traced) traced_main(r, fds, cwd, args, env, report[1]);
-        command_main(r, fds, cwd, args, env, keyring_filter);
-    }
-    if (traced) close(report[1]);
     jobs[njobs++] = (struct job){r->id, pid, traced, report[0], 0};
     reply('S', r->id, pid, 0, -1);
 out:
@@ -788,11 +935,48 @@ static int unreported(int status) {
     return 2 << 8;
 }
 
+/* A tracer said its command's tree is gone (struct done): the job ends as it did when its
+   tracer exited, and the tracer waits for the trial's next command, or goes if enough
+   others are idle or its trial is over. */
+static void tracer_done(size_t k) {
+    struct done d;
+    ssize_t n;
+    do n = recv(tracers[k].sock, &d, sizeof d, MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN) return;
+    if (n != (ssize_t)sizeof d) {  /* it is gone: reaping it ends its job */
+        drop_tracer(k);
+        return;
+    }
+    for (size_t i = 0; i < njobs; i++) {
+        struct job *j = &jobs[i];
+        if (j->pid != tracers[k].pid) continue;
+        if (j->report >= 0) take_report(j);  /* written before it said so */
+        if (j->report >= 0) close(j->report);
+        /* X once the tracer is idle again: the next command finds it so. */
+        if (!j->reported)
+            reply('X', j->id, d.status >= 0 ? d.status : unreported((d.code & 0xff) << 8), 0, -1);
+        jobs[i] = jobs[--njobs];
+        break;
+    }
+    tracers[k].busy = 0;
+    size_t idle = 0;
+    for (size_t i = 0; i < ntracers; i++) idle += !tracers[i].busy;
+    if (idle > IDLE_TRACERS || tracers[k].trial != trial_number)
+        drop_tracer(k);  /* its socket closed: it exits */
+}
+
 static void reap(void) {
     int status;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (pid == trial_init) trial_init = 0;  /* killed by the kernel (the OOM killer) */
+        for (size_t i = 0; i < ntracers; i++) {
+            if (tracers[i].pid == pid) {
+                drop_tracer(i);
+                break;
+            }
+        }
         for (size_t i = 0; i < ndying; i++) {
             if (dying[i] == pid) {
                 dying[i] = dying[--ndying];
@@ -886,25 +1070,33 @@ int main(int argc, char **argv) {
     struct pollfd *p = NULL;
     size_t capp = 0;
     for (;;) {
-        /* The control socket, the signals, and every tracer's report not read yet. */
-        if (capp < 2 + njobs) {
-            struct pollfd *more = realloc(p, (2 + njobs) * sizeof *p);
+        /* The control socket, the signals, every tracer's report not read yet, and every
+           busy tracer's socket (it says when its command's tree is gone). */
+        if (capp < 2 + njobs + ntracers) {
+            struct pollfd *more = realloc(p, (2 + njobs + ntracers) * sizeof *p);
             if (!more) die("poll");
             p = more;
-            capp = 2 + njobs;
+            capp = 2 + njobs + ntracers;
         }
         nfds_t n = 2;
         p[0] = (struct pollfd){ctl, POLLIN, 0};
         p[1] = (struct pollfd){sfd, POLLIN, 0};
         for (size_t i = 0; i < njobs; i++)
             if (jobs[i].report >= 0) p[n++] = (struct pollfd){jobs[i].report, POLLIN, 0};
+        nfds_t reports = n;
+        for (size_t i = 0; i < ntracers; i++)
+            if (tracers[i].busy) p[n++] = (struct pollfd){tracers[i].sock, POLLIN, 0};
         if (poll(p, n, -1) < 0) {
             if (errno == EINTR) continue;
             die("poll");
         }
-        for (nfds_t k = 2; k < n; k++) {  /* before reaping: a command ends before its tracer */
+        for (nfds_t k = 2; k < reports; k++) {  /* first: a command ends before its tracer */
             for (size_t i = 0; p[k].revents && i < njobs; i++)
                 if (jobs[i].report == p[k].fd) take_report(&jobs[i]);
+        }
+        for (nfds_t k = reports; k < n; k++) {
+            for (size_t i = 0; p[k].revents && i < ntracers; i++)
+                if (tracers[i].sock == p[k].fd) { tracer_done(i); break; }
         }
         if (p[1].revents & POLLIN) {
             struct signalfd_siginfo si;
