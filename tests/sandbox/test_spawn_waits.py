@@ -68,3 +68,21 @@ async def test_a_command_that_ends_in_time_is_not_timed_out(box_sandbox):
         assert (res.exit_code, res.timed_out, res.stdout, res.stderr) == (3, False, "out\n",
                                                                           "err\n"), res
     assert not sb.box.spawner.busy
+
+
+async def test_concurrent_commands_get_all_their_output_and_leave_no_pipe_watched(box_sandbox):
+    """Each command's pipes are read while it runs (more than a pipe holds), through the
+    box's own epoll of pipes (spawn.py _Pipes), and are no longer watched once it ended."""
+    sb = box_sandbox
+    script = ("head -c {n} /dev/zero | tr '\\0' {c}; head -c 100000 /dev/zero | tr '\\0' e >&2;"
+              " exit {code}")
+    sizes = [300_000, 200_001, 65_537, 1]
+    results = await asyncio.gather(*(
+        sb.box.spawner.run(["/bin/sh", "-c", script.format(n=n, c="abcd"[i], code=i)],
+                           env=sb.env, cwd=sb.workdir, timeout=60)
+        for i, n in enumerate(sizes)))
+    for i, (n, res) in enumerate(zip(sizes, results, strict=True)):
+        assert res.exit_code == i and not res.timed_out, res.stderr[-200:]
+        assert res.stdout == "abcd"[i] * n and res.stderr == "e" * 100_000
+    assert sb.box.spawner._pipes.readers == {}
+    assert not sb.box.spawner.busy

@@ -17,6 +17,7 @@ import contextlib
 import errno
 import itertools
 import os
+import select
 import signal
 import socket
 import struct
@@ -58,6 +59,7 @@ class Spawner:
         # Commands started, and how many of them had been when the trial's processes were last
         # killed (whatever started after a kill was asked for is not known to be dead).
         self._runs = self._runs_killed = 0
+        self._pipes = _Pipes(loop)  # the running commands' output pipes
         # The last environment a command was given (a copy) and its encoding: a box's commands
         # mostly share one, trial after trial.
         self._env: dict[str, str] | None = None
@@ -103,7 +105,7 @@ class Spawner:
             _close(fds)
             return ExecResult(None, "", "", time.monotonic() - t0, started, error=str(e))
         _close([request, out_w, err_w] + ([in_r] if stdin is not None else []))
-        readers = [_Reader(self.loop, out_r, 1, cap), _Reader(self.loop, err_r, 2, cap)]
+        readers = [_Reader(self._pipes, out_r, 1, cap), _Reader(self._pipes, err_r, 2, cap)]
         if stdin is not None:
             self.loop.create_task(_feed_stdin(self.loop, in_w, stdin))
         deadline = self.loop.time() + timeout
@@ -251,6 +253,7 @@ class Spawner:
     def close(self) -> None:
         self._lose("the sandbox was closed")
         self.sock.close()
+        self._pipes.close()
         with contextlib.suppress(OSError):
             os.close(self._devnull)
 
@@ -377,14 +380,48 @@ class Spawner:
         self._pending.clear()
 
 
+class _Pipes:
+    """A box's running commands' output pipes, in an epoll of their own that the event loop
+    watches: a pipe costs one epoll_ctl to add and one to remove, not asyncio's reader
+    bookkeeping (a handle, a selector key, its maps) twice a command. Level-triggered, as
+    the loop's: a pipe with more to read is reported again."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.epoll = select.epoll()
+        self.readers: dict[int, _Reader] = {}
+        loop.add_reader(self.epoll.fileno(), self._ready)
+
+    def add(self, reader: _Reader) -> None:
+        self.epoll.register(reader.fd, select.EPOLLIN)
+        self.readers[reader.fd] = reader
+
+    def remove(self, fd: int) -> None:
+        del self.readers[fd]
+        if not self.epoll.closed:  # a command's end after its box's
+            self.epoll.unregister(fd)
+
+    def _ready(self) -> None:
+        for fd, _ in self.epoll.poll(0):
+            reader = self.readers.get(fd)
+            if reader is not None:  # not closed by an earlier one of this batch
+                reader._drain()
+
+    def close(self) -> None:
+        if not self.epoll.closed:
+            with contextlib.suppress(ValueError, OSError):
+                self.loop.remove_reader(self.epoll.fileno())
+            self.epoll.close()
+
+
 class _Reader:
     """One output pipe of a command, read in the event loop into its Capture."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, stream: int, cap: proc.Capture):
-        self.loop, self.fd, self.stream, self.cap = loop, fd, stream, cap
+    def __init__(self, pipes: _Pipes, fd: int, stream: int, cap: proc.Capture):
+        self.pipes, self.fd, self.stream, self.cap = pipes, fd, stream, cap
         self.open = True
         os.set_blocking(fd, False)
-        loop.add_reader(fd, self._drain)
+        pipes.add(self)
 
     def _drain(self) -> None:
         # One read a call, as for the replies: the loop calls again while there is more.
@@ -403,7 +440,7 @@ class _Reader:
     def close(self) -> None:
         if self.open:
             self.open = False
-            self.loop.remove_reader(self.fd)
+            self.pipes.remove(self.fd)
             os.close(self.fd)
 
 
