@@ -44,7 +44,7 @@ from proctor.sandbox.base import Resources
 from proctor.sandbox.files import copy_sparse
 from proctor.sandbox.forward import Forwarder
 from proctor.sandbox.namespaces import Box, Mount
-from proctor.sandbox.pool import INSIDE_HOME, KILL_TIMEOUT_S, Slot
+from proctor.sandbox.pool import INSIDE_HOME, KILL_TIMEOUT_S, Slot, unlock
 from proctor.sandbox.spawn import SpawnerLost
 
 GRADER_UID = 65533  # as root: the uid of every check command (not root, not the agent's 65534)
@@ -287,7 +287,7 @@ def empty(place: Path, keep: Collection[str] = ()) -> bool:
                     os.unlink(e.path)
                     continue
                 if attempt:  # without root, a check may have locked its directories
-                    _unlock(e.path)
+                    unlock(e.path)
                 shutil.rmtree(e.path, ignore_errors=True)
     return False
 
@@ -298,16 +298,6 @@ def _nothing_in(place: Path, keep: Collection[str]) -> bool:
             return not any(e.name not in keep for e in it)
     except OSError:
         return False
-
-
-def _unlock(top: str) -> None:
-    stack = [top]
-    while stack:
-        d = stack.pop()
-        with contextlib.suppress(OSError):
-            os.chmod(d, stat.S_IRWXU)
-            with os.scandir(d) as it:
-                stack += [e.path for e in it if e.is_dir(follow_symlinks=False)]
 
 
 async def for_slot(slot: Slot, readonly: tuple[str, ...], resources: Resources,
