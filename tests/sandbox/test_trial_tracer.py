@@ -151,12 +151,18 @@ async def test_the_next_trials_commands_get_new_tracers_in_its_pid_namespace(box
 
 
 async def test_an_idle_tracer_that_died_is_replaced(box, tmp_path):
-    """Killed from outside between two commands (nothing of the trial can reach it): the
-    trial's next command gets another tracer and is traced whole."""
+    """Killed from outside between two commands (nothing of the trial can reach it) and
+    reaped: the trial's next command gets another tracer and is traced whole. (A command
+    handed over in the instant between such a death and its reaping ends as a command whose
+    tracer was killed does: killed, its trace unfinished.)"""
     await box.spawner.new_trial()
     assert (await _traced(box, "true", tmp_path / "t1")).exit_code == 0
     (idle,) = _tracers(box.spawner_pid)
     os.kill(idle, signal.SIGKILL)
+    for _ in range(500):  # reaped by the spawner: no longer its child
+        if idle not in _tracers(box.spawner_pid):
+            break
+        await asyncio.sleep(0.01)
     res = await _traced(box, "echo again", tmp_path / "t2")
     assert res.exit_code == 0 and res.stdout == "again\n", res
     assert _argvs(tmp_path / "t2") == [["/bin/sh", "-c", "echo again"]]
