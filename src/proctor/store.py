@@ -3,8 +3,10 @@
 `results.jsonl` gets one line per finished trial, flushed as it finishes: a crash or a kill
 loses nothing finished, and `--resume` reads it to skip what is done. A trial that `--resume`
 runs again (an infrastructure error) appends a second line, which wins; reading the file with
-`finished()` (at a run's start and end) leaves one line per trial, its last. `results.json`
-is written at the end (and on Ctrl-C) from those lines, each trial exactly once.
+`finished()` (at a run's start) leaves one line per trial, its last. `results.json` is
+written at the end (and on Ctrl-C) from those lines, each trial exactly once: `written()`
+has them as they read back, kept as each was appended, and reads the file again only if it
+holds anything else (a trial stored twice, a line someone else wrote).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from proctor.errors import UsageError
 from proctor.results import (
@@ -74,10 +76,16 @@ class RunStore:
         self.run_id = run_id
         self.trials_dir = run_dir / "trials"
         self.jsonl_path = run_dir / "results.jsonl"
-        self._jsonl: TextIO | None = None
+        self._jsonl: BinaryIO | None = None
         self._key: bytes | None = None
         self._mac: tuple[bytes, Any] | None = None  # (key, an HMAC keyed with it) to copy
         self.rejected = 0  # lines of results.jsonl this run did not write (see finished())
+        # What `finished()` last read, and each line appended since as it reads back (the
+        # record and its results.json text), while results.jsonl holds exactly those:
+        # `written()` then needs no second reading of the file at the run's end.
+        self._read: dict[str, TrialRecord] = {}
+        self._kept: dict[str, tuple[TrialRecord, str]] = {}
+        self._size: int | None = None  # the file's size if it holds only those, else None
 
     # Each results.jsonl line carries an HMAC (key per run, 0600, outside the run directory)
     # over its content and the run id: a line forged or altered by anyone without the key —
@@ -165,7 +173,9 @@ class RunStore:
         altered), is dropped and counted in `rejected`; with `repair` the file is rewritten
         without them and with one line per trial (its last), so appending can go on safely
         and every reader sees each trial once."""
+        self._read, self._kept, self._size = {}, {}, None
         if not self.jsonl_path.exists():
+            self._size = 0
             return {}
         done: dict[str, TrialRecord] = {}
         lines: dict[str, str] = {}  # id -> its last good line, in the order of first sight
@@ -187,21 +197,53 @@ class RunStore:
             tmp = self.jsonl_path.with_suffix(".jsonl.tmp")
             tmp.write_text("".join(line + "\n" for line in good), encoding="utf-8")
             os.replace(tmp, self.jsonl_path)
+        if repair:
+            self._read, self._size = dict(done), self.jsonl_path.stat().st_size
         return done
+
+    def written(self) -> dict[str, TrialRecord]:
+        """What `finished()` would read now, the same records (the same results.json), read
+        from memory when results.jsonl is, by its size, what `finished()` read plus the
+        lines `append` wrote since, each trial once; else read from the file (a trial
+        stored twice, a line someone else appended: rewritten as `finished()` does)."""
+        try:
+            size = self.jsonl_path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        if self._size is None or size != self._size:
+            return self.finished()
+        return {**self._read, **{tid: record for tid, (record, _) in self._kept.items()}}
 
     def append(self, result: TrialRecord) -> None:
         if self._jsonl is None:
-            self._jsonl = self.jsonl_path.open("a", encoding="utf-8")
+            self._jsonl = self.jsonl_path.open("ab")
         obj: Any = result  # written as it is: a record is its JSON form
         if not _plain_keys(obj):  # keys become strings first: sorted as a reader sorts them
             obj = json.loads(json.dumps(obj, default=str))
         body = _canonical(obj)
-        line = body[:-1] + f',"sig":"{self._signature(body)}"}}'
-        if not _encodable(line):  # lone surrogates: written as \\udcXX escapes, lossless
-            line = json.dumps({**obj, "sig": self._signature(body)}, sort_keys=True,
-                              separators=(",", ":"), default=str)
-        self._jsonl.write(line + "\n")
+        line = body[:-1] + f',"sig":"{self._signature(body)}"}}\n'
+        try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: written as \\udcXX escapes, lossless
+            data = (json.dumps({**obj, "sig": self._signature(body)}, sort_keys=True,
+                               separators=(",", ":"), default=str) + "\n").encode("utf-8")
+        self._jsonl.write(data)
         self._jsonl.flush()
+        if self._size is not None:
+            self._size += len(data)
+            self._keep(result["id"], body)
+
+    def _keep(self, trial_id: str, body: str) -> None:
+        """An appended line as `finished()` reads it back (the signed body is the line
+        but its signature), with its results.json text: made while other trials run, not
+        at the run's end."""
+        try:
+            if trial_id in self._read or trial_id in self._kept:
+                raise ValueError("stored twice")  # finished() keeps one line per trial
+            record = trial_from_line(json.loads(body))
+            self._kept[trial_id] = (record, json.dumps(record, default=str))
+        except (ValueError, TypeError, KeyError):
+            self._size = None  # read from the file as before (`written`)
 
     def close(self) -> None:
         if self._jsonl is not None:
@@ -214,8 +256,14 @@ class RunStore:
 
     def write_results(self, results: RunResults) -> Path:
         path = self.dir / "results.json"
-        write_json(path, results)
+        write_json(path, results, known=self._text_of)
         return path
+
+    def _text_of(self, item: dict[str, Any]) -> str | None:
+        """The results.json text of a record `written()` gave (made by `_keep`; nothing
+        changes a record after it is stored), else None."""
+        kept = self._kept.get(item.get("id"))  # type: ignore[arg-type]
+        return kept[1] if kept is not None and kept[0] is item else None
 
 
 def _canonical(obj: dict[str, Any]) -> str:
@@ -247,18 +295,12 @@ def _plain_keys(obj: Any) -> bool:
     return True
 
 
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any,
+               known: Callable[[dict[str, Any]], str | None] | None = None) -> None:
     """Atomically: a reader never sees half a file. A dict's lists of objects (trials, task
     rows) are written one object per line, each by the C encoder: json's indenting encoder
-    is pure Python, and took a quarter of a 1,000-trial run's own time."""
+    is pure Python, and took a quarter of a 1,000-trial run's own time. `known`: an object's
+    text, when the caller has it already (else None)."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
         # Streamed, not built as one string: results.json of 10,000 trials is tens of MB.
@@ -271,7 +313,9 @@ def write_json(path: Path, data: Any) -> None:
                 if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
                     f.write("[")
                     for j, item in enumerate(value):
-                        f.write(("," if j else "") + "\n    " + json.dumps(item, default=str))
+                        text = known(item) if known is not None else None
+                        f.write(("," if j else "") + "\n    "
+                                + (text if text is not None else json.dumps(item, default=str)))
                     f.write("\n  ]")
                 else:
                     f.write(json.dumps(value, indent=2, default=str).replace("\n", "\n  "))

@@ -33,7 +33,7 @@ from proctor.trial.trial import error_result
 
 def run_planned(planned: Planned) -> RunResults:
     store, options = planned.store, planned.options
-    done = store.finished()
+    done = store.finished()  # read again at the end only if someone else wrote to it (written)
     if store.rejected:
         print(f"proctor: {store.jsonl_path}: {store.rejected} line(s) not written by this run "
               "(forged or altered) were ignored; their trials run again", file=sys.stderr)
@@ -72,7 +72,7 @@ def run_planned(planned: Planned) -> RunResults:
         gc.unfreeze()
         progress.close()
         store.close()
-    results = build_results(planned, store.finished(), interrupted=interrupted,
+    results = build_results(planned, store.written(), interrupted=interrupted,
                             max_cost=options.max_cost, rate_limit=rate_limit)
     store.write_results(results)
     if sender is not None:
