@@ -132,6 +132,15 @@ def open_run(options: RunOptions, *, run_id: str, trial_dir: Callable[[str], Pat
                       backend=backend_for_run(options.backend, scratch, concurrency))
 
 
+def drain_run(run: RunContext) -> None:
+    """The run's last trial has begun: a backend that keeps something for later trials
+    (the local backend's idle boxes, `drain`) lets it go as each running trial ends, while
+    the others still run, instead of all of it at `close_run`."""
+    drain = getattr(run.backend, "drain", None)  # optional: a backend keeping nothing has none
+    if drain is not None:
+        drain()
+
+
 async def close_run(run: RunContext) -> None:
     """The backend (its box pool) closed, then the services stopped."""
     from proctor.sandbox import close_backend

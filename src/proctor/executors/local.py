@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor import headstart
-from proctor.executors import Launch, close_run, open_run
+from proctor.executors import Launch, close_run, drain_run, open_run
 from proctor.model import RunOptions, TaskDef, Trial
 from proctor.results import TrialRecord
 from proctor.services.lifecycle import start_services
@@ -18,9 +18,10 @@ from proctor.trial.trial import run_trial
 
 
 class LocalExecutor:
-    def __init__(self, tmp_root: Path, run: RunContext):
+    def __init__(self, tmp_root: Path, run: RunContext, trials: int = 0):
         self.tmp_root = tmp_root  # the run's scratch (its sandboxes unless --keep), removed
         self.context = run
+        self.left = trials  # trials not begun yet: at the last, the backend is drained
 
     @classmethod
     def connect(cls, options: RunOptions) -> bool:
@@ -34,7 +35,7 @@ class LocalExecutor:
         run = open_run(launch.options, run_id=launch.run_id, trial_dir=launch.trial_dir,
                        sandbox_root=launch.run_dir / "workdirs" if launch.options.keep
                        else tmp_root, scratch=tmp_root, concurrency=launch.workers)
-        executor = cls(tmp_root, run)
+        executor = cls(tmp_root, run, len(launch.trials))
         try:
             needed = {launch.tasks[t.task_id].id: launch.tasks[t.task_id] for t in launch.trials
                       if not launch.tasks[t.task_id].unavailable}  # its trials are errors
@@ -45,6 +46,9 @@ class LocalExecutor:
         return executor
 
     async def run(self, trial: Trial, task: TaskDef) -> TrialRecord:
+        self.left -= 1
+        if self.left == 0:  # its box is taken before any running trial gives one back
+            drain_run(self.context)
         return await run_trial(trial, task, self.context)
 
     async def rate_limits(self) -> dict[str, Any]:

@@ -118,6 +118,13 @@ class LocalBackend:
             raise
         return sandbox
 
+    def drain(self) -> None:
+        """No trial is to begin any more (`drain_run`): the boxes of those still running are
+        closed as each ends, not kept for trials that will not come."""
+        self.pool_size = 0
+        if self.pool is not None:
+            self.pool.drain()
+
     async def close(self) -> None:
         if self.pool is not None:
             await self.pool.close()
