@@ -36,8 +36,10 @@ def said():
     cache = sys.modules.get("proctor.codecache")
     cache = cache and cache._installed
     compiled = f"compiled {{cache.misses}} of {{cache.hits + cache.misses}}" if cache else "no cache"
+    startup = sys.modules.get("proctor.startup")
+    kept = sorted(type(o).__name__ for o in startup._to_exit) if startup else []
     os.write(2, f"exit handler: {{collections[0]}} collections, "
-                f"gc {{'on' if gc.isenabled() else 'off'}}, {{compiled}}\\n".encode())
+                f"gc {{'on' if gc.isenabled() else 'off'}}, {{compiled}}, kept {{kept}}\\n".encode())
     gc.callbacks.clear()  # its function holds this module's globals: they could not go
 atexit.register(said)
 from proctor.cli import main
@@ -88,6 +90,8 @@ def test_the_program_ends_without_teardown_and_keeps_everything(tmp_path):
     # held during start-up (a trivial run collected ~60 times), let go for the trials
     count = int(proc.stderr.split("exit handler: ")[1].split()[0])
     assert count < 20 and "gc on" in proc.stderr, proc.stderr
+    # the run's plan and results were kept to the end, not freed object by object
+    assert "kept ['Planned', 'dict']" in proc.stderr, proc.stderr
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["summary"]["passed"] == 1
     lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
@@ -143,7 +147,22 @@ def test_a_host_calling_main_keeps_its_collector_and_its_teardown(tmp_path):
     proc = _run(_program(tmp_path, "host.py"), tmp_path, "run", str(_suite(tmp_path)),
                 "--agent", "oracle", "-q", "--output-dir", "out")
     assert proc.returncode == 0, proc.stderr
-    assert "torn down" in proc.stderr and "no cache" in proc.stderr
+    assert "torn down" in proc.stderr and "no cache" in proc.stderr and "kept []" in proc.stderr
     count = int(proc.stderr.split("exit handler: ")[1].split()[0])
     assert count >= 20, proc.stderr
     assert json.loads((tmp_path / "out" / "results.json").read_text())["summary"]["passed"] == 1
+
+
+def test_a_host_calling_a_command_keeps_nothing_to_its_end():
+    import weakref
+
+    from proctor import startup
+
+    class Plan:
+        pass
+
+    plan, before = Plan(), list(startup._to_exit)
+    gone = weakref.ref(plan)
+    startup.keep_to_exit(plan)  # pytest is not the proctor program
+    del plan
+    assert gone() is None and startup._to_exit == before

@@ -14,13 +14,16 @@ from proctor.model import RunOptions
 from proctor.results import RunResults
 from proctor.run.execute import run_planned
 from proctor.run.prepare import Planned, prepare
+from proctor.startup import keep_to_exit
 from proctor.store import shown
 
 
 def run_main(paths: list[str], options: RunOptions) -> int:
     planned = prepare(paths, options)
+    keep_to_exit(planned)  # freed with the process, not object by object (startup.py)
     try:
         results = run_planned(planned)
+        keep_to_exit(results)
     except KeyboardInterrupt:
         print(f"proctor: interrupted; finished trials are kept. Finish the run with:\n"
               f"  proctor run --resume {shown(planned.store.dir)}", file=sys.stderr)
