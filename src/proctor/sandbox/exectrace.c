@@ -747,6 +747,15 @@ void prepare_filters(void) {
 
 int install_filter(void) { return install_filter_variant(capture); }
 
+/* Whether fds 0-2 are /dev/null already: once per tracer (trace_tree), or by its caller. */
+static int stdio_detached;
+
+int filter_self(int with_capture) {
+    if (install_filter_variant(with_capture) < 0) return -1;
+    stdio_detached = 1;  /* a dup2 onto fd 1 or 2 would now stop at the filter: ENOSYS */
+    return 0;
+}
+
 int install_filter_variant(int with_capture) {
     with_capture = with_capture != 0;
     if (!assembled[with_capture].len) assemble(with_capture);
@@ -826,7 +835,6 @@ int trace_tree(pid_t top, int go, int report, int *last) {
     close(go);
     /* The command's output is its own: the tracer holds none of its descriptors open
        (a tracer that traces one tree after another: once). */
-    static int stdio_detached;
     if (!stdio_detached) {
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         for (int fd = 0; fd < 3 && null >= 0; fd++)

@@ -44,6 +44,14 @@ int install_filter_variant(int with_capture);
    forks only install theirs (the spawner, once per box). */
 void prepare_filters(void);
 
+/* The filter of that variant installed in the calling process itself, a tracer that never
+   execs, so that each top it clones has it already (a clone shares its parent's filter: no
+   filter compiled per command). Its own system calls pass the filter untouched only while it
+   never execs and never writes to, or copies a descriptor onto or from, fd 1 or 2: its fds
+   0-2 must be /dev/null already (trace_tree leaves them be from now on). 0, or -1 with
+   errno. */
+int filter_self(int with_capture);
+
 /* The tracer's side, once `top` is forked and waits on `go` for the filter and its exec:
    follows it and everything it starts until all are gone (the top's end reported on
    `report` as a wait status), then the trace's Z line; `go`, `report` and the trace file

@@ -401,8 +401,19 @@ static void command_main(const struct req *r, int *fds, const char *cwd, char **
     sigset_t none;
     if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 || setsid() < 0)
         _exit(126);
-    for (int i = 0; i < 3; i++) {
-        if (dup2(fds[1 + i], i) < 0) _exit(126);
+    /* Its descriptors onto 0-2. A traced top has the tracer's filter from its clone on,
+       and with capture that filter stops at a dup2 onto fd 1 or 2: proctor's setup, not the
+       agent's, so none is made here. With 0-2 closed, F_DUPFD puts each copy on the lowest
+       free number, which is the one wanted, and copies from above 2 are not stopped at. (The
+       tracer's, and the spawner's, own 0-2 are taken: the request's fds are above 2; if one
+       is not, plain dup2.) */
+    if (fds[1] > 2 && fds[2] > 2 && fds[3] > 2) {
+        if (close_from_to(0, 2) < 0) _exit(126);
+        for (int i = 0; i < 3; i++)
+            if (fcntl(fds[1 + i], F_DUPFD, i) != i) _exit(126);
+    } else {
+        for (int i = 0; i < 3; i++)
+            if (dup2(fds[1 + i], i) < 0) _exit(126);
     }
     if (close_except(3, NULL, 0) < 0) {
         dprintf(2, "proctor: closing descriptors: %s\n", strerror(errno));
@@ -438,7 +449,7 @@ static void command_main(const struct req *r, int *fds, const char *cwd, char **
    tracer, and the kernel every traced process with it (PTRACE_O_EXITKILL); a killed tracer
    is never reused. */
 #define IDLE_TRACERS 2
-struct tracer { pid_t pid; int sock, busy; unsigned trial; };
+struct tracer { pid_t pid; int sock, busy, capture; unsigned trial; };
 static struct tracer *tracers;
 static size_t ntracers, captracers;
 
@@ -459,15 +470,14 @@ struct top {
     int go;
 };
 
-static int plain_trace_filter(void) { return install_filter_variant(0); }
-static int capture_trace_filter(void) { return install_filter_variant(1); }
+/* The top's filter is the tracer's, shared at the clone (tracer_main: filter_self). */
+static int inherited_filter(void) { return 0; }
 
 static int top_main(void *arg) {
     const struct top *t = arg;
     char c;
     if (read(t->go, &c, 1) != 1) _exit(127);  /* the tracer is gone: run nothing untraced */
-    command_main(t->r, t->fds, t->cwd, t->args, t->env,
-                 t->r->flags & FLAG_CAPTURE ? capture_trace_filter : plain_trace_filter);
+    command_main(t->r, t->fds, t->cwd, t->args, t->env, inherited_filter);
     return 127;  /* command_main never returns */
 }
 
@@ -479,6 +489,8 @@ struct done { int32_t status, code; };
 /* One traced command, in the tracer: its top cloned, followed until its whole tree is gone
    (trace format: exectrace.c); how the top ended written on fds[5] if the tree outlived it,
    else in `d`. */
+static int tracer_capture;  /* in a tracer: the filter variant it installed on itself */
+
 static void trace_one(const struct req *r, int *fds, struct done *d) {
     static char outbuf[1 << 16];
     static char top_stack[1 << 18] __attribute__((aligned(16)));
@@ -487,6 +499,10 @@ static void trace_one(const struct req *r, int *fds, struct done *d) {
     char **env = s ? calloc((size_t)r->envc + 1, sizeof *env) : NULL;
     FILE *trace_file = NULL;
     int go[2] = {-1, -1}, last = -1, code = 126;
+    if (((r->flags & FLAG_CAPTURE) != 0) != tracer_capture) {  /* start_traced matches them */
+        dprintf(fds[3], "proctor: a tracer without the command's filter\n");
+        goto out;
+    }
     if (!args || !env || pipe2(go, O_CLOEXEC) < 0 || !(trace_file = fdopen(fds[4], "w"))) {
         dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno ? errno : EINVAL));
         goto out;
@@ -539,10 +555,16 @@ static void tracer_main(int sock, const struct req *first, int *first_fds) {
         fds[i] = first_fds[i] > 2 ? first_fds[i] : fcntl(first_fds[i], F_DUPFD_CLOEXEC, 3);
         keep[2 + i] = fds[i];
     }
+    /* The trace filter of its commands (with capture or not: the first's, start_traced
+       gives it only the like) on itself, while it may (CAP_SYS_ADMIN), after its last dup2
+       onto 0-2 and before anything else of its own could stop at it: each top it clones has
+       it already. */
+    tracer_capture = (r.flags & FLAG_CAPTURE) != 0;
     if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 ||
         setpgid(0, 0) < 0 || prctl(PR_SET_NAME, "tracer", 0, 0, 0) < 0 ||
         setns(trial_pidns, CLONE_NEWPID) < 0 || close_except(0, keep, 2 + ORDER_FDS) < 0 ||
         open("/dev/null", O_RDWR) != 0 || dup2(0, 1) != 1 || dup2(0, 2) != 2 ||
+        filter_self(tracer_capture) < 0 ||
         (syscall(SYS_capset, &h, d) < 0 && clear_capabilities() < 0)) {
         dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
         _exit(126);  /* (0-2 /dev/null: what it is given never lands there) */
@@ -598,10 +620,11 @@ static pid_t start_traced(const struct req *r, const int *fds, int report) {
     int sent[ORDER_FDS] = {fds[0], fds[1], fds[2], fds[3], fds[4], report};
 again:;
     struct tracer *t = NULL;
+    int capture = (r->flags & FLAG_CAPTURE) != 0;  /* a tracer's filter is one variant */
     for (size_t i = ntracers; i-- > 0;)  /* (from the end: a dropped one's place is seen) */
         if (!tracers[i].busy && tracers[i].trial != trial_number) drop_tracer(i);
     for (size_t i = 0; i < ntracers && !t; i++)
-        if (!tracers[i].busy) t = &tracers[i];
+        if (!tracers[i].busy && tracers[i].capture == capture) t = &tracers[i];
     if (!t) {
         if (grow((void **)&tracers, &ntracers, &captracers, sizeof *tracers) < 0) {
             errno = ENOMEM;
@@ -618,7 +641,7 @@ again:;
             errno = err;
             return -1;
         }
-        tracers[ntracers++] = (struct tracer){pid, sv[0], 1, trial_number};
+        tracers[ntracers++] = (struct tracer){pid, sv[0], 1, capture, trial_number};
         return pid;
     }
     struct iovec iov = {(void *)r, sizeof *r};
