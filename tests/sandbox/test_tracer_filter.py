@@ -9,9 +9,8 @@ Against a real box, through the spawner's own requests."""
 from __future__ import annotations
 
 from proctor.sandbox.trace import parse_trace
-from tests.sandbox.test_trial_tracer import _tracers, _traced
+from tests.sandbox.test_trial_tracer import _traced, _tracers
 
-PATH = {"PATH": "/usr/bin:/bin"}
 CAPTURE = (1000, 16000)
 
 

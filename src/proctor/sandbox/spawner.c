@@ -447,7 +447,9 @@ static void command_main(const struct req *r, int *fds, const char *cwd, char **
    IDLE_TRACERS idle ones of the current trial, forks a new one when none is idle, and lets
    the last trial's go. Each leads a process group of its own: KILL of a command kills its
    tracer, and the kernel every traced process with it (PTRACE_O_EXITKILL); a killed tracer
-   is never reused. */
+   is never reused. A tracer carries its commands' seccomp filter itself (one variant: with
+   capture or without; an idle tracer takes only commands of its own), so that its tops,
+   its clones, have it from their start and none compiles one. */
 #define IDLE_TRACERS 2
 struct tracer { pid_t pid; int sock, busy, capture; unsigned trial; };
 static struct tracer *tracers;
