@@ -6,6 +6,7 @@ killed at the deadline (and reported so), killed when the caller is cancelled.""
 from __future__ import annotations
 
 import asyncio
+import types
 
 import pytest
 
@@ -86,3 +87,62 @@ async def test_concurrent_commands_get_all_their_output_and_leave_no_pipe_watche
         assert res.stdout == "abcd"[i] * n and res.stderr == "e" * 100_000
     assert sb.box.spawner._pipes.readers == {}
     assert not sb.box.spawner.busy
+
+
+async def test_a_command_that_cannot_start_says_why_at_once(tmp_path):
+    """The spawner cannot fork (the box's process limit is reached): its E reply ends the
+    wait with the error, not the deadline (the start is not awaited on its own)."""
+    sb = await new_sandbox(tmp_path / "sb", pids=24)
+    try:
+        if sb.cgroup is None or "pids" not in sb.cgroup.dirs:
+            pytest.skip("no pids cgroup here")
+        current = sb.cgroup.dirs["pids"] / "pids.current"
+        await sb.box.spawner.run(["/bin/true"], env=sb.env, cwd=sb.workdir, timeout=30)
+        held = 24 - int(current.read_text()) - 1  # the filler itself takes one
+        filler = asyncio.ensure_future(sb.box.spawner.run(
+            ["/bin/sh", "-c", f"for i in $(seq {held}); do sleep 60 & done; exec sleep 60"],
+            env=sb.env, cwd=sb.workdir, timeout=60))
+        for _ in range(500):
+            if int(current.read_text()) >= 24:
+                break
+            await asyncio.sleep(0.01)
+        assert int(current.read_text()) == 24  # the spawner, the trial's init, the filler's
+        t0 = asyncio.get_running_loop().time()
+        res = await sb.box.spawner.run(["/bin/true"], env=sb.env, cwd=sb.workdir, timeout=60)
+        waited = asyncio.get_running_loop().time() - t0
+        assert res.exit_code is None and not res.timed_out, res
+        assert res.stderr.startswith("proctor: could not start /bin/true: "), res.stderr
+        assert waited < 30, waited  # the error, not the deadline (60 s)
+        assert await sb.kill_processes() > 0
+        assert (await filler).exit_code == -9
+        assert not sb.box.spawner.busy
+        res = await sb.box.spawner.run(["/bin/sh", "-c", "echo again"], env=sb.env,
+                                       cwd=sb.workdir, timeout=30)
+        assert res.stdout == "again\n" and res.exit_code == 0, res
+    finally:
+        await sb.close()
+
+
+async def test_a_command_wakes_its_caller_once(box_sandbox):
+    """A command wakes the task that runs it once, at its end (the X reply): its start (the
+    S reply) is taken by the spawner's reader alone."""
+    sb = box_sandbox
+    steps = 0
+
+    @types.coroutine
+    def stepped(coro):  # `coro` driven by hand: each future it waits on counted
+        nonlocal steps
+        value = None
+        while True:
+            try:
+                fut = coro.send(value)
+            except StopIteration as stop:
+                return stop.value
+            steps += 1
+            value = yield fut
+
+    # Its output pipes closed long before it ends: read to their end when the X comes.
+    res = await stepped(sb.box.spawner.run(
+        ["/bin/sh", "-c", "exec >&- 2>&-; sleep 0.3"], env=sb.env, cwd=sb.workdir, timeout=30))
+    assert res.exit_code == 0 and not res.timed_out, res
+    assert steps == 1, steps

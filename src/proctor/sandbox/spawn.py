@@ -4,7 +4,9 @@ One SOCK_SEQPACKET socket per box. A command is a RUN request carrying four desc
 a memfd with its cwd, argv and environment, and its stdin, stdout and stderr (a fifth, under
 the tracer: where the trace goes). proctor reads the output pipes in its event loop and learns
 the start and the wait status as replies, so a command costs no process of proctor's own: no
-fork of proctor, no `nsenter`, no wrapper. Nothing here waits on the loop: a request the
+fork of proctor, no `nsenter`, no wrapper. The task running a command waits for its end alone
+(X, or E: it could not start); the start (S) is only noted, for a deadline that passes before
+it: a command the spawner never took is given up at once. Nothing here waits on the loop: a request the
 spawner cannot take yet (it is busy, or stopped) waits in an outbox, flushed when the socket
 is writable; one that cannot be sent for SEND_WAIT_S loses the spawner.
 """
@@ -49,8 +51,9 @@ class Spawner:
         self.loop = loop
         self.lost: str | None = None
         self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[Any]] = {}  # start / listen / newipc replies
-        self._exits: dict[int, asyncio.Future[Any]] = {}
+        self._pending: dict[int, asyncio.Future[Any]] = {}  # listen / open / newtrial ... replies
+        self._exits: dict[int, asyncio.Future[Any]] = {}  # RUN: the X reply (or E: no start)
+        self._starting: set[int] = set()  # RUN requests whose S (started) has not come
         self._ready: asyncio.Future[Any] = loop.create_future()
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         # Requests not yet taken by the spawner (op, job, message, descriptors owned), in order.
@@ -91,7 +94,7 @@ class Spawner:
         request, out_r, out_w, err_r, err_w = fds[:5]
         in_r, in_w = (fds[5], fds[6]) if stdin is not None else (self._devnull, -1)
         exited = self._exits[job] = self.loop.create_future()
-        start = self._pending[job] = self.loop.create_future()
+        self._starting.add(job)
         self._runs += 1
         try:
             flags = (FLAG_TRACE if trace_fd is not None else 0) | (FLAG_CAPTURE if capture else 0)
@@ -101,26 +104,18 @@ class Spawner:
                        fds=[request, in_r, out_w, err_w, *([] if trace_fd is None else [trace_fd])])
         except SpawnerLost as e:
             self._exits.pop(job, None)
-            self._pending.pop(job, None)
+            self._starting.discard(job)
             _close(fds)
             return ExecResult(None, "", "", time.monotonic() - t0, started, error=str(e))
         _close([request, out_w, err_w] + ([in_r] if stdin is not None else []))
         readers = [_Reader(self._pipes, out_r, 1, cap), _Reader(self._pipes, err_r, 2, cap)]
         if stdin is not None:
             self.loop.create_task(_feed_stdin(self.loop, in_w, stdin))
-        deadline = self.loop.time() + timeout
         try:
-            try:  # a spawner that stopped reading never answers: bounded
-                async with asyncio.timeout_at(deadline):  # a scope: no task, no extra turns
-                    await start
-            except TimeoutError:  # an OSError too, but not the spawner's answer
-                raise
-            except OSError as e:  # no fork (the trial's process limit): nothing ran
-                return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
-                                  time.monotonic() - t0, started)
-            timed_out, status = await self._exit_status(job, exited, cap, deadline)
-        except TimeoutError:  # never started
-            timed_out, status = True, 0
+            status = await self._exit_status(job, exited, cap, self.loop.time() + timeout)
+        except OSError as e:  # no fork (the trial's process limit): nothing ran
+            return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
+                              time.monotonic() - t0, started)
         except SpawnerLost as e:
             return ExecResult(None, cap.text(1), cap.text(2), time.monotonic() - t0, started,
                               error=f"the sandbox lost its process starter: {e}")
@@ -128,10 +123,10 @@ class Spawner:
             if not exited.done() or exited.cancelled():  # cancelled (Ctrl-C, the trial's
                 self.kill(job)  # time): leave nothing
             self._exits.pop(job, None)
-            self._pending.pop(job, None)
+            self._starting.discard(job)
             for r in readers:
                 r.close()
-        return _result(cap, None if timed_out else status, timeout, t0, started)
+        return _result(cap, status, timeout, t0, started)
 
     def _encoded(self, env: dict[str, str]) -> bytes:
         """`env` as the RUN request's memfd ends: each `NAME=value`, NUL-terminated."""
@@ -140,16 +135,22 @@ class Spawner:
             self._env, self._env_block = dict(env), block
         return self._env_block
 
-    async def _exit_status(self, job: int, exited: asyncio.Future[int], cap: proc.Capture,
-                           deadline: float) -> tuple[bool, int]:
-        """(timed out, wait status) of started command `job`: killed at `deadline`; its
-        output read to the end, or for PIPE_GRACE_S more if background children hold it."""
+    async def _exit_status(self, job: int, exited: asyncio.Future[int | None],
+                           cap: proc.Capture, deadline: float) -> int | None:
+        """The wait status of command `job` (None: timed out), awaited alone: its start
+        (the S reply) wakes nobody. Killed at `deadline`, still awaited then (its status
+        comes), unless it never started (the spawner never took it): then given up at once.
+        Its output read to the end, or for PIPE_GRACE_S more if background children hold it;
+        an OSError if it could not start."""
         expired: list[bool] = []
 
-        def expire() -> None:  # at the deadline: killed, still awaited (its status comes)
-            if not exited.done():
-                expired.append(True)
-                self.kill(job)
+        def expire() -> None:
+            if exited.done():
+                return
+            expired.append(True)
+            self.kill(job)
+            if job in self._starting:  # not started: queued, or a spawner not reading
+                exited.set_result(None)
 
         # A timer, not wait_for(shield(...)): the reply wakes this task at once, not
         # through two more futures and loop turns.
@@ -158,10 +159,11 @@ class Spawner:
             status = await exited
         finally:
             killer.cancel()
-        timed_out = bool(expired)
+        if status is None:  # its pipes' write ends may never have left proctor's request
+            return None
         if not cap.closed.done():  # background children may hold the pipes open
             await asyncio.wait([cap.closed], timeout=proc.PIPE_GRACE_S)
-        return timed_out, status
+        return None if expired else status
 
     @property
     def busy(self) -> bool:
@@ -343,10 +345,17 @@ class Spawner:
             if not self._ready.done():
                 self._ready.set_result(value)
             return
-        if kind == "X":
+        if kind == "S":  # started: nobody waits for it (only the deadline asks)
+            self._starting.discard(job)
+            return
+        if kind == "X" or (kind == "E" and job in self._starting):  # ended, or never started
+            self._starting.discard(job)
             fut = self._exits.get(job)
             if fut is not None and not fut.done():
-                fut.set_result(value)
+                if kind == "X":
+                    fut.set_result(value)
+                else:
+                    fut.set_exception(OSError(err, os.strerror(err)))
             return
         fut = self._pending.pop(job, None)
         if fut is None or fut.done():
@@ -359,7 +368,7 @@ class Spawner:
             fut.set_result(fd)
         elif kind == "O":  # an opened file, and whether it could be opened to read
             fut.set_result((fd, value))
-        else:  # S (started), T (new trial), P (ping), A (all killed)
+        else:  # T (new trial), P (ping), A (all killed)
             fut.set_result(value)
 
     def _lose(self, why: str) -> None:
@@ -378,6 +387,7 @@ class Spawner:
                 fut.set_exception(error)
                 fut.exception()  # retrieved: nobody may be waiting on it
         self._pending.clear()
+        self._starting.clear()
 
 
 class _Pipes:
