@@ -64,3 +64,27 @@ async def test_a_trial_that_ran_nothing_leaves_one_init(box):
     for _ in range(5):
         await box.spawner.new_trial()
     assert len(await _one_init(box.spawner_pid)) == 1
+
+
+async def test_each_trial_sees_its_own_proc_and_the_last_ones_are_unmounted_in_batches(box):
+    """The last trial's /proc is moved onto a pile under the box's /proc, unmounted every 32
+    trials (spawner.c PILE_SIZE): over 70 trials each command sees its own namespace's /proc,
+    and the mounts at and under /proc rise by one a trial to at most 32 piled, then fall."""
+    spawner = box.spawner
+    counts, namespaces = [], []
+    for _ in range(70):
+        await spawner.new_trial()
+        res = await spawner.run(
+            ["/bin/sh", "-c", "echo $$; readlink /proc/$$/ns/pid; "
+             "awk '$5 ~ \"^/proc(/|$)\"' /proc/self/mountinfo | wc -l"],
+            env=PATH, cwd="/", timeout=10)
+        assert len(res.stdout.split()) == 3, res
+        pid, own_ns, mounts = res.stdout.split()
+        # Its own namespace's /proc: in a last trial's, /proc/2 would be gone (or another's).
+        assert (res.exit_code, pid) == (0, "2"), res
+        namespaces.append(own_ns)
+        counts.append(int(mounts))
+    assert all(a != b for a, b in zip(namespaces, namespaces[1:], strict=False)), namespaces
+    piled = [b - a for a, b in zip(counts, counts[1:], strict=False)]
+    assert piled.count(1) >= 60 and max(counts) - min(counts) <= 33, counts
+    assert sum(1 for step in piled if step < 0) == 2, counts  # unmounted twice, all at once

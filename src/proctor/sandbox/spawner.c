@@ -292,7 +292,44 @@ static void drop_privileges(int (*filter)(void)) {
 
 /* ---- the trial's PID namespace ------------------------------------------------------- */
 
-/* PID 1 of a trial: the trial's /proc (in place of the last trial's, if any), then nothing
+/* The last trial's /proc is not unmounted when the next one's is mounted: an unmount waits
+   for an expedited RCU grace period (namespace_unlock), 0.4-3 ms on a busy 2-core VM, and a
+   trial waited for one each time. It is moved instead (no wait) into a pile: a tmpfs on the
+   box's own /proc/fs, under the trials' /proc where no path of theirs leads. Every PILE_SIZE
+   trials the pile is unmounted at once, every /proc on it with it. A piled /proc is of a PID
+   namespace whose processes are all dead. Where the pile cannot be made, each /proc is
+   unmounted as before. */
+#define PILE_SIZE 32
+static int box_proc_here = -1;  /* O_PATH: the box's /proc in the trials' mount namespace */
+static int piled = -1;          /* /procs on the pile; -1: no pile (none yet, or none here) */
+static int pile_broken;
+
+/* Moves the trial /proc on top at /proc onto the pile (made first if need be, unmounted
+   first if full); 0, or -1 when it stays where it is. Paths are taken from the box's own
+   /proc, whose root the trials' /procs cover: its "fs" leads to the pile. */
+static int pile_last_proc(void) {
+    char name[16];
+    if (pile_broken || fchdir(box_proc_here) < 0) return -1;
+    int ok = 1;
+    if (piled >= PILE_SIZE) {
+        ok = umount2("fs", MNT_DETACH) == 0;
+        piled = -1;
+    }
+    if (ok && piled < 0) {
+        ok = mount("proctor-pile", "fs", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                   "mode=700,size=16k") == 0;
+        if (ok) piled = 0;
+    }
+    snprintf(name, sizeof name, "fs/%d", piled);
+    ok = ok && mkdir(name, 0700) == 0 && mount("/proc", name, NULL, MS_MOVE, NULL) == 0;
+    if (ok) piled++;
+    else pile_broken = 1;  /* as before from now on: each /proc unmounted by the next init */
+    if (chdir("/") < 0) die("back to /");
+    return ok ? 0 : -1;
+}
+
+/* PID 1 of a trial: the trial's /proc (in place of the last trial's, if any: `replace` when
+   it was not piled), then nothing
    but reaping (SIGCHLD ignored: the kernel reaps for it) until the spawner kills it, which
    kills the whole trial. */
 static void init_main(int ready, int replace) {
@@ -322,15 +359,18 @@ static void init_main(int ready, int replace) {
 
 /* A new PID namespace for the commands started from now on, with its init and its /proc;
    0, or an errno. The trials' mount namespace is made once (the first time), and each PID
-   namespace's /proc replaces the last one's there. */
+   namespace's /proc replaces the last one's there (piled: pile_last_proc). */
 static int new_pid_space(void) {
     static int mounts_made, proc_mounted;
     int sync[2];
     if (!mounts_made) {
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
             return errno;
+        box_proc_here = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        pile_broken = box_proc_here < 0;
         mounts_made = 1;
     }
+    int replace = proc_mounted && pile_last_proc() < 0;
     /* unshare(CLONE_NEWPID) needs the children's namespace to be our own again. */
     if (setns(box_pidns, CLONE_NEWPID) < 0 || unshare(CLONE_NEWPID) < 0) return errno;
     if (pipe2(sync, O_CLOEXEC) < 0) return errno;
@@ -343,7 +383,7 @@ static int new_pid_space(void) {
     }
     if (pid == 0) {
         close(sync[0]);
-        init_main(sync[1], proc_mounted);
+        init_main(sync[1], replace);
     }
     close(sync[1]);
     /* The init's namespace, for setns (the tracers' commands), from the box's /proc. */
