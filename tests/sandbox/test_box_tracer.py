@@ -37,6 +37,20 @@ async def test_output_capture_is_what_the_pipes_got(box_sandbox, tmp_path):
     assert t.exit_of(ls)[0] == 2 and t.exit_of(0)[0] == 3
 
 
+async def test_a_captured_trace_says_where_fd_1_and_2_point(box_sandbox, tmp_path):
+    """The O line names the command's two pipes, and each W line the one it wrote to: as
+    root too, where the agent's /proc/PID/fd is its own only (the tracer reads it with the
+    agent's file system ids)."""
+    res, t = await _traced(box_sandbox, "echo out; echo err >&2", tmp_path / "t",
+                           capture=1 << 16)
+    assert res.exit_code == 0 and t.complete and t.finished
+    fds = t.programs[0].fds
+    assert fds is not None and fds[0] != fds[1], fds
+    assert all(fd.startswith("pipe:[") for fd in fds), fds
+    assert [(w.fd, w.target, w.data) for w in t.writes] == [
+        (1, fds[0], b"out\n"), (1, fds[1], b"err\n")]  # `>&2`: its fd 1, a copy of fd 2
+
+
 async def test_a_traced_command_returns_when_its_top_ends(box_sandbox, tmp_path):
     # The background waits for `go`, written only once the command has returned.
     res, t = await _traced(box_sandbox, "(while [ ! -e go ]; do sleep 0.05; done; echo late)"

@@ -581,6 +581,8 @@ out:
    and CAP_SETGID, which its tops need to take the agent's ids), then one command after
    another until the spawner closes the socket. After each, nothing of the command stays
    open and it says it is done (struct done). */
+static int set_fs_ids(uid_t uid, gid_t gid);
+
 static void tracer_main(int sock, const struct req *first, int *first_fds) {
     sigset_t none;
     struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
@@ -611,6 +613,11 @@ static void tracer_main(int sock, const struct req *first, int *first_fds) {
         dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
         _exit(126);  /* (0-2 /dev/null: what it is given never lands there) */
     }
+    /* As root, with the agent's file system ids: its tracees' /proc/PID/fd (where fd 1 and
+       2 point: the O and W lines) is open to their owner only, and the tracer keeps no
+       CAP_DAC_*; its other reads (/proc/PID/exe, cmdline, the programs a copy is compared
+       with) are the agent's to read too. Best effort: without them, those targets are "". */
+    if (agent_uid >= 0) (void)set_fs_ids((uid_t)agent_uid, (gid_t)agent_gid);
     trace_proc(box_proc);
     for (;;) {
         errno = 0;
