@@ -617,7 +617,7 @@ static void on_call_exit(pid_t pid) {
 
 /* A seccomp program with forward jumps to labels, resolved once it is complete. Each of
    the two (with and without capture) is assembled once per process that asks, or once in
-   the spawner before it forks (prepare_filters): a command's process only installs it. */
+   the spawner before it forks (prepare_filters): a tracer only installs it (filter_self). */
 enum { L_PLAIN, L_VECTOR, L_DUP2, L_DUP2_NEW, L_DUP, L_FCNTL, L_TRACE_DUP, L_REFUSE0,
        L_REFUSE1, L_REFUSE2, L_ALLOW, N_LABELS };
 static struct sock_filter progs[2][112], *prog;

@@ -36,12 +36,11 @@ void trace_proc(int dir);
    0, or -1 with errno. */
 int install_filter(void);
 
-/* The same with the variant named (1: with capture) rather than trace_to's: for a process
-   that shares the memory of one that may trace another tree meanwhile. */
+/* The same with the variant named (1: with capture) rather than trace_to's. */
 int install_filter_variant(int with_capture);
 
 /* Both filters (with and without capture) assembled now, so that the processes this one
-   forks only install theirs (the spawner, once per box). */
+   forks only install theirs (the spawner, once per box: each tracer installs one). */
 void prepare_filters(void);
 
 /* The filter of that variant installed in the calling process itself, a tracer that never

@@ -59,7 +59,7 @@
 
 #define _GNU_SOURCE
 #include "exectrace.h"  /* the tracer's code (exectrace.c, built with this file): trace_to,
-                           install_filter, trace */
+                           filter_self, trace_tree */
 
 #include <arpa/inet.h>
 #include <dirent.h>
