@@ -1,6 +1,6 @@
 """A seeded fuzz of the spawner's request protocol (sandbox/spawner.c), against a real box:
-short, oversized and malformed requests, bad descriptor sets, bad request memfds, random
-bytes and random mutations of valid requests. Every one must be answered with exactly one
+short, oversized and malformed requests, bad descriptor sets, bad request memfds and inline
+strings, random bytes and random mutations of valid requests. Every one must be answered with exactly one
 E reply (id 0 for what is not a whole request, else its own id) and change nothing: the
 spawner never forks, leaks no descriptor, and afterwards still runs a real command (the
 honest twin). A fixed corpus plus RANDOM_CASES random ones, a few seconds in all."""
@@ -22,6 +22,7 @@ import pytest
 from proctor.sandbox.namespaces import Box, missing
 from proctor.sandbox.spawn import (
     FLAG_TRACE,
+    MAX_INLINE,
     OP_KILL,
     OP_KILLALL,
     OP_LISTEN,
@@ -46,8 +47,9 @@ class Case:
 
     @property
     def is_request(self) -> bool:
-        """One whole request with all its descriptors (the spawner takes up to 8)."""
-        return len(self.data) == REQUEST.size and len(self.fds) <= 8
+        """One whole request (its struct, maybe inline strings) with all its descriptors
+        (the spawner takes up to 8)."""
+        return REQUEST.size <= len(self.data) <= REQUEST.size + MAX_INLINE and len(self.fds) <= 8
 
 
 FLAGS_AT = 24  # the offset of `flags` in a request
@@ -101,8 +103,33 @@ def corpus(fds: Fds) -> Iterator[Case]:
     yield Case("empty", b"")
     for n in (1, 4, 8, 12, REQUEST.size - 1):
         yield Case(f"short {n}", req(OP_PING, next(ids))[:n])
-    for n in (REQUEST.size + 1, 64, 4096, 65536):
-        yield Case(f"oversized {n}", req(OP_PING, next(ids)) + b"\1" * (n - REQUEST.size))
+    for n in (REQUEST.size + MAX_INLINE + 1, 65536):
+        yield Case(f"oversized {n}", req(OP_RUN, next(ids), argc=1, envc=1) + b"\1" * (n - REQUEST.size),
+                   io)
+    # Inline strings: with an op that takes none, not what the header says, with a memfd too
+    for op in (OP_PING, OP_KILL, OP_NEWTRIAL, OP_KILLALL, 0, 8):
+        for n in (REQUEST.size + 1, 64, 4096):
+            yield Case(f"op {op} with {n} bytes", req(op, next(ids), sig=9 if op == OP_KILL else 0)
+                       + b"\1" * (n - REQUEST.size))
+    for name, strings in {
+        "no final NUL": b"/\0/bin/true\0PATH=/bin", "too few strings": b"/\0/bin/true\0",
+        "too many strings": good_run + b"X=1\0", "one NUL": b"\0",
+        "at the limit, too many": b"\0" * MAX_INLINE,
+    }.items():
+        yield Case(f"inline {name}", req(OP_RUN, next(ids), argc=1, envc=1) + strings, io)
+        yield Case(f"traced inline {name}",
+                   req(OP_RUN, next(ids), argc=1, envc=1, flags=FLAG_TRACE) + strings,
+                   [*io, fds.devnull()])
+    yield Case("inline run and a memfd", req(OP_RUN, next(ids), argc=1, envc=1) + good_run,
+               [fds.memfd(good_run), *io])
+    yield Case("inline run with 2 fds", req(OP_RUN, next(ids), argc=1, envc=1) + good_run,
+               io[:2])
+    yield Case("inline listen and a memfd", req(OP_LISTEN, next(ids)) + b"127.0.0.1\x008080\0",
+               [fds.memfd(b"127.0.0.1\x008080\0")])
+    yield Case("inline listen port 0", req(OP_LISTEN, next(ids)) + b"127.0.0.1\x000\0")
+    yield Case("inline open two paths", req(OP_OPEN, next(ids), sig=2) + b"/etc\0/tmp\0")
+    yield Case("inline open, no final NUL", req(OP_OPEN, next(ids)) + b"/etc")
+    yield Case("inline open with a field", req(OP_OPEN, next(ids), argc=1) + b"/etc\0")
     for op in (0, 8, 255, 0xFFFFFFFF):
         yield Case(f"unknown op {op}", req(op, next(ids)))
     # RUN: descriptor sets that do not fit
@@ -177,7 +204,7 @@ def random_cases(fds: Fds, rng: random.Random, n: int) -> Iterator[Case]:
             *fds.others()]
     for i in range(n):
         kind = rng.randrange(3)
-        if kind == 0:  # random bytes of a random length (never a request's)
+        if kind == 0:  # random bytes of a random length (a request's op only by a fluke)
             size = rng.choice([rng.randrange(REQUEST.size), rng.randrange(REQUEST.size + 1, 512)])
             data = rng.randbytes(size)
         else:
@@ -263,6 +290,21 @@ async def test_malformed_requests_are_refused_and_change_nothing(box):
         os.close(out_w)
         assert [k for k, *_ in _replies_until_ping(sock, 8)][:1] == ["S"]
         assert os.read(out_r, 100).decode().strip() == str(box.uid)
+        # ... and so does one with its strings inline, traced (the tracer gets them in a
+        # memfd the spawner makes) or not.
+        trace_r, trace_w = os.pipe()
+        for id_, flags, extra in ((10, 0, []), (11, FLAG_TRACE, [trace_w])):
+            got_r, got_w = os.pipe()
+            _send(sock, Case("inline run", req(OP_RUN, id_, argc=3, envc=1, flags=flags)
+                             + b"/\0/bin/sh\0-c\0echo inline $X\0X=" + str(id_).encode() + b"\0",
+                             [null, got_w, null, *extra]))
+            os.close(got_w)
+            assert ("S", id_) in [(k, i) for k, i, *_ in _replies_until_ping(sock, 12)]
+            assert os.read(got_r, 100) == f"inline {id_}\n".encode()
+            os.close(got_r)
+        os.close(trace_w)
+        with os.fdopen(trace_r, "rb") as trace:
+            assert b"/bin/sh" in trace.read(), "the traced one was not traced"
         sock.sendmsg([req(OP_KILLALL, 9)])
         kinds = set()
         while "A" not in kinds:

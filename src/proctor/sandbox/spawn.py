@@ -1,8 +1,9 @@
 """proctor's side of a box's spawner (spawner.c): commands started from inside the box.
 
-One SOCK_SEQPACKET socket per box. A command is a RUN request carrying four descriptors:
-a memfd with its cwd, argv and environment, and its stdin, stdout and stderr (a fifth, under
-the tracer: where the trace goes). proctor reads the output pipes in its event loop and learns
+One SOCK_SEQPACKET socket per box. A command is a RUN request carrying its cwd, argv and
+environment (inline, after the request's struct, up to MAX_INLINE bytes; else in a memfd, its
+first descriptor) and three descriptors: its stdin, stdout and stderr (a fourth, under the
+tracer: where the trace goes). OPEN's path and LISTEN's address come the same way. proctor reads the output pipes in its event loop and learns
 the start and the wait status as replies, so a command costs no process of proctor's own: no
 fork of proctor, no `nsenter`, no wrapper. The task running a command waits for its end alone
 (X, or E: it could not start); the start (S) is only noted, for a deadline that passes before
@@ -23,6 +24,7 @@ import select
 import signal
 import socket
 import struct
+import sys
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -39,6 +41,8 @@ _FD_SPACE = socket.CMSG_SPACE(array.array("i", [0]).itemsize)
 # As a plain int: or-ing the socket module's flag enums on every reply costs more than the read.
 _RECV_FLAGS = int(socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
 SEND_WAIT_S = 10.0
+MAX_INLINE = 16384  # a request's strings in its own message up to this (spawner.c's)
+_FS_ENCODING = sys.getfilesystemencoding()
 
 
 class SpawnerLost(Exception):
@@ -87,11 +91,12 @@ class Spawner:
         cap = proc.Capture(self.loop, limit, feed)
         job = next(self._ids)
         try:
-            fds = _open_request(_strings([cwd, *argv]) + self._encoded(env), stdin is not None)
+            strings = _strings([cwd, *argv]) + self._encoded(env)
+            fds = _open_request(strings, stdin is not None)
         except (OSError, ValueError) as e:  # out of descriptors, a NUL in an argument
             return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
                               time.monotonic() - t0, started)
-        request, out_r, out_w, err_r, err_w = fds[:5]
+        request, out_r, out_w, err_r, err_w = fds[:5]  # request -1: the strings go inline
         in_r, in_w = (fds[5], fds[6]) if stdin is not None else (self._devnull, -1)
         exited = self._exits[job] = self.loop.create_future()
         self._starting.add(job)
@@ -101,7 +106,9 @@ class Spawner:
             per, total = (min(n, 2**32 - 1) for n in capture) if capture else (0, 0)
             self._send(OP_RUN, job, argc=len(argv), envc=len(env), as_mib=(as_bytes or 0) >> 20,
                        flags=flags, cap_per=per, cap_total=total,
-                       fds=[request, in_r, out_w, err_w, *([] if trace_fd is None else [trace_fd])])
+                       fds=[*([request] if request >= 0 else []), in_r, out_w, err_w,
+                            *([] if trace_fd is None else [trace_fd])],
+                       strings=b"" if request >= 0 else strings)
         except SpawnerLost as e:
             self._exits.pop(job, None)
             self._starting.discard(job)
@@ -185,11 +192,7 @@ class Spawner:
         """A listening TCP socket bound at host:port in the box's network namespace."""
         job = next(self._ids)
         fut = self._pending[job] = self.loop.create_future()
-        request = _memfd(_strings([host, str(port)]))
-        try:
-            self._send(OP_LISTEN, job, fds=[request])
-        finally:
-            os.close(request)
+        self._send_strings(OP_LISTEN, job, _strings([host, str(port)]))
         fd = await fut
         sock = socket.socket(fileno=fd)
         sock.setblocking(False)
@@ -224,14 +227,11 @@ class Spawner:
         OSError the agent would get (FileNotFoundError, PermissionError, ...)."""
         job = next(self._ids)
         fut = self._pending[job] = self.loop.create_future()
-        request = _memfd(_strings([path]))
         try:
-            self._send(OP_OPEN, job, sig=how, fds=[request])
+            self._send_strings(OP_OPEN, job, _strings([path]), sig=how)
         except SpawnerLost:
             self._pending.pop(job, None)
             raise
-        finally:
-            os.close(request)
         try:
             opened: tuple[int, int] = await fut
             return opened
@@ -263,12 +263,14 @@ class Spawner:
 
     def _send(self, op: int, job: int, *, sig: int = 0, argc: int = 0, envc: int = 0,
               as_mib: int = 0, flags: int = 0, cap_per: int = 0, cap_total: int = 0,
-              fds: Sequence[int] = ()) -> None:
-        """Send a request now, else queue it (with copies of its descriptors) behind the
-        others: never waits."""
+              fds: Sequence[int] = (), strings: bytes = b"") -> None:
+        """Send a request (`strings`: inline, at most MAX_INLINE bytes) now, else queue it
+        (with copies of its descriptors) behind the others: never waits."""
         if self.lost:
             raise SpawnerLost(self.lost)
         message = REQUEST.pack(op, job, sig, argc, envc, as_mib, flags, cap_per, cap_total)
+        if strings:
+            message += strings
         if not self._outbox:
             try:
                 self._sendmsg(message, fds)
@@ -287,6 +289,17 @@ class Spawner:
             self._lose(f"could not queue a request ({e})")
             raise SpawnerLost(self.lost) from None
         self._outbox.append((op, job, message, copies))
+
+    def _send_strings(self, op: int, job: int, strings: bytes, sig: int = 0) -> None:
+        """`_send` of a request whose only argument is `strings`: inline, or in a memfd."""
+        if len(strings) <= MAX_INLINE:
+            self._send(op, job, sig=sig, strings=strings)
+            return
+        request = _memfd(strings)
+        try:
+            self._send(op, job, sig=sig, fds=[request])
+        finally:
+            os.close(request)
 
     def _sendmsg(self, message: bytes, fds: Sequence[int]) -> None:
         anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
@@ -336,8 +349,11 @@ class Spawner:
             self._lose(f"the sandbox's process starter is gone ({why})")
             return
         kind, job, value, err = REPLY.unpack(data)
-        fd = next((array.array("i", d)[0] for level, typ, d in anc
-                   if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS), None)
+        fd = None
+        for level, typ, d in anc:  # most replies carry none
+            if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                fd = array.array("i", d)[0]
+                break
         self._deliver(chr(kind), job, value, err, fd)
 
     def _deliver(self, kind: str, job: int, value: int, err: int, fd: int | None) -> None:
@@ -455,10 +471,15 @@ class _Reader:
 
 
 def _strings(items: Sequence[str]) -> bytes:
-    parts = [os.fsencode(s) for s in items]
-    if any(b"\0" in p for p in parts):
+    """`items` each NUL-terminated, encoded as os.fsencode does (UTF-8, surrogateescape):
+    joined first, one encode for all."""
+    try:
+        text = "\0".join(items)
+    except TypeError:  # a path object among them
+        text = "\0".join(os.fsdecode(s) for s in items)
+    if text.count("\0") != len(items) - 1:
         raise ValueError("embedded null byte")
-    return b"\0".join(parts) + b"\0"
+    return text.encode(_FS_ENCODING, "surrogateescape") + b"\0"
 
 
 def _memfd(data: bytes) -> int:
@@ -508,12 +529,12 @@ def _result(cap: proc.Capture, status: int | None, timeout: float, t0: float,
 
 
 def _open_request(strings: bytes, stdin: bool) -> list[int]:
-    """A RUN request's descriptors: the memfd (`strings`: cwd, argv, environment), then the
-    stdout and stderr pipes and, with `stdin`, stdin's (read end, write end each); none left
-    open if one cannot be made."""
+    """A RUN request's descriptors: the memfd (`strings`: cwd, argv, environment; -1 when
+    they fit inline), then the stdout and stderr pipes and, with `stdin`, stdin's (read end,
+    write end each); none left open if one cannot be made."""
     fds: list[int] = []
     try:
-        fds.append(_memfd(strings))
+        fds.append(_memfd(strings) if len(strings) > MAX_INLINE else -1)
         fds += os.pipe()
         fds += os.pipe()
         if stdin:
@@ -527,5 +548,7 @@ def _open_request(strings: bytes, stdin: bool) -> list[int]:
 def _close(fds: Sequence[int]) -> None:
     for fd in fds:
         if fd >= 0:
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105 (a suppress() a descriptor costs more than its close)
                 os.close(fd)
+            except OSError:
+                pass

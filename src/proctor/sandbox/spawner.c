@@ -5,8 +5,12 @@
    PID 1 of every box (sandbox/namespaces.py), and the only way into it. proctor talks to it
    over CONTROL_FD, a SOCK_SEQPACKET socket only the two of them hold; a command starts as a
    fork of a process already in the box, so no `nsenter` and no wrapper process is needed per
-   command. Each request is one struct req (exactly, with at most MAX_FDS descriptors in
-   SCM_RIGHTS; anything else is answered E EBADMSG with id 0), one handler per op:
+   command. Each request is one struct req, with at most MAX_FDS descriptors in SCM_RIGHTS,
+   and for RUN, LISTEN and OPEN its strings either in a request memfd (the first descriptor)
+   or inline: up to MAX_INLINE bytes right after the struct, in the same message (then the
+   memfd is left out of the descriptors below; inline strings with another op are refused;
+   a traced RUN's tracer gets them in a memfd made here). Anything shorter than a struct req or longer than both together is
+   answered E EBADMSG with id 0. One handler per op:
 
      RUN      fds [request memfd, stdin, stdout, stderr]; the memfd holds exactly 1 + argc +
               envc NUL-terminated strings: cwd, argv, environment. The child gets a session
@@ -82,6 +86,7 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -101,6 +106,8 @@ enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWTRIAL = 4, OP_PING = 5, OP_
 
 #define MAX_FDS 8                    /* descriptors accepted with one request */
 #define MAX_REQUEST_BYTES (64u << 20) /* a request memfd larger than this is refused */
+#define MAX_INLINE 16384u             /* a request's strings in its message: at most this */
+#define INLINE_FD (-2)                /* in place of the memfd: the strings came inline */
 #define MAX_STRINGS (1u << 20)       /* cwd + argv + environment */
 #define FD_BOUND 65536               /* where close_range is missing: close up to this */
 #define FLAG_TRACE 1u                /* RUN: under the tracer; a fifth fd receives the trace */
@@ -117,6 +124,8 @@ static struct job *jobs;
 static size_t njobs, capjobs;
 
 static int ctl = -1;
+static char inline_buf[MAX_INLINE];  /* the current request's inline strings */
+static size_t inline_len;           /* their length (0: none) */
 static long agent_uid = -1, agent_gid = -1;
 static int box_mnt = -1, box_pidns = -1;  /* the box's own namespaces (fds) */
 static int box_proc = -1;                  /* the box's own /proc (the trials' is another) */
@@ -204,13 +213,20 @@ static long number(const char *s, long lo, long hi) {
    if it is not a regular file of at most MAX_REQUEST_BYTES holding exactly that. */
 static char **strings(int fd, size_t n, char **buffer) {
     struct stat st;
-    if (n == 0 || n > MAX_STRINGS || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-        st.st_size <= 0 || (uint64_t)st.st_size > MAX_REQUEST_BYTES)
-        return NULL;
-    size_t size = (size_t)st.st_size;
+    size_t size;
+    if (fd == INLINE_FD) {  /* the request's own (a copy: a traced RUN may need a memfd) */
+        size = inline_len;
+        if (n == 0 || n > MAX_STRINGS || size == 0) return NULL;
+    } else {
+        if (n == 0 || n > MAX_STRINGS || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+            st.st_size <= 0 || (uint64_t)st.st_size > MAX_REQUEST_BYTES)
+            return NULL;
+        size = (size_t)st.st_size;
+    }
     char *buf = malloc(size);
     if (!buf) return NULL;
-    size_t got = 0;
+    size_t got = fd == INLINE_FD ? size : 0;
+    if (fd == INLINE_FD) memcpy(buf, inline_buf, size);
     while (got < size) {
         ssize_t k = pread(fd, buf + got, size - got, (off_t)got);
         if (k < 0 && errno == EINTR) continue;
@@ -713,6 +729,25 @@ again:;
     return t->pid;
 }
 
+/* The current request's inline strings in a memfd, as a tracer takes them; -1 with errno. */
+static int inline_memfd(void) {
+    int fd = memfd_create("proctor-request", MFD_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t done = 0;
+    while (done < inline_len) {
+        ssize_t k = write(fd, inline_buf + done, inline_len - done);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            int err = k < 0 ? errno : EIO;
+            close(fd);
+            errno = err;
+            return -1;
+        }
+        done += (size_t)k;
+    }
+    return fd;
+}
+
 static void run(const struct req *r, int *fds, int nfds) {
     int traced = (r->flags & FLAG_TRACE) != 0;
     if (nfds != (traced ? 5 : 4) || r->argc == 0 || (r->flags & ~(FLAG_TRACE | FLAG_CAPTURE)) ||
@@ -724,6 +759,12 @@ static void run(const struct req *r, int *fds, int nfds) {
     char *buf = NULL;
     char **s = strings(fds[0], 1 + (size_t)r->argc + r->envc, &buf);
     if (!s) { fail(r, EINVAL); return; }
+    if (traced && fds[0] == INLINE_FD && (fds[0] = inline_memfd()) < 0) {
+        fail(r, errno);  /* (the tracer reads the strings from a memfd) */
+        free(s);
+        free(buf);
+        return;
+    }
     char *cwd = s[0], **argv = s + 1, **envp = s + 1 + r->argc;
     /* argv must end with NULL: copies of both lists, each with its own terminator. */
     char **env = calloc((size_t)r->envc + 1, sizeof *env);
@@ -1074,10 +1115,11 @@ static void reap(void) {
 static void request(void) {
     struct req r;
     memset(&r, 0, sizeof r);
-    struct iovec iov = {&r, sizeof r};
+    struct iovec iov[2] = {{&r, sizeof r}, {inline_buf, sizeof inline_buf}};
     union { char buf[CMSG_SPACE(MAX_FDS * sizeof(int))]; struct cmsghdr align; } u;
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
                          .msg_controllen = sizeof u.buf};
+    inline_len = 0;
     ssize_t n = recvmsg(ctl, &msg, MSG_CMSG_CLOEXEC);
     if (n == 0) {  /* proctor is gone, or sent an empty message */
         struct pollfd p = {ctl, POLLRDHUP, 0};
@@ -1087,21 +1129,32 @@ static void request(void) {
         if (errno == EINTR || errno == EAGAIN) return;
         _exit(0);
     }
-    int fds[MAX_FDS], nfds = 0;
+    /* fds[0]: the place of the request memfd, INLINE_FD when the strings came inline. */
+    int fds[1 + MAX_FDS], nfds = 0, *got = fds + 1;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
         size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         for (size_t i = 0; i < k && nfds < MAX_FDS; i++)
-            memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+            memcpy(&got[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
     }
-    if (n != (ssize_t)sizeof r || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+    if (n < (ssize_t)sizeof r || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
         reply('E', 0, 0, EBADMSG, -1);  /* not a request: nothing of it is trusted */
+    } else if (n > (ssize_t)sizeof r) {  /* its strings inline */
+        inline_len = (size_t)n - sizeof r;
+        if (r.op == OP_RUN || r.op == OP_LISTEN || r.op == OP_OPEN) {
+            fds[0] = INLINE_FD;
+            handlers[r.op](&r, fds, nfds + 1);
+        } else {
+            fail(&r, EINVAL);
+        }
     } else if (r.op < sizeof handlers / sizeof handlers[0] && handlers[r.op]) {
-        handlers[r.op](&r, fds, nfds);
+        handlers[r.op](&r, got, nfds);
     } else {
         fail(&r, EINVAL);
     }
-    for (int i = 0; i < nfds; i++) close(fds[i]);
+    if (inline_len && fds[0] >= 0) close(fds[0]);  /* a memfd made for a tracer */
+    inline_len = 0;
+    for (int i = 0; i < nfds; i++) close(got[i]);
 }
 
 int main(int argc, char **argv) {
