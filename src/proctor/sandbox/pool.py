@@ -84,6 +84,8 @@ class Slot:
         self.hosts_file = root / "private" / "hosts"
         self.trials = 0
         self.closed = False
+        # NEWTRIAL asked when the last trial ended (`ready_next`), its answer for `begin`.
+        self._next: asyncio.Future[int] | None = None
         self._names: dict[str, str] | None = None  # what the hosts file holds now
         # Listeners that outlive trials (the egress proxy's), while the network namespace does:
         # (host, port) -> the current trial's handler (None between trials).
@@ -149,10 +151,19 @@ class Slot:
                 f.truncate()
                 f.write(hosts_text(names))
             self._names = dict(names)
-        if self.trials and await self.box.spawner.new_trial():
-            await self._listeners.close()  # bound in the network namespace that went
-            self._handlers.clear()
+        if self.trials:
+            asked, self._next = self._next, None  # asked at the release: answered by now
+            if await (asked if asked is not None else self.box.spawner.new_trial()):
+                await self._listeners.close()  # bound in the network namespace that went
+                self._handlers.clear()
         self.trials += 1
+
+    def ready_next(self) -> None:
+        """The slot is kept for another trial: its spawner makes the next trial's namespaces
+        now (NEWTRIAL), while it waits, and `begin` finds them made instead of asking. Nothing
+        runs in the box in between, so nothing differs but when that work is done."""
+        with contextlib.suppress(SpawnerLost):  # then `begin` asks, and fails as before
+            self._next = self.box.spawner.new_trial_soon()
 
     async def serve(self, host: str, port: int, handler: Handler) -> None:
         """`handler` serves host:port inside the box for this trial. The listener stays for
@@ -299,6 +310,7 @@ class BoxPool:
         except Exception:
             reusable = False
         if reusable and not slot.nested and len(self._idle) < self.size:
+            slot.ready_next()
             self._idle.append(slot)
         else:
             await self._close(slot)

@@ -203,10 +203,27 @@ class Spawner:
         IPC namespace (and, at the first, a new PID namespace), and a new network namespace
         unless the current one counted nothing: whether it did (then every socket bound in
         the old one is of no use)."""
+        return bool(await self.new_trial_soon())
+
+    def new_trial_soon(self) -> asyncio.Future[int]:
+        """`new_trial` asked now, its answer (non-zero: a new network namespace) in the
+        future returned, for whoever needs it later: a box kept for another trial is made
+        ready when its last trial ends, not when the next one begins."""
         runs = self._runs
-        renewed = bool(await self._ask(OP_NEWTRIAL))
-        self._runs_killed = runs
-        return renewed
+        job = next(self._ids)
+        fut: asyncio.Future[int] = self.loop.create_future()
+        self._pending[job] = fut
+        try:
+            self._send(OP_NEWTRIAL, job)
+        except SpawnerLost:
+            self._pending.pop(job, None)
+            raise
+
+        def answered(f: asyncio.Future[int]) -> None:
+            if not f.cancelled() and f.exception() is None:  # (an error: retrieved here)
+                self._runs_killed = runs  # every process started before it is gone
+        fut.add_done_callback(answered)
+        return fut
 
     async def kill_all(self, timeout: float) -> int:
         """Kill every process of the trial (its PID namespace); once all are gone, how many
