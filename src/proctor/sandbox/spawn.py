@@ -3,13 +3,14 @@
 One SOCK_SEQPACKET socket per box. A command is a RUN request carrying its cwd, argv and
 environment (inline, after the request's struct, up to MAX_INLINE bytes; else in a memfd, its
 first descriptor) and three descriptors: its stdin, stdout and stderr (a fourth, under the
-tracer: where the trace goes). OPEN's path and LISTEN's address come the same way. proctor reads the output pipes in its event loop and learns
-the start and the wait status as replies, so a command costs no process of proctor's own: no
-fork of proctor, no `nsenter`, no wrapper. The task running a command waits for its end alone
-(X, or E: it could not start); the start (S) is only noted, for a deadline that passes before
-it: a command the spawner never took is given up at once. Nothing here waits on the loop: a request the
-spawner cannot take yet (it is busy, or stopped) waits in an outbox, flushed when the socket
-is writable; one that cannot be sent for SEND_WAIT_S loses the spawner.
+tracer: where the trace goes). OPEN's path and LISTEN's address come the same way. proctor
+reads the output pipes in its event loop and learns the start and the wait status as
+replies, so a command costs no process of proctor's own: no fork of proctor, no `nsenter`, no
+wrapper. The task running a command waits for its end alone (X, or E: it could not start);
+the start (S) is only noted, for a deadline that passes before it: a command the spawner
+never took is given up at once. Nothing here waits on the loop: a request the spawner cannot
+take yet (it is busy, or stopped) waits in an outbox, flushed when the socket is writable;
+one that cannot be sent for SEND_WAIT_S loses the spawner.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@
    and for RUN, LISTEN and OPEN its strings either in a request memfd (the first descriptor)
    or inline: up to MAX_INLINE bytes right after the struct, in the same message (then the
    memfd is left out of the descriptors below; inline strings with another op are refused;
-   a traced RUN's tracer gets them in a memfd made here). Anything shorter than a struct req or longer than both together is
-   answered E EBADMSG with id 0. One handler per op:
+   a traced RUN's tracer gets them in a memfd made here). Anything shorter than a struct req
+   or longer than both together is answered E EBADMSG with id 0. One handler per op:
 
      RUN      fds [request memfd, stdin, stdout, stderr]; the memfd holds exactly 1 + argc +
               envc NUL-terminated strings: cwd, argv, environment. The child gets a session
