@@ -90,4 +90,17 @@ def _stop(engine: Engine, p: subprocess.Popen) -> None:
               if line.split()[1].startswith(str(engine.root) + "/")]
     for mount in sorted(mounts, key=len, reverse=True):
         subprocess.run(["umount", "-l", mount], capture_output=True)
+    _remove_cgroups(f"proctor-test-{engine.root.name}")
     shutil.rmtree(engine.root, ignore_errors=True)
+
+
+def _remove_cgroups(name: str) -> None:
+    """The daemon's --cgroup-parent, which it makes and never removes (one directory per
+    controller on cgroup v1), with what is left under it: empty once its containers are."""
+    for top in [Path("/sys/fs/cgroup") / name, *Path("/sys/fs/cgroup").glob(f"*/{name}")]:
+        if top.is_dir():
+            for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+                with contextlib.suppress(OSError):
+                    d.rmdir()
+            with contextlib.suppress(OSError):
+                top.rmdir()
