@@ -211,14 +211,7 @@ class Spawner:
         future returned, for whoever needs it later: a box kept for another trial is made
         ready when its last trial ends, not when the next one begins."""
         runs = self._runs
-        job = next(self._ids)
-        fut: asyncio.Future[int] = self.loop.create_future()
-        self._pending[job] = fut
-        try:
-            self._send(OP_NEWTRIAL, job)
-        except SpawnerLost:
-            self._pending.pop(job, None)
-            raise
+        _, fut = self._request(OP_NEWTRIAL)
 
         def answered(f: asyncio.Future[int]) -> None:
             if not f.cancelled() and f.exception() is None:  # (an error: retrieved here)
@@ -261,14 +254,23 @@ class Spawner:
         await asyncio.wait_for(self._ask(OP_PING), timeout)
 
     async def _ask(self, op: int) -> int:
-        job = next(self._ids)
-        fut = self._pending[job] = self.loop.create_future()
+        job, fut = self._request(op)
         try:
-            self._send(op, job)
             reply: int = await fut
             return reply
         finally:
             self._pending.pop(job, None)
+
+    def _request(self, op: int) -> tuple[int, asyncio.Future[Any]]:
+        """A request of `op` alone sent (or queued): its job and the future of its reply."""
+        job = next(self._ids)
+        fut = self._pending[job] = self.loop.create_future()
+        try:
+            self._send(op, job)
+        except SpawnerLost:
+            self._pending.pop(job, None)
+            raise
+        return job, fut
 
     def close(self) -> None:
         self._lose("the sandbox was closed")
