@@ -76,10 +76,12 @@ async def test_each_trial_sees_its_own_proc_and_the_last_ones_are_unmounted_in_b
         await spawner.new_trial()
         res = await spawner.run(
             ["/bin/sh", "-c", "echo $$; readlink /proc/$$/ns/pid; "
-             "awk '$5 ~ \"^/proc(/|$)\"' /proc/self/mountinfo | wc -l"],
+             "awk '$5 ~ \"^/proc(/|$)\"' /proc/self/mountinfo | wc -l; "
+             "ls -a /proc/fs | grep -cx '[0-9]*' || :"],
             env=PATH, cwd="/", timeout=10)
-        assert len(res.stdout.split()) == 3, res
-        pid, own_ns, mounts = res.stdout.split()
+        assert len(res.stdout.split()) == 4, res
+        pid, own_ns, mounts, piled_seen = res.stdout.split()
+        assert piled_seen == "0", res  # the pile is under the box's /proc, no path of ours
         # Its own namespace's /proc: in a last trial's, /proc/2 would be gone (or another's).
         assert (res.exit_code, pid) == (0, "2"), res
         namespaces.append(own_ns)
