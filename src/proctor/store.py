@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from proctor.errors import UsageError
+from proctor.jsontext import encoder
 from proctor.results import (
     InvalidRunFile,
     RunMeta,
@@ -241,7 +242,7 @@ class RunStore:
             if trial_id in self._read or trial_id in self._kept:
                 raise ValueError("stored twice")  # finished() keeps one line per trial
             record = trial_from_line(json.loads(body))
-            self._kept[trial_id] = (record, json.dumps(record, default=str))
+            self._kept[trial_id] = (record, _text(record))
         except (ValueError, TypeError, KeyError):
             self._size = None  # read from the file as before (`written`)
 
@@ -266,11 +267,15 @@ class RunStore:
         return kept[1] if kept is not None and kept[0] is item else None
 
 
+# What `json.dumps` writes, by encoders made once (jsontext): every trial is written with both.
+_canonical_text = encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+_text = encoder(default=str)  # a record's results.json text: json.dumps(record, default=str)
+
+
 def _canonical(obj: dict[str, Any]) -> str:
     """The text a line's signature is over: what a reader of the line gets back from it
     (anything JSON lacks written as its str)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str)
+    return _canonical_text(obj)
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
@@ -315,7 +320,7 @@ def write_json(path: Path, data: Any,
                     for j, item in enumerate(value):
                         text = known(item) if known is not None else None
                         f.write(("," if j else "") + "\n    "
-                                + (text if text is not None else json.dumps(item, default=str)))
+                                + (text if text is not None else _text(item)))
                     f.write("\n  ]")
                 else:
                     f.write(json.dumps(value, indent=2, default=str).replace("\n", "\n  "))

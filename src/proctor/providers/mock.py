@@ -8,11 +8,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from proctor.errors import UsageError
+from proctor.jsontext import encoder
 from proctor.providers.base import (
     Message,
     ModelResponse,
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from proctor.providers.script import Script
 
 BUILTIN = ("solver", "done")
+_json = encoder()  # json.dumps, its encoder made once (a call's arguments, every turn)
 
 
 def resolve_script_path(name: str, base_dir: str | None) -> Path | None:
@@ -119,7 +120,7 @@ class MockProvider:
         usage = r.usage
         if usage is None:
             chars_in = len(system) + chars
-            chars_out = len(r.text) + sum(len(json.dumps(c.arguments)) for c in r.tool_calls)
+            chars_out = len(r.text) + sum(len(_json(c.arguments)) for c in r.tool_calls)
             usage = Usage(estimate_tokens(chars_in), estimate_tokens(chars_out))
         return ModelResponse(text=r.text, tool_calls=r.tool_calls, usage=usage, raw=None)
 
