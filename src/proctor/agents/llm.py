@@ -17,7 +17,8 @@ is the last, its tool calls are not run (providers/budget.py).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine, Generator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from proctor.agents.base import Agent, AgentEnv, AgentResult
 from proctor.agents.instructions import compose, for_trial
@@ -36,6 +37,8 @@ from proctor.text import cut
 if TYPE_CHECKING:
     from proctor.config import LlmConfig
     from proctor.providers.base import ModelResponse, ToolCall
+
+T = TypeVar("T")
 
 RUN_COMMAND: dict[str, Any] = {
     "name": "run_command",
@@ -117,11 +120,11 @@ class LLMAgent(Agent):
             if env.out_of_time():
                 reason = "timeout"
                 break
-            try:  # a timeout scope, not wait_for: no task per call (an in-process model
-                # answers without the loop turning once)
-                async with asyncio.timeout(env.time_left()):
-                    resp = await provider.complete(system, messages, TOOLS,
-                                                   settings.temperature, settings.max_tokens)
+            try:
+                resp = await bounded(provider.complete(system, messages, TOOLS,
+                                                       settings.temperature,
+                                                       settings.max_tokens),
+                                     env.time_left())
             except (provider_error, TimeoutError) as e:
                 cut = isinstance(e, TimeoutError) and env.out_of_time()
                 env.recorder.trace({"type": "model_call", "model": model, "turn": res.turns + 1,
@@ -185,6 +188,49 @@ class LLMAgent(Agent):
             return "error: run_command needs a non-empty string argument `command`"
         rec = await env.run_command(command, tool_call_id=call.id)
         return tool_result(rec, settings.output_limit)
+
+
+async def bounded(call: Coroutine[Any, Any, T], seconds: float) -> T:
+    """`await call`, cut short after `seconds` (TimeoutError). A call that answers without
+    waiting (an in-process model: every turn of a mock run) returns from its first step
+    with no timer made; one that waits is awaited from there in a timeout scope (not
+    wait_for: no task per call)."""
+    try:
+        waiting = call.send(None)
+    except StopIteration as done:
+        return cast(T, done.value)
+    async with asyncio.timeout(seconds):
+        return await _Resumed(call, waiting)
+
+
+class _Resumed(Generic[T]):
+    """A coroutine already run to its first wait, awaited from there as `await` would:
+    what it waits on goes to the task, what the task sends or throws (a cancellation,
+    the timeout's) goes to it."""
+
+    __slots__ = ("_call", "_waiting")
+
+    def __init__(self, call: Coroutine[Any, Any, T], waiting: Any):
+        self._call, self._waiting = call, waiting
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        call, waiting = self._call, self._waiting
+        while True:
+            try:
+                sent = yield waiting
+            except GeneratorExit:
+                call.close()
+                raise
+            except BaseException as e:  # handed to the call, as await does
+                try:
+                    waiting = call.throw(e)
+                except StopIteration as done:
+                    return cast(T, done.value)
+            else:
+                try:
+                    waiting = call.send(sent)
+                except StopIteration as done:
+                    return cast(T, done.value)
 
 
 def _trace_answer(env: AgentEnv, model: str, turn: int, system: str,
