@@ -319,7 +319,13 @@ def _exec(rest: str, programs: list[Program], running: dict[str, int], own: dict
     """An E line: a new program, the next of the one its process ran; its fd 1 and 2 its own
     from now on."""
     pid, when, argv = rest.split(" ", 2)
-    args = [_text(str(a)) for a in json.loads(argv)]
+    try:  # json.loads without its wrapper, for the tracer's plain `[...]`
+        strings, end = _decode(argv)
+    except ValueError:
+        end = -1
+    if end != len(argv):  # anything else as json.loads takes it (or refuses it)
+        strings = json.loads(argv)
+    args = [a if type(a) is str and a.isascii() else _text(str(a)) for a in strings]
     i = len(programs)
     if pid in own:
         programs[own[pid]].next = i
@@ -340,8 +346,8 @@ def read_trace(source: TraceSource, wrappers: tuple[str, ...] = ()) -> Trace:
     else:
         release(source)  # finished, or its tracer was killed: nothing more comes
     n = 0
-    while n < len(trace.programs) and posixpath.basename(trace.programs[n].argv[0] if
-                                                         trace.programs[n].argv else "") in wrappers:
+    while wrappers and n < len(trace.programs) and posixpath.basename(
+            trace.programs[n].argv[0] if trace.programs[n].argv else "") in wrappers:
         n += 1
     trace.drop_leading(n)
     trace.wrappers = n
