@@ -206,3 +206,63 @@ async def test_the_retrying_provider_takes_slots_of_the_installed_limiter():
     s = mine.stats()["ep"]
     assert s["calls"] == 7 and s["refused"] == 1 and s["max_in_flight"] <= 4
     assert inner.peak <= 4
+
+
+def test_try_acquire_takes_a_free_slot_at_once_else_says_none():
+    clock = Clock()
+    lim = LocalLimiter(clock)
+    got = [lim.try_acquire("k", cap=2, adaptive=False) for _ in range(3)]
+    assert got[0] is not None and got[1] is not None and got[2] is None  # both slots taken
+    lim.release_now("k", got[0], "overload", retry_after=5.0)
+    assert lim.try_acquire("k", cap=2, adaptive=False) is not None  # fixed: never paused
+    adaptive = LocalLimiter(clock)
+    token = adaptive.try_acquire("a", cap=4)
+    adaptive.release_now("a", token, "overload", retry_after=5.0)
+    assert adaptive.try_acquire("a", cap=4) is None  # paused by the Retry-After
+    clock.now = 6.0
+    assert adaptive.try_acquire("a", cap=4) is not None
+    s = lim.stats()["k"]
+    assert s["calls"] == 3 and s["waited"] == 0 and s["max_in_flight"] == 2
+
+
+async def test_the_retrying_provider_awaits_this_process_limiter_only_when_it_must_wait():
+    from proctor.providers import limiter
+    from proctor.providers.retry import RetryingProvider, RetryPolicy
+    from tests.llm.test_providers import USER, Flaky
+
+    class Remote:  # a limiter elsewhere (Ray's actor): always awaited
+        def __init__(self) -> None:
+            self.local, self.asked = LocalLimiter(), []
+
+        async def acquire(self, key, cap, adaptive=True):  # type: ignore[no-untyped-def]
+            self.asked.append("acquire")
+            return await self.local.acquire(key, cap, adaptive)
+
+        async def release(self, key, token, outcome, retry_after=None):  # type: ignore[no-untyped-def]
+            self.asked.append("release")
+            await self.local.release(key, token, outcome, retry_after)
+
+    mine = limiter.LocalLimiter()
+    waits: list[str] = []
+    real_acquire = mine.acquire
+
+    async def acquire(*a, **kw):  # type: ignore[no-untyped-def]
+        waits.append("waited")
+        return await real_acquire(*a, **kw)
+
+    mine.acquire = acquire  # type: ignore[method-assign]
+    previous = limiter.install(mine)
+    try:
+        p = RetryingProvider(Flaky([]), RetryPolicy(base_delay=0.001), limit_key="ep", limit=2,
+                             adaptive=False)
+        await p.complete("", USER, [])
+        assert waits == []  # a free slot: taken at once
+        await asyncio.gather(*(p.complete("", USER, []) for _ in range(5)))
+        assert waits  # more calls than slots: the others waited for one
+        assert mine.stats()["ep"]["max_in_flight"] <= 2 and mine.stats()["ep"]["calls"] == 6
+        remote = Remote()
+        limiter.install(remote)
+        await p.complete("", USER, [])
+        assert remote.asked == ["acquire", "release"]
+    finally:
+        limiter.install(previous)

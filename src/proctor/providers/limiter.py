@@ -150,6 +150,13 @@ class LocalLimiter:
             gate = self.gates[key] = Gate(Aimd(cap, adaptive))
         return gate
 
+    def try_acquire(self, key: str, cap: int, adaptive: bool = True) -> Token | None:
+        """A slot at once when one is free (nothing paused, nothing to wait for), as
+        `acquire`'s first look gives it; else None (then `acquire` waits for one)."""
+        with self._lock:
+            aimd = self._gate(key, cap, adaptive).aimd
+            return aimd.start() if aimd.wait_for(self.clock()) == 0.0 else None
+
     async def acquire(self, key: str, cap: int, adaptive: bool = True) -> Token:
         loop = asyncio.get_running_loop()
         since: float | None = None

@@ -59,7 +59,13 @@ class RetryingProvider:
         while True:
             attempt += 1
             gate = _PRIVATE if self.private else limiter.current()
-            token = await gate.acquire(self.limit_key, self.limit, self.adaptive)
+            # This process's limiter is asked without awaiting it (a free slot, the usual
+            # case, is taken at once); Ray's is an actor: awaited.
+            local = gate if type(gate) is limiter.LocalLimiter else None
+            token = local.try_acquire(self.limit_key, self.limit, self.adaptive) \
+                if local is not None else None
+            if token is None:
+                token = await gate.acquire(self.limit_key, self.limit, self.adaptive)
             outcome: limiter.Outcome = "other"
             retry_after = None
             try:
@@ -76,7 +82,10 @@ class RetryingProvider:
                     resp.latency_s = time.perf_counter() - t0
                     return resp
             finally:
-                await gate.release(self.limit_key, token, outcome, retry_after)
+                if local is not None:
+                    local.release_now(self.limit_key, token, outcome, retry_after)
+                else:
+                    await gate.release(self.limit_key, token, outcome, retry_after)
             if not err.retryable or attempt >= self.policy.max_attempts:
                 tries = f" (gave up after {attempt} attempts)" if attempt > 1 else ""
                 final = ProviderError(f"{self.name}: {err}{tries}", retryable=False,
