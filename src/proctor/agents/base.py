@@ -113,7 +113,7 @@ class AgentEnv(Fieldwise):
         """Add a command to what the checks see, the trace and the audit log. A command
         matching the spec's `ignore_commands` (or set aside by the caller: `ignored` says
         why) is in the trace only, marked `ignored`."""
-        if ignored is None:
+        if ignored is None and self.task.agent.ignore_commands:
             ignored = next((p for p in self.task.agent.ignore_commands
                             if re.search(p, rec.command)), None)
         if ignored is not None:

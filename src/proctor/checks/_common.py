@@ -68,6 +68,8 @@ def command_list(commands: Sequence[CommandRecord]) -> str:
 def render_text(ctx: CheckContext, text: str) -> str:
     """Fill {{workdir}}, {{ params.X }} and {{ secrets.X }} for this trial. The trial renders
     check configs already; this makes a check correct on its own and is a no-op then."""
+    if "{{" not in text:  # nothing to fill: no workdir path made (render would return it)
+        return text
     return render(text, params=ctx.trial.params, secrets=ctx.secrets, workdir=str(ctx.workdir))
 
 
