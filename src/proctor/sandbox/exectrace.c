@@ -93,6 +93,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -791,6 +792,15 @@ static int nothing_left(void) {
 
 void trace_proc(int dir) { proc_dir = dir; }
 
+/* How the top ended (a wait status) said on `report`: a pipe, or (`message`) the caller's
+   own socket, as a message of its own, without a SIGPIPE (which the tracer cannot ignore:
+   its tops, its clones, would inherit that through their exec). 0, or -1. */
+static int put_status(int report, int st, int message) {
+    ssize_t n = message ? send(report, &st, sizeof st, MSG_NOSIGNAL)
+                        : write(report, &st, sizeof st);
+    return n == (ssize_t)sizeof st ? 0 : -1;
+}
+
 void trace_to(FILE *file, int capture_writes, size_t per_task, size_t total) {
     /* A tracer may trace one tree after another (the spawner's): nothing of the last one
        is carried into the next: its tasks, what was kept of its writes, whether a line was
@@ -867,8 +877,8 @@ int trace_tree(pid_t top, int go, int report, int *last) {
                 top_status = st;
                 if (nothing_left()) break;
                 if (fflush(out) != 0) out_failed = 1;
-                if (write(report, &st, sizeof st) != (ssize_t)sizeof st) out_failed = 1;
-                close(report);
+                if (put_status(report, st, last != NULL) < 0) out_failed = 1;
+                if (!last) close(report);
                 report = -1;
             }
             continue;
@@ -930,10 +940,9 @@ int trace_tree(pid_t top, int go, int report, int *last) {
     line("Z %s\n", t);
     int failed = fclose(out) != 0;
     if (report >= 0 && top_status >= 0 && last) *last = top_status;
-    else if (report >= 0 && top_status >= 0 &&
-             write(report, &top_status, sizeof top_status) != (ssize_t)sizeof top_status)
+    else if (report >= 0 && top_status >= 0 && put_status(report, top_status, 0) < 0)
         failed = 1;
-    if (report >= 0) close(report);
+    if (report >= 0 && !last) close(report);
     return failed;
 }
 

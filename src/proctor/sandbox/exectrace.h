@@ -59,7 +59,9 @@ int trace(pid_t top, int go, int report);
 
 /* The same, but the end of a top that left nothing running goes to *last (-1: none to
    give) rather than to `report`: the caller says it with its own word that the tree is gone
-   (the spawner's tracers, which then take the next command). */
+   (the spawner's tracers, which then take the next command). `report` is then the caller's
+   own socket to the spawner: the end of a top that left something running is one message
+   there (a wait status, an int), and the socket stays open. */
 int trace_tree(pid_t top, int go, int report, int *last);
 
 #endif

@@ -9,7 +9,7 @@
    and for RUN, LISTEN and OPEN its strings either in a request memfd (the first descriptor)
    or inline: up to MAX_INLINE bytes right after the struct, in the same message (then the
    memfd is left out of the descriptors below; inline strings with another op are refused;
-   a traced RUN's tracer gets them in a memfd made here). Anything shorter than a struct req
+   a traced RUN's tracer gets them inline in its order too). Anything shorter than a struct req
    or longer than both together is answered E EBADMSG with id 0. One handler per op:
 
      RUN      fds [request memfd, stdin, stdout, stderr]; the memfd holds exactly 1 + argc +
@@ -20,7 +20,7 @@
               FLAG_TRACE: a fifth fd receives the trace of exectrace.c (this program is built
               with its code: exectrace.h): the command runs under a tracer of the trial's,
               forked here, outside the trial's PID namespace, which tells how the command
-              ended over a pipe and goes on recording what it left running (then takes
+              ended on its socket and goes on recording what it left running (then takes
               the trial's next traced command: "traced commands" below); FLAG_CAPTURE with it: also
               what the processes write to fd 1 and 2, cap_per bytes per process and cap_total
               in all (exectrace -w). Replies S (value: its pid, the tracer's if traced), later X (value: the
@@ -116,10 +116,10 @@ enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWTRIAL = 4, OP_PING = 5, OP_
 struct req { uint32_t op, id; int32_t sig; uint32_t argc, envc, as_mib, flags, cap_per, cap_total; };
 struct rep { uint32_t kind, id; int32_t value, err; };
 
-/* A command started; traced, `pid` is its tracer's and `report` the pipe it says on how the
-   command ended (-1 once read). X is sent once: from the report, else when the tracer says
-   the command's tree is gone (tracer_done), else when `pid` is reaped. */
-struct job { uint32_t id; pid_t pid; int traced, report, reported; };
+/* A command started; traced, `pid` is its tracer's, which says on its socket how the command
+   ended (tracer_said). X is sent once: when the tracer says the top ended, else when it says
+   the command's tree is gone, else when `pid` is reaped. */
+struct job { uint32_t id; pid_t pid; int traced, reported; };
 static struct job *jobs;
 static size_t njobs, capjobs;
 
@@ -511,9 +511,13 @@ struct tracer { pid_t pid; int sock, busy, capture; unsigned trial; };
 static struct tracer *tracers;
 static size_t ntracers, captracers;
 
-/* The spawner's word to a tracer: the request (its `flags` and capture limits) with fds
-   [request memfd, stdin, stdout, stderr, trace, report]. */
-#define ORDER_FDS 6
+/* The spawner's word to a tracer, one message: the request (its `flags` and capture limits)
+   with fds [request memfd, stdin, stdout, stderr, trace], or, when the request's strings
+   came inline, those strings right after it and fds [stdin, stdout, stderr, trace]: no
+   memfd is made for them. The tracer's word back, on the same socket: how the top ended
+   (an int, a wait status) when it left something running, and struct done once the tree is
+   gone. No pipe per command. */
+#define ORDER_FDS 5
 
 /* What the top process starts from: a clone sharing the tracer's memory until its exec, not
    a fork (a fork copied the tracer's page tables only for the exec to throw the copy away:
@@ -540,16 +544,16 @@ static int top_main(void *arg) {
 }
 
 /* What a tracer says when its command's tree is gone: how the top ended if that was not
-   written on the report pipe yet (-1: it was, or is not known), and the exit code the job
-   ends with if it is not known (the trace's, or 126: nothing started). */
+   said yet (-1: it was, or is not known), and the exit code the job ends with if it is not
+   known (the trace's, or 126: nothing started). */
 struct done { int32_t status, code; };
 
 /* One traced command, in the tracer: its top cloned, followed until its whole tree is gone
-   (trace format: exectrace.c); how the top ended written on fds[5] if the tree outlived it,
-   else in `d`. */
+   (trace format: exectrace.c); how the top ended sent on `sock` if the tree outlived it,
+   else in `d`. fds [request memfd or INLINE_FD, stdin, stdout, stderr, trace]. */
 static int tracer_capture;  /* in a tracer: the filter variant it installed on itself */
 
-static void trace_one(const struct req *r, int *fds, struct done *d) {
+static void trace_one(const struct req *r, int *fds, int sock, struct done *d) {
     static char outbuf[1 << 16];
     static char top_stack[1 << 18] __attribute__((aligned(16)));
     char *buf = NULL, **s = strings(fds[0], 1 + (size_t)r->argc + r->envc, &buf);
@@ -578,9 +582,10 @@ static void trace_one(const struct req *r, int *fds, struct done *d) {
     }
     /* The command's own descriptors are its top's now: its output pipes close when its
        tree is done with them, whatever the tracer does. */
-    for (int i = 0; i < 4; i++) close(fds[i]);
+    for (int i = 0; i < 4; i++)
+        if (fds[i] >= 0) close(fds[i]);
     close(go[0]);
-    code = trace_tree(top, go[1], fds[5], &last);  /* it closes go, the trace, the report */
+    code = trace_tree(top, go[1], sock, &last);  /* it closes go and the trace, not sock */
     go[0] = go[1] = -1;
 out:
     if (go[0] >= 0) { close(go[0]); close(go[1]); }
@@ -607,12 +612,14 @@ static void tracer_main(int sock, const struct req *first, int *first_fds) {
     d[0].effective = d[0].permitted = 1u << CAP_SYS_PTRACE;
     if (agent_uid >= 0)  /* as root: each top, its clone, gives itself the agent's ids */
         d[0].effective = d[0].permitted |= 1u << CAP_SETUID | 1u << CAP_SETGID;
-    /* Its first command is given at its fork (its descriptors kept, above 2); the others
-       come as orders (struct req, fds [memfd, stdin, stdout, stderr, trace, report]). */
+    /* Its first command is given at its fork (its descriptors kept, above 2; inline strings
+       in inline_buf, copied with the rest of the spawner's memory); the others come as
+       orders (ORDER_FDS). */
     int keep[2 + ORDER_FDS] = {sock, box_proc}, fds[ORDER_FDS];
     struct req r = *first;
     for (int i = 0; i < ORDER_FDS; i++) {
-        fds[i] = first_fds[i] > 2 ? first_fds[i] : fcntl(first_fds[i], F_DUPFD_CLOEXEC, 3);
+        fds[i] = first_fds[i] > 2 || first_fds[i] == INLINE_FD
+                     ? first_fds[i] : fcntl(first_fds[i], F_DUPFD_CLOEXEC, 3);
         keep[2 + i] = fds[i];
     }
     /* The trace filter of its commands (with capture or not: the first's, start_traced
@@ -638,14 +645,14 @@ static void tracer_main(int sock, const struct req *first, int *first_fds) {
     for (;;) {
         errno = 0;
         struct done dn;
-        trace_one(&r, fds, &dn);
+        trace_one(&r, fds, sock, &dn);
         if (close_except(3, keep, 2) < 0 ||
             send(sock, &dn, sizeof dn, MSG_NOSIGNAL) != (ssize_t)sizeof dn)
             _exit(0);
-        int nfds = 0;
-        struct iovec iov = {&r, sizeof r};
+        int nfds = 0, got[ORDER_FDS];
+        struct iovec iov[2] = {{&r, sizeof r}, {inline_buf, sizeof inline_buf}};
         union { char buf[CMSG_SPACE(ORDER_FDS * sizeof(int))]; struct cmsghdr align; } u;
-        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
                              .msg_controllen = sizeof u.buf};
         ssize_t n;
         do n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
@@ -654,11 +661,15 @@ static void tracer_main(int sock, const struct req *first, int *first_fds) {
             if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
             size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
             for (size_t i = 0; i < k && nfds < ORDER_FDS; i++)
-                memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+                memcpy(&got[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
         }
-        if (n != (ssize_t)sizeof r || nfds != ORDER_FDS ||
+        /* The strings inline and 4 fds, or no strings and 5 (a memfd first): nothing else. */
+        inline_len = n > (ssize_t)sizeof r ? (size_t)n - sizeof r : 0;
+        if (n < (ssize_t)sizeof r || nfds != (inline_len ? ORDER_FDS - 1 : ORDER_FDS) ||
             (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
-            _exit(126);  /* the spawner only sends orders: something is wrong */
+            _exit(126);
+        fds[0] = INLINE_FD;
+        memcpy(fds + ORDER_FDS - nfds, got, (size_t)nfds * sizeof *got);
     }
 }
 
@@ -677,12 +688,13 @@ static void drop_tracer(size_t i) {
     tracers[i] = tracers[--ntracers];
 }
 
-/* A traced command handed to a tracer: fds [request memfd, stdin, stdout, stderr, trace]
-   and `report`, the pipe it says on how the top ended. An idle tracer of the current trial
-   gets it as an order; else a new tracer is forked with it (the last trials' idle ones go:
-   their sockets closed, they exit). Returns the tracer's pid, or -1 with errno. */
-static pid_t start_traced(const struct req *r, const int *fds, int report) {
-    int sent[ORDER_FDS] = {fds[0], fds[1], fds[2], fds[3], fds[4], report};
+/* A traced command handed to a tracer: fds [request memfd or INLINE_FD (its strings in
+   inline_buf), stdin, stdout, stderr, trace]. An idle tracer of the current trial gets it as
+   an order; else a new tracer is forked with it (the last trials' idle ones go: their
+   sockets closed, they exit). Returns the tracer's pid, or -1 with errno. */
+static pid_t start_traced(const struct req *r, int *fds) {
+    int inline_strings = fds[0] == INLINE_FD, nsent = inline_strings ? ORDER_FDS - 1 : ORDER_FDS;
+    const int *sent = inline_strings ? fds + 1 : fds;
 again:;
     struct tracer *t = NULL;
     int capture = (r->flags & FLAG_CAPTURE) != 0;  /* a tracer's filter is one variant */
@@ -698,7 +710,7 @@ again:;
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return -1;
         pid_t pid = fork_in_box();
-        if (pid == 0) tracer_main(sv[1], r, sent);
+        if (pid == 0) tracer_main(sv[1], r, fds);
         int err = errno;
         close(sv[1]);
         if (pid < 0) {
@@ -709,17 +721,19 @@ again:;
         tracers[ntracers++] = (struct tracer){pid, sv[0], 1, capture, trial_number};
         return pid;
     }
-    struct iovec iov = {(void *)r, sizeof *r};
-    union { char buf[CMSG_SPACE(sizeof sent)]; struct cmsghdr align; } u;
+    struct iovec iov[2] = {{(void *)r, sizeof *r}, {inline_buf, inline_strings ? inline_len : 0}};
+    size_t fd_bytes = (size_t)nsent * sizeof(int);
+    union { char buf[CMSG_SPACE(ORDER_FDS * sizeof(int))]; struct cmsghdr align; } u;
     memset(&u, 0, sizeof u);
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                         .msg_controllen = sizeof u.buf};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = inline_strings ? 2 : 1,
+                         .msg_control = u.buf, .msg_controllen = CMSG_SPACE(fd_bytes)};
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof sent);
-    memcpy(CMSG_DATA(c), sent, sizeof sent);
-    if (sendmsg(t->sock, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof *r) {
+    c->cmsg_len = CMSG_LEN(fd_bytes);
+    memcpy(CMSG_DATA(c), sent, fd_bytes);
+    if (sendmsg(t->sock, &msg, MSG_NOSIGNAL) !=
+        (ssize_t)(sizeof *r + (inline_strings ? inline_len : 0))) {
         /* Gone meanwhile (or cannot be told): never used again; another takes the command. */
         kill(t->pid, SIGKILL);
         drop_tracer((size_t)(t - tracers));
@@ -727,25 +741,6 @@ again:;
     }
     t->busy = 1;
     return t->pid;
-}
-
-/* The current request's inline strings in a memfd, as a tracer takes them; -1 with errno. */
-static int inline_memfd(void) {
-    int fd = memfd_create("proctor-request", MFD_CLOEXEC);
-    if (fd < 0) return -1;
-    size_t done = 0;
-    while (done < inline_len) {
-        ssize_t k = write(fd, inline_buf + done, inline_len - done);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) {
-            int err = k < 0 ? errno : EIO;
-            close(fd);
-            errno = err;
-            return -1;
-        }
-        done += (size_t)k;
-    }
-    return fd;
 }
 
 static void run(const struct req *r, int *fds, int nfds) {
@@ -759,12 +754,6 @@ static void run(const struct req *r, int *fds, int nfds) {
     char *buf = NULL;
     char **s = strings(fds[0], 1 + (size_t)r->argc + r->envc, &buf);
     if (!s) { fail(r, EINVAL); return; }
-    if (traced && fds[0] == INLINE_FD && (fds[0] = inline_memfd()) < 0) {
-        fail(r, errno);  /* (the tracer reads the strings from a memfd) */
-        free(s);
-        free(buf);
-        return;
-    }
     char *cwd = s[0], **argv = s + 1, **envp = s + 1 + r->argc;
     /* argv must end with NULL: copies of both lists, each with its own terminator. */
     char **env = calloc((size_t)r->envc + 1, sizeof *env);
@@ -777,23 +766,16 @@ static void run(const struct req *r, int *fds, int nfds) {
     memcpy(env, envp, r->envc * sizeof *env);
     memcpy(args, argv, r->argc * sizeof *args);
     if (!trial_init && (err = new_pid_space()) != 0) goto out;
-    int report[2] = {-1, -1};
     pid_t pid;
     if (traced) {
-        if (pipe2(report, O_CLOEXEC | O_NONBLOCK) < 0) { err = errno; goto out; }
-        pid = start_traced(r, fds, report[1]);
-        err = pid < 0 ? errno : 0;
-        close(report[1]);
-        if (pid < 0) {
-            close(report[0]);
-            goto out;
-        }
+        pid = start_traced(r, fds);
+        if (pid < 0) { err = errno; goto out; }
     } else {
         pid = fork();
         if (pid < 0) { err = errno; goto out; }
         if (pid == 0) command_main(r, fds, cwd, args, env, keyring_filter);
     }
-    jobs[njobs++] = (struct job){r->id, pid, traced, report[0], 0};
+    jobs[njobs++] = (struct job){r->id, pid, traced, 0};
     reply('S', r->id, pid, 0, -1);
 out:
     if (err) fail(r, err);
@@ -1027,20 +1009,6 @@ static const handler handlers[] = {
     [OP_OPEN] = open_as_agent,
 };
 
-/* A traced job's report, if the tracer wrote it: X with the command's wait status. */
-static void take_report(struct job *j) {
-    int st;
-    ssize_t n;
-    do n = read(j->report, &st, sizeof st); while (n < 0 && errno == EINTR);
-    if (n < 0 && errno == EAGAIN) return;  /* not yet */
-    close(j->report);
-    j->report = -1;
-    if (n == (ssize_t)sizeof st && !j->reported) {
-        j->reported = 1;
-        reply('X', j->id, st, 0, -1);
-    }
-}
-
 /* How a job whose command's end was never reported ended: a tracer killed (KILL) as it
    was killed, one that failed with its exit code, else 2 (the command's end unknown). */
 static int unreported(int status) {
@@ -1048,35 +1016,47 @@ static int unreported(int status) {
     return 2 << 8;
 }
 
-/* A tracer said its command's tree is gone (struct done): the job ends as it did when its
-   tracer exited, and the tracer waits for the trial's next command, or goes if enough
-   others are idle or its trial is over. */
-static void tracer_done(size_t k) {
-    struct done d;
-    ssize_t n;
-    do n = recv(tracers[k].sock, &d, sizeof d, MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
-    if (n < 0 && errno == EAGAIN) return;
-    if (n != (ssize_t)sizeof d) {  /* it is gone: reaping it ends its job */
-        drop_tracer(k);
-        return;
-    }
-    for (size_t i = 0; i < njobs; i++) {
-        struct job *j = &jobs[i];
-        if (j->pid != tracers[k].pid) continue;
-        if (j->report >= 0) take_report(j);  /* written before it said so */
-        if (j->report >= 0) close(j->report);
+/* What a tracer says on its socket (ORDER_FDS): how its command's top ended, when it left
+   something running (X then), and that the command's tree is gone (struct done: X if not
+   said yet; the job ends, and the tracer waits for the trial's next command, or goes if
+   enough others are idle or its trial is over). Everything it said is taken, in order;
+   returns 0 once it is dropped (its socket read EOF: it is gone, and reaping it ends its
+   job), else 1. */
+static int tracer_said(size_t k) {
+    for (;;) {
+        union { struct done d; int32_t status; } m;
+        ssize_t n;
+        do n = recv(tracers[k].sock, &m, sizeof m, MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && errno == EAGAIN) return 1;
+        if (n != (ssize_t)sizeof m.d && n != (ssize_t)sizeof m.status) {
+            drop_tracer(k);
+            return 0;
+        }
+        struct job *j = NULL;
+        for (size_t i = 0; i < njobs && !j; i++)
+            if (jobs[i].pid == tracers[k].pid) j = &jobs[i];
+        if (n == (ssize_t)sizeof m.status) {  /* the top ended; its tree goes on */
+            if (j && !j->reported) {
+                j->reported = 1;
+                reply('X', j->id, m.status, 0, -1);
+            }
+            continue;
+        }
         /* X once the tracer is idle again: the next command finds it so. */
-        if (!j->reported)
-            reply('X', j->id, d.status >= 0 ? d.status : unreported((d.code & 0xff) << 8), 0, -1);
-        jobs[i] = jobs[--njobs];
-        break;
+        if (j && !j->reported)
+            reply('X', j->id, m.d.status >= 0 ? m.d.status : unreported((m.d.code & 0xff) << 8),
+                  0, -1);
+        if (j) *j = jobs[--njobs];
+        tracers[k].busy = 0;
+        size_t idle = 0;
+        for (size_t i = 0; i < ntracers; i++) idle += !tracers[i].busy;
+        if (idle > IDLE_TRACERS || tracers[k].trial != trial_number) {
+            drop_tracer(k);  /* its socket closed: it exits */
+            return 0;
+        }
+        return 1;
     }
-    tracers[k].busy = 0;
-    size_t idle = 0;
-    for (size_t i = 0; i < ntracers; i++) idle += !tracers[i].busy;
-    if (idle > IDLE_TRACERS || tracers[k].trial != trial_number)
-        drop_tracer(k);  /* its socket closed: it exits */
 }
 
 static void reap(void) {
@@ -1085,8 +1065,8 @@ static void reap(void) {
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (pid == trial_init) trial_init = 0;  /* killed by the kernel (the OOM killer) */
         for (size_t i = 0; i < ntracers; i++) {
-            if (tracers[i].pid == pid) {
-                drop_tracer(i);
+            if (tracers[i].pid == pid) {  /* what it said before it went counts */
+                if (tracer_said(i)) drop_tracer(i);
                 break;
             }
         }
@@ -1099,8 +1079,6 @@ static void reap(void) {
         for (size_t i = 0; i < njobs; i++) {
             struct job *j = &jobs[i];
             if (j->pid != pid) continue;
-            if (j->report >= 0) take_report(j);  /* written before it exited */
-            if (j->report >= 0) close(j->report);  /* still nothing: it never will be */
             if (!j->reported) reply('X', j->id, j->traced ? unreported(status) : status, 0, -1);
             jobs[i] = jobs[--njobs];
             break;
@@ -1152,7 +1130,6 @@ static void request(void) {
     } else {
         fail(&r, EINVAL);
     }
-    if (inline_len && fds[0] >= 0) close(fds[0]);  /* a memfd made for a tracer */
     inline_len = 0;
     for (int i = 0; i < nfds; i++) close(got[i]);
 }
@@ -1195,33 +1172,26 @@ int main(int argc, char **argv) {
     struct pollfd *p = NULL;
     size_t capp = 0;
     for (;;) {
-        /* The control socket, the signals, every tracer's report not read yet, and every
-           busy tracer's socket (it says when its command's tree is gone). */
-        if (capp < 2 + njobs + ntracers) {
-            struct pollfd *more = realloc(p, (2 + njobs + ntracers) * sizeof *p);
+        /* The control socket, the signals, and every busy tracer's socket (it says when its
+           command's top ended and when its tree is gone). */
+        if (capp < 2 + ntracers) {
+            struct pollfd *more = realloc(p, (2 + ntracers) * sizeof *p);
             if (!more) die("poll");
             p = more;
-            capp = 2 + njobs + ntracers;
+            capp = 2 + ntracers;
         }
         nfds_t n = 2;
         p[0] = (struct pollfd){ctl, POLLIN, 0};
         p[1] = (struct pollfd){sfd, POLLIN, 0};
-        for (size_t i = 0; i < njobs; i++)
-            if (jobs[i].report >= 0) p[n++] = (struct pollfd){jobs[i].report, POLLIN, 0};
-        nfds_t reports = n;
         for (size_t i = 0; i < ntracers; i++)
             if (tracers[i].busy) p[n++] = (struct pollfd){tracers[i].sock, POLLIN, 0};
         if (poll(p, n, -1) < 0) {
             if (errno == EINTR) continue;
             die("poll");
         }
-        for (nfds_t k = 2; k < reports; k++) {  /* first: a command ends before its tracer */
-            for (size_t i = 0; p[k].revents && i < njobs; i++)
-                if (jobs[i].report == p[k].fd) take_report(&jobs[i]);
-        }
-        for (nfds_t k = reports; k < n; k++) {
+        for (nfds_t k = 2; k < n; k++) {
             for (size_t i = 0; p[k].revents && i < ntracers; i++)
-                if (tracers[i].sock == p[k].fd) { tracer_done(i); break; }
+                if (tracers[i].sock == p[k].fd) { tracer_said(i); break; }
         }
         if (p[1].revents & POLLIN) {
             struct signalfd_siginfo si;
