@@ -109,6 +109,18 @@ def test_prices_defaults_config_globs_and_unknown():
     assert price_of("openai/gpt-4.1", config) == (1.0, 2.0)
     assert cost_usd(None, 100, 100) is None
     assert cost_usd((1.0, 2.0), 1_000_000, 500_000) == pytest.approx(2.0)
+    assert price_of("mock/solver") == (0.0, 0.0)  # the defaults' own glob
+
+
+def test_every_glob_form_is_a_pattern_and_a_plain_key_only_itself():
+    config = C({"prices": {"local/m?del": {"input": 1, "output": 1},
+                           "local/v[0-9]": {"input": 2, "output": 2},
+                           "local/plain.name": {"input": 3, "output": 3}}})
+    assert price_of("local/model", config) == (1.0, 1.0)
+    assert price_of("local/v7", config) == (2.0, 2.0)
+    assert price_of("local/plain.name", config) == (3.0, 3.0)
+    assert price_of("local/plainXname", config) is None  # `.` is no glob
+    assert price_of("local/vx", config) is None
 
 
 # --- retries and the concurrency limit ---------------------------------------------------

@@ -44,11 +44,14 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 _SNAPSHOT = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
 
+_GLOB = frozenset("*?[")  # a key holding any of these is a pattern
+
+
 def _lookup(table: Mapping[str, T], model: str) -> T | None:
     if model in table:
         return table[model]
     for pattern, value in table.items():
-        if any(c in pattern for c in "*?[") and fnmatch.fnmatchcase(model, pattern):
+        if not _GLOB.isdisjoint(pattern) and fnmatch.fnmatchcase(model, pattern):
             return value
     return None
 
