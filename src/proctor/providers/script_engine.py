@@ -158,12 +158,11 @@ class ScriptState:
         """`prompt` is the first user message (it names the conversation); a conversation
         whose `when` matches none of it is also looked for in `other_prompts` (later user
         messages: agents like Codex put their context first)."""
-        ci = None
-        for text in [prompt, *(other_prompts or [])]:
-            ci = next((i for i, c in enumerate(self.script.conversations)
-                       if c.when is None or c.when.matches(system, text)), None)
+        ci = _conversation(self.script.conversations, system, prompt)
+        for text in other_prompts or ():
             if ci is not None:
                 break
+            ci = _conversation(self.script.conversations, system, text)
         if ci is None:
             return Fault(400, message="no conversation of the mock script matches this prompt")
         conv = self.script.conversations[ci]
@@ -195,6 +194,15 @@ class ScriptState:
         if self.finish is not None and not reply.tool_calls:
             reply.tool_calls = [ToolCall(f"call_{turn_no}_0", *run_as(self.finish))]
         return reply
+
+
+def _conversation(conversations: Sequence[ConversationLike], system: str,
+                  text: str) -> int | None:
+    """The first conversation whose `when` matches (or that has none), by index."""
+    for i, c in enumerate(conversations):
+        if c.when is None or c.when.matches(system, text):
+            return i
+    return None
 
 
 def _usage(spec: UsageLike | None) -> Usage | None:

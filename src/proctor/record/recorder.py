@@ -8,7 +8,7 @@ import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from proctor.jsontext import encoder
 from proctor.redact import Redactor
@@ -57,7 +57,7 @@ class Recorder:
     def trace(self, event: TraceEvent) -> None:
         """One trace line: an event of record/events.py, given its `time` here (when the
         writer gave none)."""
-        line = cast(dict[str, Any], event)  # the event is its JSON form
+        line: dict[str, Any] = event  # type: ignore[assignment]  # the event is its JSON form
         line.setdefault("time", time.time())
         self._append("trace", line)
 
