@@ -132,3 +132,22 @@ def test_errors_come_out_as_they_are_before_and_after_waiting():
             await bounded(fails_later(), 60.0)
 
     asyncio.run(main())
+
+
+def test_an_awaitable_that_is_no_coroutine_is_awaited_as_it_is():
+    class Answer:
+        def __await__(self):  # type: ignore[no-untyped-def]
+            yield from asyncio.sleep(0).__await__()
+            return "from __await__"
+
+    async def main() -> None:
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(future.set_result, "from a future")
+        assert await bounded(future, 60.0) == "from a future"
+        assert await bounded(Answer(), 60.0) == "from __await__"
+        never: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        with pytest.raises(TimeoutError):
+            await bounded(never, 0.01)
+        assert never.cancelled()
+
+    asyncio.run(main())

@@ -17,7 +17,8 @@ is the last, its tool calls are not run (providers/budget.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Generator
+from collections.abc import Awaitable, Coroutine, Generator
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from proctor.agents.base import Agent, AgentEnv, AgentResult
@@ -190,11 +191,14 @@ class LLMAgent(Agent):
         return tool_result(rec, settings.output_limit)
 
 
-async def bounded(call: Coroutine[Any, Any, T], seconds: float) -> T:
-    """`await call`, cut short after `seconds` (TimeoutError). A call that answers without
-    waiting (an in-process model: every turn of a mock run) returns from its first step
-    with no timer made; one that waits is awaited from there in a timeout scope (not
-    wait_for: no task per call)."""
+async def bounded(call: Awaitable[T], seconds: float) -> T:
+    """`await call`, cut short after `seconds` (TimeoutError). A coroutine that answers
+    without waiting (an in-process model: every turn of a mock run) returns from its first
+    step with no timer made; one that waits is awaited from there in a timeout scope (not
+    wait_for: no task per call), as is any other awaitable."""
+    if type(call) is not CoroutineType:
+        async with asyncio.timeout(seconds):
+            return await call
     try:
         waiting = call.send(None)
     except StopIteration as done:
