@@ -344,6 +344,12 @@ static int pile_last_proc(void) {
     return ok ? 0 : -1;
 }
 
+/* How an init that cannot set up its trial ends: nothing of stdio's (init_start). */
+static void init_failed(const char *what) {
+    dprintf(2, "proctor spawner: %s: %s\n", what, strerror(errno));
+    _exit(1);
+}
+
 /* PID 1 of a trial: the trial's /proc (in place of the last trial's, if any: `replace` when
    it was not piled), then nothing
    but reaping (SIGCHLD ignored: the kernel reaps for it) until the spawner kills it, which
@@ -358,19 +364,40 @@ static void init_main(int ready, int replace) {
     if (prctl(PR_SET_NAME, "init", 0, 0, 0) < 0 || sigaction(SIGCHLD, &ign, NULL) < 0 ||
         (replace && umount2("/proc", MNT_DETACH) < 0) ||
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-        die("the trial's /proc");
+        init_failed("the trial's /proc");
     for (size_t i = 0; agent_uid < 0 && i < sizeof hidden / sizeof hidden[0]; i++) {
         if (access(hidden[i], F_OK) < 0) continue;
         if (mount(hidden[i], hidden[i], NULL, MS_BIND | MS_REC, NULL) < 0 ||
             mount(NULL, hidden[i], NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
                   MS_NODEV | MS_NOEXEC, NULL) < 0)
-            die("the trial's /proc/sys");
+            init_failed("the trial's /proc/sys");
     }
     if (close_except(0, &ready, 1) < 0 || clear_capabilities() < 0)  /* it never execs */
         _exit(1);
     if (write(ready, "r", 1) != 1) _exit(1);
     close(ready);
     for (;;) pause();
+}
+
+/* A trial's init is a clone of the spawner that shares its memory, not a fork: a fork
+   copied the spawner's page tables and made every page it wrote next a copy-on-write fault
+   (for a process that only mounts a /proc and then sleeps). It runs on a stack of its own
+   (INIT_STACKS of them, one per init not reaped yet; a fork when all are taken), calls
+   nothing that allocates, takes a lock or writes the spawner's memory, and after its word
+   on `ready` nothing that can fail (errno is one for both); the spawner waits for that word
+   before anything of its own that reads errno. It is no more open to the trial than the
+   spawner: the same memory, not dumpable, and the trial's processes can neither trace nor
+   signal their PID 1. */
+#define INIT_STACKS 4
+#define INIT_STACK_SIZE (64 * 1024)
+static char init_stacks[INIT_STACKS][INIT_STACK_SIZE] __attribute__((aligned(16)));
+static pid_t init_stack_user[INIT_STACKS];  /* the init on it until it is reaped; 0: free */
+struct init_args { int ready, replace; };
+
+static int init_start(void *arg) {
+    const struct init_args *a = arg;
+    init_main(a->ready, a->replace);
+    return 1;  /* init_main never returns */
 }
 
 /* A new PID namespace for the commands started from now on, with its init and its /proc;
@@ -390,30 +417,36 @@ static int new_pid_space(void) {
     /* unshare(CLONE_NEWPID) needs the children's namespace to be our own again. */
     if (setns(box_pidns, CLONE_NEWPID) < 0 || unshare(CLONE_NEWPID) < 0) return errno;
     if (pipe2(sync, O_CLOEXEC) < 0) return errno;
-    pid_t pid = fork();
+    int stack = -1;
+    for (int i = 0; i < INIT_STACKS && stack < 0; i++)
+        if (!init_stack_user[i]) stack = i;
+    struct init_args args = {sync[1], replace};  /* (read before its word: valid till then) */
+    pid_t pid = stack < 0 ? fork()
+                          : clone(init_start, init_stacks[stack] + INIT_STACK_SIZE,
+                                  CLONE_VM | SIGCHLD, &args);
     if (pid < 0) {
         int err = errno;
         close(sync[0]);
         close(sync[1]);
         return err;
     }
-    if (pid == 0) {
-        close(sync[0]);
-        init_main(sync[1], replace);
-    }
+    if (pid == 0) init_main(sync[1], replace);  /* (forked: it closes sync[0]) */
+    if (stack >= 0) init_stack_user[stack] = pid;
     close(sync[1]);
-    /* The init's namespace, for setns (the tracers' commands), from the box's /proc. */
-    char path[32];
-    snprintf(path, sizeof path, "%d/ns/pid", (int)pid);
-    int ns = openat(box_proc, path, O_RDONLY | O_CLOEXEC);
-    int err = ns < 0 ? errno : 0;
     char c;
     ssize_t n;
-    do n = read(sync[0], &c, 1); while (n < 0 && errno == EINTR);
+    do n = read(sync[0], &c, 1); while (n < 0 && errno == EINTR);  /* its word (or EOF) */
     close(sync[0]);
+    /* The init's namespace, for setns (the tracers' commands), from the box's /proc. */
+    int ns = -1, err = 0;
+    if (n == 1) {
+        char path[32];
+        snprintf(path, sizeof path, "%d/ns/pid", (int)pid);
+        ns = openat(box_proc, path, O_RDONLY | O_CLOEXEC);
+        if (ns < 0) err = errno;
+    }
     if (n != 1 || err) {  /* e.g. it could not mount the trial's /proc: it is reaped later */
         kill(pid, SIGKILL);
-        if (ns >= 0) close(ns);
         return err ? err : EIO;
     }
     proc_mounted = 1;
@@ -1064,6 +1097,8 @@ static void reap(void) {
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (pid == trial_init) trial_init = 0;  /* killed by the kernel (the OOM killer) */
+        for (int i = 0; i < INIT_STACKS; i++)
+            if (init_stack_user[i] == pid) init_stack_user[i] = 0;  /* its stack is free */
         for (size_t i = 0; i < ntracers; i++) {
             if (tracers[i].pid == pid) {  /* what it said before it went counts */
                 if (tracer_said(i)) drop_tracer(i);
