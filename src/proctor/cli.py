@@ -10,16 +10,20 @@ from collections.abc import Callable
 from typing import Any
 
 from proctor import headstart
+from proctor.sandbox import boxstart
 from proctor.startup import begin, leave, release_gc, started_as_proctor
 
 # First of all: a `proctor run --backend docker` whose first container is remembered has
-# the engine make it now, beside the ~0.2 s of proctor's start-up (headstart.py; nothing
-# for any other command line, nor when this module is imported by anything but the
-# `proctor` program).
+# the engine make it now, beside the ~0.2 s of proctor's start-up (headstart.py), and a
+# local run whose first boxes are remembered starts them now (boxstart.py); nothing for
+# any other command line, nor when this module is imported by anything but the `proctor`
+# program.
 if started_as_proctor():
     headstart.begin(sys.argv)
 
 begin()  # before click and the rest are imported: see proctor/startup.py
+if started_as_proctor():  # with the collector held and generated code cached (startup.py)
+    boxstart.begin(sys.argv)
 
 import click  # noqa: E402
 

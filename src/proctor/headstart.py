@@ -72,6 +72,7 @@ class _Start:
 
 
 _started: _Start | None = None
+_reserved: tuple[str, str] | None = None  # (run id, scratch directory): `reserve_run`
 _key: str | None = None  # this run's key: its first container is remembered under it
 _recorded = False
 
@@ -89,11 +90,8 @@ def begin(argv: list[str]) -> None:
     if recipe is None:
         return
     import secrets
-    import tempfile
-    from datetime import UTC, datetime
 
-    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
-    root = tempfile.mkdtemp(prefix=f"proctor-{run_id}-")
+    run_id, root = reserve_run()
     host = secrets.token_hex(6)
     text = str(recipe["body"]).replace(_ROOT, root).replace(_RUN, run_id).replace(_HOST, host)
     _started = _Start(_key, run_id, root, host, json.loads(text))
@@ -147,9 +145,15 @@ def _terminated(signum: int, frame: object) -> None:
 
 
 def _recipe(path: Path) -> dict[str, Any] | None:
-    """The remembered request, if only this user could have written it (it is made into a
-    container as root before anything else runs): owned by us, writable by no one else,
-    in a directory likewise."""
+    """The remembered request (`trusted`)."""
+    recipe = trusted(path)
+    return recipe if recipe is not None and isinstance(recipe.get("body"), str) else None
+
+
+def trusted(path: Path) -> dict[str, Any] | None:
+    """A remembered JSON object, if only this user could have written it (what it says is
+    started before anything else runs): owned by us, writable by no one else, in a
+    directory likewise."""
     try:
         for p in (path.parent, path):
             st = os.stat(p)
@@ -158,19 +162,39 @@ def _recipe(path: Path) -> dict[str, Any] | None:
         recipe = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return recipe if isinstance(recipe, dict) and isinstance(recipe.get("body"), str) else None
+    return recipe if isinstance(recipe, dict) else None
+
+
+def reserve_run() -> tuple[str, str]:
+    """This run's id and scratch directory, made now: something begun at start-up (a
+    container here, boxes in boxstart.py) is made with them, and the run then uses them."""
+    global _reserved
+    if _reserved is None:
+        import secrets
+        import tempfile
+        from datetime import UTC, datetime
+
+        run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+        _reserved = (run_id, tempfile.mkdtemp(prefix=f"proctor-{run_id}-"))
+    return _reserved
+
+
+def reserved() -> tuple[str, str] | None:
+    """The run id and scratch directory `reserve_run` made, if it was called."""
+    return _reserved
 
 
 def run_id() -> str | None:
-    """The id of this run when its first container was begun (RunStore.create uses it)."""
-    return _started.run_id if _started is not None else None
+    """The id of this run when something was begun with it at start-up (RunStore.create
+    uses it)."""
+    return _reserved[0] if _reserved is not None else None
 
 
 def scratch(run_id: str) -> Path | None:
-    """The run's scratch directory begun with its container (the local executor's tmp root)."""
-    if _started is None or _started.run_id != run_id or not os.path.isdir(_started.root):
+    """The run's scratch directory made at start-up (the local executor's tmp root)."""
+    if _reserved is None or _reserved[0] != run_id or not os.path.isdir(_reserved[1]):
         return None
-    return Path(_started.root)
+    return Path(_reserved[1])
 
 
 def claim(body: dict[str, Any] | None) -> str | None:

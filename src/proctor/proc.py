@@ -198,6 +198,12 @@ def start(argv: Sequence[str], *, env: dict[str, str] | None = None,
     return p
 
 
+def adopt(p: subprocess.Popen[bytes]) -> None:
+    """A long-lived child started as `start` starts one (in a process group of its own),
+    elsewhere (boxstart.py): `stop` it; whatever is left at exit is killed."""
+    _LIVE[p.pid] = p
+
+
 def stop(p: subprocess.Popen[bytes], *, sig: int = signal.SIGTERM, grace: float = 5.0) -> None:
     """Signal `p`'s whole group, wait up to `grace` s, then SIGKILL it; always reap, and wait
     (2 s at most) for the rest of the group. Blocking: off the event loop."""

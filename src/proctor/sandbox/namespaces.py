@@ -28,11 +28,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import os
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -43,7 +41,7 @@ from pathlib import Path
 from proctor import proc
 from proctor.errors import SetupError
 from proctor.fieldwise import FrozenFieldwise
-from proctor.sandbox import native
+from proctor.sandbox import boxstart, native
 from proctor.sandbox.spawn import Spawner, SpawnerLost
 
 AGENT_UID = 65534  # "nobody": as root, every command runs as this uid, owning nothing of the host
@@ -182,31 +180,25 @@ class Box:
     @classmethod
     async def start(cls, mounts: list[Mount], *, workdir: str, hosts_file: Path | None,
                     env: dict[str, str], uid: int = AGENT_UID,
-                    join: Callable[[int], None] | None = None) -> Box:
+                    join: Callable[[int], None] | None = None,
+                    taken: tuple[boxstart.Launched, int] | None = None) -> Box:
         """`uid`: as root, the uid (and gid) every command runs as (a grader box's own);
         `join(pid)`: puts the spawner in its cgroup (TrialCgroup.attach), done before the box
         is returned, while bubblewrap builds its mounts: the kernel's move waits a grace
-        period (~10 ms on cgroup v1), better spent beside the build than after it."""
-        argv = _box_argv(mounts, hosts_file)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        program = os.open(native.binary("spawner"), os.O_RDONLY)  # run as /proc/self/fd/N
-        info_r, info_w = os.pipe()
-        ids = (uid, uid) if os.geteuid() == 0 else (-1, -1)
-        argv += ["--chdir", workdir, "--info-fd", str(info_w), "--",
-                 f"/proc/self/fd/{program}", str(theirs.fileno()), str(ids[0]), str(ids[1])]
-        # Not an asyncio subprocess: the box must outlive any event loop hiccup.
+        period (~10 ms on cgroup v1), better spent beside the build than after it.
+        `taken`: this very box, made at start-up (boxstart.claim), and its spawner's pid."""
+        if taken is None:
+            argv = command(mounts, workdir=workdir, hosts_file=hosts_file, uid=uid)
+            launched, pid = boxstart.launch(argv, env, str(native.binary("spawner"))), None
+        else:
+            launched, pid = taken
+        proc.adopt(launched.bwrap)
+        bwrap, info_r = launched.bwrap, launched.info
+        spawner = Spawner(launched.sock, asyncio.get_running_loop())
         try:
-            bwrap = proc.start(argv, env=env, stderr=subprocess.PIPE,
-                               pass_fds=(info_w, theirs.fileno(), program))
-        finally:
-            os.close(info_w)
-            os.close(program)
-            theirs.close()
-        spawner = Spawner(ours, asyncio.get_running_loop())
-        pid = None
-        try:
-            pid = await asyncio.wait_for(asyncio.to_thread(_read_child_pid, info_r),
-                                         START_TIMEOUT_S)  # the spawner's
+            if pid is None:
+                pid = await asyncio.wait_for(asyncio.to_thread(_read_child_pid, info_r),
+                                             START_TIMEOUT_S)  # the spawner's
             joining = asyncio.ensure_future(asyncio.to_thread(join, pid)) if join else None
             try:  # the pid arrives before the mounts are done; the spawner speaks after
                 await spawner.ready(START_TIMEOUT_S)
@@ -247,6 +239,15 @@ class Box:
             os.kill(self.spawner_pid, signal.SIGKILL)
         await asyncio.to_thread(_reap, self.bwrap)
         _close_pipes(self.bwrap)
+
+
+def command(mounts: list[Mount], *, workdir: str, hosts_file: Path | None,
+            uid: int = AGENT_UID) -> list[str]:
+    """A box's whole command line, its descriptors named by boxstart.INFO, PROGRAM and SOCK:
+    what `Box.start` launches, and what a box started early must have been started with."""
+    ids = (uid, uid) if os.geteuid() == 0 else (-1, -1)
+    return [*_box_argv(mounts, hosts_file), "--chdir", workdir, "--info-fd", boxstart.INFO,
+            "--", boxstart.PROGRAM, boxstart.SOCK, str(ids[0]), str(ids[1])]
 
 
 def _box_argv(mounts: list[Mount], hosts_file: Path | None) -> list[str]:
@@ -345,13 +346,10 @@ def _under(path: str, tops: tuple[str, ...]) -> bool:
 
 
 def _read_child_pid(fd: int) -> int:
-    data = b""
-    while b"}" not in data:
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            raise SetupError("could not build the sandbox: bubblewrap exited early")
-        data += chunk
-    return int(json.loads(data[: data.index(b"}") + 1])["child-pid"])
+    pid = boxstart.read_pid(fd)
+    if pid is None:
+        raise SetupError("could not build the sandbox: bubblewrap exited early")
+    return pid
 
 
 def _reap(bwrap: subprocess.Popen[bytes]) -> None:

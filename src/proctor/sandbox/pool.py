@@ -27,18 +27,18 @@ import itertools
 import os
 import shutil
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from proctor.fieldwise import FrozenFieldwise
+from proctor.sandbox import boxstart, disk, native
 from proctor.sandbox import cgroup as cgroups
-from proctor.sandbox import disk
 from proctor.sandbox.base import Resources, Snapshot
 from proctor.sandbox.files import copy_sparse
 from proctor.sandbox.forward import Forwarder, Handler
 from proctor.sandbox.hosts import hosts_text
-from proctor.sandbox.namespaces import AGENT_UID, Box, Mount
+from proctor.sandbox.namespaces import AGENT_UID, Box, Mount, command
 from proctor.sandbox.spawn import SpawnerLost
 
 PLACES = ("work", "home", "tmp", "shm")
@@ -118,16 +118,23 @@ class Slot:
 
     @classmethod
     async def create(cls, root: Path, shape: Shape, env: dict[str, str],
-                     resources: Resources) -> Slot:
-        cg = await asyncio.to_thread(_make_dirs, root, resources)
+                     resources: Resources, early: bool = False) -> Slot:
+        """`early`: one of the run's first boxes: the one started in `root` while proctor
+        started is taken if it is this very box (boxstart.py), else this one is remembered."""
+        mounts = [Mount(root / name, inside) for name, inside in  # parents first
+                  sorted(shape.places().items(), key=lambda p: p[1].count("/"))]
+        mounts += [Mount(Path(p), p, writable=False) for p in shape.readonly
+                   if os.path.exists(p)]
+        hosts_file = root / "private" / "hosts"
+        made = await _made_early(root, shape, env, resources, mounts) if early else None
+        # Made early, its file system and cgroup are made already (as `_make_dirs` makes
+        # them), its spawner is in the cgroup; the directories' owners and modes are set here.
+        cg = made.cgroup if made is not None else None
+        cg = await asyncio.to_thread(_make_dirs, root, resources, made is None) or cg
         try:
-            mounts = [Mount(root / name, inside) for name, inside in  # parents first
-                      sorted(shape.places().items(), key=lambda p: p[1].count("/"))]
-            mounts += [Mount(Path(p), p, writable=False) for p in shape.readonly
-                       if os.path.exists(p)]
-            box = await Box.start(mounts, workdir=shape.workdir,
-                                  hosts_file=root / "private" / "hosts", env=env,
-                                  join=cg.attach if cg is not None else None)
+            box = await Box.start(mounts, workdir=shape.workdir, hosts_file=hosts_file,
+                                  env=env, join=cg.attach if cg is not None and made is None
+                                  else None, taken=made.handed() if made is not None else None)
         except BaseException:
             if cg is not None:
                 await asyncio.to_thread(cg.remove)
@@ -277,6 +284,7 @@ class BoxPool:
         self.root, self.size = root, size
         self._idle: list[Slot] = []
         self._made: set[Slot] = set()  # every slot not closed yet
+        self._begun = 0  # slots made: the first `size` may be boxes begun early (boxstart.py)
 
     async def acquire(self, shape: Shape, env: dict[str, str], resources: Resources,
                       names: dict[str, str]) -> Slot:
@@ -294,7 +302,9 @@ class BoxPool:
                 break
         if len(self._idle) >= self.size and self._idle:  # room for a box of this shape
             await self._close(self._idle.pop(0))
-        slot = await Slot.create(self.root / f"box-{next(_numbers)}", shape, env, resources)
+        slot = await Slot.create(self.root / f"box-{next(_numbers)}", shape, env, resources,
+                                 early=self._begun < max(self.size, 1))
+        self._begun += 1
         self._made.add(slot)
         try:
             await slot.begin(resources, names)
@@ -336,6 +346,21 @@ class BoxPool:
         await slot.close()
 
 
+async def _made_early(root: Path, shape: Shape, env: dict[str, str], resources: Resources,
+                      mounts: list[Mount]) -> boxstart.Early | None:
+    """One of the run's first boxes: the one made in `root` at start-up if it was made from
+    this very request (boxstart.claim: its launched bubblewrap and spawner pid, file system
+    and cgroup), else None; the request remembered for the next identical run."""
+    argv = command(mounts, workdir=shape.workdir, hosts_file=root / "private" / "hosts")
+    program, disk_size = str(native.binary("spawner")), resources.disk_bytes or 0
+    limits = {f.name: getattr(resources, f.name) for f in fields(resources)}
+    boxstart.remember(str(root), argv, env, program, disk_size, limits, str(root.parent))
+    if not boxstart.started(str(root)):
+        return None
+    return await asyncio.to_thread(boxstart.claim, str(root), argv, env, program, disk_size,
+                                   limits)
+
+
 class _Big(Exception):
     """A place holds more than a few plain files: emptied in a thread instead."""
 
@@ -343,10 +368,12 @@ class _Big(Exception):
 SMALL_ENTRIES = 64
 
 
-def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:
+def _make_dirs(root: Path, resources: Resources,
+               whole: bool = True) -> cgroups.TrialCgroup | None:
     """The slot's directories and cgroup (blocking file system work: off the loop); as root,
-    on a file system of the trial's disk limit (sandbox/disk.py)."""
-    if resources.disk_bytes:
+    on a file system of the trial's disk limit (sandbox/disk.py). `whole` False: the file
+    system and the cgroup were made at start-up (boxstart.py), the rest is made here."""
+    if resources.disk_bytes and whole:
         disk.mount(root, resources.disk_bytes)
     for name in (*PLACES, "private"):
         (root / name).mkdir(parents=True, exist_ok=True)
@@ -354,6 +381,8 @@ def _make_dirs(root: Path, resources: Resources) -> cgroups.TrialCgroup | None:
     (root / "private" / "hosts").chmod(0o644)  # read inside the box by the agent's uid
     for name in PLACES:
         _own(root / name)
+    if not whole:
+        return None
     return cgroups.TrialCgroup.create(f"proctor-{os.getpid()}-{root.name}", resources)
 
 

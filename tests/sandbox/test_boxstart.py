@@ -1,0 +1,177 @@
+"""boxstart.py: a local run's first boxes, remembered by the run before, made while proctor
+starts, and taken by a slot only when each is exactly the box the slot would make; never
+left behind (process, cgroup, file system, directory), whether taken, not taken, or the run
+stopped before its trials.
+
+Each run is the `proctor` program (a copy of the console script pip writes) in a fresh
+interpreter; at exit it says on stderr what was made early and taken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import proctor
+from proctor.sandbox import boxstart
+from proctor.sandbox.namespaces import missing
+
+# The console script, and at exit (after boxstart's own exit handler) what was made early:
+# each box's root, spawner pid, cgroup directories and whether its slot took it.
+SCRIPT = """#!{python}
+import atexit, json, os, sys
+from proctor.sandbox import boxstart
+made = []
+def _make(early, make=boxstart._make):
+    make(early)
+    for b in early:
+        made.append({{"root": b.root, "bwrap": b.launched and b.launched.bwrap.pid,
+                     "cgroups": [str(d) for d in b.cgroup.dirs.values()] if b.cgroup else []}})
+boxstart._make = _make
+def said():
+    for m, b in zip(made, boxstart._early):
+        m.update(taken=b.taken, pid=b.pid)
+    os.write(2, ("early: " + json.dumps(made) + "\\n").encode())
+atexit.register(said)
+from proctor.cli import main
+if __name__ == '__main__':
+    sys.exit(main())
+"""
+
+SUITE = """cli: sh
+tasks:
+  - id: t1
+    intent: Write the file.
+    solution: ["echo hello > out.txt"]
+    assert: [{file_contains: {path: out.txt, text: hello}}]
+  - id: t2
+    intent: Write the other file.
+    solution: ["echo bye > other.txt"]
+    assert: [{file_contains: {path: other.txt, text: bye}}]
+"""
+
+
+@pytest.fixture(autouse=True)
+def _boxes():
+    if missing() is not None:
+        pytest.skip(f"no namespace box here: {missing()}")
+
+
+def _program(tmp_path: Path) -> Path:
+    path = tmp_path / "bin" / "proctor"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(SCRIPT.format(python=sys.executable))
+    path.chmod(0o755)
+    return path
+
+
+def _run(tmp_path: Path, out: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    env = dict(os.environ, PROCTOR_HOME=str(tmp_path / "home"),
+               PROCTOR_CACHE=str(tmp_path / "cache"), TMPDIR=str(tmp_path / "tmp"),
+               PYTHONPATH=str(Path(proctor.__file__).resolve().parents[1]))
+    env.pop("PROCTOR_NO_HEADSTART", None)
+    done = subprocess.run([str(_program(tmp_path)), "run", "suite.yaml", "--agent", "oracle",
+                           "-q", "--concurrency", "2", "--output-dir", out], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    line = [x for x in done.stderr.splitlines() if x.startswith("early: ")]
+    assert line, done.stderr
+    return done, json.loads(line[-1][len("early: "):])
+
+
+def _left(tmp_path: Path, early: list[dict]) -> list[str]:
+    """What of the boxes made early is still there, and anything in the scratch place."""
+    left = [f"cgroup {d}" for box in early for d in box["cgroups"] if os.path.exists(d)]
+    left += [f"{box['root']} exists" for box in early if os.path.exists(box["root"])]
+    for box in early:
+        for pid in (box["bwrap"], box["pid"]):
+            if pid and os.path.exists(f"/proc/{pid}") and \
+                    "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]:
+                left.append(f"process {pid} alive")
+    left += [str(p) for p in (tmp_path / "tmp").iterdir()]
+    return left
+
+
+def _recipe(tmp_path: Path) -> Path:
+    found = list((tmp_path / "cache" / "headstart").glob("local-*.json"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_the_remembered_boxes_are_made_first_and_taken_only_when_identical(tmp_path):
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    first, early = _run(tmp_path, "r1")
+    assert first.returncode == 0, first.stderr
+    assert early == []  # nothing remembered yet: nothing made early
+    recipe = _recipe(tmp_path)
+    kept = json.loads(recipe.read_text())
+    assert len(kept["boxes"]) == 2  # a box per trial slot
+    assert oct(recipe.stat().st_mode & 0o777) == "0o600"
+
+    # The same command line again (another output directory): both boxes made at start-up
+    # are the slots' boxes; the trials pass in them, and nothing of them is left.
+    second, early = _run(tmp_path, "r2")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.startswith("2/2 passed"), second.stdout
+    assert [b["taken"] for b in early] == [True, True], early
+    assert all(b["pid"] and b["bwrap"] for b in early)
+    assert _left(tmp_path, early) == []
+    assert json.loads(recipe.read_text()) == kept  # the same boxes: nothing rewritten
+
+    # A remembered box that is not the slot's (other limits): made, not taken; the slot
+    # makes its own, the one made early is removed whole, and the slots' own remembered.
+    changed = json.loads(recipe.read_text())
+    changed["boxes"][1]["limits"]["pids"] = 77
+    recipe.write_text(json.dumps(changed))
+    third, early = _run(tmp_path, "r3")
+    assert third.returncode == 0, third.stderr
+    assert third.stdout.startswith("2/2 passed"), third.stdout
+    assert sorted(b["taken"] for b in early) == [False, True], early
+    assert _left(tmp_path, early) == []
+    assert json.loads(recipe.read_text()) == kept
+
+
+def test_boxes_made_for_a_run_that_stops_before_its_trials_are_removed(tmp_path):
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    assert _run(tmp_path, "r1")[0].returncode == 0
+    # The same command line, but its output directory holds a run: exit 2 after the boxes
+    # were made (at start-up), before any trial.
+    stopped, early = _run(tmp_path, "r1")
+    assert stopped.returncode == 2, stopped.stderr
+    assert "already holds a run" in stopped.stderr
+    assert len(early) == 2 and not any(b["taken"] for b in early)
+    assert all(b["bwrap"] for b in early)
+    assert _left(tmp_path, early) == []
+
+
+def test_a_recipe_others_could_write_is_not_made() -> None:
+    """Made as root before anything else runs: only a file this user alone could write."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as where:
+        path = Path(where) / "local-x.json"
+        path.write_text(json.dumps({"boxes": []}))
+        os.chmod(where, 0o700)
+        path.chmod(0o600)
+        from proctor import headstart
+
+        assert headstart.trusted(path) == {"boxes": []}
+        path.chmod(0o622)
+        assert headstart.trusted(path) is None
+
+
+def test_only_a_local_run_of_its_own_boxes_makes_them_early() -> None:
+    assert boxstart._wanted(["proctor", "run", "s.yaml", "--agent", "oracle"])
+    assert boxstart._wanted(["proctor", "run", "s.yaml", "--backend", "local", "-q"])
+    for argv in (["proctor", "validate", "s.yaml"], ["proctor", "run", "--backend", "docker"],
+                 ["proctor", "run", "s.yaml", "--backend=docker"],
+                 ["proctor", "run", "s.yaml", "--isolation", "none"],
+                 ["proctor", "run", "s.yaml", "--isolation=none"],
+                 ["proctor", "run", "--resume", "latest"], ["proctor", "run", "s.yaml", "--keep"],
+                 ["proctor", "run", "s.yaml", "--executor", "ray"]):
+        assert not boxstart._wanted(argv), argv
