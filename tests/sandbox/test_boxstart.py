@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import proctor
+from proctor import headstart
 from proctor.sandbox import boxstart
 from proctor.sandbox.namespaces import missing
 
@@ -25,6 +26,7 @@ from proctor.sandbox.namespaces import missing
 # each box's root, spawner pid, cgroup directories and whether its slot took it.
 SCRIPT = """#!{python}
 import atexit, json, os, sys
+from proctor import headstart
 from proctor.sandbox import boxstart
 made = []
 def _make(early, make=boxstart._make):
@@ -139,6 +141,15 @@ def test_the_remembered_boxes_are_made_first_and_taken_only_when_identical(tmp_p
 def test_boxes_made_for_a_run_that_stops_before_its_trials_are_removed(tmp_path):
     (tmp_path / "suite.yaml").write_text(SUITE)
     assert _run(tmp_path, "r1")[0].returncode == 0
+    # What a run killed (SIGKILL) before its run directory existed left: its scratch
+    # directory, naming the process that made its boxes; and a live run's, left alone.
+    dead = subprocess.Popen(["sleep", "30"])
+    dead_owner = headstart._owner(dead.pid)
+    dead.kill()
+    dead.wait()
+    for name, owner in (("dead", dead_owner), ("live", headstart._owner())):
+        (tmp_path / "tmp" / f"proctor-{name}-x" / "box-0" / "work").mkdir(parents=True)
+        (tmp_path / "tmp" / f"proctor-{name}-x" / boxstart.OWNER).write_text(owner)
     # The same command line, but its output directory holds a run: exit 2 after the boxes
     # were made (at start-up), before any trial.
     stopped, early = _run(tmp_path, "r1")
@@ -146,7 +157,8 @@ def test_boxes_made_for_a_run_that_stops_before_its_trials_are_removed(tmp_path)
     assert "already holds a run" in stopped.stderr
     assert len(early) == 2 and not any(b["taken"] for b in early)
     assert all(b["bwrap"] for b in early)
-    assert _left(tmp_path, early) == []
+    live = tmp_path / "tmp" / "proctor-live-x"
+    assert _left(tmp_path, early) == [str(live)]  # the dead run's removed, the live one's kept
 
 
 def test_a_recipe_others_could_write_is_not_made() -> None:
@@ -158,8 +170,6 @@ def test_a_recipe_others_could_write_is_not_made() -> None:
         path.write_text(json.dumps({"boxes": []}))
         os.chmod(where, 0o700)
         path.chmod(0o600)
-        from proctor import headstart
-
         assert headstart.trusted(path) == {"boxes": []}
         path.chmod(0o622)
         assert headstart.trusted(path) is None

@@ -21,8 +21,10 @@ then gives the directories their owners and modes as it does every box's, before
 the trial's commands. Anything else and it is not used: its spawner sees EOF and the box
 ends, its cgroup, file system and directories are removed, and the slot makes its own.
 Boxes never claimed are removed so at exit. A run killed (SIGKILL) meanwhile takes them
-down with it (bubblewrap's --die-with-parent, the spawner's EOF); what is left is what any
-killed run leaves (its scratch directory, its cgroups: the janitor's, on --resume).
+down with it (bubblewrap's --die-with-parent, the spawner's EOF); its scratch directory
+(the boxes' file systems) is removed by the next run that makes boxes early
+(`sweep_orphans`: the scratch directory names the process that made them), its empty
+cgroups by any `--resume` (janitor.py).
 
 Standard library only at import (and headstart): this runs before the rest of proctor is
 imported; disk.py and cgroup.py only when there are boxes to make.
@@ -41,6 +43,7 @@ from proctor import headstart
 
 # The descriptors a box's command line names, numbered anew in each process.
 INFO, PROGRAM, SOCK = "\x00info-fd\x00", "\x00program-fd\x00", "\x00sock-fd\x00"
+OWNER = ".boxstart-owner"  # in the scratch directory: the process that made its boxes
 KEEP_BOXES = 16  # boxes remembered at most (the first a run makes: one per trial slot)
 # While the boxes' spawners are moved into their cgroups (a thread, mostly waiting on the
 # kernel), the interpreter is handed over this often, not every 5 ms: a thread waiting for
@@ -130,12 +133,13 @@ _early: list[Early] = []
 _key: str | None = None  # this run's key: the boxes it makes first are remembered under it
 _seen: list[dict[str, Any]] = []  # the requests this run made (blanks in), up to KEEP_BOXES
 _recipe: list[dict[str, Any]] | None = None  # what was remembered, as read
+_thread: Any = None  # `_join`'s
 
 
 def begin(argv: list[str]) -> None:
     """Called first by the CLI: for `proctor run` on the local backend whose first boxes were
     remembered, make them now; otherwise note the key to remember them under."""
-    global _key, _recipe
+    global _key, _recipe, _thread
     if os.environ.get("PROCTOR_NO_HEADSTART") or not _wanted(argv):
         return
     _key = headstart._key_of(argv)
@@ -159,14 +163,17 @@ def begin(argv: list[str]) -> None:
         if isinstance(value, dict):
             return {k: filled(v) for k, v in value.items()}
         return value
+    with open(os.path.join(scratch, OWNER), "w") as f:  # for `sweep_orphans`, if killed
+        f.write(headstart._owner())
     _early.extend(Early(filled(box)) for box in boxes)
     _make(_early)
     import threading
 
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, SWITCH_S))
-    threading.Thread(target=_join, args=(list(_early), switch), daemon=True,
-                     name="boxstart").start()
+    _thread = threading.Thread(target=_join, args=(list(_early), switch, scratch),
+                               daemon=True, name="boxstart")
+    _thread.start()
     import signal
 
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # until the run's loop takes it
@@ -208,9 +215,9 @@ def _make(early: list[Early]) -> None:
             box.launched = None  # not made: no slot takes it (`claim` clears what was)
 
 
-def _join(early: list[Early], switch: float) -> None:
+def _join(early: list[Early], switch: float, scratch: str) -> None:
     """Each spawner's pid read and the spawner moved into its box's cgroup (Box.start's
-    `join`), while the main thread imports."""
+    `join`), while the main thread imports; then what killed runs' early boxes left."""
     try:
         for box in early:
             try:
@@ -226,6 +233,37 @@ def _join(early: list[Early], switch: float) -> None:
     finally:
         if sys.getswitchinterval() == min(switch, SWITCH_S):
             sys.setswitchinterval(switch)
+    with contextlib.suppress(Exception):
+        sweep_orphans(scratch)
+
+
+def sweep_orphans(here: str) -> int:
+    """Remove the scratch directories (their boxes' file systems unmounted) of runs whose
+    boxes were made at start-up and whose process is gone: one killed (SIGKILL) before its
+    run directory existed, so that no `--resume` sweeps them. Only owners of this PID
+    namespace are judged. (Its cgroups, empty, are left to any `--resume`'s sweep.)"""
+    import shutil
+    import tempfile
+
+    from proctor.sandbox import disk
+
+    namespace = headstart._owner().rsplit("/", 2)[0]
+    removed = 0
+    with os.scandir(tempfile.gettempdir()) as entries:  # (no glob: no pattern to compile)
+        tops = [Path(e.path) for e in entries if e.name.startswith("proctor-")]
+    for top in tops:
+        try:
+            owner = (top / OWNER).read_text()
+        except OSError:
+            continue
+        parts = owner.rsplit("/", 2)
+        if str(top) == here or len(parts) != 3 or not namespace or parts[0] != namespace \
+                or not parts[1].isdigit() or headstart._owner(int(parts[1])) == owner:
+            continue  # ours, another namespace's, or its process is alive
+        disk.sweep(top)
+        shutil.rmtree(top, ignore_errors=True)
+        removed += 1
+    return removed
 
 
 def started(root: str) -> bool:
@@ -274,6 +312,8 @@ def remember(root: str, argv: list[str], env: dict[str, str], program: str, disk
 def _end() -> None:
     """At exit: boxes made and never claimed are removed, and this run's first boxes
     remembered when they are not what was."""
+    if _thread is not None:
+        _thread.join(30)  # its cgroup moves and sweep done (a run stopped at once)
     for box in _early:
         if not box.claimed:
             box.claimed = True
@@ -281,7 +321,7 @@ def _end() -> None:
             _close(box)
     run = headstart.reserved()
     if _early and run is not None and os.path.isdir(run[1]) and all(
-            not files for _, _, files in os.walk(run[1])):  # no run kept anything in it
+            not [f for f in files if f != OWNER] for _, _, files in os.walk(run[1])):
         import shutil
 
         shutil.rmtree(run[1], ignore_errors=True)
