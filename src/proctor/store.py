@@ -215,6 +215,11 @@ class RunStore:
             return self.finished()
         return {**self._read, **{tid: record for tid, (record, _) in self._kept.items()}}
 
+    def kept(self, trial_id: str) -> TrialRecord | None:
+        """A trial this run stored, as `written()` gives it from memory (None if not kept)."""
+        kept = self._kept.get(trial_id)
+        return kept[0] if kept is not None else None
+
     def append(self, result: TrialRecord) -> None:
         if self._jsonl is None:
             self._jsonl = self.jsonl_path.open("ab")

@@ -24,7 +24,7 @@ from proctor.report import write_reports
 from proctor.report.progress import Kind, Progress
 from proctor.results import SCHEMA_VERSION, RunResults, TrialRecord
 from proctor.run.prepare import Planned
-from proctor.scoring import summarize
+from proctor.scoring import RowsAhead, summarize
 from proctor.startup import release_gc
 from proctor.store import RunStore, by_agent, index_run, iso
 from proctor.text import agent_model, row_label
@@ -58,6 +58,7 @@ def run_planned(planned: Planned) -> RunResults:
     sender = _otlp_sender(planned) if options.otlp_endpoint and indexed else None
     on_result = progress.advance if sender is None else _each(progress.advance,
                                                                  sender.trial_done)
+    on_result, ahead = _rows_ahead(planned, done, on_result)
     rate_limit: dict[str, Any] = {}  # filled by _execute: each endpoint's limiter figures
     # What the run loaded (every task, its models, the plan) lives until the end: out of
     # the cyclic collector's sight, so its full passes during the trials skip it. The proctor
@@ -73,7 +74,7 @@ def run_planned(planned: Planned) -> RunResults:
         progress.close()
         store.close()
     results = build_results(planned, store.written(), interrupted=interrupted,
-                            max_cost=options.max_cost, rate_limit=rate_limit)
+                            max_cost=options.max_cost, rate_limit=rate_limit, ahead=ahead)
     store.write_results(results)
     if sender is not None:
         sender.finish(results)
@@ -90,6 +91,18 @@ def run_planned(planned: Planned) -> RunResults:
     if interrupted:
         raise KeyboardInterrupt
     return results
+
+
+def _rows_ahead(planned: Planned, done: dict[str, TrialRecord],
+                on_result: Callable[[TrialRecord], None]
+                ) -> tuple[Callable[[TrialRecord], None], RowsAhead | None]:
+    """A fresh run's tasks rows of results.json made as each task's last trial is stored,
+    not all at the end (scoring.RowsAhead): `on_result` with that added, and the rows."""
+    if done:
+        return on_result, None
+    store = planned.store
+    ahead = RowsAhead(((t.id, t.task_id) for t in planned.trials), planned.tasks)
+    return _each(on_result, lambda r: ahead.stored(r["id"], r["task_id"], store.kept)), ahead
 
 
 def _otlp_sender(planned: Planned) -> Any:
@@ -203,9 +216,10 @@ def _store(store: RunStore, result: TrialRecord, trial: Trial, task: TaskDef,
 
 def build_results(planned: Planned, finished: dict[str, TrialRecord],
                   interrupted: bool = False, max_cost: float | None = None,
-                  rate_limit: dict[str, Any] | None = None) -> RunResults:
+                  rate_limit: dict[str, Any] | None = None,
+                  ahead: RowsAhead | None = None) -> RunResults:
     trials = [finished[t.id] for t in planned.trials if t.id in finished]
-    scored = summarize(trials, planned.tasks.values())
+    scored = summarize(trials, planned.tasks.values(), ahead)
     missing = len(planned.trials) - len(trials)
     if missing and not interrupted:
         scored["exit_code"] = 1
