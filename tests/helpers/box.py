@@ -41,3 +41,18 @@ def comm(pid: int | str) -> str:
             return f.read().strip()
     except OSError:
         return ""
+
+
+def trial_inits(spawner: int) -> list[int]:
+    """The spawner's children named init: the trials' PID namespaces' first processes."""
+    with open(f"/proc/{spawner}/task/{spawner}/children") as f:
+        children = [int(pid) for pid in f.read().split()]
+    found = []
+    for pid in children:
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "init":
+                    found.append(pid)
+        except OSError:
+            continue  # gone meanwhile
+    return found

@@ -7,33 +7,20 @@ from __future__ import annotations
 import asyncio
 import os
 
+from tests.helpers.box import trial_inits
+
 PATH = {"PATH": "/usr/bin:/bin"}
-
-
-def _inits(spawner: int) -> list[int]:
-    """The spawner's children named init: the trials' PID namespaces' first processes."""
-    with open(f"/proc/{spawner}/task/{spawner}/children") as f:
-        children = [int(pid) for pid in f.read().split()]
-    found = []
-    for pid in children:
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() == "init":
-                    found.append(pid)
-        except OSError:
-            continue  # gone meanwhile
-    return found
 
 
 async def _one_init(spawner: int, besides: list[int] | None = None) -> list[int]:
     """The one init there is once those in `besides` (killed) are reaped and a new one made
     (it is made just after NEWTRIAL is answered)."""
     for _ in range(300):
-        inits = _inits(spawner)
+        inits = trial_inits(spawner)
         if len(inits) == 1 and inits[0] not in (besides or []):
             return inits
         await asyncio.sleep(0.01)
-    return _inits(spawner)
+    return trial_inits(spawner)
 
 
 async def test_a_trial_has_its_pid_namespace_before_its_first_command(box):

@@ -10,6 +10,8 @@ import os
 
 import pytest
 
+from tests.helpers.box import trial_inits
+
 SYS_KCMP = {"x86_64": 312, "aarch64": 272}.get(os.uname().machine)
 KCMP_VM = 1
 
@@ -22,20 +24,6 @@ def _same_memory(a: int, b: int) -> bool:
     return res == 0
 
 
-def _inits(spawner: int) -> list[int]:
-    with open(f"/proc/{spawner}/task/{spawner}/children") as f:
-        children = [int(pid) for pid in f.read().split()]
-    found = []
-    for pid in children:
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() == "init":
-                    found.append(pid)
-        except OSError:
-            continue  # gone meanwhile
-    return found
-
-
 async def test_each_trials_init_shares_the_spawners_memory(box):
     if SYS_KCMP is None:
         pytest.skip("kcmp's number unknown here")
@@ -44,7 +32,7 @@ async def test_each_trials_init_shares_the_spawners_memory(box):
     for _ in range(10):  # more trials than the spawner has stacks for its inits
         await box.spawner.new_trial()
         await box.spawner.ping(10)  # its PID namespace made (right after the answer)
-        (init,) = _inits(spawner)  # the last trial's is reaped (kill_all below waits)
+        (init,) = trial_inits(spawner)  # the last trial's is reaped (kill_all below waits)
         assert init not in seen
         seen.add(init)
         assert _same_memory(spawner, init)
