@@ -116,22 +116,25 @@ def _open_fds() -> set[int]:
 
 async def test_a_box_trace_is_a_memfd_read_whole_and_released_once(box_sandbox, tmp_path):
     """Through `exec`, a box's tracer writes to a memfd proctor made (no trace file in the
-    box's private directory): a finished trace is read and released at once; one whose
-    command left something running stays open, is read again to its end, and is released
-    when the sandbox closes, however many times it is released (an agent's settle, then
-    the sandbox)."""
+    box's private directory): a finished trace is read and its memfd, emptied, kept for the
+    box's next command; one whose command left something running stays open, is read again
+    to its end, and is released when the sandbox closes, however many times it is released
+    (an agent's settle, then the sandbox)."""
     from proctor.sandbox.trace import reread
 
     before = _open_fds()
     res = await box_sandbox.exec("sh -c /bin/true; ls /", timeout=10, trace=True)
     assert res.trace.finished and res.trace.source is None
     assert [p.argv[0] for p in res.trace.programs] == ["/bin/sh", "sh", "/bin/true", "ls"]
-    assert _open_fds() == before  # released with its reading
+    (spare,) = box_sandbox.box.spare_traces  # the box's, for its next command
+    now = _open_fds()
+    assert spare.fd in now and len(now) == len(before) + 1  # no other: read, then emptied
     assert not list((box_sandbox.private).glob("trace-*"))
     left = await box_sandbox.exec("(sleep 0.3; echo late) > /dev/null & exit 2",
                                   timeout=10, trace=True)
     assert left.exit_code == 2 and left.trace.complete and not left.trace.finished
-    assert len(_open_fds()) == len(before) + 1  # kept, to be read to its end
+    assert len(_open_fds()) == len(before) + 1  # kept, to be read to its end (the spare)
+    assert box_sandbox.box.spare_traces == []
     final = await reread(left.trace, wait=10)
     assert final.finished and "sleep" in [p.argv[0] for p in final.programs]
     await box_sandbox.close()  # releases it again: no error, nothing closed twice
@@ -175,3 +178,43 @@ async def test_a_traced_command_that_cannot_exec_says_why(box_sandbox, tmp_path)
     assert t.complete and t.programs == [], t.programs
     again, _ = await _traced(box_sandbox, "echo fine", tmp_path / "t2")
     assert again.exit_code == 0 and again.stdout == "fine\n", again
+
+
+async def test_one_trace_memfd_serves_a_boxs_commands_but_never_one_still_written(
+        box_sandbox):
+    """A finished trace's memfd (its Z line read: its tracer writes no more) is emptied and
+    given to the box's next traced command, which starts at offset 0 of an empty file; one
+    whose command left something running is never given to another: what its tracer writes
+    later lands in its own trace only, not in the next command's, even while both run."""
+    from proctor.sandbox.trace import reread
+
+    sb = box_sandbox
+    inodes = []
+    for n in range(3):
+        res = await sb.exec(f"echo {n}", timeout=10, trace=True)
+        assert res.exit_code == 0 and res.trace.finished, res
+        assert [p.argv for p in res.trace.programs] == [["/bin/sh", "-c", f"echo {n}"]]
+        (spare,) = sb.box.spare_traces
+        inodes.append(os.fstat(spare.fd).st_ino)
+        assert os.fstat(spare.fd).st_size == 0
+    assert len(set(inodes)) == 1  # one memfd for all three
+    # A tree left running, writing to its trace while the next commands run: the
+    # background execs `true late` once `go` exists, i.e. after the next command started.
+    left = await sb.exec("(while [ ! -e go ]; do sleep 0.02; done; /bin/true late) "
+                         "> /dev/null 2>&1 & exit 3", timeout=10, trace=True)
+    assert left.exit_code == 3 and left.trace.complete and not left.trace.finished, left
+    assert sb.box.spare_traces == []  # the spare went to it ...
+    held = left.trace.source
+    assert held is not None and os.fstat(held.fd).st_ino == inodes[0]
+    nxt = await sb.exec("touch go; sleep 0.5; echo next", timeout=10, trace=True)
+    after = await sb.exec("echo after", timeout=10, trace=True)
+    final = await reread(left.trace, wait=10)
+    assert final.finished and ["/bin/true", "late"] in [p.argv for p in final.programs]
+    for res, argvs in ((nxt, [["/bin/sh", "-c", "touch go; sleep 0.5; echo next"],
+                              ["touch", "go"], ["sleep", "0.5"]]),
+                       (after, [["/bin/sh", "-c", "echo after"]])):
+        assert res.exit_code == 0 and res.trace.finished, res
+        assert [p.argv for p in res.trace.programs] == argvs  # nothing of the other tree's
+    # ... and the next ones a new memfd (the held one was never a spare); reread closed it
+    (spare,) = sb.box.spare_traces
+    assert os.fstat(spare.fd).st_ino != inodes[0] and held.fd == -1

@@ -37,12 +37,16 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from proctor import proc
 from proctor.errors import SetupError
 from proctor.fieldwise import FrozenFieldwise
 from proctor.sandbox import boxstart, native
 from proctor.sandbox.spawn import Spawner, SpawnerLost
+
+if TYPE_CHECKING:
+    from proctor.sandbox.trace import TraceFd
 
 AGENT_UID = 65534  # "nobody": as root, every command runs as this uid, owning nothing of the host
 START_TIMEOUT_S = 10.0
@@ -176,6 +180,7 @@ class Box:
         self.uid = uid if os.geteuid() == 0 else os.geteuid()
         self.gid = uid if os.geteuid() == 0 else os.getegid()
         self.closed = False
+        self.spare_traces: list[TraceFd] = []  # emptied trace memfds (trace.recycle)
 
     @classmethod
     async def start(cls, mounts: list[Mount], *, workdir: str, hosts_file: Path | None,
@@ -231,6 +236,8 @@ class Box:
             return
         self.closed = True
         self.spawner.close()
+        while self.spare_traces:
+            self.spare_traces.pop().close()
         # Killing the init of a PID namespace (the spawner) kills every process in it;
         # bubblewrap reaps it and exits (killing bubblewrap too would leave the spawner a
         # zombie of PID 1's). Its exit waits for the kernel to tear the namespaces down: not

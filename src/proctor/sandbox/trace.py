@@ -199,10 +199,18 @@ def _strings(s: str) -> tuple[str, str]:
 
 class TraceFd:
     """A memfd a box's tracer writes a trace to: no file to make, name and remove per
-    command. Closed once (a trace may be released by its reader and by its sandbox)."""
+    command. Closed once (a trace may be released by its reader and by its sandbox).
+    `spares`: its box's memfds of finished traces, emptied, where this one goes once its
+    trace is finished (`recycle`): one memfd serves command after command."""
 
-    def __init__(self) -> None:
+    def __init__(self, spares: list[TraceFd] | None = None) -> None:
         self.fd = os.memfd_create("proctor-trace", os.MFD_CLOEXEC)
+        self.spares = spares
+
+    @classmethod
+    def take(cls, spares: list[TraceFd]) -> TraceFd:
+        """An empty memfd for a command's trace: a spare of the box's, else a new one."""
+        return spares.pop() if spares else cls(spares)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -242,14 +250,29 @@ def release(source: TraceSource) -> None:
         source.unlink(missing_ok=True)
 
 
+def recycle(source: TraceSource) -> None:
+    """Done with a finished trace: its memfd emptied for its box's next command, else as
+    `release`. Only a finished one: its tracer's last write (the whole Z line, seen) is
+    done and it writes no more, only closes; a tracer still with what a command left
+    running keeps its memfd to itself. The offset is shared with the tracer: back to 0."""
+    if isinstance(source, TraceFd) and source.spares is not None and source.fd >= 0 \
+            and not source.spares:
+        os.ftruncate(source.fd, 0)
+        os.lseek(source.fd, 0, os.SEEK_SET)
+        source.spares.append(source)
+    else:
+        release(source)
+
+
 def parse_trace(path: TraceSource) -> Trace:
     """Read the tracer's lines (format: exectrace.c). The tracer writes a child's F line
     before anything the child does."""
     trace = Trace()
     try:
-        lines = _read(path).decode("ascii", "replace").splitlines()
+        data = _read(path)
     except FileNotFoundError:
         return trace
+    lines = data.decode("ascii", "replace").splitlines()
     programs = trace.programs
     top = ""
     running: dict[str, int] = {}  # pid -> the program it is running (its own, else inherited)
@@ -294,8 +317,8 @@ def parse_trace(path: TraceSource) -> Trace:
                     trace.complete = True
             elif kind == "S":
                 top = rest.split(" ", 1)[0]
-            elif kind == "Z":
-                trace.finished = True
+            elif kind == "Z":  # whole (its newline seen): the tracer's last write is done
+                trace.finished = data.endswith(b"\n")
         except ValueError:
             continue  # a line cut short (the tracer was killed while writing it)
     return trace
@@ -343,8 +366,10 @@ def read_trace(source: TraceSource, wrappers: tuple[str, ...] = ()) -> Trace:
     trace = parse_trace(source)
     if trace.complete and not trace.finished:
         trace.source = source  # its tracer is still with what the command left running
+    elif trace.finished:
+        recycle(source)  # nothing more comes: its memfd serves the box's next command
     else:
-        release(source)  # finished, or its tracer was killed: nothing more comes
+        release(source)  # its tracer was killed: nothing more comes
     n = 0
     while wrappers and n < len(trace.programs) and posixpath.basename(
             trace.programs[n].argv[0] if trace.programs[n].argv else "") in wrappers:

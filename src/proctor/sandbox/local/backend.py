@@ -310,7 +310,7 @@ class LocalSandbox(PlaceFiles):
         directory (the tracer a plain command is wrapped in writes to a path)."""
         source: TraceSource
         if self.box is not None:
-            source = TraceFd()
+            source = TraceFd.take(self.box.spare_traces)
         else:
             self._trace_n += 1
             source = self.private / f"trace-{self.trial_id}-{self._trace_n}"
