@@ -387,10 +387,13 @@ static void init_main(int ready, int replace) {
    on `ready` nothing that can fail (errno is one for both); the spawner waits for that word
    before anything of its own that reads errno. It is no more open to the trial than the
    spawner: the same memory, not dumpable, and the trial's processes can neither trace nor
-   signal their PID 1. */
+   signal their PID 1. The stacks (one mapping, made once in main) are not copied into the
+   spawner's forks (MADV_DONTFORK): a tracer forked while an init lives would otherwise
+   share its stack pages copy-on-write, and that init would fault on its next write to
+   each. Without the mapping, every init is a fork. */
 #define INIT_STACKS 4
 #define INIT_STACK_SIZE (64 * 1024)
-static char init_stacks[INIT_STACKS][INIT_STACK_SIZE] __attribute__((aligned(16)));
+static char (*init_stacks)[INIT_STACK_SIZE];
 static pid_t init_stack_user[INIT_STACKS];  /* the init on it until it is reaped; 0: free */
 struct init_args { int ready, replace; };
 
@@ -418,7 +421,7 @@ static int new_pid_space(void) {
     if (setns(box_pidns, CLONE_NEWPID) < 0 || unshare(CLONE_NEWPID) < 0) return errno;
     if (pipe2(sync, O_CLOEXEC) < 0) return errno;
     int stack = -1;
-    for (int i = 0; i < INIT_STACKS && stack < 0; i++)
+    for (int i = 0; i < INIT_STACKS && stack < 0 && init_stacks; i++)
         if (!init_stack_user[i]) stack = i;
     struct init_args args = {sync[1], replace};  /* (read before its word: valid till then) */
     pid_t pid = stack < 0 ? fork()
@@ -1178,6 +1181,14 @@ int main(int argc, char **argv) {
     agent_uid = number(argv[2], -1, 0x7fffffff);
     agent_gid = number(argv[3], -1, 0x7fffffff);
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) die("making the spawner undumpable");
+    void *stacks = mmap(NULL, INIT_STACKS * INIT_STACK_SIZE, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stacks != MAP_FAILED) {
+        if (madvise(stacks, INIT_STACKS * INIT_STACK_SIZE, MADV_DONTFORK) == 0)
+            init_stacks = stacks;
+        else
+            munmap(stacks, INIT_STACKS * INIT_STACK_SIZE);
+    }
     /* SCHED_BATCH, inherited by every process of the box: the same share of the CPU, but a
        request or a pipe that wakes one never preempts proctor's loop, which runs the trials.
        Best effort: where the policy cannot be set, the box runs as before. */
