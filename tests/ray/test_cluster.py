@@ -289,10 +289,16 @@ def test_an_interrupt_or_a_killed_head_leaves_nothing_on_either_node(cluster, tm
                                        "--concurrency", "4", "--output-dir", "run")
     try:
         run_id = _wait_sandboxes(tmp_path / "run", "slow-db.", 4)  # 2 CPUs a node: 2 each
-        pids, dirs = proctor_leftovers(run_id)
+        # A node's boxes are made before its trials' database server starts: wait for both.
+        deadline = time.monotonic() + 60
+        while True:
+            pids, dirs = proctor_leftovers(run_id)
+            servers = [d for d in dirs if d.startswith("/dev/shm/") and "-postgres-" in d]
+            nodes = {Path(d).name.split("-node-")[0] for d in dirs if "-node-" in d}
+            if len(servers) == len(nodes) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert pids, "no trial process was running"
-        servers = [d for d in dirs if d.startswith("/dev/shm/") and "-postgres-" in d]
-        nodes = {Path(d).name.split("-node-")[0] for d in dirs if "-node-" in d}
         assert len(servers) == len(nodes) == 2, dirs
         run.send_signal(sig)
         out, err = run.communicate(timeout=120)
