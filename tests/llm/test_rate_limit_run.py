@@ -51,7 +51,10 @@ def test_without_adapting_the_same_run_is_refused_far_more(tmp_path):
                                             timeout=300)
         results = json.loads((tmp_path / "run" / "results.json").read_text())
         [r] = results["summary"]["rate_limit"].values()
-        assert r["adaptive"] is False and r["max_in_flight"] == 3 * N
+        # The limit held at the cap from start to end. How many calls were in flight at once
+        # at the most is timing: every trial's (3N), or fewer on a loaded machine.
+        assert r["adaptive"] is False and r["cap"] == r["final_limit"] == r["lowest_limit"]
+        assert N < r["max_in_flight"] <= 3 * N, r
         assert r["refused"] == load(server)["refused"]
         assert r["refused"] > 2 * MAX_REFUSED_SHARE * r["calls"], r
     finally:
