@@ -91,7 +91,9 @@ RUN_NEVER = (*NEVER, "rich", "pydantic", "pydantic_core", "importlib.metadata", 
              # service's seed files only for a task with services
              "proctor.sandbox.substitutes", "proctor.services.seed",
              # the model providers' settings, retries and prices: for trials that call a model
-             "proctor.providers.settings", "proctor.providers.retry", "proctor.providers.prices")
+             "proctor.providers.settings", "proctor.providers.retry", "proctor.providers.prices",
+             # click's "did you mean" is for an unknown --option, not for `-q` (cli._Command)
+             "difflib")
 VALIDATE_NEVER = (*RUN_NEVER, "proctor.run", "proctor.trial", "proctor.sandbox.native",
                   "sqlite3")
 # `show` reads results.json (checked with pydantic); it and `runs` print with rich.
@@ -271,3 +273,19 @@ def test_a_trivial_scenario_run_imports_no_pydantic(tmp_path):
     # The scenario's models, secrets and services only for what the plain reader leaves.
     assert built == [] and "proctor.spec.scenario_load" in modules
     assert not _offending(modules, (*RUN_NEVER, "proctor.spec.secrets"))
+
+
+def test_a_short_option_is_matched_without_a_did_you_mean_and_unknown_ones_keep_theirs(suite):
+    """click tries each argument as a long option first; proctor's commands skip the "did you
+    mean" (difflib) it would build for `-q` and then discard. What a user sees is click's."""
+    from click.testing import CliRunner
+
+    from proctor import cli
+
+    runner = CliRunner()
+    out = runner.invoke(cli.main, ["run", str(suite), "--agent", "oracle", "--qiet"])
+    assert out.exit_code == 2
+    assert "No such option '--qiet'" in out.output and "'--quiet'" in out.output
+    for bad, said in (("-Z", "-Z"), ("-qZ", "-Z"), ("-aoracle", "-a")):
+        out = runner.invoke(cli.main, ["run", str(suite), bad])
+        assert out.exit_code == 2 and f"No such option '{said}'." in out.output, out.output

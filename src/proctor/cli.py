@@ -58,9 +58,32 @@ def _guard(fn: Callable[[], int | None], collect: bool = True) -> None:
     sys.exit(code)
 
 
+class _Command(click.Command):
+    """A command whose parser matches a short option (`-q`) without first building, for an
+    exception it then discards, the "did you mean" of an unknown long option (click tries
+    every argument as a long option first: difflib imported and run, ~1 ms of a run's
+    start). An unknown `--option` still gets its suggestion."""
+
+    def make_parser(self, ctx: click.Context) -> Any:
+        parser = super().make_parser(ctx)
+        match_long = getattr(parser, "_match_long_opt", None)
+        prefixes = getattr(parser, "_opt_prefixes", None)
+        if match_long is None or not isinstance(prefixes, set):
+            return parser  # another click: its own way
+
+        def match(opt: str, explicit_value: str | None, state: Any) -> None:
+            if opt[:2] not in prefixes and opt not in parser._long_opt:
+                raise click.NoSuchOption(opt, ctx=ctx)  # then matched as a short option
+            match_long(opt, explicit_value, state)
+        parser._match_long_opt = match  # type: ignore[method-assign]
+        return parser
+
+
 class _Program(click.Group):
     """The command group; started as the `proctor` program it ends the process itself once
     a command is done (startup.leave: no interpreter teardown)."""
+
+    command_class = _Command
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not started_as_proctor():
