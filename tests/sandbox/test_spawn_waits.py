@@ -1,4 +1,4 @@
-"""How a box's command is waited for (spawn.py Spawner.run): its start and its exit are
+"""How a box's command is waited for (spawn.py Spawner.run): its exit (the one reply) is
 awaited directly, bounded by a timeout scope and a timer at the deadline, not through
 wait_for(shield(...)). Whichever way the wait ends, nothing the command started is left:
 killed at the deadline (and reported so), killed when the caller is cancelled."""
@@ -124,8 +124,7 @@ async def test_a_command_that_cannot_start_says_why_at_once(tmp_path):
 
 
 async def test_a_command_wakes_its_caller_once(box_sandbox):
-    """A command wakes the task that runs it once, at its end (the X reply): its start (the
-    S reply) is taken by the spawner's reader alone."""
+    """A command wakes the task that runs it once, at its end (the X reply, the only one)."""
     sb = box_sandbox
     steps = 0
 
@@ -146,3 +145,45 @@ async def test_a_command_wakes_its_caller_once(box_sandbox):
         ["/bin/sh", "-c", "exec >&- 2>&-; sleep 0.3"], env=sb.env, cwd=sb.workdir, timeout=30))
     assert res.exit_code == 0 and not res.timed_out, res
     assert steps == 1, steps
+
+
+def _replies(sb) -> list[tuple[str, int]]:
+    """Every reply the box's spawner sends from now on, (kind, job), as proctor takes it."""
+    seen: list[tuple[str, int]] = []
+    spawner = sb.box.spawner
+    deliver = spawner._deliver
+
+    def recorded(kind, job, value, err, fd):
+        seen.append((kind, job))
+        deliver(kind, job, value, err, fd)
+    spawner._deliver = recorded
+    return seen
+
+
+async def test_a_command_sends_one_reply_its_end(box_sandbox):
+    """spawner.c: a RUN is answered once, by its X (its start is not said): one reply for
+    proctor's loop to read per command, quick or not."""
+    sb = box_sandbox
+    seen = _replies(sb)
+    for argv in (["/bin/true"], ["/bin/sh", "-c", "sleep 0.2; echo done"]):
+        seen.clear()
+        res = await sb.box.spawner.run(argv, env=sb.env, cwd=sb.workdir, timeout=30)
+        assert res.exit_code == 0, res
+        assert [k for k, _ in seen] == ["X"], seen
+    assert res.stdout == "done\n"
+    assert not sb.box.spawner.busy
+
+
+async def test_a_deadline_soon_after_the_start_still_kills_and_waits(box_sandbox):
+    """A deadline that passes right after the command was sent (1 ms): the command is killed
+    and its end awaited (its X, well within the grace for a spawner that never took it)."""
+    sb = box_sandbox
+    seen = _replies(sb)
+    t0 = asyncio.get_running_loop().time()
+    res = await sb.box.spawner.run(["/bin/sh", "-c", "echo before; exec sleep 60"],
+                                   env=sb.env, cwd=sb.workdir, timeout=0.001)
+    assert asyncio.get_running_loop().time() - t0 < 0.9  # its X, not the start's grace (1 s)
+    assert res.timed_out and res.exit_code is None, res
+    assert "X" in [k for k, _ in seen], seen
+    assert await _gone(sb)
+    assert not sb.box.spawner.busy

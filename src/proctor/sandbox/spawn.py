@@ -7,8 +7,10 @@ tracer: where the trace goes). OPEN's path and LISTEN's address come the same wa
 reads the output pipes in its event loop and learns the start and the wait status as
 replies, so a command costs no process of proctor's own: no fork of proctor, no `nsenter`, no
 wrapper. The task running a command waits for its end alone (X, or E: it could not start);
-the start (S) is only noted, for a deadline that passes before it: a command the spawner
-never took is given up at once. Nothing here waits on the loop: a request the spawner cannot
+its start is not said (one reply to read per command, not two). At its deadline it is killed
+and its X awaited: a command never sent is given up at once, one sent gets START_GRACE_S for
+its X (a spawner that never took it, or stopped: given up then). Nothing here waits on the
+loop: a request the spawner cannot
 take yet (it is busy, or stopped) waits in an outbox, flushed when the socket is writable;
 one that cannot be sent for SEND_WAIT_S loses the spawner.
 """
@@ -42,6 +44,7 @@ _FD_SPACE = socket.CMSG_SPACE(array.array("i", [0]).itemsize)
 # As a plain int: or-ing the socket module's flag enums on every reply costs more than the read.
 _RECV_FLAGS = int(socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
 SEND_WAIT_S = 10.0
+START_GRACE_S = 1.0  # past its deadline and killed, how long a command's X is awaited
 MAX_INLINE = 16384  # a request's strings in its own message up to this (spawner.c's)
 _FS_ENCODING = sys.getfilesystemencoding()
 
@@ -58,7 +61,7 @@ class Spawner:
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}  # listen / open / newtrial ... replies
         self._exits: dict[int, asyncio.Future[Any]] = {}  # RUN: the X reply (or E: no start)
-        self._starting: set[int] = set()  # RUN requests whose S (started) has not come
+        self._starting: set[int] = set()  # RUN requests not yet ended (no X, no E)
         self._ready: asyncio.Future[Any] = loop.create_future()
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         # Requests not yet taken by the spawner (op, job, message, descriptors owned), in order.
@@ -145,20 +148,29 @@ class Spawner:
 
     async def _exit_status(self, job: int, exited: asyncio.Future[int | None],
                            cap: proc.Capture, deadline: float) -> int | None:
-        """The wait status of command `job` (None: timed out), awaited alone: its start
-        (the S reply) wakes nobody. Killed at `deadline`, still awaited then (its status
-        comes), unless it never started (the spawner never took it): then given up at once.
+        """The wait status of command `job` (None: timed out), awaited alone. Killed at
+        `deadline`, still awaited then (its status comes), unless it was never sent (then
+        given up at once) or its X has not come START_GRACE_S later (a spawner that never
+        took it, or stopped: given up then).
         Its output read to the end, or for PIPE_GRACE_S more if background children hold it;
         an OSError if it could not start."""
         expired: list[bool] = []
+        grace: list[asyncio.TimerHandle] = []
+
+        def give_up() -> None:
+            if not exited.done() and job in self._starting:
+                exited.set_result(None)
 
         def expire() -> None:
             if exited.done():
                 return
             expired.append(True)
+            queued = any(op == OP_RUN and queued == job for op, queued, _, _ in self._outbox)
             self.kill(job)
-            if job in self._starting:  # not started: queued, or a spawner not reading
-                exited.set_result(None)
+            if queued:  # never sent: nothing ran
+                give_up()
+            else:  # its X comes once the KILL is taken, unless the spawner never reads
+                grace.append(self.loop.call_later(START_GRACE_S, give_up))
 
         # A timer, not wait_for(shield(...)): the reply wakes this task at once, not
         # through two more futures and loop turns.
@@ -167,6 +179,8 @@ class Spawner:
             status = await exited
         finally:
             killer.cancel()
+            for timer in grace:
+                timer.cancel()
         if status is None:  # its pipes' write ends may never have left proctor's request
             return None
         if not cap.closed.done():  # background children may hold the pipes open
@@ -380,9 +394,6 @@ class Spawner:
         if kind == "R":
             if not self._ready.done():
                 self._ready.set_result(value)
-            return
-        if kind == "S":  # started: nobody waits for it (only the deadline asks)
-            self._starting.discard(job)
             return
         if kind == "X" or (kind == "E" and job in self._starting):  # ended, or never started
             self._starting.discard(job)

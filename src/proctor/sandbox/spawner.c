@@ -23,8 +23,9 @@
               ended on its socket and goes on recording what it left running (then takes
               the trial's next traced command: "traced commands" below); FLAG_CAPTURE with it: also
               what the processes write to fd 1 and 2, cap_per bytes per process and cap_total
-              in all (exectrace -w). Replies S (value: its pid, the tracer's if traced), later X (value: the
-              command's wait status); E (err) if no fork.
+              in all (exectrace -w). Replies X (value: the command's wait status) when it
+              ended; E (err) if no fork. Nothing when it starts: no message to wake proctor
+              for (a KILL after a deadline gets the X of a command that started).
      KILL     sends `sig` to the process group of command `id`. No reply.
      LISTEN   fds [memfd "host\0port\0"]: a listening TCP socket bound in the trial's network,
               sent back with reply L (E on failure): how proctor's forwarders get inside.
@@ -812,7 +813,6 @@ static void run(const struct req *r, int *fds, int nfds) {
         if (pid == 0) command_main(r, fds, cwd, args, env, keyring_filter);
     }
     jobs[njobs++] = (struct job){r->id, pid, traced, 0};
-    reply('S', r->id, pid, 0, -1);
 out:
     if (err) fail(r, err);
     free(env);
