@@ -6,10 +6,13 @@ killed at the deadline (and reported so), killed when the caller is cancelled.""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import types
 
 import pytest
 
+from proctor.sandbox.spawn import START_GRACE_S
 from tests.helpers.box import new_sandbox
 
 
@@ -187,3 +190,25 @@ async def test_a_deadline_soon_after_the_start_still_kills_and_waits(box_sandbox
     assert "X" in [k for k, _ in seen], seen
     assert await _gone(sb)
     assert not sb.box.spawner.busy
+
+
+async def test_a_command_the_spawner_never_read_is_given_up_at_its_deadline(box_sandbox):
+    """A stopped spawner never reads the RUN: at the deadline the socket shows it unread, so
+    the command is given up at once (not START_GRACE_S later), timed out; the spawner serves
+    the next command once it runs again."""
+    sb = box_sandbox
+    spawner = sb.box.spawner
+    pid = sb.box.spawner_pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = asyncio.get_running_loop().time()
+        res = await spawner.run(["/bin/sh", "-c", "echo never"], env=sb.env, cwd=sb.workdir,
+                                timeout=0.3)
+        waited = asyncio.get_running_loop().time() - t0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert res.timed_out and res.exit_code is None and res.stdout == "", res
+    assert waited < 0.3 + START_GRACE_S * 0.8, waited  # at the deadline, not after the grace
+    again = await spawner.run(["/bin/sh", "-c", "echo again"], env=sb.env, cwd=sb.workdir,
+                              timeout=30)
+    assert (again.exit_code, again.stdout) == (0, "again\n"), again

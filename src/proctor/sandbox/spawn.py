@@ -8,11 +8,10 @@ reads the output pipes in its event loop and learns the start and the wait statu
 replies, so a command costs no process of proctor's own: no fork of proctor, no `nsenter`, no
 wrapper. The task running a command waits for its end alone (X, or E: it could not start);
 its start is not said (one reply to read per command, not two). At its deadline it is killed
-and its X awaited: a command never sent is given up at once, one sent gets START_GRACE_S for
-its X (a spawner that never took it, or stopped: given up then). Nothing here waits on the
-loop: a request the spawner cannot
-take yet (it is busy, or stopped) waits in an outbox, flushed when the socket is writable;
-one that cannot be sent for SEND_WAIT_S loses the spawner.
+and its X awaited: a command never sent, or sent but not read (a stopped spawner), is given
+up at once, one read gets START_GRACE_S for its X. Nothing here waits on the loop: a
+request the spawner cannot take yet (it is busy, or stopped) waits in an outbox, flushed
+when the socket is writable; one that cannot be sent for SEND_WAIT_S loses the spawner.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ _FD_SPACE = socket.CMSG_SPACE(array.array("i", [0]).itemsize)
 # As a plain int: or-ing the socket module's flag enums on every reply costs more than the read.
 _RECV_FLAGS = int(socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
 SEND_WAIT_S = 10.0
+_SIOCOUTQ = 0x5411  # linux/sockios.h (TIOCOUTQ): what a socket sent that its peer has not read
 START_GRACE_S = 1.0  # past its deadline and killed, how long a command's X is awaited
 MAX_INLINE = 16384  # a request's strings in its own message up to this (spawner.c's)
 _FS_ENCODING = sys.getfilesystemencoding()
@@ -149,9 +149,8 @@ class Spawner:
     async def _exit_status(self, job: int, exited: asyncio.Future[int | None],
                            cap: proc.Capture, deadline: float) -> int | None:
         """The wait status of command `job` (None: timed out), awaited alone. Killed at
-        `deadline`, still awaited then (its status comes), unless it was never sent (then
-        given up at once) or its X has not come START_GRACE_S later (a spawner that never
-        took it, or stopped: given up then).
+        `deadline`, still awaited then (its status comes), unless it was never sent or
+        never read (then given up at once) or its X has not come START_GRACE_S later.
         Its output read to the end, or for PIPE_GRACE_S more if background children hold it;
         an OSError if it could not start."""
         expired: list[bool] = []
@@ -166,9 +165,10 @@ class Spawner:
                 return
             expired.append(True)
             queued = any(op == OP_RUN and queued == job for op, queued, _, _ in self._outbox)
+            unread = not queued and self._unread()
             self.kill(job)
-            if queued:  # never sent: nothing ran
-                give_up()
+            if queued or unread:  # never sent, or never read (the spawner stopped or behind,
+                give_up()  # as when its S had not come): nothing of it is waited for
             else:  # its X comes once the KILL is taken, unless the spawner never reads
                 grace.append(self.loop.call_later(START_GRACE_S, give_up))
 
@@ -186,6 +186,17 @@ class Spawner:
         if not cap.closed.done():  # background children may hold the pipes open
             await asyncio.wait([cap.closed], timeout=proc.PIPE_GRACE_S)
         return None if expired else status
+
+    def _unread(self) -> bool:
+        """Whether the spawner has left anything sent on its socket unread (SIOCOUTQ: what
+        its messages hold that it has not read; 0 once it read the last), asked only at a
+        deadline: a RUN it never read is given up at once, not START_GRACE_S later."""
+        import fcntl  # only at a deadline
+        try:
+            left = fcntl.ioctl(self.sock.fileno(), _SIOCOUTQ, b"\0\0\0\0")
+        except OSError:
+            return False  # then the grace, as before
+        return int.from_bytes(left, sys.byteorder, signed=True) != 0
 
     @property
     def busy(self) -> bool:
