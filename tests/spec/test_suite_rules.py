@@ -359,3 +359,20 @@ def test_invalid_regex_warns_for_the_trajectory_assertions(spec_dir):
         "s.yaml:8:52: warning: tasks[0].assert[2].tool_used.args.command",
     ]
     assert len(result.tasks[0].checks) == 3
+
+
+def test_references_are_found_in_included_lists_and_among_plain_tasks(spec_dir):
+    # One look at a file with no `{{` stands for all its tasks; a file with one is walked
+    # task by task, whether it is the suite or a list it includes.
+    write(spec_dir / "more" / "a.yaml", "- id: a1\n  intent: x\n  assert: [exit_code: 0]\n"
+          "- id: a2\n  intent: '{{ params.P }}'\n  assert: [exit_code: 0]\n")
+    write(spec_dir / "more" / "b.yaml", "- id: b1\n  intent: x\n  assert: [exit_code: 0]\n")
+    body = ("    assert: [exit_code: 0]\n  - file://more/*.yaml\n"
+            "  - id: t2\n    intent: y\n    setup: ['{{ secrets.K }}']\n    assert: [exit_code: 0]\n")
+    assert problems(suite(spec_dir, body)) == [
+        "s.yaml:9:13: tasks[2].setup[0]: {{ secrets.K }}: a suite has no secrets (only "
+        "scenarios declare them)",
+        "more/a.yaml:5:11: [1].intent: {{ params.P }}: a suite has no params (only scenarios "
+        "declare them)"]
+    write(spec_dir / "s.yaml", HEAD + "    assert: [exit_code: 0]\n  - file://more/b.yaml\n")
+    assert [t.id for t in loads("s.yaml").tasks] == ["t1", "b1"]

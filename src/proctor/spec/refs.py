@@ -16,15 +16,16 @@ WHERE = {"secrets": "`secrets:`", "params": "the keys of `parallelism.matrix`"}
 def check_refs(issues: Issues, doc: Doc, data: Any, path: Path,
                declared: dict[str, Collection[str] | None]) -> None:
     """Walk every string (keys too). `declared[ns]` is None where the dialect has no such names."""
-    if not _templated(data):  # most tasks: nothing to walk (a suite of 1,000 at its start)
+    if not templated(data):  # most tasks: nothing to walk (a suite of 1,000 at its start)
         return
     _walk(issues, doc, data, path, declared)
 
 
-def _templated(data: Any) -> bool:
+def templated(data: Any) -> bool:
     """Whether any string inside (a key or a value) may hold `{{`: JSON writes every string
     as it is but for escapes, none of which is `{`, and never puts two braces together
-    itself (an object's first brace is followed by a quote or its last)."""
+    itself (an object's first brace is followed by a quote or its last). A value's JSON is
+    a part of the JSON of whatever holds it: none in a whole file, none in any of its parts."""
     try:
         return "{{" in json.dumps(data, ensure_ascii=False, default=str)
     except (TypeError, ValueError):  # a key JSON has no form for: walked as it is

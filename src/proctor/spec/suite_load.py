@@ -5,7 +5,7 @@ models and the services' module are imported only then (start-up time)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from proctor import model
@@ -16,7 +16,7 @@ from proctor.spec.context import LoadContext
 from proctor.spec.diagnostics import describe
 from proctor.spec.includes import TaskSource, expand
 from proctor.spec.plain import Plain
-from proctor.spec.refs import check_refs
+from proctor.spec.refs import check_refs, templated
 from proctor.spec.yamlpos import Doc
 
 if TYPE_CHECKING:
@@ -35,7 +35,18 @@ def load_suite(loader: LoadContext, doc: Doc) -> list[TaskDef]:
         from proctor.spec.services import check_names
 
         check_names(issues, doc, services, ("services",))
-    check_refs(issues, doc, {k: v for k, v in data.items() if k != "tasks"}, (), NO_NAMES)
+    # A file with no `{{` anywhere (most: a suite of 1,000 tasks) is told by one look at the
+    # whole; its parts (the suite's fields, each task) then have nothing to walk.
+    plain_docs: dict[int, bool] = {}
+
+    def refs(d: Doc, part: Any, path: Any) -> None:
+        free = plain_docs.get(id(d))
+        if free is None:
+            free = plain_docs[id(d)] = not templated(d.data)
+        if not free:
+            check_refs(issues, d, part, path, NO_NAMES)
+
+    refs(doc, {k: v for k, v in data.items() if k != "tasks"}, ())
     _warnings(loader, doc, data)
     # Resolved once, against the suite file (tasks may come from included files elsewhere).
     shared = {
@@ -50,13 +61,14 @@ def load_suite(loader: LoadContext, doc: Doc) -> list[TaskDef]:
     sources = expand(issues, loader.open_doc, doc, entries, ("tasks",)) if isinstance(entries, list) else []
     tasks = []
     for src in sources:
-        task = _task(loader, src)
+        task = _task(loader, src, refs)
         if task is not None and suite is not None:
             tasks.append(_task_def(suite, *task, src, shared))
     return tasks
 
 
-def _task(loader: LoadContext, src: TaskSource) -> tuple[SuiteTask | Plain, list[CheckDef]] | None:
+def _task(loader: LoadContext, src: TaskSource,
+          refs: Callable[[Doc, Any, Any], None]) -> tuple[SuiteTask | Plain, list[CheckDef]] | None:
     issues, raw, doc = loader.issues, src.data, src.doc
     if not isinstance(raw, dict):
         issues.error(doc, src.path, "a task is a mapping (id, intent, assert) or a `file://GLOB` "
@@ -73,7 +85,7 @@ def _task(loader: LoadContext, src: TaskSource) -> tuple[SuiteTask | Plain, list
         found = assertion(issues, doc, (*src.path, "assert", j), entry)
         if found is not None:
             checks.append(CheckDef(name=f"{found[0]}#{j}", type=found[0], config=found[1]))
-    check_refs(issues, doc, raw, src.path, NO_NAMES)
+    refs(doc, raw, src.path)
     if task is None or len(checks) != len(task.assert_):
         return None
     return task, checks
