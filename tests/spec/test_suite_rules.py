@@ -376,3 +376,15 @@ def test_references_are_found_in_included_lists_and_among_plain_tasks(spec_dir):
         "declare them)"]
     write(spec_dir / "s.yaml", HEAD + "    assert: [exit_code: 0]\n  - file://more/b.yaml\n")
     assert [t.id for t in loads("s.yaml").tasks] == ["t1", "b1"]
+
+
+def test_tasks_take_the_suites_limits_and_about_each_their_own(spec_dir):
+    head = ("cli: git\ndisplay_name: G\nlimits: {turns: 3, tokens: 100}\ntasks:\n"
+            "  - id: t1\n    intent: do it\n    limits: {turns: null, cost_usd: 0.5}\n")
+    body = "    assert: [exit_code: 0]\n  - id: t2\n    intent: x\n    assert: [exit_code: 0]\n"
+    t1, t2 = loads(suite(spec_dir, body, head=head)).tasks
+    assert (t1.agent.limits.turns, t1.agent.limits.tokens, t1.agent.limits.cost_usd) == (None, 100, 0.5)
+    assert (t2.agent.limits.turns, t2.agent.limits.tokens, t2.agent.limits.cost_usd) == (3, 100, None)
+    assert t1.about == t2.about == {"cli": "git", "display_name": "G"}
+    assert t1.about is not t2.about and t1.help_modes is not t2.help_modes
+    assert t1.source == t2.source and t1.base_dir == t2.base_dir == str(spec_dir)

@@ -42,6 +42,18 @@ def limits_def(under: Any, over: Any) -> Any:
     return Limits(**{**_given(under), **_given(over)})
 
 
+def limits_given(under: Any) -> dict[str, Any]:
+    """`under`'s part of limits_def, for limits_over (worked out once for many `over`s)."""
+    return _given(under)
+
+
+def limits_over(given: dict[str, Any], over: Any) -> Any:
+    """limits_def(under, over) from limits_given(under)."""
+    from proctor.model import Limits
+
+    return Limits(**{**given, **_given(over)}) if over is not None else Limits(**given)
+
+
 def _given(limits: Any) -> dict[str, Any]:
     if limits is None:
         return {}

@@ -60,10 +60,16 @@ def load_suite(loader: LoadContext, doc: Doc) -> list[TaskDef]:
     entries = data.get("tasks")
     sources = expand(issues, loader.open_doc, doc, entries, ("tasks",)) if isinstance(entries, list) else []
     tasks = []
+    common = _common(suite) if suite is not None else None
+    places: dict[int, tuple[str, str]] = {}  # id(doc) -> (source, base_dir), for each file once
     for src in sources:
         task = _task(loader, src, refs)
         if task is not None and suite is not None:
-            tasks.append(_task_def(suite, *task, src, shared))
+            d = src.doc
+            place = places.get(id(d))
+            if place is None:
+                place = places[id(d)] = (d.abspath, d.base_dir)
+            tasks.append(_task_def(suite, *task, place, shared, common))
     return tasks
 
 
@@ -113,14 +119,20 @@ def _service_defs(loader: LoadContext, doc: Doc, services: Any) -> list[model.Se
     return service_defs(loader.issues, doc, services, ("services",))
 
 
-def _task_def(suite: Suite | Plain, task: SuiteTask | Plain, checks: list[CheckDef], src: TaskSource,
-              shared: dict[str, Any]) -> TaskDef:
+def _common(suite: Suite | Plain) -> dict[str, Any]:
+    """What every task of the suite takes from it, worked out once (each task copies the
+    lists and dicts it is given: no two TaskDefs share a mutable value)."""
+    return {"limits": plain.limits_given(suite.limits), "about": _about(suite)}
+
+
+def _task_def(suite: Suite | Plain, task: SuiteTask | Plain, checks: list[CheckDef],
+              place: tuple[str, str], shared: dict[str, Any], common: dict[str, Any]) -> TaskDef:
     return TaskDef(
-        id=task.id, dialect="suite", source=src.doc.abspath, base_dir=src.doc.base_dir,
+        id=task.id, dialect="suite", source=place[0], base_dir=place[1],
         prompt=task.intent,
         agent=AgentDef(type="llm", max_turns=task.max_turns, timeout=task.timeout,
                        ignore_commands=[*suite.ignore_commands, *task.ignore_commands],
-                       limits=plain.limits_def(suite.limits, task.limits)),
+                       limits=plain.limits_over(common["limits"], task.limits)),
         checks=checks, category=task.category, difficulty=task.difficulty,
         cli=suite.cli, version_command=suite.version_command, help_modes=list(suite.help_modes),
         system_prompt=suite.system_prompt, models=list(suite.providers),
@@ -128,7 +140,7 @@ def _task_def(suite: Suite | Plain, task: SuiteTask | Plain, checks: list[CheckD
         timeout=task.timeout, solution=list(task.solution),
         repeat=task.repeat or suite.repeat,
         redact_env=list(suite.redact_env), redact_patterns=list(suite.redact_patterns),
-        concurrency=suite.concurrency, about=_about(suite), **shared,
+        concurrency=suite.concurrency, about=dict(common["about"]), **shared,
     )
 
 
