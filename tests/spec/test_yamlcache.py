@@ -121,3 +121,18 @@ def test_a_damaged_entry_is_a_miss_and_the_cache_stays_bounded(tmp_path, parsed,
     for i in range(9):
         yamlcache.keep(f"n: {i}\n", {"n": i})
     assert 2 <= len(list(cache.iterdir())) <= 4
+
+
+def test_whether_a_file_holds_braces_is_kept_with_its_data(tmp_path, parsed):
+    plain_suite = tmp_path / "p.yaml"
+    plain_suite.write_text("cli: git\ntasks:\n  - {id: a, intent: x, assert: [exit_code: 0]}\n")
+    braced = tmp_path / "b.yaml"
+    braced.write_text("cli: git\ntasks:\n  - {id: b, intent: '{{ params.P }}', "
+                      "assert: [exit_code: 0]}\n")
+    first = [_load(p) for p in (plain_suite, braced)]
+    docs = [yamlpos.read(str(p), p.name) for p in (plain_suite, braced)]
+    assert len(parsed) == 2  # the second reads came from the cache, with what was worked out
+    assert [d.braces for d in docs] == [False, True]
+    assert [_load(p) for p in (plain_suite, braced)] == first
+    assert first[1][1] == [f"{braced}:3:21: tasks[0].intent: {{{{ params.P }}}}: a suite has no "
+                           "params (only scenarios declare them)"]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 from typing import Any
 
 from proctor.spec.diagnostics import Issues, suggest
-from proctor.spec.yamlpos import Doc, Path
+from proctor.spec.yamlpos import Doc, Path, braces
 from proctor.templating import references
 
 WHERE = {"secrets": "`secrets:`", "params": "the keys of `parallelism.matrix`"}
@@ -22,14 +21,15 @@ def check_refs(issues: Issues, doc: Doc, data: Any, path: Path,
 
 
 def templated(data: Any) -> bool:
-    """Whether any string inside (a key or a value) may hold `{{`: JSON writes every string
-    as it is but for escapes, none of which is `{`, and never puts two braces together
-    itself (an object's first brace is followed by a quote or its last). A value's JSON is
-    a part of the JSON of whatever holds it: none in a whole file, none in any of its parts."""
-    try:
-        return "{{" in json.dumps(data, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):  # a key JSON has no form for: walked as it is
-        return True
+    """Whether any string inside (a key or a value) may hold `{{` (yamlpos.braces)."""
+    return braces(data)
+
+
+def doc_templated(doc: Doc) -> bool:
+    """templated(doc.data), worked out once per file (or kept from the file's last read)."""
+    if doc.braces is None:
+        doc.braces = braces(doc.data)
+    return doc.braces
 
 
 def _walk(issues: Issues, doc: Doc, data: Any, path: Path,

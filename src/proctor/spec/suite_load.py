@@ -16,7 +16,7 @@ from proctor.spec.context import LoadContext
 from proctor.spec.diagnostics import describe
 from proctor.spec.includes import TaskSource, expand
 from proctor.spec.plain import Plain
-from proctor.spec.refs import check_refs, templated
+from proctor.spec.refs import check_refs, doc_templated
 from proctor.spec.yamlpos import Doc
 
 if TYPE_CHECKING:
@@ -37,13 +37,8 @@ def load_suite(loader: LoadContext, doc: Doc) -> list[TaskDef]:
         check_names(issues, doc, services, ("services",))
     # A file with no `{{` anywhere (most: a suite of 1,000 tasks) is told by one look at the
     # whole; its parts (the suite's fields, each task) then have nothing to walk.
-    plain_docs: dict[int, bool] = {}
-
     def refs(d: Doc, part: Any, path: Any) -> None:
-        free = plain_docs.get(id(d))
-        if free is None:
-            free = plain_docs[id(d)] = not templated(d.data)
-        if not free:
+        if doc_templated(d):
             check_refs(issues, d, part, path, NO_NAMES)
 
     refs(doc, {k: v for k, v in data.items() if k != "tasks"}, ())

@@ -25,24 +25,26 @@ MAX_ENTRIES = 512
 
 
 def recall(text: str) -> Any:
-    """The data of `text` as the parser made it, or MISSING."""
+    """(data, note) as kept for `text` (the data as the parser made it), or MISSING."""
     path = _entry(text)
     if path is None:
         return MISSING
     try:
         with open(path, "rb") as f:
-            return marshal.loads(f.read())
+            kept = marshal.loads(f.read())
     except (OSError, ValueError, EOFError, TypeError):
         return MISSING
+    return kept if type(kept) is tuple and len(kept) == 2 else MISSING
 
 
-def keep(text: str, data: Any) -> None:
-    """Remember `data` as `text`'s (quietly nothing when it cannot be)."""
+def keep(text: str, data: Any, note: Any = None) -> None:
+    """Remember `data` as `text`'s, with `note` (what the reader worked out from the data
+    alone: whether it holds a `{{`); quietly nothing when it cannot be."""
     path = _entry(text)
     if path is None:
         return
     try:
-        blob = marshal.dumps(data)
+        blob = marshal.dumps((data, note))
     except ValueError:  # a date, or another value marshal does not write
         return
     with contextlib.suppress(OSError):

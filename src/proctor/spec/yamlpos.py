@@ -33,6 +33,9 @@ class Doc(Fieldwise):
     _root: Node | None
     duplicates: list[tuple[Node, Node]] = field(default_factory=list)  # (first key, repeated key)
     _text: str | None = None  # set when the tree was let go: it is composed again on demand
+    # Whether any string of the data (key or value) may hold `{{` (None: not looked yet):
+    # kept with the data in yamlcache, so that a spec read before is not looked through again.
+    braces: bool | None = field(default=None, compare=False, repr=False)
 
     @property
     def root(self) -> Node | None:
@@ -108,13 +111,28 @@ def read(path: str, file: str) -> Doc:
     if "\x00" in text:
         raise YamlError(*_offset_pos(raw, raw.index(b"\x00")), "not a text file (contains NUL bytes)")
     abspath = os.path.abspath(path)
-    data = yamlcache.recall(text)
-    if data is not yamlcache.MISSING:  # read before, unchanged: its tree only if asked for
-        return Doc(file, abspath, data, None, [], text)
+    kept = yamlcache.recall(text)
+    if kept is not yamlcache.MISSING:  # read before, unchanged: its tree only if asked for
+        data, has_braces = kept
+        return Doc(file, abspath, data, None, [], text, has_braces)
     doc = parse(text, file, abspath)
     if not doc.duplicates:  # a file with a problem is parsed again, to be worded
-        yamlcache.keep(text, doc.data)
+        doc.braces = braces(doc.data)
+        yamlcache.keep(text, doc.data, doc.braces)
     return doc
+
+
+def braces(data: Any) -> bool:
+    """Whether any string inside (a key or a value) may hold `{{`: JSON writes every string
+    as it is but for escapes, none of which is `{`, and never puts two braces together
+    itself (an object's first brace is followed by a quote or its last). A value's JSON is
+    a part of the JSON of whatever holds it: none in a whole file, none in any of its parts."""
+    import json
+
+    try:
+        return "{{" in json.dumps(data, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # a key JSON has no form for: walked as it is
+        return True
 
 
 def _kind(mode: int) -> str:
