@@ -107,14 +107,18 @@ def plan(tasks: list[TaskDef], options: RunOptions, *, pad: bool = True) -> list
     """Every trial of a run. `pad=False` plans replica ids as runs before zero-padding
     named them (r0 … r10), so such a run can still be resumed."""
     trials: list[Trial] = []
-    several = len(run_agents(options)) > 1  # then each trial id names its agent
+    runs = run_agents(options)  # (agents_for's, worked out once)
+    several = len(runs) > 1  # then each trial id names its agent
     for task in tasks:
-        keys = sorted(task.matrix)
-        combos = [dict(zip(keys, values, strict=True))
-                  for values in itertools.product(*(task.matrix[k] for k in keys))]
+        if task.matrix:
+            keys = sorted(task.matrix)
+            combos = [dict(zip(keys, values, strict=True))
+                      for values in itertools.product(*(task.matrix[k] for k in keys))]
+        else:  # most tasks: one combination, of no params
+            combos = [{}]
         repeat = options.repeat or task.repeat
         width = len(str(repeat - 1)) if pad else 1  # repeat <= 10: r0 … r9 as before
-        for agent in agents_for(task, options):
+        for agent in runs or [task.agent.type]:
             for model in models_for(task, options, agent):
                 for mode in modes_for(task, agent):
                     for params in combos:

@@ -104,3 +104,16 @@ def test_agents_from_proctor_toml_and_a_wrong_name_is_exit_2(cli, tmp_path):
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.startswith("proctor: proctor.toml:1:1: agents: 'gpt' is not an agent: "
                                  "expected 'llm', "), bad.stderr
+
+
+def test_tasks_with_and_without_a_matrix_each_their_own_agent_or_the_runs():
+    plain = task("p", agent=AgentDef(type="oracle"), repeat=2)
+    grid = task("g", dialect="scenario", agent=AgentDef(type="nop"), matrix={"n": [1, 2]})
+    trials = plan([plain, grid], RunOptions())
+    assert [(tr.id, tr.agent, tr.params) for tr in trials] == [
+        ("p.r0", "oracle", {}), ("p.r1", "oracle", {}),
+        ("g.n=1.r0", "nop", {"n": 1}), ("g.n=2.r0", "nop", {"n": 2})]
+    trials = plan([plain, grid], RunOptions(agents=["oracle", "nop"]))
+    assert [tr.id for tr in trials] == ["p.oracle.r0", "p.oracle.r1", "p.nop.r0", "p.nop.r1",
+                                        "g.oracle.n=1.r0", "g.oracle.n=2.r0", "g.nop.n=1.r0",
+                                        "g.nop.n=2.r0"]
