@@ -55,7 +55,7 @@ def load_suite(loader: LoadContext, doc: Doc) -> list[TaskDef]:
     entries = data.get("tasks")
     sources = expand(issues, loader.open_doc, doc, entries, ("tasks",)) if isinstance(entries, list) else []
     tasks = []
-    common = _common(suite) if suite is not None else None
+    common = _common(suite) if suite is not None else {}  # no suite: no task is made
     places: dict[int, tuple[str, str]] = {}  # id(doc) -> (source, base_dir), for each file once
     for src in sources:
         task = _task(loader, src, refs)
