@@ -9,13 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SUITE = """cli: sh
-tasks:
-  - id: t1
-    intent: Write the file.
-    solution: ["{command}"]
-    assert: [{{file_contains: {{path: out.txt, text: ok}}}}]
-"""
+from tests.helpers.security import one_command_suite
 
 
 def test_an_agent_cannot_write_the_code_cache_and_an_honest_run_uses_it(tmp_path: Path):
@@ -25,7 +19,7 @@ def test_an_agent_cannot_write_the_code_cache_and_an_honest_run_uses_it(tmp_path
     cache = tmp_path / "cache"
 
     def run(name: str, command: str):
-        (tmp_path / f"{name}.yaml").write_text(SUITE.format(command=command))
+        (tmp_path / f"{name}.yaml").write_text(one_command_suite(command))
         return cli("run", f"{name}.yaml", "--agent", "oracle", "-q", "--output-dir", name,
                    env={"PROCTOR_CACHE": str(cache)})
 
