@@ -15,18 +15,13 @@ WHERE = {"secrets": "`secrets:`", "params": "the keys of `parallelism.matrix`"}
 def check_refs(issues: Issues, doc: Doc, data: Any, path: Path,
                declared: dict[str, Collection[str] | None]) -> None:
     """Walk every string (keys too). `declared[ns]` is None where the dialect has no such names."""
-    if not templated(data):  # most tasks: nothing to walk (a suite of 1,000 at its start)
+    if not braces(data):  # most tasks: nothing to walk (a suite of 1,000 at its start)
         return
     _walk(issues, doc, data, path, declared)
 
 
-def templated(data: Any) -> bool:
-    """Whether any string inside (a key or a value) may hold `{{` (yamlpos.braces)."""
-    return braces(data)
-
-
 def doc_templated(doc: Doc) -> bool:
-    """templated(doc.data), worked out once per file (or kept from the file's last read)."""
+    """braces(doc.data), worked out once per file (or kept from the file's last read)."""
     if doc.braces is None:
         doc.braces = braces(doc.data)
     return doc.braces
