@@ -289,3 +289,32 @@ def test_a_short_option_is_matched_without_a_did_you_mean_and_unknown_ones_keep_
     for bad, said in (("-Z", "-Z"), ("-qZ", "-Z"), ("-aoracle", "-a")):
         out = runner.invoke(cli.main, ["run", str(suite), bad])
         assert out.exit_code == 2 and f"No such option '{said}'." in out.output, out.output
+
+
+# Started as the `proctor` program, a plain `proctor run` is read without click
+# (cliargs.sure_run); what only click imports then stays out.
+PROGRAM_RUN_NEVER = (*RUN_NEVER, "click", "uuid", "platform", "gettext",
+                     "proctor.agents.attacks")
+
+PROGRAM = """#!{python}
+import atexit, json, sys
+atexit.register(lambda: json.dump(list(sys.modules), open({out!r}, "w")))
+from proctor.cli import main
+if __name__ == '__main__':
+    sys.argv[0] = sys.argv[0].removesuffix('.exe')
+    sys.exit(main())
+"""
+
+
+def test_the_program_reads_a_plain_run_without_click(tmp_path, suite):
+    script = tmp_path / "bin" / "proctor"  # the console script, as installed
+    script.parent.mkdir()
+    script.write_text(PROGRAM.format(python=sys.executable, out=str(tmp_path / "modules")))
+    script.chmod(0o755)
+    proc = subprocess.run([str(script), "run", str(suite), "--agent", "oracle", "-q",
+                           "--output-dir", str(tmp_path / "run")], cwd=tmp_path,
+                          env=_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    modules = json.loads((tmp_path / "modules").read_text())
+    assert not _offending(modules, PROGRAM_RUN_NEVER)
+    assert len(modules) < MAX_MODULES - 15, len(modules)

@@ -25,15 +25,6 @@ begin()  # before click and the rest are imported: see proctor/startup.py
 if started_as_proctor():  # with the collector held and generated code cached (startup.py)
     boxstart.begin(sys.argv)
 
-import click  # noqa: E402
-
-from proctor.agents import AGENTS  # noqa: E402
-from proctor.agents.attacks import ATTACKS  # noqa: E402
-from proctor.executors import EXECUTORS  # noqa: E402
-from proctor.sandbox import BACKENDS  # noqa: E402
-
-FORMATS = ("json", "junit", "md", "html", "atif", "inspect", "otel")  # proctor.report.NAMES
-
 
 def _guard(fn: Callable[[], int | None], collect: bool = True) -> None:
     """Run a command body: user errors become one line + exit code, Ctrl-C exits 130.
@@ -46,16 +37,77 @@ def _guard(fn: Callable[[], int | None], collect: bool = True) -> None:
     try:
         code = fn() or 0
     except SpecError as e:
+        import click
+
         for issue in e.issues:
             click.echo(str(issue), err=True)
         code = e.exit_code
     except ProctorError as e:
+        import click
+
         click.echo(f"proctor: {e}", err=True)
         code = e.exit_code
     except KeyboardInterrupt:
+        import click
+
         click.echo("proctor: interrupted", err=True)
         code = 130
     sys.exit(code)
+
+
+def _run(paths: tuple[str, ...], kw: dict[str, Any]) -> None:
+    """`proctor run`'s body: PATHS and its options (cliargs.RUN_OPTIONS) as click gives them."""
+    def body() -> int:
+        from proctor import cliargs
+        from proctor.run.main import run_main
+
+        cliargs.error_kinds(kw.get("retry_errors"), kw.get("resume"))  # before the run is looked up
+        if kw.get("resume"):
+            kw["resume"] = cliargs.run_dir(kw["resume"])
+        return run_main(list(paths), cliargs.run_options(**kw))
+
+    _guard(body, collect=False)  # from its trials on (run/execute.py)
+
+
+def _run_without_click(argv: list[str]) -> None:
+    """A `proctor run` command line that click would read as cliargs.sure_run reads it: the
+    run made now and the program ended, without importing click (~10 ms of a run's start);
+    any other command line: nothing (click reads it). What escapes the run's body (`_guard`)
+    is handled by click's own `main`, as it would have been."""
+    from proctor import cliargs
+
+    sure = cliargs.sure_run(argv)
+    if sure is None:
+        return
+    try:
+        try:
+            _run(*sure)
+        except (Exception, KeyboardInterrupt) as e:
+            _as_click_would(e)
+    except SystemExit as e:
+        leave(e.code)
+
+
+def _as_click_would(exc: BaseException) -> None:
+    """What escaped a command's body handled by click's `main` as it handles it (EOFError or
+    KeyboardInterrupt: "Aborted!", exit 1; a broken pipe: exit 1; anything else raised)."""
+    import click
+
+    def escaped() -> None:
+        raise exc
+    click.Command("run", callback=escaped).main([], prog_name="proctor")
+
+
+if started_as_proctor():  # a plain `proctor run`: made now, without click (returns if not)
+    _run_without_click(sys.argv)
+
+
+import click  # noqa: E402
+
+from proctor.agents.attacks import ATTACKS  # noqa: E402
+from proctor.sandbox import BACKENDS  # noqa: E402
+
+FORMATS = ("json", "junit", "md", "html", "atif", "inspect", "otel")  # proctor.report.NAMES
 
 
 class _Command(click.Command):
@@ -176,89 +228,17 @@ def init(directory: str, force: bool) -> None:
 
 
 def _run_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    for opt in reversed([*_what_runs(), *_how_it_runs()]):
-        f = opt(f)
+    """`proctor run`'s options, as declared (cliargs.RUN_OPTIONS)."""
+    from proctor.cliargs import RUN_OPTIONS, click_type
+
+    for names, dest, spec in reversed(RUN_OPTIONS):
+        f = click.option(*names, dest, **{**spec, "type": click_type(spec.get("type"))})(f)
     return f
-
-
-def _what_runs() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
-    """The options that choose the trials: agents, models, tasks, repeats."""
-    return [
-        click.option("--agent", "agents", type=click.Choice(AGENTS.names()), multiple=True,
-                     help="Override every task's agent; repeatable: the run is agent × model "
-                          "× help mode × task (default: proctor.toml's `agents`). oracle runs "
-                          "each task's solution; nop runs nothing; claude-code, codex and "
-                          "mini-swe-agent are installed on first use and take --model like "
-                          "llm."),
-        click.option("--agent-command", metavar="CMD",
-                     help="The program the command agent runs, e.g. 'my-agent --task {{prompt}}' "
-                          "(default: the scenario's agent.command)."),
-        click.option("--model", "models", multiple=True, metavar="PROVIDER/MODEL",
-                     help="Model(s) to run (repeatable); overrides the spec's providers."),
-        click.option("--task", "tasks", multiple=True, metavar="ID",
-                     help="Only these task ids (repeatable)."),
-        click.option("--category", "categories", multiple=True, metavar="NAME",
-                     help="Only tasks in these categories (repeatable)."),
-        click.option("--repeat", type=click.IntRange(1, 100),
-                     help="Trials per task and model (overrides the spec)."),
-    ]
-
-
-def _how_it_runs() -> list[Callable[[Callable[..., Any]], Callable[..., Any]]]:
-    """The options that say how and where the trials run, and what the run writes."""
-    return [
-        click.option("--concurrency", type=click.IntRange(1, 1024),
-                     help="Trials at once (default: the spec's, else 3)."),
-        click.option("--output-dir", type=click.Path(file_okay=False),
-                     help="Write the run here (this directory becomes the run directory)."),
-        click.option("--format", "formats", multiple=True, metavar="FMT[,FMT]",
-                     help="Reports to write: json,junit,md,html, and the exports atif,inspect,otel "
-                          "(json is always written)."),
-        click.option("--backend", type=click.Choice(BACKENDS.names()),
-                     help="Where trials run: this machine (local) or a container per trial "
-                          "(docker). Default: proctor.toml's `backend`, else local."),
-        click.option("--isolation", type=click.Choice(["auto", "namespaces", "none"]),
-                     default="auto", show_default=True,
-                     help="Isolate each trial (namespaces: private files, processes, network, "
-                          "limits). auto exits 2 if that cannot be built here; none runs "
-                          "unisolated and every report says so. See docs/security.md."),
-        click.option("--executor", type=click.Choice(EXECUTORS.names()), default="local",
-                     show_default=True, help="Run trials in this process, or on a Ray cluster."),
-        click.option("--ray-address", metavar="ADDR",
-                     help="Ray cluster for --executor ray (host:port, ray://host:10001, auto); "
-                          "default: proctor.toml [ray] address, else $RAY_ADDRESS, else a "
-                          "private local instance."),
-        click.option("--keep", is_flag=True,
-                     help="Keep each trial's sandbox (workdir, HOME, TMPDIR) under RUN_DIR/workdirs/."),
-        click.option("--output-limit", type=click.IntRange(1_000), metavar="BYTES",
-                     help="Bytes of stdout and of stderr kept per command (default 1000000); "
-                          "the rest is counted and dropped."),
-        click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), metavar="USD",
-                     help="The run's budget: once its recorded cost reaches USD no new trial "
-                          "starts (started ones finish); the rest are listed as not run, exit "
-                          "1, and --resume with a larger budget runs them. Default: "
-                          "proctor.toml's max_cost."),
-        click.option("--otlp-endpoint", metavar="URL",
-                     help="Send each trial's OpenTelemetry spans to this OTLP/HTTP receiver as "
-                          "it finishes (POST URL/v1/traces), e.g. http://localhost:4318 (a "
-                          "Collector, Jaeger) or http://localhost:6006 (Phoenix). A receiver "
-                          "that fails is a warning, never a failed run. Default: "
-                          "proctor.toml's otlp_endpoint. See docs/reports.md."),
-        click.option("--quiet", "-q", is_flag=True, help="No progress bar or table."),
-        click.option("--config", "config_path", type=click.Path(dir_okay=False),
-                     help="proctor.toml to read (default: ./proctor.toml if present)."),
-    ]
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path())
 @_run_options
-@click.option("--resume", metavar="RUN",
-              help="Finish an interrupted run (its directory, id, id prefix or `latest`): "
-                   "only trials missing from it are run.")
-@click.option("--retry-errors", metavar="KIND[,KIND]",
-              help="With --resume: also re-run the run's `error` trials of these kinds "
-                   "(infra, provider, check), each replacing its result.")
 def run(paths: tuple[str, ...], **kw: Any) -> None:
     """Run specs (files or directories of *.yaml) and report verdicts.
 
@@ -269,16 +249,7 @@ def run(paths: tuple[str, ...], **kw: Any) -> None:
       proctor run scenario.yaml --repeat 5 --format junit,md
       proctor run --resume .proctor/runs/20261122T101500Z-ab12cd
     """
-    def body() -> int:
-        from proctor import cliargs
-        from proctor.run.main import run_main
-
-        cliargs.error_kinds(kw.get("retry_errors"), kw.get("resume"))  # before the run is looked up
-        if kw.get("resume"):
-            kw["resume"] = cliargs.run_dir(kw["resume"])
-        return run_main(list(paths), cliargs.run_options(**kw))
-
-    _guard(body, collect=False)  # from its trials on (run/execute.py)
+    _run(paths, kw)
 
 
 @main.command()
