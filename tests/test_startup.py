@@ -93,7 +93,10 @@ RUN_NEVER = (*NEVER, "rich", "pydantic", "pydantic_core", "importlib.metadata", 
              # the model providers' settings, retries and prices: for trials that call a model
              "proctor.providers.settings", "proctor.providers.retry", "proctor.providers.prices",
              # click's "did you mean" is for an unknown --option, not for `-q` (cli._Command)
-             "difflib")
+             "difflib",
+             # a docker run's engine client, `file://` task includes, --resume's sweep,
+             # forwarded ports' namespace entry
+             "proctor.engineapi", "glob", "proctor.janitor", "proctor.netns")
 VALIDATE_NEVER = (*RUN_NEVER, "proctor.run", "proctor.trial", "proctor.sandbox.native",
                   "sqlite3")
 # `show` reads results.json (checked with pydantic); it and `runs` print with rich.

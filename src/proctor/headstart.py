@@ -30,8 +30,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from proctor import engineapi
-
 _RUN, _ROOT, _HOST = "\x00run\x00", "\x00root\x00", "\x00host\x00"
 # A begun container's label: the process that began it (its PID namespace, pid and start
 # time), so that one killed before its run directory existed is found and removed.
@@ -324,4 +322,6 @@ def _dir() -> Path:
 
 def _api(method: str, path: str, body: object = None) -> tuple[int, bytes] | None:
     """One request to the engine's socket (blocking), where the client would use it."""
+    from proctor import engineapi  # a docker run's only
+
     return engineapi.call(method, path, 60, body)

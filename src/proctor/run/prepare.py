@@ -20,7 +20,6 @@ from proctor.errors import UsageError
 from proctor.executors import EXECUTORS
 from proctor.fieldwise import Fieldwise
 from proctor.inputs import check_unchanged, fingerprint, referenced, suite_identity
-from proctor.janitor import sweep
 from proctor.model import EXTERNAL_AGENTS, RunOptions, StepDef, TaskDef, Trial
 from proctor.plan import plan, select
 from proctor.providers import MODEL_AGENT_TYPES, preflight_run
@@ -109,6 +108,8 @@ def _resumed(options: RunOptions) -> tuple[RunStore, RunMeta, RunOptions]:
     """--resume: the interrupted run's store and run.json, after what it left behind is
     swept and its inputs are found unchanged; its options, but for those a resume may
     change (_RESUME_OVERRIDES)."""
+    from proctor.janitor import sweep  # --resume's only
+
     assert options.resume
     store = RunStore.open(options.resume)
     meta = store.read_meta()

@@ -17,8 +17,6 @@ import socket
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
-from proctor import netns
-
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 BUFFER = 65536
 
@@ -26,6 +24,8 @@ BUFFER = 65536
 async def listen_inside(pid: int, host: str, port: int) -> socket.socket:
     """A listening socket bound at host:port in the network namespace of process `pid`
     (a container's init; proctor is root)."""
+    from proctor import netns  # a run with ports to forward only (start-up)
+
     sock = await asyncio.to_thread(netns.run_in, pid, lambda: _bind(host, port))
     sock.setblocking(False)
     return sock

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,8 @@ MAX_DEPTH = 20  # includes of includes
 def _matches(pattern: str) -> list[str]:
     """Regular files matching `pattern`, each real file once: a symlink loop under `**`
     (`a/up -> ..`) yields the same files again and again."""
+    import glob  # a suite with `file://` tasks only
+
     seen: set[str] = set()
     out = []
     for m in glob.iglob(pattern, recursive=True):
