@@ -71,3 +71,18 @@ async def test_a_changed_conversation_is_counted_afresh():
               {"role": "assistant", "content": ""}]
     assert await _answer(provider, grown) == await _fresh(grown)
     assert (await _answer(provider, grown))[1][0]["id"] == "call_2_0"  # two answers so far
+
+
+def test_the_usage_estimate_counts_a_calls_arguments_as_json_dumps_writes_them():
+    """The answer's characters are its text and each call's arguments as `json.dumps`
+    writes them: counted from the strings' JSON forms (providers/mock.py json_length), the
+    same length for any text (quotes, escapes, non-ASCII, lone surrogates) and any other
+    arguments (written whole)."""
+    import json
+
+    from proctor.providers.mock import json_length
+
+    for args in ({}, {"command": "echo hi"}, {"command": 'say "é"\n\t\\', "why": "ü" * 3},
+                 {"command": "\ud800 x"}, {"n": 1}, {"l": [1, "a"]}, {1: "x"},
+                 {"a": None, "b": "c"}):
+        assert json_length(args) == len(json.dumps(args)), args

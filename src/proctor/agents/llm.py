@@ -76,12 +76,12 @@ def tool_result(rec: CommandRecord, limit: int) -> str:
         head = "exit code: none (the command timed out and was killed)"
     else:
         head = f"exit code: {rec.exit_code}"
-    out = [head,
-           "stdout:\n" + (_both(rec.stdout, limit, "stdout") if rec.stdout else "(empty)"),
-           "stderr:\n" + (_both(rec.stderr, limit, "stderr") if rec.stderr else "(empty)")]
+    out = _both(rec.stdout, limit, "stdout") if rec.stdout else "(empty)"
+    err = _both(rec.stderr, limit, "stderr") if rec.stderr else "(empty)"
+    text = f"{head}\nstdout:\n{out}\nstderr:\n{err}"
     if rec.truncated:
-        out.append("(output beyond the sandbox's capture limit was dropped)")
-    return "\n".join(out)
+        text += "\n(output beyond the sandbox's capture limit was dropped)"
+    return text
 
 
 class LLMAgent(Agent):
@@ -117,21 +117,21 @@ class LLMAgent(Agent):
         max_turns = env.task.agent.max_turns
         traced = 0  # messages already in the trace: each model_call carries only the new ones
         reason = "answer"
+        complete, budget, recorder = provider.complete, env.budget, env.recorder  # once
+        temperature, max_tokens = settings.temperature, settings.max_tokens
         while True:
             if env.out_of_time():
                 reason = "timeout"
                 break
             try:
-                resp = await bounded(provider.complete(system, messages, TOOLS,
-                                                       settings.temperature,
-                                                       settings.max_tokens),
+                resp = await bounded(complete(system, messages, TOOLS, temperature, max_tokens),
                                      env.time_left())
             except (provider_error, TimeoutError) as e:
                 cut = isinstance(e, TimeoutError) and env.out_of_time()
-                env.recorder.trace({"type": "model_call", "model": model, "turn": res.turns + 1,
-                                    "request": {"history": traced, "messages": messages[traced:]},
-                                    "error": "cut at the task's timeout" if cut else str(e),
-                                    "retries": getattr(e, "retries", [])})
+                recorder.trace({"type": "model_call", "model": model, "turn": res.turns + 1,
+                                "request": {"history": traced, "messages": messages[traced:]},
+                                "error": "cut at the task's timeout" if cut else str(e),
+                                "retries": getattr(e, "retries", [])})
                 if cut:
                     reason = "timeout"
                 else:
@@ -139,25 +139,25 @@ class LLMAgent(Agent):
                     res.error_kind = "provider"
                 break
             res.turns += 1
-            env.tool_calls += resp.tool_calls  # what the model asked for (tool_used)
-            res.tokens_in += resp.usage.input
-            res.tokens_out += resp.usage.output
-            calls = [c.to_dict() for c in resp.tool_calls]
+            tool_calls, usage = resp.tool_calls, resp.usage
+            env.tool_calls += tool_calls  # what the model asked for (tool_used)
+            res.tokens_in += usage.input
+            res.tokens_out += usage.output
+            calls = [c.to_dict() for c in tool_calls]
             _trace_answer(env, model, res.turns, system, messages, traced, resp, calls)
             traced = len(messages)
             res.output = resp.text
             # The response that reaches a limit is the last: its tool calls are not run.
-            if hit := env.budget.charge(resp.usage.input, resp.usage.output,
-                                        cost_usd(price, resp.usage.input, resp.usage.output)):
+            if hit := budget.charge(usage.input, usage.output,
+                                    cost_usd(price, usage.input, usage.output)):
                 res.limit_hit = reason = hit
-                env.recorder.trace({"type": "limit", "limit": hit,
-                                    "message": env.budget.describe(),
-                                    "tool_calls_not_run": len(calls)})
+                recorder.trace({"type": "limit", "limit": hit, "message": budget.describe(),
+                                "tool_calls_not_run": len(calls)})
                 break
             if not calls:
                 break
             messages.append({"role": "assistant", "content": resp.text, "tool_calls": calls})
-            await self._run_tools(env, resp.tool_calls, messages, settings)
+            await _run_tools(env, tool_calls, messages, settings.output_limit)
             if env.out_of_time():
                 reason = "timeout"
                 break
@@ -165,30 +165,40 @@ class LLMAgent(Agent):
                 reason = "max_turns"
                 break
         res.timed_out = env.timed_out
-        env.recorder.trace({"type": "agent_stop", "reason": reason, "turns": res.turns,
-                            "tokens": {"input": res.tokens_in, "output": res.tokens_out}})
+        recorder.trace({"type": "agent_stop", "reason": reason, "turns": res.turns,
+                        "tokens": {"input": res.tokens_in, "output": res.tokens_out}})
         return res
 
-    async def _run_tools(self, env: AgentEnv, calls: list[ToolCall], messages: list[dict[str, Any]],
-                         settings: LlmConfig) -> None:
-        """The answer's tool calls in order, each result a `tool` message; none once the
-        task's time is up."""
-        for call in calls:
-            if env.out_of_time():
-                break
-            content = await self._run_tool(env, call, settings)
-            messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
-                             "content": content})
 
-    async def _run_tool(self, env: AgentEnv, call: Any, settings: LlmConfig) -> str:
-        # Mistakes are told to the model (it can correct itself), never raised.
-        if call.name != "run_command":
-            return f"error: unknown tool {call.name!r}; the only tool is run_command"
-        command = call.arguments.get("command")
-        if not isinstance(command, str) or not command.strip():
-            return "error: run_command needs a non-empty string argument `command`"
-        rec = await env.run_command(command, tool_call_id=call.id)
-        return tool_result(rec, settings.output_limit)
+async def _run_tools(env: AgentEnv, calls: list[ToolCall], messages: list[dict[str, Any]],
+                     limit: int) -> None:
+    """The answer's tool calls in order, each result a `tool` message; none once the task's
+    time is up. Mistakes are told to the model (it can correct itself), never raised."""
+    for call in calls:
+        if env.out_of_time():
+            break
+        command = _command_of(call)
+        if command is None:
+            content = _refusal(call)
+        else:
+            rec = await env.run_command(command, tool_call_id=call.id)
+            content = tool_result(rec, limit)
+        messages.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                         "content": content})
+
+
+def _command_of(call: ToolCall) -> str | None:
+    """The command a `run_command` call asks for; None: a call it cannot run (`_refusal`)."""
+    if call.name != "run_command":
+        return None
+    command = call.arguments.get("command")
+    return command if isinstance(command, str) and command.strip() else None
+
+
+def _refusal(call: ToolCall) -> str:
+    if call.name != "run_command":
+        return f"error: unknown tool {call.name!r}; the only tool is run_command"
+    return "error: run_command needs a non-empty string argument `command`"
 
 
 async def bounded(call: Awaitable[T], seconds: float) -> T:

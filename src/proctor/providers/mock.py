@@ -8,8 +8,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from proctor.errors import UsageError
 from proctor.jsontext import encoder
@@ -35,6 +36,18 @@ if TYPE_CHECKING:
 
 BUILTIN = ("solver", "done")
 _json = encoder()  # json.dumps, its encoder made once (a call's arguments, every turn)
+_quoted = json.encoder.encode_basestring_ascii  # a string as json.dumps writes it
+
+
+def json_length(arguments: dict[str, Any]) -> int:
+    """len(json.dumps(arguments)): of a dict of strings (a run_command call's), counted from
+    its strings' JSON forms (`{"k": "v", ...}`), without writing the whole text."""
+    n = 4 * len(arguments)  # the braces, each `: `, and each `, ` but one
+    for k, v in arguments.items():
+        if type(k) is not str or type(v) is not str:
+            return len(_json(arguments))
+        n += len(_quoted(k)) + len(_quoted(v))
+    return n or 2
 
 
 def resolve_script_path(name: str, base_dir: str | None) -> Path | None:
@@ -120,7 +133,7 @@ class MockProvider:
         usage = r.usage
         if usage is None:
             chars_in = len(system) + chars
-            chars_out = len(r.text) + sum(len(_json(c.arguments)) for c in r.tool_calls)
+            chars_out = len(r.text) + sum(json_length(c.arguments) for c in r.tool_calls)
             usage = Usage(estimate_tokens(chars_in), estimate_tokens(chars_out))
         return ModelResponse(text=r.text, tool_calls=r.tool_calls, usage=usage, raw=None)
 

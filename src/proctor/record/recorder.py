@@ -32,6 +32,9 @@ class Recorder:
         self._dir = str(trial_dir)  # the files opened by name: joined as text, once each
         self.redactor = redactor
         self._fds: dict[str, int] = {}  # "trace" / "audit" -> its file, once opened
+        # The same two files, kept apart for the writes of every agent turn (no lookup).
+        self._trace_fd: int | None = None
+        self._audit_fd: int | None = None
 
     @property
     def trace_path(self) -> Path:
@@ -58,8 +61,12 @@ class Recorder:
         """One trace line: an event of record/events.py, given its `time` here (when the
         writer gave none)."""
         line: dict[str, Any] = event  # type: ignore[assignment]  # the event is its JSON form
-        line.setdefault("time", time.time())
-        self._append("trace", line)
+        if "time" not in line:
+            line["time"] = time.time()
+        fd = self._trace_fd
+        if fd is None:
+            fd = self._trace_fd = self._open("trace")
+        _write(fd, (_encode(self.redactor.data(line)) + "\n").encode())
 
     def timings(self, timings: Timings) -> None:
         """`timings.json`: the trial's wall seconds per phase (docs/reports.md). Beside the
@@ -79,9 +86,14 @@ class Recorder:
 
     def audit(self, type_: str, details: Mapping[str, object]) -> None:
         """One audit line: {"type": "command"|"file_write"|"db_write"|"http_call", "time", "details"}."""
-        self._append("audit", {"type": type_, "time": time.time(), "details": details})
+        fd = self._audit_fd
+        if fd is None:
+            fd = self._audit_fd = self._open("audit")
+        event = {"type": type_, "time": time.time(), "details": details}
+        _write(fd, (_encode(self.redactor.data(event)) + "\n").encode())
 
-    def _append(self, log: str, event: dict[str, Any]) -> None:
+    def _open(self, log: str) -> int:
+        """The file of `log` ("trace" / "audit"), opened for appending at its first line."""
         fd = self._fds.get(log)
         if fd is None:
             path = os.path.join(self._dir, "trace.jsonl" if log == "trace" else "audit.jsonl")
@@ -91,11 +103,15 @@ class Recorder:
                 self.trial_dir.mkdir(parents=True, exist_ok=True)
                 fd = os.open(path, _APPEND, 0o666)
             self._fds[log] = fd
-        line = (_encode(self.redactor.data(event)) + "\n").encode()
-        while line:  # a regular file takes it whole; a signal may cut a write short
-            line = line[os.write(fd, line):]
+        return fd
 
     def close(self) -> None:
         fds, self._fds = self._fds, {}
+        self._trace_fd = self._audit_fd = None
         for fd in fds.values():
             os.close(fd)
+
+
+def _write(fd: int, line: bytes) -> None:
+    while line:  # a regular file takes it whole; a signal may cut a write short
+        line = line[os.write(fd, line):]
