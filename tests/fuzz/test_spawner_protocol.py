@@ -250,8 +250,7 @@ async def box():
         pytest.skip(f"no namespace box here: {missing()}")
     box = await Box.start([], workdir="/", hosts_file=None, env={})
     loop = asyncio.get_running_loop()
-    loop.remove_reader(box.spawner.sock.fileno())  # the test reads the sockets itself
-    loop.remove_reader(box.spawner._said.fileno())  # (the tracers' X come on the second)
+    loop.remove_reader(box.spawner.sock.fileno())  # the test reads the socket itself
     box.spawner.sock.setblocking(True)
     box.spawner.sock.settimeout(10)
     try:
@@ -310,11 +309,7 @@ async def test_malformed_requests_are_refused_and_change_nothing(box):
         kinds = set()
         while "A" not in kinds:
             kinds.add(chr(REPLY.unpack(sock.recv(REPLY.size))[0]))
-        # The traced one's X came from its tracer, on the reply socket R carried.
-        said = box.spawner._said
-        said.setblocking(True)
-        said.settimeout(10)
-        assert REPLY.unpack(said.recv(REPLY.size))[:2] == (ord("X"), 11)
+        assert "X" in kinds
     finally:
         for fd in (out_r, request, null):
             os.close(fd)

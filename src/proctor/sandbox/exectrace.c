@@ -795,12 +795,7 @@ void trace_proc(int dir) { proc_dir = dir; }
 /* How the top ended (a wait status) said on `report`: a pipe, or (`message`) the caller's
    own socket, as a message of its own, without a SIGPIPE (which the tracer cannot ignore:
    its tops, its clones, would inherit that through their exec). 0, or -1. */
-static int (*say_top_end)(int status);  /* trace_say_top_end's */
-
-void trace_say_top_end(int (*say)(int status)) { say_top_end = say; }
-
 static int put_status(int report, int st, int message) {
-    if (message && say_top_end) return say_top_end(st) < 0 ? -1 : 0;
     ssize_t n = message ? send(report, &st, sizeof st, MSG_NOSIGNAL)
                         : write(report, &st, sizeof st);
     return n == (ssize_t)sizeof st ? 0 : -1;

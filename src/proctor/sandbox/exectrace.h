@@ -61,12 +61,7 @@ int trace(pid_t top, int go, int report);
    give) rather than to `report`: the caller says it with its own word that the tree is gone
    (the spawner's tracers, which then take the next command). `report` is then the caller's
    own socket to the spawner: the end of a top that left something running is one message
-   there (a wait status, an int), and the socket stays open; or, with trace_say_top_end,
-   said by that function instead. */
+   there (a wait status, an int), and the socket stays open. */
 int trace_tree(pid_t top, int go, int report, int *last);
-
-/* How trace_tree (with `last`) says the end of a top that left something running: `say`
-   called with its wait status (0, or -1: not said), in place of the message on `report`. */
-void trace_say_top_end(int (*say)(int status));
 
 #endif

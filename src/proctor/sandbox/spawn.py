@@ -6,9 +6,7 @@ first descriptor) and three descriptors: its stdin, stdout and stderr (a fourth,
 tracer: where the trace goes). OPEN's path and LISTEN's address come the same way. proctor
 reads the output pipes in its event loop and learns the start and the wait status as
 replies, so a command costs no process of proctor's own: no fork of proctor, no `nsenter`, no
-wrapper. A traced command's X comes from its tracer, on the reply socket the spawner's first
-word (R) carries, which only the box's tracers can write to: it wakes proctor, not the
-spawner as well; only the X of a traced command still running is taken from there. The task running a command waits for its end alone (X, or E: it could not start);
+wrapper. The task running a command waits for its end alone (X, or E: it could not start);
 its start is not said (one reply to read per command, not two). At its deadline it is killed
 and its X awaited: a command never sent, or sent but not read (a stopped spawner), is given
 up at once, one read gets START_GRACE_S for its X. Nothing here waits on the loop: a
@@ -64,8 +62,6 @@ class Spawner:
         self._pending: dict[int, asyncio.Future[Any]] = {}  # listen / open / newtrial ... replies
         self._exits: dict[int, asyncio.Future[Any]] = {}  # RUN: the X reply (or E: no start)
         self._starting: set[int] = set()  # RUN requests not yet ended (no X, no E)
-        self._traced: set[int] = set()  # ... of those, the traced: their X is their tracer's
-        self._said: socket.socket | None = None  # the reply socket the tracers' X come on
         self._ready: asyncio.Future[Any] = loop.create_future()
         self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         # Requests not yet taken by the spawner (op, job, message, descriptors owned), in order.
@@ -108,8 +104,6 @@ class Spawner:
         in_r, in_w = (fds[5], fds[6]) if stdin is not None else (self._devnull, -1)
         exited = self._exits[job] = self.loop.create_future()
         self._starting.add(job)
-        if trace_fd is not None:
-            self._traced.add(job)
         self._runs += 1
         try:
             flags = (FLAG_TRACE if trace_fd is not None else 0) | (FLAG_CAPTURE if capture else 0)
@@ -122,7 +116,6 @@ class Spawner:
         except SpawnerLost as e:
             self._exits.pop(job, None)
             self._starting.discard(job)
-            self._traced.discard(job)
             _close(fds)
             return ExecResult(None, "", "", time.monotonic() - t0, started, error=str(e))
         _close([request, out_w, err_w] + ([in_r] if stdin is not None else []))
@@ -142,7 +135,6 @@ class Spawner:
                 self.kill(job)  # time): leave nothing
             self._exits.pop(job, None)
             self._starting.discard(job)
-            self._traced.discard(job)
             for r in readers:
                 r.close()
         return _result(cap, status, timeout, t0, started)
@@ -308,8 +300,6 @@ class Spawner:
     def close(self) -> None:
         self._lose("the sandbox was closed")
         self.sock.close()
-        if self._said is not None:
-            self._said.close()
         self._pipes.close()
         with contextlib.suppress(OSError):
             os.close(self._devnull)
@@ -411,37 +401,8 @@ class Spawner:
                 break
         self._deliver(chr(kind), job, value, err, fd)
 
-    def _on_said(self) -> None:
-        """A traced command's X, from its tracer (the reply socket R carried): taken only
-        for a traced command still running; anything else on it is dropped."""
-        assert self._said is not None
-        try:
-            data = self._said.recv(REPLY.size, _RECV_FLAGS)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""
-        if not data:  # every tracer and the spawner are gone (the spawner's loss is seen
-            self._stop_said()  # on its own socket)
-            return
-        if len(data) == REPLY.size:
-            kind, job, value, err = REPLY.unpack(data)
-            if kind == 88 and job in self._traced:  # "X"
-                self._deliver("X", job, value, err, None)
-
-    def _stop_said(self) -> None:
-        if self._said is not None:
-            with contextlib.suppress(ValueError, OSError):
-                self.loop.remove_reader(self._said.fileno())
-
     def _deliver(self, kind: str, job: int, value: int, err: int, fd: int | None) -> None:
         if kind == "R":
-            if fd is not None and self._said is None:  # the reply socket
-                self._said = socket.socket(fileno=fd)
-                self._said.setblocking(False)
-                self.loop.add_reader(fd, self._on_said)
-            elif fd is not None:
-                os.close(fd)
             if not self._ready.done():
                 self._ready.set_result(value)
             return
@@ -474,7 +435,6 @@ class Spawner:
         self.lost = why
         with contextlib.suppress(ValueError, OSError):
             self.loop.remove_reader(self.sock.fileno())
-        self._stop_said()
         self._stop_flushing()
         for *_, fds in self._outbox:
             _close(fds)

@@ -19,16 +19,13 @@
               the keyring filter, then its cwd, then execs.
               FLAG_TRACE: a fifth fd receives the trace of exectrace.c (this program is built
               with its code: exectrace.h): the command runs under a tracer of the trial's,
-              forked here, outside the trial's PID namespace, which says how the command
-              ended itself (its X, on the reply socket) and goes on recording what it left
-              running (then takes the trial's next traced command: "traced commands" below);
-              FLAG_CAPTURE with it: also
+              forked here, outside the trial's PID namespace, which tells how the command
+              ended on its socket and goes on recording what it left running (then takes
+              the trial's next traced command: "traced commands" below); FLAG_CAPTURE with it: also
               what the processes write to fd 1 and 2, cap_per bytes per process and cap_total
               in all (exectrace -w). Replies X (value: the command's wait status) when it
-              ended (traced: from its tracer, on the reply socket; from the spawner only if
-              the tracer went without saying it); E (err) if no fork. Nothing when it starts:
-              no message to wake proctor for (a KILL after a deadline gets the X of a command
-              that started).
+              ended; E (err) if no fork. Nothing when it starts: no message to wake proctor
+              for (a KILL after a deadline gets the X of a command that started).
      KILL     sends `sig` to the process group of command `id`. No reply.
      LISTEN   fds [memfd "host\0port\0"]: a listening TCP socket bound in the trial's network,
               sent back with reply L (E on failure): how proctor's forwarders get inside.
@@ -50,16 +47,6 @@
 
    Any other op, or a request whose fields or descriptors do not fit its op, is answered
    E EINVAL with its id and changes nothing.
-
-   The spawner's first word is R (value: its pid in the box) with one descriptor: the reply
-   socket, a SOCK_SEQPACKET pair's far end on which proctor cannot send (shut down for
-   writing). The near end is held by the spawner's tracers only, which send there the X of
-   the traced commands they run (struct rep, as the spawner's own): a command's end wakes
-   proctor alone, not the spawner as well. proctor takes from it only the X of a traced
-   command it still waits for. A tracer tells the spawner it is done on its own socket,
-   before that X; the spawner reads that before its next request (or when the tracer is
-   reaped), never woken for it. A tracer killed after its X and before that word gets a
-   second X, from the spawner (only after proctor's KILL: it waits for no X then).
 
    A trial's commands live in a PID namespace of their own, under an init (PID 1 there) that
    reaps whatever they orphan, with a /proc of that namespace: pids start afresh, the box's
@@ -138,7 +125,6 @@ static struct job *jobs;
 static size_t njobs, capjobs;
 
 static int ctl = -1;
-static int said = -1;  /* the tracers' end of the reply socket: their X, straight to proctor */
 static char inline_buf[MAX_INLINE];  /* the current request's inline strings */
 static size_t inline_len;           /* their length (0: none) */
 static long agent_uid = -1, agent_gid = -1;
@@ -565,10 +551,9 @@ static size_t ntracers, captracers;
 /* The spawner's word to a tracer, one message: the request (its `flags` and capture limits)
    with fds [request memfd, stdin, stdout, stderr, trace], or, when the request's strings
    came inline, those strings right after it and fds [stdin, stdout, stderr, trace]: no
-   memfd is made for them. The tracer's word back, on the same socket: struct done once the
-   tree is gone (read when the spawner next looks: drain_tracers); how the command ended goes
-   to proctor, on the reply socket (say_x): when the top ended if it left something running,
-   else right after that word. No pipe per command. */
+   memfd is made for them. The tracer's word back, on the same socket: how the top ended
+   (an int, a wait status) when it left something running, and struct done once the tree is
+   gone. No pipe per command. */
 #define ORDER_FDS 5
 
 /* What the top process starts from: a clone sharing the tracer's memory until its exec, not
@@ -655,17 +640,6 @@ out:
    another until the spawner closes the socket. After each, nothing of the command stays
    open and it says it is done (struct done). */
 static int set_fs_ids(uid_t uid, gid_t gid);
-static int unreported(int status);
-
-static uint32_t tracer_job;  /* in a tracer: the id of the command it traces */
-static int tracer_told;      /* ... whether that command's X was sent */
-
-/* In a tracer: X for its command, on the reply socket, straight to proctor. */
-static int say_x(int status) {
-    struct rep x = {'X', tracer_job, status, 0};
-    tracer_told = 1;
-    return send(said, &x, sizeof x, MSG_NOSIGNAL) == (ssize_t)sizeof x ? 0 : -1;
-}
 
 static void tracer_main(int sock, const struct req *first, int *first_fds) {
     sigset_t none;
@@ -678,12 +652,12 @@ static void tracer_main(int sock, const struct req *first, int *first_fds) {
     /* Its first command is given at its fork (its descriptors kept, above 2; inline strings
        in inline_buf, copied with the rest of the spawner's memory); the others come as
        orders (ORDER_FDS). */
-    int keep[3 + ORDER_FDS] = {sock, box_proc, said}, fds[ORDER_FDS];
+    int keep[2 + ORDER_FDS] = {sock, box_proc}, fds[ORDER_FDS];
     struct req r = *first;
     for (int i = 0; i < ORDER_FDS; i++) {
         fds[i] = first_fds[i] > 2 || first_fds[i] == INLINE_FD
                      ? first_fds[i] : fcntl(first_fds[i], F_DUPFD_CLOEXEC, 3);
-        keep[3 + i] = fds[i];
+        keep[2 + i] = fds[i];
     }
     /* The trace filter of its commands (with capture or not: the first's, start_traced
        gives it only the like) on itself, while it may (CAP_SYS_ADMIN), after its last dup2
@@ -692,7 +666,7 @@ static void tracer_main(int sock, const struct req *first, int *first_fds) {
     tracer_capture = (r.flags & FLAG_CAPTURE) != 0;
     if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 ||
         setpgid(0, 0) < 0 || prctl(PR_SET_NAME, "tracer", 0, 0, 0) < 0 ||
-        setns(trial_pidns, CLONE_NEWPID) < 0 || close_except(0, keep, 3 + ORDER_FDS) < 0 ||
+        setns(trial_pidns, CLONE_NEWPID) < 0 || close_except(0, keep, 2 + ORDER_FDS) < 0 ||
         open("/dev/null", O_RDWR) != 0 || dup2(0, 1) != 1 || dup2(0, 2) != 2 ||
         filter_self(tracer_capture) < 0 ||
         (syscall(SYS_capset, &h, d) < 0 && clear_capabilities() < 0)) {
@@ -705,20 +679,13 @@ static void tracer_main(int sock, const struct req *first, int *first_fds) {
        with) are the agent's to read too. Best effort: without them, those targets are "". */
     if (agent_uid >= 0) (void)set_fs_ids((uid_t)agent_uid, (gid_t)agent_gid);
     trace_proc(box_proc);
-    trace_say_top_end(say_x);  /* a top that left something running: its X at once */
     for (;;) {
         errno = 0;
         struct done dn;
-        tracer_job = r.id;
-        tracer_told = 0;
         trace_one(&r, fds, sock, &dn);
-        /* Done, to the spawner first (the next command, sent once proctor has the X, finds
-           this tracer idle), then the X, unless it was sent when the top ended. */
-        int told = tracer_told;
-        if (close_except(3, keep, 3) < 0 ||
+        if (close_except(3, keep, 2) < 0 ||
             send(sock, &dn, sizeof dn, MSG_NOSIGNAL) != (ssize_t)sizeof dn)
             _exit(0);
-        if (!told) say_x(dn.status >= 0 ? dn.status : unreported((dn.code & 0xff) << 8));
         int nfds = 0, got[ORDER_FDS];
         struct iovec iov[2] = {{&r, sizeof r}, {inline_buf, sizeof inline_buf}};
         union { char buf[CMSG_SPACE(ORDER_FDS * sizeof(int))]; struct cmsghdr align; } u;
@@ -1085,26 +1052,37 @@ static int unreported(int status) {
     return 2 << 8;
 }
 
-/* What a tracer says on its socket (ORDER_FDS): that the command's tree is gone (struct
-   done; its X is the tracer's, on the reply socket): the job ends, and the tracer waits for
-   the trial's next command, or goes if enough others are idle or its trial is over. Returns
-   0 once it is dropped (its socket read EOF: it is gone, and reaping it ends its job, with
-   an X if it never said one), else 1. */
+/* What a tracer says on its socket (ORDER_FDS): how its command's top ended, when it left
+   something running (X then), and that the command's tree is gone (struct done: X if not
+   said yet; the job ends, and the tracer waits for the trial's next command, or goes if
+   enough others are idle or its trial is over). Everything it said is taken, in order;
+   returns 0 once it is dropped (its socket read EOF: it is gone, and reaping it ends its
+   job), else 1. */
 static int tracer_said(size_t k) {
     for (;;) {
-        struct done d;
+        union { struct done d; int32_t status; } m;
         ssize_t n;
-        do n = recv(tracers[k].sock, &d, sizeof d, MSG_DONTWAIT);
+        do n = recv(tracers[k].sock, &m, sizeof m, MSG_DONTWAIT);
         while (n < 0 && errno == EINTR);
         if (n < 0 && errno == EAGAIN) return 1;
-        if (n != (ssize_t)sizeof d) {
+        if (n != (ssize_t)sizeof m.d && n != (ssize_t)sizeof m.status) {
             drop_tracer(k);
             return 0;
         }
         struct job *j = NULL;
         for (size_t i = 0; i < njobs && !j; i++)
             if (jobs[i].pid == tracers[k].pid) j = &jobs[i];
-        /* Its X is the tracer's own (sent right after this word): the job is over. */
+        if (n == (ssize_t)sizeof m.status) {  /* the top ended; its tree goes on */
+            if (j && !j->reported) {
+                j->reported = 1;
+                reply('X', j->id, m.status, 0, -1);
+            }
+            continue;
+        }
+        /* X once the tracer is idle again: the next command finds it so. */
+        if (j && !j->reported)
+            reply('X', j->id, m.d.status >= 0 ? m.d.status : unreported((m.d.code & 0xff) << 8),
+                  0, -1);
         if (j) *j = jobs[--njobs];
         tracers[k].busy = 0;
         size_t idle = 0;
@@ -1150,13 +1128,6 @@ static void reap(void) {
     }
 }
 
-/* What the busy tracers said since (that their commands are done): read before each
-   request rather than when said, so that a command's end does not wake the spawner. */
-static void drain_tracers(void) {
-    for (size_t i = ntracers; i-- > 0;)  /* (from the end: a dropped one's place is seen) */
-        if (tracers[i].busy) tracer_said(i);
-}
-
 static void request(void) {
     struct req r;
     memset(&r, 0, sizeof r);
@@ -1165,7 +1136,6 @@ static void request(void) {
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
                          .msg_controllen = sizeof u.buf};
     inline_len = 0;
-    drain_tracers();
     ssize_t n = recvmsg(ctl, &msg, MSG_CMSG_CLOEXEC);
     if (n == 0) {  /* proctor is gone, or sent an empty message */
         struct pollfd p = {ctl, POLLRDHUP, 0};
@@ -1242,25 +1212,32 @@ int main(int argc, char **argv) {
     int keep[] = {ctl, sfd, box_mnt, box_pidns, box_proc};
     if (close_except(3, keep, sizeof keep / sizeof keep[0]) < 0) die("closing inherited descriptors");
     if (fcntl(ctl, F_SETFD, FD_CLOEXEC) < 0) die("the control socket");
-    /* The reply socket: its far end to proctor (with R; proctor cannot send on it), this
-       end to the tracers, which say their commands' X there themselves. */
-    int xs[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, xs) < 0 ||
-        shutdown(xs[1], SHUT_WR) < 0)
-        die("the reply socket");
-    said = xs[0];
     remember_network();  /* bubblewrap's: the first trial's */
     prepare_filters();   /* assembled once here; each traced command only installs one */
-    reply('R', 0, getpid(), 0, xs[1]);
-    close(xs[1]);
+    reply('R', 0, getpid(), 0, -1);
+    struct pollfd *p = NULL;
+    size_t capp = 0;
     for (;;) {
-        /* The control socket and the signals. Not the tracers' sockets: they say their
-           commands' X to proctor themselves, and their word that they are done is read
-           before the next request (drain_tracers) or when they are reaped. */
-        struct pollfd p[2] = {{ctl, POLLIN, 0}, {sfd, POLLIN, 0}};
-        if (poll(p, 2, -1) < 0) {
+        /* The control socket, the signals, and every busy tracer's socket (it says when its
+           command's top ended and when its tree is gone). */
+        if (capp < 2 + ntracers) {
+            struct pollfd *more = realloc(p, (2 + ntracers) * sizeof *p);
+            if (!more) die("poll");
+            p = more;
+            capp = 2 + ntracers;
+        }
+        nfds_t n = 2;
+        p[0] = (struct pollfd){ctl, POLLIN, 0};
+        p[1] = (struct pollfd){sfd, POLLIN, 0};
+        for (size_t i = 0; i < ntracers; i++)
+            if (tracers[i].busy) p[n++] = (struct pollfd){tracers[i].sock, POLLIN, 0};
+        if (poll(p, n, -1) < 0) {
             if (errno == EINTR) continue;
             die("poll");
+        }
+        for (nfds_t k = 2; k < n; k++) {
+            for (size_t i = 0; p[k].revents && i < ntracers; i++)
+                if (tracers[i].sock == p[k].fd) { tracer_said(i); break; }
         }
         if (p[1].revents & POLLIN) {
             struct signalfd_siginfo si;
