@@ -31,10 +31,8 @@ class Recorder:
         self.trial_dir = trial_dir
         self._dir = str(trial_dir)  # the files opened by name: joined as text, once each
         self.redactor = redactor
-        self._fds: dict[str, int] = {}  # "trace" / "audit" -> its file, once opened
-        # The same two files, kept apart for the writes of every agent turn (no lookup).
-        self._trace_fd: int | None = None
-        self._audit_fd: int | None = None
+        self._trace_fd: int | None = None  # trace.jsonl, once its first line is written
+        self._audit_fd: int | None = None  # audit.jsonl, likewise
 
     @property
     def trace_path(self) -> Path:
@@ -65,7 +63,7 @@ class Recorder:
             line["time"] = time.time()
         fd = self._trace_fd
         if fd is None:
-            fd = self._trace_fd = self._open("trace")
+            fd = self._trace_fd = self._open("trace.jsonl")
         _write(fd, (_encode(self.redactor.data(line)) + "\n").encode())
 
     def timings(self, timings: Timings) -> None:
@@ -79,8 +77,7 @@ class Recorder:
             self.trial_dir.mkdir(parents=True, exist_ok=True)
             fd = os.open(path, _REPLACE, 0o666)
         try:
-            while data:
-                data = data[os.write(fd, data):]
+            _write(fd, data)
         finally:
             os.close(fd)
 
@@ -88,28 +85,25 @@ class Recorder:
         """One audit line: {"type": "command"|"file_write"|"db_write"|"http_call", "time", "details"}."""
         fd = self._audit_fd
         if fd is None:
-            fd = self._audit_fd = self._open("audit")
+            fd = self._audit_fd = self._open("audit.jsonl")
         event = {"type": type_, "time": time.time(), "details": details}
         _write(fd, (_encode(self.redactor.data(event)) + "\n").encode())
 
-    def _open(self, log: str) -> int:
-        """The file of `log` ("trace" / "audit"), opened for appending at its first line."""
-        fd = self._fds.get(log)
-        if fd is None:
-            path = os.path.join(self._dir, "trace.jsonl" if log == "trace" else "audit.jsonl")
-            try:
-                fd = os.open(path, _APPEND, 0o666)
-            except FileNotFoundError:  # the trial's directory is made with its first line
-                self.trial_dir.mkdir(parents=True, exist_ok=True)
-                fd = os.open(path, _APPEND, 0o666)
-            self._fds[log] = fd
-        return fd
+    def _open(self, name: str) -> int:
+        """The trial's log `name`, opened for appending (at its first line)."""
+        path = os.path.join(self._dir, name)
+        try:
+            return os.open(path, _APPEND, 0o666)
+        except FileNotFoundError:  # the trial's directory is made with its first line
+            self.trial_dir.mkdir(parents=True, exist_ok=True)
+            return os.open(path, _APPEND, 0o666)
 
     def close(self) -> None:
-        fds, self._fds = self._fds, {}
+        fds = (self._trace_fd, self._audit_fd)
         self._trace_fd = self._audit_fd = None
-        for fd in fds.values():
-            os.close(fd)
+        for fd in fds:
+            if fd is not None:
+                os.close(fd)
 
 
 def _write(fd: int, line: bytes) -> None:
