@@ -28,6 +28,7 @@ REASON_CHARS = 160  # of a contained attack's one-line reason, in the table
 
 @dataclass
 class Outcome:
+    """One attack's trial on one task, for `proctor check --attacks`."""
     task_id: str
     source: str
     attack: str

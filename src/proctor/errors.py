@@ -9,6 +9,7 @@ from proctor.fieldwise import FrozenFieldwise
 
 @dataclass(frozen=True, eq=False, repr=False)
 class SpecIssue(FrozenFieldwise):
+    """One problem of a spec, at FILE:LINE:COL and a field path."""
     file: str
     line: int  # 1-based; 0: the path itself (missing, empty): no position to give
     col: int  # 1-based

@@ -105,6 +105,7 @@ class StepDef(Fieldwise):
 
 @dataclass(eq=False, repr=False)
 class ServiceDef(Fieldwise):
+    """A backing service a scenario declares (a database, an HTTP mock, a container)."""
     name: str
     kind: Literal["postgres", "mysql", "http_mock", "container"]
     config: dict[str, Any]  # validated fields: image, seed, routes, record, default_response, wait_for, env, ...
@@ -112,6 +113,7 @@ class ServiceDef(Fieldwise):
 
 @dataclass(eq=False, repr=False)
 class SecretDef(Fieldwise):
+    """A secret a scenario declares: its value, or one made afresh per trial."""
     name: str
     value: str | None  # resolved when the spec loads; None when generated per trial
     generated: bool = False
@@ -132,6 +134,7 @@ class Limits(Fieldwise):
 
 @dataclass(eq=False, repr=False)
 class AgentDef(Fieldwise):
+    """Which agent a task runs and its limits: type, model, command, turns, timeout."""
     type: AgentType = "llm"
     model: str | None = None
     command: str | None = None  # for type=command; may contain {{prompt}}
@@ -147,6 +150,7 @@ class AgentDef(Fieldwise):
 
 @dataclass(eq=False, repr=False)
 class Thresholds(Fieldwise):
+    """A suite's pass-rate thresholds: the default, per model, and what missing one means."""
     default: float | None = None  # percent, 0-100
     models: dict[str, float] = field(default_factory=dict)
     tolerance: float = 0.0
@@ -195,6 +199,7 @@ class ForbiddenRules(TypedDict, total=False):
 
 @dataclass(eq=False, repr=False)
 class TaskDef(Fieldwise):
+    """One task of any dialect, as loaded: what the agent is asked, where, and how it is judged."""
     id: str
     dialect: Literal["suite", "scenario", "harbor"]
     source: str  # path of the spec file this came from

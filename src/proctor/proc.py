@@ -50,6 +50,7 @@ def environments() -> Iterator[tuple[int, list[bytes]]]:
 
 @dataclass(eq=False, repr=False)
 class ExecResult(Fieldwise):
+    """How a command ended: exit code, output, times, and what was cut short."""
     exit_code: int | None  # None when killed by the timeout (or never started)
     stdout: str
     stderr: str

@@ -34,6 +34,7 @@ _EPS = 1e-9
 
 @dataclass(eq=False, repr=False)
 class Score(Fieldwise):
+    """A trial's verdict: its status, composite score, and why."""
     status: Status
     composite: float
     reason: str | None = None  # why it failed or errored, one line (None when it passed)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 @dataclass(eq=False, repr=False)
 class AgentResult(Fieldwise):
+    """What an agent's run came to: its output, turns, tokens, cost, or error."""
     output: str = ""  # final message (llm) or stdout (command agent)
     turns: int = 0
     tokens_in: int | None = 0  # None: unknown (a program proctor cannot see the model of)
@@ -45,6 +46,7 @@ class AgentResult(Fieldwise):
 
 @dataclass(eq=False, repr=False)
 class AgentEnv(Fieldwise):
+    """What an agent works with in a trial: the task, its sandbox, recorder and limits."""
     task: TaskDef
     trial: Trial
     prompt: str  # rendered with params/secrets

@@ -75,6 +75,7 @@ def render_text(ctx: CheckContext, text: str) -> str:
 
 @dataclass(eq=False, repr=False)
 class FileText(Fieldwise):
+    """A file of the sandbox read for a check: its text, size, and whether it was cut."""
     text: str  # decoded as UTF-8 with errors="replace"
     size: int  # bytes on disk
     truncated: bool  # only the first MAX_FILE_BYTES were read

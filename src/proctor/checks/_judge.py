@@ -49,6 +49,7 @@ class JudgeError(Exception):
 
 @dataclass
 class Verdict:
+    """An LLM judge's answer: score, reason, and the tokens it took."""
     score: float
     reason: str
     judge_passed: bool | None

@@ -21,6 +21,7 @@ from proctor.model import CommandRecord
 
 @dataclass(frozen=True, eq=False, repr=False)
 class CommandPattern(FrozenFieldwise):
+    """A command pattern of a check, compiled (or why it could not be)."""
     source: str
     regex: re.Pattern[str] | None  # None when `source` is not a valid regex
     error: str | None = None  # why it is not a valid regex

@@ -119,6 +119,7 @@ Evaluate = Callable[[Any, CheckContext], Awaitable[CheckOutcome]]
 
 @dataclass(frozen=True, eq=False, repr=False)
 class CheckType(FrozenFieldwise):
+    """A kind of check: its name, config, evaluation, and where it is allowed."""
     name: str
     summary: str  # one line: passes when ...
     config: type[CheckConfig]

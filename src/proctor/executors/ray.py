@@ -41,6 +41,7 @@ SLOT_POLL_S = 1.0  # how often a trial waiting for room looks whether the live n
 
 @dataclass
 class _Node:
+    """A Ray node the executor may send trials to."""
     node_id: str
     cpus: float
     memory: float  # bytes; 0 when Ray reports none

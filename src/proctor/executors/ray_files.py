@@ -30,6 +30,7 @@ CACHE_DIR = "proctor-cache"
 
 @dataclasses.dataclass
 class Bundle:
+    """Spec files packed for Ray workers, named by their digest."""
     digest: str
     data: bytes
 

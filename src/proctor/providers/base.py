@@ -24,6 +24,7 @@ Tool = dict[str, Any]
 
 @dataclass(eq=False, repr=False)
 class ToolCall(Fieldwise):
+    """One tool call of a model's answer."""
     id: str
     name: str
     arguments: dict[str, Any]
@@ -34,12 +35,14 @@ class ToolCall(Fieldwise):
 
 @dataclass(eq=False, repr=False)
 class Usage(Fieldwise):
+    """The tokens a model call used."""
     input: int = 0
     output: int = 0
 
 
 @dataclass(eq=False, repr=False)
 class ModelResponse(Fieldwise):
+    """A model's answer: its text, tool calls and usage, and how it was got."""
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)

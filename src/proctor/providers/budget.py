@@ -21,6 +21,7 @@ KINDS = ("turns", "tokens", "cost_usd")
 
 @dataclass(eq=False, repr=False)
 class Budget(Fieldwise):
+    """A task's model-call limits and what its calls used so far."""
     limits: Limits = field(default_factory=Limits)
     turns: int = 0
     tokens: int = 0

@@ -48,6 +48,7 @@ def outcome_of(status: int | None, message: str = "") -> Outcome:
 
 @dataclass(eq=False, repr=False)
 class Aimd(Fieldwise):
+    """An endpoint's adaptive limit of model calls in flight (additive increase, cut on refusal)."""
     cap: int  # [providers.X] max_concurrency: the limit never goes above it
     adaptive: bool = True  # False: a fixed limit of `cap` (the old semaphore), no pauses
     limit: float = 0.0

@@ -21,6 +21,7 @@ from proctor.providers.base import Message, ModelResponse, Provider, ProviderErr
 
 @dataclass(frozen=True, eq=False, repr=False)
 class RetryPolicy(FrozenFieldwise):
+    """How often and how long apart a failed model call is tried again."""
     max_attempts: int = 5
     base_delay: float = 1.0  # seconds before the 2nd attempt; doubles each time
     max_delay: float = 60.0

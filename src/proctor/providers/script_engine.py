@@ -100,6 +100,7 @@ class PlainTurn:
 
 @dataclass(frozen=True)
 class PlainConversation:
+    """A scripted conversation as written: its turns, when it applies, its end."""
     turns: tuple[PlainTurn, ...] = ()
     when: WhenLike | None = None
     end: str | None = None
@@ -125,6 +126,7 @@ class BuiltinScript:
 
 @dataclass
 class Reply:
+    """A scripted model's answer to one call."""
     text: str
     tool_calls: list[ToolCall]
     usage: Usage | None  # None: the caller estimates it
@@ -133,6 +135,7 @@ class Reply:
 
 @dataclass
 class Fault:
+    """A scripted model call that fails: an HTTP status or a malformed answer."""
     status: int | str  # an HTTP status, or "malformed"
     retry_after: float | None = None
     message: str = ""

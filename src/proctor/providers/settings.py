@@ -36,6 +36,7 @@ JUDGE_ALIASES = {"paragon-fast": ("PROCTOR_JUDGE_FAST", "fast"),
 
 @dataclass(frozen=True, eq=False, repr=False)
 class ProviderSettings(FrozenFieldwise):
+    """A model provider as configured: its kind, address, key, limits and prices."""
     provider: str  # "openai", "ollama", ...
     kind: str  # openai | anthropic | mock
     base_url: str | None

@@ -69,6 +69,7 @@ class Comparison:
 
 @dataclass
 class CompareResult:
+    """Two runs compared, by task and by model."""
     run_a: str
     run_b: str
     tasks: list[Comparison]

@@ -158,6 +158,7 @@ def params_text(params: dict[str, Any] | None) -> str:
 
 @dataclass
 class Run:
+    """A run as reports read it: its directory, results and configuration."""
     dir: Path
     results: RunResults
     config: RunMeta = field(default_factory=lambda: RunMeta())  # run.json, {} when absent

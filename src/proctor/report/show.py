@@ -28,6 +28,7 @@ AUDIT_PER_TYPE = 25  # audit events shown per type
 
 @dataclass
 class TrialFilter:
+    """Which trials `proctor show` shows."""
     failed: bool = False  # fail or error only
     tasks: set[str] = field(default_factory=set)
     models: set[str] = field(default_factory=set)  # a model, or an agent without one

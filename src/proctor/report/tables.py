@@ -17,6 +17,7 @@ GAP_NO_BOX = 2  # box=None: padding only
 
 @dataclass
 class Col:
+    """A column of a terminal table: its head, cells, and how it may shrink."""
     head: str
     cells: list[Any]  # str or rich Text, one per row
     name: bool = False  # a name: cut in the middle to fit, kept distinct

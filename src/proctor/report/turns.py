@@ -105,6 +105,7 @@ class Call:
 
 @dataclass
 class Message:
+    """A message of a trial's conversation, as shown."""
     role: str
     text: str
 
@@ -149,6 +150,7 @@ class Event:
 
 @dataclass
 class Output:
+    """What an agent printed, as shown."""
     label: str  # "agent output", "all the agent printed"
     text: str
 
@@ -168,6 +170,7 @@ Item = Turn | Command | Event | Output | Aside
 
 @dataclass
 class Timeline:
+    """A trial's turns and commands in order, as shown."""
     items: list[Item]
 
     @property

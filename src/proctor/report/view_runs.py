@@ -47,6 +47,7 @@ class Line:
 
 @dataclass
 class RunRow:
+    """One run in `proctor view`'s list of runs."""
     run_id: str
     dir: str
     started_at: str = ""

@@ -34,6 +34,7 @@ class Call:
 
 @dataclass
 class Message:
+    """A message of a model call as sent on the wire."""
     role: str  # system, developer, user, assistant, tool
     text: str
     calls: list[Call] = field(default_factory=list)

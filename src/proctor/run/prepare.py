@@ -37,6 +37,7 @@ _RESUME_OVERRIDES = ("concurrency", "quiet", "formats", "keep", "ray_address", "
 
 @dataclass(eq=False, repr=False)
 class Planned(Fieldwise):
+    """A run ready to start: its store, tasks, trials and options."""
     store: RunStore
     tasks: dict[str, TaskDef]
     trials: list[Trial]

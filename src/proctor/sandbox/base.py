@@ -48,6 +48,7 @@ class UnreadableFile(OSError):
 
 @dataclass(eq=False, repr=False)
 class Resources(Fieldwise):
+    """The limits of a trial's sandbox: memory, CPUs, processes, time, disk."""
     memory_bytes: int | None = None  # address space / cgroup memory limit per trial
     cpus: float | None = None
     pids: int | None = None  # processes alive at once

@@ -29,6 +29,7 @@ CFS_PERIOD_US = 100_000
 
 @dataclass(eq=False, repr=False)
 class TrialCgroup(Fieldwise):
+    """The cgroup a box's trials run in, with the counters read per trial."""
     dirs: dict[str, Path]  # controller ("memory", "pids", "cpu", or "" for v2) -> directory
     resources: Resources
     _procs_files: list[str] = field(default_factory=list)

@@ -91,6 +91,7 @@ class TooBig(Exception):
 
 @dataclass(eq=False, repr=False)
 class _Frame(Fieldwise):
+    """A directory being walked by the snapshot: its descriptor and the names left."""
     fd: int | None  # None: closed to bound the open descriptors; found again from a child
     rel: str  # the path of this directory in the snapshot, with a trailing "/" (or "")
     names: list[str] = field(default_factory=list)

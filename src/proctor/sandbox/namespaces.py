@@ -57,6 +57,7 @@ _SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Mount(FrozenFieldwise):
+    """A host path bound into the box, and whether the trial may write it."""
     host: Path
     inside: str
     writable: bool = True

@@ -368,6 +368,7 @@ async def release(server: DbServer) -> None:
 
 @dataclass
 class DbHandle(ServiceHandle):
+    """A trial's database: its server and its own database on it."""
     server: DbServer | None = field(default=None, repr=False)
     db: TrialDb | None = field(default=None, repr=False)
     _released: bool = field(default=False, repr=False)

@@ -22,6 +22,7 @@ OWNER_FILE = "owner"
 
 @dataclass(frozen=True)
 class RunAs:
+    """The user a database server runs as."""
     uid: int
     gid: int
     name: str

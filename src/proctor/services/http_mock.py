@@ -33,6 +33,7 @@ def env_name(service: str) -> str:
 
 @dataclass(frozen=True)
 class Reply:
+    """What an HTTP mock route answers."""
     status: int
     body: bytes
     text: str  # what `response_body` records
@@ -57,6 +58,7 @@ def _reply(status: int, response: Any, headers: dict[str, Any] | None) -> Reply:
 
 @dataclass(frozen=True)
 class Route:
+    """An HTTP mock route: the method and path it answers, and its reply."""
     method: str | None  # None or "*": any method
     path: str  # exact, or a glob when it has `*`; compared with the query when it has `?`
     reply: Reply
@@ -100,6 +102,7 @@ async def _read_body(request: web.BaseRequest) -> bytes:
 
 @dataclass
 class MockHandle(ServiceHandle):
+    """A trial's HTTP mock: its routes, its server, what it recorded."""
     routes: list[Route] = field(default_factory=list, repr=False)
     fallback: Reply | None = field(default=None, repr=False)
     record: bool = False

@@ -13,6 +13,7 @@ from proctor.errors import SetupError
 
 @dataclass(frozen=True)
 class Seed:
+    """SQL that seeds a database, and where it was written."""
     label: str  # what error messages call it: the file's path, or "the inline seed of ..."
     sql: str
     path: Path | None = None  # the file, when the seed is one
@@ -77,6 +78,7 @@ def load_seed(service: str, config: dict[str, Any], base_dir: Path) -> Seed | No
 
 @dataclass(frozen=True)
 class Statement:
+    """Where one statement of a seed starts and ends."""
     start_line: int  # 1-based line of the statement's first token
     end_line: int  # line of its terminating `;` (or of the last token)
 

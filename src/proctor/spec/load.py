@@ -28,6 +28,7 @@ DIALECTS = ("a suite has `cli:` and `tasks:`; a scenario has `version: 1`, `task
 
 @dataclass(eq=False, repr=False)
 class LoadResult(Fieldwise):
+    """What loading specs gave: the tasks, warnings, and the files read."""
     tasks: list[TaskDef]
     warnings: list[SpecIssue] = field(default_factory=list)
     files: int = 0  # YAML files read: specs and included task lists

@@ -31,6 +31,7 @@ _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 
 @dataclass
 class Built:
+    """How an image build ended: its exit code, the end of its log, its time."""
     exit_code: int | None  # None: timed out
     log: str  # the end of the build's output (stdout and stderr), plain text
     seconds: float
