@@ -17,14 +17,7 @@ import pytest
 
 from proctor import cliargs
 from proctor.cli import main
-
-SUITE = """cli: sh
-tasks:
-  - id: t1
-    intent: Write the file.
-    solution: ["echo hello > out.txt"]
-    assert: [{file_contains: {path: out.txt, text: hello}}]
-"""
+from tests.helpers.spec import ONE_TASK_SUITE as SUITE
 
 
 def clicks(args: list[str]) -> dict[str, Any] | None:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.spec import ONE_TASK_SUITE as SUITE
+
 # Runs the CLI in this interpreter, then lists every module it imported (import order).
 CHILD = """
 import json, sys
@@ -109,14 +111,6 @@ MAX_MODULES = 345  # a trivial run imports ~315 (CPython's own included)
 MAX_MODULES_READ_BEFORE = 310  # ~294 when its spec comes from the cache (no PyYAML)
 RUN_IMPORT_CPU_MS = 200  # ~80-90 ms on the 2-core machine at load 2 (~110-120 without the
 # program's held collector and code cache); module doc
-
-SUITE = """cli: sh
-tasks:
-  - id: t1
-    intent: Write the file.
-    solution: ["echo hello > out.txt"]
-    assert: [{file_contains: {path: out.txt, text: hello}}]
-"""
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

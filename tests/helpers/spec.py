@@ -12,6 +12,15 @@ from proctor.errors import SpecError
 from proctor.spec.load import LoadResult, load_specs
 from tests.helpers.cli import Cli
 
+# A suite of one trivial task whose solution passes (the start-up tests' run).
+ONE_TASK_SUITE = """cli: sh
+tasks:
+  - id: t1
+    intent: Write the file.
+    solution: ["echo hello > out.txt"]
+    assert: [{file_contains: {path: out.txt, text: hello}}]
+"""
+
 
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
