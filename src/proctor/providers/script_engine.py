@@ -93,9 +93,7 @@ class PlainTurn:
     delay: float = 0.0
 
     def tool_calls(self, turn_no: int) -> list[ToolCall]:
-        # run_calls(self.run, turn_no), without its other tools: one list, built at once
-        return [ToolCall(f"call_{turn_no}_{i}", RUN_COMMAND, {"command": c})
-                for i, c in enumerate(self.run)]
+        return run_calls(self.run, turn_no)
 
 
 @dataclass(frozen=True)

@@ -238,9 +238,7 @@ EVENT_TYPES = ("command", "command_processes", "model_call", "limit", "agent_sto
 def command_event(rec: "CommandRecord", ignored: str | None = None) -> CommandEvent:
     """The `command` line of an agent command: `type`, every field of the record in its
     order, then `ignored` (why) when it is set aside."""
-    line: dict[str, Any] = {"type": "command"}
-    line.update(rec.__dict__)  # rec.to_dict()'s keys in its order, copied once
-    line["processes"] = [p.to_dict() for p in rec.processes]
+    line: dict[str, Any] = {"type": "command", **rec.to_dict()}
     if ignored is not None:
         line["ignored"] = ignored
     # CommandRecord's fields are CommandLine's keys (tests/record/test_events.py holds them)
