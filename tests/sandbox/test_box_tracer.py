@@ -183,20 +183,23 @@ async def test_a_traced_command_that_cannot_exec_says_why(box_sandbox, tmp_path)
 async def test_one_trace_memfd_serves_a_boxs_commands_but_never_one_still_written(
         box_sandbox):
     """A finished trace's memfd (its Z line read: its tracer writes no more) is emptied and
-    given to the box's next traced command, which starts at offset 0 of an empty file; one
+    given to the box's next traced command, which starts at offset 0 (what lies past it,
+    of a longer trace before, is never read: a trace ends at the tracer's offset); one
     whose command left something running is never given to another: what its tracer writes
     later lands in its own trace only, not in the next command's, even while both run."""
     from proctor.sandbox.trace import reread
 
     sb = box_sandbox
     inodes = []
+    long = await sb.exec("/bin/true 1; /bin/true 2; /bin/true 3; /bin/true 4", timeout=10, trace=True)
+    assert [p.argv[0] for p in long.trace.programs] == ["/bin/sh"] + ["/bin/true"] * 4, long
     for n in range(3):
         res = await sb.exec(f"echo {n}", timeout=10, trace=True)
         assert res.exit_code == 0 and res.trace.finished, res
         assert [p.argv for p in res.trace.programs] == [["/bin/sh", "-c", f"echo {n}"]]
         (spare,) = sb.box.spare_traces
         inodes.append(os.fstat(spare.fd).st_ino)
-        assert os.fstat(spare.fd).st_size == 0
+        assert os.lseek(spare.fd, 0, os.SEEK_CUR) == 0
     assert len(set(inodes)) == 1  # one memfd for all three
     # A tree left running, writing to its trace while the next commands run: the
     # background execs `true late` once `go` exists, i.e. after the next command started.
