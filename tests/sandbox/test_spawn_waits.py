@@ -92,6 +92,29 @@ async def test_concurrent_commands_get_all_their_output_and_leave_no_pipe_watche
     assert not sb.box.spawner.busy
 
 
+async def test_a_short_commands_pipes_are_read_at_its_end_a_long_ones_as_it_runs(
+        box_sandbox, monkeypatch):
+    """A command that ends before WATCH_AFTER_S has its pipes read to their end at its exit
+    (never added to the epoll of pipes); a longer one's are watched from then on, so its
+    output streams to `feed` while it runs, and it is never held up by a full pipe."""
+    from proctor.sandbox import spawn
+
+    sb = box_sandbox
+    watched = []
+    add = spawn._Pipes.add
+    monkeypatch.setattr(spawn._Pipes, "add", lambda self, r: (watched.append(r), add(self, r)))
+    res = await sb.box.spawner.run(["/bin/sh", "-c", "echo out; echo err >&2"],
+                                   env=sb.env, cwd=sb.workdir, timeout=30)
+    assert (res.exit_code, res.stdout, res.stderr) == (0, "out\n", "err\n") and watched == []
+    fed = []
+    res = await sb.box.spawner.run(
+        ["/bin/sh", "-c", "echo early; head -c 200000 /dev/zero; sleep 0.5; echo late"],
+        env=sb.env, cwd=sb.workdir, timeout=30, feed=lambda fd, data: fed.append(data))
+    assert res.exit_code == 0 and res.stdout == "early\n" + "\0" * 200000 + "late\n"
+    assert len(watched) == 2 and b"".join(fed) == res.stdout.encode()
+    assert sb.box.spawner._pipes.readers == {}
+
+
 async def test_a_command_that_cannot_start_says_why_at_once(tmp_path):
     """The spawner cannot fork (the box's process limit is reached): its E reply ends the
     wait with the error, not the deadline (the start is not awaited on its own)."""

@@ -46,6 +46,10 @@ SEND_WAIT_S = 10.0
 _SIOCOUTQ = 0x5411  # linux/sockios.h (TIOCOUTQ): what a socket sent that its peer has not read
 START_GRACE_S = 1.0  # past its deadline and killed, how long a command's X is awaited
 MAX_INLINE = 16384  # a request's strings in its own message up to this (spawner.c's)
+# A command's output pipes are watched in the loop only if it runs this long: most end
+# sooner, and their pipes are read to the end at their X instead (no wake-up of the loop
+# for the pipes' end, no epoll_ctl); a longer one's output is read as it comes from then on.
+WATCH_AFTER_S = 0.01
 _FS_ENCODING = sys.getfilesystemencoding()
 
 
@@ -123,7 +127,8 @@ class Spawner:
         if stdin is not None:
             self.loop.create_task(_feed_stdin(self.loop, in_w, stdin))
         try:
-            status = await self._exit_status(job, exited, cap, self.loop.time() + timeout)
+            status = await self._exit_status(job, exited, cap, self.loop.time() + timeout,
+                                             readers)
         except OSError as e:  # no fork (the trial's process limit): nothing ran
             return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
                               time.monotonic() - t0, started)
@@ -147,12 +152,14 @@ class Spawner:
         return self._env_block
 
     async def _exit_status(self, job: int, exited: asyncio.Future[int | None],
-                           cap: proc.Capture, deadline: float) -> int | None:
+                           cap: proc.Capture, deadline: float,
+                           readers: list[_Reader]) -> int | None:
         """The wait status of command `job` (None: timed out), awaited alone. Killed at
         `deadline`, still awaited then (its status comes), unless it was never sent or
         never read (then given up at once) or its X has not come START_GRACE_S later.
-        Its output read to the end, or for PIPE_GRACE_S more if background children hold it;
-        an OSError if it could not start."""
+        Its output read to the end, or for PIPE_GRACE_S more if background children hold it
+        (its pipes watched from WATCH_AFTER_S on, else read at its X); an OSError if it
+        could not start."""
         expired: list[bool] = []
         grace: list[asyncio.TimerHandle] = []
 
@@ -175,14 +182,18 @@ class Spawner:
         # A timer, not wait_for(shield(...)): the reply wakes this task at once, not
         # through two more futures and loop turns.
         killer = self.loop.call_at(deadline, expire)
+        watch = self.loop.call_later(WATCH_AFTER_S, _watch, readers)
         try:
             status = await exited
         finally:
             killer.cancel()
+            watch.cancel()
             for timer in grace:
                 timer.cancel()
         if status is None:  # its pipes' write ends may never have left proctor's request
             return None
+        for reader in readers:  # what is left in them now, the rest watched
+            reader.drain_all()
         if not cap.closed.done():  # background children may hold the pipes open
             await asyncio.wait([cap.closed], timeout=proc.PIPE_GRACE_S)
         return None if expired else status
@@ -483,13 +494,35 @@ class _Pipes:
 
 
 class _Reader:
-    """One output pipe of a command, read in the event loop into its Capture."""
+    """One output pipe of a command, read into its Capture: in the event loop once watched
+    (`watch`), or all at once (`drain_all`)."""
 
     def __init__(self, pipes: _Pipes, fd: int, stream: int, cap: proc.Capture):
         self.pipes, self.fd, self.stream, self.cap = pipes, fd, stream, cap
         self.open = True
+        self.watched = False
         os.set_blocking(fd, False)
-        pipes.add(self)
+
+    def watch(self) -> None:
+        if self.open and not self.watched:
+            self.watched = True
+            self.pipes.add(self)
+
+    def drain_all(self) -> None:
+        """Read what the pipe holds, to its end if its writers are gone; else watched."""
+        while self.open:
+            try:
+                data = os.read(self.fd, 65536)
+            except (BlockingIOError, InterruptedError):
+                self.watch()
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.close()
+                self.cap.pipe_connection_lost(self.stream, None)
+                return
+            self.cap.pipe_data_received(self.stream, data)
 
     def _drain(self) -> None:
         # One read a call, as for the replies: the loop calls again while there is more.
@@ -508,8 +541,14 @@ class _Reader:
     def close(self) -> None:
         if self.open:
             self.open = False
-            self.pipes.remove(self.fd)
+            if self.watched:
+                self.pipes.remove(self.fd)
             os.close(self.fd)
+
+
+def _watch(readers: list[_Reader]) -> None:
+    for reader in readers:
+        reader.watch()
 
 
 def _strings(items: Sequence[str]) -> bytes:
