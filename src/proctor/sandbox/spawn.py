@@ -161,7 +161,7 @@ class Spawner:
         (its pipes watched from WATCH_AFTER_S on, else read at its X); an OSError if it
         could not start."""
         expired: list[bool] = []
-        grace: list[asyncio.TimerHandle] = []
+        timers: list[asyncio.TimerHandle] = []  # the watch's, the deadline's, the grace's
 
         def give_up() -> None:
             if not exited.done() and job in self._starting:
@@ -177,18 +177,24 @@ class Spawner:
             if queued or unread:  # never sent, or never read (the spawner stopped or behind,
                 give_up()  # as when its S had not come): nothing of it is waited for
             else:  # its X comes once the KILL is taken, unless the spawner never reads
-                grace.append(self.loop.call_later(START_GRACE_S, give_up))
+                timers.append(self.loop.call_later(START_GRACE_S, give_up))
 
-        # A timer, not wait_for(shield(...)): the reply wakes this task at once, not
-        # through two more futures and loop turns.
-        killer = self.loop.call_at(deadline, expire)
-        watch = self.loop.call_later(WATCH_AFTER_S, _watch, readers)
+        def watch() -> None:  # it runs on: its pipes read as they fill, its deadline set
+            for reader in readers:
+                reader.watch()
+            if self.loop.time() >= deadline:
+                expire()
+            else:
+                timers.append(self.loop.call_at(deadline, expire))
+
+        # Timers, not wait_for(shield(...)): the reply wakes this task at once, not through
+        # two more futures and loop turns. One for a command that ends within WATCH_AFTER_S
+        # (most): its deadline's is set only once it has run that long.
+        timers.append(self.loop.call_at(min(deadline, self.loop.time() + WATCH_AFTER_S), watch))
         try:
             status = await exited
         finally:
-            killer.cancel()
-            watch.cancel()
-            for timer in grace:
+            for timer in timers:
                 timer.cancel()
         if status is None:  # its pipes' write ends may never have left proctor's request
             return None
@@ -544,11 +550,6 @@ class _Reader:
             if self.watched:
                 self.pipes.remove(self.fd)
             os.close(self.fd)
-
-
-def _watch(readers: list[_Reader]) -> None:
-    for reader in readers:
-        reader.watch()
 
 
 def _strings(items: Sequence[str]) -> bytes:
