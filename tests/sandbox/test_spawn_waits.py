@@ -103,9 +103,11 @@ async def test_a_short_commands_pipes_are_read_at_its_end_a_long_ones_as_it_runs
     watched = []
     add = spawn._Pipes.add
     monkeypatch.setattr(spawn._Pipes, "add", lambda self, r: (watched.append(r), add(self, r)))
+    monkeypatch.setattr(spawn, "WATCH_AFTER_S", 30.0)  # "short", however loaded the machine
     res = await sb.box.spawner.run(["/bin/sh", "-c", "echo out; echo err >&2"],
                                    env=sb.env, cwd=sb.workdir, timeout=30)
     assert (res.exit_code, res.stdout, res.stderr) == (0, "out\n", "err\n") and watched == []
+    monkeypatch.setattr(spawn, "WATCH_AFTER_S", 0.01)
     fed = []
     res = await sb.box.spawner.run(
         ["/bin/sh", "-c", "echo early; head -c 200000 /dev/zero; sleep 0.5; echo late"],

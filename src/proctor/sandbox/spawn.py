@@ -48,7 +48,8 @@ START_GRACE_S = 1.0  # past its deadline and killed, how long a command's X is a
 MAX_INLINE = 16384  # a request's strings in its own message up to this (spawner.c's)
 # A command's output pipes are watched in the loop only if it runs this long: most end
 # sooner, and their pipes are read to the end at their X instead (no wake-up of the loop
-# for the pipes' end, no epoll_ctl); a longer one's output is read as it comes from then on.
+# for the pipes' end, no epoll_ctl); a longer one's output is read as it comes from then on
+# (one that fills a pipe sooner waits until then).
 WATCH_AFTER_S = 0.01
 _FS_ENCODING = sys.getfilesystemencoding()
 
