@@ -117,6 +117,58 @@ async def test_a_short_commands_pipes_are_read_at_its_end_a_long_ones_as_it_runs
     assert sb.box.spawner._pipes.readers == {}
 
 
+async def test_a_short_commands_background_writer_does_not_hold_the_loop(box_sandbox,
+                                                                        monkeypatch):
+    """Hostile twin of the test above: a short command leaves `yes` writing into its pipes.
+    Reading them at its exit takes a few reads at most, then the loop reads them as it does
+    a long command's (other work goes on: a timer fires meanwhile); the output is cut at
+    the limit and the command ends after the pipes' grace, the writer killed with it."""
+    from proctor.sandbox import spawn
+
+    sb = box_sandbox
+    monkeypatch.setattr(spawn, "WATCH_AFTER_S", 30.0)
+    reads = []
+    read = os.read
+    monkeypatch.setattr(spawn.os, "read", lambda fd, n: reads.append(fd) or read(fd, n))
+    ticks = []
+
+    def tick() -> None:
+        ticks.append(1)
+        if len(ticks) < 1000:
+            asyncio.get_running_loop().call_later(0.001, tick)
+    tick()
+    res = await sb.box.spawner.run(["/bin/sh", "-c", "yes & echo started"], env=sb.env,
+                                   cwd=sb.workdir, timeout=30, limit=100_000)
+    assert res.stdout.startswith("started\ny\n") or res.stdout.startswith("y\n")
+    assert res.truncated and len(ticks) > 10
+    assert sb.box.spawner._pipes.readers == {}
+    await sb.kill_processes()
+
+
+def test_reading_a_pipe_at_the_commands_end_is_bounded(monkeypatch):
+    """A pipe that never runs dry (a writer faster than proctor) is read a few times at the
+    command's exit, then left to the loop: `drain_all` always returns."""
+    from proctor import proc
+    from proctor.sandbox import spawn
+
+    loop = asyncio.new_event_loop()
+    r, w = os.pipe()
+    try:
+        pipes = spawn._Pipes(loop)
+        cap = proc.Capture(loop, 1_000_000, None)
+        reader = spawn._Reader(pipes, r, 1, cap)
+        calls = []
+        monkeypatch.setattr(spawn.os, "read", lambda fd, n: calls.append(fd) or b"y\n" * 100)
+        reader.drain_all()
+        assert 1 <= len(calls) <= 8 and reader.watched and reader.open
+        monkeypatch.undo()
+        reader.close()
+        pipes.close()
+    finally:
+        os.close(w)
+        loop.close()
+
+
 async def test_a_command_that_cannot_start_says_why_at_once(tmp_path):
     """The spawner cannot fork (the box's process limit is reached): its E reply ends the
     wait with the error, not the deadline (the start is not awaited on its own)."""

@@ -516,8 +516,12 @@ class _Reader:
             self.pipes.add(self)
 
     def drain_all(self) -> None:
-        """Read what the pipe holds, to its end if its writers are gone; else watched."""
-        while self.open:
+        """Read what the pipe holds, to its end if its writers are gone; else watched. A
+        few reads at most (a pipe holds 64 KiB): a background child writing on keeps the
+        loop's other work going, read in the loop like a long command's."""
+        for _ in range(4):
+            if not self.open:
+                return
             try:
                 data = os.read(self.fd, 65536)
             except (BlockingIOError, InterruptedError):
@@ -530,6 +534,7 @@ class _Reader:
                 self.cap.pipe_connection_lost(self.stream, None)
                 return
             self.cap.pipe_data_received(self.stream, data)
+        self.watch()
 
     def _drain(self) -> None:
         # One read a call, as for the replies: the loop calls again while there is more.
