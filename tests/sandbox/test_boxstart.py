@@ -185,3 +185,35 @@ def test_only_a_local_run_of_its_own_boxes_makes_them_early() -> None:
                  ["proctor", "run", "--resume", "latest"], ["proctor", "run", "s.yaml", "--keep"],
                  ["proctor", "run", "s.yaml", "--executor", "ray"]):
         assert not boxstart._wanted(argv), argv
+
+
+
+def test_each_box_is_made_on_a_thread_and_one_that_cannot_be_is_not_launched(tmp_path,
+                                                                             monkeypatch):
+    """`_make` makes each box (directories, cgroup, bubblewrap launched) on a thread of its
+    own (the first on the calling thread); a box whose directories cannot be made is not
+    launched (no slot takes it)."""
+    import threading
+
+    on: list[str] = []
+    launch = boxstart.launch
+    monkeypatch.setattr(boxstart, "launch", lambda *a: on.append(
+        threading.current_thread().name) or launch(*a))
+    (tmp_path / "file").write_text("")
+    recipe = {"argv": ["/bin/true"], "env": {}, "program": "/bin/true", "disk": 0,
+              "limits": {}}
+    bad = boxstart.Early({**recipe, "root": str(tmp_path / "file" / "bad")})  # under a file
+    good = boxstart.Early({**recipe, "root": str(tmp_path / "good")})
+    boxstart._make([bad, good])
+    try:
+        assert good.launched is not None and good.launched.bwrap.wait(10) == 0
+        assert bad.launched is None
+        assert len(on) == 1 and on[0] != threading.main_thread().name
+        assert sorted(p.name for p in (tmp_path / "good").iterdir()) == [
+            "home", "private", "shm", "tmp", "work"]
+        assert (tmp_path / "good" / "private" / "hosts").read_text() == ""
+    finally:
+        for box in (good, bad):
+            box.claimed = True
+            box.ready.set()
+            boxstart._close(box)

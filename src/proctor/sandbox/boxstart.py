@@ -190,17 +190,22 @@ def _valid(box: object) -> bool:
 
 
 def _make(early: list[Early]) -> None:
-    """Each box made as pool.py's `_make_dirs` and `Box.start` make one: its file system, its
-    directories, its cgroup, then bubblewrap launched. Here, not on a thread (but for the
-    mounts, which hold no interpreter): a thread gets the interpreter only every few
-    milliseconds while this one imports; making four boxes takes this one a few
-    milliseconds, and bubblewrap builds them on another core while it imports."""
-    from proctor.sandbox import cgroup
+    """Each box made as pool.py's `_make_dirs` and `Box.start` make one (its file system,
+    its directories, its cgroup, then bubblewrap launched), the first on this thread and each
+    other on one of its own, side by side: mostly the kernel's work (a sparse copy, a loop
+    device, a mount, a fresh file system's first writes, cgroup directories, a process
+    started). What they use is imported here first: a thread gets the interpreter only every
+    few milliseconds while another imports."""
+    import threading
+
+    from proctor.sandbox import cgroup, disk
     from proctor.sandbox.base import Resources
 
-    _mount(early)
-    for box in early:
+    def make(box: Early) -> None:
         try:
+            if box.disk:
+                with contextlib.suppress(Exception):  # not mounted: its slot's own would not be
+                    box.mounted = disk.mount(Path(box.root), box.disk)
             for name in ("work", "home", "tmp", "shm", "private"):  # pool.PLACES, private
                 os.makedirs(os.path.join(box.root, name), mode=0o755, exist_ok=True)
             with open(os.path.join(box.root, "private", "hosts"), "a"):
@@ -210,21 +215,11 @@ def _make(early: list[Early]) -> None:
             box.launched = launch(box.argv, box.env, box.program)
         except Exception:
             box.launched = None  # not made: no slot takes it (`claim` clears what was)
-
-
-def _mount(early: list[Early]) -> None:
-    """The boxes' file systems (disk.mount), each on a thread: mostly the kernel's work (a
-    sparse copy, a loop device, a mount), done side by side, the interpreter free meanwhile."""
-    import threading
-
-    from proctor.sandbox import disk
-
-    def mount(box: Early) -> None:
-        with contextlib.suppress(Exception):  # not mounted: its slot's own would not be
-            box.mounted = disk.mount(Path(box.root), box.disk)
-    threads = [threading.Thread(target=mount, args=(box,)) for box in early if box.disk]
+    threads = [threading.Thread(target=make, args=(box,)) for box in early[1:]]
     for thread in threads:
         thread.start()
+    for box in early[:1]:  # this thread's own share (a one-box run starts no thread)
+        make(box)
     for thread in threads:
         thread.join()
 
