@@ -25,6 +25,7 @@ def referenced(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> set[Path
     out: set[Path] = set()
     extra_models = list(models)
     bases: dict[str, Path] = {}  # a suite's tasks share theirs (a Path each: 1,000 of them)
+    found: dict[tuple[str, str], Path | None] = {}  # mock scripts looked up (`mock_scripts`)
     for task in tasks:
         base = bases.get(task.base_dir) or bases.setdefault(task.base_dir, Path(task.base_dir))
         if task.scaffold:
@@ -46,24 +47,31 @@ def referenced(tasks: Iterable[TaskDef], models: Iterable[str] = ()) -> set[Path
             out.update(Path(d) for d in [step.solution_dir, *(u for u, _ in step.uploads)] if d)
             for check in step.checks:  # a custom check's script, a reward check's tests
                 out.update(base / os.path.expanduser(f) for f in check.config.files())
-        out.update(path for _, path in mock_scripts(task, extra_models))
+        out.update(path for _, path in mock_scripts(task, extra_models, found))
     return {p for p in out if p.exists()}
 
 
-def mock_scripts(task: TaskDef, models: Iterable[str] = ()) -> list[tuple[str, Path]]:
+def mock_scripts(task: TaskDef, models: Iterable[str] = (),
+                 found: dict[tuple[str, str], Path | None] | None = None
+                 ) -> list[tuple[str, Path]]:
     """(name, file) of each mock script the task's trials read: its agent's model, its
     judges', `models` (--model). A name is looked up next to the spec, else in the current
-    directory (providers.mock.resolve_script_path); built-in and missing ones are left out."""
+    directory (providers.mock.resolve_script_path); built-in and missing ones are left out.
+    `found`: the lookups made already, by (spec directory, name), to share among a suite's
+    tasks (a 1,000-task suite looks its model up once, not 1,000 times)."""
     judges = [m for c in task.checks for m in c.config.judge_models()]
+    found = {} if found is None else found
     out = []
     for model in dict.fromkeys([*task.models, task.agent.model, *judges, *models]):
         if not isinstance(model, str) or not model.startswith("mock/"):
             continue
         name = model.removeprefix("mock/")
-        for path in (Path(task.base_dir) / name, Path(name)):
-            if path.is_file():
-                out.append((name, path))
-                break
+        key = (task.base_dir, name)
+        if key not in found:
+            found[key] = next((path for path in (Path(task.base_dir) / name, Path(name))
+                               if path.is_file()), None)
+        if (path := found[key]) is not None:
+            out.append((name, path))
     return out
 
 
