@@ -520,35 +520,26 @@ class _Reader:
         few reads at most (a pipe holds 64 KiB): a background child writing on keeps the
         loop's other work going, read in the loop like a long command's."""
         for _ in range(4):
-            if not self.open:
-                return
-            try:
-                data = os.read(self.fd, 65536)
-            except (BlockingIOError, InterruptedError):
-                self.watch()
-                return
-            except OSError:
-                data = b""
-            if not data:
-                self.close()
-                self.cap.pipe_connection_lost(self.stream, None)
-                return
-            self.cap.pipe_data_received(self.stream, data)
-        self.watch()
+            if not (self.open and self._drain()):
+                break
+        if self.open:
+            self.watch()
 
-    def _drain(self) -> None:
-        # One read a call, as for the replies: the loop calls again while there is more.
+    def _drain(self) -> bool:
+        """One read into the capture (the loop calls again while there is more, as for the
+        replies); whether it got anything."""
         try:
             data = os.read(self.fd, 65536)
         except (BlockingIOError, InterruptedError):
-            return
+            return False
         except OSError:
             data = b""
         if not data:
             self.close()
             self.cap.pipe_connection_lost(self.stream, None)
-            return
+            return False
         self.cap.pipe_data_received(self.stream, data)
+        return True
 
     def close(self) -> None:
         if self.open:
