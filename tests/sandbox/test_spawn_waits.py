@@ -76,7 +76,7 @@ async def test_a_command_that_ends_in_time_is_not_timed_out(box_sandbox):
 
 async def test_concurrent_commands_get_all_their_output_and_leave_no_pipe_watched(box_sandbox):
     """Each command's pipes are read while it runs (more than a pipe holds), through the
-    box's own epoll of pipes (spawn.py _Pipes), and are no longer watched once it ended."""
+    box's own epoll of pipes (outpipes.py Pipes), and are no longer watched once it ended."""
     sb = box_sandbox
     script = ("head -c {n} /dev/zero | tr '\\0' {c}; head -c 100000 /dev/zero | tr '\\0' e >&2;"
               " exit {code}")
@@ -97,12 +97,12 @@ async def test_a_short_commands_pipes_are_read_at_its_end_a_long_ones_as_it_runs
     """A command that ends before WATCH_AFTER_S has its pipes read to their end at its exit
     (never added to the epoll of pipes); a longer one's are watched from then on, so its
     output streams to `feed` while it runs, and it is never held up by a full pipe."""
-    from proctor.sandbox import spawn
+    from proctor.sandbox import outpipes, spawn
 
     sb = box_sandbox
     watched = []
-    add = spawn._Pipes.add
-    monkeypatch.setattr(spawn._Pipes, "add", lambda self, r: (watched.append(r), add(self, r)))
+    add = outpipes.Pipes.add
+    monkeypatch.setattr(outpipes.Pipes, "add", lambda self, r: (watched.append(r), add(self, r)))
     monkeypatch.setattr(spawn, "WATCH_AFTER_S", 30.0)  # "short", however loaded the machine
     res = await sb.box.spawner.run(["/bin/sh", "-c", "echo out; echo err >&2"],
                                    env=sb.env, cwd=sb.workdir, timeout=30)
@@ -127,9 +127,6 @@ async def test_a_short_commands_background_writer_does_not_hold_the_loop(box_san
 
     sb = box_sandbox
     monkeypatch.setattr(spawn, "WATCH_AFTER_S", 30.0)
-    reads = []
-    read = os.read
-    monkeypatch.setattr(spawn.os, "read", lambda fd, n: reads.append(fd) or read(fd, n))
     ticks = []
 
     def tick() -> None:
@@ -149,16 +146,16 @@ def test_reading_a_pipe_at_the_commands_end_is_bounded(monkeypatch):
     """A pipe that never runs dry (a writer faster than proctor) is read a few times at the
     command's exit, then left to the loop: `drain_all` always returns."""
     from proctor import proc
-    from proctor.sandbox import spawn
+    from proctor.sandbox.outpipes import PipeReader, Pipes
 
     loop = asyncio.new_event_loop()
     r, w = os.pipe()
     try:
-        pipes = spawn._Pipes(loop)
+        pipes = Pipes(loop)
         cap = proc.Capture(loop, 1_000_000, None)
-        reader = spawn._Reader(pipes, r, 1, cap)
+        reader = PipeReader(pipes, r, 1, cap)
         calls = []
-        monkeypatch.setattr(spawn.os, "read", lambda fd, n: calls.append(fd) or b"y\n" * 100)
+        monkeypatch.setattr(os, "read", lambda fd, n: calls.append(fd) or b"y\n" * 100)
         reader.drain_all()
         assert 1 <= len(calls) <= 8 and reader.watched and reader.open
         monkeypatch.undo()

@@ -22,7 +22,6 @@ import contextlib
 import errno
 import itertools
 import os
-import select
 import signal
 import socket
 import struct
@@ -33,6 +32,7 @@ from typing import Any
 
 from proctor import proc
 from proctor.proc import ExecResult, Feed
+from proctor.sandbox.outpipes import PipeReader, Pipes
 
 OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL, OP_OPEN = 1, 2, 3, 4, 5, 6, 7
 FLAG_TRACE, FLAG_CAPTURE = 1, 2
@@ -75,7 +75,7 @@ class Spawner:
         # Commands started, and how many of them had been when the trial's processes were last
         # killed (whatever started after a kill was asked for is not known to be dead).
         self._runs = self._runs_killed = 0
-        self._pipes = _Pipes(loop)  # the running commands' output pipes
+        self._pipes = Pipes(loop)  # the running commands' output pipes
         # The last environment a command was given (a copy) and its encoding: a box's commands
         # mostly share one, trial after trial.
         self._env: dict[str, str] | None = None
@@ -124,7 +124,8 @@ class Spawner:
             _close(fds)
             return ExecResult(None, "", "", time.monotonic() - t0, started, error=str(e))
         _close([request, out_w, err_w] + ([in_r] if stdin is not None else []))
-        readers = [_Reader(self._pipes, out_r, 1, cap), _Reader(self._pipes, err_r, 2, cap)]
+        readers = [PipeReader(self._pipes, out_r, 1, cap),
+                   PipeReader(self._pipes, err_r, 2, cap)]
         if stdin is not None:
             self.loop.create_task(_feed_stdin(self.loop, in_w, stdin))
         try:
@@ -154,7 +155,7 @@ class Spawner:
 
     async def _exit_status(self, job: int, exited: asyncio.Future[int | None],
                            cap: proc.Capture, deadline: float,
-                           readers: list[_Reader]) -> int | None:
+                           readers: list[PipeReader]) -> int | None:
         """The wait status of command `job` (None: timed out), awaited alone. Killed at
         `deadline`, still awaited then (its status comes), unless it was never sent or
         never read (then given up at once) or its X has not come START_GRACE_S later.
@@ -464,89 +465,6 @@ class Spawner:
                 fut.exception()  # retrieved: nobody may be waiting on it
         self._pending.clear()
         self._starting.clear()
-
-
-class _Pipes:
-    """A box's running commands' output pipes, in an epoll of their own that the event loop
-    watches: a pipe costs one epoll_ctl to add and one to remove, not asyncio's reader
-    bookkeeping (a handle, a selector key, its maps) twice a command. Level-triggered, as
-    the loop's: a pipe with more to read is reported again."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop):
-        self.loop = loop
-        self.epoll = select.epoll()
-        self.readers: dict[int, _Reader] = {}
-        loop.add_reader(self.epoll.fileno(), self._ready)
-
-    def add(self, reader: _Reader) -> None:
-        self.epoll.register(reader.fd, select.EPOLLIN)
-        self.readers[reader.fd] = reader
-
-    def remove(self, fd: int) -> None:
-        del self.readers[fd]
-        if not self.epoll.closed:  # a command's end after its box's
-            self.epoll.unregister(fd)
-
-    def _ready(self) -> None:
-        for fd, _ in self.epoll.poll(0):
-            reader = self.readers.get(fd)
-            if reader is not None:  # not closed by an earlier one of this batch
-                reader._drain()
-
-    def close(self) -> None:
-        if not self.epoll.closed:
-            with contextlib.suppress(ValueError, OSError):
-                self.loop.remove_reader(self.epoll.fileno())
-            self.epoll.close()
-
-
-class _Reader:
-    """One output pipe of a command, read into its Capture: in the event loop once watched
-    (`watch`), or all at once (`drain_all`)."""
-
-    def __init__(self, pipes: _Pipes, fd: int, stream: int, cap: proc.Capture):
-        self.pipes, self.fd, self.stream, self.cap = pipes, fd, stream, cap
-        self.open = True
-        self.watched = False
-        os.set_blocking(fd, False)
-
-    def watch(self) -> None:
-        if self.open and not self.watched:
-            self.watched = True
-            self.pipes.add(self)
-
-    def drain_all(self) -> None:
-        """Read what the pipe holds, to its end if its writers are gone; else watched. A
-        few reads at most (a pipe holds 64 KiB): a background child writing on keeps the
-        loop's other work going, read in the loop like a long command's."""
-        for _ in range(4):
-            if not (self.open and self._drain()):
-                break
-        if self.open:
-            self.watch()
-
-    def _drain(self) -> bool:
-        """One read into the capture (the loop calls again while there is more, as for the
-        replies); whether it got anything."""
-        try:
-            data = os.read(self.fd, 65536)
-        except (BlockingIOError, InterruptedError):
-            return False
-        except OSError:
-            data = b""
-        if not data:
-            self.close()
-            self.cap.pipe_connection_lost(self.stream, None)
-            return False
-        self.cap.pipe_data_received(self.stream, data)
-        return True
-
-    def close(self) -> None:
-        if self.open:
-            self.open = False
-            if self.watched:
-                self.pipes.remove(self.fd)
-            os.close(self.fd)
 
 
 def _strings(items: Sequence[str]) -> bytes:
