@@ -58,6 +58,7 @@ def _guard(fn: Callable[[], int | None], collect: bool = True) -> None:
 def _run(paths: tuple[str, ...], kw: dict[str, Any]) -> None:
     """`proctor run`'s body: PATHS and its options (cliargs.RUN_OPTIONS) as click gives them."""
     def body() -> int:
+        boxstart.launch_made()  # on this thread: the boxes begun at start-up (boxstart.py)
         from proctor import cliargs
         from proctor.run.main import run_main
 

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -30,11 +31,20 @@ from proctor import headstart
 from proctor.sandbox import boxstart
 made = []
 def _make(early, make=boxstart._make):
-    make(early)
+    makers = make(early)
+    for m in makers:
+        m.join()
     for b in early:
-        made.append({{"root": b.root, "bwrap": b.launched and b.launched.bwrap.pid,
+        made.append({{"root": b.root, "bwrap": None,
                      "cgroups": [str(d) for d in b.cgroup.dirs.values()] if b.cgroup else []}})
-boxstart._make = _make
+    return makers
+def _launch(launch=boxstart.launch_made):
+    if os.environ.get("STOP_BEFORE_LAUNCH"):  # as a run stopped before its body began
+        sys.exit(3)
+    launch()
+    for m, b in zip(made, boxstart._early):
+        m.update(bwrap=b.launched and b.launched.bwrap.pid)
+boxstart._make, boxstart.launch_made = _make, _launch
 def said():
     for m, b in zip(made, boxstart._early):
         m.update(taken=b.taken, pid=b.pid)
@@ -161,6 +171,70 @@ def test_boxes_made_for_a_run_that_stops_before_its_trials_are_removed(tmp_path)
     assert _left(tmp_path, early) == [str(live)]  # the dead run's removed, the live one's kept
 
 
+def test_boxes_begun_for_a_run_stopped_before_they_were_launched_are_removed(tmp_path,
+                                                                             monkeypatch):
+    """A remembered command line whose process ends after the boxes were begun (file
+    systems, directories, cgroups: `_make`) and before its run's body launched them (an
+    error, a signal): never launched, they are removed whole at exit."""
+    (tmp_path / "suite.yaml").write_text(SUITE)
+    assert _run(tmp_path, "r1")[0].returncode == 0
+    monkeypatch.setenv("STOP_BEFORE_LAUNCH", "1")
+    refused, early = _run(tmp_path, "r2")
+    assert refused.returncode == 3, refused.stderr
+    assert len(early) == 2 and not any(b["bwrap"] or b["taken"] for b in early), early
+    assert _left(tmp_path, early) == []
+
+
+def test_a_box_begun_at_start_up_outlives_the_threads_that_made_it(tmp_path, monkeypatch):
+    """bubblewrap's --die-with-parent kills a box when the thread that started it ends:
+    `launch_made` starts every box on the main thread, after `_make`'s threads, which made
+    their directories, have ended. The hostile order (started on a thread that then ends)
+    is shown to kill it, so the check can fail."""
+    import threading
+
+    argv = ["bwrap", "--die-with-parent", "--dev-bind", "/", "/", "sleep", "30"]
+    recipe = {"argv": argv, "env": dict(os.environ), "program": "/bin/true", "disk": 0,
+              "limits": {}}
+    box = boxstart.Early({**recipe, "root": str(tmp_path / "box")})
+    started_on: list[str] = []
+    launch = boxstart.launch
+    monkeypatch.setattr(boxstart, "launch", lambda *a: started_on.append(
+        threading.current_thread().name) or launch(*a))
+    monkeypatch.setattr(boxstart, "_early", [box])
+    monkeypatch.setattr(boxstart, "_makers", boxstart._make([box]))
+    monkeypatch.setattr(boxstart, "_pending", (sys.getswitchinterval(), str(tmp_path)))
+    monkeypatch.setattr(boxstart, "sweep_orphans", lambda scratch: 0)
+    monkeypatch.setattr(boxstart, "_thread", None)
+    hostile = None
+    try:
+        boxstart.launch_made()
+        assert started_on == [threading.main_thread().name]
+        assert box.launched is not None
+        # the twin: the same box started by a thread that ends a moment later
+        out: list = []
+        maker = threading.Thread(target=lambda: out.append(launch(argv, dict(os.environ),
+                                                                 "/bin/true")) or time.sleep(0.2))
+        maker.start()
+        maker.join()
+        hostile = out[0]
+        time.sleep(0.3)
+        assert hostile.bwrap.poll() is not None  # killed with the thread that started it
+        assert box.launched.bwrap.poll() is None  # still running: started by the main thread
+    finally:
+        box.claimed = True
+        for launched in (box.launched, hostile):
+            if launched is not None:
+                launched.bwrap.kill()
+        if boxstart._thread is not None:
+            boxstart._thread.join(10)
+        box.ready.set()
+        boxstart._close(box)
+        if hostile is not None:
+            hostile.bwrap.wait()
+            hostile.sock.close()
+            os.close(hostile.info)
+
+
 def test_a_recipe_others_could_write_is_not_made() -> None:
     """Made as root before anything else runs: only a file this user alone could write."""
     import tempfile
@@ -188,27 +262,24 @@ def test_only_a_local_run_of_its_own_boxes_makes_them_early() -> None:
 
 
 
-def test_each_box_is_made_on_a_thread_and_one_that_cannot_be_is_not_launched(tmp_path,
-                                                                             monkeypatch):
-    """`_make` makes each box (directories, cgroup, bubblewrap launched) on a thread of its
-    own (the first on the calling thread); a box whose directories cannot be made is not
-    launched (no slot takes it)."""
+def test_each_box_is_made_on_a_thread_and_one_that_cannot_be_is_not_prepared(tmp_path):
+    """`_make` makes each box's directories (and cgroup) on a thread of its own and returns
+    those threads at once (the caller goes on importing); a box whose directories cannot be
+    made is not prepared (`launch_made` does not launch it, no slot takes it)."""
     import threading
 
-    on: list[str] = []
-    launch = boxstart.launch
-    monkeypatch.setattr(boxstart, "launch", lambda *a: on.append(
-        threading.current_thread().name) or launch(*a))
     (tmp_path / "file").write_text("")
     recipe = {"argv": ["/bin/true"], "env": {}, "program": "/bin/true", "disk": 0,
               "limits": {}}
     bad = boxstart.Early({**recipe, "root": str(tmp_path / "file" / "bad")})  # under a file
     good = boxstart.Early({**recipe, "root": str(tmp_path / "good")})
-    boxstart._make([bad, good])
+    makers = boxstart._make([bad, good])
+    assert len(makers) == 2 and threading.current_thread() not in makers
+    for maker in makers:
+        maker.join(30)
     try:
-        assert good.launched is not None and good.launched.bwrap.wait(10) == 0
-        assert bad.launched is None
-        assert len(on) == 1 and on[0] != threading.main_thread().name
+        assert good.prepared and not bad.prepared
+        assert good.launched is None and bad.launched is None
         assert sorted(p.name for p in (tmp_path / "good").iterdir()) == [
             "home", "private", "shm", "tmp", "work"]
         assert (tmp_path / "good" / "private" / "hosts").read_text() == ""

@@ -112,6 +112,7 @@ class Early:
         self.program: str = recipe["program"]
         self.disk: int = recipe["disk"]
         self.limits: dict[str, Any] = recipe["limits"]
+        self.prepared = False  # its file system, directories and cgroup made (`_make`)
         self.mounted = False  # its root is a file system of `disk` bytes (disk.py)
         self.cgroup: Any = None  # its cgroup.TrialCgroup, if one could be made
         self.launched: Launched | None = None
@@ -133,13 +134,16 @@ _early: list[Early] = []
 _key: str | None = None  # this run's key: the boxes it makes first are remembered under it
 _seen: list[dict[str, Any]] = []  # the requests this run made (blanks in), up to KEEP_BOXES
 _recipe: list[dict[str, Any]] | None = None  # what was remembered, as read
+_makers: list[Any] = []  # `_make`'s threads, until `launch_made`
 _thread: Any = None  # `_join`'s
+_pending: tuple[float, str] | None = None  # (switch interval, scratch), until `launch_made`
 
 
 def begin(argv: list[str]) -> None:
     """Called first by the CLI: for `proctor run` on the local backend whose first boxes were
-    remembered, make them now; otherwise note the key to remember them under."""
-    global _key, _recipe, _thread
+    remembered, start making them now (`launch_made` launches them); otherwise note the key
+    to remember them under."""
+    global _key, _recipe, _makers, _pending
     if os.environ.get("PROCTOR_NO_HEADSTART") or not _wanted(argv):
         return
     _key = headstart._key_of(argv)
@@ -166,14 +170,9 @@ def begin(argv: list[str]) -> None:
     with open(os.path.join(scratch, OWNER), "w") as f:  # for `sweep_orphans`, if killed
         f.write(headstart._owner())
     _early.extend(Early(filled(box)) for box in boxes)
-    _make(_early)
-    import threading
-
     switch = sys.getswitchinterval()
     sys.setswitchinterval(min(switch, SWITCH_S))
-    _thread = threading.Thread(target=_join, args=(list(_early), switch, scratch),
-                               daemon=True, name="boxstart")
-    _thread.start()
+    _makers, _pending = _make(_early), (switch, scratch)
     import signal
 
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # until the run's loop takes it
@@ -189,13 +188,13 @@ def _valid(box: object) -> bool:
             and type(box.get("disk")) is int and isinstance(box.get("limits"), dict))
 
 
-def _make(early: list[Early]) -> None:
-    """Each box made as pool.py's `_make_dirs` and `Box.start` make one (its file system,
-    its directories, its cgroup, then bubblewrap launched), the first on this thread and each
-    other on one of its own, side by side: mostly the kernel's work (a sparse copy, a loop
-    device, a mount, a fresh file system's first writes, cgroup directories, a process
-    started). What they use is imported here first: a thread gets the interpreter only every
-    few milliseconds while another imports."""
+def _make(early: list[Early]) -> list[Any]:
+    """Each box's file system, directories and cgroup made as pool.py's `_make_dirs` makes
+    them, each box on a thread of its own, side by side, while this one goes on importing the
+    rest of proctor: mostly the kernel's work (a sparse copy, a loop device, a mount, a fresh
+    file system's first writes, cgroup directories), the interpreter handed over every
+    SWITCH_S (`begin`). What they use is imported here first. Returns the threads. Not
+    bubblewrap's launch: that is `launch_made`'s, on the main thread."""
     import threading
 
     from proctor.sandbox import cgroup, disk
@@ -212,16 +211,40 @@ def _make(early: list[Early]) -> None:
                 pass  # owners, modes: the slot's (pool.py `_make_dirs`), before any trial
             box.cgroup = cgroup.TrialCgroup.create(
                 f"proctor-{os.getpid()}-{os.path.basename(box.root)}", Resources(**box.limits))
-            box.launched = launch(box.argv, box.env, box.program)
+            box.prepared = True
         except Exception:
-            box.launched = None  # not made: no slot takes it (`claim` clears what was)
-    threads = [threading.Thread(target=make, args=(box,)) for box in early[1:]]
+            pass  # not made: not launched, no slot takes it (`claim` clears what was)
+    threads = [threading.Thread(target=make, args=(box,), daemon=True) for box in early]
     for thread in threads:
         thread.start()
-    for box in early[:1]:  # this thread's own share (a one-box run starts no thread)
-        make(box)
-    for thread in threads:
-        thread.join()
+    return threads
+
+
+def launch_made() -> None:
+    """Called by the CLI on the main thread as a run's body begins: each box `begin` made
+    launched (bubblewrap started, as `Box.start` starts it), then `_join` moves their
+    spawners into their cgroups while the rest of proctor is imported. On this thread and no
+    other: bubblewrap's --die-with-parent kills a box when the *thread* that started it ends
+    (the kernel's parent-death signal follows the thread, not the process), so a box started
+    by a thread that then ended was killed at random, its slot's first trial lost with it."""
+    global _makers, _pending, _thread
+    if _pending is None:
+        return
+    import threading
+
+    assert threading.current_thread() is threading.main_thread()
+    for maker in _makers:
+        maker.join()
+    (switch, scratch), _makers, _pending = _pending, [], None
+    for box in _early:
+        if box.prepared:
+            try:
+                box.launched = launch(box.argv, box.env, box.program)
+            except Exception:
+                box.launched = None
+    _thread = threading.Thread(target=_join, args=(list(_early), switch, scratch),
+                               daemon=True, name="boxstart")
+    _thread.start()
 
 
 def _join(early: list[Early], switch: float, scratch: str) -> None:
@@ -291,7 +314,11 @@ def claim(root: str, argv: list[str], env: dict[str, str], program: str, disk: i
         if box.root != root or box.claimed:
             continue
         box.claimed = True
-        box.ready.wait()
+        if _pending is not None:  # never launched (no run body began: `launch_made`)
+            for maker in _makers:
+                maker.join()
+        else:
+            box.ready.wait()
         if box.launched is not None and box.pid is not None and \
                 box.request() == (argv, env, program, disk, limits):
             box.taken = True
@@ -321,6 +348,11 @@ def remember(root: str, argv: list[str], env: dict[str, str], program: str, disk
 def _end() -> None:
     """At exit: boxes made and never claimed are removed, and this run's first boxes
     remembered when they are not what was."""
+    for maker in _makers:  # a run that ended before its body began (`launch_made`)
+        maker.join(30)
+    if _pending is not None:
+        for box in _early:
+            box.ready.set()  # never launched: nothing to wait for
     if _thread is not None:
         _thread.join(30)  # its cgroup moves and sweep done (a run stopped at once)
     for box in _early:
