@@ -350,11 +350,11 @@ def _end() -> None:
     remembered when they are not what was."""
     for maker in _makers:  # a run that ended before its body began (`launch_made`)
         maker.join(30)
-    if _pending is not None:
-        for box in _early:
-            box.ready.set()  # never launched: nothing to wait for
     if _thread is not None:
         _thread.join(30)  # its cgroup moves and sweep done (a run stopped at once)
+    else:  # never launched, or stopped while launching: nothing will say they are ready
+        for box in _early:
+            box.ready.set()
     for box in _early:
         if not box.claimed:
             box.claimed = True
