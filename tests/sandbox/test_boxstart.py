@@ -231,6 +231,7 @@ def test_a_box_begun_at_start_up_outlives_the_threads_that_made_it(tmp_path, mon
         boxstart._close(box)
         if hostile is not None:
             hostile.bwrap.wait()
+            hostile.bwrap.stderr.close()
             hostile.sock.close()
             os.close(hostile.info)
 
