@@ -106,6 +106,17 @@ def _left(tmp_path: Path, early: list[dict]) -> list[str]:
                     "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]:
                 left.append(f"process {pid} alive")
     left += [str(p) for p in (tmp_path / "tmp").iterdir()]
+    # Any process naming the scratch place: a box's bubblewrap whose spawner never started
+    # (one left waiting for its killed parent outlives every pid recorded above).
+    for proc in Path("/proc").iterdir():
+        try:
+            named = str(tmp_path / "tmp") in (proc / "cmdline").read_bytes().decode(
+                errors="replace")
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1][:3]
+        except (OSError, ValueError):
+            continue
+        if named and "Z" not in stat and proc.name != str(os.getpid()):
+            left.append(f"process {proc.name} alive: {(proc / 'cmdline').read_bytes()[:80]!r}")
     return left
 
 
