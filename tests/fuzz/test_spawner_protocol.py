@@ -3,7 +3,10 @@ short, oversized and malformed requests, bad descriptor sets, bad request memfds
 strings, random bytes and random mutations of valid requests. Every one must be answered with exactly one
 E reply (id 0 for what is not a whole request, else its own id) and change nothing: the
 spawner never forks, leaks no descriptor, and afterwards still runs a real command (the
-honest twin). A fixed corpus plus RANDOM_CASES random ones, a few seconds in all."""
+honest twin). A fixed corpus plus RANDOM_CASES random ones, a few seconds in all. And the
+orders proctor gives a tracer on its own socket (TRACER): one that is not an order ends that
+tracer alone (D), one of the other variant is refused with the command's 126, and the box
+goes on running traced commands."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import pytest
 
 from proctor.sandbox.namespaces import Box, missing
 from proctor.sandbox.spawn import (
+    FLAG_CAPTURE,
     FLAG_TRACE,
     MAX_INLINE,
     OP_KILL,
@@ -30,6 +34,7 @@ from proctor.sandbox.spawn import (
     OP_OPEN,
     OP_PING,
     OP_RUN,
+    OP_TRACER,
     REPLY,
     REQUEST,
 )
@@ -107,7 +112,7 @@ def corpus(fds: Fds) -> Iterator[Case]:
         yield Case(f"oversized {n}", req(OP_RUN, next(ids), argc=1, envc=1) + b"\1" * (n - REQUEST.size),
                    io)
     # Inline strings: with an op that takes none, not what the header says, with a memfd too
-    for op in (OP_PING, OP_KILL, OP_NEWTRIAL, OP_KILLALL, 0, 8):
+    for op in (OP_PING, OP_KILL, OP_NEWTRIAL, OP_KILLALL, OP_TRACER, 0, 9):
         for n in (REQUEST.size + 1, 64, 4096):
             yield Case(f"op {op} with {n} bytes", req(op, next(ids), sig=9 if op == OP_KILL else 0)
                        + b"\1" * (n - REQUEST.size))
@@ -117,9 +122,11 @@ def corpus(fds: Fds) -> Iterator[Case]:
         "at the limit, too many": b"\0" * MAX_INLINE,
     }.items():
         yield Case(f"inline {name}", req(OP_RUN, next(ids), argc=1, envc=1) + strings, io)
-        yield Case(f"traced inline {name}",
-                   req(OP_RUN, next(ids), argc=1, envc=1, flags=FLAG_TRACE) + strings,
-                   [*io, fds.devnull()])
+    # A traced command is a tracer's, never the spawner's: refused, however well formed
+    yield Case("traced run", req(OP_RUN, next(ids), argc=1, envc=1, flags=FLAG_TRACE) + good_run,
+               [*io, fds.devnull()])
+    yield Case("traced run, a memfd", req(OP_RUN, next(ids), argc=1, envc=1, flags=FLAG_TRACE),
+               [fds.memfd(good_run), *io, fds.devnull()])
     yield Case("inline run and a memfd", req(OP_RUN, next(ids), argc=1, envc=1) + good_run,
                [fds.memfd(good_run), *io])
     yield Case("inline run with 2 fds", req(OP_RUN, next(ids), argc=1, envc=1) + good_run,
@@ -130,7 +137,7 @@ def corpus(fds: Fds) -> Iterator[Case]:
     yield Case("inline open two paths", req(OP_OPEN, next(ids), sig=2) + b"/etc\0/tmp\0")
     yield Case("inline open, no final NUL", req(OP_OPEN, next(ids)) + b"/etc")
     yield Case("inline open with a field", req(OP_OPEN, next(ids), argc=1) + b"/etc\0")
-    for op in (0, 8, 255, 0xFFFFFFFF):
+    for op in (0, 9, 255, 0xFFFFFFFF):
         yield Case(f"unknown op {op}", req(op, next(ids)))
     # RUN: descriptor sets that do not fit
     for n in (0, 1, 3, 5, 6, 8):
@@ -192,9 +199,16 @@ def corpus(fds: Fds) -> Iterator[Case]:
     yield Case("open with 2 fds", req(OP_OPEN, next(ids)),
                [fds.memfd(b"/etc\0"), fds.devnull()])
     # The ops without arguments, with arguments
-    for op in (OP_NEWTRIAL, OP_PING, OP_KILLALL):
+    for op in (OP_NEWTRIAL, OP_PING, OP_KILLALL, OP_TRACER):
         yield Case(f"op {op} with an fd", req(op, next(ids)), [fds.devnull()])
         yield Case(f"op {op} with a field", req(op, next(ids), as_mib=1))
+    # TRACER takes FLAG_CAPTURE alone, NEWTRIAL FLAG_TRACE with or without it, KILL FLAG_TRACE
+    for op, flags in ((OP_TRACER, FLAG_TRACE), (OP_TRACER, 4), (OP_NEWTRIAL, FLAG_CAPTURE),
+                      (OP_NEWTRIAL, 4), (OP_KILL, FLAG_CAPTURE)):
+        yield Case(f"op {op} with flags {flags}",
+                   req(op, next(ids), sig=9 if op == OP_KILL else 0, flags=flags))
+    for field_, value in (("sig", 9), ("argc", 1), ("envc", 1), ("cap_per", 1)):
+        yield Case(f"tracer with {field_}", req(OP_TRACER, next(ids), **{field_: value}))
 
 
 def random_cases(fds: Fds, rng: random.Random, n: int) -> Iterator[Case]:
@@ -208,7 +222,8 @@ def random_cases(fds: Fds, rng: random.Random, n: int) -> Iterator[Case]:
             size = rng.choice([rng.randrange(REQUEST.size), rng.randrange(REQUEST.size + 1, 512)])
             data = rng.randbytes(size)
         else:
-            op = rng.choice([OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL, OP_OPEN])
+            op = rng.choice([OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL, OP_OPEN,
+                             OP_TRACER])
             data = bytearray(req(op, rng.randrange(2**32), rng.randrange(-70, 70),
                                  rng.randrange(4), rng.randrange(4), 0, UNKNOWN_FLAG))
             for _ in range(rng.randrange(1, 6)):
@@ -236,8 +251,35 @@ def _replies_until_ping(sock: socket.socket, ping_id: int) -> list[tuple[str, in
         out.append((chr(kind), id_, value, err))
 
 
+def _reply(sock: socket.socket, kind: str, id_: int) -> tuple[str, int, int, int]:
+    """The next reply of that kind and id (a tracer's Z, the spawner's D): every request's
+    reply comes before a PING's, but these are not replies to a request."""
+    while True:
+        got = REPLY.unpack(sock.recv(REPLY.size))
+        if (chr(got[0]), got[1]) == (kind, id_):
+            return (kind, *got[1:])
+        _passed.append((chr(got[0]), got[1]))
+
+
+_passed: list[tuple[str, int]] = []  # the replies `_reply` read past (kind, id)
+
+
+def _new_tracer(sock: socket.socket, id_: int, flags: int = 0) -> socket.socket:
+    """A tracer of the box's trial (TRACER): the socket its orders go on."""
+    sock.sendmsg([req(OP_TRACER, id_, flags=flags)])
+    data, anc, _, _ = sock.recvmsg(REPLY.size, socket.CMSG_SPACE(4))
+    kind, got, _, err = REPLY.unpack(data)
+    assert (chr(kind), got, err) == ("N", id_, 0) and anc, (chr(kind), got, err)
+    return socket.socket(fileno=array.array("i", anc[0][2])[0])
+
+
 def _fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _tracers(pid: int) -> list[str]:
+    """The spawner's children that are tracers (the trial's init is one of its children too)."""
+    return [c for c in _children(pid) if open(f"/proc/{c}/comm").read().strip() == "tracer"]
 
 
 def _children(pid: int) -> list[str]:
@@ -290,26 +332,98 @@ async def test_malformed_requests_are_refused_and_change_nothing(box):
         os.close(out_w)
         assert "E" not in [k for k, *_ in _replies_until_ping(sock, 8)]  # (no S: X at its end)
         assert os.read(out_r, 100).decode().strip() == str(box.uid)
-        # ... and so does one with its strings inline, traced (the tracer gets them in a
-        # memfd the spawner makes) or not.
+        # ... and so does one with its strings inline, and one traced: given to a tracer
+        # the spawner makes (TRACER), on the tracer's own socket, its Z on the spawner's.
         trace_r, trace_w = os.pipe()
-        for id_, flags, extra in ((10, 0, []), (11, FLAG_TRACE, [trace_w])):
+        tracer = _new_tracer(sock, 13)
+        for id_, to, flags, extra in ((10, sock, 0, []), (11, tracer, FLAG_TRACE, [trace_w])):
             got_r, got_w = os.pipe()
-            _send(sock, Case("inline run", req(OP_RUN, id_, argc=3, envc=1, flags=flags)
-                             + b"/\0/bin/sh\0-c\0echo inline $X\0X=" + str(id_).encode() + b"\0",
-                             [null, got_w, null, *extra]))
+            _send(to, Case("inline run", req(OP_RUN, id_, argc=3, envc=1, flags=flags)
+                           + b"/\0/bin/sh\0-c\0echo inline $X\0X=" + str(id_).encode() + b"\0",
+                           [null, got_w, null, *extra]))
             os.close(got_w)
-            assert ("E", id_) not in [(k, i) for k, i, *_ in _replies_until_ping(sock, 12)]
             assert os.read(got_r, 100) == f"inline {id_}\n".encode()
+            if to is tracer:
+                assert _reply(sock, "Z", id_)[2] == 0
+            else:
+                seen = [(k, i) for k, i, *_ in _replies_until_ping(sock, 12)]
+                assert ("E", id_) not in seen
+                _passed.extend(seen)
             os.close(got_r)
         os.close(trace_w)
+        tracer.close()
         with os.fdopen(trace_r, "rb") as trace:
             assert b"/bin/sh" in trace.read(), "the traced one was not traced"
         sock.sendmsg([req(OP_KILLALL, 9)])
-        kinds = set()
-        while "A" not in kinds:
-            kinds.add(chr(REPLY.unpack(sock.recv(REPLY.size))[0]))
-        assert "X" in kinds
+        kinds = set(_passed)
+        while ("A", 9) not in kinds:
+            kinds.add(tuple(REPLY.unpack(sock.recv(REPLY.size))[:2]))
+            kinds = {(chr(k) if isinstance(k, int) else k, i) for k, i in kinds}
+        assert ("X", 10) in kinds
     finally:
         for fd in (out_r, request, null):
             os.close(fd)
+
+
+ORDER = b"/\0/bin/sh\0-c\0echo ordered\0PATH=/usr/bin:/bin\0"
+
+
+def bad_orders(fds: Fds) -> Iterator[Case]:
+    """What a tracer must not take as an order: each ends that tracer (exit 126)."""
+    io = [fds.devnull() for _ in range(3)]
+    trace = fds.devnull()
+    good = req(OP_RUN, 50, argc=3, envc=1, flags=FLAG_TRACE)
+    yield Case("short", good[:10], [*io, trace])
+    yield Case("no descriptors", good + ORDER)
+    yield Case("three descriptors", good + ORDER, io)
+    yield Case("not traced", req(OP_RUN, 51, argc=3, envc=1) + ORDER, [*io, trace])
+    yield Case("another op", req(OP_PING, 52) + ORDER, [*io, trace])
+    yield Case("an unknown flag", req(OP_RUN, 53, argc=3, envc=1, flags=FLAG_TRACE | 4) + ORDER,
+               [*io, trace])
+    yield Case("a signal", req(OP_RUN, 54, sig=9, argc=3, envc=1, flags=FLAG_TRACE) + ORDER,
+               [*io, trace])
+    yield Case("no argv", req(OP_RUN, 55, argc=0, envc=1, flags=FLAG_TRACE) + ORDER, [*io, trace])
+    yield Case("limits without capture",
+               req(OP_RUN, 56, argc=3, envc=1, flags=FLAG_TRACE, cap_per=1) + ORDER, [*io, trace])
+
+
+async def test_what_is_not_an_order_ends_its_tracer_alone(box):
+    """A tracer's socket is proctor's alone, but a tracer trusts it no more than the spawner
+    trusts its own: anything that is not a well-formed order ends that tracer (D: exit 126)
+    before it starts anything, and the box's next tracer runs a traced command as ever; an
+    order of the other variant (capturing, to a tracer that does not) is refused with the
+    command's own 126 and a word on its stderr."""
+    sock, spawner = box.spawner.sock, box.spawner_pid
+    fds = Fds()
+    try:
+        for i, case in enumerate(bad_orders(fds)):
+            tracer = _new_tracer(sock, 100 + i)
+            _send(tracer, case)
+            tracer.settimeout(10)
+            assert tracer.recv(REPLY.size) == b"", case.name  # it ended: EOF
+            tracer.close()
+            assert _reply(sock, "D", 100 + i)[2] == 126 << 8, case.name  # its TRACER's id
+            assert _replies_until_ping(sock, 200 + i) == [], case.name
+        assert _tracers(spawner) == [], "a tracer stayed"
+        # The other variant: refused, said, the tracer kept.
+        tracer = _new_tracer(sock, 300)
+        err_r, err_w = os.pipe()
+        null = fds.devnull()
+        _send(tracer, Case("capturing", req(OP_RUN, 301, argc=3, envc=1,
+                                            flags=FLAG_TRACE | FLAG_CAPTURE, cap_per=10,
+                                            cap_total=10) + ORDER, [null, null, err_w, null]))
+        os.close(err_w)
+        assert b"a tracer without the command's filter" in os.read(err_r, 200)
+        os.close(err_r)
+        assert _reply(sock, "Z", 301)[2] == 126 << 8
+        # The honest twin: the same tracer runs a command of its own kind.
+        got_r, got_w = os.pipe()
+        _send(tracer, Case("order", req(OP_RUN, 303, argc=3, envc=1, flags=FLAG_TRACE) + ORDER,
+                           [null, got_w, null, null]))
+        os.close(got_w)
+        assert os.read(got_r, 100) == b"ordered\n"
+        os.close(got_r)
+        assert _reply(sock, "Z", 303)[2] == 0
+        tracer.close()
+    finally:
+        fds.close()

@@ -128,12 +128,15 @@ async def test_a_box_trace_is_a_memfd_read_whole_and_released_once(box_sandbox, 
     assert [p.argv[0] for p in res.trace.programs] == ["/bin/sh", "sh", "/bin/true", "ls"]
     (spare,) = box_sandbox.box.spare_traces  # the box's, for its next command
     now = _open_fds()
-    assert spare.fd in now and len(now) == len(before) + 1  # no other: read, then emptied
+    tracers = box_sandbox.box.spawner.tracers  # its tracer, idle: the socket it is told on
+    assert tracers == 1
+    assert spare.fd in now and len(now) == len(before) + 1 + tracers  # read, then emptied
     assert not list((box_sandbox.private).glob("trace-*"))
     left = await box_sandbox.exec("(sleep 0.3; echo late) > /dev/null & exit 2",
                                   timeout=10, trace=True)
     assert left.exit_code == 2 and left.trace.complete and not left.trace.finished
-    assert len(_open_fds()) == len(before) + 1  # kept, to be read to its end (the spare)
+    assert box_sandbox.box.spawner.tracers == 1  # the same one, busy with what is left
+    assert len(_open_fds()) == len(before) + 1 + 1  # kept, to be read to its end (the spare)
     assert box_sandbox.box.spare_traces == []
     final = await reread(left.trace, wait=10)
     assert final.finished and "sleep" in [p.argv[0] for p in final.programs]

@@ -1,34 +1,42 @@
 """A trial's traced commands share their tracers (spawner.c: a tracer serves one trial and
-traces one command's tree at a time, then takes the trial's next command): each command's
-trace is still exactly its own, with its own capture budget; a command that left something
-running keeps its tracer, recording to the end, while the next gets another; killing one
-command leaves the other traced; the next trial's commands get new tracers, in its PID
-namespace. Against a real box, through the spawner's own requests."""
+traces one command's tree at a time, then takes the trial's next command, given by proctor
+on the tracer's own socket, spawn.py): each command's trace is still exactly its own, with
+its own capture budget; a command that left something running keeps its tracer, recording
+to the end, while the next gets another; killing one command leaves the other traced; a
+tracer proctor sent a KILL for is never given another command, even when the command ended
+first; a trial ended with a tracer busy lets it go; the next trial's commands get new
+tracers, in its PID namespace; a traced command holds no descriptor of its tracer's. Against
+a real box, through the spawner's own requests."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import signal
+import time
 
 from proctor.sandbox.trace import parse_trace
 
 PATH = {"PATH": "/usr/bin:/bin"}
 
 
-def _tracers(spawner: int) -> set[int]:
-    """The spawner's children named tracer."""
+def _children_named(spawner: int, name: str) -> set[int]:
+    """The spawner's children of that name (tracer, init)."""
     with open(f"/proc/{spawner}/task/{spawner}/children") as f:
         children = [int(pid) for pid in f.read().split()]
     found = set()
     for pid in children:
         try:
             with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() == "tracer":
+                if f.read().strip() == name:
                     found.add(pid)
         except OSError:
             continue  # gone meanwhile
     return found
+
+
+def _tracers(spawner: int) -> set[int]:
+    return _children_named(spawner, "tracer")
 
 
 async def _traced(box, command: str, path, timeout: float = 10,
@@ -167,4 +175,95 @@ async def test_an_idle_tracer_that_died_is_replaced(box, tmp_path):
     assert res.exit_code == 0 and res.stdout == "again\n", res
     assert _argvs(tmp_path / "t2") == [["/bin/sh", "-c", "echo again"]]
     assert parse_trace(tmp_path / "t2").finished
+    assert idle not in _tracers(box.spawner_pid)
+
+
+async def test_a_tracer_killed_as_its_command_ended_is_never_given_another(box, tmp_path):
+    """The race of a deadline with a command's end: its Z on its way (unread), proctor sends
+    the KILL for a command it still counts as running. The tracer takes no other command
+    (proctor lets it go at its Z), so the KILL, whenever the spawner takes it, kills nothing
+    but a tracer nobody uses: the next command runs on another, and ends as it ends."""
+    await box.spawner.new_trial()
+    assert (await _traced(box, "true", tmp_path / "t0")).exit_code == 0  # a tracer, idle
+    (tracer,) = _tracers(box.spawner_pid)
+    fd = os.open(tmp_path / "t1", os.O_WRONLY | os.O_CREAT, 0o600)
+    run = asyncio.ensure_future(box.spawner.run(["/bin/true"], env=PATH, cwd="/", timeout=10,
+                                                trace_fd=fd))
+    while not box.spawner.busy or tracer not in _tracers(box.spawner_pid):
+        await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the order sent
+    time.sleep(0.3)  # the loop held: the command ends, its Z waits unread
+    box.spawner.kill(next(iter(box.spawner._traced)))  # as a deadline would, racing the Z
+    res = await run
+    os.close(fd)
+    assert res.exit_code == 0, res  # it had ended: its Z says so
+    for _ in range(500):  # killed (the KILL taken after the Z), or let go: gone either way
+        if tracer not in _tracers(box.spawner_pid):
+            break
+        await asyncio.sleep(0.01)
+    assert tracer not in _tracers(box.spawner_pid)
+    nxt = await _traced(box, "echo next", tmp_path / "t2")
+    assert nxt.exit_code == 0 and nxt.stdout == "next\n", nxt  # not killed: another tracer
+    assert parse_trace(tmp_path / "t2").finished
+
+
+async def test_a_trial_ended_with_its_tracer_busy_lets_it_go(box, tmp_path):
+    """kill_all ends the trial's PID namespace while a tracer records what a command left
+    running: that tracer is let go once the tree is gone (never given a command in a PID
+    namespace that is no more), and the trial's next command runs on a new one, in the new
+    namespace, traced whole."""
+    await box.spawner.new_trial()
+    left = await _traced(box, "sleep 30 & readlink /proc/self/ns/pid", tmp_path / "left")
+    assert left.exit_code == 0, left
+    busy = _tracers(box.spawner_pid)
+    assert len(busy) == 1 and box.spawner.tracers == 1
+    assert await box.spawner.kill_all(10) >= 1
+    assert await _finished(tmp_path / "left")  # the sleep killed: the tree is gone
+    for _ in range(500):
+        if not busy & _tracers(box.spawner_pid):
+            break
+        await asyncio.sleep(0.01)
+    assert not busy & _tracers(box.spawner_pid) and box.spawner.tracers == 0
+    nxt = await _traced(box, "readlink /proc/self/ns/pid", tmp_path / "next")
+    assert nxt.exit_code == 0 and nxt.stdout != left.stdout, (nxt, left)
+    assert parse_trace(tmp_path / "next").finished
+
+
+async def test_a_traced_command_holds_no_descriptor_of_its_tracer(box, tmp_path):
+    """The tracer holds its order socket and the spawner's control socket, on which it
+    reports: a command it starts (the hostile side: one that would forge a reply on any
+    descriptor it has) finds only its own 0-2; the honest twin, untraced, the same."""
+    await box.spawner.new_trial()
+    forge = ("ls /proc/self/fd; for fd in 3 4 5 6 7 8 9; do"  # (sh: one digit)
+             " (echo X >&$fd) 2>/dev/null && echo wrote $fd; done; true")
+    traced = await _traced(box, forge, tmp_path / "t")
+    plain = await box.spawner.run(["/bin/sh", "-c", forge], env=PATH, cwd="/", timeout=10)
+    for res in (traced, plain):
+        assert res.exit_code == 0, res
+        assert res.stdout.split() == ["0", "1", "2", "3"], res  # 3: ls's own, of the directory
+
+
+async def test_a_trial_whose_init_died_gets_new_tracers(box, tmp_path):
+    """The trial's init killed from outside (only the kernel's OOM killer could: nothing of
+    the trial can signal it) takes its PID namespace with it. The idle tracer, whose tops
+    start there, cannot start the next command (126, said on its stderr) and is let go; the
+    command after runs on a new tracer, in a new PID namespace, traced whole."""
+    await box.spawner.new_trial()
+    assert (await _traced(box, "true", tmp_path / "t0")).exit_code == 0
+    (idle,) = _tracers(box.spawner_pid)
+    (init,) = _children_named(box.spawner_pid, "init")
+    os.kill(init, signal.SIGKILL)
+    for _ in range(500):  # reaped by the spawner
+        if init not in _children_named(box.spawner_pid, "init"):
+            break
+        await asyncio.sleep(0.01)
+    lost = await _traced(box, "echo one", tmp_path / "t1")
+    assert lost.exit_code == 126 and "cannot start" in lost.stderr, lost
+    again = await _traced(box, "echo two", tmp_path / "t2")
+    assert again.exit_code == 0 and again.stdout == "two\n", again
+    assert parse_trace(tmp_path / "t2").finished
+    for _ in range(500):  # the old tracer let go: it exits
+        if idle not in _tracers(box.spawner_pid):
+            break
+        await asyncio.sleep(0.01)
     assert idle not in _tracers(box.spawner_pid)

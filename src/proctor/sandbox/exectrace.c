@@ -792,13 +792,11 @@ static int nothing_left(void) {
 
 void trace_proc(int dir) { proc_dir = dir; }
 
-/* How the top ended (a wait status) said on `report`: a pipe, or (`message`) the caller's
-   own socket, as a message of its own, without a SIGPIPE (which the tracer cannot ignore:
-   its tops, its clones, would inherit that through their exec). 0, or -1. */
-static int put_status(int report, int st, int message) {
-    ssize_t n = message ? send(report, &st, sizeof st, MSG_NOSIGNAL)
-                        : write(report, &st, sizeof st);
-    return n == (ssize_t)sizeof st ? 0 : -1;
+/* exectrace's own report: how the top ended, a wait status, written on its pipe to the
+   first process (main). 0, or -1. */
+static int report_pipe = -1;
+static int put_status(int st) {
+    return write(report_pipe, &st, sizeof st) == (ssize_t)sizeof st ? 0 : -1;
 }
 
 void trace_to(FILE *file, int capture_writes, size_t per_task, size_t total) {
@@ -821,13 +819,17 @@ void trace_to(FILE *file, int capture_writes, size_t per_task, size_t total) {
 
 /* The tracer's side, once `top` is forked and waits on `go` for the filter and its exec:
    seize it, let it go, follow it and everything it starts until all are gone (the top's end
-   reported on `report` as a wait status), then the Z line. A top that left nothing running
-   is reported after the Z line, so the trace is whole when its end is known: on `report`,
-   or with `last` in *last (-1: reported already, or never known). Returns the tracer's exit
-   code. */
-int trace(pid_t top, int go, int report) { return trace_tree(top, go, report, NULL); }
+   said by `top_ended` as a wait status), then the Z line. A top that left nothing running
+   is said after the Z line, so the trace is whole when its end is known: by `top_ended`, or
+   with `last` in *last (-1: said already, or never known). Returns the tracer's exit code. */
+int trace(pid_t top, int go, int report) {
+    report_pipe = report;
+    int failed = trace_tree(top, go, put_status, NULL);
+    close(report);
+    return failed;
+}
 
-int trace_tree(pid_t top, int go, int report, int *last) {
+int trace_tree(pid_t top, int go, int (*top_ended)(int status), int *last) {
     if (last) *last = -1;
     long opts = PTRACE_O_TRACESECCOMP | PTRACE_O_TRACEEXEC | PTRACE_O_TRACEFORK |
                 PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL |
@@ -853,6 +855,7 @@ int trace_tree(pid_t top, int go, int report, int *last) {
         stdio_detached = null >= 0;
     }
     int top_status = -1;  /* how the top ended, once it has */
+    int said = 0;         /* ... and top_ended was told */
     for (;;) {
         int st;
         pid_t pid = waitpid(-1, &st, __WALL | WNOHANG);
@@ -877,9 +880,8 @@ int trace_tree(pid_t top, int go, int report, int *last) {
                 top_status = st;
                 if (nothing_left()) break;
                 if (fflush(out) != 0) out_failed = 1;
-                if (put_status(report, st, last != NULL) < 0) out_failed = 1;
-                if (!last) close(report);
-                report = -1;
+                if (top_ended(st) < 0) out_failed = 1;
+                said = 1;
             }
             continue;
         }
@@ -939,10 +941,10 @@ int trace_tree(pid_t top, int go, int report, int *last) {
     now(t, sizeof t);
     line("Z %s\n", t);
     int failed = fclose(out) != 0;
-    if (report >= 0 && top_status >= 0 && last) *last = top_status;
-    else if (report >= 0 && top_status >= 0 && put_status(report, top_status, 0) < 0)
-        failed = 1;
-    if (report >= 0 && !last) close(report);
+    if (!said && top_status >= 0) {
+        if (last) *last = top_status;
+        else if (top_ended(top_status) < 0) failed = 1;
+    }
     return failed;
 }
 

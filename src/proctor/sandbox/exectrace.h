@@ -53,15 +53,15 @@ int filter_self(int with_capture);
 
 /* The tracer's side, once `top` is forked and waits on `go` for the filter and its exec:
    follows it and everything it starts until all are gone (the top's end reported on
-   `report` as a wait status), then the trace's Z line; `go`, `report` and the trace file
-   are closed. Returns the tracer's exit code. */
+   `report`, a pipe, as a wait status), then the trace's Z line; `go`, `report` and the
+   trace file are closed. Returns the tracer's exit code. */
 int trace(pid_t top, int go, int report);
 
-/* The same, but the end of a top that left nothing running goes to *last (-1: none to
-   give) rather than to `report`: the caller says it with its own word that the tree is gone
-   (the spawner's tracers, which then take the next command). `report` is then the caller's
-   own socket to the spawner: the end of a top that left something running is one message
-   there (a wait status, an int), and the socket stays open. */
-int trace_tree(pid_t top, int go, int report, int *last);
+/* The same, but the top's end is said by calling `top_ended` (it returns 0, or -1 if it
+   could not be said): at once if the top left something running, else after the Z line,
+   or, with `last`, not said but put in *last (-1: none to give), for the caller to say with
+   its own word that the tree is gone (the spawner's tracers, which then take the next
+   command). `go` and the trace file are closed. */
+int trace_tree(pid_t top, int go, int (*top_ended)(int status), int *last);
 
 #endif

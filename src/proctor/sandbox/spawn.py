@@ -6,12 +6,16 @@ first descriptor) and three descriptors: its stdin, stdout and stderr (a fourth,
 tracer: where the trace goes). OPEN's path and LISTEN's address come the same way. proctor
 reads the output pipes in its event loop and learns the start and the wait status as
 replies, so a command costs no process of proctor's own: no fork of proctor, no `nsenter`, no
-wrapper. The task running a command waits for its end alone (X, or E: it could not start);
-its start is not said (one reply to read per command, not two). At its deadline it is killed
-and its X awaited: a command never sent, or sent but not read (a stopped spawner), is given
-up at once, one read gets START_GRACE_S for its X. Nothing here waits on the loop: a
-request the spawner cannot take yet (it is busy, or stopped) waits in an outbox, flushed
-when the socket is writable; one that cannot be sent for SEND_WAIT_S loses the spawner.
+wrapper. A traced command is not sent to the spawner: it goes to one of the trial's tracers,
+whose socket the spawner handed over (TRACER, or with NEWTRIAL's T the next trial's first),
+and the tracer says its X and Z on the spawner's socket, among the spawner's replies
+(`_Tracer`): the spawner is not woken by it. The task running a command waits for its end
+alone (X, or E: it could not start); its start is not said (one reply to read per command,
+not two). At its deadline it is killed and its X awaited: a command never sent, or sent but
+not read (a stopped spawner), is given up at once, one read gets START_GRACE_S for its X.
+Nothing here waits on the loop: a request the spawner cannot take yet (it is busy, or
+stopped) waits in an outbox, flushed when the socket is writable; one that cannot be sent
+for SEND_WAIT_S loses the spawner.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from proctor import proc
 from proctor.proc import ExecResult, Feed
 from proctor.sandbox.outpipes import PipeReader, Pipes
 
-OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL, OP_OPEN = 1, 2, 3, 4, 5, 6, 7
+OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL, OP_OPEN, OP_TRACER = range(1, 9)
 FLAG_TRACE, FLAG_CAPTURE = 1, 2
 OPEN_READ, OPEN_PATH, OPEN_FILE = 0, 1, 2  # OPEN: for reading, to stat, reading if a file
 REQUEST = struct.Struct("=IIiIIIIII")  # op, id, sig, argc, envc, as_mib, flags, cap_per, cap_total
@@ -51,11 +55,26 @@ MAX_INLINE = 16384  # a request's strings in its own message up to this (spawner
 # for the pipes' end, no epoll_ctl); a longer one's output is read as it comes from then on
 # (one that fills a pipe sooner waits until then).
 WATCH_AFTER_S = 0.01
+IDLE_TRACERS = 2  # idle tracers kept for the trial's next traced commands; more are let go
 _FS_ENCODING = sys.getfilesystemencoding()
 
 
 class SpawnerLost(Exception):
     """The box's spawner is gone (killed, or its box died): nothing more runs in it."""
+
+
+class _Tracer:
+    """One of the trial's tracers (spawner.c, TRACER): proctor gives it the trial's traced
+    commands on its socket, one at a time; each one's X and Z come with the spawner's replies
+    (the tracer shares the spawner's socket), a D there when the tracer ends otherwise."""
+
+    __slots__ = ("id", "sock", "capture", "job", "killed", "retired")
+
+    def __init__(self, id_: int, sock: socket.socket, capture: bool):
+        self.id, self.sock, self.capture = id_, sock, capture  # id: its TRACER's or NEWTRIAL's
+        self.job: int | None = None  # the command it traces
+        self.killed = False  # a KILL was sent for it: it takes no other command
+        self.retired = False  # its trial's PID namespace is gone: let go once idle
 
 
 class Spawner:
@@ -80,6 +99,14 @@ class Spawner:
         # mostly share one, trial after trial.
         self._env: dict[str, str] | None = None
         self._env_block = b""
+        self._tracers: dict[int, _Tracer] = {}  # by id, until let go or gone
+        self._idle: list[_Tracer] = []  # the current trial's, waiting for a command
+        self._traced: dict[int, _Tracer] = {}  # a running traced command's tracer, by job
+        self._capture: bool | None = None  # the kind of the last traced command (None: none)
+        self._generation = 0  # counts the trials' PID namespaces proctor has seen end
+        # A tracer on its way with a NEWTRIAL's T, by its job: its kind, and the generation
+        # it is of (one that comes for a trial already ended is let go).
+        self._coming: dict[int, tuple[bool, int]] = {}
         sock.setblocking(False)
         loop.add_reader(sock.fileno(), self._on_reply)
 
@@ -111,18 +138,21 @@ class Spawner:
         self._starting.add(job)
         self._runs += 1
         try:
-            flags = (FLAG_TRACE if trace_fd is not None else 0) | (FLAG_CAPTURE if capture else 0)
-            per, total = (min(n, 2**32 - 1) for n in capture) if capture else (0, 0)
-            self._send(OP_RUN, job, argc=len(argv), envc=len(env), as_mib=(as_bytes or 0) >> 20,
-                       flags=flags, cap_per=per, cap_total=total,
-                       fds=[*([request] if request >= 0 else []), in_r, out_w, err_w,
-                            *([] if trace_fd is None else [trace_fd])],
-                       strings=b"" if request >= 0 else strings)
-        except SpawnerLost as e:
+            await self._start(job, len(argv), len(env), as_bytes, capture, timeout,
+                              b"" if request >= 0 else strings,
+                              [*([request] if request >= 0 else []), in_r, out_w, err_w], trace_fd)
+        except BaseException as e:  # not started: the box lost, no tracer in time, cancelled
             self._exits.pop(job, None)
             self._starting.discard(job)
             _close(fds)
-            return ExecResult(None, "", "", time.monotonic() - t0, started, error=str(e))
+            if isinstance(e, SpawnerLost):
+                return ExecResult(None, "", "", time.monotonic() - t0, started, error=str(e))
+            if isinstance(e, TimeoutError):  # the spawner made it no tracer within its time
+                return _result(cap, None, timeout, t0, started)
+            if isinstance(e, OSError):  # no tracer could be made
+                return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
+                                  time.monotonic() - t0, started)
+            raise
         _close([request, out_w, err_w] + ([in_r] if stdin is not None else []))
         readers = [PipeReader(self._pipes, out_r, 1, cap),
                    PipeReader(self._pipes, err_r, 2, cap)]
@@ -145,6 +175,118 @@ class Spawner:
             for r in readers:
                 r.close()
         return _result(cap, status, timeout, t0, started)
+
+    async def _start(self, job: int, argc: int, envc: int, as_bytes: int | None,
+                     capture: tuple[int, int] | None, timeout: float, inline: bytes,
+                     fds: list[int], trace_fd: int | None) -> None:
+        """RUN `job` sent (its strings `inline`, or in a memfd, the first of `fds`): to the
+        spawner, or, traced, to one of the trial's tracers (`_give`)."""
+        flags = (FLAG_TRACE if trace_fd is not None else 0) | (FLAG_CAPTURE if capture else 0)
+        per, total = (min(n, 2**32 - 1) for n in capture) if capture else (0, 0)
+        message = REQUEST.pack(OP_RUN, job, 0, argc, envc, (as_bytes or 0) >> 20, flags, per,
+                               total) + inline
+        if trace_fd is None:
+            self._send_message(OP_RUN, job, message, fds)
+        else:
+            await self._give(job, message, [*fds, trace_fd], bool(capture), timeout)
+
+    # -- tracers -----------------------------------------------------------------------
+
+    async def _give(self, job: int, order: bytes, fds: list[int], capture: bool,
+                    timeout: float) -> None:
+        """Traced command `job` given to an idle tracer of the trial that takes its kind
+        (capturing or not), else to a new one (TRACER: one request, one reply, awaited at
+        most `timeout`). An OSError if none can take it."""
+        self._capture = capture
+        while (tracer := self._take_idle(capture)) is not None:
+            if self._order(tracer, job, order, fds):
+                return
+        tracer = await asyncio.wait_for(self._new_tracer(capture), timeout)
+        if not self._order(tracer, job, order, fds):
+            raise OSError(errno.ESRCH, "its tracer ended before it started")
+
+    def _take_idle(self, capture: bool) -> _Tracer | None:
+        for i in range(len(self._idle) - 1, -1, -1):  # the last idled first: its memory warm
+            if self._idle[i].capture == capture:
+                return self._idle.pop(i)
+        return None
+
+    async def _new_tracer(self, capture: bool) -> _Tracer:
+        job = next(self._ids)
+        fut = self._pending[job] = self.loop.create_future()
+        try:
+            self._send(OP_TRACER, job, flags=FLAG_CAPTURE if capture else 0)
+            fd, _ = await fut
+        finally:
+            self._pending.pop(job, None)
+        return self._tracer(fd, job, capture)
+
+    def _tracer(self, fd: int, id_: int, capture: bool) -> _Tracer:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fd)
+        tracer = self._tracers[id_] = _Tracer(id_, sock, capture)
+        return tracer
+
+    def _order(self, tracer: _Tracer, job: int, order: bytes, fds: list[int]) -> bool:
+        """The command sent to `tracer`; False (and the tracer let go) if it is gone. (An
+        idle tracer waits in a read of its socket: the send never waits.)"""
+        try:
+            tracer.sock.sendmsg([order], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                           array.array("i", fds))], socket.MSG_DONTWAIT)
+        except OSError:  # it ended (its socket closed), or cannot take it: never used again
+            self._let_go(tracer)
+            return False
+        tracer.job = job
+        self._traced[job] = tracer
+        return True
+
+    def _ended(self, job: int, status: int) -> None:
+        self._starting.discard(job)
+        fut = self._exits.get(job)
+        if fut is not None and not fut.done():
+            fut.set_result(status)
+
+    def _tracer_idle(self, job: int, unstarted: bool = False) -> None:
+        """Z: command `job`'s tree is gone, its tracer idle: kept for the trial's next
+        command, unless killed, of a trial that ended, one too many, or `unstarted`: it could
+        not start the command (its trial's PID namespace gone with its init, say: the next
+        command's new tracer is made in a new one)."""
+        tracer = self._traced.pop(job, None)
+        if tracer is None:
+            return
+        tracer.job = None
+        if tracer.killed or tracer.retired or unstarted or len(self._idle) >= IDLE_TRACERS:
+            self._let_go(tracer)
+        else:
+            self._idle.append(tracer)
+
+    def _tracer_ended(self, id_: int, status: int) -> None:
+        """D: tracer `id_` ended (killed, or failed), after all it said: the command it had
+        ends as the tracer did (an exit with its code, or its signal; 2 if it exited 0)."""
+        tracer = self._tracers.get(id_)
+        if tracer is None:
+            return
+        job = tracer.job
+        self._let_go(tracer)
+        if job is not None:
+            self._traced.pop(job, None)
+            failed = os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status))
+            self._ended(job, status if failed else 2 << 8)
+
+    def _let_go(self, tracer: _Tracer) -> None:
+        """Its socket closed: an idle tracer exits; a busy one once its command is done."""
+        tracer.sock.close()
+        self._tracers.pop(tracer.id, None)
+        if tracer in self._idle:
+            self._idle.remove(tracer)
+
+    def _retire_tracers(self) -> None:
+        """The trial's PID namespace ends: its idle tracers let go, the busy ones once idle
+        (a tracer starts its commands in its trial's PID namespace, chosen once)."""
+        for tracer in self._idle[:]:
+            self._let_go(tracer)
+        for tracer in self._traced.values():
+            tracer.retired = True
+        self._generation += 1
 
     def _encoded(self, env: dict[str, str]) -> bytes:
         """`env` as the RUN request's memfd ends: each `NAME=value`, NUL-terminated."""
@@ -222,9 +364,20 @@ class Spawner:
         """Requests still unanswered or commands still running."""
         return bool(self._pending or self._exits)
 
+    @property
+    def tracers(self) -> int:
+        """How many of the trial's tracers proctor holds (a socket each): busy or idle."""
+        return len(self._tracers)
+
     def kill(self, job: int, sig: int = signal.SIGKILL) -> None:
         """Signal the process group of a command started by `run` (one still waiting in the
         outbox is never sent instead)."""
+        tracer = self._traced.get(job)
+        if tracer is not None:  # its tracer's process group: the kernel kills its tracees
+            tracer.killed = True
+            with contextlib.suppress(SpawnerLost):
+                self._send(OP_KILL, tracer.id, sig=sig, flags=FLAG_TRACE)
+            return
         for i, (op, queued, _, fds) in enumerate(self._outbox):
             if op == OP_RUN and queued == job:
                 del self._outbox[i]
@@ -255,7 +408,13 @@ class Spawner:
         future returned, for whoever needs it later: a box kept for another trial is made
         ready when its last trial ends, not when the next one begins."""
         runs = self._runs
-        _, fut = self._request(OP_NEWTRIAL)
+        self._retire_tracers()
+        # The next trial's first tracer comes with it, of the kind this box's last command had.
+        capture = self._capture
+        job, fut = self._request(OP_NEWTRIAL, 0 if capture is None else
+                                 FLAG_TRACE | (FLAG_CAPTURE if capture else 0))
+        if capture is not None:
+            self._coming[job] = (capture, self._generation)
 
         def answered(f: asyncio.Future[int]) -> None:
             if not f.cancelled() and f.exception() is None:  # (an error: retrieved here)
@@ -269,6 +428,7 @@ class Spawner:
         runs = self._runs
         if runs == self._runs_killed:
             return 0
+        self._retire_tracers()  # their PID namespace is killed: the next command makes another
         async with asyncio.timeout(timeout):  # no task of its own, as wait_for makes
             killed = await self._ask(OP_KILLALL)
         self._runs_killed = runs
@@ -305,12 +465,12 @@ class Spawner:
         finally:
             self._pending.pop(job, None)
 
-    def _request(self, op: int) -> tuple[int, asyncio.Future[Any]]:
+    def _request(self, op: int, flags: int = 0) -> tuple[int, asyncio.Future[Any]]:
         """A request of `op` alone sent (or queued): its job and the future of its reply."""
         job = next(self._ids)
         fut = self._pending[job] = self.loop.create_future()
         try:
-            self._send(op, job)
+            self._send(op, job, flags=flags)
         except SpawnerLost:
             self._pending.pop(job, None)
             raise
@@ -325,16 +485,17 @@ class Spawner:
 
     # -- wire --------------------------------------------------------------------------
 
-    def _send(self, op: int, job: int, *, sig: int = 0, argc: int = 0, envc: int = 0,
-              as_mib: int = 0, flags: int = 0, cap_per: int = 0, cap_total: int = 0,
+    def _send(self, op: int, job: int, *, sig: int = 0, flags: int = 0,
               fds: Sequence[int] = (), strings: bytes = b"") -> None:
         """Send a request (`strings`: inline, at most MAX_INLINE bytes) now, else queue it
         (with copies of its descriptors) behind the others: never waits."""
+        message = REQUEST.pack(op, job, sig, 0, 0, 0, flags, 0, 0)
+        self._send_message(op, job, message + strings if strings else message, fds)
+
+    def _send_message(self, op: int, job: int, message: bytes, fds: Sequence[int]) -> None:
+        """`_send` of a request already packed."""
         if self.lost:
             raise SpawnerLost(self.lost)
-        message = REQUEST.pack(op, job, sig, argc, envc, as_mib, flags, cap_per, cap_total)
-        if strings:
-            message += strings
         if not self._outbox:
             try:
                 self._sendmsg(message, fds)
@@ -425,14 +586,30 @@ class Spawner:
             if not self._ready.done():
                 self._ready.set_result(value)
             return
-        if kind == "X" or (kind == "E" and job in self._starting):  # ended, or never started
+        if kind == "Z":  # a traced command's tree is gone (err: it never started)
+            self._ended(job, value)
+            self._tracer_idle(job, unstarted=err != 0)
+            return
+        if kind == "D":  # a tracer ended: `job` is its id
+            self._tracer_ended(job, value)
+            return
+        if kind == "T" and job in self._coming:  # with the tracer the NEWTRIAL asked for
+            capture, generation = self._coming.pop(job)
+            if fd is not None:
+                tracer = self._tracer(fd, job, capture)
+                if generation == self._generation:
+                    self._idle.append(tracer)
+                else:  # its trial ended before it came
+                    self._let_go(tracer)
+                fd = None
+        if kind == "X":  # ended
+            self._ended(job, value)
+            return
+        if kind == "E" and job in self._starting:  # never started
             self._starting.discard(job)
             fut = self._exits.get(job)
             if fut is not None and not fut.done():
-                if kind == "X":
-                    fut.set_result(value)
-                else:
-                    fut.set_exception(OSError(err, os.strerror(err)))
+                fut.set_exception(OSError(err, os.strerror(err)))
             return
         fut = self._pending.pop(job, None)
         if fut is None or fut.done():
@@ -440,11 +617,13 @@ class Spawner:
                 os.close(fd)
             return
         if kind == "E" or err:
+            if fd is not None:
+                os.close(fd)
             fut.set_exception(OSError(err, os.strerror(err)))
         elif kind == "L":  # a listening socket
             fut.set_result(fd)
-        elif kind == "O":  # an opened file, and whether it could be opened to read
-            fut.set_result((fd, value))
+        elif kind in "ON":  # an opened file, and whether it could be opened to read; or a
+            fut.set_result((fd, value))  # new tracer's socket
         else:  # T (new trial), P (ping), A (all killed)
             fut.set_result(value)
 
@@ -465,6 +644,10 @@ class Spawner:
                 fut.exception()  # retrieved: nobody may be waiting on it
         self._pending.clear()
         self._starting.clear()
+        for tracer in list(self._tracers.values()):  # gone with the box
+            self._let_go(tracer)
+        self._traced.clear()
+        self._coming.clear()
 
 
 def _strings(items: Sequence[str]) -> bytes:

@@ -9,7 +9,7 @@
    and for RUN, LISTEN and OPEN its strings either in a request memfd (the first descriptor)
    or inline: up to MAX_INLINE bytes right after the struct, in the same message (then the
    memfd is left out of the descriptors below; inline strings with another op are refused;
-   a traced RUN's tracer gets them inline in its order too). Anything shorter than a struct req
+   a tracer's order has them inline likewise). Anything shorter than a struct req
    or longer than both together is answered E EBADMSG with id 0. One handler per op:
 
      RUN      fds [request memfd, stdin, stdout, stderr]; the memfd holds exactly 1 + argc +
@@ -17,23 +17,35 @@
               of its own, those fds as 0-2 and nothing else, an address-space limit when
               as_mib is set, UID/GID (-1: keep the uid), no capabilities, no-new-privs and
               the keyring filter, then its cwd, then execs.
-              FLAG_TRACE: a fifth fd receives the trace of exectrace.c (this program is built
-              with its code: exectrace.h): the command runs under a tracer of the trial's,
-              forked here, outside the trial's PID namespace, which tells how the command
-              ended on its socket and goes on recording what it left running (then takes
-              the trial's next traced command: "traced commands" below); FLAG_CAPTURE with it: also
-              what the processes write to fd 1 and 2, cap_per bytes per process and cap_total
-              in all (exectrace -w). Replies X (value: the command's wait status) when it
-              ended; E (err) if no fork. Nothing when it starts: no message to wake proctor
-              for (a KILL after a deadline gets the X of a command that started).
-     KILL     sends `sig` to the process group of command `id`. No reply.
+              Replies X (value: the command's wait status) when it ended; E (err) if no
+              fork. Nothing when it starts: no message to wake proctor for (a KILL after a
+              deadline gets the X of a command that started). A traced command is not the
+              spawner's: it goes to a tracer (TRACER).
+     TRACER   a tracer of the current trial is forked (exectrace.c's code: this program is
+              built with it, exectrace.h), outside the trial's PID namespace, known by the
+              request's id, and its end of a new socket sent back with reply N (err and no
+              socket if none could be made). proctor gives it the trial's traced commands on
+              that socket, one at a time, each a RUN request with FLAG_TRACE and a fifth fd
+              that receives the trace (FLAG_CAPTURE, the tracer's variant: also what the
+              processes write to fd 1 and 2, cap_per bytes per process and cap_total in all,
+              exectrace -w). The tracer replies on CONTROL_FD, as the spawner does: X when
+              the top ended (value: its wait status) and left something running, Z once the
+              tree is gone (value: the same, if X did not say it; err: why the tracer
+              could not start it, then it takes no other; else the tracer is idle again).
+              When a tracer ends other than by proctor closing its socket (killed, or
+              failed), reply D (id: the tracer's, value: its wait status), after all it
+              said.
+     KILL     sends `sig` to the process group of command `id`; with FLAG_TRACE, of tracer
+              `id`. No reply.
      LISTEN   fds [memfd "host\0port\0"]: a listening TCP socket bound in the trial's network,
               sent back with reply L (E on failure): how proctor's forwarders get inside.
      NEWTRIAL the current trial's processes are killed; the commands started from now on get
               a new IPC namespace, and a new network namespace (only loopback, up) unless the
               current one counted nothing since it was made (nothing of a trial is in it).
               Reply T (value: 1 if the network namespace is new); then the new trial's
-              PID namespace is made.
+              PID namespace is made. With FLAG_TRACE, the PID namespace and the new trial's
+              first tracer (as TRACER makes it, FLAG_CAPTURE its variant, known by this
+              request's id) are made first, and T carries the tracer's socket.
      PING     reply P: every request sent before has been handled.
      KILLALL  every process of the trial is killed: reply A (value: how many there were) once
               all are gone.
@@ -103,7 +115,7 @@
 #endif
 
 enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWTRIAL = 4, OP_PING = 5, OP_KILLALL = 6,
-       OP_OPEN = 7 };
+       OP_OPEN = 7, OP_TRACER = 8 };
 
 #define MAX_FDS 8                    /* descriptors accepted with one request */
 #define MAX_REQUEST_BYTES (64u << 20) /* a request memfd larger than this is refused */
@@ -111,16 +123,14 @@ enum { OP_RUN = 1, OP_KILL = 2, OP_LISTEN = 3, OP_NEWTRIAL = 4, OP_PING = 5, OP_
 #define INLINE_FD (-2)                /* in place of the memfd: the strings came inline */
 #define MAX_STRINGS (1u << 20)       /* cwd + argv + environment */
 #define FD_BOUND 65536               /* where close_range is missing: close up to this */
-#define FLAG_TRACE 1u                /* RUN: under the tracer; a fifth fd receives the trace */
+#define FLAG_TRACE 1u                /* a tracer's RUN: a fifth fd receives the trace */
 #define FLAG_CAPTURE 2u              /* ... and what it writes to fd 1/2 (cap_per, cap_total) */
 
 struct req { uint32_t op, id; int32_t sig; uint32_t argc, envc, as_mib, flags, cap_per, cap_total; };
 struct rep { uint32_t kind, id; int32_t value, err; };
 
-/* A command started; traced, `pid` is its tracer's, which says on its socket how the command
-   ended (tracer_said). X is sent once: when the tracer says the top ended, else when it says
-   the command's tree is gone, else when `pid` is reaped. */
-struct job { uint32_t id; pid_t pid; int traced, reported; };
+/* A command started (not traced: those are the tracers'); X is sent when `pid` is reaped. */
+struct job { uint32_t id; pid_t pid; };
 static struct job *jobs;
 static size_t njobs, capjobs;
 
@@ -132,7 +142,6 @@ static int box_mnt = -1, box_pidns = -1;  /* the box's own namespaces (fds) */
 static int box_proc = -1;                  /* the box's own /proc (the trials' is another) */
 static int trial_pidns = -1;               /* the current trial's PID namespace (fd) */
 static pid_t trial_init;                   /* the current trial's init, 0: none yet */
-static unsigned trial_number;              /* counts the trials' PID namespaces */
 static pid_t *dying;                       /* killed inits not yet reaped */
 static size_t ndying, capdying;
 struct waiter { uint32_t id; int32_t killed; };
@@ -215,7 +224,7 @@ static long number(const char *s, long lo, long hi) {
 static char **strings(int fd, size_t n, char **buffer) {
     struct stat st;
     size_t size;
-    if (fd == INLINE_FD) {  /* the request's own (a copy: a traced RUN may need a memfd) */
+    if (fd == INLINE_FD) {  /* the request's own (a copy, as from a memfd) */
         size = inline_len;
         if (n == 0 || n > MAX_STRINGS || size == 0) return NULL;
     } else {
@@ -454,7 +463,6 @@ static int new_pid_space(void) {
         return err ? err : EIO;
     }
     proc_mounted = 1;
-    trial_number++;  /* the tracers of the last one start nothing more */
     trial_init = pid;
     trial_pidns = ns;
     return 0;
@@ -534,27 +542,36 @@ static void command_main(const struct req *r, int *fds, const char *cwd, char **
 /* A traced command runs under a tracer (exectrace's code) in the box's PID namespace, where
    the trial cannot see, signal or trace it, with no privilege but reading its tracees'
    memory; its first (top) process is the tracer's clone, in the trial's PID namespace. A
-   tracer serves one trial (its PID namespace, where it starts its tops, is chosen once, while
-   it still may) and traces one command's tree at a time: once every process of it is gone
-   (the trace's Z line) it waits for the trial's next command. The spawner keeps up to
-   IDLE_TRACERS idle ones of the current trial, forks a new one when none is idle, and lets
-   the last trial's go. Each leads a process group of its own: KILL of a command kills its
-   tracer, and the kernel every traced process with it (PTRACE_O_EXITKILL); a killed tracer
-   is never reused. A tracer carries its commands' seccomp filter itself (one variant: with
-   capture or without; an idle tracer takes only commands of its own), so that its tops,
-   its clones, have it from their start and none compiles one. */
-#define IDLE_TRACERS 2
-struct tracer { pid_t pid; int sock, busy, capture; unsigned trial; };
-static struct tracer *tracers;
+   tracer is forked on proctor's request (TRACER, or NEWTRIAL for the next trial's first)
+   for the current trial (its PID namespace, where it starts its tops, is chosen once, while
+   it still may) and its socket handed to proctor, which gives it that trial's traced
+   commands itself, one at a time, and hears back from it on the control socket: the
+   spawner is not woken by a traced command at all. Once every process of a command is gone
+   (the trace's Z line) the tracer waits for its next order; it exits when proctor closes
+   the socket. Each leads a process group of its own: KILL with FLAG_TRACE kills a tracer, and
+   the kernel every traced process with it (PTRACE_O_EXITKILL); proctor never gives a
+   tracer it killed another command. A tracer carries its commands' seccomp filter itself
+   (one variant: with capture or without; it takes only commands of its own), so that its
+   tops, its clones, have it from their start and none compiles one. */
+struct tracer { uint32_t id; pid_t pid; };  /* id: of the request that made it */
+static struct tracer *tracers;  /* the live ones: KILL signals no other process */
 static size_t ntracers, captracers;
 
-/* The spawner's word to a tracer, one message: the request (its `flags` and capture limits)
-   with fds [request memfd, stdin, stdout, stderr, trace], or, when the request's strings
-   came inline, those strings right after it and fds [stdin, stdout, stderr, trace]: no
-   memfd is made for them. The tracer's word back, on the same socket: how the top ended
-   (an int, a wait status) when it left something running, and struct done once the tree is
-   gone. No pipe per command. */
+/* proctor's order to a tracer, one message: a RUN request with FLAG_TRACE (FLAG_CAPTURE if
+   and only if the tracer captures) and fds [request memfd, stdin, stdout, stderr, trace],
+   or, with the request's strings inline right after it, fds [stdin, stdout, stderr, trace].
+   The tracer's replies go on the control socket, which it shares with the spawner (a
+   SOCK_SEQPACKET socket: each reply one whole message): X and Z (TRACER). No pipe per
+   command, and no descriptor of proctor's to watch per tracer. */
 #define ORDER_FDS 5
+
+/* Whether a RUN request's fields fit it: an argv, known flags (capture only traced, its
+   limits only with it), no signal, not too many strings. */
+static int run_fits(const struct req *r) {
+    return r->argc && !(r->flags & ~(FLAG_TRACE | FLAG_CAPTURE)) && r->flags != FLAG_CAPTURE &&
+           ((r->flags & FLAG_CAPTURE) || (!r->cap_per && !r->cap_total)) && !r->sig &&
+           (uint64_t)r->argc + r->envc + 1 <= MAX_STRINGS;
+}
 
 /* What the top process starts from: a clone sharing the tracer's memory until its exec, not
    a fork (a fork copied the tracer's page tables only for the exec to throw the copy away:
@@ -580,17 +597,22 @@ static int top_main(void *arg) {
     return 127;  /* command_main never returns */
 }
 
-/* What a tracer says when its command's tree is gone: how the top ended if that was not
-   said yet (-1: it was, or is not known), and the exit code the job ends with if it is not
-   known (the trace's, or 126: nothing started). */
-struct done { int32_t status, code; };
+static uint32_t tracer_job;   /* in a tracer: the command it traces */
+static int tracer_capture;    /* ... and the filter variant it installed on itself */
+static int tracer_unstarted;  /* ... and why it could not start the last command (0: it did) */
+
+/* The top's end said to proctor as it happens, the tree going on (trace_tree's top_ended). */
+static int say_top_ended(int status) {
+    reply('X', tracer_job, status, 0, -1);
+    return 0;
+}
 
 /* One traced command, in the tracer: its top cloned, followed until its whole tree is gone
-   (trace format: exectrace.c); how the top ended sent on `sock` if the tree outlived it,
-   else in `d`. fds [request memfd or INLINE_FD, stdin, stdout, stderr, trace]. */
-static int tracer_capture;  /* in a tracer: the filter variant it installed on itself */
-
-static void trace_one(const struct req *r, int *fds, int sock, struct done *d) {
+   (trace format: exectrace.c), its end said at once (X) if the tree outlived it. Returns the
+   wait status Z gives: the top's, or, not known, an exit with the trace's code (126:
+   nothing started, and why in tracer_unstarted; 2: the end unknown). fds [request memfd or
+   INLINE_FD, stdin, stdout, stderr, trace]. */
+static int trace_one(const struct req *r, int *fds) {
     static char outbuf[1 << 16];
     static char top_stack[1 << 18] __attribute__((aligned(16)));
     char *buf = NULL, **s = strings(fds[0], 1 + (size_t)r->argc + r->envc, &buf);
@@ -598,12 +620,14 @@ static void trace_one(const struct req *r, int *fds, int sock, struct done *d) {
     char **env = s ? calloc((size_t)r->envc + 1, sizeof *env) : NULL;
     FILE *trace_file = NULL;
     int go[2] = {-1, -1}, last = -1, code = 126;
-    if (((r->flags & FLAG_CAPTURE) != 0) != tracer_capture) {  /* start_traced matches them */
+    tracer_unstarted = EINVAL;
+    if (((r->flags & FLAG_CAPTURE) != 0) != tracer_capture) {  /* proctor matches them */
         dprintf(fds[3], "proctor: a tracer without the command's filter\n");
         goto out;
     }
     if (!args || !env || pipe2(go, O_CLOEXEC) < 0 || !(trace_file = fdopen(fds[4], "w"))) {
-        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno ? errno : EINVAL));
+        tracer_unstarted = errno ? errno : EINVAL;
+        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(tracer_unstarted));
         goto out;
     }
     memcpy(args, s + 1, r->argc * sizeof *args);
@@ -612,17 +636,20 @@ static void trace_one(const struct req *r, int *fds, int sock, struct done *d) {
     trace_to(trace_file, (r->flags & FLAG_CAPTURE) != 0, r->cap_per, r->cap_total);
     struct top top_args = {r, fds, s[0], args, env, go[0]};
     pid_t top = clone(top_main, top_stack + sizeof top_stack, CLONE_VM | SIGCHLD, &top_args);
-    if (top < 0) {
+    if (top < 0) {  /* ENOMEM: the trial's PID namespace is gone (its init killed) */
+        tracer_unstarted = errno;
         dprintf(fds[3], "proctor: cannot start %s: %s\n", args[0], strerror(errno));
         fclose(trace_file);
         goto out;
     }
+    tracer_unstarted = 0;
     /* The command's own descriptors are its top's now: its output pipes close when its
        tree is done with them, whatever the tracer does. */
     for (int i = 0; i < 4; i++)
         if (fds[i] >= 0) close(fds[i]);
     close(go[0]);
-    code = trace_tree(top, go[1], sock, &last);  /* it closes go and the trace, not sock */
+    tracer_job = r->id;
+    code = trace_tree(top, go[1], say_top_ended, &last);  /* it closes go and the trace */
     go[0] = go[1] = -1;
 out:
     if (go[0] >= 0) { close(go[0]); close(go[1]); }
@@ -630,18 +657,19 @@ out:
     free(args);
     free(s);
     free(buf);
-    *d = (struct done){last, code};
+    return last >= 0 ? last : (code ? (code & 0xff) : 2) << 8;
 }
 
 /* A tracer's life: set up once (the trial's PID namespace for its tops; the box's /proc,
    where it reads its tracees' by their pids in the box's namespace, as a directory fd; only
-   its socket open besides; of all privileges only CAP_SYS_PTRACE, and as root CAP_SETUID
-   and CAP_SETGID, which its tops need to take the agent's ids), then one command after
-   another until the spawner closes the socket. After each, nothing of the command stays
-   open and it says it is done (struct done). */
+   its socket and the control socket open besides; of all privileges only CAP_SYS_PTRACE, and as root CAP_SETUID
+   and CAP_SETGID, which its tops need to take the agent's ids), then one order after
+   another (ORDER_FDS) until proctor closes the socket. After each, nothing of the command
+   stays open and it says Z. A set-up that failed is said on the first order's stderr (its
+   end: 126); nothing is started then. An order that is not one ends the tracer (126). */
 static int set_fs_ids(uid_t uid, gid_t gid);
 
-static void tracer_main(int sock, const struct req *first, int *first_fds) {
+static void tracer_main(int sock, int capture) {
     sigset_t none;
     struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct d[2];
@@ -649,51 +677,35 @@ static void tracer_main(int sock, const struct req *first, int *first_fds) {
     d[0].effective = d[0].permitted = 1u << CAP_SYS_PTRACE;
     if (agent_uid >= 0)  /* as root: each top, its clone, gives itself the agent's ids */
         d[0].effective = d[0].permitted |= 1u << CAP_SETUID | 1u << CAP_SETGID;
-    /* Its first command is given at its fork (its descriptors kept, above 2; inline strings
-       in inline_buf, copied with the rest of the spawner's memory); the others come as
-       orders (ORDER_FDS). */
-    int keep[2 + ORDER_FDS] = {sock, box_proc}, fds[ORDER_FDS];
-    struct req r = *first;
-    for (int i = 0; i < ORDER_FDS; i++) {
-        fds[i] = first_fds[i] > 2 || first_fds[i] == INLINE_FD
-                     ? first_fds[i] : fcntl(first_fds[i], F_DUPFD_CLOEXEC, 3);
-        keep[2 + i] = fds[i];
-    }
-    /* The trace filter of its commands (with capture or not: the first's, start_traced
-       gives it only the like) on itself, while it may (CAP_SYS_ADMIN), after its last dup2
-       onto 0-2 and before anything else of its own could stop at it: each top it clones has
-       it already. */
-    tracer_capture = (r.flags & FLAG_CAPTURE) != 0;
+    int keep[3] = {sock, box_proc, ctl}, broken = 0;
+    tracer_capture = capture;
+    /* The trace filter of its commands on itself, while it may (CAP_SYS_ADMIN), after its
+       last dup2 onto 0-2 and before anything else of its own could stop at it: each top it
+       clones has it already. */
+    errno = 0;
     if (sigemptyset(&none) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0 ||
         setpgid(0, 0) < 0 || prctl(PR_SET_NAME, "tracer", 0, 0, 0) < 0 ||
-        setns(trial_pidns, CLONE_NEWPID) < 0 || close_except(0, keep, 2 + ORDER_FDS) < 0 ||
+        setns(trial_pidns, CLONE_NEWPID) < 0 || close_except(0, keep, 3) < 0 ||
         open("/dev/null", O_RDWR) != 0 || dup2(0, 1) != 1 || dup2(0, 2) != 2 ||
-        filter_self(tracer_capture) < 0 ||
-        (syscall(SYS_capset, &h, d) < 0 && clear_capabilities() < 0)) {
-        dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(errno));
-        _exit(126);  /* (0-2 /dev/null: what it is given never lands there) */
-    }
+        filter_self(capture) < 0 ||
+        (syscall(SYS_capset, &h, d) < 0 && clear_capabilities() < 0))
+        broken = errno ? errno : EIO;
     /* As root, with the agent's file system ids: its tracees' /proc/PID/fd (where fd 1 and
        2 point: the O and W lines) is open to their owner only, and the tracer keeps no
        CAP_DAC_*; its other reads (/proc/PID/exe, cmdline, the programs a copy is compared
        with) are the agent's to read too. Best effort: without them, those targets are "". */
-    if (agent_uid >= 0) (void)set_fs_ids((uid_t)agent_uid, (gid_t)agent_gid);
+    if (agent_uid >= 0 && !broken) (void)set_fs_ids((uid_t)agent_uid, (gid_t)agent_gid);
     trace_proc(box_proc);
     for (;;) {
-        errno = 0;
-        struct done dn;
-        trace_one(&r, fds, sock, &dn);
-        if (close_except(3, keep, 2) < 0 ||
-            send(sock, &dn, sizeof dn, MSG_NOSIGNAL) != (ssize_t)sizeof dn)
-            _exit(0);
-        int nfds = 0, got[ORDER_FDS];
+        struct req r;
+        int nfds = 0, got[ORDER_FDS], fds[ORDER_FDS];
         struct iovec iov[2] = {{&r, sizeof r}, {inline_buf, sizeof inline_buf}};
         union { char buf[CMSG_SPACE(ORDER_FDS * sizeof(int))]; struct cmsghdr align; } u;
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf,
                              .msg_controllen = sizeof u.buf};
         ssize_t n;
         do n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
-        if (n <= 0) _exit(0);  /* the spawner is done with this tracer, or gone */
+        if (n <= 0) _exit(0);  /* proctor is done with this tracer, or gone */
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
             if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
             size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -703,10 +715,18 @@ static void tracer_main(int sock, const struct req *first, int *first_fds) {
         /* The strings inline and 4 fds, or no strings and 5 (a memfd first): nothing else. */
         inline_len = n > (ssize_t)sizeof r ? (size_t)n - sizeof r : 0;
         if (n < (ssize_t)sizeof r || nfds != (inline_len ? ORDER_FDS - 1 : ORDER_FDS) ||
-            (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+            (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || r.op != OP_RUN ||
+            !(r.flags & FLAG_TRACE) || !run_fits(&r))
             _exit(126);
         fds[0] = INLINE_FD;
         memcpy(fds + ORDER_FDS - nfds, got, (size_t)nfds * sizeof *got);
+        int status = 126 << 8;
+        if (broken) dprintf(fds[3], "proctor: starting the tracer: %s\n", strerror(broken));
+        else status = trace_one(&r, fds);
+        if (close_except(3, keep, 3) < 0) _exit(126);
+        /* err: the command was not started (then proctor lets this tracer go) */
+        reply('Z', r.id, status, broken ? broken : tracer_unstarted, -1);
+        if (broken) _exit(126);
     }
 }
 
@@ -720,71 +740,42 @@ static pid_t fork_in_box(void) {
     return pid;
 }
 
-static void drop_tracer(size_t i) {
-    close(tracers[i].sock);
-    tracers[i] = tracers[--ntracers];
+/* A new tracer of the current trial (its PID namespace made if need be), the capturing
+   variant or not, known by `id` (its request's); 0 and in *sock proctor's end of its
+   socket, or an errno. */
+static int fork_tracer(uint32_t id, int capture, int *sock) {
+    int err, sv[2];
+    if (grow((void **)&tracers, &ntracers, &captracers, sizeof *tracers) < 0) return ENOMEM;
+    if (!trial_init && (err = new_pid_space()) != 0) return err;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return errno;
+    pid_t pid = fork_in_box();
+    if (pid == 0) tracer_main(sv[1], capture);
+    err = errno;
+    close(sv[1]);
+    if (pid < 0) {
+        close(sv[0]);
+        return err;
+    }
+    tracers[ntracers++] = (struct tracer){id, pid};
+    *sock = sv[0];
+    return 0;
 }
 
-/* A traced command handed to a tracer: fds [request memfd or INLINE_FD (its strings in
-   inline_buf), stdin, stdout, stderr, trace]. An idle tracer of the current trial gets it as
-   an order; else a new tracer is forked with it (the last trials' idle ones go: their
-   sockets closed, they exit). Returns the tracer's pid, or -1 with errno. */
-static pid_t start_traced(const struct req *r, int *fds) {
-    int inline_strings = fds[0] == INLINE_FD, nsent = inline_strings ? ORDER_FDS - 1 : ORDER_FDS;
-    const int *sent = inline_strings ? fds + 1 : fds;
-again:;
-    struct tracer *t = NULL;
-    int capture = (r->flags & FLAG_CAPTURE) != 0;  /* a tracer's filter is one variant */
-    for (size_t i = ntracers; i-- > 0;)  /* (from the end: a dropped one's place is seen) */
-        if (!tracers[i].busy && tracers[i].trial != trial_number) drop_tracer(i);
-    for (size_t i = 0; i < ntracers && !t; i++)
-        if (!tracers[i].busy && tracers[i].capture == capture) t = &tracers[i];
-    if (!t) {
-        if (grow((void **)&tracers, &ntracers, &captracers, sizeof *tracers) < 0) {
-            errno = ENOMEM;
-            return -1;
-        }
-        int sv[2];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return -1;
-        pid_t pid = fork_in_box();
-        if (pid == 0) tracer_main(sv[1], r, fds);
-        int err = errno;
-        close(sv[1]);
-        if (pid < 0) {
-            close(sv[0]);
-            errno = err;
-            return -1;
-        }
-        tracers[ntracers++] = (struct tracer){pid, sv[0], 1, capture, trial_number};
-        return pid;
+/* TRACER (flags FLAG_CAPTURE: the variant that captures). */
+static void new_tracer(const struct req *r, int *fds, int nfds) {
+    (void)fds;
+    if (nfds || r->sig || r->argc || r->envc || r->as_mib || (r->flags & ~FLAG_CAPTURE) ||
+        r->cap_per || r->cap_total)
+        fail(r, EINVAL);
+    else {
+        int sock = -1, err = fork_tracer(r->id, (r->flags & FLAG_CAPTURE) != 0, &sock);
+        reply('N', r->id, 0, err, sock);
+        if (sock >= 0) close(sock);
     }
-    struct iovec iov[2] = {{(void *)r, sizeof *r}, {inline_buf, inline_strings ? inline_len : 0}};
-    size_t fd_bytes = (size_t)nsent * sizeof(int);
-    union { char buf[CMSG_SPACE(ORDER_FDS * sizeof(int))]; struct cmsghdr align; } u;
-    memset(&u, 0, sizeof u);
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = inline_strings ? 2 : 1,
-                         .msg_control = u.buf, .msg_controllen = CMSG_SPACE(fd_bytes)};
-    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(fd_bytes);
-    memcpy(CMSG_DATA(c), sent, fd_bytes);
-    if (sendmsg(t->sock, &msg, MSG_NOSIGNAL) !=
-        (ssize_t)(sizeof *r + (inline_strings ? inline_len : 0))) {
-        /* Gone meanwhile (or cannot be told): never used again; another takes the command. */
-        kill(t->pid, SIGKILL);
-        drop_tracer((size_t)(t - tracers));
-        goto again;
-    }
-    t->busy = 1;
-    return t->pid;
 }
 
 static void run(const struct req *r, int *fds, int nfds) {
-    int traced = (r->flags & FLAG_TRACE) != 0;
-    if (nfds != (traced ? 5 : 4) || r->argc == 0 || (r->flags & ~(FLAG_TRACE | FLAG_CAPTURE)) ||
-        (r->flags == FLAG_CAPTURE) || (!(r->flags & FLAG_CAPTURE) && (r->cap_per || r->cap_total)) ||
-        r->sig || (uint64_t)r->argc + r->envc + 1 > MAX_STRINGS) {
+    if (nfds != 4 || (r->flags & FLAG_TRACE) || !run_fits(r)) {  /* traced: a tracer's */
         fail(r, EINVAL);
         return;
     }
@@ -803,16 +794,10 @@ static void run(const struct req *r, int *fds, int nfds) {
     memcpy(env, envp, r->envc * sizeof *env);
     memcpy(args, argv, r->argc * sizeof *args);
     if (!trial_init && (err = new_pid_space()) != 0) goto out;
-    pid_t pid;
-    if (traced) {
-        pid = start_traced(r, fds);
-        if (pid < 0) { err = errno; goto out; }
-    } else {
-        pid = fork();
-        if (pid < 0) { err = errno; goto out; }
-        if (pid == 0) command_main(r, fds, cwd, args, env, keyring_filter);
-    }
-    jobs[njobs++] = (struct job){r->id, pid, traced, 0};
+    pid_t pid = fork();
+    if (pid < 0) { err = errno; goto out; }
+    if (pid == 0) command_main(r, fds, cwd, args, env, keyring_filter);
+    jobs[njobs++] = (struct job){r->id, pid};
 out:
     if (err) fail(r, err);
     free(env);
@@ -821,14 +806,21 @@ out:
     free(buf);
 }
 
+/* KILL: the process group of command `id`, or with FLAG_TRACE of tracer `id`. */
 static void kill_job(const struct req *r, int *fds, int nfds) {
     (void)fds;
-    if (nfds || r->sig <= 0 || r->sig >= NSIG || r->argc || r->envc || r->as_mib || r->flags ||
-        r->cap_per || r->cap_total) {
+    if (nfds || r->sig <= 0 || r->sig >= NSIG || r->argc || r->envc || r->as_mib ||
+        (r->flags & ~FLAG_TRACE) || r->cap_per || r->cap_total) {
         fail(r, EINVAL);
         return;
     }
-    for (size_t i = 0; i < njobs; i++) {
+    for (size_t i = 0; r->flags && i < ntracers; i++) {
+        if (tracers[i].id == r->id) {
+            kill(-tracers[i].pid, r->sig);
+            kill(tracers[i].pid, r->sig);
+        }
+    }
+    for (size_t i = 0; !r->flags && i < njobs; i++) {
         if (jobs[i].id == r->id) {
             kill(-jobs[i].pid, r->sig);  /* ESRCH: it left its group, or is gone: fine */
             kill(jobs[i].pid, r->sig);
@@ -961,7 +953,13 @@ static int network_used(void) {
 
 static void new_trial(const struct req *r, int *fds, int nfds) {
     (void)fds;
-    if (!only_op(r, nfds)) { fail(r, EINVAL); return; }
+    struct req plain = *r;  /* its flags: FLAG_TRACE asks for a tracer of the new trial */
+    plain.flags = 0;
+    if (!only_op(&plain, nfds) || (r->flags & ~(FLAG_TRACE | FLAG_CAPTURE)) ||
+        r->flags == FLAG_CAPTURE) {
+        fail(r, EINVAL);
+        return;
+    }
     int killed, err = end_pid_space(&killed), renewed = 0;
     if (!err && unshare(CLONE_NEWIPC) < 0) err = errno;
     if (!err && network_used()) {
@@ -970,10 +968,19 @@ static void new_trial(const struct req *r, int *fds, int nfds) {
         if (unshare(CLONE_NEWNET) < 0) err = errno;
         else if (!(err = loopback_up())) remember_network();
     }
-    reply('T', r->id, renewed, err, -1);
-    /* The new trial's PID namespace, made now, while proctor prepares the trial, rather than
-       at its first command; if it cannot be made, that command says why. */
-    if (!err) new_pid_space();
+    if (!(r->flags & FLAG_TRACE)) {
+        reply('T', r->id, renewed, err, -1);
+        /* The new trial's PID namespace, made now, while proctor prepares the trial, rather
+           than at its first command; if it cannot be made, that command says why. */
+        if (!err) new_pid_space();
+        return;
+    }
+    /* With the trial's first tracer, its socket sent with T (none if it could not be made:
+       the trial's first traced command asks for one, and is told why), known by this id. */
+    int sock = -1;
+    if (!err) (void)fork_tracer(r->id, (r->flags & FLAG_CAPTURE) != 0, &sock);
+    reply('T', r->id, renewed, err, sock);
+    if (sock >= 0) close(sock);
 }
 
 static void ping(const struct req *r, int *fds, int nfds) {
@@ -1042,58 +1049,8 @@ typedef void (*handler)(const struct req *, int *, int);
 static const handler handlers[] = {
     [OP_RUN] = run, [OP_KILL] = kill_job, [OP_LISTEN] = listen_on,
     [OP_NEWTRIAL] = new_trial, [OP_PING] = ping, [OP_KILLALL] = kill_all,
-    [OP_OPEN] = open_as_agent,
+    [OP_OPEN] = open_as_agent, [OP_TRACER] = new_tracer,
 };
-
-/* How a job whose command's end was never reported ended: a tracer killed (KILL) as it
-   was killed, one that failed with its exit code, else 2 (the command's end unknown). */
-static int unreported(int status) {
-    if (WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status))) return status;
-    return 2 << 8;
-}
-
-/* What a tracer says on its socket (ORDER_FDS): how its command's top ended, when it left
-   something running (X then), and that the command's tree is gone (struct done: X if not
-   said yet; the job ends, and the tracer waits for the trial's next command, or goes if
-   enough others are idle or its trial is over). Everything it said is taken, in order;
-   returns 0 once it is dropped (its socket read EOF: it is gone, and reaping it ends its
-   job), else 1. */
-static int tracer_said(size_t k) {
-    for (;;) {
-        union { struct done d; int32_t status; } m;
-        ssize_t n;
-        do n = recv(tracers[k].sock, &m, sizeof m, MSG_DONTWAIT);
-        while (n < 0 && errno == EINTR);
-        if (n < 0 && errno == EAGAIN) return 1;
-        if (n != (ssize_t)sizeof m.d && n != (ssize_t)sizeof m.status) {
-            drop_tracer(k);
-            return 0;
-        }
-        struct job *j = NULL;
-        for (size_t i = 0; i < njobs && !j; i++)
-            if (jobs[i].pid == tracers[k].pid) j = &jobs[i];
-        if (n == (ssize_t)sizeof m.status) {  /* the top ended; its tree goes on */
-            if (j && !j->reported) {
-                j->reported = 1;
-                reply('X', j->id, m.status, 0, -1);
-            }
-            continue;
-        }
-        /* X once the tracer is idle again: the next command finds it so. */
-        if (j && !j->reported)
-            reply('X', j->id, m.d.status >= 0 ? m.d.status : unreported((m.d.code & 0xff) << 8),
-                  0, -1);
-        if (j) *j = jobs[--njobs];
-        tracers[k].busy = 0;
-        size_t idle = 0;
-        for (size_t i = 0; i < ntracers; i++) idle += !tracers[i].busy;
-        if (idle > IDLE_TRACERS || tracers[k].trial != trial_number) {
-            drop_tracer(k);  /* its socket closed: it exits */
-            return 0;
-        }
-        return 1;
-    }
-}
 
 static void reap(void) {
     int status;
@@ -1103,8 +1060,9 @@ static void reap(void) {
         for (int i = 0; i < INIT_STACKS; i++)
             if (init_stack_user[i] == pid) init_stack_user[i] = 0;  /* its stack is free */
         for (size_t i = 0; i < ntracers; i++) {
-            if (tracers[i].pid == pid) {  /* what it said before it went counts */
-                if (tracer_said(i)) drop_tracer(i);
+            if (tracers[i].pid == pid) {  /* proctor closed its socket (0), it failed, or KILL */
+                if (status) reply('D', tracers[i].id, status, 0, -1);
+                tracers[i] = tracers[--ntracers];
                 break;
             }
         }
@@ -1117,7 +1075,7 @@ static void reap(void) {
         for (size_t i = 0; i < njobs; i++) {
             struct job *j = &jobs[i];
             if (j->pid != pid) continue;
-            if (!j->reported) reply('X', j->id, j->traced ? unreported(status) : status, 0, -1);
+            reply('X', j->id, status, 0, -1);
             jobs[i] = jobs[--njobs];
             break;
         }
@@ -1215,29 +1173,11 @@ int main(int argc, char **argv) {
     remember_network();  /* bubblewrap's: the first trial's */
     prepare_filters();   /* assembled once here; each traced command only installs one */
     reply('R', 0, getpid(), 0, -1);
-    struct pollfd *p = NULL;
-    size_t capp = 0;
-    for (;;) {
-        /* The control socket, the signals, and every busy tracer's socket (it says when its
-           command's top ended and when its tree is gone). */
-        if (capp < 2 + ntracers) {
-            struct pollfd *more = realloc(p, (2 + ntracers) * sizeof *p);
-            if (!more) die("poll");
-            p = more;
-            capp = 2 + ntracers;
-        }
-        nfds_t n = 2;
-        p[0] = (struct pollfd){ctl, POLLIN, 0};
-        p[1] = (struct pollfd){sfd, POLLIN, 0};
-        for (size_t i = 0; i < ntracers; i++)
-            if (tracers[i].busy) p[n++] = (struct pollfd){tracers[i].sock, POLLIN, 0};
-        if (poll(p, n, -1) < 0) {
+    for (;;) {  /* requests and children's ends: a traced command wakes neither */
+        struct pollfd p[2] = {{ctl, POLLIN, 0}, {sfd, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0) {
             if (errno == EINTR) continue;
             die("poll");
-        }
-        for (nfds_t k = 2; k < n; k++) {
-            for (size_t i = 0; p[k].revents && i < ntracers; i++)
-                if (tracers[i].sock == p[k].fd) { tracer_said(i); break; }
         }
         if (p[1].revents & POLLIN) {
             struct signalfd_siginfo si;
