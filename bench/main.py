@@ -233,7 +233,7 @@ def alternate(name: str, trials: int, runs: int, args: argparse.Namespace, work:
         result[tool]["settled"] = settled[tool]
     if "inspect" in result:
         key = "median_mb" if memory else "median_s"
-        result["ratio"] = round(result["proctor"][key] / result["inspect"][key], 3)
+        result["ratio"] = round(result["proctor"][key] / result["inspect"][key], RATIO_DIGITS)
     shutil.rmtree(work / "out", ignore_errors=True)
     os.sync()
     return result
@@ -274,7 +274,7 @@ def floor(name: str, trials: int, runs: int, work: Path) -> dict:
     for tool, times in series.items():
         result[tool] = {"median_s": round(statistics.median(times), 3),
                         "runs_s": [round(t, 3) for t in times]}
-    result["ratio"] = round(result["proctor"]["median_s"] / result["peer"]["median_s"], 3)
+    result["ratio"] = round(result["proctor"]["median_s"] / result["peer"]["median_s"], RATIO_DIGITS)
     result["pair_ratios"] = [round(a / b, 3) for a, b in zip(series["proctor"], series["peer"], strict=True)]
     return result
 
@@ -355,6 +355,11 @@ def machine(work: Path | None = None) -> dict:
     return {"cores": os.cpu_count(), "memory_gb": round(mem_kb / 1024 / 1024, 1), "cpu": model,
             "kernel": platform.release(), "python": platform.python_version(),
             "work_fs": file_system(work.resolve()) if work else "?"}
+
+
+# A ratio is kept to 5 decimals: at 3, an agent loop 18.73x faster (0.05338) read 0.053,
+# shown as 18.9x, and one 19.9x faster (0.0502) would have read 0.050: the 20x goal met.
+RATIO_DIGITS = 5
 
 
 def judge(results: dict) -> list[dict]:

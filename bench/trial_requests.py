@@ -6,8 +6,9 @@ takes.
 Runs `proctor run` of `bench/workloads.py`'s suite (one `echo` command and one
 `file_contains` per trial, `--agent oracle`) with `--concurrency 1`, in this process, with
 the box spawner's requests and replies timed where proctor sends and receives them
-(sandbox/spawn.py). Prints, per request kind, how many per trial and the median time to
-its answer (RUN: to its start S and to the command's exit X), and the time per trial from
+(sandbox/spawn.py), and the traced commands proctor gives the trial's tracers (ORDER, its
+answer the tracer's Z, or X when the command left something running). Prints, per request
+kind, how many per trial and the median time to its answer, and the time per trial from
 the first request to the last (and with start-up). One trial at a time, so every wait is on the trial's own path: the figure the
 isolated-throughput benchmark hides behind concurrency. With `--src`, another tree's
 proctor (e.g. an older commit's worktree) is measured the same way, for an A/B. Put
@@ -26,24 +27,32 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from workloads import run_in_process  # noqa: E402
 
-OPS = {1: "RUN", 2: "KILL", 3: "LISTEN", 4: "NEWTRIAL", 5: "PING", 6: "KILLALL", 7: "OPEN"}
+OPS = {1: "RUN", 2: "KILL", 3: "LISTEN", 4: "NEWTRIAL", 5: "PING", 6: "KILLALL", 7: "OPEN",
+       8: "TRACER", "order": "ORDER"}
 
 
 def timed(spawn):
-    """Wrap the Spawner's sending and delivery; the events, as (time, sent?, op or reply
-    kind, request id, spawner)."""
+    """Wrap the Spawner's sending (to the spawner, and a traced command's order to a
+    tracer) and delivery; the events, as (time, sent?, op or reply kind, request id,
+    spawner)."""
     events: list[tuple[float, bool, object, int, int]] = []
-    send, deliver = spawn.Spawner._send, spawn.Spawner._deliver
+    send, order = spawn.Spawner._send_message, spawn.Spawner._order
+    deliver = spawn.Spawner._deliver
 
-    def _send(self, op, job, **kw):
+    def _send_message(self, op, job, message, fds):
         events.append((time.perf_counter(), True, op, job, id(self)))
-        return send(self, op, job, **kw)
+        return send(self, op, job, message, fds)
+
+    def _order(self, tracer, job, message, fds):
+        events.append((time.perf_counter(), True, "order", job, id(self)))
+        return order(self, tracer, job, message, fds)
 
     def _deliver(self, kind, job, value, err, fd):
         events.append((time.perf_counter(), False, kind, job, id(self)))
         return deliver(self, kind, job, value, err, fd)
 
-    spawn.Spawner._send, spawn.Spawner._deliver = _send, _deliver
+    spawn.Spawner._send_message, spawn.Spawner._order = _send_message, _order
+    spawn.Spawner._deliver = _deliver
     return events
 
 

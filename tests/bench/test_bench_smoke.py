@@ -125,8 +125,9 @@ def test_reports_at_scale_runs(tmp_path: Path) -> None:
 
 def test_trial_requests_counts_what_a_trial_asks_of_its_box() -> None:
     """bench/trial_requests.py (docs/benchmarks.md's one-trial-at-a-time rows) still runs,
-    and sees a trivial isolated trial's requests: one command, one file opened, one kill,
-    one new trial (not the first trial's: its box is new)."""
+    and sees a trivial isolated trial's requests: one command (a traced one, given to the
+    trial's tracer: its answer Z), one file opened, one kill, one new trial (not the first
+    trial's: its box is new)."""
     proc = subprocess.run([sys.executable, str(BENCH / "trial_requests.py"), "--trials", "10"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -135,7 +136,8 @@ def test_trial_requests_counts_what_a_trial_asks_of_its_box() -> None:
     assert per_trial["OPEN -> O"] == 1.0, proc.stdout
     # `cli: sh` is found without a probe box of its own (clipath.on_system_path): no command
     # and no kill besides the trials' own
-    assert per_trial["RUN -> X"] == per_trial["KILLALL -> A"] == 1.0, proc.stdout
+    assert per_trial["ORDER -> Z"] == per_trial["KILLALL -> A"] == 1.0, proc.stdout
+    assert "RUN -> X" not in per_trial, proc.stdout  # the spawner starts none of it
     assert 0.85 <= per_trial["NEWTRIAL -> T"] <= 1.0, proc.stdout
 
 
@@ -211,3 +213,16 @@ def test_both_tools_scratch_lies_on_the_work_dirs_file_system(tmp_path: Path) ->
         assert bench_main.default_work_dir().startswith("/dev/shm/")
         assert bench_main.file_system(Path("/dev/shm/proctor-bench")) == "tmpfs"
     assert bench_main.file_system(Path("/proc/self")) == "proc"
+
+
+def test_a_ratio_is_judged_and_shown_unrounded() -> None:
+    """19.9x faster is not 20x: the verdict and the table read the ratio of the medians
+    (kept to 5 decimals), not one rounded to 3 (0.0502 -> 0.050, a goal "met")."""
+    import main as bench
+
+    loop = {"trials": 100, "proctor": {"median_s": 0.794}, "inspect": {"median_s": 15.82}}
+    loop["ratio"] = round(0.794 / 15.82, bench.RATIO_DIGITS)
+    (verdict,) = bench.judge({"agentloop": loop})
+    assert not verdict["met"] and verdict["value"] == 0.05019
+    row = bench.table({"agentloop": loop}, {"cores": 2, "cpu": "x", "memory_gb": 24})
+    assert "**19.9×**" in row and "MISSED" in row
