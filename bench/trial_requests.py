@@ -33,26 +33,32 @@ OPS = {1: "RUN", 2: "KILL", 3: "LISTEN", 4: "NEWTRIAL", 5: "PING", 6: "KILLALL",
 
 def timed(spawn):
     """Wrap the Spawner's sending (to the spawner, and a traced command's order to a
-    tracer) and delivery; the events, as (time, sent?, op or reply kind, request id,
-    spawner)."""
+    tracer, sandbox/tracers.py) and delivery; the events, as (time, sent?, op or reply kind,
+    request id, spawner)."""
     events: list[tuple[float, bool, object, int, int]] = []
-    send, order = spawn.Spawner._send_message, spawn.Spawner._order
-    deliver = spawn.Spawner._deliver
+    Spawner, Tracers = spawn.Spawner, spawn.Tracers
+    init, send, deliver, order = (Spawner.__init__, Spawner._send_message, Spawner._deliver,
+                                  Tracers.order)
+    owners: dict[int, int] = {}  # a spawner's tracers' id -> the spawner's
+
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        owners[id(self._tracers)] = id(self)
 
     def _send_message(self, op, job, message, fds):
         events.append((time.perf_counter(), True, op, job, id(self)))
         return send(self, op, job, message, fds)
 
     def _order(self, tracer, job, message, fds):
-        events.append((time.perf_counter(), True, "order", job, id(self)))
+        events.append((time.perf_counter(), True, "order", job, owners[id(self)]))
         return order(self, tracer, job, message, fds)
 
     def _deliver(self, kind, job, value, err, fd):
         events.append((time.perf_counter(), False, kind, job, id(self)))
         return deliver(self, kind, job, value, err, fd)
 
-    spawn.Spawner._send_message, spawn.Spawner._order = _send_message, _order
-    spawn.Spawner._deliver = _deliver
+    Spawner.__init__, Spawner._send_message, Spawner._deliver = __init__, _send_message, _deliver
+    Tracers.order = _order
     return events
 
 

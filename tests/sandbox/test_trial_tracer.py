@@ -193,7 +193,7 @@ async def test_a_tracer_killed_as_its_command_ended_is_never_given_another(box, 
         await asyncio.sleep(0)
     await asyncio.sleep(0)  # the order sent
     time.sleep(0.3)  # the loop held: the command ends, its Z waits unread
-    box.spawner.kill(next(iter(box.spawner._traced)))  # as a deadline would, racing the Z
+    box.spawner.kill(next(iter(box.spawner._tracers._busy)))  # as a deadline would, racing the Z
     res = await run
     os.close(fd)
     assert res.exit_code == 0, res  # it had ended: its Z says so

@@ -9,7 +9,7 @@ replies, so a command costs no process of proctor's own: no fork of proctor, no 
 wrapper. A traced command is not sent to the spawner: it goes to one of the trial's tracers,
 whose socket the spawner handed over (TRACER, or with NEWTRIAL's T the next trial's first),
 and the tracer says its X and Z on the spawner's socket, among the spawner's replies
-(`_Tracer`): the spawner is not woken by it. The task running a command waits for its end
+(tracers.py): the spawner is not woken by it. The task running a command waits for its end
 alone (X, or E: it could not start); its start is not said (one reply to read per command,
 not two). At its deadline it is killed and its X awaited: a command never sent, or sent but
 not read (a stopped spawner), is given up at once, one read gets START_GRACE_S for its X.
@@ -37,6 +37,7 @@ from typing import Any
 from proctor import proc
 from proctor.proc import ExecResult, Feed
 from proctor.sandbox.outpipes import PipeReader, Pipes
+from proctor.sandbox.tracers import Tracer, Tracers
 
 OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL, OP_OPEN, OP_TRACER = range(1, 9)
 FLAG_TRACE, FLAG_CAPTURE = 1, 2
@@ -55,26 +56,11 @@ MAX_INLINE = 16384  # a request's strings in its own message up to this (spawner
 # for the pipes' end, no epoll_ctl); a longer one's output is read as it comes from then on
 # (one that fills a pipe sooner waits until then).
 WATCH_AFTER_S = 0.01
-IDLE_TRACERS = 2  # idle tracers kept for the trial's next traced commands; more are let go
 _FS_ENCODING = sys.getfilesystemencoding()
 
 
 class SpawnerLost(Exception):
     """The box's spawner is gone (killed, or its box died): nothing more runs in it."""
-
-
-class _Tracer:
-    """One of the trial's tracers (spawner.c, TRACER): proctor gives it the trial's traced
-    commands on its socket, one at a time; each one's X and Z come with the spawner's replies
-    (the tracer shares the spawner's socket), a D there when the tracer ends otherwise."""
-
-    __slots__ = ("id", "sock", "capture", "job", "killed", "retired")
-
-    def __init__(self, id_: int, sock: socket.socket, capture: bool):
-        self.id, self.sock, self.capture = id_, sock, capture  # id: its TRACER's or NEWTRIAL's
-        self.job: int | None = None  # the command it traces
-        self.killed = False  # a KILL was sent for it: it takes no other command
-        self.retired = False  # its trial's PID namespace is gone: let go once idle
 
 
 class Spawner:
@@ -99,14 +85,7 @@ class Spawner:
         # mostly share one, trial after trial.
         self._env: dict[str, str] | None = None
         self._env_block = b""
-        self._tracers: dict[int, _Tracer] = {}  # by id, until let go or gone
-        self._idle: list[_Tracer] = []  # the current trial's, waiting for a command
-        self._traced: dict[int, _Tracer] = {}  # a running traced command's tracer, by job
-        self._capture: bool | None = None  # the kind of the last traced command (None: none)
-        self._generation = 0  # counts the trials' PID namespaces proctor has seen end
-        # A tracer on its way with a NEWTRIAL's T, by its job: its kind, and the generation
-        # it is of (one that comes for a trial already ended is let go).
-        self._coming: dict[int, tuple[bool, int]] = {}
+        self._tracers = Tracers()
         sock.setblocking(False)
         loop.add_reader(sock.fileno(), self._on_reply)
 
@@ -197,21 +176,16 @@ class Spawner:
         """Traced command `job` given to an idle tracer of the trial that takes its kind
         (capturing or not), else to a new one (TRACER: one request, one reply, awaited at
         most `timeout`). An OSError if none can take it."""
-        self._capture = capture
-        while (tracer := self._take_idle(capture)) is not None:
-            if self._order(tracer, job, order, fds):
+        tracers = self._tracers
+        tracers.capture = capture  # the kind the next trial's first tracer will be of
+        while (tracer := tracers.take_idle(capture)) is not None:
+            if tracers.order(tracer, job, order, fds):
                 return
         tracer = await asyncio.wait_for(self._new_tracer(capture), timeout)
-        if not self._order(tracer, job, order, fds):
+        if not tracers.order(tracer, job, order, fds):
             raise OSError(errno.ESRCH, "its tracer ended before it started")
 
-    def _take_idle(self, capture: bool) -> _Tracer | None:
-        for i in range(len(self._idle) - 1, -1, -1):  # the last idled first: its memory warm
-            if self._idle[i].capture == capture:
-                return self._idle.pop(i)
-        return None
-
-    async def _new_tracer(self, capture: bool) -> _Tracer:
+    async def _new_tracer(self, capture: bool) -> Tracer:
         job = next(self._ids)
         fut = self._pending[job] = self.loop.create_future()
         try:
@@ -219,25 +193,7 @@ class Spawner:
             fd, _ = await fut
         finally:
             self._pending.pop(job, None)
-        return self._tracer(fd, job, capture)
-
-    def _tracer(self, fd: int, id_: int, capture: bool) -> _Tracer:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, 0, fd)
-        tracer = self._tracers[id_] = _Tracer(id_, sock, capture)
-        return tracer
-
-    def _order(self, tracer: _Tracer, job: int, order: bytes, fds: list[int]) -> bool:
-        """The command sent to `tracer`; False (and the tracer let go) if it is gone. (An
-        idle tracer waits in a read of its socket: the send never waits.)"""
-        try:
-            tracer.sock.sendmsg([order], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                           array.array("i", fds))], socket.MSG_DONTWAIT)
-        except OSError:  # it ended (its socket closed), or cannot take it: never used again
-            self._let_go(tracer)
-            return False
-        tracer.job = job
-        self._traced[job] = tracer
-        return True
+        return self._tracers.add(fd, job, capture)
 
     def _ended(self, job: int, status: int) -> None:
         self._starting.discard(job)
@@ -245,48 +201,13 @@ class Spawner:
         if fut is not None and not fut.done():
             fut.set_result(status)
 
-    def _tracer_idle(self, job: int, unstarted: bool = False) -> None:
-        """Z: command `job`'s tree is gone, its tracer idle: kept for the trial's next
-        command, unless killed, of a trial that ended, one too many, or `unstarted`: it could
-        not start the command (its trial's PID namespace gone with its init, say: the next
-        command's new tracer is made in a new one)."""
-        tracer = self._traced.pop(job, None)
-        if tracer is None:
-            return
-        tracer.job = None
-        if tracer.killed or tracer.retired or unstarted or len(self._idle) >= IDLE_TRACERS:
-            self._let_go(tracer)
-        else:
-            self._idle.append(tracer)
-
     def _tracer_ended(self, id_: int, status: int) -> None:
         """D: tracer `id_` ended (killed, or failed), after all it said: the command it had
         ends as the tracer did (an exit with its code, or its signal; 2 if it exited 0)."""
-        tracer = self._tracers.get(id_)
-        if tracer is None:
-            return
-        job = tracer.job
-        self._let_go(tracer)
+        job = self._tracers.ended(id_)
         if job is not None:
-            self._traced.pop(job, None)
             failed = os.WIFSIGNALED(status) or (os.WIFEXITED(status) and os.WEXITSTATUS(status))
             self._ended(job, status if failed else 2 << 8)
-
-    def _let_go(self, tracer: _Tracer) -> None:
-        """Its socket closed: an idle tracer exits; a busy one once its command is done."""
-        tracer.sock.close()
-        self._tracers.pop(tracer.id, None)
-        if tracer in self._idle:
-            self._idle.remove(tracer)
-
-    def _retire_tracers(self) -> None:
-        """The trial's PID namespace ends: its idle tracers let go, the busy ones once idle
-        (a tracer starts its commands in its trial's PID namespace, chosen once)."""
-        for tracer in self._idle[:]:
-            self._let_go(tracer)
-        for tracer in self._traced.values():
-            tracer.retired = True
-        self._generation += 1
 
     def _encoded(self, env: dict[str, str]) -> bytes:
         """`env` as the RUN request's memfd ends: each `NAME=value`, NUL-terminated."""
@@ -372,7 +293,7 @@ class Spawner:
     def kill(self, job: int, sig: int = signal.SIGKILL) -> None:
         """Signal the process group of a command started by `run` (one still waiting in the
         outbox is never sent instead)."""
-        tracer = self._traced.get(job)
+        tracer = self._tracers.tracing(job)
         if tracer is not None:  # its tracer's process group: the kernel kills its tracees
             tracer.killed = True
             with contextlib.suppress(SpawnerLost):
@@ -408,13 +329,13 @@ class Spawner:
         future returned, for whoever needs it later: a box kept for another trial is made
         ready when its last trial ends, not when the next one begins."""
         runs = self._runs
-        self._retire_tracers()
+        self._tracers.retire()
         # The next trial's first tracer comes with it, of the kind this box's last command had.
-        capture = self._capture
+        capture = self._tracers.capture
         job, fut = self._request(OP_NEWTRIAL, 0 if capture is None else
                                  FLAG_TRACE | (FLAG_CAPTURE if capture else 0))
         if capture is not None:
-            self._coming[job] = (capture, self._generation)
+            self._tracers.expect(job, capture)
 
         def answered(f: asyncio.Future[int]) -> None:
             if not f.cancelled() and f.exception() is None:  # (an error: retrieved here)
@@ -428,7 +349,7 @@ class Spawner:
         runs = self._runs
         if runs == self._runs_killed:
             return 0
-        self._retire_tracers()  # their PID namespace is killed: the next command makes another
+        self._tracers.retire()  # their PID namespace is killed: the next command makes another
         async with asyncio.timeout(timeout):  # no task of its own, as wait_for makes
             killed = await self._ask(OP_KILLALL)
         self._runs_killed = runs
@@ -588,20 +509,13 @@ class Spawner:
             return
         if kind == "Z":  # a traced command's tree is gone (err: it never started)
             self._ended(job, value)
-            self._tracer_idle(job, unstarted=err != 0)
+            self._tracers.done(job, unstarted=err != 0)
             return
         if kind == "D":  # a tracer ended: `job` is its id
             self._tracer_ended(job, value)
             return
-        if kind == "T" and job in self._coming:  # with the tracer the NEWTRIAL asked for
-            capture, generation = self._coming.pop(job)
-            if fd is not None:
-                tracer = self._tracer(fd, job, capture)
-                if generation == self._generation:
-                    self._idle.append(tracer)
-                else:  # its trial ended before it came
-                    self._let_go(tracer)
-                fd = None
+        if kind == "T" and self._tracers.arrived(job, fd):  # the tracer NEWTRIAL asked for
+            fd = None
         if kind == "X":  # ended
             self._ended(job, value)
             return
@@ -644,10 +558,7 @@ class Spawner:
                 fut.exception()  # retrieved: nobody may be waiting on it
         self._pending.clear()
         self._starting.clear()
-        for tracer in list(self._tracers.values()):  # gone with the box
-            self._let_go(tracer)
-        self._traced.clear()
-        self._coming.clear()
+        self._tracers.close()  # gone with the box
 
 
 def _strings(items: Sequence[str]) -> bytes:
