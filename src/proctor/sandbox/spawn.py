@@ -37,6 +37,14 @@ from typing import Any
 from proctor import proc
 from proctor.proc import ExecResult, Feed
 from proctor.sandbox.outpipes import PipeReader, Pipes
+from proctor.sandbox.spawnwire import (
+    MAX_INLINE,
+    close_all,
+    encode_strings,
+    feed_stdin,
+    memfd,
+    open_request,
+)
 from proctor.sandbox.tracers import Tracer, Tracers
 
 OP_RUN, OP_KILL, OP_LISTEN, OP_NEWTRIAL, OP_PING, OP_KILLALL, OP_OPEN, OP_TRACER = range(1, 9)
@@ -50,13 +58,11 @@ _RECV_FLAGS = int(socket.MSG_DONTWAIT | socket.MSG_CMSG_CLOEXEC)
 SEND_WAIT_S = 10.0
 _SIOCOUTQ = 0x5411  # linux/sockios.h (TIOCOUTQ): what a socket sent that its peer has not read
 START_GRACE_S = 1.0  # past its deadline and killed, how long a command's X is awaited
-MAX_INLINE = 16384  # a request's strings in its own message up to this (spawner.c's)
 # A command's output pipes are watched in the loop only if it runs this long: most end
 # sooner, and their pipes are read to the end at their X instead (no wake-up of the loop
 # for the pipes' end, no epoll_ctl); a longer one's output is read as it comes from then on
 # (one that fills a pipe sooner waits until then).
 WATCH_AFTER_S = 0.01
-_FS_ENCODING = sys.getfilesystemencoding()
 
 
 class SpawnerLost(Exception):
@@ -106,8 +112,8 @@ class Spawner:
         cap = proc.Capture(self.loop, limit, feed)
         job = next(self._ids)
         try:
-            strings = _strings([cwd, *argv]) + self._encoded(env)
-            fds = _open_request(strings, stdin is not None)
+            strings = encode_strings([cwd, *argv]) + self._encoded(env)
+            fds = open_request(strings, stdin is not None)
         except (OSError, ValueError) as e:  # out of descriptors, a NUL in an argument
             return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
                               time.monotonic() - t0, started)
@@ -123,7 +129,7 @@ class Spawner:
         except BaseException as e:  # not started: the box lost, no tracer in time, cancelled
             self._exits.pop(job, None)
             self._starting.discard(job)
-            _close(fds)
+            close_all(fds)
             if isinstance(e, SpawnerLost):
                 return ExecResult(None, "", "", time.monotonic() - t0, started, error=str(e))
             if isinstance(e, TimeoutError):  # the spawner made it no tracer within its time
@@ -132,11 +138,11 @@ class Spawner:
                 return ExecResult(None, "", f"proctor: could not start {argv[0]}: {e}",
                                   time.monotonic() - t0, started)
             raise
-        _close([request, out_w, err_w] + ([in_r] if stdin is not None else []))
+        close_all([request, out_w, err_w] + ([in_r] if stdin is not None else []))
         readers = [PipeReader(self._pipes, out_r, 1, cap),
                    PipeReader(self._pipes, err_r, 2, cap)]
         if stdin is not None:
-            self.loop.create_task(_feed_stdin(self.loop, in_w, stdin))
+            self.loop.create_task(feed_stdin(self.loop, in_w, stdin))
         try:
             status = await self._exit_status(job, exited, cap, self.loop.time() + timeout,
                                              readers)
@@ -212,7 +218,7 @@ class Spawner:
     def _encoded(self, env: dict[str, str]) -> bytes:
         """`env` as the RUN request's memfd ends: each `NAME=value`, NUL-terminated."""
         if env != self._env:
-            block = _strings([f"{k}={v}" for k, v in env.items()]) if env else b""
+            block = encode_strings([f"{k}={v}" for k, v in env.items()]) if env else b""
             self._env, self._env_block = dict(env), block
         return self._env_block
 
@@ -302,7 +308,7 @@ class Spawner:
         for i, (op, queued, _, fds) in enumerate(self._outbox):
             if op == OP_RUN and queued == job:
                 del self._outbox[i]
-                _close(fds)
+                close_all(fds)
                 return
         with contextlib.suppress(SpawnerLost):
             self._send(OP_KILL, job, sig=sig)
@@ -311,7 +317,7 @@ class Spawner:
         """A listening TCP socket bound at host:port in the box's network namespace."""
         job = next(self._ids)
         fut = self._pending[job] = self.loop.create_future()
-        self._send_strings(OP_LISTEN, job, _strings([host, str(port)]))
+        self._send_strings(OP_LISTEN, job, encode_strings([host, str(port)]))
         fd = await fut
         sock = socket.socket(fileno=fd)
         sock.setblocking(False)
@@ -364,7 +370,7 @@ class Spawner:
         job = next(self._ids)
         fut = self._pending[job] = self.loop.create_future()
         try:
-            self._send_strings(OP_OPEN, job, _strings([path]), sig=how)
+            self._send_strings(OP_OPEN, job, encode_strings([path]), sig=how)
         except SpawnerLost:
             self._pending.pop(job, None)
             raise
@@ -441,7 +447,7 @@ class Spawner:
         if len(strings) <= MAX_INLINE:
             self._send(op, job, sig=sig, strings=strings)
             return
-        request = _memfd(strings)
+        request = memfd(strings)
         try:
             self._send(op, job, sig=sig, fds=[request])
         finally:
@@ -463,7 +469,7 @@ class Spawner:
                 self._lose(f"the sandbox's process starter is gone ({e})")
                 return
             self._outbox.pop(0)
-            _close(fds)
+            close_all(fds)
             if self._stuck is not None:  # it reads: give it the full time again
                 self._stuck.cancel()
                 self._stuck = self.loop.call_later(
@@ -549,7 +555,7 @@ class Spawner:
             self.loop.remove_reader(self.sock.fileno())
         self._stop_flushing()
         for *_, fds in self._outbox:
-            _close(fds)
+            close_all(fds)
         self._outbox.clear()
         error = SpawnerLost(why)
         for fut in [self._ready, *self._pending.values(), *self._exits.values()]:
@@ -561,53 +567,6 @@ class Spawner:
         self._tracers.close()  # gone with the box
 
 
-def _strings(items: Sequence[str]) -> bytes:
-    """`items` each NUL-terminated, encoded as os.fsencode does (UTF-8, surrogateescape):
-    joined first, one encode for all."""
-    try:
-        text = "\0".join(items)
-    except TypeError:  # a path object among them
-        text = "\0".join(os.fsdecode(s) for s in items)
-    if text.count("\0") != len(items) - 1:
-        raise ValueError("embedded null byte")
-    return text.encode(_FS_ENCODING, "surrogateescape") + b"\0"
-
-
-def _memfd(data: bytes) -> int:
-    fd = os.memfd_create("proctor-request", os.MFD_CLOEXEC)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-    return fd
-
-
-async def _feed_stdin(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> None:
-    """Write `data` to the command's stdin without blocking the loop, then close it."""
-    os.set_blocking(fd, False)
-    view = memoryview(data)
-    try:
-        while view:
-            try:
-                view = view[os.write(fd, view):]
-            except BlockingIOError:
-                ready = loop.create_future()
-                loop.add_writer(fd, _resolve, ready)
-                try:
-                    await ready
-                finally:
-                    loop.remove_writer(fd)
-    except OSError as e:  # the command closed its stdin: what it did not read is dropped
-        if e.errno != errno.EPIPE:
-            raise
-    finally:
-        os.close(fd)
-
-
-def _resolve(fut: asyncio.Future[Any]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
 def _result(cap: proc.Capture, status: int | None, timeout: float, t0: float,
             started: float) -> ExecResult:
     """A command's result from its output and wait status (None: it timed out)."""
@@ -617,29 +576,3 @@ def _result(cap: proc.Capture, status: int | None, timeout: float, t0: float,
         stdout=cap.text(1), stderr=cap.text(2) + note,
         duration_s=time.monotonic() - t0, started_at=started, timed_out=status is None,
         truncated=cap.dropped[1] > 0 or cap.dropped[2] > 0)
-
-
-def _open_request(strings: bytes, stdin: bool) -> list[int]:
-    """A RUN request's descriptors: the memfd (`strings`: cwd, argv, environment; -1 when
-    they fit inline), then the stdout and stderr pipes and, with `stdin`, stdin's (read end,
-    write end each); none left open if one cannot be made."""
-    fds: list[int] = []
-    try:
-        fds.append(_memfd(strings) if len(strings) > MAX_INLINE else -1)
-        fds += os.pipe()
-        fds += os.pipe()
-        if stdin:
-            fds += os.pipe()
-    except (OSError, ValueError):
-        _close(fds)
-        raise
-    return fds
-
-
-def _close(fds: Sequence[int]) -> None:
-    for fd in fds:
-        if fd >= 0:
-            try:  # noqa: SIM105 (a suppress() a descriptor costs more than its close)
-                os.close(fd)
-            except OSError:
-                pass
