@@ -5,8 +5,9 @@ its own capture budget; a command that left something running keeps its tracer, 
 to the end, while the next gets another; killing one command leaves the other traced; a
 tracer proctor sent a KILL for is never given another command, even when the command ended
 first; a trial ended with a tracer busy lets it go; the next trial's commands get new
-tracers, in its PID namespace; a traced command holds no descriptor of its tracer's. Against
-a real box, through the spawner's own requests."""
+tracers, in its PID namespace (that a traced command holds no descriptor of its tracer's:
+tests/security/test_tracer_memory.py). Against a real box, through the spawner's own
+requests."""
 
 from __future__ import annotations
 
@@ -227,20 +228,6 @@ async def test_a_trial_ended_with_its_tracer_busy_lets_it_go(box, tmp_path):
     nxt = await _traced(box, "readlink /proc/self/ns/pid", tmp_path / "next")
     assert nxt.exit_code == 0 and nxt.stdout != left.stdout, (nxt, left)
     assert parse_trace(tmp_path / "next").finished
-
-
-async def test_a_traced_command_holds_no_descriptor_of_its_tracer(box, tmp_path):
-    """The tracer holds its order socket and the spawner's control socket, on which it
-    reports: a command it starts (the hostile side: one that would forge a reply on any
-    descriptor it has) finds only its own 0-2; the honest twin, untraced, the same."""
-    await box.spawner.new_trial()
-    forge = ("ls /proc/self/fd; for fd in 3 4 5 6 7 8 9; do"  # (sh: one digit)
-             " (echo X >&$fd) 2>/dev/null && echo wrote $fd; done; true")
-    traced = await _traced(box, forge, tmp_path / "t")
-    plain = await box.spawner.run(["/bin/sh", "-c", forge], env=PATH, cwd="/", timeout=10)
-    for res in (traced, plain):
-        assert res.exit_code == 0, res
-        assert res.stdout.split() == ["0", "1", "2", "3"], res  # 3: ls's own, of the directory
 
 
 async def test_a_trial_whose_init_died_gets_new_tracers(box, tmp_path):

@@ -1,8 +1,11 @@
-"""The first process of a traced command shares its tracer's memory until it execs (spawner.c,
+"""What a traced command can reach of its tracer. The first process of a traced command shares
+its tracer's memory until it execs (spawner.c,
 `top_main`: a clone, not a fork). An agent process left running in the trial watches for such a
 process (its name is still the tracer's) and tries to open its memory and read its
 environment while the tracer holds it at its exec: refused every time. The honest twin: the
-same attacker opens the memory and reads the environment of a process of its own."""
+same attacker opens the memory and reads the environment of a process of its own. And a
+traced command holds no descriptor of its tracer's (its order socket, the spawner's control
+socket it reports on): none to forge a reply on."""
 
 from __future__ import annotations
 
@@ -129,3 +132,18 @@ async def test_an_agent_cannot_open_a_traced_commands_memory_before_its_exec(
     assert held >= 1 and len(seen) >= held, (held, lines)  # it tried each held command
     assert "own-mem" in lines and "own-env" in lines, lines  # the honest twin
     assert not [line for line in lines if line.startswith(("mem ", "env "))], lines
+
+
+async def test_a_traced_command_holds_no_descriptor_of_its_tracer(box_sandbox, tmp_path):
+    """The tracer holds its order socket and the spawner's control socket, on which it
+    reports: a command it starts (the hostile side: one that would forge a reply on any
+    descriptor it has) finds only its own 0-2; the honest twin, untraced, the same."""
+    sb = box_sandbox
+    forge = ("ls /proc/self/fd; for fd in 3 4 5 6 7 8 9; do"  # (sh: one digit)
+             " (echo X >&$fd) 2>/dev/null && echo wrote $fd; done; true")
+    traced = await run_traced(sb, ["/bin/sh", "-c", forge], tmp_path / "t")
+    plain = await sb.box.spawner.run(["/bin/sh", "-c", forge], env=sb.env, cwd=sb.workdir,
+                                     timeout=10)
+    for res in (traced, plain):
+        assert res.exit_code == 0, res
+        assert res.stdout.split() == ["0", "1", "2", "3"], res  # 3: ls's own, of the directory
